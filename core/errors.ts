@@ -1,0 +1,31 @@
+// User-facing errors. A UserError is bad input (a flag, a file, a config): the CLI prints its message as one line
+// and exits with status 2, with no stack trace. Anything else is a bug and keeps its stack.
+import { ZodError } from 'zod';
+
+export class UserError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UserError';
+  }
+}
+
+/** Throw a UserError: `fail('--n must be a positive integer, got 0')`. */
+export function fail(message: string): never {
+  throw new UserError(message);
+}
+
+/** One line naming the first offending field of a zod error, e.g. `--n: must be greater than 0 (got -1)`. */
+export function describeZodError(error: ZodError, context = ''): string {
+  const issue = error.issues[0];
+  if (!issue) return `${context}invalid input`;
+  const where = issue.path.length > 0 ? issue.path.join('.') : 'input';
+  const received = 'input' in issue && issue.input !== undefined ? ` (got ${JSON.stringify(issue.input)})` : '';
+  return `${context}${where}: ${issue.message}${received}`;
+}
+
+/** Parse with a zod schema, turning a validation failure into a UserError. */
+export function parseOrFail<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: ZodError } }, value: unknown, context = ''): T {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  throw new UserError(describeZodError(result.error, context));
+}

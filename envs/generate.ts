@@ -1,0 +1,63 @@
+// The shared episode generator: draws candidates from an environment, keeps those whose fingerprint belongs to the
+// requested split (so train and test are disjoint by construction), assigns each action its modality, and gives every
+// episode a stable id. Deterministic from the seed.
+import { fingerprint, splitOf, type Split } from '../core/fingerprint.ts';
+import { Rng } from '../core/rng.ts';
+import { UserError } from '../core/errors.ts';
+import type { Action, Env, Episode, Modality, ModalitySetting } from './types.ts';
+
+export interface GenerateOptions {
+  n: number;
+  actions: number;
+  split: Split;
+  seed: number | string;
+  modality: ModalitySetting;
+  /** Probability that an action is an image when modality is 'mixed'. */
+  imageRatio?: number;
+  extra?: Record<string, unknown>;
+}
+
+/** Draw the modality of each of `count` actions. */
+export function drawModalities(rng: Rng, count: number, setting: ModalitySetting, imageRatio = 0.5): Modality[] {
+  if (setting === 'text' || setting === 'image') return Array.from({ length: count }, () => setting);
+  return Array.from({ length: count }, () => (rng.next() < imageRatio ? 'image' : 'text'));
+}
+
+/** The same episode with every action shown in one modality (used for the transfer modality). */
+export function withModality(episode: Episode, modality: Modality): Episode {
+  return { ...episode, actions: episode.actions.map((a) => ({ ...a, modality })) };
+}
+
+/** How many candidates we may reject per episode asked for before concluding the source cannot supply the split. */
+const MAX_REJECTIONS_PER_EPISODE = 200;
+
+export function generateEpisodes(env: Env, options: GenerateOptions): Episode[] {
+  const { n, split } = options;
+  const sampleRng = new Rng(options.seed, env.domain, 'candidates', options.actions);
+  const modalityRng = new Rng(options.seed, env.domain, 'modalities', split);
+  const episodes: Episode[] = [];
+  let rejected = 0;
+  for (const candidate of env.candidates(sampleRng, { actions: options.actions, extra: options.extra ?? {} })) {
+    const fp = fingerprint(env.domain, candidate.initialState, candidate.actionTexts.join(' '), candidate.fingerprintExtra ?? '');
+    if (splitOf(fp) !== split) {
+      if (++rejected > MAX_REJECTIONS_PER_EPISODE * n) break;
+      continue;
+    }
+    const modalities = drawModalities(modalityRng, candidate.actionTexts.length, options.modality, options.imageRatio);
+    const actions: Action[] = candidate.actionTexts.map((text, i) => ({ text, modality: modalities[i] }));
+    episodes.push({
+      id: `${env.domain}-${split}-${String(episodes.length).padStart(5, '0')}-${fp.slice(0, 8)}`,
+      domain: env.domain,
+      split,
+      initialState: candidate.initialState,
+      actions,
+      target: candidate.target,
+      ...(candidate.question !== undefined ? { question: candidate.question } : {}),
+      meta: candidate.meta ?? {},
+    });
+    if (episodes.length >= n) return episodes;
+  }
+  throw new UserError(
+    `${env.domain}: could only make ${episodes.length} of ${n} ${split} episodes with ${options.actions} actions from this source`,
+  );
+}

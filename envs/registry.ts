@@ -1,0 +1,18 @@
+// Domain name → environment. Each environment module registers itself here; commands look domains up by name so a
+// new environment needs no change to any command.
+import { UserError } from '../core/errors.ts';
+import { DOMAINS, type Domain, type Env } from './types.ts';
+
+const loaders: Partial<Record<Domain, () => Promise<Env>>> = {
+  // Filled in as environments land: chess: () => import('./chess/index.ts').then((m) => m.chessEnv),
+};
+
+export function availableDomains(): Domain[] {
+  return DOMAINS.filter((d) => loaders[d] !== undefined);
+}
+
+export async function getEnv(domain: string): Promise<Env> {
+  const load = loaders[domain as Domain];
+  if (!load) throw new UserError(`unknown domain '${domain}' (choose from ${availableDomains().join(', ')})`);
+  return load();
+}

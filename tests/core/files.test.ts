@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { appendJsonl, readJsonl, writeFileAtomic } from '../../core/files.ts';
+import { UserError } from '../../core/errors.ts';
+import { fingerprint, splitOf } from '../../core/fingerprint.ts';
+
+const dir = () => mkdtempSync(join(tmpdir(), 'metrl-files-'));
+
+describe('JSONL files', () => {
+  it('round-trips rows with line numbers', () => {
+    const path = join(dir(), 'a.jsonl');
+    appendJsonl(path, [{ a: 1 }, { a: 2 }]);
+    appendJsonl(path, [{ a: 3 }]);
+    expect(readJsonl(path).rows.map((r) => [r.line, (r.value as { a: number }).a])).toEqual([[1, 1], [2, 2], [3, 3]]);
+  });
+
+  it('repairs a torn last line and keeps the rest', () => {
+    const path = join(dir(), 'b.jsonl');
+    writeFileSync(path, '{"a":1}\n{"a":2}\n{"a":');
+    const { rows, repaired } = readJsonl(path, { repairTornTail: true });
+    expect(repaired).toBe(true);
+    expect(rows).toHaveLength(2);
+    expect(readFileSync(path, 'utf8')).toBe('{"a":1}\n{"a":2}\n');
+  });
+
+  it('reports corruption in the middle with its line number', () => {
+    const path = join(dir(), 'c.jsonl');
+    writeFileSync(path, '{"a":1}\nnot json\n{"a":3}\n');
+    expect(() => readJsonl(path, { repairTornTail: true })).toThrow(UserError);
+    expect(() => readJsonl(path)).toThrow(/c\.jsonl:2/);
+  });
+
+  it('writes atomically', () => {
+    const path = join(dir(), 'x', 'y.txt');
+    writeFileAtomic(path, 'hello');
+    expect(readFileSync(path, 'utf8')).toBe('hello');
+  });
+});
+
+describe('fingerprint splits', () => {
+  it('sends about 20% of fingerprints to test, deterministically', () => {
+    let test = 0;
+    for (let i = 0; i < 5000; i++) if (splitOf(fingerprint('shell', i)) === 'test') test++;
+    expect(test / 5000).toBeGreaterThan(0.17);
+    expect(test / 5000).toBeLessThan(0.23);
+    expect(splitOf(fingerprint('a', 'b'))).toBe(splitOf(fingerprint('a', 'b')));
+  });
+});
