@@ -1,16 +1,18 @@
-// The `metrl` command line: one yargs command per file in scripts/commands, wiring only (the work lives in envs/,
-// rewards/, models/, trainer/ and eval/).
-import yargs from 'yargs';
+// The `metrl` command line: one yargs command per file in scripts/commands (each default-exports a yargs
+// CommandModule), wiring only — the work lives in envs/, rewards/, models/, trainer/ and eval/.
+import yargs, { type CommandModule } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { reportAndExit } from './command.ts';
 
-const commands = [
-  // each entry: await import('./commands/<name>.ts') — keep alphabetical
-] as const;
+// One line per command, alphabetical. Commands load lazily so `metrl score` does not pay for tfjs start-up.
+const commandFiles: Array<() => Promise<{ default: CommandModule }>> = [
+];
+
+const commands = await Promise.all(commandFiles.map(async (load) => (await load()).default));
 
 await yargs(hideBin(process.argv))
   .scriptName('metrl')
-  .command(commands.map((c: { command: unknown }) => c.command) as never)
+  .command(commands)
   .demandCommand(1, 'name a command (see metrl --help)')
   .strict()
   .recommendCommands()

@@ -1,0 +1,18 @@
+// `npm run bench`: runs every benchmark module and prints one table. `npm run bench -- chess` runs only the groups
+// whose module name contains "chess". Figures depend on the machine: print them, never assert them in tests.
+import { formatTable, type BenchRow } from './table.ts';
+import { cpus } from 'node:os';
+
+// One line per benchmark module: [name, loader].
+const modules: Array<[string, () => Promise<{ run(): Promise<BenchRow[]> }>]> = [
+];
+
+const filter = process.argv[2];
+const rows: BenchRow[] = [];
+for (const [name, load] of modules) {
+  if (filter && !name.includes(filter)) continue;
+  process.stderr.write(`bench: ${name}…\n`);
+  rows.push(...(await (await load()).run()));
+}
+console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}`);
+console.log(formatTable(rows));
