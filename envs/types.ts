@@ -119,4 +119,17 @@ export interface Env {
   perceptionProbe?(episode: Episode, index: number): { messages: PromptMessage[]; target: string };
   /** Score a response against the target. Pure. */
   score(input: ScoreInput): Score;
+  /**
+   * How accuracy intervals are computed: 'wilson' for binary rewards (shell, boxes…), 'mean' for a normal interval of
+   * the mean item reward, i.e. clustered by board for chess's per-square reward.
+   */
+  intervalMethod: 'wilson' | 'mean';
+  /** Optional environment-specific breakdowns for summaries (by level, question type, number of operations…). */
+  summarize?(rows: ScoredRow[]): Record<string, unknown>;
+}
+
+/** A scored item, as summaries see it. */
+export interface ScoredRow {
+  input: ScoreInput;
+  score: Score;
 }
