@@ -1,0 +1,30 @@
+// The shell game environment (MET-Bench): ball start 1-3 in text, T swaps "x swap y" as text or images, target the
+// ball's final shell "1"-"3". Binary reward, so accuracy intervals are Wilson intervals.
+import { UserError } from '../../core/errors.ts';
+import { scoreShell } from '../../rewards/shell.ts';
+import type { Env, Episode, RawImage } from '../types.ts';
+import { SHELL_PROMPT_STYLES, shellPerceptionProbe, shellPrompt } from './prompts.ts';
+import { parseSwap, renderSwap } from './render.ts';
+import { shellCandidates } from './sampler.ts';
+import { summarizeShell } from './summary.ts';
+
+function renderAction(episode: Episode, index: number, size: number): RawImage {
+  const action = episode.actions[index];
+  if (!action) throw new RangeError(`shell: episode ${episode.id} has no action ${index}`);
+  const swap = parseSwap(action.text);
+  if (!swap) throw new UserError(`shell: action ${index + 1} of ${episode.id} is not "x swap y": ${JSON.stringify(action.text)}`);
+  return renderSwap(swap, size);
+}
+
+export const shellEnv: Env = {
+  domain: 'shell',
+  promptStyles: SHELL_PROMPT_STYLES,
+  imageSizes: { chat: 512, model: 64 },
+  candidates: shellCandidates,
+  renderAction,
+  prompt: shellPrompt,
+  perceptionProbe: shellPerceptionProbe,
+  score: scoreShell,
+  intervalMethod: 'wilson',
+  summarize: summarizeShell,
+};
