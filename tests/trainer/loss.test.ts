@@ -116,7 +116,7 @@ describe('AdamW', () => {
     const state = opt.getState();
     const w2 = tf.variable(tf.tensor1d(got), true, 'adamw-test-w2');
     const opt2 = new AdamW([w2], opts);
-    opt2.setState({ step: state.step, m: { [w2.name]: state.m[w.name] }, v: { [w2.name]: state.v[w.name] } });
+    opt2.setState(state);
     opt.apply({ [w.name]: tf.tensor1d([0.3, 0.3]) });
     opt2.apply({ [w2.name]: tf.tensor1d([0.3, 0.3]) });
     expect(Array.from(w2.dataSync())).toEqual(Array.from(w.dataSync()));
