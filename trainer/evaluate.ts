@@ -1,10 +1,11 @@
-// The periodic evaluation of a training run: greedy completions on the fixed test split, scored by the environment,
-// summarised as accuracy (mean reward, the paper's measure) with its 95% interval, done once for the trained
-// modality and once for the transfer modality (the same episodes with every action shown the other way).
-import type { Env, Episode, Modality } from '../envs/types.ts';
+// The periodic evaluation of a training run: greedy completions on the fixed test split, scored by the environment
+// and summarised by eval/summary.ts as accuracy (mean reward, the paper's measure) with its 95% interval, exact-match
+// and valid rates. Done once for the trained modality and once for the transfer modality (the same episodes with
+// every action shown the other way).
+import type { Env, Episode, Modality, ScoredRow } from '../envs/types.ts';
 import type { EncodedPrompt, Policy } from '../models/types.ts';
 import { Rng } from '../core/rng.ts';
-import { accuracyInterval } from './interval.ts';
+import { summarizeScores } from '../eval/summary.ts';
 
 export interface PreparedEpisode {
   episode: Episode;
@@ -28,31 +29,24 @@ export interface SplitEvaluation {
 export function evaluateSplit(policy: Policy, env: Env, items: PreparedEpisode[], modality: Modality, maxNewTokens: number): SplitEvaluation {
   const start = performance.now();
   const rng = new Rng(0, 'greedy'); // unused by greedy decoding, but the contract asks for one
-  const rewards: number[] = [];
-  const clusters: string[] = [];
-  let exact = 0;
-  let valid = 0;
+  const rows: ScoredRow[] = [];
   let tokens = 0;
   for (const { episode, prompt } of items) {
     const [completion] = policy.sampleGroup(prompt, 1, { temperature: 0, topP: 1, maxNewTokens }, rng);
-    const score = env.score({ target: episode.target, response: completion.text, initialState: episode.initialState, meta: episode.meta });
-    rewards.push(score.reward);
-    clusters.push(episode.id);
-    if (score.reward === 1) exact++;
-    if (score.valid) valid++;
+    const input = { target: episode.target, response: completion.text, initialState: episode.initialState, meta: episode.meta };
+    rows.push({ input, score: env.score(input) });
     tokens += completion.tokens.length;
   }
-  const n = rewards.length;
-  const accuracy = n > 0 ? rewards.reduce((s, r) => s + r, 0) / n : 0;
-  const interval = accuracyInterval(env.intervalMethod, rewards, clusters);
+  const summary = summarizeScores(env, rows);
+  const n = rows.length;
   return {
     modality,
     n,
-    accuracy,
-    low: interval?.low ?? null,
-    high: interval?.high ?? null,
-    exactRate: n > 0 ? exact / n : 0,
-    validRate: n > 0 ? valid / n : 0,
+    accuracy: summary.accuracy ?? 0,
+    low: summary.ci95?.low ?? null,
+    high: summary.ci95?.high ?? null,
+    exactRate: summary.exactMatch ?? 0,
+    validRate: n > 0 ? (n - summary.invalid) / n : 0,
     seconds: (performance.now() - start) / 1000,
     tokens,
   };
