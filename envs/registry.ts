@@ -5,6 +5,7 @@ import { DOMAINS, type Domain, type Env } from './types.ts';
 
 const loaders: Partial<Record<Domain, () => Promise<Env>>> = {
   // Filled in as environments land: chess: () => import('./chess/index.ts').then((m) => m.chessEnv),
+  chess: () => import('./chess/index.ts').then((m) => m.chessEnv),
   shell: () => import('./shell/index.ts').then((m) => m.shellEnv),
 };
 

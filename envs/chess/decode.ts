@@ -1,0 +1,89 @@
+// Reads a rendered move image back into its UCI move from the pixels alone: which square is mostly green (from),
+// which is mostly red (to), and, for a promotion, the colour code in the to-square's centre and (at labelled sizes)
+// the drawn letter. Tests use it to prove that every image carries exactly its action; it also documents the
+// image format for anyone training a perception model on it.
+import type { RawImage } from '../types.ts';
+import { GLYPHS, GLYPH_HEIGHT, GLYPH_WIDTH } from './font.ts';
+import { boardLayout, COLORS, PROMOTION_COLORS, promotionRect, squareRect, type Rect, type Rgb } from './render.ts';
+import { formatUci, PROMOTION_PIECES, type PromotionPiece, type SquareCoord } from './uci.ts';
+
+export interface DecodedMove {
+  uci: string;
+  /** Promotion piece read from the colour code, or null. */
+  promotion: PromotionPiece | null;
+  /** Promotion piece read from the drawn letter (labelled sizes only), or null. */
+  letter: PromotionPiece | null;
+}
+
+/** Colour distance below which a pixel counts as that palette colour (PNG is lossless, so this is only slack). */
+const TOLERANCE = 40;
+/** Share of a square that must be its highlight colour. */
+const MIN_SHARE = 0.3;
+
+function near(data: Uint8Array, i: number, rgb: Rgb): boolean {
+  return Math.abs(data[i] - rgb[0]) + Math.abs(data[i + 1] - rgb[1]) + Math.abs(data[i + 2] - rgb[2]) <= TOLERANCE;
+}
+
+function countIn(image: RawImage, rect: Rect, test: (i: number) => boolean): number {
+  let n = 0;
+  for (let y = rect.y; y < rect.y + rect.h; y++) {
+    for (let x = rect.x, i = (y * image.width + x) * 3; x < rect.x + rect.w; x++, i += 3) if (test(i)) n++;
+  }
+  return n;
+}
+
+function uniqueSquare(image: RawImage, squares: Array<{ coord: SquareCoord; rect: Rect }>, rgb: Rgb, what: string): SquareCoord {
+  const hits = squares.filter((s) => countIn(image, s.rect, (i) => near(image.data, i, rgb)) >= MIN_SHARE * s.rect.w * s.rect.h);
+  if (hits.length !== 1) throw new Error(`expected exactly one ${what} square, found ${hits.length}`);
+  return hits[0].coord;
+}
+
+/** Read the letter glyph inside a badge: bounding box of the black ink, sampled on the 5×7 grid, nearest glyph. */
+function readLetter(image: RawImage, badge: Rect): PromotionPiece | null {
+  let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+  for (let y = badge.y; y < badge.y + badge.h; y++) {
+    for (let x = badge.x; x < badge.x + badge.w; x++) {
+      if (near(image.data, (y * image.width + x) * 3, COLORS.promotionLetter)) {
+        x0 = Math.min(x0, x); y0 = Math.min(y0, y); x1 = Math.max(x1, x); y1 = Math.max(y1, y);
+      }
+    }
+  }
+  if (x0 > x1) return null;
+  const cellW = (x1 - x0 + 1) / GLYPH_WIDTH;
+  const cellH = (y1 - y0 + 1) / GLYPH_HEIGHT;
+  let best: PromotionPiece | null = null;
+  let bestMismatch = Infinity;
+  for (const piece of PROMOTION_PIECES) {
+    const bitmap = GLYPHS[piece.toUpperCase()];
+    let mismatch = 0;
+    for (let r = 0; r < GLYPH_HEIGHT; r++) {
+      for (let c = 0; c < GLYPH_WIDTH; c++) {
+        const x = Math.floor(x0 + (c + 0.5) * cellW);
+        const y = Math.floor(y0 + (r + 0.5) * cellH);
+        const ink = near(image.data, (y * image.width + x) * 3, COLORS.promotionLetter);
+        if (ink !== bitmap[r][c]) mismatch++;
+      }
+    }
+    if (mismatch < bestMismatch) { bestMismatch = mismatch; best = piece; }
+  }
+  return bestMismatch <= 2 ? best : null;
+}
+
+export function decodeMoveImage(image: RawImage): DecodedMove {
+  if (image.width !== image.height) throw new Error(`move images are square, got ${image.width}×${image.height}`);
+  const layout = boardLayout(image.width);
+  const squares: Array<{ coord: SquareCoord; rect: Rect }> = [];
+  for (let rank = 0; rank < 8; rank++) for (let file = 0; file < 8; file++) squares.push({ coord: { file, rank }, rect: squareRect(layout, { file, rank }) });
+  const from = uniqueSquare(image, squares, COLORS.from, 'green');
+  const to = uniqueSquare(image, squares, COLORS.to, 'red');
+  const badge = promotionRect(layout, to);
+  let promotion: PromotionPiece | null = null;
+  let bestCount = 0;
+  for (const piece of PROMOTION_PIECES) {
+    const count = countIn(image, badge, (i) => near(image.data, i, PROMOTION_COLORS[piece]));
+    if (count > bestCount) { bestCount = count; promotion = piece; }
+  }
+  if (bestCount < 0.25 * badge.w * badge.h) promotion = null;
+  const letter = promotion && layout.labelled ? readLetter(image, badge) : null;
+  return { uci: formatUci({ from, to, promotion }), promotion, letter };
+}

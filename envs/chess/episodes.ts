@@ -1,0 +1,94 @@
+// Chess episode candidates for the shared generator (envs/generate.ts): an initial position (full FEN), T moves in
+// UCI and the full FEN after them. From a games file, games are drawn in a seeded order without replacement, one
+// episode per game, games too short for the requested window skipped; the iterator ends when the file runs out.
+// Without a file, synthetic games are played on the fly (envs/chess/synthetic.ts). Episodes repeating an earlier
+// (initial state, moves) pair are skipped, so a dataset never holds the same episode twice.
+import { Chess, DEFAULT_POSITION } from 'chess.js';
+import { z } from 'zod';
+import { parseOrFail, UserError } from '../../core/errors.ts';
+import type { Rng } from '../../core/rng.ts';
+import type { Candidate, SampleOptions } from '../types.ts';
+import { readGamesFile, type Game } from './games.ts';
+import { playSyntheticMove } from './synthetic.ts';
+
+export const OFFSETS = ['start', 'random'] as const;
+export type Offset = (typeof OFFSETS)[number];
+
+/** Chess options in SampleOptions.extra (other commands' keys pass through untouched). */
+export const chessExtraSchema = z.looseObject({
+  games: z.string().min(1).optional(),
+  offset: z.enum(OFFSETS).default('start'),
+});
+export type ChessExtra = z.infer<typeof chessExtraSchema>;
+
+/** With a random offset, synthetic episodes start after 0 to this many plies of play. */
+export const MAX_SYNTHETIC_OFFSET = 40;
+/** Give up on the synthetic source after this many draws in a row that were duplicates or ended too early. */
+const MAX_FRUITLESS_DRAWS = 2000;
+
+/** Build a candidate from a game: the FEN after `offset` plies, the next `count` moves and the FEN after them. */
+export function gameWindow(game: Game, offset: number, count: number): Candidate {
+  const chess = new Chess(game.startFen);
+  for (let i = 0; i < offset; i++) play(chess, game.moves[i]);
+  const initialState = chess.fen();
+  const actionTexts = game.moves.slice(offset, offset + count);
+  for (const move of actionTexts) play(chess, move);
+  return { initialState, actionTexts, target: chess.fen() };
+}
+
+function play(chess: Chess, uci: string): void {
+  chess.move({ from: uci.slice(0, 2), to: uci.slice(2, 4), promotion: uci[4] });
+}
+
+function* fromFile(games: Game[], rng: Rng, count: number, offset: Offset): Generator<Candidate> {
+  for (const index of rng.shuffle(games.map((_, i) => i))) {
+    const game = games[index];
+    if (game.moves.length < count) continue;
+    const ply = offset === 'start' ? 0 : rng.int(game.moves.length - count + 1);
+    const window = gameWindow(game, ply, count);
+    yield { ...window, meta: { source: 'file', game: index + 1, ply } };
+  }
+}
+
+/** Synthetic episodes; yields null for a game that ended (mate or stalemate) before the window was complete. */
+function* synthetic(rng: Rng, count: number, offset: Offset): Generator<Candidate | null> {
+  for (let game = 1; ; game++) {
+    const ply = offset === 'start' ? 0 : rng.int(MAX_SYNTHETIC_OFFSET + 1);
+    const chess = new Chess(DEFAULT_POSITION);
+    let ended = false;
+    for (let i = 0; i < ply && !ended; i++) ended = playSyntheticMove(chess, rng, i) === null;
+    const initialState = chess.fen();
+    const actionTexts: string[] = [];
+    for (let i = 0; i < count && !ended; i++) {
+      const move = playSyntheticMove(chess, rng, ply + i);
+      if (move === null) ended = true;
+      else actionTexts.push(move);
+    }
+    yield ended ? null : { initialState, actionTexts, target: chess.fen(), meta: { source: 'synthetic', game, ply } };
+  }
+}
+
+/** The candidate stream of the chess environment. Validates options (and reads the games file) before returning. */
+export function chessCandidates(rng: Rng, options: SampleOptions): Iterable<Candidate> {
+  const count = options.actions;
+  if (!Number.isInteger(count) || count < 0) throw new UserError(`--actions must be a non-negative integer, got ${count}`);
+  const extra = parseOrFail(chessExtraSchema, options.extra, '--');
+  const source = extra.games !== undefined ? fromFile(readGamesFile(extra.games), rng, count, extra.offset) : synthetic(rng, count, extra.offset);
+  return unique(source);
+}
+
+/** Drop repeated (initial state, moves) pairs and games that ended early (null); end after too many in a row. */
+function* unique(source: Iterable<Candidate | null>): Generator<Candidate> {
+  const seen = new Set<string>();
+  let fruitless = 0;
+  for (const candidate of source) {
+    const key = candidate ? `${candidate.initialState}|${candidate.actionTexts.join(' ')}` : null;
+    if (key === null || seen.has(key)) {
+      if (++fruitless > MAX_FRUITLESS_DRAWS) return;
+      continue;
+    }
+    fruitless = 0;
+    seen.add(key);
+    yield candidate as Candidate;
+  }
+}

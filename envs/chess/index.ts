@@ -1,0 +1,28 @@
+// The chess environment of MET-Bench: episodes from real games (a PGN or UCI file) or the built-in synthetic games,
+// moves shown as UCI text or as images of the move on an empty board, answers scored per square.
+import { scoreChess } from '../../rewards/chess.ts';
+import type { Env } from '../types.ts';
+import { chessCandidates } from './episodes.ts';
+import { CHESS_PROMPT_STYLES, chessPerceptionProbe, chessPrompt } from './prompts.ts';
+import { renderMove } from './render.ts';
+
+export const chessEnv: Env = {
+  domain: 'chess',
+  promptStyles: CHESS_PROMPT_STYLES,
+  // 512 px for chat VLMs (labels and letter badges); 64 px (8 px per square) for the built-in model's 64×64 patches.
+  imageSizes: { chat: 512, model: 64 },
+  candidates: chessCandidates,
+  renderAction(episode, index, size) {
+    const action = episode.actions[index];
+    if (!action) throw new RangeError(`episode ${episode.id} has no action ${index}`);
+    return renderMove(action.text, size);
+  },
+  prompt: chessPrompt,
+  perceptionProbe: chessPerceptionProbe,
+  score: (input) => scoreChess(input),
+  // Per-square rewards of one board are not independent: the interval is over mean board scores (clustered by board).
+  intervalMethod: 'mean',
+};
+
+/** The paper's "Game Start" baseline: predict that the board has not changed. */
+export { gameStartResponse } from '../../rewards/chess.ts';

@@ -1,0 +1,93 @@
+// Chess prompts with the MET-Bench reference wording (notes/benchmarks.md section 1; paper Figure 2 and Appendix).
+// Layout of one question: the instructions and the question, "The initial state is: <FEN>", "Here are the moves
+// played:", one move per line (a text move as its UCI; an image move as the image followed by the caption "The move
+// is from the green square to the red square."), then the question again. Styles:
+//   zero-shot  the reference zero-shot question;
+//   few-shot   each solved example as a user turn (zero-shot layout) and an assistant turn "FINAL ANSWER: <FEN>",
+//              then the test question (the paper uses N = 5 examples from the train split);
+//   cot        "Think step by step then output the final FEN as FINAL ANSWER: [FEN HERE].";
+//   fen-trace  asks for a BOARD_AFTER_MOVE_k: <placement> line after every move, then the final FEN.
+// Images are ImageRef placeholders resolved later (a file path in datasets, a PNG data URL for chat requests).
+import { UserError } from '../../core/errors.ts';
+import type { Episode, PromptMessage, PromptOptions, PromptPart } from '../types.ts';
+
+export const CHESS_PROMPT_STYLES = ['zero-shot', 'few-shot', 'cot', 'fen-trace'] as const;
+export type ChessPromptStyle = (typeof CHESS_PROMPT_STYLES)[number];
+
+export const INSTRUCTIONS = 'You are a helpful assistant that tracks chess moves in a game and produces the final FEN.';
+export const IMAGE_CAPTION = 'The move is from the green square to the red square.';
+// The notes quote the zero-shot question with an elision ("… Start the next message with FINAL ANSWER:"); we keep
+// the quoted sentences and drop the elided middle rather than invent it.
+export const QUESTIONS: Record<ChessPromptStyle, string> = {
+  'zero-shot': 'Now what is the final FEN? Only output the FEN and nothing else. Start the next message with FINAL ANSWER:',
+  'few-shot': 'Now what is the final FEN? Only output the FEN and nothing else. Start the next message with FINAL ANSWER:',
+  cot: 'What is the final FEN? Think step by step then output the final FEN as FINAL ANSWER: [FEN HERE].',
+  'fen-trace':
+    'What is the final FEN? After each move, write the piece placement of the board after that move on its own line as ' +
+    'BOARD_AFTER_MOVE_k: <piece placement> (k = 1, 2, ...), then output the final FEN as FINAL ANSWER: [FEN HERE].',
+};
+
+export const PERCEPTION_PROMPT = {
+  instructions: 'You are a helpful assistant that interprets image-based actions in chess.',
+  lead: 'Here is an image representing a move:',
+  question:
+    "In UCI notation, what move does the arrow on the chessboard represent? The move is from the green square to the red square. (e.g., 'e2e4'). Only output the move and nothing else.",
+};
+
+function isStyle(style: string): style is ChessPromptStyle {
+  return (CHESS_PROMPT_STYLES as readonly string[]).includes(style);
+}
+
+/** The user turn of one question: instructions, question, initial state, the moves, the question again. */
+function questionParts(episode: Episode, question: string): PromptPart[] {
+  const parts: PromptPart[] = [
+    { type: 'text', text: `${INSTRUCTIONS} ${question}\nThe initial state is:\n${episode.initialState}\nHere are the moves played:\n` },
+  ];
+  episode.actions.forEach((action, index) => {
+    if (action.modality === 'text') parts.push({ type: 'text', text: `${action.text}\n` });
+    else {
+      parts.push({ type: 'image', ref: { episode, index } });
+      parts.push({ type: 'text', text: `\n${IMAGE_CAPTION}\n` });
+    }
+  });
+  parts.push({ type: 'text', text: question });
+  return parts;
+}
+
+/** The answer a solved example shows (few-shot). */
+export function exampleAnswer(episode: Episode): string {
+  return `FINAL ANSWER: ${episode.target}`;
+}
+
+export function chessPrompt(episode: Episode, options: PromptOptions): PromptMessage[] {
+  if (!isStyle(options.style)) throw new UserError(`unknown chess prompt style '${options.style}' (choose from ${CHESS_PROMPT_STYLES.join(', ')})`);
+  const question = QUESTIONS[options.style];
+  const messages: PromptMessage[] = [];
+  if (options.style === 'few-shot') {
+    for (const shot of options.shots) {
+      messages.push({ role: 'user', parts: questionParts(shot, QUESTIONS['zero-shot']) });
+      messages.push({ role: 'assistant', parts: [{ type: 'text', text: exampleAnswer(shot) }] });
+    }
+  }
+  messages.push({ role: 'user', parts: questionParts(episode, question) });
+  return messages;
+}
+
+/** Single-image probe (paper Figure 8): what move does the image of action `index` show? Answer: its UCI. */
+export function chessPerceptionProbe(episode: Episode, index: number): { messages: PromptMessage[]; target: string } {
+  const action = episode.actions[index];
+  if (!action) throw new RangeError(`episode ${episode.id} has no action ${index}`);
+  return {
+    messages: [
+      {
+        role: 'user',
+        parts: [
+          { type: 'text', text: `${PERCEPTION_PROMPT.instructions}\n${PERCEPTION_PROMPT.lead}\n` },
+          { type: 'image', ref: { episode, index } },
+          { type: 'text', text: `\n${PERCEPTION_PROMPT.question}` },
+        ],
+      },
+    ],
+    target: action.text,
+  };
+}
