@@ -28,18 +28,28 @@ export function withModality(episode: Episode, modality: Modality): Episode {
   return { ...episode, actions: episode.actions.map((a) => ({ ...a, modality })) };
 }
 
+/** A text-only environment cannot show image actions: say so before generating anything. */
+export function assertModalitySupported(env: Env, setting: ModalitySetting): void {
+  if (!env.modalities || setting === 'text') return;
+  if (!env.modalities.includes('image')) {
+    throw new UserError(`--modality ${setting}: the ${env.domain} domain has text actions only (use --modality text)`);
+  }
+}
+
 /** How many candidates we may reject per episode asked for before concluding the source cannot supply the split. */
 const MAX_REJECTIONS_PER_EPISODE = 200;
 
 export function generateEpisodes(env: Env, options: GenerateOptions): Episode[] {
   const { n, split } = options;
+  assertModalitySupported(env, options.modality);
   const sampleRng = new Rng(options.seed, env.domain, 'candidates', options.actions);
   const modalityRng = new Rng(options.seed, env.domain, 'modalities', split);
   const episodes: Episode[] = [];
   let rejected = 0;
-  for (const candidate of env.candidates(sampleRng, { actions: options.actions, extra: options.extra ?? {} })) {
+  for (const candidate of env.candidates(sampleRng, { actions: options.actions, extra: options.extra ?? {}, split })) {
     const fp = fingerprint(env.domain, candidate.initialState, candidate.actionTexts.join(' '), candidate.fingerprintExtra ?? '');
-    if (splitOf(fp) !== split) {
+    const splitFp = candidate.splitKey !== undefined ? fingerprint(env.domain, 'split-key', candidate.splitKey) : fp;
+    if (splitOf(splitFp) !== split) {
       if (++rejected > MAX_REJECTIONS_PER_EPISODE * n) break;
       continue;
     }

@@ -7,6 +7,7 @@ const loaders: Partial<Record<Domain, () => Promise<Env>>> = {
   // Filled in as environments land: chess: () => import('./chess/index.ts').then((m) => m.chessEnv),
   chess: () => import('./chess/index.ts').then((m) => m.chessEnv),
   shell: () => import('./shell/index.ts').then((m) => m.shellEnv),
+  boxes: () => import('./boxes/index.ts').then((m) => m.boxesEnv),
 };
 
 export function availableDomains(): Domain[] {

@@ -55,6 +55,11 @@ export interface Candidate {
   meta?: Record<string, unknown>;
   /** Extra content that defines the episode beyond state and actions (e.g. the question); part of the fingerprint. */
   fingerprintExtra?: string;
+  /**
+   * When set, the split is decided by this key instead of the content fingerprint, so that everything sharing the key
+   * lands in the same split (boxes: the initial-state signature; mcst: the scenario, so matched pairs stay together).
+   */
+  splitKey?: string;
 }
 
 export interface SampleOptions {
@@ -62,6 +67,8 @@ export interface SampleOptions {
   actions: number;
   /** Environment-specific options (e.g. chess: games, offset), already validated by the command. */
   extra: Record<string, unknown>;
+  /** The split being generated, for environments whose content depends on it (boxes: NumOps, Vocab, AltForms). */
+  split?: Split;
 }
 
 /** A prompt as structured parts; images are references resolved later (to a file path or a PNG data URL). */
@@ -104,6 +111,8 @@ export interface Env {
   domain: Domain;
   /** Prompt styles this environment understands (e.g. zero-shot, few-shot, cot, fen-trace). */
   promptStyles: readonly string[];
+  /** Modalities actions can be shown in; absent means both. Text-only domains (boxes, mcst) list only 'text'. */
+  modalities?: readonly Modality[];
   /** Rendered image width in pixels: for chat VLMs, and for the built-in model. */
   imageSizes: { chat: number; model: number };
   /**
