@@ -1,0 +1,69 @@
+// config.json of an evaluation run: which model (never its key: only the name of the variable holding it), which
+// settings, episodes count and seed, sampling; plus runtime knobs (workers, limit, retries) that may change between
+// a run and its `--resume`. Resuming checks that everything that decides the answers is unchanged.
+import { z } from 'zod';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { UserError } from '../core/errors.ts';
+import { writeJsonAtomic } from '../core/files.ts';
+import type { Setting } from './types.ts';
+
+export type ModelDescription =
+  | { kind: 'hosted'; id: string; provider?: string; endpoint?: string; api_key_env?: string }
+  | { kind: 'checkpoint'; path: string; adapter?: string }
+  | { kind: 'baseline'; name: string };
+
+export interface RunConfig {
+  kind: 'metrl-eval';
+  created: string;
+  label: string;
+  model: ModelDescription;
+  settings: Setting[];
+  n: number;
+  seed: number;
+  sampling: { temperature: number; max_tokens: number };
+  /** Environment options by domain (e.g. chess games file). */
+  extra: Record<string, Record<string, unknown>>;
+  runtime: { workers: number; limit: number | null; retries: number; timeout_s: number };
+}
+
+export const CONFIG_FILE = 'config.json';
+
+/** The fields whose change would change the answers: a resume must match them exactly. */
+const IDENTITY: (keyof RunConfig)[] = ['model', 'settings', 'n', 'seed', 'sampling', 'extra'];
+
+export function writeRunConfig(dir: string, config: RunConfig): void {
+  writeJsonAtomic(join(dir, CONFIG_FILE), config);
+}
+
+const storedSchema = z.object({ kind: z.literal('metrl-eval'), created: z.string() }).passthrough();
+
+export function readRunConfig(dir: string): RunConfig {
+  const path = join(dir, CONFIG_FILE);
+  if (!existsSync(path)) throw new UserError(`${path}: missing; --resume needs the folder of an earlier evaluation run`);
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(path, 'utf8'));
+  } catch {
+    throw new UserError(`${path}: not valid JSON`);
+  }
+  const parsed = storedSchema.safeParse(value);
+  if (!parsed.success) throw new UserError(`${path}: not an evaluation run config`);
+  return parsed.data as unknown as RunConfig;
+}
+
+/** Throw a UserError naming the first identity field that differs between the stored run and the new command. */
+export function checkResumable(stored: RunConfig, wanted: RunConfig): void {
+  for (const key of IDENTITY) {
+    const a = JSON.stringify(stored[key]);
+    const b = JSON.stringify(wanted[key]);
+    if (a !== b) {
+      throw new UserError(`--resume: '${key}' differs from the stored run (${truncate(a)} vs ${truncate(b)}); use the same options or a new --out`);
+    }
+  }
+}
+
+function truncate(text: string | undefined, max = 120): string {
+  const t = text ?? 'undefined';
+  return t.length > max ? `${t.slice(0, max)}…` : t;
+}

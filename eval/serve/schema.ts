@@ -1,0 +1,42 @@
+// The request side of the OpenAI chat-completions API that `metrl serve` accepts, as zod schemas: messages whose
+// content is a string or a list of text and image_url parts (images as data URLs: the server never fetches URLs),
+// and the sampling fields temperature, top_p, max_tokens, n, seed. Fields we do not use (presence_penalty, user, …)
+// are accepted and ignored, as OpenAI clients send them; streaming is refused with a clear 400.
+import { z } from 'zod';
+
+const textPart = z.object({ type: z.literal('text'), text: z.string() });
+const imagePart = z.object({
+  type: z.literal('image_url'),
+  image_url: z.union([z.object({ url: z.string(), detail: z.string().optional() }), z.string()]),
+});
+export const contentPartSchema = z.discriminatedUnion('type', [textPart, imagePart]);
+export type ContentPart = z.infer<typeof contentPartSchema>;
+
+export const messageSchema = z.object({
+  role: z.enum(['system', 'user', 'assistant']),
+  content: z.union([z.string(), z.array(contentPartSchema)]).nullable(),
+});
+export type RequestMessage = z.infer<typeof messageSchema>;
+
+export const MAX_N = 16;
+
+export const chatRequestSchema = z.looseObject({
+  model: z.string().optional(),
+  messages: z.array(messageSchema).min(1, 'messages must hold at least one message'),
+  temperature: z.number().min(0).max(2).nullish(),
+  top_p: z.number().gt(0).max(1).nullish(),
+  max_tokens: z.number().int().positive().nullish(),
+  max_completion_tokens: z.number().int().positive().nullish(),
+  n: z.number().int().min(1).max(MAX_N).nullish(),
+  seed: z.number().int().nullish(),
+  stream: z.boolean().nullish(),
+  stop: z.union([z.string(), z.array(z.string()).max(4)]).nullish(),
+});
+export type ChatRequest = z.infer<typeof chatRequestSchema>;
+
+/** Decode a `data:image/png;base64,…` (or jpeg/webp) URL; null when it is not a base64 data URL. */
+export function decodeDataUrl(url: string): Buffer | null {
+  const match = /^data:image\/(png|jpeg|jpg|webp|gif);base64,([A-Za-z0-9+/=\s]+)$/.exec(url);
+  if (!match) return null;
+  return Buffer.from(match[2], 'base64');
+}

@@ -1,0 +1,229 @@
+// `metrl serve`'s HTTP side, on node:http: POST /v1/chat/completions and GET /v1/models in the OpenAI shape, plus
+// GET /health. Every request body goes through zod; anything malformed (bad JSON, wrong fields, an image that is not
+// a decodable data URL, a body over the size limit) gets a 4xx with an OpenAI-style JSON error body and never takes
+// the server down. Generation is delegated to a ChatEngine and runs one request at a time (the engine is a CPU-bound
+// model on the event loop; queuing keeps latency fair and memory bounded).
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { chatRequestSchema, decodeDataUrl, type ChatRequest } from './schema.ts';
+import type { RawImage } from '../../envs/types.ts';
+
+/** A chat message after validation, images decoded. */
+export type EngineMessage = { role: 'system' | 'user' | 'assistant'; parts: Array<{ type: 'text'; text: string } | { type: 'image'; image: RawImage }> };
+
+export interface EngineSampling {
+  temperature: number;
+  topP: number;
+  maxTokens: number;
+  n: number;
+  seed: number | null;
+}
+
+export interface EngineChoice {
+  text: string;
+  /** 'stop' when the model ended its answer, 'length' when it hit max tokens. */
+  finishReason: 'stop' | 'length';
+  completionTokens: number;
+}
+
+export interface EngineResult {
+  choices: EngineChoice[];
+  promptTokens: number;
+}
+
+export interface ChatEngine {
+  readonly modelId: string;
+  /** Largest max_tokens the engine accepts (context left after a typical prompt). */
+  readonly maxTokensLimit: number;
+  readonly defaultMaxTokens: number;
+  decodeImage(png: Buffer): Promise<RawImage>;
+  complete(messages: EngineMessage[], sampling: EngineSampling): Promise<EngineResult>;
+}
+
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly param: string | null = null,
+    readonly type = status >= 500 ? 'server_error' : 'invalid_request_error',
+  ) {
+    super(message);
+  }
+}
+
+export interface ServeOptions {
+  host: string;
+  port: number;
+  /** Largest request body accepted, in bytes. */
+  maxBodyBytes?: number;
+  log?: (line: string) => void;
+}
+
+const DEFAULT_MAX_BODY = 32 * 1024 * 1024;
+
+export interface RunningServer {
+  server: Server;
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startServer(engine: ChatEngine, options: ServeOptions): Promise<RunningServer> {
+  const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
+  const created = Math.floor(Date.now() / 1000);
+  let queue: Promise<unknown> = Promise.resolve();
+  /** Run generation strictly one at a time, in arrival order. */
+  const serialised = <T>(job: () => Promise<T>): Promise<T> => {
+    const run = queue.then(job, job);
+    queue = run.catch(() => undefined);
+    return run;
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      const status = error instanceof HttpError ? error.status : 500;
+      if (status >= 500) options.log?.(`serve: ${req.method} ${req.url}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      sendError(res, error instanceof HttpError ? error : new HttpError(500, 'internal error while generating'));
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '') || '/';
+    if (path === '/v1/models' || path === '/models') {
+      allow(req, 'GET');
+      return sendJson(res, 200, { object: 'list', data: [{ id: engine.modelId, object: 'model', created, owned_by: 'metrl' }] });
+    }
+    if (path === '/health') {
+      allow(req, 'GET');
+      return sendJson(res, 200, { status: 'ok' });
+    }
+    if (path === '/v1/chat/completions' || path === '/chat/completions') {
+      allow(req, 'POST');
+      const request = parseRequest(await readBody(req, maxBody));
+      const messages = await toEngineMessages(request, engine);
+      const sampling = samplingOf(request, engine);
+      const result = await serialised(() => engine.complete(messages, sampling));
+      const completionTokens = result.choices.reduce((s, c) => s + c.completionTokens, 0);
+      return sendJson(res, 200, {
+        id: `chatcmpl-${randomUUID()}`,
+        object: 'chat.completion',
+        created: Math.floor(Date.now() / 1000),
+        model: engine.modelId,
+        choices: result.choices.map((c, index) => ({ index, message: { role: 'assistant', content: c.text }, logprobs: null, finish_reason: c.finishReason })),
+        usage: { prompt_tokens: result.promptTokens, completion_tokens: completionTokens, total_tokens: result.promptTokens + completionTokens },
+      });
+    }
+    throw new HttpError(404, `no route ${req.method} ${path} (try POST /v1/chat/completions or GET /v1/models)`);
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    server,
+    url: `http://${host}:${address.port}/v1`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+  };
+}
+
+function allow(req: IncomingMessage, method: string): void {
+  if (req.method !== method) throw new HttpError(405, `${req.method} not allowed here (use ${method})`);
+}
+
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let failed = false;
+    req.on('data', (chunk: Buffer) => {
+      if (failed) return;
+      size += chunk.length;
+      if (size > limit) {
+        failed = true;
+        reject(new HttpError(413, `request body over ${Math.round(limit / 1024 / 1024)} MB`));
+        req.resume(); // drain the rest so the 413 can be delivered
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => !failed && resolve(Buffer.concat(chunks)));
+    req.on('error', (e) => !failed && reject(new HttpError(400, `could not read the request body: ${e.message}`)));
+  });
+}
+
+function parseRequest(body: Buffer): ChatRequest {
+  let json: unknown;
+  try {
+    json = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new HttpError(400, 'request body is not valid JSON');
+  }
+  const parsed = chatRequestSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const param = issue?.path.join('.') || null;
+    throw new HttpError(400, `${param ?? 'body'}: ${issue?.message ?? 'invalid request'}`, param);
+  }
+  if (parsed.data.stream) throw new HttpError(400, 'stream: streaming is not supported by metrl serve; send stream: false', 'stream');
+  return parsed.data;
+}
+
+async function toEngineMessages(request: ChatRequest, engine: ChatEngine): Promise<EngineMessage[]> {
+  const out: EngineMessage[] = [];
+  for (const [i, m] of request.messages.entries()) {
+    const parts: EngineMessage['parts'] = [];
+    if (typeof m.content === 'string') parts.push({ type: 'text', text: m.content });
+    else if (m.content) {
+      for (const [j, p] of m.content.entries()) {
+        if (p.type === 'text') {
+          parts.push({ type: 'text', text: p.text });
+          continue;
+        }
+        const url = typeof p.image_url === 'string' ? p.image_url : p.image_url.url;
+        const param = `messages.${i}.content.${j}.image_url`;
+        const bytes = decodeDataUrl(url);
+        if (!bytes) throw new HttpError(400, `${param}: only base64 image data URLs are accepted (data:image/png;base64,…)`, param);
+        try {
+          parts.push({ type: 'image', image: await engine.decodeImage(bytes) });
+        } catch {
+          throw new HttpError(400, `${param}: the image could not be decoded`, param);
+        }
+      }
+    }
+    out.push({ role: m.role, parts });
+  }
+  return out;
+}
+
+function samplingOf(request: ChatRequest, engine: ChatEngine): EngineSampling {
+  const maxTokens = request.max_completion_tokens ?? request.max_tokens ?? engine.defaultMaxTokens;
+  if (maxTokens > engine.maxTokensLimit) throw new HttpError(400, `max_tokens: at most ${engine.maxTokensLimit} for this model`, 'max_tokens');
+  return {
+    temperature: request.temperature ?? 1,
+    topP: request.top_p ?? 1,
+    maxTokens,
+    n: request.n ?? 1,
+    seed: request.seed ?? null,
+  };
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  if (res.headersSent) return;
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function sendError(res: ServerResponse, error: HttpError): void {
+  sendJson(res, error.status, { error: { message: error.message, type: error.type, param: error.param, code: null } });
+}

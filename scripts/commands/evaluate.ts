@@ -1,0 +1,79 @@
+// `metrl evaluate`: one harness for a local checkpoint, a hosted chat model or a baseline, on the same episodes with
+// the same scoring. Wiring only: options are validated here, the work lives in eval/.
+import type { CommandModule } from 'yargs';
+import { z } from 'zod';
+import { handler } from '../command.ts';
+
+const positiveInt = z.coerce.number().int().positive();
+
+const schema = z.object({
+  checkpoint: z.string().min(1).optional(),
+  model: z.string().min(1).optional(),
+  provider: z.string().min(1).optional(),
+  endpoint: z.string().min(1).optional(),
+  'api-key-env': z.string().min(1).optional(),
+  domain: z.string().min(1),
+  prompt: z.string().min(1).optional(),
+  shots: z.coerce.number().int().min(1).max(50).optional(),
+  modality: z.string().min(1).optional(),
+  'image-ratio': z.union([z.string(), z.number()]).optional(),
+  actions: z.union([z.string(), z.number()]),
+  n: positiveInt,
+  seed: z.coerce.number().int().min(0),
+  task: z.enum(['track', 'perception']),
+  cascade: z.boolean(),
+  temperature: z.coerce.number().min(0).max(2),
+  'max-tokens': positiveInt.max(32768),
+  workers: positiveInt.max(256),
+  timeout: z.coerce.number().positive().max(3600),
+  retries: z.coerce.number().int().min(0).max(20),
+  backoff: z.coerce.number().positive().max(600),
+  resume: z.boolean(),
+  limit: positiveInt.optional(),
+  out: z.string().min(1).optional(),
+  games: z.string().min(1).optional(),
+  quiet: z.boolean(),
+});
+
+export type EvaluateFlags = z.infer<typeof schema>;
+
+const command: CommandModule = {
+  command: 'evaluate',
+  describe: 'Evaluate a checkpoint, a hosted chat model or a baseline on MET-Bench settings (tables, sweeps, perception, cascade)',
+  builder: (y) =>
+    y
+      .option('checkpoint', { type: 'string', describe: 'built-in policy: a checkpoint or training-run folder (in-process, greedy by default)' })
+      .option('model', { type: 'string', describe: 'hosted model id (with --provider or --endpoint), or baseline:game-start | baseline:random' })
+      .option('provider', { type: 'string', describe: 'Hugging Face Inference Provider (e.g. together, nebius, auto); key from HF_TOKEN' })
+      .option('endpoint', { type: 'string', describe: 'OpenAI-compatible endpoint URL (vLLM, TGI, llama.cpp, metrl serve), e.g. http://127.0.0.1:8000/v1' })
+      .option('api-key-env', { type: 'string', describe: 'name of the environment variable holding the API key (provider default: HF_TOKEN)' })
+      .option('domain', { type: 'string', default: 'chess', describe: 'chess | shell (a comma list evaluates several)' })
+      .option('prompt', { type: 'string', describe: 'zero-shot | few-shot | cot | fen-trace | compact (a comma list); default zero-shot, compact for --checkpoint' })
+      .option('shots', { type: 'number', describe: 'few-shot examples from the train split (default 5)' })
+      .option('modality', { type: 'string', describe: 'text | image | mixed (a comma list); default text' })
+      .option('image-ratio', { type: 'string', describe: 'share of image actions with --modality mixed; a comma list is the Figure 6 sweep' })
+      .option('actions', { type: 'string', default: '10', describe: 'actions per episode; a comma list is a length sweep (Figures 3-4), e.g. 0,5,10,20,50,100' })
+      .option('n', { type: 'number', default: 100, describe: 'items per setting (episodes; image actions for --task perception)' })
+      .option('seed', { type: 'number', default: 0, describe: 'episode selection seed' })
+      .option('task', { type: 'string', default: 'track', describe: 'track (final state) | perception (one image → its action, Table 4)' })
+      .option('cascade', { type: 'boolean', default: false, describe: 'transcribe each image action first, then track on text (Table 3)' })
+      .option('temperature', { type: 'number', default: 0, describe: 'sampling temperature (the paper uses 0)' })
+      .option('max-tokens', { type: 'number', default: 1024, describe: 'maximum tokens per answer' })
+      .option('workers', { type: 'number', default: 4, describe: 'requests in flight' })
+      .option('timeout', { type: 'number', default: 120, describe: 'seconds per request before it is retried' })
+      .option('retries', { type: 'number', default: 6, describe: 'retries per request on 429, 5xx, timeouts and dropped connections' })
+      .option('backoff', { type: 'number', default: 1, describe: 'first retry delay in seconds (doubles each time; Retry-After wins)' })
+      .option('resume', { type: 'boolean', default: false, describe: 'continue the run in --out: reuse finished items, retry failed ones' })
+      .option('limit', { type: 'number', describe: 'evaluate only the first N items of each setting (a quick check; --resume completes later)' })
+      .option('out', { type: 'string', describe: 'output folder (default runs/eval-<model>-<time>)' })
+      .option('games', { type: 'string', describe: 'chess: PGN or UCI games file (default: the built-in generator)' })
+      .option('quiet', { type: 'boolean', default: false, describe: 'no progress on stderr' })
+      .example('$0 evaluate --model baseline:game-start --domain chess --modality text,image', 'Table 1 baseline row')
+      .example('$0 evaluate --model google/gemma-3-27b-it --provider nebius --domain shell --modality text,image --prompt zero-shot,few-shot,cot', 'Table 2 for one model')
+      .example('$0 evaluate --model m --endpoint http://127.0.0.1:8000/v1 --domain shell --prompt cot --actions 0,5,10,20', 'length sweep')
+      .example('$0 evaluate --checkpoint runs/train-shell --domain shell --modality text,image', 'a trained checkpoint, both modalities'),
+  // The job is imported on use: listing commands must not load the HTTP client, sharp or tfjs.
+  handler: handler(schema, async (flags) => (await import('../../eval/evaluate.ts')).evaluate(flags)),
+};
+
+export default command;

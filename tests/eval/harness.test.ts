@@ -1,0 +1,166 @@
+// The harness against a real local HTTP upstream, through @huggingface/inference (no mocked client): scoring of
+// answered items, retries on 429 (Retry-After honoured), 500 and slow responses, the fatal stop on 401 that keeps
+// finished work, per-item failures on 400, and resume reusing finished rows.
+import { afterEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { shellEnv } from '../../envs/shell/index.ts';
+import type { Domain, Env } from '../../envs/types.ts';
+import type { Progress } from '../../eval/progress.ts';
+import { buildReport } from '../../eval/report.ts';
+import { readResults } from '../../eval/results.ts';
+import type { RetryPolicy } from '../../eval/retry.ts';
+import type { RunConfig } from '../../eval/run-config.ts';
+import { runEvaluation } from '../../eval/run.ts';
+import { expandSettings } from '../../eval/settings.ts';
+import { openSource } from '../../eval/sources/index.ts';
+import { startUpstream, type Behaviour, type Upstream, type UpstreamRequest } from './upstream.ts';
+
+const envs = new Map<Domain, Env>([['shell', shellEnv]]);
+const silent: Progress = { start() {}, tick() {}, retry() {}, note() {}, stop() {} };
+const fastRetry: RetryPolicy = { retries: 4, baseDelayMs: 20, maxDelayMs: 200, timeoutMs: 2000 };
+
+let upstream: Upstream | null = null;
+afterEach(async () => {
+  await upstream?.close();
+  upstream = null;
+});
+
+function config(url: string, overrides: Partial<RunConfig> & { modality?: 'text' | 'image' } = {}): RunConfig {
+  const settings = expandSettings(
+    { domains: ['shell'], modalities: [overrides.modality ?? 'text'], imageRatios: null, actions: [3], prompts: ['zero-shot'], shots: null, task: 'track', cascade: false },
+    envs,
+  );
+  return {
+    kind: 'metrl-eval',
+    created: 'test',
+    label: 'test-model',
+    model: { kind: 'hosted', id: 'test-model', endpoint: url },
+    settings,
+    n: 8,
+    seed: 1,
+    sampling: { temperature: 0, max_tokens: 32 },
+    extra: {},
+    runtime: { workers: 2, limit: null, retries: fastRetry.retries, timeout_s: fastRetry.timeoutMs / 1000 },
+    ...overrides,
+  };
+}
+
+async function run(script: (r: UpstreamRequest) => Behaviour, options: { out?: string; resume?: boolean; retry?: RetryPolicy; cfg?: Partial<RunConfig> } = {}) {
+  upstream ??= await startUpstream(script);
+  const out = options.out ?? mkdtempSync(join(tmpdir(), 'metrl-eval-'));
+  const cfg = config(upstream.url, options.cfg);
+  const source = await openSource(cfg.model, { envs, sampling: { temperature: 0, maxTokens: 32 }, seed: 1, compact: async () => { throw new Error('unused'); }, openCheckpoint: async () => { throw new Error('unused'); } });
+  const outcome = await runEvaluation({ out, resume: options.resume ?? false, config: cfg, envs, source, retry: options.retry ?? fastRetry, progress: silent });
+  return { out, outcome, cfg };
+}
+
+describe('evaluation harness against a local upstream', () => {
+  it('scores every item, records usage and writes one row per item', async () => {
+    const { out, outcome, cfg } = await run(() => ({ kind: 'answer' }));
+    expect(outcome.stopped).toBeNull();
+    expect(outcome.rows).toHaveLength(8);
+    expect(upstream!.requests).toHaveLength(8);
+    // The upstream solves the shell game from the prompt text, so every answer is right.
+    expect(outcome.rows.every((r) => r.status === 'ok' && r.reward === 1)).toBe(true);
+    expect(outcome.rows[0].usage).toEqual({ prompt_tokens: 10, completion_tokens: 3, total_tokens: 13 });
+    // The request carried the settings asked for.
+    expect(upstream!.requests[0].body.temperature).toBe(0);
+    expect(upstream!.requests[0].body.max_tokens).toBe(32);
+    const lines = readFileSync(join(out, 'shell-text.jsonl'), 'utf8').trim().split('\n');
+    expect(lines).toHaveLength(8);
+    const report = buildReport('m', cfg.settings, new Map([[outcome.rows[0].setting, 8]]), outcome.rows, envs);
+    expect(report.settings[0].summary.accuracy).toBe(1);
+    expect(report.settings[0].summary.ci95?.method).toBe('wilson');
+  });
+
+  it('scores wrong and unparseable answers as such', async () => {
+    const { outcome } = await run((r) => ({ kind: 'answer', text: r.index % 2 === 0 ? 'no idea' : 'FINAL ANSWER: 12' }));
+    expect(outcome.rows.every((r) => r.status === 'ok' && r.reward === 0 && r.valid === false)).toBe(true);
+  });
+
+  it('retries 429 after the Retry-After the server asked for', async () => {
+    const { outcome } = await run((r) => (r.index === 0 ? { kind: 'status', status: 429, retryAfter: '1' } : { kind: 'answer' }), {
+      cfg: { n: 1, runtime: { workers: 1, limit: null, retries: 4, timeout_s: 2 } },
+    });
+    const [first, second] = upstream!.requests;
+    expect(outcome.rows[0]).toMatchObject({ status: 'ok', reward: 1, attempts: 2 });
+    // Backoff alone would wait 10-20 ms; Retry-After: 1 makes it a second.
+    expect(second.at - first.at).toBeGreaterThanOrEqual(950);
+  });
+
+  it('retries 500s and slow responses (timeouts), then succeeds', async () => {
+    const retry = { ...fastRetry, timeoutMs: 300 };
+    const { outcome } = await run(
+      (r) => {
+        if (r.index < 2) return { kind: 'status', status: 500, json: false };
+        if (r.index === 2) return { kind: 'answer', delayMs: 1000 };
+        return { kind: 'answer' };
+      },
+      { retry, cfg: { n: 2, runtime: { workers: 1, limit: null, retries: 4, timeout_s: 0.3 } } },
+    );
+    expect(outcome.rows.map((r) => r.status)).toEqual(['ok', 'ok']);
+    expect(outcome.rows[0].attempts).toBe(4); // 500, 500, timeout, answer
+    expect(upstream!.requests).toHaveLength(5);
+  });
+
+  it('gives up on an item after its retries and records why, without stopping the run', async () => {
+    const { outcome } = await run((r) => (r.index < 3 ? { kind: 'status', status: 503 } : { kind: 'answer' }), {
+      retry: { ...fastRetry, retries: 2 },
+      cfg: { n: 3, runtime: { workers: 1, limit: null, retries: 2, timeout_s: 2 } },
+    });
+    expect(outcome.stopped).toBeNull();
+    expect(outcome.rows[0]).toMatchObject({ status: 'error', attempts: 3 });
+    expect(outcome.rows[0].error).toMatch(/503.*gave up after 3 attempts/);
+    expect(outcome.rows.slice(1).every((r) => r.status === 'ok')).toBe(true);
+  });
+
+  it('fails only the item on a 400', async () => {
+    const { outcome } = await run((r) => (r.index === 0 ? { kind: 'status', status: 400 } : { kind: 'answer' }), { cfg: { n: 3, runtime: { workers: 1, limit: null, retries: 4, timeout_s: 2 } } });
+    expect(outcome.rows.map((r) => r.status)).toEqual(['error', 'ok', 'ok']);
+    expect(outcome.rows[0].attempts).toBe(1);
+  });
+
+  it('stops on 401, keeps every finished item, and resume finishes the rest without repeating them', async () => {
+    let unauthorised = true;
+    const script = (r: UpstreamRequest): Behaviour => (r.index >= 3 && unauthorised ? { kind: 'status', status: 401 } : { kind: 'answer' });
+    const first = await run(script, { cfg: { runtime: { workers: 1, limit: null, retries: 4, timeout_s: 2 } } });
+    expect(first.outcome.stopped?.reason).toBe('fatal');
+    expect(first.outcome.stopped && 'failure' in first.outcome.stopped ? first.outcome.stopped.failure.status : null).toBe(401);
+    expect(first.outcome.rows).toHaveLength(3);
+    expect(upstream!.requests).toHaveLength(4); // three answered, the fourth got 401 and nothing more was sent
+    expect(readResults(first.out).rows.size).toBe(3);
+
+    unauthorised = false;
+    const before = upstream!.requests.length;
+    const second = await run(script, { out: first.out, resume: true, cfg: { runtime: { workers: 2, limit: null, retries: 4, timeout_s: 2 } } });
+    expect(second.outcome.reused).toBe(3);
+    expect(second.outcome.rows).toHaveLength(8);
+    expect(upstream!.requests.length - before).toBe(5);
+    expect(second.outcome.rows.every((r) => r.status === 'ok')).toBe(true);
+  });
+
+  it('with --limit evaluates a prefix, and resume completes it', async () => {
+    const first = await run(() => ({ kind: 'answer' }), { cfg: { runtime: { workers: 2, limit: 3, retries: 4, timeout_s: 2 } } });
+    expect(first.outcome.rows).toHaveLength(3);
+    const second = await run(() => ({ kind: 'answer' }), { out: first.out, resume: true });
+    expect(second.outcome.reused).toBe(3);
+    expect(second.outcome.rows).toHaveLength(8);
+    expect(upstream!.requests).toHaveLength(8);
+  });
+
+  it('refuses to resume with different settings', async () => {
+    const first = await run(() => ({ kind: 'answer' }), { cfg: { n: 2 } });
+    await expect(run(() => ({ kind: 'answer' }), { out: first.out, resume: true, cfg: { n: 3 } })).rejects.toThrow(/'n' differs/);
+  });
+
+  it('sends image actions as PNG data URLs', async () => {
+    const { outcome } = await run(() => ({ kind: 'answer', text: 'FINAL ANSWER: 1' }), { cfg: { n: 1, settings: config('x', { modality: 'image' }).settings } });
+    expect(outcome.rows[0].status).toBe('ok');
+    const content = upstream!.requests[0].body.messages.at(-1)!.content as Array<{ type: string; image_url?: { url: string } }>;
+    const images = content.filter((p) => p.type === 'image_url');
+    expect(images).toHaveLength(3);
+    expect(images[0].image_url!.url).toMatch(/^data:image\/png;base64,iVBORw0KGgo/);
+  });
+});

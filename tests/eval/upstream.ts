@@ -1,0 +1,102 @@
+// A small local OpenAI-compatible upstream for the harness tests, on 127.0.0.1: it solves shell-game text prompts
+// (so scoring can be checked), and a script decides per request whether to answer, fail with a status (429 with
+// Retry-After, 500, 401, …) or answer slowly. It counts every request it receives and refuses to serve more than a
+// bound, so a runaway retry loop fails the test instead of spinning.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface UpstreamRequest {
+  index: number;
+  at: number;
+  authorization: string | null;
+  body: { messages: Array<{ role: string; content: unknown }>; temperature?: number; max_tokens?: number; model?: string };
+}
+
+export type Behaviour =
+  | { kind: 'answer'; delayMs?: number; text?: string }
+  | { kind: 'status'; status: number; retryAfter?: string; delayMs?: number; json?: boolean };
+
+export interface Upstream {
+  url: string;
+  requests: UpstreamRequest[];
+  close(): Promise<void>;
+}
+
+/** The last user message's text, all text parts joined. */
+export function promptText(body: UpstreamRequest['body']): string {
+  const last = body.messages[body.messages.length - 1];
+  if (typeof last.content === 'string') return last.content;
+  return (last.content as Array<{ type: string; text?: string }>).map((p) => p.text ?? '').join('');
+}
+
+/** Solve a shell-game prompt from its text (initial state, then "x swap y" lines). */
+export function solveShell(text: string): string {
+  const start = /The initial state is: ([123])/.exec(text);
+  if (!start) return '2';
+  let ball = Number(start[1]);
+  for (const m of text.slice(start.index).matchAll(/^([123]) swap ([123])$/gm)) {
+    const [a, b] = [Number(m[1]), Number(m[2])];
+    if (ball === a) ball = b;
+    else if (ball === b) ball = a;
+  }
+  return String(ball);
+}
+
+export async function startUpstream(script: (req: UpstreamRequest) => Behaviour, maxRequests = 500): Promise<Upstream> {
+  const requests: UpstreamRequest[] = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (requests.length >= maxRequests) {
+        res.writeHead(599, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: 'test upstream: request bound exceeded' }));
+        return;
+      }
+      const record: UpstreamRequest = {
+        index: requests.length,
+        at: performance.now(),
+        authorization: req.headers.authorization ?? null,
+        body: JSON.parse(Buffer.concat(chunks).toString('utf8')),
+      };
+      requests.push(record);
+      const behaviour = script(record);
+      const send = () => {
+        if (res.destroyed) return;
+        if (behaviour.kind === 'status') {
+          const headers: Record<string, string> = { 'content-type': behaviour.json === false ? 'text/plain; charset=utf-8' : 'application/json' };
+          if (behaviour.retryAfter !== undefined) headers['retry-after'] = behaviour.retryAfter;
+          res.writeHead(behaviour.status, headers);
+          res.end(behaviour.json === false ? `status ${behaviour.status}` : JSON.stringify({ error: { message: `scripted ${behaviour.status}`, type: 'test' } }));
+          return;
+        }
+        const text = behaviour.text ?? `FINAL ANSWER: ${solveShell(promptText(record.body))}`;
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            id: `t-${record.index}`,
+            object: 'chat.completion',
+            created: 0,
+            model: record.body.model ?? 'test',
+            choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
+            usage: { prompt_tokens: 10, completion_tokens: 3, total_tokens: 13 },
+          }),
+        );
+      };
+      const delay = behaviour.delayMs ?? 0;
+      if (delay > 0) setTimeout(send, delay);
+      else send();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
