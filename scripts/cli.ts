@@ -7,6 +7,8 @@ import { reportAndExit } from './command.ts';
 // One line per command, alphabetical. Commands load lazily so `metrl score` does not pay for tfjs start-up.
 const commandFiles: Array<() => Promise<{ default: CommandModule }>> = [
   () => import('./commands/evaluate.ts'),
+  () => import('./commands/generate.ts'),
+  () => import('./commands/score.ts'),
 ];
 
 const commands = await Promise.all(commandFiles.map(async (load) => (await load()).default));

@@ -20,10 +20,12 @@ export function applySwap(ball: number, [a, b]: Swap): number {
   return ball === a ? b : ball === b ? a : ball;
 }
 
-/** Extra options (chess's --games, --offset) mean nothing here: say so instead of silently ignoring them. */
+/** Chess's --games and --offset mean nothing here: say so instead of silently ignoring them. */
+const CHESS_ONLY_OPTIONS = ['games', 'offset'];
+
 function rejectExtras(extra: Record<string, unknown>): void {
-  const given = Object.entries(extra).filter(([, v]) => v !== undefined);
-  if (given.length > 0) throw new UserError(`shell: option --${given[0][0]} does not apply to the shell game`);
+  const given = CHESS_ONLY_OPTIONS.find((name) => extra[name] !== undefined);
+  if (given) throw new UserError(`shell: option --${given} does not apply to the shell game`);
 }
 
 export function* shellCandidates(rng: Rng, options: SampleOptions): Generator<Candidate> {
