@@ -8,6 +8,7 @@ import { reportAndExit } from './command.ts';
 const commandFiles: Array<() => Promise<{ default: CommandModule }>> = [
   () => import('./commands/evaluate.ts'),
   () => import('./commands/generate.ts'),
+  () => import('./commands/plot.ts'),
   () => import('./commands/score.ts'),
 ];
 
