@@ -46,7 +46,7 @@ export async function evaluate(flags: EvaluateFlags): Promise<void> {
     throw new UserError('baseline:game-start predicts a state; it has no answer to --task perception (use baseline:random)');
   }
   if (model.kind === 'baseline' && flags.cascade) throw new UserError('--cascade needs a model that reads images; baselines do not');
-  if (flags.games !== undefined && !domains.includes('chess')) throw new UserError('--games applies to --domain chess');
+  if ((flags.games !== undefined || flags.offset !== undefined) && !domains.includes('chess')) throw new UserError('--games and --offset apply to --domain chess');
 
   const extra: Record<string, Record<string, unknown>> = {};
   if (flags.games !== undefined) {
@@ -54,6 +54,7 @@ export async function evaluate(flags: EvaluateFlags): Promise<void> {
     if (!existsSync(games)) throw new UserError(`--games ${flags.games}: no such file`);
     extra.chess = { games };
   }
+  if (flags.offset !== undefined) extra.chess = { ...extra.chess, offset: flags.offset };
   const label = model.kind === 'hosted' ? model.id : model.kind === 'baseline' ? `baseline:${model.name}` : model.path;
   const out = resolve(flags.out ?? defaultOut(label));
   const config: RunConfig = {
@@ -95,7 +96,7 @@ export async function evaluate(flags: EvaluateFlags): Promise<void> {
   const itemsPerSetting = new Map<string, number>();
   for (const item of outcome.items) itemsPerSetting.set(item.settingKey, (itemsPerSetting.get(item.settingKey) ?? 0) + 1);
   for (const s of settings) if (!itemsPerSetting.has(settingKey(s))) itemsPerSetting.set(settingKey(s), 0);
-  const report = buildReport(label, settings, itemsPerSetting, outcome.rows, envs);
+  const report = buildReport(label, model.kind === 'baseline', settings, itemsPerSetting, outcome.rows, envs);
   writeReport(out, report);
   process.stdout.write(renderTable([report]));
   process.stdout.write(`\n${out}: ${SUMMARY_FILE}, ${TABLE_FILE}, per-item rows in <domain>-<modality>.jsonl (${outcome.asked} asked now, ${outcome.reused} reused)\n`);

@@ -27,6 +27,8 @@ export interface SettingReport {
 
 export interface RunReport {
   model: string;
+  /** Baselines ignore the prompt, so tables and plots do not name one. */
+  baseline: boolean;
   complete: boolean;
   settings: SettingReport[];
   usage: TokenUsage;
@@ -38,7 +40,7 @@ export const TABLE_FILE = 'table.md';
 /** A perception item is exact-match: binary, Wilson intervals, whatever the domain's own reward. */
 const perceptionEnv = (domain: Domain) => ({ domain, intervalMethod: 'wilson' as const });
 
-export function buildReport(model: string, settings: Setting[], itemsPerSetting: Map<string, number>, rows: ItemRow[], envs: Map<Domain, Env>): RunReport {
+export function buildReport(model: string, baseline: boolean, settings: Setting[], itemsPerSetting: Map<string, number>, rows: ItemRow[], envs: Map<Domain, Env>): RunReport {
   const usage: TokenUsage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
   const reports = settings.map((setting): SettingReport => {
     const key = settingKey(setting);
@@ -73,7 +75,7 @@ export function buildReport(model: string, settings: Setting[], itemsPerSetting:
     return report;
   });
   const complete = reports.every((r) => r.errors === 0 && r.missing === 0);
-  return { model, complete, settings: reports, usage };
+  return { model, baseline, complete, settings: reports, usage };
 }
 
 /** "91.6 ± 0.3": percentage and the half-width of the 95% interval (Wilson intervals are nearly symmetric). */
@@ -92,7 +94,8 @@ function cell(r: SettingReport): string {
 }
 
 /** Row of a table: the model and what the prompt did; columns: everything else that varies. */
-function rowKey(s: Setting): string {
+function rowKey(s: Setting, baseline: boolean): string {
+  if (baseline) return s.task === 'perception' ? 'Baseline, perception' : 'Baseline';
   if (s.task === 'perception') return 'Perception';
   const prompt = s.shots > 0 ? `${s.prompt} (n=${s.shots})` : s.prompt;
   return s.cascade ? `${prompt}, cascaded` : prompt;
@@ -117,7 +120,7 @@ export function renderTable(reports: RunReport[]): string {
   for (const report of reports) {
     const byRow = new Map<string, Map<string, SettingReport>>();
     for (const s of report.settings) {
-      const row = rowKey(s.setting);
+      const row = rowKey(s.setting, report.baseline);
       if (!byRow.has(row)) byRow.set(row, new Map());
       byRow.get(row)!.set(columnKey(s.setting, varying), s);
     }

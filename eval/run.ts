@@ -51,13 +51,14 @@ export async function runEvaluation(options: RunOptions): Promise<RunOutcome> {
   } else if (!isEmptyDir(out)) {
     throw new UserError(`--out ${out} exists and is not empty (use --resume to continue that run, or another --out)`);
   }
-  ensureDir(out);
+  // Episodes are drawn before anything is written: a source that cannot supply them leaves no half-made folder.
   const selection = options.resume ? readSelection(out) : drawSelection(settings, envs, n, seed, config.extra as Record<Domain, Record<string, unknown>>);
+  const items = settings.flatMap((s) => itemsOf(s, selection, n, seed));
+  ensureDir(out);
   if (!options.resume) writeSelection(out, selection);
   writeRunConfig(out, config);
 
-  // 2. Items, reused rows and the work left.
-  const items = settings.flatMap((s) => itemsOf(s, selection, n, seed));
+  // 2. Reused rows and the work left.
   const limit = config.runtime.limit;
   const perSetting = new Map<string, number>();
   const inScope = items.filter((item) => {

@@ -32,6 +32,7 @@ const schema = z.object({
   limit: positiveInt.optional(),
   out: z.string().min(1).optional(),
   games: z.string().min(1).optional(),
+  offset: z.enum(['start', 'random']).optional(),
   quiet: z.boolean(),
 });
 
@@ -67,6 +68,7 @@ const command: CommandModule = {
       .option('limit', { type: 'number', describe: 'evaluate only the first N items of each setting (a quick check; --resume completes later)' })
       .option('out', { type: 'string', describe: 'output folder (default runs/eval-<model>-<time>)' })
       .option('games', { type: 'string', describe: 'chess: PGN or UCI games file (default: the built-in generator)' })
+      .option('offset', { type: 'string', describe: 'chess: episodes start at the game start (default, as the paper) or at a random ply (needed for many short episodes)' })
       .option('quiet', { type: 'boolean', default: false, describe: 'no progress on stderr' })
       .example('$0 evaluate --model baseline:game-start --domain chess --modality text,image', 'Table 1 baseline row')
       .example('$0 evaluate --model google/gemma-3-27b-it --provider nebius --domain shell --modality text,image --prompt zero-shot,few-shot,cot', 'Table 2 for one model')

@@ -11,6 +11,7 @@ import { UserError } from '../../core/errors.ts';
 import { writePlot, type TopLevelSpec } from '../../core/plot.ts';
 import { readMetrics } from '../../trainer/metrics.ts';
 import { learningCurveSpec } from '../../trainer/curves.ts';
+import { isEvalRun, readRunReport, sweepSpec } from '../../eval/plot-sweeps.ts';
 
 interface Plotter {
   /** What the plot shows, for messages. */
@@ -33,6 +34,12 @@ const plotters: Plotter[] = [
           return { label: runLabel(dir), rows };
         }),
       ),
+  },
+  {
+    // `metrl evaluate` runs with several --actions or --image-ratio values: accuracy against length or image share.
+    name: 'evaluation sweeps',
+    recognises: isEvalRun,
+    build: (dirs) => sweepSpec(dirs.map(readRunReport)),
   },
 ];
 

@@ -70,7 +70,7 @@ describe('evaluation harness against a local upstream', () => {
     expect(upstream!.requests[0].body.max_tokens).toBe(32);
     const lines = readFileSync(join(out, 'shell-text.jsonl'), 'utf8').trim().split('\n');
     expect(lines).toHaveLength(8);
-    const report = buildReport('m', cfg.settings, new Map([[outcome.rows[0].setting, 8]]), outcome.rows, envs);
+    const report = buildReport('m', false, cfg.settings, new Map([[outcome.rows[0].setting, 8]]), outcome.rows, envs);
     expect(report.settings[0].summary.accuracy).toBe(1);
     expect(report.settings[0].summary.ci95?.method).toBe('wilson');
   });

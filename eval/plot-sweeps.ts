@@ -1,0 +1,120 @@
+// Evaluation sweeps as a Vega-Lite spec: accuracy against the number of actions (the paper's Figures 3-4) or against
+// the share of image actions (Figure 6), with 95% interval bands, several models (one run folder each) side by side
+// as coloured series, one panel per domain and modality (length sweeps) or per domain (image-ratio sweeps).
+// Rendering is core/plot.ts's job; this file reads summary.json files and shapes the data.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { UserError } from '../core/errors.ts';
+import type { TopLevelSpec } from '../core/plot.ts';
+import { SUMMARY_FILE, type RunReport } from './report.ts';
+
+export type SweepAxis = 'actions' | 'imageRatio';
+
+interface SweepPoint {
+  model: string;
+  panel: string;
+  x: number;
+  accuracy: number;
+  low: number;
+  high: number;
+  n: number;
+  invalid: number;
+}
+
+/** True when the folder is an evaluation run (it has a summary.json written by `metrl evaluate`). */
+export function isEvalRun(dir: string): boolean {
+  if (!existsSync(join(dir, SUMMARY_FILE)) || !existsSync(join(dir, 'config.json'))) return false;
+  try {
+    return (JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as { kind?: string }).kind === 'metrl-eval';
+  } catch {
+    return false;
+  }
+}
+
+export function readRunReport(dir: string): RunReport {
+  const path = join(dir, SUMMARY_FILE);
+  try {
+    const report = JSON.parse(readFileSync(path, 'utf8')) as RunReport;
+    if (!Array.isArray(report.settings)) throw new Error('no settings');
+    return report;
+  } catch {
+    throw new UserError(`${path}: not an evaluation summary`);
+  }
+}
+
+/** Which knob the runs sweep: the number of actions or the image ratio (whichever takes several values). */
+export function sweepAxis(reports: RunReport[]): SweepAxis {
+  const settings = reports.flatMap((r) => r.settings.map((s) => s.setting));
+  const distinct = (f: (s: (typeof settings)[number]) => number) => new Set(settings.map(f)).size;
+  const lengths = distinct((s) => s.actions);
+  const ratios = distinct((s) => (s.modality === 'mixed' ? s.imageRatio : s.modality === 'image' ? 1 : 0));
+  if (lengths < 2 && ratios < 2) throw new UserError('these evaluation runs are not a sweep: give several --actions or --image-ratio values');
+  if (lengths >= 2 && ratios >= 2 && settings.some((s) => s.modality === 'mixed')) {
+    throw new UserError('these runs sweep both the number of actions and the image ratio: plot them separately');
+  }
+  return lengths >= 2 ? 'actions' : 'imageRatio';
+}
+
+export function sweepPoints(reports: RunReport[], axis: SweepAxis): SweepPoint[] {
+  const points: SweepPoint[] = [];
+  for (const report of reports) {
+    for (const s of report.settings) {
+      const { setting, summary } = s;
+      if (summary.accuracy === null) continue;
+      const prompt = setting.task === 'perception' ? 'perception' : setting.shots > 0 ? `${setting.prompt} (n=${setting.shots})` : setting.prompt;
+      const panel = axis === 'actions' ? `${setting.domain}, ${setting.modality} actions` : setting.domain;
+      points.push({
+        model: report.baseline ? report.model : `${report.model}, ${prompt}${setting.cascade ? ', cascade' : ''}`,
+        panel,
+        x: axis === 'actions' ? setting.actions : setting.modality === 'mixed' ? setting.imageRatio : setting.modality === 'image' ? 1 : 0,
+        accuracy: summary.accuracy,
+        low: summary.ci95?.low ?? summary.accuracy,
+        high: summary.ci95?.high ?? summary.accuracy,
+        n: summary.count,
+        invalid: summary.invalid,
+      });
+    }
+  }
+  return points.sort((a, b) => a.model.localeCompare(b.model) || a.panel.localeCompare(b.panel) || a.x - b.x);
+}
+
+export function sweepSpec(reports: RunReport[]): TopLevelSpec {
+  const axis = sweepAxis(reports);
+  const points = sweepPoints(reports, axis);
+  const x = {
+    field: 'x',
+    type: 'quantitative' as const,
+    title: axis === 'actions' ? 'number of actions' : 'fraction of image actions',
+    ...(axis === 'imageRatio' ? { scale: { domain: [0, 1] } } : {}),
+  };
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+    config: { font: 'DejaVu Sans', view: { stroke: '#ddd' } },
+    data: { values: points },
+    facet: { column: { field: 'panel', type: 'nominal', title: null, header: { labelFontSize: 12, labelFontWeight: 'bold' } } },
+    spec: {
+      width: 300,
+      height: 220,
+      layer: [
+        {
+          mark: { type: 'errorband', opacity: 0.15 },
+          encoding: {
+            x,
+            y: { field: 'low', type: 'quantitative', title: 'accuracy (95% CI)', scale: { domain: [0, 1] } },
+            y2: { field: 'high' },
+            color: { field: 'model', type: 'nominal', title: 'model' },
+          },
+        },
+        {
+          mark: { type: 'line', point: { filled: true, size: 45 } },
+          encoding: {
+            x,
+            y: { field: 'accuracy', type: 'quantitative' },
+            color: { field: 'model', type: 'nominal', title: 'model', legend: { labelLimit: 420 } },
+            tooltip: [{ field: 'model' }, { field: 'x' }, { field: 'accuracy', format: '.3f' }, { field: 'low', format: '.3f' }, { field: 'high', format: '.3f' }, { field: 'n' }, { field: 'invalid' }],
+          },
+        },
+      ],
+    },
+  } as TopLevelSpec;
+}
