@@ -1,0 +1,81 @@
+// tfjs backend choice: the fastest that loads, in the order tfjs-node-gpu (CUDA), tfjs-node (native TensorFlow on the
+// CPU), the WASM backend (SIMD), then tfjs's pure-JS cpu backend. The two native packages are optional dependencies:
+// `npm ci` succeeds without them and their import failing here just moves on to the next. `--backend NAME` forces one
+// (and fails with one line if it cannot load). Callers print and record the returned name.
+import * as tf from '@tensorflow/tfjs';
+import { UserError } from '../core/errors.ts';
+
+export const BACKEND_NAMES = ['node-gpu', 'node', 'wasm', 'cpu'] as const;
+export type BackendName = (typeof BACKEND_NAMES)[number];
+
+export interface BackendChoice {
+  name: BackendName;
+  /** tfjs's own name for the active backend ('tensorflow', 'wasm', 'cpu'). */
+  tfBackend: string;
+  /** Why earlier candidates were skipped, one short line each (for --verbose output and logs). */
+  skipped: string[];
+}
+
+let current: BackendChoice | null = null;
+
+/** Import a package by a computed name, so the type checker and bundlers do not require it to be installed. */
+async function importOptional(name: string): Promise<unknown> {
+  return import(name);
+}
+
+async function tryBackend(name: BackendName): Promise<void> {
+  switch (name) {
+    case 'node-gpu':
+      await importOptional('@tensorflow/tfjs-node-gpu');
+      break;
+    case 'node':
+      await importOptional('@tensorflow/tfjs-node');
+      break;
+    case 'wasm':
+      await import('@tensorflow/tfjs-backend-wasm');
+      break;
+    case 'cpu':
+      break;
+  }
+  const tfName = name === 'node' || name === 'node-gpu' ? 'tensorflow' : name;
+  if (!(await tf.setBackend(tfName))) throw new Error(`tfjs could not initialise the ${tfName} backend`);
+  await tf.ready();
+}
+
+function shortReason(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.split('\n')[0].slice(0, 160);
+}
+
+/**
+ * Select the backend (once per process; later calls return the first choice). `requested` forces one name.
+ * `log` receives the "tfjs backend: …" line (stderr by default; pass null for silence).
+ */
+export async function initBackend(requested?: string, log: ((line: string) => void) | null = (l) => process.stderr.write(l + '\n')): Promise<BackendChoice> {
+  if (requested !== undefined && !(BACKEND_NAMES as readonly string[]).includes(requested)) {
+    throw new UserError(`--backend: unknown backend '${requested}' (choose from ${BACKEND_NAMES.join(', ')})`);
+  }
+  if (current) {
+    if (requested && requested !== current.name) throw new UserError(`--backend ${requested}: the ${current.name} backend is already active in this process`);
+    return current;
+  }
+  const candidates: BackendName[] = requested ? [requested as BackendName] : [...BACKEND_NAMES];
+  const skipped: string[] = [];
+  for (const name of candidates) {
+    try {
+      await tryBackend(name);
+      current = { name, tfBackend: tf.getBackend(), skipped };
+      log?.(`tfjs backend: ${name}${skipped.length ? ` (skipped ${skipped.map((s) => s.split(':')[0]).join(', ')})` : ''}`);
+      return current;
+    } catch (error) {
+      if (requested) throw new UserError(`--backend ${name}: cannot load it (${shortReason(error)})`);
+      skipped.push(`${name}: ${shortReason(error)}`);
+    }
+  }
+  throw new UserError(`no tfjs backend could be loaded: ${skipped.join('; ')}`);
+}
+
+/** The backend chosen so far, or null before initBackend. */
+export function currentBackend(): BackendChoice | null {
+  return current;
+}

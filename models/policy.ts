@@ -1,0 +1,152 @@
+// The built-in vision-language policy: tokenizer + transformer weights + optional LoRA adapters behind the Policy
+// interface (models/types.ts) that the trainer, the evaluator and `metrl serve` use. Supervised pretraining trains
+// trainableVariables('base') with LoRA off; GRPO trains trainableVariables('lora'), and `useLora: false` gives the
+// frozen reference policy from the same weights.
+import * as tf from '@tensorflow/tfjs';
+import { Rng } from '../core/rng.ts';
+import { UserError } from '../core/errors.ts';
+import type { Completion, EncodedPrompt, ModelInput, Policy, SamplingOptions, SequenceBatchItem, TokenLogProbs } from './types.ts';
+import { ArchitectureSchema, LoraConfigSchema, patchesPerImage, type Architecture, type LoraConfig } from './config.ts';
+import { CharTokenizer } from './tokenizer.ts';
+import { initWeights, weightEntries, countParameters, type ModelWeights } from './weights.ts';
+import { createLora, disposeLora, loraVariables, mergeLora, type LoraSet } from './lora.ts';
+import { causalMask, forward, logits, type ForwardBatch, type TransformerModel } from './transformer.ts';
+import { addImageSlots, sampleGroups } from './sampling.ts';
+import { completionLogProbs } from './scoring.ts';
+import { imageToPatches } from './vision.ts';
+
+export interface CreatePolicyOptions {
+  architecture?: Partial<Architecture>;
+  seed?: number | string;
+  /** Attach fresh LoRA adapters with this configuration (B = 0, so the function is unchanged). */
+  lora?: Partial<LoraConfig>;
+  tokenizer?: CharTokenizer;
+}
+
+export class BuiltinPolicy implements Policy, TransformerModel {
+  readonly arch: Architecture;
+  readonly tokenizer: CharTokenizer;
+  readonly weights: ModelWeights;
+  lora: LoraSet | null = null;
+
+  constructor(arch: Architecture, tokenizer: CharTokenizer, weights: ModelWeights) {
+    if (tokenizer.vocabSize > arch.vocabSize) throw new UserError(`tokenizer has ${tokenizer.vocabSize} tokens but the model's vocabSize is ${arch.vocabSize}`);
+    this.arch = arch;
+    this.tokenizer = tokenizer;
+    this.weights = weights;
+  }
+
+  /** A freshly initialised model (deterministic from the seed). */
+  static create(options: CreatePolicyOptions = {}): BuiltinPolicy {
+    const tokenizer = options.tokenizer ?? CharTokenizer.createDefault();
+    const arch = ArchitectureSchema.parse({ vocabSize: tokenizer.vocabSize, ...options.architecture });
+    const rng = new Rng(options.seed ?? 0, 'init');
+    const policy = new BuiltinPolicy(arch, tokenizer, initWeights(arch, rng));
+    if (options.lora) policy.attachLora(options.lora, new Rng(options.seed ?? 0, 'lora'));
+    return policy;
+  }
+
+  get architecture(): Record<string, unknown> {
+    return { ...this.arch };
+  }
+
+  get parameterCount(): number {
+    return countParameters(weightEntries(this.weights).map((e) => e.variable));
+  }
+
+  /** Add fresh adapters (replacing any present). The base weights become frozen (trainable = false). */
+  attachLora(config: Partial<LoraConfig>, rng: Rng): LoraSet {
+    if (this.lora) disposeLora(this.lora);
+    this.lora = createLora(this.weights, LoraConfigSchema.parse(config), rng);
+    this.setBaseFrozen(true);
+    return this.lora;
+  }
+
+  /** Remove the adapters (without merging); the base becomes trainable again. */
+  detachLora(): void {
+    if (this.lora) disposeLora(this.lora);
+    this.lora = null;
+    this.setBaseFrozen(false);
+  }
+
+  /** A frozen variable gets no gradient computed (models/ops.ts), which saves a third of the backward pass. */
+  private setBaseFrozen(frozen: boolean): void {
+    for (const v of weightEntries(this.weights).map((e) => e.variable)) v.trainable = !frozen;
+  }
+
+  /** Fold the adapters into the base weights; the adapters stay attached with B = 0. */
+  mergeLora(): void {
+    if (this.lora) mergeLora(this.weights, this.lora);
+  }
+
+  encode(input: ModelInput): EncodedPrompt {
+    const tokens = [this.tokenizer.bos];
+    const images: Float32Array[] = [];
+    for (const part of input) {
+      if (part.type === 'text') tokens.push(...this.tokenizer.encodeText(part.text));
+      else {
+        images.push(imageToPatches(part.image, this.arch));
+        for (let i = 0; i < patchesPerImage(this.arch); i++) tokens.push(this.tokenizer.img);
+      }
+    }
+    return { tokens, images };
+  }
+
+  /** Token ids of a target text followed by EOS: what supervised training asks the model to write. */
+  encodeTarget(text: string): number[] {
+    return [...this.tokenizer.encodeText(text), this.tokenizer.eos];
+  }
+
+  decode(tokens: number[]): string {
+    return this.tokenizer.decode(tokens);
+  }
+
+  sampleGroup(prompt: EncodedPrompt, group: number, options: SamplingOptions, rng: Rng): Completion[] {
+    return sampleGroups(this, this.tokenizer, this.lora, [prompt], group, options, rng)[0];
+  }
+
+  /** Several prompts' groups decoded as one batch (fewer, larger steps than one sampleGroup per prompt). */
+  sampleGroups(prompts: EncodedPrompt[], group: number, options: SamplingOptions, rng: Rng): Completion[][] {
+    return sampleGroups(this, this.tokenizer, this.lora, prompts, group, options, rng);
+  }
+
+  /** Completion log-probabilities (see models/scoring.ts for the batch layout). */
+  tokenLogProbs(items: SequenceBatchItem[], options: { useLora: boolean; withEntropy?: boolean }): TokenLogProbs {
+    return completionLogProbs(this, this.tokenizer, options.useLora ? this.lora : null, items, options.withEntropy ?? false);
+  }
+
+  /** Logits at every position of one token sequence (no images): for tests and diagnostics. */
+  sequenceLogits(prompt: EncodedPrompt, useLora = true): tf.Tensor2D {
+    return tf.tidy(() => {
+      const T = prompt.tokens.length;
+      const images: Float32Array[] = [];
+      const slots: ForwardBatch['slots'] = [];
+      addImageSlots(this, this.tokenizer, prompt, 0, images, new Map(), slots);
+      const batch: ForwardBatch = {
+        batch: 1,
+        length: T,
+        tokens: Int32Array.from(prompt.tokens),
+        positions: Int32Array.from(prompt.tokens, (_, i) => i),
+        images,
+        slots,
+        mask: causalMask(1, T, [0]),
+      };
+      return logits(this, forward(this, batch, null, useLora ? this.lora : null).hidden);
+    });
+  }
+
+  trainableVariables(scope: 'lora' | 'base'): tf.Variable[] {
+    if (scope === 'base') {
+      if (this.lora) throw new Error('trainableVariables("base"): the base is frozen while LoRA adapters are attached (detachLora or mergeLora first)');
+      return weightEntries(this.weights).map((e) => e.variable);
+    }
+    if (!this.lora) throw new Error('trainableVariables("lora"): no LoRA adapters attached (call attachLora or load an adapter)');
+    return loraVariables(this.lora);
+  }
+
+  dispose(): void {
+    for (const e of weightEntries(this.weights)) e.variable.dispose();
+    if (this.lora) disposeLora(this.lora);
+    this.lora = null;
+  }
+}
