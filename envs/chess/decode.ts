@@ -4,7 +4,7 @@
 // image format for anyone training a perception model on it.
 import type { RawImage } from '../types.ts';
 import { GLYPHS, GLYPH_HEIGHT, GLYPH_WIDTH } from './font.ts';
-import { boardLayout, COLORS, PROMOTION_COLORS, promotionRect, squareRect, type Rect, type Rgb } from './render.ts';
+import { boardLayout, COLORS, PROMOTION_COLORS, promotionRect, type BoardLayout, type Rect, type Rgb } from './render.ts';
 import { formatUci, PROMOTION_PIECES, type PromotionPiece, type SquareCoord } from './uci.ts';
 
 export interface DecodedMove {
@@ -32,10 +32,32 @@ function countIn(image: RawImage, rect: Rect, test: (i: number) => boolean): num
   return n;
 }
 
-function uniqueSquare(image: RawImage, squares: Array<{ coord: SquareCoord; rect: Rect }>, rgb: Rgb, what: string): SquareCoord {
-  const hits = squares.filter((s) => countIn(image, s.rect, (i) => near(image.data, i, rgb)) >= MIN_SHARE * s.rect.w * s.rect.h);
+/** Per square (index rank * 8 + file), how many pixels are near `rgb`; one pass over the board. */
+function colourCounts(image: RawImage, layout: BoardLayout, rgb: Rgb): Int32Array {
+  const counts = new Int32Array(64);
+  const { square, originX, originY } = layout;
+  const [r, g, b] = rgb;
+  const data = image.data;
+  for (let y = originY; y < originY + 8 * square; y++) {
+    const rank = 7 - Math.floor((y - originY) / square);
+    for (let x = originX, i = (y * image.width + x) * 3; x < originX + 8 * square; x++, i += 3) {
+      if (Math.abs(data[i] - r) + Math.abs(data[i + 1] - g) + Math.abs(data[i + 2] - b) <= TOLERANCE) {
+        counts[rank * 8 + Math.floor((x - originX) / square)]++;
+      }
+    }
+  }
+  return counts;
+}
+
+/** The one square whose share of `rgb` pixels reaches MIN_SHARE; an error when none or several do. */
+function uniqueSquare(image: RawImage, layout: BoardLayout, rgb: Rgb, what: string): SquareCoord {
+  const counts = colourCounts(image, layout, rgb);
+  const hits: SquareCoord[] = [];
+  counts.forEach((n, index) => {
+    if (n >= MIN_SHARE * layout.square * layout.square) hits.push({ file: index % 8, rank: Math.floor(index / 8) });
+  });
   if (hits.length !== 1) throw new Error(`expected exactly one ${what} square, found ${hits.length}`);
-  return hits[0].coord;
+  return hits[0];
 }
 
 /** Read the letter glyph inside a badge: bounding box of the black ink, sampled on the 5×7 grid, nearest glyph. */
@@ -72,10 +94,8 @@ function readLetter(image: RawImage, badge: Rect): PromotionPiece | null {
 export function decodeMoveImage(image: RawImage): DecodedMove {
   if (image.width !== image.height) throw new Error(`move images are square, got ${image.width}×${image.height}`);
   const layout = boardLayout(image.width);
-  const squares: Array<{ coord: SquareCoord; rect: Rect }> = [];
-  for (let rank = 0; rank < 8; rank++) for (let file = 0; file < 8; file++) squares.push({ coord: { file, rank }, rect: squareRect(layout, { file, rank }) });
-  const from = uniqueSquare(image, squares, COLORS.from, 'green');
-  const to = uniqueSquare(image, squares, COLORS.to, 'red');
+  const from = uniqueSquare(image, layout, COLORS.from, 'green');
+  const to = uniqueSquare(image, layout, COLORS.to, 'red');
   const badge = promotionRect(layout, to);
   let promotion: PromotionPiece | null = null;
   let bestCount = 0;

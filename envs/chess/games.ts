@@ -2,6 +2,7 @@
 // format it is, and replay every move with chess.js so that an illegal or unreadable move is reported up front as a
 // UserError naming the game (1-based, in file order) and the ply (1-based within the game). Games are kept as a start
 // position and UCI moves; episodes replay them on demand (envs/chess/episodes.ts).
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { Chess, DEFAULT_POSITION, validateFen } from 'chess.js';
 import { UserError } from '../../core/errors.ts';
@@ -92,18 +93,18 @@ export function parseGamesText(text: string, label: string): Game[] {
   return games;
 }
 
-/** Files already read in this process, keyed by path, size and modification time (replaying moves is the slow part). */
+/** Files already read in this process, keyed by content hash (replaying the moves is the slow part, not reading). */
 const cache = new Map<string, Game[]>();
 
 /** Read and validate a games file (PGN or UCI). */
 export function readGamesFile(path: string): Game[] {
   if (!existsSync(path)) throw new UserError(`${path}: no such games file`);
-  const stat = statSync(path);
-  if (!stat.isFile()) throw new UserError(`${path}: the games file is not a regular file`);
-  const key = `${path}\u0000${stat.size}\u0000${stat.mtimeMs}`;
+  if (!statSync(path).isFile()) throw new UserError(`${path}: the games file is not a regular file`);
+  const text = readFileSync(path, 'utf8');
+  const key = createHash('sha256').update(text).digest('hex');
   const cached = cache.get(key);
   if (cached) return cached;
-  const games = parseGamesText(readFileSync(path, 'utf8'), path);
+  const games = parseGamesText(text, path);
   cache.set(key, games);
   return games;
 }
