@@ -5,7 +5,6 @@
 // Few-shot examples come from the TRAIN split (never the test split), drawn deterministically from the seed.
 import { existsSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { createHash } from 'node:crypto';
 import { UserError } from '../core/errors.ts';
 import { isEmptyDir } from '../core/files.ts';
 import { encodePng } from '../core/image.ts';
@@ -93,19 +92,22 @@ export function validatePromptStyle(env: Env, style: string): void {
   }
 }
 
-/** PNG bytes by content: identical pictures (all shell swaps, common chess moves) are encoded once. */
+/**
+ * PNG bytes by content: identical pictures (every shell swap, common chess moves) are encoded once. Pictures are looked
+ * up by their action text and size, and reused only if the raw pixels are byte-for-byte the same (a memcmp, much
+ * cheaper than hashing), so an environment whose picture depends on more than the action text stays correct.
+ */
 class PngCache {
-  private readonly byHash = new Map<string, Buffer>();
-  constructor(private readonly limit = 4096) {}
-  async encode(env: Env, episode: Episode, index: number, size: number): Promise<Buffer> {
+  private readonly entries = new Map<string, { pixels: Uint8Array; png: Promise<Buffer> }>();
+  constructor(private readonly limit = 2048) {}
+  encode(env: Env, episode: Episode, index: number, size: number): Promise<Buffer> {
     const image = env.renderAction(episode, index, size);
-    const key = createHash('sha1').update(image.data).digest('hex');
-    let png = this.byHash.get(key);
-    if (!png) {
-      png = await encodePng(image);
-      if (this.byHash.size >= this.limit) this.byHash.clear();
-      this.byHash.set(key, png);
-    }
+    const key = `${size}\u0000${episode.actions[index].text}`;
+    const hit = this.entries.get(key);
+    if (hit && Buffer.compare(hit.pixels, image.data) === 0) return hit.png;
+    const png = encodePng(image);
+    if (this.entries.size >= this.limit) this.entries.clear();
+    this.entries.set(key, { pixels: image.data, png });
     return png;
   }
 }
@@ -167,12 +169,16 @@ export async function writeDataset(env: Env, options: DatasetOptions): Promise<D
   try {
     const pngs = new PngCache();
     let imageCount = 0;
+    // An episode's images are encoded concurrently (sharp works on libuv's thread pool, so both cores are used).
     const writeImages = async (episode: Episode) => {
+      const jobs: Promise<void>[] = [];
       for (let i = 0; i < episode.actions.length; i++) {
         if (episode.actions[i].modality !== 'image') continue;
-        writeFileSync(join(tmp, imagePath(episode, i)), await pngs.encode(env, episode, i, options.imageSize));
+        const path = join(tmp, imagePath(episode, i));
+        jobs.push(pngs.encode(env, episode, i, options.imageSize).then((png) => writeFileSync(path, png)));
         imageCount++;
       }
+      await Promise.all(jobs);
     };
     for (const shot of shots) await writeImages(shot);
     const lines: string[] = [];

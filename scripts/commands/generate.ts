@@ -33,14 +33,17 @@ function progressReporter(quiet: boolean): { update(done: number, total: number)
   const start = Date.now();
   let last = start;
   let shown = false;
+  // The rate is measured from the first written episode: sampling all episodes comes before it.
+  let first: { time: number; done: number } | null = null;
   const tty = process.stderr.isTTY === true;
   return {
     update(done, total) {
       const now = Date.now();
-      if (quiet || now - last < (tty ? 200 : 5000) || now - start < 1000) return;
+      first ??= { time: now, done };
+      if (quiet || now - last < (tty ? 200 : 5000) || now - start < 1000 || now === first.time) return;
       last = now;
       shown = true;
-      const rate = done / ((now - start) / 1000);
+      const rate = (done - first.done) / ((now - first.time) / 1000);
       const eta = rate > 0 ? Math.round((total - done) / rate) : 0;
       const line = `generate: ${done}/${total} episodes, ${rate.toFixed(0)}/s, ETA ${eta}s`;
       process.stderr.write(tty ? `\r${line}\u001b[K` : `${line}\n`);
