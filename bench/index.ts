@@ -5,6 +5,7 @@ import { cpus } from 'node:os';
 
 // One line per benchmark module: [name, loader].
 const modules: Array<[string, () => Promise<{ run(): Promise<BenchRow[]> }>]> = [
+  ['chess', () => import('./chess.bench.ts')],
   ['shell', () => import('./shell.bench.ts')],
 ];
 

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { parseOrFail, UserError } from '../../core/errors.ts';
 import type { Rng } from '../../core/rng.ts';
 import type { Candidate, SampleOptions } from '../types.ts';
-import { readGamesFile, type Game } from './games.ts';
+import { CHECKPOINT_PLIES, readGamesFile, type Game } from './games.ts';
 import { playSyntheticMove } from './synthetic.ts';
 
 export const OFFSETS = ['start', 'random'] as const;
@@ -28,8 +28,9 @@ const MAX_FRUITLESS_DRAWS = 2000;
 
 /** Build a candidate from a game: the FEN after `offset` plies, the next `count` moves and the FEN after them. */
 export function gameWindow(game: Game, offset: number, count: number): Candidate {
-  const chess = new Chess(game.startFen);
-  for (let i = 0; i < offset; i++) play(chess, game.moves[i]);
+  const checkpoint = Math.min(Math.floor(offset / CHECKPOINT_PLIES), game.checkpoints.length - 1);
+  const chess = new Chess(game.checkpoints[checkpoint]);
+  for (let i = checkpoint * CHECKPOINT_PLIES; i < offset; i++) play(chess, game.moves[i]);
   const initialState = chess.fen();
   const actionTexts = game.moves.slice(offset, offset + count);
   for (const move of actionTexts) play(chess, move);

@@ -14,7 +14,12 @@ export interface Game {
   startFen: string;
   /** The main line in UCI. */
   moves: string[];
+  /** FEN after 0, CHECKPOINT_PLIES, 2 × CHECKPOINT_PLIES … plies, so an episode replays at most that many extra moves. */
+  checkpoints: string[];
 }
+
+/** Plies between stored positions: memory (one FEN per 16 plies) against replay time for a window deep in a game. */
+export const CHECKPOINT_PLIES = 16;
 
 export type GamesFormat = 'pgn' | 'uci';
 
@@ -35,15 +40,18 @@ export function detectGamesFormat(text: string): GamesFormat | null {
 }
 
 /** Apply one move (UCI or SAN) to the board, returning it in UCI, or throw the error that names game and ply. */
-function applyMove(chess: Chess, move: string, label: string, game: number, ply: number): string {
+function applyMove(chess: Chess, move: string, label: string, game: number, ply: number, checkpoints: string[]): string {
+  let uci: string;
   try {
     const done = UCI_PATTERN.test(move)
       ? chess.move({ from: move.slice(0, 2), to: move.slice(2, 4), promotion: move[4] })
       : chess.move(move.replace(/^0-0-0/, 'O-O-O').replace(/^0-0/, 'O-O'));
-    return done.from + done.to + (done.promotion ?? '');
+    uci = done.from + done.to + (done.promotion ?? '');
   } catch {
     throw new UserError(`${label}: game ${game}, ply ${ply}: illegal or unreadable move '${move}'`);
   }
+  if (ply % CHECKPOINT_PLIES === 0) checkpoints.push(chess.fen());
+  return uci;
 }
 
 function gamesFromUci(text: string, label: string): Game[] {
@@ -52,13 +60,14 @@ function gamesFromUci(text: string, label: string): Game[] {
     if (line.trim() === '') continue;
     const number = games.length + 1;
     const chess = new Chess();
+    const checkpoints = [chess.fen()];
     const tokens = line.trim().split(/\s+/).filter((t) => !RESULT_TOKEN.test(t));
     const moves = tokens.map((token, i) => {
       const move = token.toLowerCase();
       if (!UCI_PATTERN.test(move)) throw new UserError(`${label}: game ${number}, ply ${i + 1}: '${token}' is not a UCI move`);
-      return applyMove(chess, move, label, number, i + 1);
+      return applyMove(chess, move, label, number, i + 1, checkpoints);
     });
-    games.push({ startFen: DEFAULT_POSITION, moves });
+    games.push({ startFen: checkpoints[0], moves, checkpoints });
   }
   return games;
 }
@@ -73,9 +82,9 @@ function gamesFromPgn(text: string, label: string): Game[] {
       startFen = pgn.tags.FEN;
     }
     const chess = new Chess(startFen);
-    startFen = chess.fen();
-    const moves = pgn.sans.map((san, i) => applyMove(chess, san, label, number, i + 1));
-    return { startFen, moves };
+    const checkpoints = [chess.fen()];
+    const moves = pgn.sans.map((san, i) => applyMove(chess, san, label, number, i + 1, checkpoints));
+    return { startFen: checkpoints[0], moves, checkpoints };
   });
 }
 

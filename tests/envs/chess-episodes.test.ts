@@ -85,6 +85,8 @@ describe('chess candidates', () => {
       const ply = c.meta?.ply as number;
       expect(c.actionTexts).toEqual(game.moves.slice(ply, ply + 10));
       expect(replay(c)).toBe(c.target);
+      // The initial state (reached from a stored checkpoint) is the position after `ply` moves from the start.
+      expect(c.initialState).toBe(replay({ initialState: game.startFen, actionTexts: game.moves.slice(0, ply), target: '' }));
     }
     const longest = Math.max(...games.map((g) => g.moves.length));
     expect([...chessEnv.candidates(new Rng(3), { actions: longest + 1, extra: { games: SAMPLE } })]).toHaveLength(0);

@@ -1,0 +1,58 @@
+// Chess speed: episodes per second for text, image and mixed actions (sample the episode from the synthetic games,
+// build its chat prompt and render every image action at the built-in model's size, as a training rollout does),
+// episodes per second from a games file, image actions rendered per second at both sizes (raw RGB, what the built-in
+// model reads) and PNG encodes per second (what datasets and chat requests need).
+import { join } from 'node:path';
+import { opsPerSecond, type BenchRow } from './table.ts';
+import { chessEnv } from '../envs/chess/index.ts';
+import { generateEpisodes } from '../envs/generate.ts';
+import { encodePng } from '../core/image.ts';
+import { SHARED_DIR } from '../core/paths.ts';
+import type { Episode, ModalitySetting } from '../envs/types.ts';
+
+const ACTIONS = 10;
+const BATCH = 20;
+
+async function episodesPerSecond(modality: ModalitySetting, extra: Record<string, unknown> = {}): Promise<number> {
+  let seed = 0;
+  return opsPerSecond(() => {
+    const episodes = generateEpisodes(chessEnv, { n: BATCH, actions: ACTIONS, split: 'train', seed: seed++, modality, imageRatio: 0.5, extra });
+    for (const episode of episodes) {
+      chessEnv.prompt(episode, { style: 'cot', shots: [] });
+      episode.actions.forEach((action, i) => {
+        if (action.modality === 'image') chessEnv.renderAction(episode, i, chessEnv.imageSizes.model);
+      });
+    }
+    return episodes.length;
+  }, 3000);
+}
+
+export async function run(): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  for (const modality of ['text', 'image', 'mixed'] as const) {
+    rows.push({ group: 'chess episodes', name: `${modality} (synthetic games, T=${ACTIONS}, prompt + ${chessEnv.imageSizes.model}px images)`, value: await episodesPerSecond(modality), unit: 'episodes/s' });
+  }
+  const games = join(SHARED_DIR, 'data', 'millionbase-sample.uci');
+  rows.push({ group: 'chess episodes', name: `text (games file, random offset, T=${ACTIONS})`, value: await episodesPerSecond('text', { games, offset: 'random' }), unit: 'episodes/s', note: 'file parsed once, then cached' });
+
+  // 200 image actions from varied positions (random offsets), so arrows of every length and direction are timed.
+  const episodes: Episode[] = generateEpisodes(chessEnv, { n: 20, actions: ACTIONS, split: 'train', seed: 1, modality: 'image', extra: { offset: 'random' } });
+  const renderAll = (size: number) => {
+    let n = 0;
+    for (const episode of episodes) episode.actions.forEach((_, i) => (chessEnv.renderAction(episode, i, size), n++));
+    return n;
+  };
+  const targets: Record<number, string> = { [chessEnv.imageSizes.chat]: 'target ≥ 500', [chessEnv.imageSizes.model]: 'target ≥ 2,000' };
+  for (const size of [chessEnv.imageSizes.chat, chessEnv.imageSizes.model]) {
+    rows.push({ group: 'chess render', name: `image actions @${size}px (raw RGB)`, value: await opsPerSecond(() => renderAll(size)), unit: 'actions/s', note: targets[size] });
+  }
+  for (const size of [chessEnv.imageSizes.chat, chessEnv.imageSizes.model]) {
+    const images = episodes.flatMap((e) => e.actions.map((_, i) => chessEnv.renderAction(e, i, size))).slice(0, 40);
+    const value = await opsPerSecond(async () => {
+      for (const image of images) await encodePng(image);
+      return images.length;
+    });
+    rows.push({ group: 'chess render', name: `PNG encodes @${size}px (encoding only)`, value, unit: 'images/s' });
+  }
+  return rows;
+}
