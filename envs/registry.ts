@@ -8,6 +8,7 @@ const loaders: Partial<Record<Domain, () => Promise<Env>>> = {
   chess: () => import('./chess/index.ts').then((m) => m.chessEnv),
   shell: () => import('./shell/index.ts').then((m) => m.shellEnv),
   boxes: () => import('./boxes/index.ts').then((m) => m.boxesEnv),
+  mcst: () => import('./mcst/index.ts').then((m) => m.mcstEnv),
 };
 
 export function availableDomains(): Domain[] {
