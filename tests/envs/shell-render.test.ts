@@ -129,6 +129,11 @@ describe('shell renderer', () => {
     }
   });
 
+  it.each([32, 48, 96, 128, 160, 200, 256, 384, 768])('labels stay readable at other widths (%i px)', (size) => {
+    const episode = randomEpisodes(3, size)[0];
+    for (let i = 0; i < episode.actions.length; i++) expect(decodeSwap(shellEnv.renderAction(episode, i, size))).toBe(episode.actions[i].text);
+  });
+
   it('the three swaps give three different images, whatever the ball does', () => {
     const rng = new Rng(3);
     const seen = new Map<string, string>();
