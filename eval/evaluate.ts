@@ -19,7 +19,7 @@ import { describeModel, openSource } from './sources/index.ts';
 import type { Task } from './types.ts';
 
 export async function evaluate(flags: EvaluateFlags): Promise<void> {
-  const model = describeModel({ checkpoint: flags.checkpoint, model: flags.model, provider: flags.provider, endpoint: flags.endpoint, apiKeyEnv: flags['api-key-env'] });
+  const model = describeModel({ checkpoint: flags.checkpoint, base: flags.base, model: flags.model, provider: flags.provider, endpoint: flags.endpoint, apiKeyEnv: flags['api-key-env'] });
   if (flags.resume && flags.out === undefined) throw new UserError('--resume needs --out DIR (the folder of the run to continue)');
   if (model.kind === 'checkpoint' && !existsSync(model.path)) throw new UserError(`--checkpoint ${model.path}: no such folder`);
 
@@ -76,7 +76,8 @@ export async function evaluate(flags: EvaluateFlags): Promise<void> {
     sampling: { temperature: flags.temperature, maxTokens: flags['max-tokens'] },
     seed: flags.seed,
     compact: loadCompactTemplate,
-    openCheckpoint: async (path) => (await import('./sources/checkpoint.ts')).checkpointSource(path, { temperature: flags.temperature, maxTokens: flags['max-tokens'] }, flags.seed),
+    openCheckpoint: async (path, base) =>
+      (await import('./sources/checkpoint.ts')).checkpointSource(path, { temperature: flags.temperature, maxTokens: flags['max-tokens'] }, flags.seed, envs, base),
   });
 
   const interrupt = new AbortController();

@@ -6,6 +6,7 @@
 import { Rng } from '../core/rng.ts';
 import type { Env, Episode, Score } from '../envs/types.ts';
 import { RequestFailure, attemptsOf, withRetries, type RetryPolicy } from './retry.ts';
+import { scoredResponse } from './compact.ts';
 import { canonicalAction, cleanAnswer, parseAction, scorePerception } from './perception.ts';
 import type { EvalItem } from './selection.ts';
 import type { ItemRow, ModelSource, Query, SourceReply, TokenUsage, Transcription } from './types.ts';
@@ -70,7 +71,7 @@ async function answer(
   const { setting, episode } = item;
   if (setting.task === 'perception') {
     const reply = await ask({ kind: 'perception', episode, index: item.actionIndex!, style: setting.prompt });
-    return { response: reply.text, score: scorePerception(episode.domain, reply.text, item.target) };
+    return { response: reply.text, score: scorePerception(episode.domain, scoredResponse(setting.prompt, reply.text), item.target) };
   }
   let tracked: Episode = episode;
   let transcriptions: Transcription[] | undefined;
@@ -80,7 +81,7 @@ async function answer(
     for (let index = 0; index < actions.length; index++) {
       if (actions[index].modality !== 'image') continue;
       const reply = await ask({ kind: 'perception', episode, index, style: setting.prompt });
-      const predicted = parseAction(episode.domain, reply.text);
+      const predicted = parseAction(episode.domain, scoredResponse(setting.prompt, reply.text));
       const target = actions[index].text;
       transcriptions.push({ index, response: reply.text, predicted, target, correct: predicted !== null && predicted === canonicalAction(episode.domain, target) });
       // An unreadable transcription is passed on as the model wrote it: tracking must then cope, as in the paper.
@@ -89,7 +90,7 @@ async function answer(
     tracked = { ...episode, actions };
   }
   const reply = await ask({ kind: 'track', episode: tracked, style: setting.prompt, shots: item.shots });
-  const score = env.score({ target: item.target, response: reply.text, initialState: episode.initialState, meta: episode.meta });
+  const score = env.score({ target: item.target, response: scoredResponse(setting.prompt, reply.text), initialState: episode.initialState, meta: episode.meta });
   return { response: reply.text, score, ...(transcriptions ? { transcriptions } : {}) };
 }
 

@@ -10,7 +10,7 @@ import type { Setting } from './types.ts';
 
 export type ModelDescription =
   | { kind: 'hosted'; id: string; provider?: string; endpoint?: string; api_key_env?: string }
-  | { kind: 'checkpoint'; path: string; adapter?: string }
+  | { kind: 'checkpoint'; path: string; base?: string }
   | { kind: 'baseline'; name: string };
 
 export interface RunConfig {

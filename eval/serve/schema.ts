@@ -14,7 +14,9 @@ export type ContentPart = z.infer<typeof contentPartSchema>;
 
 export const messageSchema = z.object({
   role: z.enum(['system', 'user', 'assistant']),
-  content: z.union([z.string(), z.array(contentPartSchema)]).nullable(),
+  content: z
+    .union([z.string(), z.array(contentPartSchema)], { error: 'must be a string or a list of parts of type text or image_url' })
+    .nullable(),
 });
 export type RequestMessage = z.infer<typeof messageSchema>;
 
@@ -34,9 +36,7 @@ export const chatRequestSchema = z.looseObject({
 });
 export type ChatRequest = z.infer<typeof chatRequestSchema>;
 
-/** Decode a `data:image/png;base64,…` (or jpeg/webp) URL; null when it is not a base64 data URL. */
-export function decodeDataUrl(url: string): Buffer | null {
-  const match = /^data:image\/(png|jpeg|jpg|webp|gif);base64,([A-Za-z0-9+/=\s]+)$/.exec(url);
-  if (!match) return null;
-  return Buffer.from(match[2], 'base64');
+/** A base64 image data URL (`data:image/png;base64,…`, also jpeg, webp, gif). */
+export function isImageDataUrl(url: string): boolean {
+  return /^data:image\/(png|jpeg|jpg|webp|gif);base64,[A-Za-z0-9+/=\s]+$/.test(url);
 }

@@ -1,16 +1,13 @@
 // `metrl serve`'s HTTP side, on node:http: POST /v1/chat/completions and GET /v1/models in the OpenAI shape, plus
 // GET /health. Every request body goes through zod; anything malformed (bad JSON, wrong fields, an image that is not
 // a decodable data URL, a body over the size limit) gets a 4xx with an OpenAI-style JSON error body and never takes
-// the server down. Generation is delegated to a ChatEngine and runs one request at a time (the engine is a CPU-bound
-// model on the event loop; queuing keeps latency fair and memory bounded).
+// the server down. Generation is delegated to a ChatEngine; the built-in one batches requests that arrive together.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { chatRequestSchema, decodeDataUrl, type ChatRequest } from './schema.ts';
-import type { RawImage } from '../../envs/types.ts';
-
-/** A chat message after validation, images decoded. */
-export type EngineMessage = { role: 'system' | 'user' | 'assistant'; parts: Array<{ type: 'text'; text: string } | { type: 'image'; image: RawImage }> };
+import { chatRequestSchema, isImageDataUrl, type ChatRequest } from './schema.ts';
+import type { ChatMessage } from '../../core/chat.ts';
+import { UserError } from '../../core/errors.ts';
 
 export interface EngineSampling {
   temperature: number;
@@ -37,8 +34,11 @@ export interface ChatEngine {
   /** Largest max_tokens the engine accepts (context left after a typical prompt). */
   readonly maxTokensLimit: number;
   readonly defaultMaxTokens: number;
-  decodeImage(png: Buffer): Promise<RawImage>;
-  complete(messages: EngineMessage[], sampling: EngineSampling): Promise<EngineResult>;
+  /**
+   * Generate for validated chat messages (images are base64 data URLs). Called concurrently; a UserError means
+   * the request cannot be served as it is (an undecodable image, a prompt longer than the context): a 400.
+   */
+  complete(messages: ChatMessage[], sampling: EngineSampling): Promise<EngineResult>;
 }
 
 export class HttpError extends Error {
@@ -71,13 +71,6 @@ export interface RunningServer {
 export async function startServer(engine: ChatEngine, options: ServeOptions): Promise<RunningServer> {
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
   const created = Math.floor(Date.now() / 1000);
-  let queue: Promise<unknown> = Promise.resolve();
-  /** Run generation strictly one at a time, in arrival order. */
-  const serialised = <T>(job: () => Promise<T>): Promise<T> => {
-    const run = queue.then(job, job);
-    queue = run.catch(() => undefined);
-    return run;
-  };
 
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
@@ -100,9 +93,11 @@ export async function startServer(engine: ChatEngine, options: ServeOptions): Pr
     if (path === '/v1/chat/completions' || path === '/chat/completions') {
       allow(req, 'POST');
       const request = parseRequest(await readBody(req, maxBody));
-      const messages = await toEngineMessages(request, engine);
+      const messages = toChatMessages(request);
       const sampling = samplingOf(request, engine);
-      const result = await serialised(() => engine.complete(messages, sampling));
+      const result = await engine.complete(messages, sampling).catch((error: unknown) => {
+        throw error instanceof UserError ? new HttpError(400, error.message) : error;
+      });
       const completionTokens = result.choices.reduce((s, c) => s + c.completionTokens, 0);
       return sendJson(res, 200, {
         id: `chatcmpl-${randomUUID()}`,
@@ -178,31 +173,21 @@ function parseRequest(body: Buffer): ChatRequest {
   return parsed.data;
 }
 
-async function toEngineMessages(request: ChatRequest, engine: ChatEngine): Promise<EngineMessage[]> {
-  const out: EngineMessage[] = [];
-  for (const [i, m] of request.messages.entries()) {
-    const parts: EngineMessage['parts'] = [];
-    if (typeof m.content === 'string') parts.push({ type: 'text', text: m.content });
-    else if (m.content) {
-      for (const [j, p] of m.content.entries()) {
-        if (p.type === 'text') {
-          parts.push({ type: 'text', text: p.text });
-          continue;
-        }
+/** Validated request messages in the project's chat form; images must be inline data URLs (nothing is fetched). */
+function toChatMessages(request: ChatRequest): ChatMessage[] {
+  return request.messages.map((m, i) => {
+    if (typeof m.content === 'string' || m.content === null) return { role: m.role, content: m.content ?? '' };
+    return {
+      role: m.role,
+      content: m.content.map((p, j) => {
+        if (p.type === 'text') return { type: 'text' as const, text: p.text };
         const url = typeof p.image_url === 'string' ? p.image_url : p.image_url.url;
         const param = `messages.${i}.content.${j}.image_url`;
-        const bytes = decodeDataUrl(url);
-        if (!bytes) throw new HttpError(400, `${param}: only base64 image data URLs are accepted (data:image/png;base64,…)`, param);
-        try {
-          parts.push({ type: 'image', image: await engine.decodeImage(bytes) });
-        } catch {
-          throw new HttpError(400, `${param}: the image could not be decoded`, param);
-        }
-      }
-    }
-    out.push({ role: m.role, parts });
-  }
-  return out;
+        if (!isImageDataUrl(url)) throw new HttpError(400, `${param}: only base64 image data URLs are accepted (data:image/png;base64,…)`, param);
+        return { type: 'image_url' as const, image_url: { url } };
+      }),
+    };
+  });
 }
 
 function samplingOf(request: ChatRequest, engine: ChatEngine): EngineSampling {

@@ -11,6 +11,7 @@ import { hostedSource } from './hosted.ts';
 
 export interface SourceSpec {
   checkpoint?: string;
+  base?: string;
   model?: string;
   provider?: string;
   endpoint?: string;
@@ -24,8 +25,9 @@ export function describeModel(spec: SourceSpec): ModelDescription {
   if (spec.checkpoint !== undefined) {
     if (spec.model !== undefined) throw new UserError('give either --checkpoint or --model, not both');
     if (spec.provider !== undefined || spec.endpoint !== undefined) throw new UserError('--provider and --endpoint apply to --model, not to --checkpoint');
-    return { kind: 'checkpoint', path: spec.checkpoint };
+    return { kind: 'checkpoint', path: spec.checkpoint, ...(spec.base !== undefined ? { base: spec.base } : {}) };
   }
+  if (spec.base !== undefined) throw new UserError('--base applies to --checkpoint');
   if (spec.model === undefined) throw new UserError('name a model: --checkpoint DIR, --model ID --provider NAME, --model ID --endpoint URL, or --model baseline:game-start|baseline:random');
   if (spec.model.startsWith('baseline:')) {
     const name = spec.model.slice('baseline:'.length);
@@ -63,12 +65,12 @@ export interface OpenOptions {
   seed: number;
   compact: () => Promise<CompactTemplate>;
   /** Loader for the in-process checkpoint source (kept lazy: it pulls in tfjs). */
-  openCheckpoint: (path: string) => Promise<ModelSource>;
+  openCheckpoint: (path: string, base?: string) => Promise<ModelSource>;
 }
 
 export async function openSource(model: ModelDescription, options: OpenOptions): Promise<ModelSource> {
   if (model.kind === 'baseline') return baselineSource(model.name as BaselineName, options.seed);
-  if (model.kind === 'checkpoint') return options.openCheckpoint(model.path);
+  if (model.kind === 'checkpoint') return options.openCheckpoint(model.path, model.base);
   const accessToken = readKey(model.api_key_env);
   return hostedSource({
     model: model.id,

@@ -8,6 +8,7 @@ const positiveInt = z.coerce.number().int().positive();
 
 const schema = z.object({
   checkpoint: z.string().min(1).optional(),
+  base: z.string().min(1).optional(),
   model: z.string().min(1).optional(),
   provider: z.string().min(1).optional(),
   endpoint: z.string().min(1).optional(),
@@ -44,6 +45,7 @@ const command: CommandModule = {
   builder: (y) =>
     y
       .option('checkpoint', { type: 'string', describe: 'built-in policy: a checkpoint or training-run folder (in-process, greedy by default)' })
+      .option('base', { type: 'string', describe: 'base checkpoint under a --checkpoint adapter (default: the one it names, else the shipped base)' })
       .option('model', { type: 'string', describe: 'hosted model id (with --provider or --endpoint), or baseline:game-start | baseline:random' })
       .option('provider', { type: 'string', describe: 'Hugging Face Inference Provider (e.g. together, nebius, auto); key from HF_TOKEN' })
       .option('endpoint', { type: 'string', describe: 'OpenAI-compatible endpoint URL (vLLM, TGI, llama.cpp, metrl serve), e.g. http://127.0.0.1:8000/v1' })

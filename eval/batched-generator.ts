@@ -1,0 +1,86 @@
+// Generation for the built-in policy shared by the in-process checkpoint source and `metrl serve`: requests that
+// arrive while the model is busy are queued, and each flush decodes all queued prompts with the same sampling
+// settings as one batch (one prefill, one batched step per token), so N workers or N concurrent HTTP clients cost far
+// less than N separate generations. Generation is synchronous tfjs work on the event loop; batching is what makes
+// concurrency pay. A request that names a seed is decoded alone with its own Rng, so its answer does not depend on
+// what else was in flight.
+import { Rng } from '../core/rng.ts';
+import type { Completion, EncodedPrompt, ModelInput, Policy, SamplingOptions } from '../models/types.ts';
+
+/** The built-in policy decodes several prompts in one pass; other policies fall back to one prompt at a time. */
+type BatchingPolicy = Policy & { sampleGroups?(prompts: EncodedPrompt[], group: number, options: SamplingOptions, rng: Rng): Completion[][] };
+
+interface Pending {
+  prompt: EncodedPrompt;
+  sampling: SamplingOptions;
+  n: number;
+  seed: number | null;
+  resolve: (c: Completion[]) => void;
+  reject: (e: unknown) => void;
+}
+
+export interface GeneratorStats {
+  batches: number;
+  prompts: number;
+}
+
+export class BatchedGenerator {
+  private queue: Pending[] = [];
+  private scheduled = false;
+  private readonly rng: Rng;
+  readonly stats: GeneratorStats = { batches: 0, prompts: 0 };
+
+  constructor(
+    readonly policy: BatchingPolicy,
+    seed: number,
+    /** Most prompts decoded together (memory grows with batch × context). */
+    private readonly maxBatch = 16,
+  ) {
+    this.rng = new Rng(seed, 'generator');
+  }
+
+  encode(input: ModelInput): EncodedPrompt {
+    return this.policy.encode(input);
+  }
+
+  generate(prompt: EncodedPrompt, sampling: SamplingOptions, n = 1, seed: number | null = null): Promise<Completion[]> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ prompt, sampling, n, seed, resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        // Let every request that is already waiting on the event loop join this batch.
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const queue = this.queue;
+    this.queue = [];
+    const groups = new Map<string, Pending[]>();
+    for (const p of queue) {
+      const key = p.seed !== null ? `seed:${groups.size}:${p.seed}` : `${p.sampling.temperature}|${p.sampling.topP}|${p.sampling.maxNewTokens}|${p.n}`;
+      if (!groups.has(key)) groups.set(key, []);
+      groups.get(key)!.push(p);
+    }
+    for (const group of groups.values()) {
+      for (let i = 0; i < group.length; i += this.maxBatch) this.run(group.slice(i, i + this.maxBatch));
+    }
+  }
+
+  private run(batch: Pending[]): void {
+    const { sampling, n, seed } = batch[0];
+    const rng = seed !== null ? new Rng(seed, 'request') : this.rng;
+    try {
+      let results: Completion[][];
+      if (this.policy.sampleGroups && batch.length > 1) results = this.policy.sampleGroups(batch.map((p) => p.prompt), n, sampling, rng);
+      else results = batch.map((p) => this.policy.sampleGroup(p.prompt, n, sampling, rng));
+      this.stats.batches++;
+      this.stats.prompts += batch.length;
+      batch.forEach((p, i) => p.resolve(results[i]));
+    } catch (error) {
+      for (const p of batch) p.reject(error);
+    }
+  }
+}

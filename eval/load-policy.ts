@@ -1,0 +1,86 @@
+// Finding and loading the built-in policy behind `--checkpoint DIR`, for evaluation and `metrl serve`. DIR may be
+//   a base checkpoint            config.json + model.safetensors + tokenizer.json
+//   a LoRA adapter (PEFT)        adapter_config.json + adapter_model.safetensors, on the base named by its
+//                                base_model_name_or_path, by --base, or the shipped base (checkpoints/base)
+//   a training run folder        its checkpoints/latest adapter, on the base the run started from
+// The tfjs backend is chosen first (and printed); the result says which files were used, for config.json.
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
+import { UserError } from '../core/errors.ts';
+import { CHECKPOINTS_DIR } from '../core/paths.ts';
+import type { BuiltinPolicy } from '../models/policy.ts';
+
+export interface LoadedPolicy {
+  policy: BuiltinPolicy;
+  base: string;
+  adapter: string | null;
+  backend: string;
+}
+
+const isDir = (p: string) => existsSync(p) && statSync(p).isDirectory();
+const has = (dir: string, file: string) => existsSync(join(dir, file));
+
+function readJsonOr(path: string): Record<string, unknown> | null {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+  } catch {
+    return null;
+  }
+}
+
+/** The shipped base checkpoint: checkpoints/base, or the only base checkpoint under checkpoints/. */
+export function shippedBase(): string | null {
+  const preferred = join(CHECKPOINTS_DIR, 'base');
+  if (has(preferred, 'model.safetensors')) return preferred;
+  if (!isDir(CHECKPOINTS_DIR)) return null;
+  const found = readdirSync(CHECKPOINTS_DIR).map((n) => join(CHECKPOINTS_DIR, n)).filter((d) => has(d, 'model.safetensors') && has(d, 'config.json'));
+  return found.length === 1 ? found[0] : null;
+}
+
+/** Where a training run keeps its newest adapter: checkpoints/latest names the folder. */
+function runAdapter(dir: string): string | null {
+  const latest = join(dir, 'checkpoints', 'latest');
+  if (!existsSync(latest)) return null;
+  const name = readFileSync(latest, 'utf8').trim();
+  const step = join(dir, 'checkpoints', name);
+  if (has(step, 'adapter_config.json')) return step;
+  if (has(join(step, 'adapter'), 'adapter_config.json')) return join(step, 'adapter');
+  throw new UserError(`${dir}: checkpoints/latest names ${name}, which holds no adapter`);
+}
+
+/** A base named in a config, relative to where that config lives, if it exists. */
+function namedBase(value: unknown, relativeTo: string): string | null {
+  if (typeof value !== 'string' || value.trim() === '') return null;
+  const candidates = isAbsolute(value) ? [value] : [resolve(relativeTo, value), resolve(value)];
+  return candidates.find((c) => has(c, 'model.safetensors')) ?? null;
+}
+
+/** Decide which base and adapter folders `--checkpoint DIR [--base BASE]` means. */
+export function resolveCheckpoint(dir: string, base?: string): { base: string; adapter: string | null } {
+  const path = resolve(dir);
+  if (!isDir(path)) throw new UserError(`--checkpoint ${dir}: no such folder`);
+  if (base !== undefined && !isDir(resolve(base))) throw new UserError(`--base ${base}: no such folder`);
+  if (has(path, 'model.safetensors') || (has(path, 'config.json') && has(path, 'tokenizer.json'))) {
+    if (base !== undefined) throw new UserError(`--checkpoint ${dir} is a base checkpoint already; --base applies to adapters`);
+    return { base: path, adapter: null };
+  }
+  let adapter: string | null = has(path, 'adapter_config.json') ? path : runAdapter(path);
+  if (!adapter) throw new UserError(`--checkpoint ${dir}: neither a base checkpoint, a LoRA adapter nor a training run with checkpoints`);
+  adapter = resolve(adapter);
+  const fromAdapter = namedBase(readJsonOr(join(adapter, 'adapter_config.json'))?.base_model_name_or_path, adapter);
+  const runConfig = readJsonOr(join(path, 'config.json'));
+  const fromRun = namedBase(runConfig?.checkpoint ?? runConfig?.base ?? runConfig?.baseCheckpoint, path);
+  const chosen = base !== undefined ? resolve(base) : (fromAdapter ?? fromRun ?? shippedBase());
+  if (!chosen) throw new UserError(`--checkpoint ${dir}: an adapter needs its base model; name it with --base DIR`);
+  return { base: chosen, adapter };
+}
+
+export async function loadPolicy(dir: string, options: { base?: string; backend?: string; log?: (line: string) => void } = {}): Promise<LoadedPolicy> {
+  const where = resolveCheckpoint(dir, options.base);
+  const { initBackend } = await import('../models/backend.ts');
+  const backend = await initBackend(options.backend, options.log ?? ((l) => process.stderr.write(l + '\n')));
+  const { loadBaseCheckpoint, loadAdapter } = await import('../models/checkpoint.ts');
+  const policy = loadBaseCheckpoint(where.base);
+  if (where.adapter) loadAdapter(policy, where.adapter);
+  return { policy, base: where.base, adapter: where.adapter, backend: backend.name };
+}

@@ -1,0 +1,40 @@
+// The built-in policy as the ChatEngine behind `metrl serve`: chat messages are reduced to the model's input by
+// models/template.ts (texts joined by newlines, data-URL images decoded and resized to the model's image size, the
+// answer marker appended when missing), then generated through the BatchedGenerator, so concurrent requests with the
+// same sampling settings share one decoding batch.
+import { UserError } from '../../core/errors.ts';
+import type { ChatMessage } from '../../core/chat.ts';
+import { chatToModelInput } from '../../models/template.ts';
+import type { BuiltinPolicy } from '../../models/policy.ts';
+import { BatchedGenerator } from '../batched-generator.ts';
+import type { ChatEngine, EngineResult, EngineSampling } from './server.ts';
+
+/** Answers of the built-in model are short (a FEN is under 100 characters); clients can ask for more. */
+const DEFAULT_MAX_TOKENS = 256;
+
+export function builtinEngine(policy: BuiltinPolicy, modelId: string, seed: number): ChatEngine & { generator: BatchedGenerator } {
+  const generator = new BatchedGenerator(policy, seed);
+  const { maxContext, imageSize } = policy.arch;
+  return {
+    modelId,
+    generator,
+    maxTokensLimit: maxContext,
+    defaultMaxTokens: Math.min(DEFAULT_MAX_TOKENS, maxContext),
+    async complete(messages: ChatMessage[], sampling: EngineSampling): Promise<EngineResult> {
+      const input = await chatToModelInput(messages, { imageSize, answerCue: true });
+      const prompt = generator.encode(input);
+      const room = maxContext - prompt.tokens.length;
+      if (room < 1) throw new UserError(`messages: the prompt is ${prompt.tokens.length} tokens, the model's context is ${maxContext}`);
+      const completions = await generator.generate(
+        prompt,
+        { temperature: sampling.temperature, topP: sampling.topP, maxNewTokens: Math.min(sampling.maxTokens, room) },
+        sampling.n,
+        sampling.seed,
+      );
+      return {
+        promptTokens: prompt.tokens.length,
+        choices: completions.map((c) => ({ text: c.text, finishReason: c.finished ? 'stop' : 'length', completionTokens: c.tokens.length })),
+      };
+    },
+  };
+}

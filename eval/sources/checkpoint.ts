@@ -1,0 +1,31 @@
+// The built-in policy as an in-process model source: queries are laid out with the model's own compact template,
+// encoded, and generated through the shared BatchedGenerator, so `--workers N` puts N prompts into each decoding
+// batch. Greedy unless --temperature says otherwise.
+import type { Domain, Env } from '../../envs/types.ts';
+import { BatchedGenerator } from '../batched-generator.ts';
+import { compactTemplate } from '../compact.ts';
+import { loadPolicy } from '../load-policy.ts';
+import type { ModelSource, SamplingSettings, SourceReply } from '../types.ts';
+
+export async function checkpointSource(dir: string, sampling: SamplingSettings, seed: number, envs: Map<Domain, Env>, base?: string): Promise<ModelSource> {
+  const loaded = await loadPolicy(dir, { ...(base ? { base } : {}) });
+  const generator = new BatchedGenerator(loaded.policy, seed);
+  const maxContext = loaded.policy.arch.maxContext;
+  return {
+    label: dir,
+    promptStyles: ['compact'],
+    async complete(query): Promise<SourceReply> {
+      const env = envs.get(query.episode.domain)!;
+      const input = query.kind === 'track' ? compactTemplate.trackInput(env, query) : compactTemplate.perceptionInput(env, query);
+      const prompt = generator.encode(input);
+      const room = maxContext - prompt.tokens.length;
+      if (room < 1) throw new Error(`prompt of ${prompt.tokens.length} tokens does not fit the model's context of ${maxContext}`);
+      const [completion] = await generator.generate(prompt, { temperature: sampling.temperature, topP: 1, maxNewTokens: Math.min(sampling.maxTokens, room) });
+      const completionTokens = completion.tokens.length;
+      return { text: completion.text, usage: { prompt_tokens: prompt.tokens.length, completion_tokens: completionTokens, total_tokens: prompt.tokens.length + completionTokens } };
+    },
+    async close() {
+      loaded.policy.dispose();
+    },
+  };
+}

@@ -1,0 +1,35 @@
+// `metrl serve --checkpoint DIR`: the built-in policy behind an OpenAI-compatible HTTP endpoint (chat completions and
+// the model list), bound to 127.0.0.1 unless told otherwise. Wiring only: eval/serve/ holds the server and engine.
+import type { CommandModule } from 'yargs';
+import { z } from 'zod';
+import { handler } from '../command.ts';
+
+const schema = z.object({
+  checkpoint: z.string().min(1),
+  base: z.string().min(1).optional(),
+  host: z.string().min(1),
+  port: z.coerce.number().int().min(0).max(65535),
+  'model-id': z.string().min(1).optional(),
+  seed: z.coerce.number().int().min(0),
+  backend: z.string().optional(),
+});
+
+export type ServeFlags = z.infer<typeof schema>;
+
+const command: CommandModule = {
+  command: 'serve',
+  describe: 'Serve a checkpoint of the built-in policy as an OpenAI-compatible /v1/chat/completions endpoint',
+  builder: (y) =>
+    y
+      .option('checkpoint', { type: 'string', demandOption: true, describe: 'base checkpoint, LoRA adapter or training-run folder' })
+      .option('base', { type: 'string', describe: 'base checkpoint under an adapter (default: the one it names, else the shipped base)' })
+      .option('host', { type: 'string', default: '127.0.0.1', describe: 'address to bind (0.0.0.0 exposes it to the network)' })
+      .option('port', { type: 'number', default: 8000, describe: 'port (0 picks a free one)' })
+      .option('model-id', { type: 'string', describe: 'model name reported by /v1/models (default: the checkpoint folder name)' })
+      .option('seed', { type: 'number', default: 0, describe: 'seed of the sampler for requests that do not give one' })
+      .option('backend', { type: 'string', describe: 'tfjs backend: node-gpu | node | wasm | cpu (default: the fastest that loads)' })
+      .example('$0 serve --checkpoint runs/train-shell-text', 'then: metrl evaluate --model train-shell-text --endpoint http://127.0.0.1:8000/v1 --prompt compact'),
+  handler: handler(schema, async (flags) => (await import('../../eval/serve/serve.ts')).serve(flags)),
+};
+
+export default command;
