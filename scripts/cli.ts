@@ -10,6 +10,7 @@ const commandFiles: Array<() => Promise<{ default: CommandModule }>> = [
   () => import('./commands/generate.ts'),
   () => import('./commands/plot.ts'),
   () => import('./commands/score.ts'),
+  () => import('./commands/serve.ts'),
 ];
 
 const commands = await Promise.all(commandFiles.map(async (load) => (await load()).default));
