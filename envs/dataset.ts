@@ -164,6 +164,8 @@ export async function writeDataset(env: Env, options: DatasetOptions): Promise<D
   const shots = options.prompt === 'few-shot' ? fewShotExamples(env, options, options.shots) : [];
 
   const tmp = join(dirname(out), `.${basename(out)}.tmp-${process.pid}`);
+  // The first missing ancestor of the output, removed again if the run fails, so a failure leaves no trace at all.
+  const createdParent = firstMissingAncestor(dirname(out));
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(join(tmp, IMAGES_DIR), { recursive: true });
   try {
@@ -192,9 +194,15 @@ export async function writeDataset(env: Env, options: DatasetOptions): Promise<D
     replaceDir(tmp, out);
     return { dir: out, rows: episodes.length, images: imageCount };
   } catch (error) {
-    rmSync(tmp, { recursive: true, force: true });
+    rmSync(createdParent ?? tmp, { recursive: true, force: true });
     throw error;
   }
+}
+
+function firstMissingAncestor(dir: string): string | null {
+  let missing: string | null = null;
+  for (let d = dir; !existsSync(d); d = dirname(d)) missing = d;
+  return missing;
 }
 
 /** Move the finished temporary directory into place; an old directory (--force) is moved aside first, then removed. */
