@@ -6,7 +6,6 @@ import { Rng } from '../../core/rng.ts';
 import { decodePng, encodePng } from '../../core/image.ts';
 import { decodeMoveImage } from '../../envs/chess/decode.ts';
 import { boardLayout, COLORS, renderMove } from '../../envs/chess/render.ts';
-import { playSyntheticMove } from '../../envs/chess/synthetic.ts';
 import { chessEnv } from '../../envs/chess/index.ts';
 
 // Positions where the special moves are legal: castling both ways for both sides, en passant for both sides,
@@ -33,12 +32,16 @@ function sampleMoves(): Sample[] {
   const out: Sample[] = [];
   for (const fen of SPECIAL_POSITIONS) out.push(...movesOf(new Chess(fen)).filter((s) => s.kind !== 'other'));
   const rng = new Rng('chess-render-test');
-  // Random positions: synthetic games stopped at a random ply, then a few random legal moves of that position.
+  // Random positions: uniformly random play stopped at a random ply, then a few random legal moves of that position.
   while (out.length < 400) {
     const chess = new Chess();
     const plies = rng.int(50);
     let alive = true;
-    for (let i = 0; i < plies && alive; i++) alive = playSyntheticMove(chess, rng, i) !== null;
+    for (let i = 0; i < plies && alive; i++) {
+      const legal = chess.moves();
+      alive = legal.length > 0;
+      if (alive) chess.move(rng.pick(legal));
+    }
     const moves = movesOf(chess);
     if (!alive || moves.length === 0) continue;
     for (const m of rng.sample(moves, 5)) out.push({ uci: m.uci, kind: m.kind === 'other' ? 'random' : m.kind });
