@@ -159,6 +159,33 @@ function embedImages(model: TransformerModel, batch: ForwardBatch): tf.Tensor2D 
   return place(projected) as tf.Tensor2D;
 }
 
+/** Products per (row, head) at least this large go through the 2-D fast path one by one; smaller ones stay batched. */
+const LOOP_THRESHOLD = Number(process.env.METRL_ATTN_LOOP ?? 4096);
+
+/**
+ * softmax(q kᵀ / sqrt(dh) + mask) v. WASM multiplies batched or transposed operands slowly, so for large blocks each
+ * (row, head) pair is multiplied as a plain 2-D product (with fast-path gradients); tiny blocks (a decoding step)
+ * are cheaper batched than as many separate calls.
+ */
+function attend(q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D | null): tf.Tensor4D {
+  const [B, H, Tq, dh] = q.shape;
+  const Tk = k.shape[2];
+  const scale = 1 / Math.sqrt(dh);
+  if (Tq * Tk < LOOP_THRESHOLD) {
+    let scores = tf.mul(tf.matMul(q, k, false, true), scale);
+    if (mask) scores = tf.add(scores, mask);
+    return tf.matMul(tf.softmax(scores), v);
+  }
+  const n = B * H;
+  const qs = tf.unstack(tf.reshape(q, [n, Tq, dh])) as tf.Tensor2D[];
+  const kts = tf.unstack(tf.transpose(tf.reshape(k, [n, Tk, dh]), [0, 2, 1])) as tf.Tensor2D[];
+  const vs = tf.unstack(tf.reshape(v, [n, Tk, dh])) as tf.Tensor2D[];
+  let scores = tf.mul(tf.reshape(tf.stack(qs.map((x, i) => mm(x, kts[i]))), [B, H, Tq, Tk]), scale);
+  if (mask) scores = tf.add(scores, mask);
+  const ps = tf.unstack(tf.reshape(tf.softmax(scores), [n, Tq, Tk])) as tf.Tensor2D[];
+  return tf.reshape(tf.stack(ps.map((p, i) => mm(p, vs[i]))), [B, H, Tq, dh]);
+}
+
 function splitHeads(x: tf.Tensor2D, rows: number, length: number, heads: number): tf.Tensor4D {
   return tf.transpose(tf.reshape(x, [rows, length, heads, -1]), [0, 2, 1, 3]);
 }
@@ -193,9 +220,7 @@ export function forward(model: TransformerModel, batch: ForwardBatch, past: Laye
       v = tf.concat([past[i].v, v], 2);
     }
     cache.push({ k, v });
-    let scores = tf.mul(tf.matMul(q, k, false, true), 1 / Math.sqrt(dh));
-    if (mask) scores = tf.add(scores, mask);
-    const attended = tf.matMul(tf.softmax(scores), v); // [B, H, T, dh]
+    const attended = attend(q, k, v, mask); // [B, H, T, dh]
     const merged = tf.reshape(tf.transpose(attended, [0, 2, 1, 3]), [B * T, arch.dModel]) as tf.Tensor2D;
     x = tf.add(x, linear(merged, layer.proj.o_proj, adapters.o_proj, scale));
     const m = rmsNorm(x, layer.mlpNorm, arch.normEps);

@@ -1,0 +1,204 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import * as tf from '@tensorflow/tfjs';
+import { initBackend } from '../../models/backend.ts';
+import { BuiltinPolicy } from '../../models/policy.ts';
+import { loraAdapters } from '../../models/lora.ts';
+import type { EncodedPrompt, ModelInput } from '../../models/types.ts';
+import type { RawImage } from '../../envs/types.ts';
+import { Rng } from '../../core/rng.ts';
+
+const TINY = { dModel: 32, nLayers: 2, nHeads: 2, dMlp: 64, imageSize: 16, patchSize: 8 };
+
+function randomImage(seed: number): RawImage {
+  const rng = new Rng(seed, 'image');
+  return { width: 16, height: 16, channels: 3, data: Uint8Array.from({ length: 16 * 16 * 3 }, () => rng.int(256)) };
+}
+
+/** Make the adapters do something: B = 0 would make every LoRA test pass trivially. */
+function perturbLora(policy: BuiltinPolicy, seed: number): void {
+  for (const [i, a] of loraAdapters(policy.lora!).entries()) a.b.assign(tf.randomNormal(a.b.shape, 0, 0.3, 'float32', seed + i));
+}
+
+const maxAbsDiff = (a: tf.Tensor, b: tf.Tensor): number => tf.tidy(() => tf.max(tf.abs(tf.sub(a, b))).dataSync()[0]);
+
+let policy: BuiltinPolicy;
+let prompt: EncodedPrompt;
+let shortPrompt: EncodedPrompt;
+
+beforeAll(async () => {
+  await initBackend('wasm', null);
+  policy = BuiltinPolicy.create({ architecture: TINY, seed: 7, lora: { r: 4, alpha: 8 } });
+  perturbLora(policy, 1);
+  const input: ModelInput = [
+    { type: 'text', text: 'chess\n8/8/8/8/8/8/8/8 w - - 0 1\n' },
+    { type: 'image', image: randomImage(1) },
+    { type: 'text', text: '\ne2e4\n' },
+    { type: 'image', image: randomImage(2) },
+    { type: 'text', text: '\nFINAL ANSWER: ' },
+  ];
+  prompt = policy.encode(input);
+  shortPrompt = policy.encode([{ type: 'text', text: 'shell\n2\n' }, { type: 'image', image: randomImage(3) }, { type: 'text', text: '\nFINAL ANSWER: ' }]);
+});
+
+describe('built-in policy', () => {
+  it('encodes text character by character and each image as its patch tokens', () => {
+    const t = policy.tokenizer;
+    expect(prompt.tokens[0]).toBe(t.bos);
+    expect(prompt.tokens.filter((x) => x === t.img)).toHaveLength(2 * 4);
+    expect(prompt.images).toHaveLength(2);
+    expect(prompt.images[0]).toHaveLength(4 * 8 * 8 * 3);
+    expect(Math.max(...prompt.images[0])).toBeLessThanOrEqual(1);
+    expect(policy.decode(prompt.tokens)).toBe('chess\n8/8/8/8/8/8/8/8 w - - 0 1\n\ne2e4\n\nFINAL ANSWER: ');
+  });
+
+  it('cached incremental decoding gives the logits of a full forward pass', () => {
+    const [c] = policy.sampleGroup(prompt, 1, { temperature: 1, topP: 1, maxNewTokens: 12 }, new Rng(3));
+    const full = policy.sequenceLogits({ tokens: [...prompt.tokens, ...c.tokens], images: prompt.images });
+    const logp = tf.tidy(() => tf.logSoftmax(full).arraySync() as number[][]);
+    // The sampler's log-prob of each generated token comes from the cached pass; compare with the full pass.
+    c.tokens.forEach((token, j) => {
+      expect(c.logProbs[j]).toBeCloseTo(logp[prompt.tokens.length - 1 + j][token], 4);
+    });
+    full.dispose();
+  });
+
+  it('samples reproducibly from a seed, and differently from another seed', () => {
+    const opts = { temperature: 1, topP: 0.95, maxNewTokens: 10 };
+    const a = policy.sampleGroup(prompt, 4, opts, new Rng(11)).map((c) => c.tokens.join(','));
+    const b = policy.sampleGroup(prompt, 4, opts, new Rng(11)).map((c) => c.tokens.join(','));
+    const c = policy.sampleGroup(prompt, 4, opts, new Rng(12)).map((x) => x.tokens.join(','));
+    expect(a).toEqual(b);
+    expect(c).not.toEqual(a);
+  });
+
+  it('greedy decoding (temperature 0) takes the argmax and is the same for every member of the group', () => {
+    const group = policy.sampleGroup(prompt, 3, { temperature: 0, topP: 1, maxNewTokens: 8 }, new Rng(1));
+    expect(new Set(group.map((c) => c.tokens.join(','))).size).toBe(1);
+    const full = policy.sequenceLogits({ tokens: prompt.tokens, images: prompt.images });
+    const last = tf.tidy(() => tf.argMax(full.slice([prompt.tokens.length - 1, 0], [1, -1]), 1).dataSync()[0]);
+    expect(group[0].tokens[0]).toBe(last);
+    full.dispose();
+  });
+
+  it('batched sampling of several prompts matches sampling each prompt alone (greedy)', () => {
+    const opts = { temperature: 0, topP: 1, maxNewTokens: 6 };
+    const together = policy.sampleGroups([prompt, shortPrompt], 2, opts, new Rng(1));
+    const alone = [policy.sampleGroup(prompt, 2, opts, new Rng(1)), policy.sampleGroup(shortPrompt, 2, opts, new Rng(1))];
+    expect(together.map((g) => g.map((c) => c.tokens))).toEqual(alone.map((g) => g.map((c) => c.tokens)));
+    together[1][0].logProbs.forEach((lp, j) => expect(lp).toBeCloseTo(alone[1][0].logProbs[j], 4));
+  });
+
+  it('tokenLogProbs of a padded batch equals each item scored alone, with a mask over padding', () => {
+    const items = [
+      { prompt, completion: policy.encodeTarget('8/8/8/8/8/8/8/8') },
+      { prompt, completion: policy.encodeTarget('8/8') },
+      { prompt: shortPrompt, completion: policy.encodeTarget('3') },
+    ];
+    const batch = policy.tokenLogProbs(items, { useLora: true, withEntropy: true });
+    expect(batch.logProbs.shape).toEqual([3, 16]);
+    const mask = batch.mask.arraySync();
+    expect(mask[2].slice(0, 3)).toEqual([1, 1, 0]);
+    const rows = batch.logProbs.arraySync();
+    items.forEach((item, b) => {
+      const alone = policy.tokenLogProbs([item], { useLora: true });
+      const values = alone.logProbs.arraySync()[0];
+      values.forEach((v, j) => expect(rows[b][j]).toBeCloseTo(v, 4));
+      expect(rows[b].slice(values.length).every((v) => v === 0)).toBe(true);
+      // Against the full forward pass as well.
+      const full = policy.sequenceLogits({ tokens: [...item.prompt.tokens, ...item.completion], images: item.prompt.images });
+      const logp = tf.tidy(() => tf.logSoftmax(full).arraySync() as number[][]);
+      item.completion.forEach((t, j) => expect(values[j]).toBeCloseTo(logp[item.prompt.tokens.length - 1 + j][t], 4));
+      tf.dispose([alone.logProbs, alone.mask, full]);
+    });
+    const entropy = batch.entropy!.arraySync();
+    expect(entropy[0][0]).toBeGreaterThan(0);
+    expect(entropy[0][0]).toBeLessThanOrEqual(Math.log(policy.arch.vocabSize) + 1e-4);
+    tf.dispose([batch.logProbs, batch.mask, batch.entropy!]);
+  });
+
+  it('useLora: false is the base model, and merging LoRA into the base reproduces the adapted logits', () => {
+    const base = BuiltinPolicy.create({ architecture: TINY, seed: 21 });
+    const reference = base.sequenceLogits(prompt, false);
+    base.attachLora({ r: 4, alpha: 16 }, new Rng(5));
+    perturbLora(base, 100);
+    const adapted = base.sequenceLogits(prompt, true);
+    const off = base.sequenceLogits(prompt, false);
+    expect(maxAbsDiff(off, reference)).toBe(0);
+    expect(maxAbsDiff(adapted, reference)).toBeGreaterThan(1e-3);
+    base.mergeLora();
+    const merged = base.sequenceLogits(prompt, false);
+    expect(maxAbsDiff(merged, adapted)).toBeLessThan(1e-4);
+    tf.dispose([reference, adapted, off, merged]);
+    base.dispose();
+  });
+
+  it('gradients of the completion log-likelihood match finite differences (LoRA and base, through the image path)', () => {
+    const items = [
+      { prompt, completion: policy.encodeTarget('e4') },
+      { prompt, completion: policy.encodeTarget('d5x') },
+      { prompt: shortPrompt, completion: policy.encodeTarget('1') },
+    ];
+    const objective = (useLora: boolean) => () => {
+      const r = policy.tokenLogProbs(items, { useLora });
+      return tf.sum(tf.mul(r.logProbs, r.mask)) as tf.Scalar;
+    };
+    const check = (variable: tf.Variable, useLora: boolean, grad: tf.Tensor) => {
+      const g = grad.dataSync();
+      const values = variable.dataSync().slice();
+      // The three largest-gradient entries: finite differences in float32 are meaningful there.
+      const order = Array.from(g.keys()).sort((a, b) => Math.abs(g[b]) - Math.abs(g[a])).slice(0, 3);
+      const eps = 1e-2;
+      for (const i of order) {
+        const at = (delta: number) => {
+          const v = values.slice();
+          v[i] += delta;
+          variable.assign(tf.tensor(v, variable.shape));
+          return tf.tidy(() => objective(useLora)().dataSync()[0]);
+        };
+        const numeric = (at(eps) - at(-eps)) / (2 * eps);
+        variable.assign(tf.tensor(values, variable.shape));
+        expect(Math.abs(numeric - g[i])).toBeLessThan(0.03 * Math.abs(g[i]) + 2e-3);
+      }
+    };
+    const loraVars = policy.trainableVariables('lora');
+    const { grads: loraGrads } = tf.variableGrads(objective(true), loraVars);
+    const first = loraAdapters(policy.lora!)[0];
+    check(first.a, true, loraGrads[first.a.name]);
+    check(first.b, true, loraGrads[first.b.name]);
+    tf.dispose(loraGrads);
+
+    const base = BuiltinPolicy.create({ architecture: TINY, seed: 9 });
+    const baseObjective = () => {
+      const r = base.tokenLogProbs(items, { useLora: false });
+      return tf.sum(tf.mul(r.logProbs, r.mask)) as tf.Scalar;
+    };
+    const { grads } = tf.variableGrads(baseObjective, base.trainableVariables('base'));
+    for (const v of [base.weights.patchProj, base.weights.embed, base.weights.layers[0].proj.q_proj]) {
+      const g = grads[v.name].dataSync();
+      const values = v.dataSync().slice();
+      const order = Array.from(g.keys()).sort((a, b) => Math.abs(g[b]) - Math.abs(g[a])).slice(0, 2);
+      for (const i of order) {
+        const at = (delta: number) => {
+          const x = values.slice();
+          x[i] += delta;
+          v.assign(tf.tensor(x, v.shape));
+          return tf.tidy(() => baseObjective().dataSync()[0]);
+        };
+        const numeric = (at(1e-2) - at(-1e-2)) / 2e-2;
+        v.assign(tf.tensor(values, v.shape));
+        expect(Math.abs(numeric - g[i])).toBeLessThan(0.03 * Math.abs(g[i]) + 2e-3);
+      }
+    }
+    tf.dispose(grads);
+    base.dispose();
+  });
+
+  it('freezes the base while adapters are attached and does not leak tensors', () => {
+    expect(() => policy.trainableVariables('base')).toThrow(/frozen/);
+    const before = tf.memory().numTensors;
+    policy.sampleGroup(prompt, 2, { temperature: 1, topP: 1, maxNewTokens: 5 }, new Rng(1));
+    const r = policy.tokenLogProbs([{ prompt, completion: [5, 6, 7] }], { useLora: true, withEntropy: true });
+    tf.dispose([r.logProbs, r.mask, r.entropy!]);
+    expect(tf.memory().numTensors).toBe(before);
+  });
+});
