@@ -99,15 +99,21 @@ export function validatePromptStyle(env: Env, style: string): void {
  */
 class PngCache {
   private readonly entries = new Map<string, { pixels: Uint8Array; png: Promise<Buffer> }>();
-  constructor(private readonly limit = 2048) {}
+  private bytes = 0;
+  /** Raw pixels kept for comparison are bounded (at 512 px each picture holds 768 KiB). */
+  constructor(private readonly maxBytes = 128 << 20) {}
   encode(env: Env, episode: Episode, index: number, size: number): Promise<Buffer> {
     const image = env.renderAction(episode, index, size);
     const key = `${size}\u0000${episode.actions[index].text}`;
     const hit = this.entries.get(key);
     if (hit && Buffer.compare(hit.pixels, image.data) === 0) return hit.png;
     const png = encodePng(image);
-    if (this.entries.size >= this.limit) this.entries.clear();
+    if (this.bytes + image.data.byteLength > this.maxBytes) {
+      this.entries.clear();
+      this.bytes = 0;
+    }
     this.entries.set(key, { pixels: image.data, png });
+    this.bytes += image.data.byteLength;
     return png;
   }
 }
@@ -172,15 +178,24 @@ export async function writeDataset(env: Env, options: DatasetOptions): Promise<D
     const pngs = new PngCache();
     let imageCount = 0;
     // An episode's images are encoded concurrently (sharp works on libuv's thread pool, so both cores are used).
+    // Every started write is settled before an error propagates, so none outlives the clean-up below.
     const writeImages = async (episode: Episode) => {
       const jobs: Promise<void>[] = [];
-      for (let i = 0; i < episode.actions.length; i++) {
-        if (episode.actions[i].modality !== 'image') continue;
-        const path = join(tmp, imagePath(episode, i));
-        jobs.push(pngs.encode(env, episode, i, options.imageSize).then((png) => writeFileSync(path, png)));
-        imageCount++;
+      let renderError: unknown = null;
+      try {
+        for (let i = 0; i < episode.actions.length; i++) {
+          if (episode.actions[i].modality !== 'image') continue;
+          const path = join(tmp, imagePath(episode, i));
+          jobs.push(pngs.encode(env, episode, i, options.imageSize).then((png) => writeFileSync(path, png)));
+          imageCount++;
+        }
+      } catch (error) {
+        renderError = error;
       }
-      await Promise.all(jobs);
+      const settled = await Promise.allSettled(jobs);
+      if (renderError !== null) throw renderError;
+      const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
     };
     for (const shot of shots) await writeImages(shot);
     const lines: string[] = [];
