@@ -7,6 +7,8 @@ import { cpus } from 'node:os';
 const modules: Array<[string, () => Promise<{ run(): Promise<BenchRow[]> }>]> = [
   ['chess', () => import('./chess.bench.ts')],
   ['shell', () => import('./shell.bench.ts')],
+  ['boxes', () => import('./boxes.bench.ts')],
+  ['mcst', () => import('./mcst.bench.ts')],
 ];
 
 const filter = process.argv[2];

@@ -44,18 +44,32 @@ export type ActionBody =
 
 export type ActionKind = ActionBody['kind'];
 
+// Hot paths (legality checks run hundreds of times per action) use plain loops: no closures allocated per call.
 export function inventory(state: McstState, entity: string): string[] {
-  return Object.keys(state.where).filter((o) => {
+  const out: string[] = [];
+  for (const o in state.where) {
     const h = state.where[o];
-    return 'entity' in h && h.entity === entity;
-  });
+    if ('entity' in h && h.entity === entity) out.push(o);
+  }
+  return out;
+}
+
+function inventorySize(state: McstState, entity: string): number {
+  let n = 0;
+  for (const o in state.where) {
+    const h = state.where[o];
+    if ('entity' in h && h.entity === entity) n++;
+  }
+  return n;
 }
 
 export function objectsAt(state: McstState, place: string): string[] {
-  return Object.keys(state.where).filter((o) => {
+  const out: string[] = [];
+  for (const o in state.where) {
     const h = state.where[o];
-    return 'place' in h && h.place === place;
-  });
+    if ('place' in h && h.place === place) out.push(o);
+  }
+  return out;
 }
 
 export function turned(facing: Direction, side: 'left' | 'right'): Direction {
@@ -69,12 +83,15 @@ function destination(state: McstState, entity: string, direction: Direction, ste
   return { x: x + dx * steps, y: y + dy * steps };
 }
 
+function inGrid(world: World, p: { x: number; y: number }): boolean {
+  return p.x >= 1 && p.y >= 1 && p.x <= world.gridSize && p.y <= world.gridSize;
+}
+
 export function isLegal(world: World, state: McstState, a: ActionBody): boolean {
-  const inGrid = (p: { x: number; y: number }) => p.x >= 1 && p.y >= 1 && p.x <= world.gridSize && p.y <= world.gridSize;
   switch (a.kind) {
     case 'pick': {
       const h = state.where[a.object];
-      return h !== undefined && 'place' in h && h.place === a.from && inventory(state, a.entity).length < world.capacity;
+      return h !== undefined && 'place' in h && h.place === a.from && inventorySize(state, a.entity) < world.capacity;
     }
     case 'place': {
       const h = state.where[a.object];
@@ -82,12 +99,12 @@ export function isLegal(world: World, state: McstState, a: ActionBody): boolean 
     }
     case 'give': {
       const h = state.where[a.object];
-      return h !== undefined && 'entity' in h && h.entity === a.entity && a.to !== a.entity && inventory(state, a.to).length < world.capacity;
+      return h !== undefined && 'entity' in h && h.entity === a.entity && a.to !== a.entity && inventorySize(state, a.to) < world.capacity;
     }
     case 'move':
-      return world.gridSize > 0 && a.steps > 0 && inGrid(destination(state, a.entity, a.direction, a.steps));
+      return world.gridSize > 0 && a.steps > 0 && inGrid(world, destination(state, a.entity, a.direction, a.steps));
     case 'forward':
-      return world.gridSize > 0 && a.steps > 0 && inGrid(destination(state, a.entity, state.grid[a.entity].facing, a.steps));
+      return world.gridSize > 0 && a.steps > 0 && inGrid(world, destination(state, a.entity, state.grid[a.entity].facing, a.steps));
     case 'turn':
       return world.gridSize > 0;
   }
