@@ -46,7 +46,7 @@ export function cleanAnswerLine(line: string): string {
 /** All valid FENs on one (cleaned) line: each placement token plus the well-formed fields that directly follow it. */
 export function fensInLine(cleaned: string): Fen[] {
   const tokens = cleaned
-    .split(/\s+/)
+    .split(/[\s:]+/) // a colon never occurs in a FEN: "ANSWER:rnbqkbnr/…" still yields the placement
     .map((t) => t.replace(/[.;:!?]+$/, ''))
     .filter((t) => t !== '');
   const found: Fen[] = [];

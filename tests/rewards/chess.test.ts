@@ -10,6 +10,7 @@ const AFTER_BOARD = AFTER.split(' ')[0];
 const cases: Array<[string, string, string | null]> = [
   ['plain marker', `FINAL ANSWER: ${AFTER}`, AFTER],
   ['lowercase marker', `final answer: ${AFTER}`, AFTER],
+  ['no space after the colon', `FINAL ANSWER:${AFTER}`, AFTER],
   ['markdown bold marker and backticks', `**Final Answer:** \`${AFTER}\``, AFTER],
   ['quoted as in the paper', `FINAL ANSWER: "${AFTER}"`, AFTER],
   ['boxed', `Final answer: \\boxed{${AFTER}}`, AFTER],
