@@ -9,6 +9,7 @@ const modules: Array<[string, () => Promise<{ run(): Promise<BenchRow[]> }>]> = 
   ['shell', () => import('./shell.bench.ts')],
   ['boxes', () => import('./boxes.bench.ts')],
   ['mcst', () => import('./mcst.bench.ts')],
+  ['eval', () => import('./eval.bench.ts')],
 ];
 
 const filter = process.argv[2];

@@ -5,7 +5,8 @@
 import { pngDataUrl, toChatMessages, type ChatContentPart, type ChatMessage } from '../core/chat.ts';
 import { encodePng } from '../core/image.ts';
 import { UserError } from '../core/errors.ts';
-import type { Env, ImageRef, PromptMessage } from '../envs/types.ts';
+import { createHash } from 'node:crypto';
+import type { Env, ImageRef, PromptMessage, RawImage } from '../envs/types.ts';
 import type { ModelInput } from '../models/types.ts';
 import type { Query } from './types.ts';
 
@@ -25,6 +26,28 @@ export function promptMessages(env: Env, query: Query): PromptMessage[] {
   return env.prompt(query.episode, { style: query.style, shots: query.shots });
 }
 
+/**
+ * Domains whose action image depends only on the action's text (chess: the move on an empty board; shell: the two
+ * highlighted labels), so one PNG serves every episode that contains the action. PNG encoding is most of the
+ * harness's own cost per image item; a few thousand distinct moves cover chess.
+ */
+const TEXT_ONLY_IMAGES = new Set(['chess', 'shell']);
+const PNG_CACHE_LIMIT = 4096;
+const pngCache = new Map<string, string>();
+
+async function imageDataUrl(env: Env, ref: ImageRef, size: number): Promise<string> {
+  const cacheable = TEXT_ONLY_IMAGES.has(env.domain);
+  const key = `${env.domain}\u0000${size}\u0000${ref.episode.actions[ref.index]?.text}`;
+  const hit = cacheable ? pngCache.get(key) : undefined;
+  if (hit) return hit;
+  const url = pngDataUrl(await encodePng(env.renderAction(ref.episode, ref.index, size)));
+  if (cacheable) {
+    if (pngCache.size >= PNG_CACHE_LIMIT) pngCache.delete(pngCache.keys().next().value!);
+    pngCache.set(key, url);
+  }
+  return url;
+}
+
 /** Render every image a prompt refers to, then build chat messages with data URLs. */
 export async function referenceChat(env: Env, query: Query): Promise<ChatMessage[]> {
   const messages = promptMessages(env, query);
@@ -33,11 +56,21 @@ export async function referenceChat(env: Env, query: Query): Promise<ChatMessage
   for (const m of messages) {
     for (const p of m.parts) {
       if (p.type !== 'image' || urls.has(key(p.ref))) continue;
-      const png = await encodePng(env.renderAction(p.ref.episode, p.ref.index, env.imageSizes.chat));
-      urls.set(key(p.ref), pngDataUrl(png));
+      urls.set(key(p.ref), await imageDataUrl(env, p.ref, env.imageSizes.chat));
     }
   }
   return toChatMessages(messages, (ref) => urls.get(key(ref))!);
+}
+
+/** PNG data URL of raw pixels, cached by a digest of the pixels (the same action renders the same bytes). */
+async function rawImageDataUrl(image: RawImage): Promise<string> {
+  const key = `raw\u0000${image.width}x${image.height}\u0000${createHash('sha1').update(image.data).digest('base64')}`;
+  const hit = pngCache.get(key);
+  if (hit) return hit;
+  const url = pngDataUrl(await encodePng(image));
+  if (pngCache.size >= PNG_CACHE_LIMIT) pngCache.delete(pngCache.keys().next().value!);
+  pngCache.set(key, url);
+  return url;
 }
 
 /** A model input (text and raw images in order) as a single user chat message. */
@@ -45,7 +78,7 @@ export async function modelInputToChat(input: ModelInput): Promise<ChatMessage[]
   const parts: ChatContentPart[] = [];
   for (const part of input) {
     if (part.type === 'text') parts.push({ type: 'text', text: part.text });
-    else parts.push({ type: 'image_url', image_url: { url: pngDataUrl(await encodePng(part.image)) } });
+    else parts.push({ type: 'image_url', image_url: { url: await rawImageDataUrl(part.image) } });
   }
   return [{ role: 'user', content: parts }];
 }

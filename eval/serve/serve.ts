@@ -29,5 +29,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
     process.once('SIGINT', () => stop('SIGINT'));
     process.once('SIGTERM', () => stop('SIGTERM'));
   });
+  const { batches, prompts } = engine.generator.stats;
+  log(`metrl serve: answered ${prompts} prompts in ${batches} decoding batches`);
   loaded.policy.dispose();
 }
