@@ -13,7 +13,7 @@ import { readResults } from '../../eval/results.ts';
 import type { RetryPolicy } from '../../eval/retry.ts';
 import type { RunConfig } from '../../eval/run-config.ts';
 import { runEvaluation } from '../../eval/run.ts';
-import { expandSettings } from '../../eval/settings.ts';
+import { expandSettings, type SettingOptions } from '../../eval/settings.ts';
 import { openSource } from '../../eval/sources/index.ts';
 import { startUpstream, type Behaviour, type Upstream, type UpstreamRequest } from './upstream.ts';
 
@@ -27,11 +27,10 @@ afterEach(async () => {
   upstream = null;
 });
 
-function config(url: string, overrides: Partial<RunConfig> & { modality?: 'text' | 'image' } = {}): RunConfig {
-  const settings = expandSettings(
-    { domains: ['shell'], modalities: [overrides.modality ?? 'text'], imageRatios: null, actions: [3], prompts: ['zero-shot'], shots: null, task: 'track', cascade: false },
-    envs,
-  );
+const track: SettingOptions = { domains: ['shell'], modalities: ['text'], imageRatios: null, actions: [3], prompts: ['zero-shot'], shots: null, task: 'track', cascade: false };
+
+function config(url: string, overrides: Partial<RunConfig> = {}): RunConfig {
+  const settings = expandSettings(track, envs);
   return {
     kind: 'metrl-eval',
     created: 'test',
@@ -47,7 +46,11 @@ function config(url: string, overrides: Partial<RunConfig> & { modality?: 'text'
   };
 }
 
-async function run(script: (r: UpstreamRequest) => Behaviour, options: { out?: string; resume?: boolean; retry?: RetryPolicy; cfg?: Partial<RunConfig> } = {}) {
+async function run(script: (r: UpstreamRequest) => Behaviour, options: { out?: string; resume?: boolean; retry?: RetryPolicy; cfg?: Partial<RunConfig>; fresh?: boolean } = {}) {
+  if (options.fresh) {
+    await upstream?.close();
+    upstream = null;
+  }
   upstream ??= await startUpstream(script);
   const out = options.out ?? mkdtempSync(join(tmpdir(), 'metrl-eval-'));
   const cfg = config(upstream.url, options.cfg);
@@ -155,12 +158,41 @@ describe('evaluation harness against a local upstream', () => {
     await expect(run(() => ({ kind: 'answer' }), { out: first.out, resume: true, cfg: { n: 3 } })).rejects.toThrow(/'n' differs/);
   });
 
-  it('sends image actions as PNG data URLs', async () => {
-    const { outcome } = await run(() => ({ kind: 'answer', text: 'FINAL ANSWER: 1' }), { cfg: { n: 1, settings: config('x', { modality: 'image' }).settings } });
-    expect(outcome.rows[0].status).toBe('ok');
+  it('sends image actions as PNG data URLs that carry the actions: a pixel-reading model scores 100%', async () => {
+    const settings = expandSettings({ ...track, modalities: ['image'] }, envs);
+    const { outcome } = await run(() => ({ kind: 'answer' }), { cfg: { n: 6, settings } });
+    expect(outcome.rows.every((r) => r.status === 'ok' && r.reward === 1)).toBe(true);
     const content = upstream!.requests[0].body.messages.at(-1)!.content as Array<{ type: string; image_url?: { url: string } }>;
     const images = content.filter((p) => p.type === 'image_url');
     expect(images).toHaveLength(3);
     expect(images[0].image_url!.url).toMatch(/^data:image\/png;base64,iVBORw0KGgo/);
+  });
+
+  it('perception (Table 4): one request per image action, exact match on the action', async () => {
+    const settings = expandSettings({ ...track, modalities: null, task: 'perception' }, envs);
+    const { outcome } = await run(() => ({ kind: 'answer' }), { cfg: { n: 7, settings } });
+    expect(outcome.rows).toHaveLength(7);
+    expect(upstream!.requests).toHaveLength(7);
+    expect(outcome.rows.map((r) => r.action_index)).toEqual([0, 1, 2, 0, 1, 2, 0]);
+    expect(outcome.rows.every((r) => r.reward === 1 && r.prediction === r.target)).toBe(true);
+    const wrong = await run(() => ({ kind: 'answer', text: '4 swap 1' }), { cfg: { n: 3, settings }, fresh: true });
+    expect(wrong.outcome.rows.every((r) => r.reward === 0 && r.valid === false)).toBe(true);
+  });
+
+  it('cascade (Table 3): transcribes each image action, then tracks on text', async () => {
+    const settings = expandSettings({ ...track, modalities: ['mixed'], imageRatios: [0.5], cascade: true }, envs);
+    const { outcome } = await run(() => ({ kind: 'answer' }), { cfg: { n: 6, settings } });
+    const imageActions = outcome.rows.reduce((s, r) => s + r.transcriptions!.length, 0);
+    expect(imageActions).toBeGreaterThan(0);
+    expect(upstream!.requests).toHaveLength(imageActions + 6);
+    for (const r of outcome.rows) expect(r.transcriptions!.every((t) => t.correct && t.predicted === t.target)).toBe(true);
+    expect(outcome.rows.every((r) => r.reward === 1 && r.attempts === r.transcriptions!.length + 1)).toBe(true);
+    // Tracking requests hold text only: the transcriptions replaced the images.
+    const tracking = upstream!.requests.filter((r) => !JSON.stringify(r.body).includes('which shells are being swapped'));
+    expect(tracking).toHaveLength(6);
+    expect(tracking.every((r) => !JSON.stringify(r.body).includes('image_url'))).toBe(true);
+    // A model that misreads every image: the transcriptions are wrong and tracking goes wrong with them.
+    const misread = await run((r) => ({ kind: 'answer', ...(JSON.stringify(r.body.messages).includes('which shells are being swapped') ? { text: '1 swap 1' } : {}) }), { cfg: { n: 6, settings }, fresh: true });
+    expect(misread.outcome.rows.flatMap((r) => r.transcriptions!).every((t) => !t.correct && t.predicted === null)).toBe(true);
   });
 });

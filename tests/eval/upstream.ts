@@ -1,9 +1,12 @@
-// A small local OpenAI-compatible upstream for the harness tests, on 127.0.0.1: it solves shell-game text prompts
-// (so scoring can be checked), and a script decides per request whether to answer, fail with a status (429 with
+// A small local OpenAI-compatible upstream for the harness tests, on 127.0.0.1: it solves shell-game prompts, reading
+// image actions from their pixels (the green labels), so scoring and the images the harness sends can both be
+// checked; it answers the perception probe the same way. A script decides per request whether to answer, fail with a status (429 with
 // Retry-After, 500, 401, …) or answer slowly. It counts every request it receives and refuses to serve more than a
 // bound, so a runaway retry loop fails the test instead of spinning.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { decodePng } from '../../core/image.ts';
+import { LABEL_GREEN } from '../../envs/shell/render.ts';
 
 export interface UpstreamRequest {
   index: number;
@@ -22,11 +25,27 @@ export interface Upstream {
   close(): Promise<void>;
 }
 
-/** The last user message's text, all text parts joined. */
-export function promptText(body: UpstreamRequest['body']): string {
+type Part = { type: string; text?: string; image_url?: { url: string } };
+
+/** Which two shells an image shows highlighted: the thirds of the width that hold the label green. */
+export async function readSwap(dataUrl: string): Promise<string> {
+  const image = await decodePng(Buffer.from(dataUrl.slice(dataUrl.indexOf(',') + 1), 'base64'));
+  const counts = [0, 0, 0];
+  for (let i = 0; i < image.width * image.height; i++) {
+    const [r, g, b] = [image.data[i * 3], image.data[i * 3 + 1], image.data[i * 3 + 2]];
+    if (Math.abs(r - LABEL_GREEN[0]) + Math.abs(g - LABEL_GREEN[1]) + Math.abs(b - LABEL_GREEN[2]) < 30) counts[Math.min(2, Math.floor(((i % image.width) * 3) / image.width))]++;
+  }
+  const [a, b] = [0, 1, 2].sort((x, y) => counts[y] - counts[x]).slice(0, 2).sort();
+  return `${a + 1} swap ${b + 1}`;
+}
+
+/** The last message as text, each image replaced by the swap it shows, on its own line. */
+export async function promptText(body: UpstreamRequest['body']): Promise<string> {
   const last = body.messages[body.messages.length - 1];
   if (typeof last.content === 'string') return last.content;
-  return (last.content as Array<{ type: string; text?: string }>).map((p) => p.text ?? '').join('');
+  let text = '';
+  for (const part of last.content as Part[]) text += part.type === 'image_url' ? `\n${await readSwap(part.image_url!.url)}\n` : (part.text ?? '');
+  return text;
 }
 
 /** Solve a shell-game prompt from its text (initial state, then "x swap y" lines). */
@@ -40,6 +59,13 @@ export function solveShell(text: string): string {
     else if (ball === b) ball = a;
   }
   return String(ball);
+}
+
+/** What a perfect model would answer: the perception probe's swap, or the ball's final shell. */
+async function perfectAnswer(body: UpstreamRequest['body']): Promise<string> {
+  const text = await promptText(body);
+  if (/which shells are being swapped/.test(text)) return (/^([123] swap [123])$/m.exec(text) ?? ['', '1 swap 2'])[1];
+  return `FINAL ANSWER: ${solveShell(text)}`;
 }
 
 export async function startUpstream(script: (req: UpstreamRequest) => Behaviour, maxRequests = 500): Promise<Upstream> {
@@ -61,7 +87,7 @@ export async function startUpstream(script: (req: UpstreamRequest) => Behaviour,
       };
       requests.push(record);
       const behaviour = script(record);
-      const send = () => {
+      const send = async () => {
         if (res.destroyed) return;
         if (behaviour.kind === 'status') {
           const headers: Record<string, string> = { 'content-type': behaviour.json === false ? 'text/plain; charset=utf-8' : 'application/json' };
@@ -70,7 +96,7 @@ export async function startUpstream(script: (req: UpstreamRequest) => Behaviour,
           res.end(behaviour.json === false ? `status ${behaviour.status}` : JSON.stringify({ error: { message: `scripted ${behaviour.status}`, type: 'test' } }));
           return;
         }
-        const text = behaviour.text ?? `FINAL ANSWER: ${solveShell(promptText(record.body))}`;
+        const text = behaviour.text ?? (await perfectAnswer(record.body));
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(
           JSON.stringify({
@@ -84,8 +110,8 @@ export async function startUpstream(script: (req: UpstreamRequest) => Behaviour,
         );
       };
       const delay = behaviour.delayMs ?? 0;
-      if (delay > 0) setTimeout(send, delay);
-      else send();
+      if (delay > 0) setTimeout(() => void send(), delay);
+      else void send();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
