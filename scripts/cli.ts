@@ -9,8 +9,10 @@ const commandFiles: Array<() => Promise<{ default: CommandModule }>> = [
   () => import('./commands/evaluate.ts'),
   () => import('./commands/generate.ts'),
   () => import('./commands/plot.ts'),
+  () => import('./commands/pretrain.ts'),
   () => import('./commands/score.ts'),
   () => import('./commands/serve.ts'),
+  () => import('./commands/train.ts'),
 ];
 
 const commands = await Promise.all(commandFiles.map(async (load) => (await load()).default));

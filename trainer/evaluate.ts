@@ -6,6 +6,7 @@ import type { Env, Episode, Modality, ScoredRow } from '../envs/types.ts';
 import type { EncodedPrompt, Policy } from '../models/types.ts';
 import { Rng } from '../core/rng.ts';
 import { summarizeScores } from '../eval/summary.ts';
+import { chunks, sampleMany } from './rollout.ts';
 
 export interface PreparedEpisode {
   episode: Episode;
@@ -26,16 +27,29 @@ export interface SplitEvaluation {
 }
 
 /** Greedy-decode every prepared episode and score it. */
-export function evaluateSplit(policy: Policy, env: Env, items: PreparedEpisode[], modality: Modality, maxNewTokens: number): SplitEvaluation {
+/** Prompts decoded together (the built-in model batches them; memory grows with it). */
+const EVAL_BATCH = 16;
+
+export function evaluateSplit(
+  policy: Policy,
+  env: Env,
+  items: PreparedEpisode[],
+  modality: Modality,
+  maxNewTokens: number,
+  responseOf: (completionText: string) => string = (t) => t,
+): SplitEvaluation {
   const start = performance.now();
   const rng = new Rng(0, 'greedy'); // unused by greedy decoding, but the contract asks for one
   const rows: ScoredRow[] = [];
   let tokens = 0;
-  for (const { episode, prompt } of items) {
-    const [completion] = policy.sampleGroup(prompt, 1, { temperature: 0, topP: 1, maxNewTokens }, rng);
-    const input = { target: episode.target, response: completion.text, initialState: episode.initialState, meta: episode.meta };
-    rows.push({ input, score: env.score(input) });
-    tokens += completion.tokens.length;
+  for (const chunk of chunks(items, EVAL_BATCH)) {
+    const groups = sampleMany(policy, chunk.map((c) => c.prompt), 1, { temperature: 0, topP: 1, maxNewTokens }, rng);
+    chunk.forEach(({ episode }, i) => {
+      const completion = groups[i][0];
+      const input = { target: episode.target, response: responseOf(completion.text), initialState: episode.initialState, meta: episode.meta };
+      rows.push({ input, score: env.score(input) });
+      tokens += completion.tokens.length;
+    });
   }
   const summary = summarizeScores(env, rows);
   const n = rows.length;

@@ -19,6 +19,7 @@ import { clipGradientsByGlobalNorm, grpoLoss } from './loss.ts';
 import { AdamW } from './adamw.ts';
 import { DataOrder } from './data-order.ts';
 import { evaluateSplit, type PreparedEpisode } from './evaluate.ts';
+import { chunks, sampleMany } from './rollout.ts';
 import { latestCheckpointDir, readCheckpoint, saveCheckpoint, TRAINER_STATE_VERSION, type AdapterStore } from './checkpoint.ts';
 import { truncateLogAfterStep, type EvalRow, type SampleRow, type TrainRow } from './metrics.ts';
 
@@ -36,6 +37,8 @@ export interface TrainingSetup {
   runDir: string;
   /** Continue from the newest checkpoint in runDir/checkpoints. */
   resume: boolean;
+  /** The text a reward function scores for a completion (the built-in template puts the answer cue in the prompt). */
+  responseOf?(completionText: string): string;
   /** Environment options for the episode generator (e.g. chess games file). */
   envExtra?: Record<string, unknown>;
   onEvent?(event: TrainEvent): void;
@@ -62,6 +65,7 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
   const metricsPath = join(runDir, 'metrics.jsonl');
   const samplesPath = join(runDir, 'samples.jsonl');
   const checkpointsDir = join(runDir, 'checkpoints');
+  const responseOf = setup.responseOf ?? ((text: string) => text);
 
   const prepare = (episodes: Episode[]): PreparedEpisode[] => episodes.map((episode) => ({ episode, prompt: setup.encodeEpisode(episode) }));
   const trainSet = prepare(
@@ -74,6 +78,13 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
     { modality: transfer, role: 'transfer', items: prepare(testEpisodes.map((e) => withModality(e, transfer))) },
   ];
 
+  // On resume the adapter is loaded first: loading may replace the policy's LoRA variables, and the optimiser must
+  // hold the ones that will be trained.
+  const checkpoint = setup.resume ? findCheckpoint() : null;
+  if (checkpoint) setup.adapter.load(checkpoint.dir);
+  else if (existsSync(metricsPath)) {
+    throw new UserError(`${runDir} already holds a run (metrics.jsonl); use --resume to continue it or choose another --out`);
+  }
   const variables = policy.trainableVariables('lora');
   if (variables.length === 0) throw new Error('the policy has no LoRA variables to train');
   const optimizer = new AdamW(variables, {
@@ -87,12 +98,7 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
   const order = new DataOrder(trainSet.length, config.seed);
   let step = 0;
   let nanStreak = 0;
-
-  if (setup.resume) {
-    const dir = latestCheckpointDir(checkpointsDir);
-    if (!dir) throw new UserError(`--resume: no checkpoint in ${checkpointsDir}`);
-    const checkpoint = readCheckpoint(dir, setup.adapter);
-    setup.adapter.load(dir);
+  if (checkpoint) {
     optimizer.setState(checkpoint.optimizer);
     rng = Rng.fromState(checkpoint.state.rng);
     order.restore(checkpoint.state.dataOrder);
@@ -100,15 +106,13 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
     nanStreak = checkpoint.state.nanStreak;
     truncateLogAfterStep(metricsPath, step);
     truncateLogAfterStep(samplesPath, step);
-  } else if (existsSync(metricsPath)) {
-    throw new UserError(`${runDir} already holds a run (metrics.jsonl); use --resume to continue it or choose another --out`);
   }
 
   setup.onEvent?.({ kind: 'start', fromStep: step, steps: config.steps, trainEpisodes: trainSet.length, testEpisodes: testEpisodes.length });
   const evals: EvalRow[] = [];
   const evaluate = (atStep: number) => {
     const rows = testSets.map(({ modality: m, role, items }) => {
-      const e = evaluateSplit(policy, env, items, m, config.maxCompletionTokens);
+      const e = evaluateSplit(policy, env, items, m, config.maxCompletionTokens, responseOf);
       const row: EvalRow = { type: 'eval', step: atStep, modality: m, role, n: e.n, accuracy: e.accuracy, low: e.low, high: e.high, exactRate: e.exactRate, validRate: e.validRate, seconds: e.seconds };
       return row;
     });
@@ -149,6 +153,12 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
   optimizer.dispose();
   return { lastStep: step, evals };
 
+  function findCheckpoint() {
+    const dir = latestCheckpointDir(checkpointsDir);
+    if (!dir) throw new UserError(`--resume: no checkpoint in ${checkpointsDir}`);
+    return readCheckpoint(dir, setup.adapter);
+  }
+
   function trainStep(atStep: number): { row: TrainRow; samples: SampleRow[] } {
     const G = config.groupSize;
     const tStart = performance.now();
@@ -156,12 +166,14 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
     // Rollout: G completions for each prompt of the step, micro-batch after micro-batch.
     const items = order.take(config.promptsPerStep * config.gradientAccumulation).map((i) => trainSet[i]);
     const sampling = { temperature: config.temperature, topP: config.topP, maxNewTokens: config.maxCompletionTokens };
-    const groups: Completion[][] = items.map((item) => policy.sampleGroup(item.prompt, G, sampling, rng));
+    const groups: Completion[][] = chunks(items, config.promptsPerStep).flatMap((chunk) =>
+      sampleMany(policy, chunk.map((item) => item.prompt), G, sampling, rng),
+    );
     const tRollout = performance.now();
 
     // Reward and advantages.
     const scores = items.flatMap((item, k) =>
-      groups[k].map((c) => env.score({ target: item.episode.target, response: c.text, initialState: item.episode.initialState, meta: item.episode.meta })),
+      groups[k].map((c) => env.score({ target: item.episode.target, response: responseOf(c.text), initialState: item.episode.initialState, meta: item.episode.meta })),
     );
     const rewards = scores.map((s) => s.reward);
     const { advantages, zeroSpreadGroups, groups: groupCount } = groupAdvantages(rewards, G, { scaleRewards: config.scaleRewards, epsilon: config.advantageEpsilon });

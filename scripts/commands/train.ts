@@ -1,0 +1,241 @@
+// `metrl train`: GRPO on the built-in policy for one domain and modality. Wiring only: flags and the config file are
+// validated here (trainer/config.ts), the run folder is laid out, progress is shown; the work lives in trainer/.
+//   RUN_DIR/config.json    domain, modality, base checkpoint, tfjs backend, the full training config
+//   RUN_DIR/metrics.jsonl  one row per step (type "train") and per evaluation (type "eval", with its modality)
+//   RUN_DIR/samples.jsonl  sample completions with their rewards
+//   RUN_DIR/checkpoints/   step-N/ (PEFT adapter, optimizer and RNG state) and `latest`
+import type { CommandModule, Options } from 'yargs';
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
+import cliProgress from 'cli-progress';
+import { handler } from '../command.ts';
+import { UserError } from '../../core/errors.ts';
+import { writeJsonAtomic } from '../../core/files.ts';
+import { CHECKPOINTS_DIR } from '../../core/paths.ts';
+import { getEnv } from '../../envs/registry.ts';
+import { envExtraFromFlags, envFlagOptions, envFlagShape } from '../../envs/cli-options.ts';
+import { initBackend } from '../../models/backend.ts';
+import { readConfigFile, resolveConfig, type TrainConfig } from '../../trainer/config.ts';
+import { builtinTraining } from '../../trainer/builtin.ts';
+import { train, type TrainEvent } from '../../trainer/loop.ts';
+import type { EvalRow } from '../../trainer/metrics.ts';
+
+/** Config fields that have a flag: flag name → [config key, description]. */
+const CONFIG_FLAGS: Record<string, [keyof TrainConfig, string, 'number' | 'string' | 'boolean']> = {
+  steps: ['steps', 'optimiser steps (default 60)', 'number'],
+  seed: ['seed', 'seed of episodes, data order and sampling (default 0)', 'number'],
+  'train-size': ['trainSize', 'training episodes (default 100, as in the paper)', 'number'],
+  actions: ['actions', 'actions per episode (default 5, as in the paper)', 'number'],
+  'test-size': ['testSize', 'episodes in the fixed test split (default 200)', 'number'],
+  'group-size': ['groupSize', 'completions per prompt, G (default 8)', 'number'],
+  'prompts-per-step': ['promptsPerStep', 'prompts per rollout batch (default 4)', 'number'],
+  'gradient-accumulation': ['gradientAccumulation', 'rollout batches per optimiser step (default 2)', 'number'],
+  iterations: ['iterations', 'μ: optimisation passes per batch (default 1)', 'number'],
+  'learning-rate': ['learningRate', 'AdamW learning rate (default 2e-3)', 'number'],
+  'weight-decay': ['weightDecay', 'AdamW decoupled weight decay (default 0)', 'number'],
+  'max-grad-norm': ['maxGradNorm', 'gradient-norm clipping, 0 = off (default 1)', 'number'],
+  beta: ['beta', 'β: weight of the KL to the reference (default 0.04)', 'number'],
+  epsilon: ['epsilon', 'ε: clip range of the importance ratio (default 0.2)', 'number'],
+  'loss-type': ['lossType', 'grpo | dr-grpo (default grpo)', 'string'],
+  'scale-rewards': ['scaleRewards', 'divide advantages by the group std (default on; --no-scale-rewards for Dr. GRPO)', 'boolean'],
+  temperature: ['temperature', 'rollout sampling temperature (default 1)', 'number'],
+  'top-p': ['topP', 'rollout nucleus sampling (default 1 = off)', 'number'],
+  'max-completion-tokens': ['maxCompletionTokens', 'longest completion in tokens (default 96)', 'number'],
+  'lora-rank': ['loraRank', 'LoRA rank r (default 16)', 'number'],
+  'lora-alpha': ['loraAlpha', 'LoRA alpha (default 32)', 'number'],
+  'eval-every': ['evalEvery', 'evaluate on the test split every K steps (default 10)', 'number'],
+  'checkpoint-every': ['checkpointEvery', 'checkpoint every K steps (default 10)', 'number'],
+};
+
+const schema = z.object({
+  domain: z.string().min(1).optional(),
+  modality: z.enum(['text', 'image']).optional(),
+  out: z.string().min(1).optional(),
+  checkpoint: z.string().min(1).optional(),
+  config: z.string().min(1).optional(),
+  resume: z.boolean(),
+  backend: z.string().min(1).optional(),
+  games: z.string().min(1).optional(),
+  offset: z.enum(['start', 'random']).optional(),
+  quiet: z.boolean(),
+  ...Object.fromEntries(Object.entries(CONFIG_FLAGS).map(([flag, [, , type]]) => [flag, (type === 'number' ? z.number() : type === 'boolean' ? z.boolean() : z.string()).optional()])),
+  ...envFlagShape,
+});
+type TrainFlags = z.infer<typeof schema> & Record<string, unknown>;
+
+/** What config.json records about a run besides the training config (never secrets). */
+const RunInfoSchema = z
+  .object({
+    domain: z.string(),
+    modality: z.enum(['text', 'image']),
+    checkpoint: z.string(),
+    backend: z.string(),
+    envExtra: z.record(z.string(), z.unknown()),
+    config: z.record(z.string(), z.unknown()),
+    createdAt: z.string(),
+  })
+  .loose();
+
+function timestamp(): string {
+  return new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+}
+
+function configFromFlags(flags: TrainFlags): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [flag, [key]] of Object.entries(CONFIG_FLAGS)) if (flags[flag] !== undefined) out[key] = flags[flag];
+  return out;
+}
+
+async function run(flags: TrainFlags): Promise<void> {
+  const log = (line: string) => process.stderr.write(line + '\n');
+  let domain: string;
+  let modality: 'text' | 'image';
+  let runDir: string;
+  let config: TrainConfig;
+  let checkpointDir: string;
+  let envExtra: Record<string, unknown>;
+  const flagConfig = configFromFlags(flags);
+
+  if (flags.resume) {
+    if (!flags.out) throw new UserError('--resume needs --out RUN_DIR (the run to continue)');
+    runDir = resolve(flags.out);
+    const infoPath = join(runDir, 'config.json');
+    if (!existsSync(infoPath)) throw new UserError(`--resume: ${runDir} holds no run (config.json is missing)`);
+    let raw: unknown;
+    try {
+      raw = JSON.parse(readFileSync(infoPath, 'utf8'));
+    } catch {
+      throw new UserError(`${infoPath}: not valid JSON`);
+    }
+    const info = RunInfoSchema.safeParse(raw);
+    if (!info.success) throw new UserError(`${infoPath}: not a training run's config (${info.error.issues[0]?.path.join('.')}: ${info.error.issues[0]?.message})`);
+    // The run continues with its own settings; only --steps may change (to extend it).
+    const changed = Object.keys(flagConfig).filter((k) => k !== 'steps');
+    const other = (['domain', 'modality', 'checkpoint', 'config', 'games', 'offset'] as const).filter((k) => flags[k] !== undefined && !(k === 'domain' && flags.domain === info.data.domain) && !(k === 'modality' && flags.modality === info.data.modality));
+    if (changed.length > 0 || other.length > 0) {
+      throw new UserError(`--resume continues with ${infoPath}; drop --${[...other, ...changed].join(', --')} (only --steps may change)`);
+    }
+    ({ domain, modality, checkpoint: checkpointDir, envExtra } = info.data);
+    config = resolveConfig(info.data.config, flags.steps !== undefined ? { steps: flags.steps } : {}, `${infoPath}: config.`);
+  } else {
+    if (!flags.domain) throw new UserError('--domain is required (chess or shell)');
+    if (!flags.modality) throw new UserError('--modality is required (text or image)');
+    domain = flags.domain;
+    modality = flags.modality;
+    config = resolveConfig(flags.config ? readConfigFile(flags.config) : {}, flagConfig, flags.config ? `${flags.config}: ` : '--');
+    runDir = resolve(flags.out ?? join('runs', `${domain}-${modality}-${timestamp()}`));
+    if (existsSync(join(runDir, 'metrics.jsonl'))) throw new UserError(`${runDir} already holds a run; add --resume to continue it, or choose another --out`);
+    checkpointDir = resolve(flags.checkpoint ?? join(CHECKPOINTS_DIR, 'base'));
+    if (!flags.checkpoint && !existsSync(checkpointDir)) {
+      throw new UserError(`no base checkpoint at ${checkpointDir}: run \`metrl pretrain\` to build it, or pass --checkpoint DIR`);
+    }
+    envExtra = {};
+    if (flags.games !== undefined) envExtra.games = resolve(flags.games);
+    if (flags.offset !== undefined) envExtra.offset = flags.offset;
+    Object.assign(envExtra, envExtraFromFlags([domain], flags)[domain]);
+  }
+
+  const env = await getEnv(domain);
+  if (env.domain !== 'chess' && env.domain !== 'shell') throw new UserError(`--domain ${domain}: training supports chess and shell`);
+  const backend = await initBackend(flags.backend, flags.quiet ? null : log);
+  const setup = builtinTraining(env, checkpointDir, config);
+  if (!flags.resume) {
+    // Written before the first step so that an interrupted run can always be resumed.
+    writeJsonAtomic(join(runDir, 'config.json'), {
+      domain,
+      modality,
+      checkpoint: checkpointDir,
+      backend: backend.name,
+      envExtra,
+      config,
+      createdAt: new Date().toISOString(),
+    });
+  }
+  if (!flags.quiet) log(`run folder: ${runDir}`);
+  const progress = flags.quiet ? null : progressView(config, modality, log);
+  try {
+    await train({ env, policy: setup.policy, adapter: setup.adapter, encodeEpisode: setup.encodeEpisode, responseOf: setup.responseOf, config, modality, runDir, resume: flags.resume, envExtra, onEvent: progress?.onEvent });
+  } finally {
+    progress?.stop();
+  }
+  if (!flags.quiet) log(`done: ${runDir} (plot it with: metrl plot ${runDir})`);
+}
+
+const fmt = (x: number | null | undefined, digits = 3) => (x === null || x === undefined ? '–' : x.toFixed(digits));
+const evalText = (r: EvalRow) => `${r.modality} (${r.role === 'train' ? 'trained' : 'transfer'}) ${fmt(r.accuracy)} [${fmt(r.low)}, ${fmt(r.high)}]`;
+
+/** A progress bar with reward, accuracy and ETA on a terminal; plain lines otherwise. */
+function progressView(config: TrainConfig, modality: string, log: (line: string) => void) {
+  const tty = process.stderr.isTTY === true;
+  const bar = tty
+    ? new cliProgress.SingleBar(
+        { format: 'GRPO {bar} {value}/{total} | reward {reward} | valid {valid} | test {test} | {sps}s/step | ETA {eta_formatted}', hideCursor: true, etaBuffer: 20, stream: process.stderr },
+        cliProgress.Presets.shades_classic,
+      )
+    : null;
+  let test = '–';
+  let started = false;
+  const onEvent = (event: TrainEvent) => {
+    switch (event.kind) {
+      case 'start':
+        log(`training ${modality} on ${event.trainEpisodes} episodes, testing on ${event.testEpisodes}; steps ${event.fromStep + 1}-${event.steps}`);
+        if (bar) {
+          bar.start(event.steps, event.fromStep, { reward: '–', valid: '–', test, sps: '–' });
+          started = true;
+        }
+        break;
+      case 'step': {
+        const r = event.row;
+        if (bar) bar.update(r.step, { reward: fmt(r.rewardMean, 2), valid: fmt(r.validRate, 2), test, sps: fmt(r.time.total, 1) });
+        else log(`step ${r.step}/${config.steps} reward ${fmt(r.rewardMean)} ± ${fmt(r.rewardStd)} valid ${fmt(r.validRate, 2)} kl ${fmt(r.kl, 4)} clip ${fmt(r.clipFraction, 3)} len ${fmt(r.completionLength, 1)} zero-spread ${r.zeroSpreadGroups}/${r.groups} ${fmt(r.time.total, 1)}s`);
+        break;
+      }
+      case 'eval': {
+        const trained = event.rows.find((r) => r.role === 'train');
+        test = trained ? fmt(trained.accuracy, 2) : test;
+        const line = `eval step ${event.rows[0]?.step}: ${event.rows.map(evalText).join('; ')}`;
+        if (bar && started) bar.update({ test });
+        if (bar) {
+          bar.stop();
+          log(line);
+          bar.start(config.steps, event.rows[0]?.step ?? 0, { reward: '–', valid: '–', test, sps: '–' });
+        } else log(line);
+        break;
+      }
+      case 'nan':
+        log(`step ${event.step}: loss not finite, update skipped (${event.streak} in a row)`);
+        break;
+      case 'checkpoint':
+        if (!bar) log(`checkpoint: ${event.dir}`);
+        break;
+    }
+  };
+  return { onEvent, stop: () => bar?.stop() };
+}
+
+const configFlagOptions: Record<string, Options> = Object.fromEntries(
+  Object.entries(CONFIG_FLAGS).map(([flag, [, describe, type]]) => [flag, { type, describe, group: 'Training config (also settable in --config FILE):' }]),
+);
+
+const command: CommandModule = {
+  command: 'train',
+  describe: 'GRPO-train the built-in policy on chess or shell (text or image actions), tracking the transfer modality',
+  builder: (y) =>
+    y
+      .option('domain', { type: 'string', describe: 'chess | shell' })
+      .option('modality', { type: 'string', describe: 'text | image: the modality trained on (the other is evaluated as transfer)' })
+      .option('out', { type: 'string', describe: 'run folder (default runs/<domain>-<modality>-<timestamp>)' })
+      .option('checkpoint', { type: 'string', describe: 'base checkpoint folder (default checkpoints/base)' })
+      .option('config', { type: 'string', describe: 'JSON file of training config fields (flags override it)' })
+      .option('resume', { type: 'boolean', default: false, describe: 'continue the run in --out from its latest checkpoint' })
+      .option('backend', { type: 'string', describe: 'tfjs backend: node-gpu | node | wasm | cpu (default: the fastest that loads)' })
+      .option('games', { type: 'string', describe: 'chess: PGN or UCI games file (default: the built-in generator)' })
+      .option('offset', { type: 'string', describe: 'chess: start | random ply offset into each game' })
+      .option('quiet', { type: 'boolean', default: false, describe: 'no progress output' })
+      .options(configFlagOptions)
+      .options(envFlagOptions()),
+  handler: handler(schema, (flags) => run(flags as TrainFlags)),
+};
+
+export default command;
