@@ -1,0 +1,62 @@
+// Configuration of supervised pretraining (`metrl pretrain`), which builds the shipped base checkpoint. The base
+// learns two skills that are not the RL target itself, as the paper's base VLMs had them before GRPO: reading one
+// image action into its text form (the perception probe) and tracking short text sequences (0-2 actions), for chess
+// and the shell game. GRPO then has to combine them on longer, image-action episodes.
+import { existsSync, readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { UserError, parseOrFail } from '../core/errors.ts';
+import { ArchitectureSchema } from '../models/config.ts';
+
+const positiveInt = z.number().int().positive();
+
+export const PretrainConfigSchema = z
+  .object({
+    /** Domains whose skills the base learns. */
+    domains: z.array(z.enum(['chess', 'shell'])).min(1).default(['chess', 'shell']),
+    /** Optimiser updates. */
+    steps: positiveInt.default(3000),
+    /** Sequences per update. */
+    batchSize: positiveInt.default(16),
+    /** Peak learning rate (AdamW), reached after `warmupSteps` and decayed by a cosine to 10% of it. */
+    learningRate: z.number().positive().max(1).default(1e-3),
+    warmupSteps: z.number().int().min(0).default(100),
+    weightDecay: z.number().min(0).max(1).default(0.01),
+    /** Global gradient-norm clip. */
+    maxGradNorm: z.number().positive().default(1),
+    /** Share of the batch that is perception (one image → its text action); the rest is text tracking. */
+    perceptionShare: z.number().min(0).max(1).default(0.4),
+    /** Longest text sequence the base tracks (the RL episodes have 5 actions). */
+    maxTrackActions: z.number().int().min(0).max(4).default(2),
+    /** Chess tracking starts from the game start with this probability, else from a random ply of the game. */
+    chessStartShare: z.number().min(0).max(1).default(0.5),
+    /** Evaluate every this many steps (and at the end) on fixed test episodes. */
+    evalEvery: positiveInt.default(500),
+    /** Test episodes per evaluated skill. */
+    evalSize: positiveInt.default(64),
+    /** Write a resumable checkpoint every this many steps. */
+    checkpointEvery: positiveInt.default(250),
+    seed: z.number().int().min(0).default(0),
+    /** Architecture overrides (see models/config.ts, checked against its schema); the defaults are the shipped size. */
+    architecture: z.record(z.string(), z.unknown()).default({}),
+  })
+  .strict();
+
+export type PretrainConfig = z.infer<typeof PretrainConfigSchema>;
+
+/** Read a config file (JSON) and apply flag overrides on top; both are validated by the schema. */
+export function loadPretrainConfig(file: string | undefined, overrides: Partial<PretrainConfig>): PretrainConfig {
+  let fromFile: unknown = {};
+  if (file) {
+    if (!existsSync(file)) throw new UserError(`--config: ${file}: no such file`);
+    try {
+      fromFile = JSON.parse(readFileSync(file, 'utf8'));
+    } catch {
+      throw new UserError(`--config: ${file}: not valid JSON`);
+    }
+    if (typeof fromFile !== 'object' || fromFile === null || Array.isArray(fromFile)) throw new UserError(`--config: ${file}: expected a JSON object`);
+  }
+  const defined = Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined));
+  const config = parseOrFail(PretrainConfigSchema, { ...(fromFile as object), ...defined }, 'pretrain config: ');
+  parseOrFail(ArchitectureSchema, config.architecture, 'pretrain config: architecture.');
+  return config;
+}

@@ -1,0 +1,68 @@
+// The supervised examples of pretraining, as a pure function of (seed, step): every batch can be rebuilt from its step
+// number, so a resumed run sees exactly the batches an uninterrupted one would. Two kinds of example, both from the
+// train split only:
+//   perception  one image action → its text form ("e2e4", "1 swap 3"), in the model's perception layout;
+//   tracking    initial state + 0..maxTrackActions TEXT actions → final state, in the model's episode layout.
+// Image-action tracking (the RL target) is deliberately absent.
+import type { Env, Episode } from '../envs/types.ts';
+import { generateEpisodes } from '../envs/generate.ts';
+import { Rng } from '../core/rng.ts';
+import type { ModelInput } from '../models/types.ts';
+import { episodeToModelInput, perceptionToModelInput, targetText } from '../models/template.ts';
+import type { PretrainConfig } from './pretrain-config.ts';
+
+export type SkillKind = 'perception' | 'tracking';
+
+export interface SupervisedExample {
+  domain: string;
+  kind: SkillKind;
+  input: ModelInput;
+  target: string;
+}
+
+/** One episode drawn for (seed, label): the shared generator keeps it in the train split. */
+function drawEpisode(env: Env, seed: string, actions: number, extra: Record<string, unknown>, split: 'train' | 'test' = 'train'): Episode {
+  return generateEpisodes(env, { n: 1, actions, split, seed, modality: 'text', extra })[0];
+}
+
+/**
+ * Environment options for chess tracking windows: from the game start or from a random ply. With no actions the
+ * start position is a single episode (whose fingerprint lies in one split only), so those windows are random plies.
+ */
+function chessExtra(rng: Rng, config: PretrainConfig, actions: number): Record<string, unknown> {
+  return { offset: actions > 0 && rng.next() < config.chessStartShare ? 'start' : 'random' };
+}
+
+/** A perception example: a random action of a random (train) episode, rendered at the model's image size. */
+export function perceptionExample(env: Env, seed: string, split: 'train' | 'test' = 'train'): SupervisedExample {
+  const rng = new Rng(seed, 'perception');
+  const extra = env.domain === 'chess' ? { offset: 'random' } : {};
+  const episode = drawEpisode(env, seed, 3, extra, split);
+  const index = rng.int(episode.actions.length);
+  const image = env.renderAction(episode, index, env.imageSizes.model);
+  return { domain: env.domain, kind: 'perception', input: perceptionToModelInput(env.domain, image), target: episode.actions[index].text };
+}
+
+/** A tracking example with `actions` text actions. */
+export function trackingExample(env: Env, seed: string, actions: number, config: PretrainConfig, split: 'train' | 'test' = 'train'): SupervisedExample {
+  const rng = new Rng(seed, 'tracking-offset');
+  const extra = env.domain === 'chess' ? chessExtra(rng, config, actions) : {};
+  const episode = drawEpisode(env, seed, actions, extra, split);
+  const noImages = () => {
+    throw new Error('tracking examples are text-only');
+  };
+  return { domain: env.domain, kind: 'tracking', input: episodeToModelInput(episode, noImages), target: targetText(episode) };
+}
+
+/** The batch of step `step`: domains alternate, the skill is drawn with the configured perception share. */
+export function pretrainBatch(envs: Env[], config: PretrainConfig, step: number): SupervisedExample[] {
+  const rng = new Rng(config.seed, 'pretrain-batch', step);
+  const out: SupervisedExample[] = [];
+  for (let i = 0; i < config.batchSize; i++) {
+    const env = envs[(step * config.batchSize + i) % envs.length];
+    const seed = `${config.seed}:${step}:${i}`;
+    if (rng.next() < config.perceptionShare) out.push(perceptionExample(env, seed));
+    else out.push(trackingExample(env, seed, rng.int(config.maxTrackActions + 1), config));
+  }
+  return out;
+}
