@@ -133,6 +133,12 @@ export interface Env {
    * the mean item reward, i.e. clustered by board for chess's per-square reward.
    */
   intervalMethod: 'wilson' | 'mean';
+  /**
+   * The paper's baselines for a question-answering domain, as the answer text (without "FINAL ANSWER:"):
+   * 'game-start' answers from the initial state alone, 'random' draws an answer of the right form. Optional; the
+   * evaluator's own baselines cover chess and the shell game.
+   */
+  baselineAnswer?(episode: Episode, baseline: 'game-start' | 'random', rng: Rng): string;
   /** Optional environment-specific breakdowns for summaries (by level, question type, number of operations…). */
   summarize?(rows: ScoredRow[]): Record<string, unknown>;
 }

@@ -5,6 +5,7 @@
 import { resolve } from 'node:path';
 import { existsSync } from 'node:fs';
 import { UserError } from '../core/errors.ts';
+import { envExtraFromFlags } from '../envs/cli-options.ts';
 import { getEnv } from '../envs/registry.ts';
 import type { Domain, Env } from '../envs/types.ts';
 import type { EvaluateFlags } from '../scripts/commands/evaluate.ts';
@@ -55,6 +56,7 @@ export async function evaluate(flags: EvaluateFlags): Promise<void> {
     extra.chess = { games };
   }
   if (flags.offset !== undefined) extra.chess = { ...extra.chess, offset: flags.offset };
+  for (const [domain, options] of Object.entries(envExtraFromFlags(domains, flags))) extra[domain] = { ...extra[domain], ...options };
   const label = model.kind === 'hosted' ? model.id : model.kind === 'baseline' ? `baseline:${model.name}` : model.path;
   const out = resolve(flags.out ?? defaultOut(label));
   const config: RunConfig = {

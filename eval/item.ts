@@ -108,6 +108,7 @@ function baseRow(item: EvalItem): Omit<ItemRow, 'status' | 'usage' | 'error' | '
     image_ratio: s.imageRatio,
     ...(item.actionIndex !== undefined ? { action_index: item.actionIndex } : {}),
     initial_state: item.episode.initialState,
+    ...(Object.keys(item.episode.meta).length > 0 ? { meta: item.episode.meta } : {}),
     target: item.target,
     response: null,
     reward: null,

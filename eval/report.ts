@@ -47,7 +47,7 @@ export function buildReport(model: string, baseline: boolean, settings: Setting[
     const mine = rows.filter((r) => r.setting === key);
     const ok = mine.filter((r) => r.status === 'ok');
     const scored: ScoredRow[] = ok.map((r) => ({
-      input: { target: r.target, response: r.response ?? '', initialState: r.initial_state },
+      input: { target: r.target, response: r.response ?? '', initialState: r.initial_state, ...(r.meta ? { meta: r.meta } : {}) },
       score: { reward: r.reward ?? 0, valid: r.valid ?? false, prediction: r.prediction, metrics: r.metrics ?? {} },
     }));
     const env = setting.task === 'perception' ? perceptionEnv(setting.domain) : envs.get(setting.domain)!;

@@ -91,4 +91,6 @@ export interface ItemRow {
   latency_ms: number;
   attempts: number;
   transcriptions?: Transcription[];
+  /** The episode's meta, for environment breakdowns (env.summarize) and rescoring; absent when empty. */
+  meta?: Record<string, unknown>;
 }

@@ -1,8 +1,10 @@
 // The paper's random baseline for the boxes task: output 0 to m = 3 objects drawn from the objects that appear in the
 // same clauses as the queried box (its initial-state clause and every operation that names it). We compute its exact
-// expected accuracy per question (for summaries) and can also sample its answers (to evaluate it like a model).
+// expected accuracy per question (for summaries) and can also sample its answers (to evaluate it like a model,
+// `metrl evaluate --model baseline:random --domain boxes`; baseline:game-start repeats the initial contents).
 // Decision: the number of objects k is uniform over 0..min(3, |clause objects|), then k distinct objects are drawn.
 import type { Rng } from '../../core/rng.ts';
+import type { Episode } from '../types.ts';
 
 const MAX_OBJECTS = 3;
 
@@ -28,4 +30,11 @@ export function sampleRandomBaseline(rng: Rng, clauseObjects: readonly string[])
   const k = rng.int(Math.min(MAX_OBJECTS, pool.length) + 1);
   const picked = rng.sample(pool, k).sort();
   return picked.length === 0 ? 'nothing' : picked.map((n) => `the ${n}`).join(' and ');
+}
+
+/** Env.baselineAnswer: 'game-start' repeats the box's initial contents; 'random' is the clause baseline above. */
+export function boxesBaselineAnswer(episode: Episode, baseline: 'game-start' | 'random', rng: Rng): string {
+  if (baseline === 'game-start') return String(episode.meta.initialContents ?? 'nothing');
+  const clause = Array.isArray(episode.meta.clauseObjects) ? episode.meta.clauseObjects.map(String) : [];
+  return sampleRandomBaseline(rng, clause);
 }

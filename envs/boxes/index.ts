@@ -4,6 +4,7 @@
 import { UserError } from '../../core/errors.ts';
 import { scoreBoxes } from '../../rewards/boxes.ts';
 import type { Env } from '../types.ts';
+import { boxesBaselineAnswer } from './baseline.ts';
 import { BOXES_PROMPT_STYLES, boxesPrompt } from './prompt.ts';
 import { boxesCandidates } from './scenario.ts';
 import { summarizeBoxes } from './summary.ts';
@@ -21,4 +22,5 @@ export const boxesEnv: Env = {
   score: scoreBoxes,
   intervalMethod: 'wilson',
   summarize: summarizeBoxes,
+  baselineAnswer: boxesBaselineAnswer,
 };

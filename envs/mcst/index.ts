@@ -4,6 +4,7 @@
 import { UserError } from '../../core/errors.ts';
 import { scoreMcst } from '../../rewards/mcst.ts';
 import type { Env } from '../types.ts';
+import { mcstBaselineAnswer } from './baseline.ts';
 import { MCST_PROMPT_STYLES, mcstPrompt } from './prompt.ts';
 import { mcstCandidates } from './scenario.ts';
 import { summarizeMcst } from './summary.ts';
@@ -23,4 +24,5 @@ export const mcstEnv: Env = {
   score: scoreMcst,
   intervalMethod: 'wilson',
   summarize: summarizeMcst,
+  baselineAnswer: mcstBaselineAnswer,
 };

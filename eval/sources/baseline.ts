@@ -5,6 +5,7 @@
 import { Rng } from '../../core/rng.ts';
 import { UserError } from '../../core/errors.ts';
 import type { Domain } from '../../envs/types.ts';
+import { getEnv } from '../../envs/registry.ts';
 import type { ModelSource, Query, SourceReply } from '../types.ts';
 
 export const BASELINES = ['game-start', 'random'] as const;
@@ -16,8 +17,13 @@ export function baselineSource(name: BaselineName, seed: number): ModelSource {
     label: `baseline:${name}`,
     async complete(query: Query): Promise<SourceReply> {
       const domain = query.episode.domain;
-      if (!SUPPORTED.includes(domain)) throw new UserError(`baseline:${name} is defined for chess and shell, not ${domain}`);
       const rng = new Rng(seed, 'baseline', name, query.episode.id, query.kind === 'perception' ? query.index : -1);
+      if (!SUPPORTED.includes(domain)) {
+        // Question-answering domains (boxes, mcst, …) may define their own baselines on the Env.
+        const env = await getEnv(domain);
+        if (!env.baselineAnswer || query.kind === 'perception') throw new UserError(`baseline:${name} is not defined for ${domain}`);
+        return { text: `FINAL ANSWER: ${env.baselineAnswer(query.episode, name, rng)}`, usage: null };
+      }
       const text = name === 'game-start' ? gameStartAnswer(query) : randomAnswer(query, rng);
       return { text, usage: null };
     },

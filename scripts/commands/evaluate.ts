@@ -2,6 +2,7 @@
 // the same scoring. Wiring only: options are validated here, the work lives in eval/.
 import type { CommandModule } from 'yargs';
 import { z } from 'zod';
+import { envFlagOptions, envFlagShape } from '../../envs/cli-options.ts';
 import { handler } from '../command.ts';
 
 const positiveInt = z.coerce.number().int().positive();
@@ -34,6 +35,7 @@ const schema = z.object({
   out: z.string().min(1).optional(),
   games: z.string().min(1).optional(),
   offset: z.enum(['start', 'random']).optional(),
+  ...envFlagShape,
   quiet: z.boolean(),
 });
 
@@ -71,6 +73,7 @@ const command: CommandModule = {
       .option('out', { type: 'string', describe: 'output folder (default runs/eval-<model>-<time>)' })
       .option('games', { type: 'string', describe: 'chess: PGN or UCI games file (default: the built-in generator)' })
       .option('offset', { type: 'string', describe: 'chess: episodes start at the game start (default, as the paper) or at a random ply (needed for many short episodes)' })
+      .options(envFlagOptions())
       .option('quiet', { type: 'boolean', default: false, describe: 'no progress on stderr' })
       .example('$0 evaluate --model baseline:game-start --domain chess --modality text,image', 'Table 1 baseline row')
       .example('$0 evaluate --model google/gemma-3-27b-it --provider nebius --domain shell --modality text,image --prompt zero-shot,few-shot,cot', 'Table 2 for one model')

@@ -7,6 +7,7 @@ import { getEnv } from '../../envs/registry.ts';
 import { writeDataset, checkOutputDir, validatePromptStyle } from '../../envs/dataset.ts';
 import { MODALITY_SETTINGS } from '../../envs/types.ts';
 import { UserError } from '../../core/errors.ts';
+import { envExtraFromFlags, envFlagOptions, envFlagShape } from '../../envs/cli-options.ts';
 
 const schema = z.object({
   domain: z.string().min(1),
@@ -24,6 +25,7 @@ const schema = z.object({
   'image-size': z.number().int().min(32).max(2048).optional(),
   force: z.boolean(),
   quiet: z.boolean(),
+  ...envFlagShape,
 });
 
 type GenerateFlags = z.infer<typeof schema>;
@@ -66,6 +68,7 @@ async function run(flags: GenerateFlags): Promise<void> {
   const extra: Record<string, unknown> = {};
   if (flags.games !== undefined) extra.games = flags.games;
   if (flags.offset !== undefined) extra.offset = flags.offset;
+  Object.assign(extra, envExtraFromFlags([env.domain], flags)[env.domain]);
   const result = await writeDataset(env, {
     n: flags.n,
     actions: flags.actions,
@@ -105,6 +108,7 @@ const command: CommandModule = {
       .option('image-size', { type: 'number', describe: 'image width in pixels (default: the chat size, 512)' })
       .option('force', { type: 'boolean', default: false, describe: 'replace a non-empty output directory' })
       .option('quiet', { type: 'boolean', default: false, describe: 'no progress on stderr' })
+      .options(envFlagOptions())
       .example('$0 generate --domain shell --modality image --n 500 --out data/shell-test', '500 test episodes, 10 image swaps each')
       .example('$0 generate --domain chess --modality mixed --image-ratio 0.3 --n 100 --split train --prompt few-shot --out data/chess', ''),
   handler: handler(schema, run),

@@ -1,0 +1,50 @@
+// Environment-specific command-line flags (boxes --split-kind, mcst --level …), declared once here so that every
+// command that makes episodes (generate, evaluate, train) accepts the same flags and passes them to the environment's
+// candidates() as `extra`. Commands take them as strings; each environment validates its own values with zod and
+// names the bad flag in a UserError. One line per flag; each environment adds its own.
+import type { Options } from 'yargs';
+import { z } from 'zod';
+import { UserError } from '../core/errors.ts';
+import type { Domain } from './types.ts';
+
+export interface EnvFlag {
+  domain: Domain;
+  flag: string;
+  describe: string;
+}
+
+export const ENV_FLAGS = [
+  { domain: 'boxes', flag: 'split-kind', describe: 'boxes: base | numops | vocab | altforms | altforms-numops | ambiref | movecontents (default base)' },
+  { domain: 'boxes', flag: 'prefixes', describe: 'boxes: exact (show exactly --actions operations, default) | upto (0..--actions, uniformly)' },
+  { domain: 'mcst', flag: 'level', describe: 'mcst: difficulty level 1-5 (default: all levels mixed)' },
+  { domain: 'mcst', flag: 'negation', describe: 'mcst: on (default) | off (matched pairs without negated sentences) | paired (both)' },
+  { domain: 'mcst', flag: 'mcst-domain', describe: 'mcst: office | home | healthcare | … (a comma list; default all twelve)' },
+  { domain: 'mcst', flag: 'question-type', describe: 'mcst: possession | verification | location | count-entity | … (a comma list; default all nine)' },
+] as const satisfies readonly EnvFlag[];
+
+export type EnvFlagName = (typeof ENV_FLAGS)[number]['flag'];
+
+/** yargs option specs for every environment flag. */
+export function envFlagOptions(): Record<string, Options> {
+  return Object.fromEntries(ENV_FLAGS.map((f) => [f.flag, { type: 'string', describe: f.describe }]));
+}
+
+/** zod shape for the flags, to extend a command's schema with (values are checked later by the environment). */
+export const envFlagShape = Object.fromEntries(ENV_FLAGS.map((f) => [f.flag, z.union([z.string(), z.number()]).optional()])) as {
+  [K in EnvFlagName]: z.ZodOptional<z.ZodUnion<[z.ZodString, z.ZodNumber]>>;
+};
+
+/**
+ * The `extra` options for `domain` from parsed flags (kebab-case keys). A flag given for a domain that is not being
+ * used is an error, so that `--level 3 --domain boxes` does not silently do nothing.
+ */
+export function envExtraFromFlags(domains: readonly string[], flags: Record<string, unknown>): Record<string, Record<string, unknown>> {
+  const out: Record<string, Record<string, unknown>> = {};
+  for (const f of ENV_FLAGS as readonly EnvFlag[]) {
+    const value = flags[f.flag];
+    if (value === undefined) continue;
+    if (!domains.includes(f.domain)) throw new UserError(`--${f.flag} applies to --domain ${f.domain}`);
+    out[f.domain] = { ...out[f.domain], [f.flag]: value };
+  }
+  return out;
+}
