@@ -3,7 +3,9 @@
 // retries (their rows say why; --resume retries them), 2 for bad input and for a fatal stop (401/403/404: every
 // finished item is kept, the reason is printed), 130 after Ctrl-C.
 import { resolve } from 'node:path';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
+import { writeFileAtomic } from '../core/files.ts';
+import { isEvalRun, readRunReport } from './plot-sweeps.ts';
 import { UserError } from '../core/errors.ts';
 import { envExtraFromFlags } from '../envs/cli-options.ts';
 import { getEnv } from '../envs/registry.ts';
@@ -20,6 +22,7 @@ import { describeModel, openSource } from './sources/index.ts';
 import type { Task } from './types.ts';
 
 export async function evaluate(flags: EvaluateFlags): Promise<void> {
+  if (flags.tables) return combineTables(flags.tables, flags.out);
   const model = describeModel({ checkpoint: flags.checkpoint, base: flags.base, model: flags.model, provider: flags.provider, endpoint: flags.endpoint, apiKeyEnv: flags['api-key-env'] });
   if (flags.resume && flags.out === undefined) throw new UserError('--resume needs --out DIR (the folder of the run to continue)');
   if (model.kind === 'checkpoint' && !existsSync(model.path)) throw new UserError(`--checkpoint ${model.path}: no such folder`);
@@ -117,6 +120,20 @@ export async function evaluate(flags: EvaluateFlags): Promise<void> {
     process.stderr.write(`evaluate: ${failed} items failed after retries (see the error field of their rows); rerun with --resume --out ${out} to retry them\n`);
     process.exitCode = 1;
   }
+}
+
+/** `--tables RUN…`: one markdown table from finished runs, the models side by side. */
+function combineTables(dirs: string[], out?: string): void {
+  const reports = dirs.map((dir) => {
+    if (!isEvalRun(dir)) throw new UserError(`--tables ${dir}: not an evaluation run folder (no summary.json from metrl evaluate)`);
+    return readRunReport(dir);
+  });
+  const table = renderTable(reports);
+  if (out !== undefined) {
+    if (existsSync(out) && statSync(out).isDirectory()) throw new UserError(`--out ${out}: is a folder; with --tables give a file name`);
+    writeFileAtomic(out, table);
+  }
+  process.stdout.write(table);
 }
 
 function hint(status: number | null, model: ReturnType<typeof describeModel>): string {

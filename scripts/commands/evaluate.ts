@@ -37,6 +37,7 @@ const schema = z.object({
   offset: z.enum(['start', 'random']).optional(),
   ...envFlagShape,
   quiet: z.boolean(),
+  tables: z.array(z.string().min(1)).min(1).optional(),
 });
 
 export type EvaluateFlags = z.infer<typeof schema>;
@@ -75,10 +76,12 @@ const command: CommandModule = {
       .option('offset', { type: 'string', describe: 'chess: episodes start at the game start (default, as the paper) or at a random ply (needed for many short episodes)' })
       .options(envFlagOptions())
       .option('quiet', { type: 'boolean', default: false, describe: 'no progress on stderr' })
+      .option('tables', { type: 'string', array: true, describe: 'evaluate nothing: print one table from these run folders (models side by side, e.g. Table 5); --out FILE writes it' })
       .example('$0 evaluate --model baseline:game-start --domain chess --modality text,image', 'Table 1 baseline row')
       .example('$0 evaluate --model google/gemma-3-27b-it --provider nebius --domain shell --modality text,image --prompt zero-shot,few-shot,cot', 'Table 2 for one model')
       .example('$0 evaluate --model m --endpoint http://127.0.0.1:8000/v1 --domain shell --prompt cot --actions 0,5,10,20', 'length sweep')
-      .example('$0 evaluate --checkpoint runs/train-shell --domain shell --modality text,image', 'a trained checkpoint, both modalities'),
+      .example('$0 evaluate --checkpoint runs/train-shell --domain shell --modality text,image', 'a trained checkpoint, both modalities')
+      .example('$0 evaluate --tables runs/eval-base runs/eval-grpo --out table5.md', 'several runs in one table'),
   // The job is imported on use: listing commands must not load the HTTP client, sharp or tfjs.
   handler: handler(schema, async (flags) => (await import('../../eval/evaluate.ts')).evaluate(flags)),
 };
