@@ -17,6 +17,7 @@ import { parseOrFail, UserError } from '../../core/errors.ts';
 import { summarizeMate, scoreMate } from '../../rewards/mate.ts';
 import type { Candidate, Env, Episode, RawImage, SampleOptions } from '../types.ts';
 import type { Rng } from '../../core/rng.ts';
+import { rangeSchema } from './range.ts';
 import { MATE_PROMPT_STYLES, matePrompt } from './prompt.ts';
 import { MATE_TASKS, mateItems, type MateOptions, type MateTask } from './questions.ts';
 import { blankImage, renderScene } from './render.ts';
@@ -42,20 +43,6 @@ const taskSchema = z
     }
     return MATE_TASKS.filter((t) => tasks.has(t));
   });
-
-/** "5", 5 or "3-10" → [lo, hi], checked against [min, max]. */
-export function rangeSchema(min: number, max: number) {
-  return z.union([z.number(), z.string()]).transform((v, ctx): [number, number] => {
-    const m = /^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$/.exec(String(v));
-    const lo = m ? Number(m[1]) : NaN;
-    const hi = m ? Number(m[2] ?? m[1]) : NaN;
-    if (!m || !(lo >= min && hi <= max && lo <= hi)) {
-      ctx.addIssue({ code: 'custom', message: `must be a whole number or a range A-B within ${min}-${max}` });
-      return z.NEVER;
-    }
-    return [lo, hi];
-  });
-}
 
 const optionsSchema = z.object({
   'mate-task': taskSchema.default(['img2txt', 'txt2img']),

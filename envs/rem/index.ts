@@ -1,0 +1,188 @@
+// The REM environment (egocentric multi-frame trajectories, Thompson et al.). How a trajectory maps onto the Episode
+// contract:
+//   actions       one per frame, always shown as an image (the modality is fixed; --modality does not apply): action i
+//                 is frame i and its text the camera move that led to it ("start" for the first frame, then "move
+//                 forward 1m", "rotate left 15°", "rotate right 15°"); the prompt writes each move between its frames
+//   initialState  '' (the agent knows nothing before the first frame; the world is in meta, never shown)
+//   question      one question; target its short answer ("3", "red cones", "equal", "left", "same time")
+//   meta          variant, category, number of frames, objects, duplicates, objects seen, comparison options and
+//                 counts, and the world (objects and start pose) from which frames are rendered
+// Several questions are asked about each trajectory (one per category it supports); they share a split key, so a
+// trajectory is entirely in train or entirely in test.
+// Options (extra): --rem-variant baseline|full-rotation|single-frame (default baseline); --actions T is the trajectory
+// length in frames for baseline (full-rotation always has 24 frames, single-frame 1); --objects N or A-B (default: one
+// of the paper's 8, 16, 24, 36, 48; single-frame 24-48; full-rotation always 24); --duplicates N or A-B, objects that
+// repeat a colour-shape already present (default: uniform over what the object count allows; full-rotation: 1-2
+// duplicated targets); --rem-question all|counting|comparison|left-right|temporal or a comma list (default all).
+import { z } from 'zod';
+import { parseOrFail, UserError } from '../../core/errors.ts';
+import { fingerprint, splitOf } from '../../core/fingerprint.ts';
+import type { Rng } from '../../core/rng.ts';
+import { scoreRem, summarizeRem } from '../../rewards/rem.ts';
+import { rangeSchema } from '../mate/range.ts';
+import type { Candidate, Env, Episode, RawImage, SampleOptions } from '../types.ts';
+import { REM_PROMPT_STYLES, remPrompt } from './prompt.ts';
+import { askCategory, countingQuestion, fullRotationQuestions, REM_CATEGORIES, sightings, type RemCategory, type RemQuestion } from './questions.ts';
+import { frameCoverage, renderFrame } from './render.ts';
+import {
+  baselineMoves,
+  baselineWorld,
+  duplicateBounds,
+  framePoses,
+  fullRotationWorld,
+  ROTATE_LEFT,
+  ROTATE_RIGHT,
+  singleFrameWorld,
+  START,
+  type RemWorld,
+} from './world.ts';
+
+export const REM_VARIANTS = ['baseline', 'full-rotation', 'single-frame'] as const;
+export type RemVariant = (typeof REM_VARIANTS)[number];
+const PAPER_OBJECT_COUNTS = [8, 16, 24, 36, 48];
+
+export interface RemOptions {
+  variant: RemVariant;
+  objects: [number, number] | null;
+  duplicates: [number, number] | null;
+  categories: RemCategory[];
+}
+
+const categorySchema = z.string().transform((s, ctx) => {
+  const out = new Set<RemCategory>();
+  for (const part of s.split(',').map((p) => p.trim())) {
+    if (part === 'all') REM_CATEGORIES.forEach((c) => out.add(c));
+    else if ((REM_CATEGORIES as readonly string[]).includes(part)) out.add(part as RemCategory);
+    else {
+      ctx.addIssue({ code: 'custom', message: `unknown question type '${part}' (choose from all, ${REM_CATEGORIES.join(', ')})` });
+      return z.NEVER;
+    }
+  }
+  return REM_CATEGORIES.filter((c) => out.has(c));
+});
+
+const optionsSchema = z.object({
+  'rem-variant': z.enum(REM_VARIANTS).default('baseline'),
+  objects: rangeSchema(2, 64).optional(),
+  duplicates: rangeSchema(0, 62).optional(),
+  'rem-question': categorySchema.default([...REM_CATEGORIES]),
+});
+
+/** Read this environment's options from the command's extras (kebab-case or camelCase keys; others ignored). */
+export function remOptions(extra: Record<string, unknown>): RemOptions {
+  const pick = (kebab: string, camel: string) => extra[kebab] ?? extra[camel];
+  const o = parseOrFail(
+    optionsSchema,
+    { 'rem-variant': pick('rem-variant', 'remVariant'), objects: extra.objects, duplicates: extra.duplicates, 'rem-question': pick('rem-question', 'remQuestion') },
+    '--',
+  );
+  const variant = o['rem-variant'];
+  if (variant !== 'baseline' && !o['rem-question'].includes('counting')) {
+    throw new UserError(`--rem-question: the ${variant} variant asks counting questions only`);
+  }
+  if (variant === 'full-rotation' && o.duplicates && (o.duplicates[0] < 1 || o.duplicates[1] > 2)) {
+    throw new UserError('--duplicates: full-rotation duplicates 1 or 2 targets');
+  }
+  return { variant, objects: o.objects ?? null, duplicates: o.duplicates ?? null, categories: o['rem-question'] };
+}
+
+function drawObjectsAndDuplicates(rng: Rng, options: RemOptions): [number, number] {
+  const count = options.objects
+    ? rng.range(options.objects[0], options.objects[1])
+    : options.variant === 'single-frame'
+      ? rng.range(24, 48)
+      : rng.pick(PAPER_OBJECT_COUNTS);
+  const [lo, hi] = duplicateBounds(count);
+  const wanted = options.duplicates ?? [lo, Math.max(lo, Math.floor(count / 2))];
+  const a = Math.max(lo, wanted[0]);
+  const b = Math.min(hi, wanted[1]);
+  if (a > b) throw new UserError(`--duplicates: ${wanted[0]}-${wanted[1]} is impossible with ${count} objects (allowed ${lo}-${hi})`);
+  return [count, rng.range(a, b)];
+}
+
+interface Trajectory {
+  world: RemWorld;
+  actionTexts: string[];
+  duplicates: number;
+}
+
+function trajectory(rng: Rng, options: RemOptions, frames: number): Trajectory {
+  if (options.variant === 'full-rotation') {
+    const targets = options.duplicates ? rng.range(options.duplicates[0], options.duplicates[1]) : rng.range(1, 2);
+    const world = fullRotationWorld(rng, targets);
+    const turn = rng.bool() ? ROTATE_LEFT : ROTATE_RIGHT;
+    return { world, actionTexts: [START, ...Array.from({ length: 23 }, () => turn)], duplicates: targets };
+  }
+  const [count, duplicates] = drawObjectsAndDuplicates(rng, options);
+  if (options.variant === 'single-frame') return { world: singleFrameWorld(rng, count, duplicates), actionTexts: [START], duplicates };
+  const world = baselineWorld(rng, count, duplicates);
+  return { world, actionTexts: [START, ...baselineMoves(rng, world, frames - 1)], duplicates };
+}
+
+function* remCandidates(rng: Rng, sample: SampleOptions): Generator<Candidate> {
+  const options = remOptions(sample.extra);
+  if (options.variant === 'baseline' && !(sample.actions >= 1)) throw new UserError(`--actions: a trajectory needs at least 1 frame, got ${sample.actions}`);
+  for (;;) {
+    const { world, actionTexts, duplicates } = trajectory(rng, options, sample.actions);
+    const worldJson = JSON.stringify(world);
+    const splitKey = `${worldJson}\u001f${actionTexts.join('|')}`;
+    // Skip rendering trajectories the shared generator would drop anyway (same rule as envs/generate.ts).
+    if (sample.split && splitOf(fingerprint('rem', 'split-key', splitKey)) !== sample.split) continue;
+    const s = sightings(world, frameCoverage(world, framePoses(world, actionTexts)));
+    let questions: RemQuestion[];
+    if (options.variant === 'full-rotation') questions = fullRotationQuestions(rng, world, s);
+    else if (options.variant === 'single-frame') {
+      questions = (['color', 'shape', 'color-shape'] as const).map((kind) => countingQuestion(rng, world, s, kind)).filter((q) => q !== null);
+    } else {
+      questions = rng.shuffle(options.categories).map((c) => askCategory(rng, c, world, s)).filter((q) => q !== null);
+    }
+    for (const q of questions) {
+      yield {
+        initialState: '',
+        actionTexts,
+        question: q.question,
+        target: q.target,
+        fingerprintExtra: `${worldJson}\u001f${q.question}`,
+        splitKey,
+        meta: {
+          variant: options.variant,
+          category: q.category,
+          frames: actionTexts.length,
+          objects: world.objects.length,
+          duplicates,
+          objectsSeen: s.seen.filter(Boolean).length,
+          entities: q.entities,
+          ...(q.options ? { options: q.options } : {}),
+          ...(q.counts ? { counts: q.counts } : {}),
+          world,
+        },
+      };
+    }
+  }
+}
+
+function worldOf(episode: Episode): RemWorld {
+  const world = episode.meta.world as RemWorld | undefined;
+  if (!world || !Array.isArray(world.objects) || !world.start) throw new UserError(`rem: episode ${episode.id} has no world in its meta`);
+  return world;
+}
+
+function renderAction(episode: Episode, index: number, size: number): RawImage {
+  if (!(index >= 0 && index < episode.actions.length)) throw new RangeError(`rem: episode ${episode.id} has no frame ${index + 1}`);
+  const world = worldOf(episode);
+  const poses = framePoses(world, episode.actions.slice(0, index + 1).map((a) => a.text));
+  return renderFrame(world, poses[index], size).image!;
+}
+
+export const remEnv: Env = {
+  domain: 'rem',
+  promptStyles: REM_PROMPT_STYLES,
+  modalities: ['image'],
+  imageSizes: { chat: 512, model: 64 },
+  candidates: remCandidates,
+  renderAction,
+  prompt: remPrompt,
+  score: scoreRem,
+  intervalMethod: 'wilson',
+  summarize: summarizeRem,
+};
