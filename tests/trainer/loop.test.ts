@@ -1,21 +1,26 @@
-// The training loop on test doubles (tiny policy and environment): the run folder it writes, and that an interrupted
+// The training loop with a tiny built-in policy on the shell game: the run folder it writes, and that an interrupted
 // run resumed from its checkpoint reproduces the uninterrupted run's metrics exactly.
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { initBackend } from '../../models/backend.ts';
 import { mkdtempSync, readFileSync, existsSync, appendFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { train } from '../../trainer/loop.ts';
 import { resolveConfig } from '../../trainer/config.ts';
-import { ToyPolicy, toyAdapterStore, toyEnv, toyEncode } from './toy.ts';
+import { builtinTraining } from '../../trainer/builtin.ts';
+import { shellEnv } from '../../envs/shell/index.ts';
+import { tinyBaseCheckpoint } from './tiny-base.ts';
+
+const base = tinyBaseCheckpoint();
 
 const config = resolveConfig({}, {
-  trainSize: 12, actions: 1, testSize: 10, steps: 6, promptsPerStep: 2, groupSize: 4, gradientAccumulation: 2,
+  trainSize: 12, actions: 2, testSize: 6, steps: 6, promptsPerStep: 2, groupSize: 4, gradientAccumulation: 2,
   iterations: 2, evalEvery: 3, checkpointEvery: 2, maxCompletionTokens: 3, learningRate: 0.05, samplesPerStep: 2,
 });
 
 function run(runDir: string, options: { resume?: boolean; stopAfterStep?: number } = {}) {
-  const policy = new ToyPolicy(1);
-  return train({ env: toyEnv, policy, adapter: toyAdapterStore(policy), encodeEpisode: toyEncode(policy), config, modality: 'text', runDir, resume: options.resume ?? false, stopAfterStep: options.stopAfterStep });
+  const setup = builtinTraining(shellEnv, base, config);
+  return train({ env: shellEnv, ...setup, config, modality: 'image', runDir, resume: options.resume ?? false, stopAfterStep: options.stopAfterStep });
 }
 
 /** Metrics without the wall-clock fields, which differ between any two runs. */
@@ -26,6 +31,10 @@ function comparable(runDir: string) {
   });
 }
 
+beforeAll(async () => {
+  await initBackend('wasm', null);
+});
+
 describe('training loop', () => {
   it('writes train rows, eval rows for both modalities, samples and checkpoints', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'metrl-loop-'));
@@ -33,7 +42,7 @@ describe('training loop', () => {
     const rows = comparable(dir);
     expect(rows.filter((r) => r.type === 'train').map((r) => r.step)).toEqual([1, 2, 3, 4, 5, 6]);
     const evals = rows.filter((r) => r.type === 'eval');
-    expect(evals.map((r) => `${r.step}:${r.modality}:${r.role}`)).toEqual(['0:text:train', '0:image:transfer', '3:text:train', '3:image:transfer', '6:text:train', '6:image:transfer']);
+    expect(evals.map((r) => `${r.step}:${r.modality}:${r.role}`)).toEqual(['0:image:train', '0:text:transfer', '3:image:train', '3:text:transfer', '6:image:train', '6:text:transfer']);
     for (const e of evals) expect(e.high).toBeGreaterThanOrEqual(e.low);
     expect(existsSync(join(dir, 'checkpoints', 'step-6', 'optimizer.safetensors'))).toBe(true);
     expect(readFileSync(join(dir, 'checkpoints', 'latest'), 'utf8').trim()).toBe('step-6');
