@@ -53,7 +53,10 @@ export function generateEpisodes(env: Env, options: GenerateOptions): Episode[] 
       if (++rejected > MAX_REJECTIONS_PER_EPISODE * n) break;
       continue;
     }
-    const modalities = drawModalities(modalityRng, candidate.actionTexts.length, options.modality, options.imageRatio);
+    const fixed = env.modalities?.length === 1 ? env.modalities[0] : null;
+    const modalities = fixed
+      ? candidate.actionTexts.map((): Modality => fixed)
+      : drawModalities(modalityRng, candidate.actionTexts.length, options.modality, options.imageRatio);
     const actions: Action[] = candidate.actionTexts.map((text, i) => ({ text, modality: modalities[i] }));
     episodes.push({
       id: `${env.domain}-${split}-${String(episodes.length).padStart(5, '0')}-${fp.slice(0, 8)}`,

@@ -9,6 +9,8 @@ const loaders: Partial<Record<Domain, () => Promise<Env>>> = {
   shell: () => import('./shell/index.ts').then((m) => m.shellEnv),
   boxes: () => import('./boxes/index.ts').then((m) => m.boxesEnv),
   mcst: () => import('./mcst/index.ts').then((m) => m.mcstEnv),
+  mate: () => import('./mate/index.ts').then((m) => m.mateEnv),
+  rem: () => import('./rem/index.ts').then((m) => m.remEnv),
 };
 
 export function availableDomains(): Domain[] {

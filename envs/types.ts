@@ -113,6 +113,8 @@ export interface Env {
   promptStyles: readonly string[];
   /** Modalities actions can be shown in; absent means both. Text-only domains (boxes, mcst) list only 'text'. */
   modalities?: readonly Modality[];
+  // A single entry fixes the modality: image-only domains (mate: the scene, rem: the frames) show every action as an
+  // image whatever --modality says, and the generator labels them so (envs/generate.ts).
   /** Rendered image width in pixels: for chat VLMs, and for the built-in model. */
   imageSizes: { chat: number; model: number };
   /**

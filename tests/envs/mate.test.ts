@@ -235,7 +235,8 @@ describe('mate episodes', () => {
       expect([4, 5]).toContain(e.meta.objectCount);
       expect(['img2txt', 'txt2img']).toContain(e.meta.task);
     }
-    const none = generateEpisodes(mateEnv, { n: 10, actions: 1, split: 'train', seed: 7, modality: 'image', extra: { shots: 0 } });
+    const none = generateEpisodes(mateEnv, { n: 10, actions: 1, split: 'train', seed: 7, modality: 'text', extra: { shots: 0 } });
+    for (const e of none) expect(e.actions).toEqual([{ text: e.meta.task === 'txt2txt' ? 'blank image' : 'scene image', modality: 'image' }]);
     for (const e of none) expect(e.meta.shots).toEqual([]);
   });
 

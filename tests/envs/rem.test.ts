@@ -265,6 +265,9 @@ describe('rem episodes', () => {
       expect(e.meta.objects as number).toBeGreaterThanOrEqual(8);
       expect(e.meta.objects as number).toBeLessThanOrEqual(16);
     }
+    // Frames are images whatever --modality says.
+    const asText = generateEpisodes(remEnv, { n: 4, actions: 3, split: 'train', seed: 3, modality: 'text', extra: { objects: 8 } });
+    for (const e of asText) expect(e.actions.every((a) => a.modality === 'image')).toBe(true);
     const dup = generateEpisodes(remEnv, { n: 10, actions: 4, split: 'train', seed: 3, modality: 'image', extra: { objects: 10, duplicates: 6 } });
     for (const e of dup) {
       const types = new Set((e.meta.world as RemWorld).objects.map((o) => `${o.color} ${o.shape}`));
