@@ -168,6 +168,20 @@ describe('evaluation harness against a local upstream', () => {
     expect(images[0].image_url!.url).toMatch(/^data:image\/png;base64,iVBORw0KGgo/);
   });
 
+  it('few-shot: solved train-split examples before each question, the same for the same item on resume', async () => {
+    const settings = expandSettings({ ...track, prompts: ['few-shot'], shots: 2 }, envs);
+    const { out, outcome } = await run(() => ({ kind: 'answer' }), { cfg: { n: 4, settings } });
+    expect(outcome.rows.every((r) => r.reward === 1)).toBe(true);
+    const messages = upstream!.requests[0].body.messages;
+    expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user']);
+    expect(messages[1].content).toMatch(/^FINAL ANSWER: [123]$/);
+    const selection = readFileSync(join(out, 'episodes.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const shots = selection.filter((r) => r.role === 'shot');
+    expect(shots.length).toBeGreaterThanOrEqual(2);
+    expect(shots.every((r) => r.episode.split === 'train')).toBe(true);
+    expect(selection.filter((r) => r.role === 'test').every((r) => r.episode.split === 'test')).toBe(true);
+  });
+
   it('perception (Table 4): one request per image action, exact match on the action', async () => {
     const settings = expandSettings({ ...track, modalities: null, task: 'perception' }, envs);
     const { outcome } = await run(() => ({ kind: 'answer' }), { cfg: { n: 7, settings } });

@@ -135,5 +135,17 @@ describe('baselines', () => {
     const perception = await random.complete({ kind: 'perception', episode: item.episode, index: 0, style: 'zero-shot' }, signal);
     expect(parseAction('chess', perception.text)).not.toBeNull();
     await expect(baselineSource('game-start', 0).complete({ kind: 'perception', episode: item.episode, index: 0, style: 'zero-shot' }, signal)).rejects.toThrow(UserError);
+    // Shell perception: a random swap of the right form, scored as the random baseline it is (about 1 in 3).
+    const shellSettings = expandSettings(options({ task: 'perception', actions: [5] }), envs);
+    const shellItems = itemsOf(shellSettings[0], drawSelection(shellSettings, envs, 300, 0, {} as Record<Domain, Record<string, unknown>>), 300, 0);
+    let correct = 0;
+    for (const it of shellItems) {
+      const reply = await random.complete({ kind: 'perception', episode: it.episode, index: it.actionIndex!, style: 'zero-shot' }, signal);
+      const score = scorePerception('shell', reply.text, it.target);
+      expect(score.valid).toBe(true);
+      correct += score.reward;
+    }
+    expect(correct / shellItems.length).toBeGreaterThan(0.25);
+    expect(correct / shellItems.length).toBeLessThan(0.42);
   });
 });
