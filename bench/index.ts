@@ -10,6 +10,7 @@ const modules: Array<[string, () => Promise<{ run(): Promise<BenchRow[]> }>]> = 
   ['boxes', () => import('./boxes.bench.ts')],
   ['mcst', () => import('./mcst.bench.ts')],
   ['eval', () => import('./eval.bench.ts')],
+  ['grpo', () => import('./grpo.bench.ts')],
 ];
 
 const filter = process.argv[2];
