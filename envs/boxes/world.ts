@@ -90,8 +90,8 @@ export function sampleOperation(rng: Rng, state: BoxesState, pool: readonly BoxO
   const boxes = state.map((_, i) => i);
   const nonEmpty = boxes.filter((b) => state[b].length > 0);
   const withSpace = boxes.filter((b) => state[b].length < BOX_CAPACITY);
-  const inBoxes = state.flat();
-  const outside = pool.filter((o) => !inBoxes.some((x) => sameObject(o, x)));
+  const inBoxes = new Set(state.flat().map(objectName));
+  const outside = pool.filter((o) => !inBoxes.has(objectName(o)));
   const moveContentsPairs: Array<[number, number]> = [];
   if (allowMoveContents) {
     for (const from of nonEmpty) {
@@ -118,7 +118,13 @@ export function sampleOperation(rng: Rng, state: BoxesState, pool: readonly BoxO
     }
     case 'put': {
       const to = rng.pick(withSpace);
-      return { kind, objects: rng.sample(outside, howMany(Math.min(outside.length, BOX_CAPACITY - state[to].length))), to };
+      // Distinct picks by index: cheaper than shuffling the whole (up to 100-object) pool.
+      const k = howMany(Math.min(outside.length, BOX_CAPACITY - state[to].length));
+      const first = rng.int(outside.length);
+      if (k === 1) return { kind, objects: [outside[first]], to };
+      let second = rng.int(outside.length - 1);
+      if (second >= first) second++;
+      return { kind, objects: [outside[first], outside[second]], to };
     }
     case 'move-contents': {
       const [from, to] = rng.pick(moveContentsPairs);

@@ -61,6 +61,12 @@ describe('boxes generator', () => {
     expect(a.map((e) => e.id)).not.toEqual(c.map((e) => e.id));
   });
 
+  it('long sequences (length sweeps up to 100 operations) stay valid in every split kind', () => {
+    for (const kind of ['base', 'ambiref', 'movecontents', 'altforms'] as const) {
+      for (const e of make(kind, 'test', 100, 14)) expect(targetObjects(e.target)).toEqual(resimulate(e).answer);
+    }
+  });
+
   it('--prefixes upto mixes prefix lengths 0..T', () => {
     const episodes = generateEpisodes(boxesEnv, { n: 200, actions: 4, split: 'test', seed: 2, modality: 'text', extra: { splitKind: 'base', prefixes: 'upto' } });
     expect(new Set(episodes.map((e) => e.actions.length))).toEqual(new Set([0, 1, 2, 3, 4]));
