@@ -14,12 +14,24 @@ export function fail(message: string): never {
   throw new UserError(message);
 }
 
-/** One line naming the first offending field of a zod error, e.g. `--n: must be greater than 0 (got -1)`. */
-export function describeZodError(error: ZodError, context = ''): string {
+/** The value at a zod issue's path inside the parsed input (zod 4 does not keep it in the issue by default). */
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let value = input;
+  for (const key of path) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
+}
+
+/** One line naming the first offending field of a zod error, e.g. `--n: Too small: expected number to be >0 (got -1)`. */
+export function describeZodError(error: ZodError, context = '', input?: unknown): string {
   const issue = error.issues[0];
   if (!issue) return `${context}invalid input`;
   const where = issue.path.length > 0 ? issue.path.join('.') : 'input';
-  const received = 'input' in issue && issue.input !== undefined ? ` (got ${JSON.stringify(issue.input)})` : '';
+  const bad = 'input' in issue && issue.input !== undefined ? issue.input : input !== undefined ? valueAt(input, issue.path) : undefined;
+  const shown = bad === undefined ? '' : JSON.stringify(bad);
+  const received = shown !== undefined && shown !== '' && shown.length <= 80 ? ` (got ${shown})` : '';
   return `${context}${where}: ${issue.message}${received}`;
 }
 
@@ -27,5 +39,5 @@ export function describeZodError(error: ZodError, context = ''): string {
 export function parseOrFail<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: ZodError } }, value: unknown, context = ''): T {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  throw new UserError(describeZodError(result.error, context));
+  throw new UserError(describeZodError(result.error, context, value));
 }

@@ -4,20 +4,23 @@ import yargs, { type CommandModule } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { reportAndExit } from './command.ts';
 
-// One line per command, alphabetical. Commands load lazily so `metrl score` does not pay for tfjs start-up.
-const commandFiles: Array<() => Promise<{ default: CommandModule }>> = [
-  () => import('./commands/evaluate.ts'),
-  () => import('./commands/generate.ts'),
-  () => import('./commands/plot.ts'),
-  () => import('./commands/pretrain.ts'),
-  () => import('./commands/score.ts'),
-  () => import('./commands/serve.ts'),
-  () => import('./commands/train.ts'),
-];
+// One line per command, alphabetical. Only the command named on the command line is loaded (each pulls in tfjs,
+// sharp or an HTTP stack of its own), so `metrl score` starts fast; `metrl --help` and unknown names load them all.
+const commandFiles: Record<string, () => Promise<{ default: CommandModule }>> = {
+  evaluate: () => import('./commands/evaluate.ts'),
+  generate: () => import('./commands/generate.ts'),
+  plot: () => import('./commands/plot.ts'),
+  pretrain: () => import('./commands/pretrain.ts'),
+  score: () => import('./commands/score.ts'),
+  serve: () => import('./commands/serve.ts'),
+  train: () => import('./commands/train.ts'),
+};
 
-const commands = await Promise.all(commandFiles.map(async (load) => (await load()).default));
+const args = hideBin(process.argv);
+const named = args[0] !== undefined && Object.hasOwn(commandFiles, args[0]) ? [commandFiles[args[0]]] : Object.values(commandFiles);
+const commands = await Promise.all(named.map(async (load) => (await load()).default));
 
-await yargs(hideBin(process.argv))
+await yargs(args)
   .scriptName('metrl')
   .command(commands)
   .demandCommand(1, 'name a command (see metrl --help)')

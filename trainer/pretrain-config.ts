@@ -23,7 +23,9 @@ export const PretrainConfigSchema = z
     weightDecay: z.number().min(0).max(1).default(0.01),
     /** Global gradient-norm clip. */
     maxGradNorm: z.number().positive().default(1),
-    /** Share of the batch that is perception (one image → its text action); the rest is text tracking. */
+    /** Relative share of the batches spent on each domain (chess is the harder one). */
+    domainWeights: z.object({ chess: z.number().min(0).default(0.7), shell: z.number().min(0).default(0.3) }).strict().default({ chess: 0.7, shell: 0.3 }),
+    /** Share of the batches that are perception (one image → its text action); the rest is text tracking. */
     perceptionShare: z.number().min(0).max(1).default(0.4),
     /** Longest text sequence the base tracks (the RL episodes have 5 actions). */
     maxTrackActions: z.number().int().min(0).max(4).default(2),

@@ -54,15 +54,17 @@ export function trackingExample(env: Env, seed: string, actions: number, config:
   return { domain: env.domain, kind: 'tracking', input: episodeToModelInput(episode, noImages), target: targetText(episode) };
 }
 
-/** The batch of step `step`: domains alternate, the skill is drawn with the configured perception share. */
+/**
+ * The batch of step `step`. A batch holds one (domain, skill) pair only: prompts are padded to the longest in the
+ * batch, and a 30-token shell example padded to a 150-token chess one would waste most of the step. The pair is drawn
+ * with probability domain weight × skill share.
+ */
 export function pretrainBatch(envs: Env[], config: PretrainConfig, step: number): SupervisedExample[] {
   const rng = new Rng(config.seed, 'pretrain-batch', step);
-  const out: SupervisedExample[] = [];
-  for (let i = 0; i < config.batchSize; i++) {
-    const env = envs[(step * config.batchSize + i) % envs.length];
+  const env = envs[rng.weighted(envs.map((e) => config.domainWeights[e.domain as 'chess' | 'shell'] ?? 1))];
+  const perception = rng.next() < config.perceptionShare;
+  return Array.from({ length: config.batchSize }, (_, i) => {
     const seed = `${config.seed}:${step}:${i}`;
-    if (rng.next() < config.perceptionShare) out.push(perceptionExample(env, seed));
-    else out.push(trackingExample(env, seed, rng.int(config.maxTrackActions + 1), config));
-  }
-  return out;
+    return perception ? perceptionExample(env, seed) : trackingExample(env, seed, rng.int(config.maxTrackActions + 1), config);
+  });
 }
