@@ -1,7 +1,7 @@
 // Retrying model requests. Every failure of a source is classified once, here: rate limits (429), server errors (5xx),
-// timeouts and dropped connections are retried with exponential backoff (honouring Retry-After); 401, 403 and 404
-// mean the whole run cannot succeed (bad key, no access, wrong model or URL) and stop it; anything else (a 400, a
-// malformed reply) fails only its item, which `--resume` retries later.
+// timeouts and dropped connections are retried with exponential backoff (honouring Retry-After); 401, 403 and 404,
+// and an endpoint nobody answers at, mean the whole run cannot succeed (bad key, no access, wrong model or URL) and
+// stop it; anything else (a 400, a malformed reply) fails only its item, which `--resume` retries later.
 import { Rng } from '../core/rng.ts';
 
 export type FailureKind = 'retryable' | 'fatal' | 'item';
@@ -123,12 +123,20 @@ export function attemptsOf(error: unknown): number {
   return (error as { attempts?: number } | null)?.attempts ?? 1;
 }
 
-/** Anything thrown by a source that is not yet a RequestFailure: network errors are transient, the rest is a bug. */
+/**
+ * Anything thrown by a source that is not yet a RequestFailure. Nobody listening (connection refused) or no such host
+ * is a wrong --endpoint, not a hiccup: fatal, so the run stops at once instead of retrying every item for a minute.
+ * Dropped connections and other network errors are transient; the rest fails the item.
+ */
 export function toFailure(error: unknown): RequestFailure {
   if (error instanceof RequestFailure) return error;
   const message = error instanceof Error ? error.message : String(error);
-  const cause = error instanceof Error ? (error.cause as { code?: string } | undefined) : undefined;
-  if (cause?.code && /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|UND_ERR_|EAI_AGAIN)/.test(cause.code)) {
+  const cause = error instanceof Error ? (error.cause as { code?: string; address?: string; port?: number; hostname?: string } | undefined) : undefined;
+  if (cause?.code === 'ECONNREFUSED' || cause?.code === 'ENOTFOUND') {
+    const where = cause.hostname ?? (cause.address ? `${cause.address}${cause.port ? `:${cause.port}` : ''}` : 'the endpoint');
+    return new RequestFailure(`cannot reach ${where} (${cause.code}): is the server running, and the URL right?`, 'fatal');
+  }
+  if (cause?.code && /^(ECONNRESET|EPIPE|ETIMEDOUT|UND_ERR_|EAI_AGAIN)/.test(cause.code)) {
     return new RequestFailure(`${message} (${cause.code})`, 'retryable');
   }
   if (/fetch failed|socket hang up|network/i.test(message)) return new RequestFailure(message, 'retryable');

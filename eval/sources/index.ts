@@ -1,6 +1,7 @@
 // Choosing the model source from the command line: a checkpoint folder, a baseline, a model on Hugging Face
 // Inference Providers, or a model behind any OpenAI-compatible endpoint. Keys are read from the environment here and
 // go nowhere else: config.json records only the variable's name.
+import { PROVIDERS_OR_POLICIES } from '@huggingface/inference';
 import { UserError } from '../../core/errors.ts';
 import type { Domain, Env } from '../../envs/types.ts';
 import { queryToChat, type CompactTemplate } from '../prompts.ts';
@@ -47,7 +48,11 @@ export function describeModel(spec: SourceSpec): ModelDescription {
     if (url.username || url.password) throw new UserError('--endpoint: put the key in an environment variable (--api-key-env), not in the URL');
     return { kind: 'hosted', id: spec.model, endpoint: spec.endpoint, ...(spec.apiKeyEnv ? { api_key_env: spec.apiKeyEnv } : {}) };
   }
-  return { kind: 'hosted', id: spec.model, provider: spec.provider ?? 'auto', api_key_env: spec.apiKeyEnv ?? DEFAULT_PROVIDER_KEY_ENV };
+  const provider = spec.provider ?? 'auto';
+  if (!(PROVIDERS_OR_POLICIES as readonly string[]).includes(provider)) {
+    throw new UserError(`--provider: unknown provider '${provider}' (choose from ${PROVIDERS_OR_POLICIES.join(', ')}; or --endpoint URL for any OpenAI-compatible server)`);
+  }
+  return { kind: 'hosted', id: spec.model, provider, api_key_env: spec.apiKeyEnv ?? DEFAULT_PROVIDER_KEY_ENV };
 }
 
 /** The key, from the environment variable the user named; its absence is a configuration error (exit 2). */

@@ -144,6 +144,20 @@ describe('evaluation harness against a local upstream', () => {
     expect(second.outcome.rows.every((r) => r.status === 'ok')).toBe(true);
   });
 
+  it('stops at once when nobody listens at the endpoint', async () => {
+    const closed = await startUpstream(() => ({ kind: 'answer' }));
+    await closed.close();
+    const out = mkdtempSync(join(tmpdir(), 'metrl-eval-'));
+    const cfg = config(closed.url, { n: 3 });
+    const source = await openSource(cfg.model, { envs, sampling: { temperature: 0, maxTokens: 32 }, seed: 1, compact: async () => { throw new Error('unused'); }, openCheckpoint: async () => { throw new Error('unused'); } });
+    const started = performance.now();
+    const outcome = await runEvaluation({ out, resume: false, config: cfg, envs, source, retry: { ...fastRetry, baseDelayMs: 1000 }, progress: silent });
+    expect(outcome.stopped?.reason).toBe('fatal');
+    expect(outcome.stopped && 'failure' in outcome.stopped ? outcome.stopped.failure.message : '').toMatch(/cannot reach 127\.0\.0\.1:\d+ \(ECONNREFUSED\)/);
+    expect(performance.now() - started).toBeLessThan(900); // no backoff: not retried
+    expect(outcome.rows).toHaveLength(0);
+  });
+
   it('with --limit evaluates a prefix, and resume completes it', async () => {
     const first = await run(() => ({ kind: 'answer' }), { cfg: { runtime: { workers: 2, limit: 3, retries: 4, timeout_s: 2 } } });
     expect(first.outcome.rows).toHaveLength(3);

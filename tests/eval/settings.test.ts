@@ -78,6 +78,8 @@ describe('model sources from the command line', () => {
     expect(() => describeModel({ model: 'baseline:oracle' })).toThrow(/unknown baseline 'oracle'/);
     expect(() => describeModel({ model: 'm', endpoint: 'http://user:key@host/v1' })).toThrow(/not in the URL/);
     expect(() => describeModel({ model: 'm', endpoint: 'ftp://x' })).toThrow(/needs http/);
+    expect(() => describeModel({ model: 'm', provider: 'nowhere-ai' })).toThrow(/unknown provider 'nowhere-ai'/);
+    expect(() => describeModel({ model: 'm', base: 'b' })).toThrow(/--base applies to --checkpoint/);
   });
 });
 
