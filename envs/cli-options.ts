@@ -20,6 +20,13 @@ export const ENV_FLAGS = [
   { domain: 'mcst', flag: 'negation', describe: 'mcst: on (default) | off (matched pairs without negated sentences) | paired (both)' },
   { domain: 'mcst', flag: 'mcst-domain', describe: 'mcst: office | home | healthcare | … (a comma list; default all twelve)' },
   { domain: 'mcst', flag: 'question-type', describe: 'mcst: possession | verification | location | count-entity | … (a comma list; default all nine)' },
+  { domain: 'mate', flag: 'mate-task', describe: 'mate: img2txt | txt2img | img2img | txt2txt | cross | unimodal | all (a comma list; default cross)' },
+  { domain: 'mate', flag: 'mate-objects', describe: 'mate: objects per scene, N or A-B within 3-10 (default 3-10)' },
+  { domain: 'mate', flag: 'mate-shots', describe: 'mate: solved questions about the same scene in the prompt, 0-2 (default 2)' },
+  { domain: 'rem', flag: 'rem-variant', describe: 'rem: baseline | full-rotation | single-frame (default baseline; --actions = frames for baseline)' },
+  { domain: 'rem', flag: 'rem-objects', describe: 'rem: objects in the world, N or A-B (default one of 8, 16, 24, 36, 48)' },
+  { domain: 'rem', flag: 'rem-duplicates', describe: 'rem: objects repeating a colour-shape, N or A-B (full-rotation: 1-2 targets)' },
+  { domain: 'rem', flag: 'rem-question', describe: 'rem: counting | comparison | left-right | temporal | all (a comma list; default all)' },
 ] as const satisfies readonly EnvFlag[];
 
 export type EnvFlagName = (typeof ENV_FLAGS)[number]['flag'];

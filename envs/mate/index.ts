@@ -7,7 +7,8 @@
 //   meta          task, object count, pointer/target attributes and values, linking attributes, the in-scene shots,
 //                 and the full scene (for rendering and the out-of-scene error)
 // Options (extra): --mate-task img2txt|txt2img|img2img|txt2txt|cross|unimodal|all or a comma list (default cross, the
-// paper's headline), --objects N or A-B within 3-10 (default 3-10), --shots 0-2 (default 2, the paper's setting).
+// paper's headline), --mate-objects N or A-B within 3-10 (default 3-10), --mate-shots 0-2 (default 2, the paper's
+// setting; the general --shots counts examples from other episodes, which MATE does not use).
 // Items are balanced by cycling over every (task, object count, pointer, target) combination (questions.ts); the
 // split filter then keeps a hash-chosen 80/20 of them, so the balance in each split is close to, not exactly, uniform.
 // Decisions where the paper is open: the renderer (render.ts), the precision of numbers (scene.ts), txt2txt and
@@ -46,8 +47,8 @@ const taskSchema = z
 
 const optionsSchema = z.object({
   'mate-task': taskSchema.default(['img2txt', 'txt2img']),
-  objects: rangeSchema(3, 10).default([3, 10]),
-  shots: z.coerce.number().int().min(0).max(2).default(2),
+  'mate-objects': rangeSchema(3, 10).default([3, 10]),
+  'mate-shots': z.coerce.number().int().min(0).max(2).default(2),
 });
 
 /** Read this environment's options from the command's extras (kebab-case or camelCase keys; others ignored). */
@@ -55,10 +56,10 @@ export function mateOptions(extra: Record<string, unknown>): MateOptions {
   const pick = (kebab: string, camel: string) => extra[kebab] ?? extra[camel];
   const parsed = parseOrFail(
     optionsSchema,
-    { 'mate-task': pick('mate-task', 'mateTask'), objects: pick('objects', 'objects'), shots: pick('shots', 'shots') },
+    { 'mate-task': pick('mate-task', 'mateTask'), 'mate-objects': pick('mate-objects', 'mateObjects'), 'mate-shots': pick('mate-shots', 'mateShots') },
     '--',
   );
-  return { tasks: parsed['mate-task'], objects: parsed.objects, shots: parsed.shots };
+  return { tasks: parsed['mate-task'], objects: parsed['mate-objects'], shots: parsed['mate-shots'] };
 }
 
 function candidates(rng: Rng, options: SampleOptions): Iterable<Candidate> {

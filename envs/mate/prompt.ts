@@ -1,7 +1,7 @@
 // MATE prompts in the paper's wording (Appendix H, Figures 6-11): one user message holding the scene image (a blank
 // image for txt2txt) then the instructions, the JSON (not for img2img), the answer format, answer options for visual
 // targets, the item's own in-scene shots and the question. Styles: 'few-shot' shows the item's shots (0-2, fixed at
-// generation by --shots, as in the paper where shots come from the same scene), 'zero-shot' leaves them out, 'cot'
+// generation by --mate-shots, as in the paper where shots come from the same scene), 'zero-shot' leaves them out, 'cot'
 // asks for the paper's step-by-step linking before the answer. Shots from other episodes (PromptOptions.shots) are not
 // used: a MATE shot belongs to the item's scene.
 import { UserError } from '../../core/errors.ts';

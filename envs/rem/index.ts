@@ -10,8 +10,8 @@
 // Several questions are asked about each trajectory (one per category it supports); they share a split key, so a
 // trajectory is entirely in train or entirely in test.
 // Options (extra): --rem-variant baseline|full-rotation|single-frame (default baseline); --actions T is the trajectory
-// length in frames for baseline (full-rotation always has 24 frames, single-frame 1); --objects N or A-B (default: one
-// of the paper's 8, 16, 24, 36, 48; single-frame 24-48; full-rotation always 24); --duplicates N or A-B, objects that
+// length in frames for baseline (full-rotation always has 24 frames, single-frame 1); --rem-objects N or A-B (default:
+// one of the paper's 8, 16, 24, 36, 48; single-frame 24-48; full-rotation always 24); --rem-duplicates N or A-B, objects that
 // repeat a colour-shape already present (default: uniform over what the object count allows; full-rotation: 1-2
 // duplicated targets); --rem-question all|counting|comparison|left-right|temporal or a comma list (default all).
 import { z } from 'zod';
@@ -63,8 +63,8 @@ const categorySchema = z.string().transform((s, ctx) => {
 
 const optionsSchema = z.object({
   'rem-variant': z.enum(REM_VARIANTS).default('baseline'),
-  objects: rangeSchema(2, 64).optional(),
-  duplicates: rangeSchema(0, 62).optional(),
+  'rem-objects': rangeSchema(2, 64).optional(),
+  'rem-duplicates': rangeSchema(0, 62).optional(),
   'rem-question': categorySchema.default([...REM_CATEGORIES]),
 });
 
@@ -73,17 +73,23 @@ export function remOptions(extra: Record<string, unknown>): RemOptions {
   const pick = (kebab: string, camel: string) => extra[kebab] ?? extra[camel];
   const o = parseOrFail(
     optionsSchema,
-    { 'rem-variant': pick('rem-variant', 'remVariant'), objects: extra.objects, duplicates: extra.duplicates, 'rem-question': pick('rem-question', 'remQuestion') },
+    {
+      'rem-variant': pick('rem-variant', 'remVariant'),
+      'rem-objects': pick('rem-objects', 'remObjects'),
+      'rem-duplicates': pick('rem-duplicates', 'remDuplicates'),
+      'rem-question': pick('rem-question', 'remQuestion'),
+    },
     '--',
   );
   const variant = o['rem-variant'];
   if (variant !== 'baseline' && !o['rem-question'].includes('counting')) {
     throw new UserError(`--rem-question: the ${variant} variant asks counting questions only`);
   }
-  if (variant === 'full-rotation' && o.duplicates && (o.duplicates[0] < 1 || o.duplicates[1] > 2)) {
-    throw new UserError('--duplicates: full-rotation duplicates 1 or 2 targets');
+  const duplicates = o['rem-duplicates'] ?? null;
+  if (variant === 'full-rotation' && duplicates && (duplicates[0] < 1 || duplicates[1] > 2)) {
+    throw new UserError('--rem-duplicates: full-rotation duplicates 1 or 2 targets');
   }
-  return { variant, objects: o.objects ?? null, duplicates: o.duplicates ?? null, categories: o['rem-question'] };
+  return { variant, objects: o['rem-objects'] ?? null, duplicates, categories: o['rem-question'] };
 }
 
 function drawObjectsAndDuplicates(rng: Rng, options: RemOptions): [number, number] {
@@ -96,7 +102,7 @@ function drawObjectsAndDuplicates(rng: Rng, options: RemOptions): [number, numbe
   const wanted = options.duplicates ?? [lo, Math.max(lo, Math.floor(count / 2))];
   const a = Math.max(lo, wanted[0]);
   const b = Math.min(hi, wanted[1]);
-  if (a > b) throw new UserError(`--duplicates: ${wanted[0]}-${wanted[1]} is impossible with ${count} objects (allowed ${lo}-${hi})`);
+  if (a > b) throw new UserError(`--rem-duplicates: ${wanted[0]}-${wanted[1]} is impossible with ${count} objects (allowed ${lo}-${hi})`);
   return [count, rng.range(a, b)];
 }
 

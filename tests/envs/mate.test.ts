@@ -226,8 +226,8 @@ describe('mate episodes', () => {
     expect(Math.max(...pairs) / Math.min(...pairs)).toBeLessThan(1.6);
   });
 
-  it('gives shots from the same scene about other objects, and honours --shots and --objects', () => {
-    const few = generateEpisodes(mateEnv, { n: 60, actions: 1, split: 'train', seed: 7, modality: 'image', extra: { shots: 1, objects: '4-5' } });
+  it('gives shots from the same scene about other objects, and honours --mate-shots and --mate-objects', () => {
+    const few = generateEpisodes(mateEnv, { n: 60, actions: 1, split: 'train', seed: 7, modality: 'image', extra: { 'mate-shots': 1, 'mate-objects': '4-5' } });
     // A shot needs another object with a unique pointer value; in a small scene there may be none.
     expect(few.filter((e) => (e.meta.shots as unknown[]).length === 1).length).toBeGreaterThan(55);
     for (const e of few) {
@@ -235,7 +235,7 @@ describe('mate episodes', () => {
       expect([4, 5]).toContain(e.meta.objectCount);
       expect(['img2txt', 'txt2img']).toContain(e.meta.task);
     }
-    const none = generateEpisodes(mateEnv, { n: 10, actions: 1, split: 'train', seed: 7, modality: 'text', extra: { shots: 0 } });
+    const none = generateEpisodes(mateEnv, { n: 10, actions: 1, split: 'train', seed: 7, modality: 'text', extra: { 'mate-shots': 0 } });
     for (const e of none) expect(e.actions).toEqual([{ text: e.meta.task === 'txt2txt' ? 'blank image' : 'scene image', modality: 'image' }]);
     for (const e of none) expect(e.meta.shots).toEqual([]);
   });
@@ -250,9 +250,9 @@ describe('mate episodes', () => {
 
   it('rejects bad options with one clear line', () => {
     expect(() => mateOptions({ 'mate-task': 'img2vid' })).toThrow(UserError);
-    expect(() => mateOptions({ objects: '2-12' })).toThrow(/objects/);
-    expect(() => mateOptions({ shots: 3 })).toThrow(/shots/);
-    expect(mateOptions({ mateTask: 'unimodal', objects: 7 })).toEqual({ tasks: ['img2img', 'txt2txt'], objects: [7, 7], shots: 2 });
+    expect(() => mateOptions({ 'mate-objects': '2-12' })).toThrow(/--mate-objects/);
+    expect(() => mateOptions({ 'mate-shots': 3 })).toThrow(/--mate-shots/);
+    expect(mateOptions({ mateTask: 'unimodal', mateObjects: 7 })).toEqual({ tasks: ['img2img', 'txt2txt'], objects: [7, 7], shots: 2 });
   });
 
   it('puts the scene image (or the blank image) before the question in every prompt style', () => {

@@ -144,7 +144,7 @@ function poses(episode: Episode): { x: number; y: number; heading: number }[] {
 }
 
 describe('rem episodes', () => {
-  const baseline = generateEpisodes(remEnv, { n: 40, actions: 6, split: 'test', seed: 3, modality: 'image', extra: { objects: '8-16' } });
+  const baseline = generateEpisodes(remEnv, { n: 40, actions: 6, split: 'test', seed: 3, modality: 'image', extra: { 'rem-objects': '8-16' } });
 
   it('has answers that follow from what the frames show (baseline, all four categories)', () => {
     let checked = 0;
@@ -195,7 +195,7 @@ describe('rem episodes', () => {
   });
 
   it('shows partial views: objects leave the view and come back, and are cut at the frame edges', () => {
-    const long = generateEpisodes(remEnv, { n: 24, actions: 16, split: 'train', seed: 4, modality: 'image', extra: { objects: 8, 'rem-question': 'counting' } });
+    const long = generateEpisodes(remEnv, { n: 24, actions: 16, split: 'train', seed: 4, modality: 'image', extra: { 'rem-objects': 8, 'rem-question': 'counting' } });
     let reentries = 0;
     let cut = 0;
     for (const e of long.filter((_, i) => i % 2 === 0)) {
@@ -240,7 +240,7 @@ describe('rem episodes', () => {
   });
 
   it('single frame: one image, counting questions answered from it', () => {
-    const single = generateEpisodes(remEnv, { n: 9, actions: 10, split: 'test', seed: 9, modality: 'image', extra: { 'rem-variant': 'single-frame', objects: '24-30' } });
+    const single = generateEpisodes(remEnv, { n: 9, actions: 10, split: 'test', seed: 9, modality: 'image', extra: { 'rem-variant': 'single-frame', 'rem-objects': '24-30' } });
     let checked = 0;
     for (const e of single) {
       expect(e.actions).toHaveLength(1);
@@ -254,9 +254,9 @@ describe('rem episodes', () => {
   });
 
   it('is deterministic, keeps each trajectory in one split, and honours its options', () => {
-    const again = generateEpisodes(remEnv, { n: 40, actions: 6, split: 'test', seed: 3, modality: 'image', extra: { objects: '8-16' } });
+    const again = generateEpisodes(remEnv, { n: 40, actions: 6, split: 'test', seed: 3, modality: 'image', extra: { 'rem-objects': '8-16' } });
     expect(again).toEqual(baseline);
-    const train = generateEpisodes(remEnv, { n: 80, actions: 6, split: 'train', seed: 3, modality: 'image', extra: { objects: '8-16' } });
+    const train = generateEpisodes(remEnv, { n: 80, actions: 6, split: 'train', seed: 3, modality: 'image', extra: { 'rem-objects': '8-16' } });
     const testWorlds = new Set(baseline.map((e) => JSON.stringify(e.meta.world)));
     for (const e of train) expect(testWorlds.has(JSON.stringify(e.meta.world))).toBe(false);
     for (const e of [...baseline, ...train]) {
@@ -266,9 +266,9 @@ describe('rem episodes', () => {
       expect(e.meta.objects as number).toBeLessThanOrEqual(16);
     }
     // Frames are images whatever --modality says.
-    const asText = generateEpisodes(remEnv, { n: 4, actions: 3, split: 'train', seed: 3, modality: 'text', extra: { objects: 8 } });
+    const asText = generateEpisodes(remEnv, { n: 4, actions: 3, split: 'train', seed: 3, modality: 'text', extra: { 'rem-objects': 8 } });
     for (const e of asText) expect(e.actions.every((a) => a.modality === 'image')).toBe(true);
-    const dup = generateEpisodes(remEnv, { n: 10, actions: 4, split: 'train', seed: 3, modality: 'image', extra: { objects: 10, duplicates: 6 } });
+    const dup = generateEpisodes(remEnv, { n: 10, actions: 4, split: 'train', seed: 3, modality: 'image', extra: { 'rem-objects': 10, 'rem-duplicates': 6 } });
     for (const e of dup) {
       const types = new Set((e.meta.world as RemWorld).objects.map((o) => `${o.color} ${o.shape}`));
       expect(types.size).toBe(4);
@@ -279,7 +279,7 @@ describe('rem episodes', () => {
     expect(() => remOptions({ 'rem-variant': 'half-rotation' })).toThrow(UserError);
     expect(() => remOptions({ 'rem-question': 'colour' })).toThrow(/rem-question/);
     expect(() => remOptions({ 'rem-variant': 'single-frame', 'rem-question': 'temporal' })).toThrow(/counting questions only/);
-    expect(() => generateEpisodes(remEnv, { n: 1, actions: 4, split: 'train', seed: 1, modality: 'image', extra: { objects: 8, duplicates: 7 } })).toThrow(/duplicates/);
+    expect(() => generateEpisodes(remEnv, { n: 1, actions: 4, split: 'train', seed: 1, modality: 'image', extra: { 'rem-objects': 8, 'rem-duplicates': 7 } })).toThrow(/--rem-duplicates/);
     expect(remOptions({ remVariant: 'full-rotation' }).variant).toBe('full-rotation');
   });
 

@@ -8,7 +8,7 @@ import { generateEpisodes } from '../../envs/generate.ts';
 import type { ScoredRow } from '../../envs/types.ts';
 
 const episodes = [
-  ...generateEpisodes(remEnv, { n: 160, actions: 4, split: 'train', seed: 31, modality: 'image', extra: { objects: '8-24' } }),
+  ...generateEpisodes(remEnv, { n: 160, actions: 4, split: 'train', seed: 31, modality: 'image', extra: { 'rem-objects': '8-24' } }),
   ...generateEpisodes(remEnv, { n: 30, actions: 4, split: 'train', seed: 31, modality: 'image', extra: { 'rem-variant': 'single-frame' } }),
   ...generateEpisodes(remEnv, { n: 20, actions: 4, split: 'train', seed: 31, modality: 'image', extra: { 'rem-variant': 'full-rotation' } }),
 ];
