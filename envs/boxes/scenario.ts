@@ -3,7 +3,8 @@
 // scenario are asked in turn (the paper asks every box after every prefix). The split kinds of the paper's
 // finetuning experiments are selected with `--split-kind`:
 //   base            same form and nouns in train and test
-//   numops          train episodes show at most 2 operations, test ones up to 12 (or T)
+//   numops          train episodes show at most 2 operations (asked for more, the train split draws 0-2, the
+//                   paper's NumOps training set), test ones T (up to 12 in the paper)
 //   vocab           train uses the rare nouns, test the common ones (the paper's direction, §5.1)
 //   altforms        train uses the alternative phrasing and the rare nouns, test the base phrasing and the common
 //                   nouns (the paper's demonstration/test mismatch, §4.2: the two share no word but "the" and "into")
@@ -178,13 +179,13 @@ export function* boxesCandidates(rng: Rng, options: SampleOptions): Generator<Ca
     throw new Error(`boxes: split kind ${splitKind} needs options.split (train and test episodes differ in form)`);
   }
   const effectiveSplit: Split = split ?? 'train';
-  if (effectiveSplit === 'train' && config.maxTrainOps !== undefined && maxOps > config.maxTrainOps) {
-    throw new UserError(
-      `boxes: --split-kind ${splitKind} trains on at most ${config.maxTrainOps} operations, got --actions ${maxOps} for the train split`,
-    );
-  }
+  // NumOps: the train split never shows more than 2 operations. Asked for more (a length sweep's few-shot examples,
+  // or a train run at the test length), it gives the paper's NumOps training set instead: 0-2 operations, uniformly.
+  const capped = effectiveSplit === 'train' && config.maxTrainOps !== undefined && maxOps > config.maxTrainOps;
+  const upto = prefixes === 'upto' || capped;
+  const longest = capped ? config.maxTrainOps! : maxOps;
   for (;;) {
-    const prefix = prefixes === 'upto' ? rng.range(0, maxOps) : maxOps;
+    const prefix = upto ? rng.range(0, longest) : longest;
     const scenario = sampleScenario(rng, config, effectiveSplit, prefix);
     for (const box of rng.shuffle(Array.from({ length: BOX_COUNT }, (_, i) => i))) {
       yield boxCandidate(scenario, box, prefix, splitKind);

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { UserError } from '../../core/errors.ts';
 import type { Rng } from '../../core/rng.ts';
 import { boxesEnv } from '../../envs/boxes/index.ts';
 import { COMMON_NOUNS, RARE_NOUNS } from '../../envs/boxes/nouns.ts';
@@ -50,8 +49,10 @@ describe('boxes train/test splits', () => {
   });
 
   it('NumOps trains on at most 2 operations and tests on up to 12', () => {
-    expect(() => make('numops', 'train', 3, 1)).toThrow(UserError);
-    expect(() => make('altforms-numops', 'train', 12, 1)).toThrow(/at most 2 operations/);
+    // Asked for longer train episodes (e.g. few-shot examples for a T = 12 test), the train split draws 0-2.
+    for (const kind of ['numops', 'altforms-numops'] as const) {
+      expect(new Set(make(kind, 'train', 12, 140).map((e) => e.actions.length))).toEqual(new Set([0, 1, 2]));
+    }
     expect(make('numops', 'train', 2, 7).every((e) => e.actions.length === 2)).toBe(true);
     expect(make('numops', 'test', 12, 7).every((e) => e.actions.length === 12)).toBe(true);
   });
