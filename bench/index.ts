@@ -9,6 +9,8 @@ const modules: Array<[string, () => Promise<{ run(): Promise<BenchRow[]> }>]> = 
   ['shell', () => import('./shell.bench.ts')],
   ['boxes', () => import('./boxes.bench.ts')],
   ['mcst', () => import('./mcst.bench.ts')],
+  ['mate', () => import('./mate.bench.ts')],
+  ['rem', () => import('./rem.bench.ts')],
   ['eval', () => import('./eval.bench.ts')],
   ['grpo', () => import('./grpo.bench.ts')],
 ];
