@@ -21,7 +21,7 @@ import { openSource } from '../eval/sources/index.ts';
 
 const PROJECT = resolve(import.meta.dirname, '..');
 const envs = new Map<Domain, Env>([['shell', shellEnv]]);
-const silent: Progress = { start() {}, tick() {}, retry() {}, note() {}, stop() {} };
+const silent: Progress = { start() {}, tick() {}, retry() {}, stop() {} };
 
 /** Evaluate n shell items against an endpoint; returns items per second (selection drawn before the clock starts). */
 async function itemsPerSecond(url: string, n: number, workers: number, modality: 'text' | 'image', prompt: string, maxTokens: number): Promise<number> {

@@ -6,7 +6,6 @@ export interface Progress {
   start(total: number, reused: number): void;
   tick(ok: boolean): void;
   retry(): void;
-  note(message: string): void;
   stop(): void;
 }
 
@@ -51,12 +50,6 @@ export function stderrProgress(label: string, quiet = false): Progress {
     retry() {
       retries++;
       bar?.update(done, { errors, retries, rate: rate().toFixed(2) });
-    },
-    note(message) {
-      if (quiet) return;
-      if (bar) bar.stop();
-      process.stderr.write(`${label}: ${message}\n`);
-      if (bar) bar.start(total, done, { errors, retries, rate: rate().toFixed(2) });
     },
     stop() {
       bar?.stop();

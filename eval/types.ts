@@ -48,8 +48,6 @@ export interface SamplingSettings {
 export interface ModelSource {
   /** Name used in tables and plots (model id, checkpoint folder, baseline name). */
   readonly label: string;
-  /** Prompt styles this source can answer; undefined = any environment style plus 'compact'. */
-  readonly promptStyles?: readonly string[];
   complete(query: Query, signal: AbortSignal): Promise<SourceReply>;
   close?(): Promise<void>;
 }

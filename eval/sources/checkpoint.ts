@@ -13,7 +13,6 @@ export async function checkpointSource(dir: string, sampling: SamplingSettings, 
   const maxContext = loaded.policy.arch.maxContext;
   return {
     label: dir,
-    promptStyles: ['compact'],
     async complete(query): Promise<SourceReply> {
       const env = envs.get(query.episode.domain)!;
       const input = query.kind === 'track' ? compactTemplate.trackInput(env, query) : compactTemplate.perceptionInput(env, query);

@@ -22,7 +22,7 @@ import type { RunConfig } from '../../eval/run-config.ts';
 
 const PROJECT = resolve(import.meta.dirname, '..', '..');
 const envs = new Map<Domain, Env>([['shell', shellEnv]]);
-const silent: Progress = { start() {}, tick() {}, retry() {}, note() {}, stop() {} };
+const silent: Progress = { start() {}, tick() {}, retry() {}, stop() {} };
 
 let checkpoint = '';
 let child: ChildProcessWithoutNullStreams;

@@ -18,7 +18,7 @@ import { openSource } from '../../eval/sources/index.ts';
 import { startUpstream, type Behaviour, type Upstream, type UpstreamRequest } from './upstream.ts';
 
 const envs = new Map<Domain, Env>([['shell', shellEnv]]);
-const silent: Progress = { start() {}, tick() {}, retry() {}, note() {}, stop() {} };
+const silent: Progress = { start() {}, tick() {}, retry() {}, stop() {} };
 const fastRetry: RetryPolicy = { retries: 4, baseDelayMs: 20, maxDelayMs: 200, timeoutMs: 2000 };
 
 let upstream: Upstream | null = null;
