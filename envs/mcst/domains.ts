@@ -114,6 +114,14 @@ export const DOMAINS: readonly DomainSpec[] = [
 
 export const DOMAIN_KEYS = DOMAINS.map((d) => d.key);
 
+/** Object names that take a plural verb ("the keys are on the table"). */
+const PLURAL_OBJECTS = new Set(['keys', 'headphones', 'sunglasses', 'safety goggles', 'work gloves', 'ear plugs', 'slippers']);
+
+/** "is" or "are" for an object name. */
+export function beFor(object: string): 'is' | 'are' {
+  return PLURAL_OBJECTS.has(object) ? 'are' : 'is';
+}
+
 export function domainSpec(key: string): DomainSpec {
   const spec = DOMAINS.find((d) => d.key === key);
   if (!spec) throw new RangeError(`mcst: no domain ${key}`);

@@ -16,7 +16,7 @@
 //   least 40% of questions to be sensitive; tests check it).
 import type { Rng } from '../../core/rng.ts';
 import { placePrep } from './text.ts';
-import type { DomainSpec } from './domains.ts';
+import { beFor, type DomainSpec } from './domains.ts';
 import { inventory, objectsAt, type McstState, type World, type ActionBody } from './world.ts';
 
 export const QUESTION_TYPES = [
@@ -110,7 +110,7 @@ export function questionCandidates(ctx: QuestionContext, types: readonly Questio
   const grid = world.gridSize > 0;
   for (const o of world.objects) {
     if (want.has('possession')) add('possession', `Who has the ${o} now?`, (s) => holderOf(s, o));
-    if (want.has('location') && 'place' in final.where[o]) add('location', `Where is the ${o} now?`, (s) => whereIs(s, o));
+    if (want.has('location') && 'place' in final.where[o]) add('location', `Where ${beFor(o)} the ${o} now?`, (s) => whereIs(s, o));
   }
   if (want.has('verification')) {
     for (const o of world.objects) {
@@ -128,7 +128,7 @@ export function questionCandidates(ctx: QuestionContext, types: readonly Questio
         if (a.kind === 'give') people.add(a.to);
       }
       for (const place of places) {
-        add('verification', `True or False: The ${o} is ${placePrep(domain, place)} the ${place}.`, (s) => truth(whereIs(s, o) === place));
+        add('verification', `True or False: The ${o} ${beFor(o)} ${placePrep(domain, place)} the ${place}.`, (s) => truth(whereIs(s, o) === place));
       }
       for (const person of people) add('verification', `True or False: ${person} has the ${o}.`, (s) => truth(holderOf(s, o) === person));
     }
@@ -171,7 +171,7 @@ export function questionCandidates(ctx: QuestionContext, types: readonly Questio
       const blindBefore = ctx.blind[index];
       out.push({
         type: 'backward',
-        text: `Where was the ${a.object} before ${a.entity} picked it up?`,
+        text: beFor(a.object) === 'is' ? `Where was the ${a.object} before ${a.entity} picked it up?` : `Where were the ${a.object} before ${a.entity} picked them up?`,
         answer,
         initialAnswer,
         blindAnswer: blindBefore ? whereIs(blindBefore, a.object) : null,

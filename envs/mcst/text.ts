@@ -4,7 +4,7 @@
 // state (tests re-simulate episodes from it). A pick-up sentence states its source place only half of the time; the
 // other half is what makes backward-inference questions ("Where was the pen before Emma picked it up?") non-trivial.
 import type { Rng } from '../../core/rng.ts';
-import type { DomainSpec, Verb } from './domains.ts';
+import { beFor, type DomainSpec, type Verb } from './domains.ts';
 import { inventory, objectsAt, type ActionBody, type McstState, type World } from './world.ts';
 
 export const NEGATIONS = ['does not', "doesn't", 'does NOT', 'did not', 'refuses to'] as const;
@@ -71,7 +71,7 @@ export function describeInitialState(domain: DomainSpec, world: World, state: Mc
   for (const place of world.places) {
     const here = objectsAt(state, place).sort();
     const prep = placePrep(domain, place);
-    sentences.push(here.length === 0 ? `Nothing is ${prep} the ${place}.` : `${cap(the(here))} ${here.length === 1 ? 'is' : 'are'} ${prep} the ${place}.`);
+    sentences.push(here.length === 0 ? `Nothing is ${prep} the ${place}.` : `${cap(the(here))} ${here.length === 1 ? beFor(here[0]) : 'are'} ${prep} the ${place}.`);
   }
   for (const entity of world.entities) {
     const held = inventory(state, entity).sort();

@@ -184,8 +184,8 @@ export function answer(sim: Simulation, question: string, which: 'final' | 'init
     const w = s.where.get(m[1])!;
     return 'entity' in w ? w.entity : 'no one';
   }
-  if ((m = /^Where is the (.+) now\?$/.exec(question))) return whereName(m[1]);
-  if ((m = /^True or False: The (.+) is (?:on|in|at|by|under) the (.+)\.$/.exec(question))) return whereName(m[1]) === m[2] ? 'True' : 'False';
+  if ((m = /^Where (?:is|are) the (.+) now\?$/.exec(question))) return whereName(m[1]);
+  if ((m = /^True or False: The (.+) (?:is|are) (?:on|in|at|by|under) the (.+)\.$/.exec(question))) return whereName(m[1]) === m[2] ? 'True' : 'False';
   if ((m = /^True or False: (\w+) has the (.+)\.$/.exec(question))) return whereName(m[2]) === m[1] ? 'True' : 'False';
   if ((m = /^How many objects does (\w+) have now\?$/.exec(question))) return String(held(s, m[1]).length);
   if ((m = /^How many objects are (?:on|in|at|by|under) the (.+) now\?$/.exec(question))) return String(at(s, m[1]).length);
@@ -195,7 +195,7 @@ export function answer(sim: Simulation, question: string, which: 'final' | 'init
     const [a, b] = [held(s, m[1]).length, held(s, m[2]).length];
     return a === b ? 'tie' : a > b ? m[1] : m[2];
   }
-  if ((m = /^Where was the (.+) before (\w+) picked it up\?$/.exec(question))) {
+  if ((m = /^Where (?:was|were) the (.+) before (\w+) picked (?:it|them) up\?$/.exec(question))) {
     const [o, e] = [m[1], m[2]];
     const picks = parsed.actions.map((a, i) => ({ ...a, i })).filter((a) => a.act.kind === 'pick' && a.act.e === e && a.act.o === o);
     if (picks.length !== 1 || picks[0].negated) throw new Error(`backward question without a unique executed pick: ${question}`);
