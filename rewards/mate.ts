@@ -2,7 +2,8 @@
 // comparing numbers at the precision the prompt shows them (rotation and coordinates 2 decimals, size 3), names up
 // to case and "Object 3"/"object_3" spelling, colours and shapes case-insensitively. Also reports the paper's
 // out-of-scene error: a wrong answer that matches no object's value of the asked attribute in the scene (unparseable
-// answers count as out of scene: they match nothing). Pure: no I/O, no randomness.
+// answers count as out of scene: they match nothing). "FINAL ANSWER: <value>", the built-in model's layout, is read
+// the same way (the key pattern matches its "ANSWER:"). Pure: no I/O, no randomness.
 import type { Score, ScoreInput, ScoredRow } from '../envs/types.ts';
 
 export const MATE_TARGET_ATTRIBUTES = ['name', 'rotation', 'size', 'coords', 'color', 'shape'] as const;
