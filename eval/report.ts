@@ -1,7 +1,7 @@
 // What a run reports: per setting, the summary of its scored rows (eval/summary.ts: accuracy with its 95% interval,
 // invalid answers, metric means, breakdowns), plus error and missing counts, and for the cascade the transcription
-// accuracy; written as summary.json and as a markdown table shaped like the paper's Tables 1-5 (rows: model and
-// prompt; columns: domain, modality, length or image ratio; cells: accuracy ± 95% CI and the invalid count).
+// accuracy; written as summary.json and as a markdown table shaped like the paper's Tables 1-5 (rows: prompt setting,
+// then model; columns: domain, modality, length or image ratio; cells: accuracy ± 95% CI and the invalid count).
 import { join } from 'node:path';
 import { wilsonInterval } from '../core/stats.ts';
 import { writeFileAtomic, writeJsonAtomic } from '../core/files.ts';
@@ -115,17 +115,22 @@ export function renderTable(reports: RunReport[]): string {
   const varying = varyingFields(all);
   const columns = [...new Set(all.map((s) => columnKey(s, varying)))];
   const lines: string[] = [];
-  lines.push(`| Model | Setting | ${columns.join(' | ')} |`);
-  lines.push(`|---|---|${columns.map(() => '---:').join('|')}|`);
+  // As in the paper: one block per prompt setting (Baseline, Zero-Shot, Few-Shot, …), the models within it.
+  const blocks = new Map<string, Map<string, Map<string, SettingReport>>>();
   for (const report of reports) {
-    const byRow = new Map<string, Map<string, SettingReport>>();
     for (const s of report.settings) {
-      const row = rowKey(s.setting, report.baseline);
-      if (!byRow.has(row)) byRow.set(row, new Map());
-      byRow.get(row)!.set(columnKey(s.setting, varying), s);
+      const block = rowKey(s.setting, report.baseline);
+      if (!blocks.has(block)) blocks.set(block, new Map());
+      const models = blocks.get(block)!;
+      if (!models.has(report.model)) models.set(report.model, new Map());
+      models.get(report.model)!.set(columnKey(s.setting, varying), s);
     }
-    for (const [row, cells] of byRow) {
-      lines.push(`| ${report.model} | ${row} | ${columns.map((c) => (cells.has(c) ? cell(cells.get(c)!) : '')).join(' | ')} |`);
+  }
+  lines.push(`| Setting | Model | ${columns.join(' | ')} |`);
+  lines.push(`|---|---|${columns.map(() => '---:').join('|')}|`);
+  for (const [block, models] of blocks) {
+    for (const [model, cells] of models) {
+      lines.push(`| ${block} | ${model} | ${columns.map((c) => (cells.has(c) ? cell(cells.get(c)!) : '')).join(' | ')} |`);
     }
   }
   const notes = ['Accuracy in % (chess: per-square; shell and perception: exact) ± half-width of the 95% interval; invalid = unparseable answers, scored 0.'];

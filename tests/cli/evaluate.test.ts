@@ -54,7 +54,7 @@ describe('metrl evaluate (CLI)', () => {
     const result = await metrl([...base(up.url, out), '--n', '6', '--api-key-env', 'METRL_TEST_KEY'], { METRL_TEST_KEY: secret });
     expect(result.code).toBe(0);
     expect(up.requests.every((r) => r.authorization === `Bearer ${secret}`)).toBe(true);
-    expect(result.stdout).toMatch(/\| test-model \| zero-shot \| 100\.0 ± \d+\.\d \(0 invalid\) \|/);
+    expect(result.stdout).toMatch(/\| zero-shot \| test-model \| 100\.0 ± \d+\.\d \(0 invalid\) \|/);
     for (const name of readdirSync(out)) expect(readFileSync(join(out, name), 'utf8')).not.toContain(secret);
     expect(JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')).model).toEqual({ kind: 'hosted', id: 'test-model', endpoint: up.url, api_key_env: 'METRL_TEST_KEY' });
     const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
