@@ -112,50 +112,67 @@ export class Board {
     return this.squares[sq];
   }
 
-  /** Is `sq` attacked by a piece of side `by`? */
+  /** Is `sq` attacked by a piece of side `by`? (No allocation: this is the hot path of legality tests.) */
   isAttacked(sq: number, by: Side): boolean {
-    return this.attackers(sq, by, true).length > 0;
+    return this.scanAttackers(sq, by, null);
   }
 
-  /** Squares of the pieces of side `by` that attack `sq` (stops at the first when `any`). */
-  attackers(sq: number, by: Side, any = false): number[] {
+  /** Squares of the pieces of side `by` that attack `sq`. */
+  attackers(sq: number, by: Side): number[] {
     const out: number[] = [];
-    const s = this.squares;
-    const pawnFrom = by === WHITE ? [sq - 15, sq - 17] : [sq + 15, sq + 17];
-    for (const from of pawnFrom) {
-      if (!(from & 0x88) && s[from] === (PAWN | by)) {
-        out.push(from);
-        if (any) return out;
-      }
-    }
-    for (const step of KNIGHT_STEPS) {
-      const from = sq + step;
-      if (!(from & 0x88) && s[from] === (KNIGHT | by)) {
-        out.push(from);
-        if (any) return out;
-      }
-    }
-    for (const step of KING_STEPS) {
-      const from = sq + step;
-      if (!(from & 0x88) && s[from] === (KING | by)) {
-        out.push(from);
-        if (any) return out;
-      }
-    }
-    for (const [steps, slider] of [[DIAGONALS, BISHOP], [LINES, ROOK]] as const) {
-      for (const step of steps) {
-        for (let from = sq + step; !(from & 0x88); from += step) {
-          const p = s[from];
-          if (p === 0) continue;
-          if (p === (slider | by) || p === (QUEEN | by)) {
-            out.push(from);
-            if (any) return out;
-          }
-          break;
-        }
-      }
-    }
+    this.scanAttackers(sq, by, out);
     return out;
+  }
+
+  /** Find attackers of `sq`; collect them into `out`, or return at the first one when `out` is null. */
+  private scanAttackers(sq: number, by: Side, out: number[] | null): boolean {
+    const s = this.squares;
+    let found = false;
+    const pawn = PAWN | by;
+    const p1 = by === WHITE ? sq - 15 : sq + 15;
+    const p2 = by === WHITE ? sq - 17 : sq + 17;
+    if (!(p1 & 0x88) && s[p1] === pawn) {
+      if (out === null) return true;
+      out.push(p1);
+      found = true;
+    }
+    if (!(p2 & 0x88) && s[p2] === pawn) {
+      if (out === null) return true;
+      out.push(p2);
+      found = true;
+    }
+    const knight = KNIGHT | by;
+    const king = KING | by;
+    for (let k = 0; k < 8; k++) {
+      const from = sq + KNIGHT_STEPS[k];
+      if (!(from & 0x88) && s[from] === knight) {
+        if (out === null) return true;
+        out.push(from);
+        found = true;
+      }
+      const next = sq + KING_STEPS[k];
+      if (!(next & 0x88) && s[next] === king) {
+        if (out === null) return true;
+        out.push(next);
+        found = true;
+      }
+    }
+    const queen = QUEEN | by;
+    for (let k = 0; k < 8; k++) {
+      const step = KING_STEPS[k]; // the eight ray directions: the first four are lines, the rest diagonals
+      const slider = k < 4 ? ROOK | by : BISHOP | by;
+      for (let from = sq + step; !(from & 0x88); from += step) {
+        const p = s[from];
+        if (p === 0) continue;
+        if (p === slider || p === queen) {
+          if (out === null) return true;
+          out.push(from);
+          found = true;
+        }
+        break;
+      }
+    }
+    return found;
   }
 
   inCheck(side: Side = this.turn): boolean {
@@ -250,6 +267,14 @@ export class Board {
       this.unmake();
       return legal;
     });
+  }
+
+  /** Play a move given in UCI; throws when it is not legal here. */
+  playUci(uci: string): BoardMove {
+    const move = this.legalMoves().find((m) => moveToUci(m) === uci);
+    if (!move) throw new Error(`illegal move ${uci} in ${this.fen()}`);
+    this.make(move);
+    return move;
   }
 
   make(move: BoardMove): void {

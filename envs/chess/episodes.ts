@@ -3,13 +3,13 @@
 // episode per game, games too short for the requested window skipped; the iterator ends when the file runs out.
 // Without a file, synthetic games are played on the fly (envs/chess/synthetic.ts). Episodes repeating an earlier
 // (initial state, moves) pair are skipped, so a dataset never holds the same episode twice.
-import { Chess, DEFAULT_POSITION } from 'chess.js';
 import { z } from 'zod';
 import { parseOrFail, UserError } from '../../core/errors.ts';
 import type { Rng } from '../../core/rng.ts';
 import type { Candidate, SampleOptions } from '../types.ts';
+import { Board } from './board.ts';
 import { CHECKPOINT_PLIES, readGamesFile, type Game } from './games.ts';
-import { playSyntheticMove } from './synthetic.ts';
+import { playSyntheticMove, startBoard } from './synthetic.ts';
 
 export const OFFSETS = ['start', 'random'] as const;
 export type Offset = (typeof OFFSETS)[number];
@@ -29,16 +29,14 @@ const MAX_FRUITLESS_DRAWS = 2000;
 /** Build a candidate from a game: the FEN after `offset` plies, the next `count` moves and the FEN after them. */
 export function gameWindow(game: Game, offset: number, count: number): Candidate {
   const checkpoint = Math.min(Math.floor(offset / CHECKPOINT_PLIES), game.checkpoints.length - 1);
-  const chess = new Chess(game.checkpoints[checkpoint]);
-  for (let i = checkpoint * CHECKPOINT_PLIES; i < offset; i++) play(chess, game.moves[i]);
-  const initialState = chess.fen();
+  // The moves were validated by chess.js when the file was read; the fast board (which agrees with chess.js, see
+  // tests/envs/chess-board.test.ts) replays them.
+  const board = Board.fromFen(game.checkpoints[checkpoint]);
+  for (let i = checkpoint * CHECKPOINT_PLIES; i < offset; i++) board.playUci(game.moves[i]);
+  const initialState = board.fen();
   const actionTexts = game.moves.slice(offset, offset + count);
-  for (const move of actionTexts) play(chess, move);
-  return { initialState, actionTexts, target: chess.fen() };
-}
-
-function play(chess: Chess, uci: string): void {
-  chess.move({ from: uci.slice(0, 2), to: uci.slice(2, 4), promotion: uci[4] });
+  for (const move of actionTexts) board.playUci(move);
+  return { initialState, actionTexts, target: board.fen() };
 }
 
 function* fromFile(games: Game[], rng: Rng, count: number, offset: Offset): Generator<Candidate> {
@@ -55,17 +53,17 @@ function* fromFile(games: Game[], rng: Rng, count: number, offset: Offset): Gene
 function* synthetic(rng: Rng, count: number, offset: Offset): Generator<Candidate | null> {
   for (let game = 1; ; game++) {
     const ply = offset === 'start' ? 0 : rng.int(MAX_SYNTHETIC_OFFSET + 1);
-    const chess = new Chess(DEFAULT_POSITION);
+    const board = startBoard();
     let ended = false;
-    for (let i = 0; i < ply && !ended; i++) ended = playSyntheticMove(chess, rng, i) === null;
-    const initialState = chess.fen();
+    for (let i = 0; i < ply && !ended; i++) ended = playSyntheticMove(board, rng, i) === null;
+    const initialState = board.fen();
     const actionTexts: string[] = [];
     for (let i = 0; i < count && !ended; i++) {
-      const move = playSyntheticMove(chess, rng, ply + i);
+      const move = playSyntheticMove(board, rng, ply + i);
       if (move === null) ended = true;
       else actionTexts.push(move);
     }
-    yield ended ? null : { initialState, actionTexts, target: chess.fen(), meta: { source: 'synthetic', game, ply } };
+    yield ended ? null : { initialState, actionTexts, target: board.fen(), meta: { source: 'synthetic', game, ply } };
   }
 }
 

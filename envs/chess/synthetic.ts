@@ -13,106 +13,101 @@
 //   - early queen, rook and king walks, knights on the rim, minor pieces returning home, early flank pawn moves.
 // The drawn move is then tried on the board against the replies: if the opponent could mate at once or win clearly
 // more material than the move took, it is taken back and another is drawn (up to 4 tries). No deeper search.
-// Measured over 40 games of 60 plies (seed 9): 18.5% of moves capture (real Millionbase games: 20.7%), 1.35 castlings
-// per game, 10% of games end in mate before ply 60; material imbalance at ply 60 averages 4.5 pawns (real: 1.0),
-// so the games are plausible-looking but sloppier than human play.
+// Measured over 200 games of 60 plies (seeds 9 and 10): 18.7% of moves capture (the 40 real Millionbase games of
+// ../shared/data: 20.7%), about 1.4 castlings per game, 7% of games end in mate before ply 60, and the material
+// imbalance at ply 60 averages 4.0-4.4 pawns (real games: 1.0): plausible-looking games, sloppier than human play.
+// Play runs on the fast board of envs/chess/board.ts (checked against chess.js by the tests).
 // A game that ends (mate, stalemate) before the plies an episode needs is discarded by the caller.
-import { Chess, type Color, type PieceSymbol, type Square } from 'chess.js';
 import type { Rng } from '../../core/rng.ts';
+import {
+  BISHOP, Board, FLAG_CAPTURE, FLAG_CASTLE, KING, KNIGHT, moveToUci, PAWN, QUEEN, ROOK, WHITE,
+  type BoardMove, type Side,
+} from './board.ts';
 
-const VALUE: Record<PieceSymbol, number> = { p: 1, n: 3, b: 3, r: 5, q: 9, k: 0 };
-const CENTER = new Set(['d4', 'e4', 'd5', 'e5']);
-const WIDE_CENTER = /^[c-f][3-6]$/;
-const FLANK_PAWN_PENALTY: Record<string, number> = { a: 0.8, b: 0.6, f: 0.6, g: 0.8, h: 0.8 };
+/** Material value by piece type (index PAWN … KING). */
+const VALUE = [0, 1, 3, 3, 5, 9, 0];
+const FLANK_PAWN_PENALTY = [0.8, 0.6, 0, 0, 0, 0.6, 0.8, 0.8]; // by file a … h
 /** How sharply the draw prefers higher scores: probability ∝ exp(SHARPNESS × score). */
 const SHARPNESS = 1.6;
 /** Score per pawn of material won or lost. */
 const MATERIAL_WEIGHT = 1;
-const SAN_DEST = /([a-h][1-8])(=[QRBN])?[+#]?$/;
-
-/** A legal move as the chooser sees it: its SAN (for check and capture marks) and its squares. */
-export interface CandidateMove {
-  san: string;
-  from: Square;
-  to: Square;
-  promotion?: PieceSymbol;
-}
-
-/** What a piece standing on `square` stands to lose to the opponent's cheapest attacker (0 when safe). */
-function exposure(chess: Chess, square: Square, value: number, us: Color, ignore: Square | null): number {
-  const them: Color = us === 'w' ? 'b' : 'w';
-  if (!chess.isAttacked(square, them)) return 0;
-  const cheapest = Math.min(...chess.attackers(square, them).map((s) => VALUE[chess.get(s)?.type ?? 'q']));
-  const defended = chess.attackers(square, us).some((s) => s !== ignore);
-  return defended ? Math.max(0, value - cheapest) : value;
-}
-
-/** Heuristic score of one legal move in the current position (see the header for the terms). */
-export function scoreMove(chess: Chess, move: CandidateMove, ply: number): number {
-  const { san, from, to: dest } = move;
-  const us: Color = chess.turn();
-  if (san.startsWith('O-O')) return 2.5 + (san.endsWith('+') ? 1.5 : 0);
-  let score = 0;
-  if (san.endsWith('#')) score += 20;
-  else if (san.endsWith('+')) score += 1.5;
-  const piece = chess.get(from)?.type ?? 'p';
-  const isCapture = san.includes('x');
-  const captured = isCapture ? (chess.get(dest)?.type ?? 'p') : undefined; // an empty destination is en passant
-  const movedValue = move.promotion ? VALUE[move.promotion] : VALUE[piece];
-  // Material: what we take, what we leave en prise on the destination, and what we rescue by leaving `from`.
-  let gain = captured ? VALUE[captured] : 0;
-  if (piece !== 'k') {
-    gain -= exposure(chess, dest, movedValue, us, from);
-    gain += exposure(chess, from, VALUE[piece], us, null);
-  }
-  score += MATERIAL_WEIGHT * gain;
-  if (move.promotion) score += move.promotion === 'q' ? 4 : move.promotion === 'n' ? 0.7 : 0.3;
-  const home = us === 'w' ? '1' : '8';
-  if (ply < 20 && (piece === 'n' || piece === 'b') && from[1] === home) score += 1; // developing
-  if (piece === 'n' && (dest[0] === 'a' || dest[0] === 'h')) score -= 1; // knights on the rim
-  if ((piece === 'n' || piece === 'b') && dest[1] === home) score -= 1.5; // undeveloping
-  if (ply < 20 && piece === 'p' && !isCapture) score -= FLANK_PAWN_PENALTY[dest[0]] ?? 0;
-  if (ply < 12 && piece === 'q') score -= 1;
-  if (ply < 16 && piece === 'r') score -= 0.5;
-  if (piece === 'k' && ply < 40) score -= 1.5;
-  if (CENTER.has(dest)) score += 1;
-  else if (WIDE_CENTER.test(dest)) score += 0.4;
-  return score;
-}
-
-/** All legal moves of the side to move, with their from and to squares (castling as the king's move). */
-export function candidateMoves(chess: Chess): CandidateMove[] {
-  const us = chess.turn();
-  const out: CandidateMove[] = [];
-  for (const row of chess.board()) {
-    for (const cell of row) {
-      if (!cell || cell.color !== us) continue;
-      for (const san of chess.moves({ square: cell.square })) {
-        const to = san.startsWith('O-O')
-          ? (((san.startsWith('O-O-O') ? 'c' : 'g') + cell.square[1]) as Square)
-          : ((SAN_DEST.exec(san)?.[1] ?? cell.square) as Square);
-        const promotion = /=([QRBN])/.exec(san)?.[1].toLowerCase() as PieceSymbol | undefined;
-        out.push({ san, from: cell.square, to, ...(promotion ? { promotion } : {}) });
-      }
-    }
-  }
-  return out;
-}
-
 /** Tries per ply before a move that allows mate or loses material to a reply is accepted anyway. */
 const MAX_TRIES = 4;
 
-/** The most material the side to move can win with one capture (a one-step exchange estimate from its SAN list). */
-function bestCapture(chess: Chess, replies: string[]): number {
-  const defender: Color = chess.turn() === 'w' ? 'b' : 'w';
+const fileOf = (sq: number) => sq & 7;
+const rankOf = (sq: number) => sq >> 4;
+
+/** What a piece of `value` standing on `sq` stands to lose to the opponent's cheapest attacker (0 when safe). */
+function exposure(board: Board, sq: number, value: number, us: Side, ignore: number): number {
+  const them = (us ^ 8) as Side;
+  if (!board.isAttacked(sq, them)) return 0;
+  const attackers = board.attackers(sq, them);
+  const cheapest = Math.min(...attackers.map((a) => VALUE[board.pieceAt(a) & 7]));
+  const defended = board.attackers(sq, us).some((d) => d !== ignore);
+  return defended ? Math.max(0, value - cheapest) : value;
+}
+
+/** Does the move give check, and is it mate? (Made and taken back on the board.) */
+function checkStatus(board: Board, move: BoardMove): 'none' | 'check' | 'mate' {
+  board.make(move);
+  let status: 'none' | 'check' | 'mate' = 'none';
+  if (board.inCheck()) status = board.legalMoves().length === 0 ? 'mate' : 'check';
+  board.unmake();
+  return status;
+}
+
+/** Heuristic score of one legal move in the current position (see the header for the terms). */
+export function scoreMove(board: Board, move: BoardMove, ply: number): number {
+  const us = board.turn;
+  const check = checkStatus(board, move);
+  const checkBonus = check === 'mate' ? 20 : check === 'check' ? 1.5 : 0;
+  if (move.flags & FLAG_CASTLE) return 2.5 + checkBonus;
+  let score = checkBonus;
+  const type = move.piece & 7;
+  const movedValue = move.promotion ? VALUE[move.promotion] : VALUE[type];
+  // Material: what we take, what we leave en prise on the destination, and what we rescue by leaving `from`.
+  let gain = move.flags & FLAG_CAPTURE ? VALUE[move.captured] : 0;
+  if (type !== KING) {
+    gain -= exposure(board, move.to, movedValue, us, move.from);
+    gain += exposure(board, move.from, VALUE[type], us, -1);
+  }
+  score += MATERIAL_WEIGHT * gain;
+  if (move.promotion) score += move.promotion === QUEEN ? 4 : move.promotion === KNIGHT ? 0.7 : 0.3;
+  const home = us === WHITE ? 0 : 7;
+  const minor = type === KNIGHT || type === BISHOP;
+  if (ply < 20 && minor && rankOf(move.from) === home) score += 1; // developing
+  if (type === KNIGHT && (fileOf(move.to) === 0 || fileOf(move.to) === 7)) score -= 1; // knights on the rim
+  if (minor && rankOf(move.to) === home) score -= 1.5; // undeveloping
+  if (ply < 20 && type === PAWN && !(move.flags & FLAG_CAPTURE)) score -= FLANK_PAWN_PENALTY[fileOf(move.to)];
+  if (ply < 12 && type === QUEEN) score -= 1;
+  if (ply < 16 && type === ROOK) score -= 0.5;
+  if (type === KING && ply < 40) score -= 1.5;
+  const file = fileOf(move.to);
+  const rank = rankOf(move.to);
+  if ((file === 3 || file === 4) && (rank === 3 || rank === 4)) score += 1; // d4 e4 d5 e5
+  else if (file >= 2 && file <= 5 && rank >= 2 && rank <= 5) score += 0.4; // the c3-f6 box
+  return score;
+}
+
+/** Does the side to move have a mate in one? */
+function hasMateInOne(board: Board, moves: BoardMove[]): boolean {
+  for (const move of moves) {
+    board.make(move);
+    const mate = board.inCheck() && board.legalMoves().length === 0;
+    board.unmake();
+    if (mate) return true;
+  }
+  return false;
+}
+
+/** The most material the side to move can win with one capture (one-step exchange estimate). */
+function bestCapture(board: Board, moves: BoardMove[]): number {
+  const defender = (board.turn ^ 8) as Side;
   let best = 0;
-  for (const san of replies) {
-    if (!san.includes('x')) continue;
-    const dest = SAN_DEST.exec(san)?.[1] as Square | undefined;
-    if (!dest) continue;
-    const victim = VALUE[chess.get(dest)?.type ?? 'p'];
-    const attacker = /^[KQRBN]/.test(san) ? VALUE[san[0].toLowerCase() as PieceSymbol] : 1;
-    const gain = chess.isAttacked(dest, defender) ? Math.max(0, victim - attacker) : victim;
+  for (const move of moves) {
+    if (!(move.flags & FLAG_CAPTURE)) continue;
+    const victim = VALUE[move.captured];
+    const gain = board.isAttacked(move.to, defender) ? Math.max(0, victim - VALUE[move.piece & 7]) : victim;
     if (gain > best) best = gain;
   }
   return best;
@@ -123,23 +118,28 @@ function bestCapture(chess: Chess, replies: string[]): number {
  * on the board: if the reply can mate, or can win clearly more material than the move itself took, it is taken back
  * and another move is drawn (a cheap one-reply look-ahead that keeps games from ending in early blunders).
  */
-export function playSyntheticMove(chess: Chess, rng: Rng, ply: number): string | null {
-  const moves = candidateMoves(chess);
+export function playSyntheticMove(board: Board, rng: Rng, ply: number): string | null {
+  const moves = board.legalMoves();
   if (moves.length === 0) return null;
-  const scores = moves.map((m) => scoreMove(chess, m, ply));
+  const scores = moves.map((m) => scoreMove(board, m, ply));
   const best = Math.max(...scores);
   const weights = scores.map((s) => Math.exp(SHARPNESS * (s - best)));
   for (let attempt = 1; ; attempt++) {
     const index = rng.weighted(weights);
-    const choice = moves[index];
-    const taken = choice.san.includes('x') ? VALUE[chess.get(choice.to)?.type ?? 'p'] : 0;
-    const move = chess.move({ from: choice.from, to: choice.to, promotion: choice.promotion });
+    const move = moves[index];
+    const taken = move.flags & FLAG_CAPTURE ? VALUE[move.captured] : 0;
+    board.make(move);
     weights[index] = 0;
-    if (attempt === MAX_TRIES || weights.every((w) => w === 0)) return move.from + move.to + (move.promotion ?? '');
-    const replies = chess.moves();
-    if (!replies.some((r) => r.endsWith('#')) && bestCapture(chess, replies) <= taken + 1.5) {
-      return move.from + move.to + (move.promotion ?? '');
-    }
-    chess.undo();
+    if (attempt === MAX_TRIES || weights.every((w) => w === 0)) return moveToUci(move);
+    const replies = board.legalMoves();
+    if (!hasMateInOne(board, replies) && bestCapture(board, replies) <= taken + 1.5) return moveToUci(move);
+    board.unmake();
   }
 }
+
+/** A board at the standard starting position, for synthetic games. */
+export function startBoard(): Board {
+  return Board.fromFen('rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1');
+}
+
+

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { Chess, DEFAULT_POSITION, type Square } from 'chess.js';
+import { Chess, DEFAULT_POSITION } from 'chess.js';
+import { BLACK, Board, squareIndex } from '../../envs/chess/board.ts';
 import { playSyntheticMove } from '../../envs/chess/synthetic.ts';
 import { Rng } from '../../core/rng.ts';
 import { SHARED_DIR } from '../../core/paths.ts';
@@ -64,11 +65,11 @@ describe('chess candidates', () => {
     let took = 0;
     let saved = 0;
     for (let seed = 0; seed < 20; seed++) {
-      const a = new Chess(hanging);
+      const a = Board.fromFen(hanging);
       if (playSyntheticMove(a, new Rng(seed), 10) === 'f3h4') took++;
-      const b = new Chess(attacked);
+      const b = Board.fromFen(attacked);
       const move = playSyntheticMove(b, new Rng(seed), 10)!;
-      if (move.startsWith('d4') && !b.isAttacked(move.slice(2, 4) as Square, 'b')) saved++;
+      if (move.startsWith('d4') && !b.isAttacked(squareIndex(move.slice(2, 4)), BLACK)) saved++;
     }
     expect(took).toBeGreaterThanOrEqual(18);
     expect(saved).toBeGreaterThanOrEqual(18);
