@@ -6,6 +6,8 @@
 // (off: the matched pair without its negated sentences; paired: both, one after the other, sharing meta.pairId),
 // --mcst-domain NAME (default: any of the twelve), --question-type TYPE[,TYPE…] (default: all nine, Table 10 mix).
 // The number of actions comes from the level's range (Table 3), not from --actions, which MCST ignores.
+// Single-factor ablations (paper §4.4) override one parameter of the level: --negation-rate R (0-0.5, Table 18),
+// --mcst-actions N or A-B (Table 22), --mcst-grid none|N (Table 20).
 // The split is decided per scenario (splitKey = pairId), so both members of a matched pair fall in the same split.
 import { z } from 'zod';
 import { fingerprint } from '../../core/fingerprint.ts';
@@ -35,12 +37,30 @@ export const McstOptionsSchema = z.object({
   negation: z.enum(['on', 'off', 'paired']).default('on'),
   'mcst-domain': listOf(DOMAIN_KEYS, 'domain'),
   'question-type': listOf(QUESTION_TYPES, 'question type'),
+  // Single-factor ablations (paper §4.4, Tables 18, 20, 22): override one parameter of the level.
+  'negation-rate': z.preprocess((v) => (v === undefined ? undefined : Number(v)), z.number({ message: 'must be a number from 0 to 0.5' }).min(0).max(0.5).optional()),
+  'mcst-actions': z.preprocess(
+    (v) => (v === undefined ? undefined : String(v)),
+    z
+      .string()
+      .regex(/^\d+(?:-\d+)?$/, 'must be N or A-B')
+      .transform((t) => t.split('-').map(Number) as [number] | [number, number])
+      .transform((p): [number, number] => [p[0], p[1] ?? p[0]])
+      .refine(([a, b]) => a >= 1 && a <= b && b <= 40, 'must lie within 1-40, low to high')
+      .optional(),
+  ),
+  'mcst-grid': z.preprocess(
+    (v) => (v === undefined ? undefined : v === 'none' ? 0 : Number(v)),
+    z.number({ message: 'must be none or a side length from 3 to 15' }).int().refine((n) => n === 0 || (n >= 3 && n <= 15), 'must be none or a side length from 3 to 15').optional(),
+  ),
 });
 
 export interface McstOptions {
   level: number | undefined;
   negation: 'on' | 'off' | 'paired';
   domains: string[];
+  /** Level parameters overridden for an ablation. */
+  overrides: { negationRate?: number; actions?: [number, number]; gridSize?: number };
   questionTypes: QuestionType[];
 }
 
@@ -52,6 +72,9 @@ export function parseMcstOptions(extra: Record<string, unknown>): McstOptions {
       negation: extra.negation,
       'mcst-domain': extra.mcstDomain ?? extra['mcst-domain'],
       'question-type': extra.questionType ?? extra['question-type'],
+      'negation-rate': extra.negationRate ?? extra['negation-rate'],
+      'mcst-actions': extra.mcstActions ?? extra['mcst-actions'],
+      'mcst-grid': extra.mcstGrid ?? extra['mcst-grid'],
     },
     'mcst: --',
   );
@@ -62,6 +85,11 @@ export function parseMcstOptions(extra: Record<string, unknown>): McstOptions {
     negation: parsed.negation,
     domains: !domains || domains.includes('all') ? [...DOMAIN_KEYS] : domains,
     questionTypes: !types || types.includes('all') ? [...QUESTION_TYPES] : (types as QuestionType[]),
+    overrides: {
+      ...(parsed['negation-rate'] !== undefined ? { negationRate: parsed['negation-rate'] } : {}),
+      ...(parsed['mcst-actions'] !== undefined ? { actions: parsed['mcst-actions'] } : {}),
+      ...(parsed['mcst-grid'] !== undefined ? { gridSize: parsed['mcst-grid'] } : {}),
+    },
   };
 }
 
@@ -143,6 +171,7 @@ export function scenarioCandidate(scenario: Scenario, question: Question, withNe
       negatedIndices,
       numActions: shown.length,
       gridSize: scenario.world.gridSize,
+      negationRate: scenario.level.negationRate,
       initialAnswer: question.initialAnswer,
       negationBlindAnswer: negatedIndices.length > 0 ? question.blindAnswer : null,
       negationSensitive: negatedIndices.length > 0 && isNegationSensitive(question),
@@ -182,12 +211,13 @@ const GRID_ONLY: readonly QuestionType[] = ['direction', 'position'];
 
 export function* mcstCandidates(rng: Rng, options: SampleOptions): Generator<Candidate> {
   const opts = parseMcstOptions(options.extra);
-  if (opts.level !== undefined && levelSpec(opts.level).gridSize === 0 && opts.questionTypes.every((t) => GRID_ONLY.includes(t))) {
-    throw new UserError(`mcst: --question-type ${opts.questionTypes.join(',')} needs a grid, which only levels 3-5 have (got --level ${opts.level})`);
+  const gridOnly = opts.questionTypes.every((t) => GRID_ONLY.includes(t));
+  if (gridOnly && (opts.overrides.gridSize === 0 || (opts.overrides.gridSize === undefined && opts.level !== undefined && levelSpec(opts.level).gridSize === 0))) {
+    throw new UserError(`mcst: --question-type ${opts.questionTypes.join(',')} needs a grid, which only levels 3-5 have (or --mcst-grid N)`);
   }
   let fruitless = 0;
   for (;;) {
-    const level = opts.level !== undefined ? levelSpec(opts.level) : rng.pick(LEVELS);
+    const level = { ...(opts.level !== undefined ? levelSpec(opts.level) : rng.pick(LEVELS)), ...opts.overrides };
     const scenario = sampleScenario(rng, level, domainSpec(rng.pick(opts.domains)), rng.pick(REGION_KEYS));
     const question = chooseQuestion(rng, { domain: scenario.domain, world: scenario.world, actions: scenario.actions, states: scenario.states, blind: scenario.blind }, opts.questionTypes);
     if (question === null) {

@@ -119,6 +119,24 @@ describe('mcst generator', () => {
     expect(make({}, 20, 'train', 'a').map((e) => e.id)).not.toEqual(make({}, 20, 'train', 'b').map((e) => e.id));
   });
 
+  it('single-factor ablations override one level parameter', () => {
+    const episodes = make({ level: 3, 'negation-rate': 0.4, 'mcst-actions': '18', 'mcst-grid': 'none' }, 40);
+    let negated = 0;
+    for (const e of episodes) {
+      const p = parseEpisode(e);
+      expect(p.actions).toHaveLength(18);
+      expect(p.gridSize).toBe(0);
+      expect(p.entities).toHaveLength(4); // the rest of level 3 stays
+      negated += p.actions.filter((a) => a.negated).length;
+      expect(answer(simulate(e), e.question!)).toBe(e.target);
+    }
+    expect(negated).toBe(episodes.length * Math.round(0.4 * 18));
+    expect(make({ level: 1, mcstGrid: 7, questionType: 'position' }, 5).every((e) => parseEpisode(e).gridSize === 7)).toBe(true);
+    expect(() => make({ 'negation-rate': 0.9 }, 1)).toThrow(/negation-rate/);
+    expect(() => make({ 'mcst-actions': '9-3' }, 1)).toThrow(/mcst-actions/);
+    expect(() => make({ 'mcst-grid': 'huge' }, 1)).toThrow(/mcst-grid/);
+  });
+
   it('rejects bad options and image modalities with one clear UserError', () => {
     expect(() => make({ level: 6 }, 1)).toThrow(/mcst: --level/);
     expect(() => make({ level: 'x' }, 1)).toThrow(UserError);
@@ -126,6 +144,7 @@ describe('mcst generator', () => {
     expect(() => make({ mcstDomain: 'space' }, 1)).toThrow(/mcst-domain/);
     expect(() => make({ questionType: 'weather' }, 1)).toThrow(/question-type/);
     expect(() => make({ level: 1, questionType: 'direction' }, 1)).toThrow(/needs a grid/);
+    expect(() => make({ level: 4, mcstGrid: 'none', questionType: 'position' }, 1)).toThrow(/needs a grid/);
     expect(() => generateEpisodes(mcstEnv, { n: 1, actions: 1, split: 'test', seed: 1, modality: 'image' })).toThrow(/text actions only/);
     expect(() => mcstEnv.renderAction(byLevel.get(1)![0], 0, 64)).toThrow(UserError);
   });
