@@ -53,7 +53,7 @@ const command: CommandModule = {
       .option('provider', { type: 'string', describe: 'Hugging Face Inference Provider (e.g. together, nebius, auto); key from HF_TOKEN' })
       .option('endpoint', { type: 'string', describe: 'OpenAI-compatible endpoint URL (vLLM, TGI, llama.cpp, metrl serve), e.g. http://127.0.0.1:8000/v1' })
       .option('api-key-env', { type: 'string', describe: 'name of the environment variable holding the API key (provider default: HF_TOKEN)' })
-      .option('domain', { type: 'string', default: 'chess', describe: 'chess | shell (a comma list evaluates several)' })
+      .option('domain', { type: 'string', default: 'chess', describe: 'chess | shell | boxes | mcst | mate | rem (a comma list evaluates several)' })
       .option('prompt', { type: 'string', describe: 'zero-shot | few-shot | cot | fen-trace | compact (a comma list); default zero-shot, compact for --checkpoint' })
       .option('shots', { type: 'number', describe: 'few-shot examples from the train split (default 5)' })
       .option('modality', { type: 'string', describe: 'text | image | mixed (a comma list); default text' })
