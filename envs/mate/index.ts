@@ -14,6 +14,7 @@
 // Decisions where the paper is open: the renderer (render.ts), the precision of numbers (scene.ts), txt2txt and
 // img2img pairs use only textual resp. visual attributes.
 import { z } from 'zod';
+import { mateBaselineAnswer } from './baseline.ts';
 import { parseOrFail, UserError } from '../../core/errors.ts';
 import { summarizeMate, scoreMate } from '../../rewards/mate.ts';
 import type { Candidate, Env, Episode, RawImage, SampleOptions } from '../types.ts';
@@ -84,5 +85,6 @@ export const mateEnv: Env = {
   prompt: matePrompt,
   score: scoreMate,
   intervalMethod: 'wilson',
+  baselineAnswer: mateBaselineAnswer,
   summarize: summarizeMate,
 };

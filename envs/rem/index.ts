@@ -15,6 +15,7 @@
 // repeat a colour-shape already present (default: uniform over what the object count allows; full-rotation: 1-2
 // duplicated targets); --rem-question all|counting|comparison|left-right|temporal or a comma list (default all).
 import { z } from 'zod';
+import { remBaselineAnswer } from './baseline.ts';
 import { parseOrFail, UserError } from '../../core/errors.ts';
 import { fingerprint, splitOf } from '../../core/fingerprint.ts';
 import type { Rng } from '../../core/rng.ts';
@@ -190,5 +191,6 @@ export const remEnv: Env = {
   prompt: remPrompt,
   score: scoreRem,
   intervalMethod: 'wilson',
+  baselineAnswer: remBaselineAnswer,
   summarize: summarizeRem,
 };

@@ -106,7 +106,7 @@ export function baselineHalfSide(count: number): number {
   return Math.sqrt(3.5 * count) / 2;
 }
 
-/** Baseline: objects scattered over a square, the agent starting outside its south edge, facing in. */
+/** Baseline: objects scattered over a square, the agent starting at a free spot among them, facing any way. */
 export function baselineWorld(rng: Rng, count: number, duplicates: number): RemWorld {
   const s = baselineHalfSide(count);
   for (;;) {
@@ -123,8 +123,14 @@ export function baselineWorld(rng: Rng, count: number, duplicates: number): RemW
       }
       if (!placed) break;
     }
-    if (objects.length === count) {
-      return { objects, start: { x: round((rng.next() - 0.5) * s), y: round(-s - 1.5), heading: 90 + 15 * rng.range(-1, 1) } };
+    if (objects.length !== count) continue;
+    // Start among the objects, facing a random direction: the first view shows only part of the world.
+    for (let t = 0; t < 400; t++) {
+      const x = round(-s + rng.next() * 2 * s);
+      const y = round(-s + rng.next() * 2 * s);
+      if (objects.every((o) => (o.x - x) ** 2 + (o.y - y) ** 2 >= (CLEARANCE + 0.2) ** 2)) {
+        return { objects, start: { x, y, heading: 15 * rng.int(24) } };
+      }
     }
   }
 }
@@ -208,7 +214,7 @@ function canMoveForward(world: RemWorld, pose: Pose, bound: number): boolean {
  * cut to `count` moves. A blocked step ends the forward run early and starts a turn.
  */
 export function baselineMoves(rng: Rng, world: RemWorld, count: number): Move[] {
-  const bound = Math.max(Math.abs(world.start.x), Math.abs(world.start.y)) + 1;
+  const bound = baselineHalfSide(world.objects.length) + 1;
   const moves: Move[] = [];
   let pose = world.start;
   let forward = rng.bool(0.6);

@@ -161,26 +161,28 @@ describe('rem episodes', () => {
   });
 
   it('draws objects in their colour, shaded but not recoloured', () => {
-    const e = baseline[0];
-    const world = e.meta.world as RemWorld;
-    const v = visibilityFromPixels(e);
-    const image = remEnv.renderAction(e, 0, SIZE).data;
     let checked = 0;
-    world.objects.forEach((o, j) => {
-      if (v.pixels[0][j] < VISIBLE_PIXELS) return;
-      // Re-find the object's pixels and check each is its palette colour times one shade factor.
-      const without: Episode = { ...e, meta: { ...e.meta, world: { ...world, objects: world.objects.filter((_, k) => k !== j) } } };
-      const other = remEnv.renderAction(without, 0, SIZE).data;
-      const palette = REM_PALETTE[o.color];
-      for (let p = 0; p < SIZE * SIZE; p++) {
-        if (image[p * 3] === other[p * 3] && image[p * 3 + 1] === other[p * 3 + 1] && image[p * 3 + 2] === other[p * 3 + 2]) continue;
-        const s = (image[p * 3] + image[p * 3 + 1] + image[p * 3 + 2]) / (palette[0] + palette[1] + palette[2]);
-        expect(s).toBeGreaterThan(0.5);
-        for (let c = 0; c < 3; c++) expect(Math.abs(image[p * 3 + c] - palette[c] * s)).toBeLessThan(4);
-        checked++;
-      }
-    });
-    expect(checked).toBeGreaterThan(100);
+    for (const e of baseline.slice(0, 12)) {
+      const world = e.meta.world as RemWorld;
+      const v = visibilityFromPixels(e);
+      const f = e.actions.length - 1;
+      const image = remEnv.renderAction(e, f, SIZE).data;
+      world.objects.forEach((o, j) => {
+        if (v.pixels[f][j] < VISIBLE_PIXELS) return;
+        // Re-find the object's pixels and check each is its palette colour times one shade factor.
+        const without: Episode = { ...e, meta: { ...e.meta, world: { ...world, objects: world.objects.filter((_, k) => k !== j) } } };
+        const other = remEnv.renderAction(without, f, SIZE).data;
+        const palette = REM_PALETTE[o.color];
+        for (let p = 0; p < SIZE * SIZE; p++) {
+          if (image[p * 3] === other[p * 3] && image[p * 3 + 1] === other[p * 3 + 1] && image[p * 3 + 2] === other[p * 3 + 2]) continue;
+          const s = (image[p * 3] + image[p * 3 + 1] + image[p * 3 + 2]) / (palette[0] + palette[1] + palette[2]);
+          expect(s).toBeGreaterThan(0.5);
+          for (let c = 0; c < 3; c++) expect(Math.abs(image[p * 3 + c] - palette[c] * s)).toBeLessThan(4);
+          checked++;
+        }
+      });
+    }
+    expect(checked).toBeGreaterThan(300);
   });
 
   it('moves the camera exactly as the action texts say', () => {

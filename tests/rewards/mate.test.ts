@@ -6,6 +6,7 @@ import { canonicalAnswer, extractAnswer, scoreMate, summarizeMate } from '../../
 import { mateEnv } from '../../envs/mate/index.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
 import type { ScoredRow } from '../../envs/types.ts';
+import { Rng } from '../../core/rng.ts';
 
 const episodes = generateEpisodes(mateEnv, { n: 400, actions: 1, split: 'train', seed: 21, modality: 'image', extra: { 'mate-task': 'all' } });
 
@@ -79,5 +80,19 @@ describe('mate reward', () => {
     expect(summary.outOfSceneErrorRate).toBe(1);
     expect(summary.byTask[e.meta.task as string]).toMatchObject({ count: 3, accuracy: 1 / 3 });
     expect(summary.byObjectCount[String(e.meta.objectCount)].count).toBe(3);
+  });
+
+  it('has a random baseline near the paper chance level (1/8 colours, 1/4 shapes, a random object otherwise)', () => {
+    const rng = new Rng(2);
+    const cross = episodes.filter((e) => e.meta.task === 'img2txt' || e.meta.task === 'txt2img');
+    let right = 0;
+    for (const e of cross) {
+      const answer = mateEnv.baselineAnswer!(e, 'random', rng);
+      const s = scoreMate({ target: e.target, response: `FINAL ANSWER: ${answer}`, meta: e.meta });
+      expect(s.valid).toBe(true);
+      right += s.reward;
+    }
+    expect(right / cross.length).toBeGreaterThan(0.12);
+    expect(right / cross.length).toBeLessThan(0.35);
   });
 });

@@ -6,6 +6,7 @@ import { parseRemAnswer, scoreRem, summarizeRem } from '../../rewards/rem.ts';
 import { remEnv } from '../../envs/rem/index.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
 import type { ScoredRow } from '../../envs/types.ts';
+import { Rng } from '../../core/rng.ts';
 
 const episodes = [
   ...generateEpisodes(remEnv, { n: 160, actions: 4, split: 'train', seed: 31, modality: 'image', extra: { 'rem-objects': '8-24' } }),
@@ -64,5 +65,15 @@ describe('rem reward', () => {
     expect(s.overall).toBeCloseTo((1 / 3 + 1 + 0 + 1) / 4);
     expect(s.countingGroundTruthAtLeast2).toEqual({ count: 2, accuracy: 0.5 });
     expect(s.countingOvercountRate).toBeCloseTo(2 / 3);
+  });
+
+  it('has baselines of the right form; answering from the first frame is exact on single-frame items', () => {
+    const rng = new Rng(1);
+    for (const e of episodes) {
+      const random = remEnv.baselineAnswer!(e, 'random', rng);
+      expect(scoreRem({ target: e.target, response: `FINAL ANSWER: ${random}`, meta: e.meta }).valid).toBe(true);
+      const first = remEnv.baselineAnswer!(e, 'game-start', rng);
+      if (e.meta.variant === 'single-frame') expect(first).toBe(e.target);
+    }
   });
 });
