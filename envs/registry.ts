@@ -4,7 +4,6 @@ import { UserError } from '../core/errors.ts';
 import { DOMAINS, type Domain, type Env } from './types.ts';
 
 const loaders: Partial<Record<Domain, () => Promise<Env>>> = {
-  // Filled in as environments land: chess: () => import('./chess/index.ts').then((m) => m.chessEnv),
   chess: () => import('./chess/index.ts').then((m) => m.chessEnv),
   shell: () => import('./shell/index.ts').then((m) => m.shellEnv),
   boxes: () => import('./boxes/index.ts').then((m) => m.boxesEnv),

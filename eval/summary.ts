@@ -51,7 +51,8 @@ export function summarizeScores(env: Pick<Env, 'domain' | 'intervalMethod' | 'su
     domain: env.domain,
     count: rows.length,
     accuracy,
-    ci95: interval ? { ...interval, method: env.intervalMethod } : null,
+    // Rewards lie in [0, 1], so a normal interval that spills past either end is cut there.
+    ci95: interval ? { low: Math.max(0, interval.low), high: Math.min(1, interval.high), method: env.intervalMethod } : null,
     invalid: rows.filter((r) => !r.score.valid).length,
     exactMatch,
     metrics,
