@@ -3,7 +3,10 @@
 //   actions       one per frame, always shown as an image (the modality is fixed; --modality does not apply): action i
 //                 is frame i and its text the camera move that led to it ("start" for the first frame, then "move
 //                 forward 1m", "rotate left 15°", "rotate right 15°"); the prompt writes each move between its frames
-//   initialState  '' (the agent knows nothing before the first frame; the world is in meta, never shown)
+//   initialState  the movement annotations in one compact line ("moves between frames (F = …): LLFFR"), as the paper's
+//                 message lists them before the images; chat prompts write each move between its frames instead, and
+//                 the built-in model's compact layout (initial state, then the images) reads them from here. The world
+//                 itself is in meta, never shown
 //   question      one question; target its short answer ("3", "red cones", "equal", "left", "same time")
 //   meta          variant, category, number of frames, objects, duplicates, objects seen, comparison options and
 //                 counts, and the world (objects and start pose) from which frames are rendered
@@ -31,6 +34,7 @@ import {
   duplicateBounds,
   framePoses,
   fullRotationWorld,
+  MOVE_FORWARD,
   ROTATE_LEFT,
   ROTATE_RIGHT,
   singleFrameWorld,
@@ -126,6 +130,13 @@ function trajectory(rng: Rng, options: RemOptions, frames: number): Trajectory {
   return { world, actionTexts: [START, ...baselineMoves(rng, world, frames - 1)], duplicates };
 }
 
+const MOVE_LETTER: Record<string, string> = { [MOVE_FORWARD]: 'F', [ROTATE_LEFT]: 'L', [ROTATE_RIGHT]: 'R' };
+
+/** The moves as one compact line: a letter per move, in order (empty for a single frame). */
+export function movesLine(actionTexts: readonly string[]): string {
+  return `moves between frames (F = move forward 1m, L = rotate left 15°, R = rotate right 15°): ${actionTexts.slice(1).map((t) => MOVE_LETTER[t]).join('')}`;
+}
+
 function* remCandidates(rng: Rng, sample: SampleOptions): Generator<Candidate> {
   const options = remOptions(sample.extra);
   if (options.variant === 'baseline' && !(sample.actions >= 1)) throw new UserError(`--actions: a trajectory needs at least 1 frame, got ${sample.actions}`);
@@ -145,7 +156,7 @@ function* remCandidates(rng: Rng, sample: SampleOptions): Generator<Candidate> {
     }
     for (const q of questions) {
       yield {
-        initialState: '',
+        initialState: movesLine(actionTexts),
         actionTexts,
         question: q.question,
         target: q.target,

@@ -267,6 +267,11 @@ describe('rem episodes', () => {
       expect(e.meta.objects as number).toBeGreaterThanOrEqual(8);
       expect(e.meta.objects as number).toBeLessThanOrEqual(16);
     }
+    // The initial state spells the moves, one letter each, for layouts that show the images without their captions.
+    for (const e of baseline) {
+      const letters = e.actions.slice(1).map((a) => ({ 'move forward 1m': 'F', 'rotate left 15°': 'L', 'rotate right 15°': 'R' })[a.text]).join('');
+      expect(e.initialState.endsWith(`: ${letters}`)).toBe(true);
+    }
     // Frames are images whatever --modality says.
     const asText = generateEpisodes(remEnv, { n: 4, actions: 3, split: 'train', seed: 3, modality: 'text', extra: { 'rem-objects': 8 } });
     for (const e of asText) expect(e.actions.every((a) => a.modality === 'image')).toBe(true);
