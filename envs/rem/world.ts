@@ -124,12 +124,14 @@ export function baselineWorld(rng: Rng, count: number, duplicates: number): RemW
       if (!placed) break;
     }
     if (objects.length !== count) continue;
-    // Start among the objects, facing a random direction: the first view shows only part of the world.
+    // Start among the objects, facing within 90° of the centre: the first view shows only part of the world, and
+    // rarely the empty floor outside it.
     for (let t = 0; t < 400; t++) {
       const x = round(-s + rng.next() * 2 * s);
       const y = round(-s + rng.next() * 2 * s);
       if (objects.every((o) => (o.x - x) ** 2 + (o.y - y) ** 2 >= (CLEARANCE + 0.2) ** 2)) {
-        return { objects, start: { x, y, heading: 15 * rng.int(24) } };
+        const towardsCentre = (Math.atan2(-y, -x) * 180) / Math.PI;
+        return { objects, start: { x, y, heading: 15 * Math.round((towardsCentre + (rng.next() - 0.5) * 180) / 15) } };
       }
     }
   }
