@@ -130,6 +130,8 @@ function trajectory(rng: Rng, options: RemOptions, frames: number): Trajectory {
   return { world, actionTexts: [START, ...baselineMoves(rng, world, frames - 1)], duplicates };
 }
 
+const MAX_BARREN_TRAJECTORIES = 500;
+
 const MOVE_LETTER: Record<string, string> = { [MOVE_FORWARD]: 'F', [ROTATE_LEFT]: 'L', [ROTATE_RIGHT]: 'R' };
 
 /** The moves as one compact line: a letter per move, in order (empty for a single frame). */
@@ -140,6 +142,7 @@ export function movesLine(actionTexts: readonly string[]): string {
 function* remCandidates(rng: Rng, sample: SampleOptions): Generator<Candidate> {
   const options = remOptions(sample.extra);
   if (options.variant === 'baseline' && !(sample.actions >= 1)) throw new UserError(`--actions: a trajectory needs at least 1 frame, got ${sample.actions}`);
+  let barren = 0; // trajectories in a row that supported none of the asked question types
   for (;;) {
     const { world, actionTexts, duplicates } = trajectory(rng, options, sample.actions);
     const worldJson = JSON.stringify(world);
@@ -154,6 +157,13 @@ function* remCandidates(rng: Rng, sample: SampleOptions): Generator<Candidate> {
     } else {
       questions = rng.shuffle(options.categories).map((c) => askCategory(rng, c, world, s)).filter((q) => q !== null);
     }
+    if (questions.length === 0) {
+      if (++barren >= MAX_BARREN_TRAJECTORIES) {
+        throw new UserError(`rem: ${MAX_BARREN_TRAJECTORIES} trajectories in a row allowed no ${options.categories.join('/')} question; use more objects or frames`);
+      }
+      continue;
+    }
+    barren = 0;
     for (const q of questions) {
       yield {
         initialState: movesLine(actionTexts),
