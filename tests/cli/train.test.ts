@@ -9,9 +9,13 @@ import { tinyBaseCheckpoint } from '../trainer/tiny-base.ts';
 import { BuiltinPolicy } from '../../models/policy.ts';
 
 const base = tinyBaseCheckpoint();
-const TINY = ['--domain', 'shell', '--modality', 'text', '--checkpoint', base, '--backend', 'wasm', '--train-size', '8', '--actions', '2', '--test-size', '4',
-  '--group-size', '4', '--prompts-per-step', '2', '--gradient-accumulation', '1', '--max-completion-tokens', '3', '--eval-every', '2', '--checkpoint-every', '2',
-  '--learning-rate', '0.05', '--quiet'];
+const TINY_FLAGS: Record<string, string> = {
+  domain: 'shell', modality: 'text', checkpoint: base, backend: 'wasm', 'train-size': '8', actions: '2', 'test-size': '4', 'group-size': '4',
+  'prompts-per-step': '2', 'gradient-accumulation': '1', 'max-completion-tokens': '3', 'eval-every': '2', 'checkpoint-every': '2', 'learning-rate': '0.05',
+};
+/** The tiny run's flags, with some replaced (yargs would turn a repeated flag into a list). */
+const tiny = (overrides: Record<string, string> = {}) => [...Object.entries({ ...TINY_FLAGS, ...overrides }).flatMap(([k, v]) => [`--${k}`, v]), '--quiet'];
+const TINY = tiny();
 
 /** Metrics without wall-clock fields. */
 function comparable(runDir: string) {
@@ -64,7 +68,7 @@ describe('metrl train', () => {
   it('rejects bad input with one line and exit status 2', async () => {
     const root = scratchDir('train-bad');
     const out = join(root, 'run');
-    const withCheckpoint = (dir: string) => TINY.map((a, i) => (TINY[i - 1] === '--checkpoint' ? dir : a));
+    const withCheckpoint = (dir: string) => tiny({ checkpoint: dir });
     expectUserError(await metrl(['train', ...withCheckpoint(join(root, 'nope')), '--out', out]), /nope: no such checkpoint folder/);
 
     const incomplete = join(root, 'incomplete');
@@ -80,8 +84,8 @@ describe('metrl train', () => {
     const configFile = join(root, 'config.json');
     writeFileSync(configFile, JSON.stringify({ groupSize: 8, warmup: 3 }));
     expectUserError(await metrl(['train', ...TINY, '--config', configFile, '--out', out]), /warmup/);
-    expectUserError(await metrl(['train', ...TINY, '--group-size', '1', '--out', out]), /groupSize: group size must be at least 2/);
-    expectUserError(await metrl(['train', ...TINY, '--learning-rate', '-0.001', '--out', out]), /learningRate/);
+    expectUserError(await metrl(['train', ...tiny({ 'group-size': '1' }), '--out', out]), /groupSize: group size must be at least 2/);
+    expectUserError(await metrl(['train', ...tiny({ 'learning-rate': '-0.001' }), '--out', out]), /learningRate/);
     expectUserError(await metrl(['train', '--resume', '--out', join(root, 'empty')]), /holds no run/);
     expect(existsSync(out)).toBe(false); // nothing half-written
     rmSync(root, { recursive: true, force: true });
