@@ -2,6 +2,7 @@
 // run resumed from its checkpoint reproduces the uninterrupted run's metrics exactly.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../models/backend.ts';
+import * as tf from '@tensorflow/tfjs';
 import { mkdtempSync, readFileSync, existsSync, appendFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -59,6 +60,18 @@ describe('training loop', () => {
     await run(cut, { resume: true });
     expect(comparable(cut)).toEqual(comparable(whole));
     expect(readFileSync(join(cut, 'samples.jsonl'), 'utf8')).toBe(readFileSync(join(whole, 'samples.jsonl'), 'utf8'));
+  });
+
+  it('skips updates with a non-finite loss, logs them, and stops after several in a row', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'metrl-nan-'));
+    const setup = builtinTraining(shellEnv, base, config);
+    const [first] = setup.policy.trainableVariables('lora');
+    first.assign(tf.fill(first.shape, NaN));
+    await expect(train({ env: shellEnv, ...setup, config, modality: 'image', runDir: dir, resume: false })).rejects.toThrow(
+      /loss was not finite for 3 steps in a row \(steps 1-3; updates skipped\)/,
+    );
+    const rows = comparable(dir).filter((r) => r.type === 'train');
+    expect(rows.map((r) => [r.step, r.updated, r.loss])).toEqual([[1, false, null], [2, false, null], [3, false, null]]);
   });
 
   it('refuses --resume without a checkpoint and a second run into the same folder', async () => {
