@@ -13,10 +13,12 @@
 // Several questions are asked about each trajectory (one per category it supports); they share a split key, so a
 // trajectory is entirely in train or entirely in test.
 // Options (extra): --rem-variant baseline|full-rotation|single-frame (default baseline); --actions T is the trajectory
-// length in frames for baseline (full-rotation always has 24 frames, single-frame 1); --rem-objects N or A-B (default:
-// one of the paper's 8, 16, 24, 36, 48; single-frame 24-48; full-rotation always 24); --rem-duplicates N or A-B, objects that
-// repeat a colour-shape already present (default: uniform over what the object count allows; full-rotation: 1-2
-// duplicated targets); --rem-question all|counting|comparison|left-right|temporal or a comma list (default all).
+// length in frames for baseline (full-rotation always has 24 frames, single-frame 1); --rem-objects N or A-B
+// (default: one of the paper's 8, 16, 24, 36, 48; single-frame 24-48; full-rotation always 24); --rem-duplicates N or
+// A-B, objects that repeat a colour-shape already present (default: from the least the count allows, max(0, N-24), up
+// to half the objects; full-rotation: 1-2 duplicated targets); --rem-question all|counting|comparison|left-right|
+// temporal or a comma list (default all). Decisions where the paper is open: the renderer, field of view and
+// visibility threshold (render.ts), the trajectory pattern and layouts (world.ts), question wording (questions.ts).
 import { z } from 'zod';
 import { remBaselineAnswer } from './baseline.ts';
 import { parseOrFail, UserError } from '../../core/errors.ts';
