@@ -92,6 +92,7 @@ export function remOptions(extra: Record<string, unknown>): RemOptions {
   if (variant !== 'baseline' && !o['rem-question'].includes('counting')) {
     throw new UserError(`--rem-question: the ${variant} variant asks counting questions only`);
   }
+  if (variant === 'full-rotation' && o['rem-objects']) throw new UserError('--rem-objects: full-rotation always has 24 objects');
   const duplicates = o['rem-duplicates'] ?? null;
   if (variant === 'full-rotation' && duplicates && (duplicates[0] < 1 || duplicates[1] > 2)) {
     throw new UserError('--rem-duplicates: full-rotation duplicates 1 or 2 targets');

@@ -290,6 +290,8 @@ describe('rem episodes', () => {
     expect(() => remOptions({ 'rem-variant': 'single-frame', 'rem-question': 'temporal' })).toThrow(/counting questions only/);
     expect(() => generateEpisodes(remEnv, { n: 1, actions: 4, split: 'train', seed: 1, modality: 'image', extra: { 'rem-objects': 8, 'rem-duplicates': 7 } })).toThrow(/--rem-duplicates/);
     expect(remOptions({ remVariant: 'full-rotation' }).variant).toBe('full-rotation');
+    expect(() => remOptions({ 'rem-variant': 'full-rotation', 'rem-objects': 30 })).toThrow(/24 objects/);
+    expect(() => remOptions({ 'rem-variant': 'full-rotation', 'rem-duplicates': 3 })).toThrow(/1 or 2/);
   });
 
   it('prompts with the system prompt, every frame in order and the actions between them', () => {
