@@ -107,15 +107,25 @@ function table(map: Map<string, Tally>): Record<string, { count: number; accurac
   return Object.fromEntries(keys.map((k) => [k, { count: map.get(k)!.count, accuracy: map.get(k)!.correct / map.get(k)!.count }]));
 }
 
+/** Bins of the number of objects seen in a trajectory, as the paper's scaling plots group them. */
+function seenBin(n: number): string {
+  for (const [hi, label] of [[8, '0-8'], [16, '9-16'], [24, '17-24'], [36, '25-36']] as const) if (n <= hi) return label;
+  return '37+';
+}
+
 /**
  * Accuracy per category and overall (their unweighted mean, over the categories present), counting on ground truth
- * ≥ 2, counting's under/over-count shares, and accuracy by variant and trajectory length.
+ * ≥ 2, counting's under/over-count shares, and accuracy by variant, trajectory length, objects seen and duplicates
+ * (the paper's Figure 4 axes), and comparison accuracy by the difference of the two counts (its Figure 5).
  */
 export function summarizeRem(rows: ScoredRow[]): Record<string, unknown> {
   const byCategory = new Map<string, Tally>();
   const byVariant = new Map<string, Tally>();
   const byLength = new Map<string, Tally>();
   const countingAtLeast2 = new Map<string, Tally>();
+  const bySeen = new Map<string, Tally>();
+  const byDuplicates = new Map<string, Tally>();
+  const comparisonByDifference = new Map<string, Tally>();
   let under = 0;
   let over = 0;
   let counted = 0;
@@ -126,6 +136,12 @@ export function summarizeRem(rows: ScoredRow[]): Record<string, unknown> {
     const meta = row.input.meta ?? {};
     if (typeof meta.variant === 'string') add(byVariant, meta.variant, r);
     if (typeof meta.frames === 'number') add(byLength, String(meta.frames), r);
+    if (typeof meta.objectsSeen === 'number') add(bySeen, seenBin(meta.objectsSeen), r);
+    if (typeof meta.duplicates === 'number') add(byDuplicates, String(meta.duplicates), r);
+    const counts = meta.counts;
+    if (category === 'comparison' && Array.isArray(counts) && counts.length === 2) {
+      add(comparisonByDifference, String(Math.abs(Number(counts[0]) - Number(counts[1]))), r);
+    }
     if (category === 'counting') {
       if (Number(row.input.target) >= 2) add(countingAtLeast2, 'all', r);
       const err = row.score.metrics.countError;
@@ -147,5 +163,8 @@ export function summarizeRem(rows: ScoredRow[]): Record<string, unknown> {
     countingOvercountRate: counted > 0 ? over / counted : null,
     ...(byVariant.size > 0 ? { byVariant: table(byVariant) } : {}),
     ...(byLength.size > 0 ? { byTrajectoryLength: table(byLength) } : {}),
+    ...(bySeen.size > 0 ? { byObjectsSeen: table(bySeen) } : {}),
+    ...(byDuplicates.size > 0 ? { byDuplicates: table(byDuplicates) } : {}),
+    ...(comparisonByDifference.size > 0 ? { comparisonByCountDifference: table(comparisonByDifference) } : {}),
   };
 }

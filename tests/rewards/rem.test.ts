@@ -65,6 +65,10 @@ describe('rem reward', () => {
     expect(s.overall).toBeCloseTo((1 / 3 + 1 + 0 + 1) / 4);
     expect(s.countingGroundTruthAtLeast2).toEqual({ count: 2, accuracy: 0.5 });
     expect(s.countingOvercountRate).toBeCloseTo(2 / 3);
+    const generated = summarizeRem(episodes.map((e) => ({ input: { target: e.target, response: `FINAL ANSWER: ${e.target}`, meta: e.meta }, score: scoreRem({ target: e.target, response: `FINAL ANSWER: ${e.target}`, meta: e.meta }) }))) as Record<string, any>;
+    expect(Object.keys(generated.byVariant).sort()).toEqual(['baseline', 'full-rotation', 'single-frame']);
+    expect(Object.values(generated.comparisonByCountDifference as Record<string, { accuracy: number }>).every((c) => c.accuracy === 1)).toBe(true);
+    expect(Object.keys(generated.byObjectsSeen).length).toBeGreaterThan(1);
   });
 
   it('has baselines of the right form; answering from the first frame is exact on single-frame items', () => {
