@@ -4,6 +4,7 @@
 // (and fails with one line if it cannot load). Callers print and record the returned name.
 import * as tf from '@tensorflow/tfjs';
 import { UserError } from '../core/errors.ts';
+import { shareIdentityOnWasm } from './ops.ts';
 
 export const BACKEND_NAMES = ['node-gpu', 'node', 'wasm', 'cpu'] as const;
 export type BackendName = (typeof BACKEND_NAMES)[number];
@@ -23,7 +24,8 @@ async function importOptional(name: string): Promise<unknown> {
   return import(name);
 }
 
-async function tryBackend(name: BackendName): Promise<void> {
+/** Load and activate one backend now (no fallback, no memory of the choice): for benchmarks that compare backends. */
+export async function activateBackend(name: BackendName): Promise<void> {
   switch (name) {
     case 'node-gpu':
       await importOptional('@tensorflow/tfjs-node-gpu');
@@ -33,6 +35,7 @@ async function tryBackend(name: BackendName): Promise<void> {
       break;
     case 'wasm':
       await import('@tensorflow/tfjs-backend-wasm');
+      shareIdentityOnWasm();
       break;
     case 'cpu':
       break;
@@ -63,7 +66,7 @@ export async function initBackend(requested?: string, log: ((line: string) => vo
   const skipped: string[] = [];
   for (const name of candidates) {
     try {
-      await tryBackend(name);
+      await activateBackend(name);
       current = { name, tfBackend: tf.getBackend(), skipped };
       log?.(`tfjs backend: ${name}${skipped.length ? ` (skipped ${skipped.map((s) => s.split(':')[0]).join(', ')})` : ''}`);
       return current;

@@ -10,8 +10,8 @@ import { ArchitectureSchema, LoraConfigSchema, patchesPerImage, type Architectur
 import { CharTokenizer } from './tokenizer.ts';
 import { initWeights, weightEntries, countParameters, type ModelWeights } from './weights.ts';
 import { createLora, disposeLora, loraVariables, mergeLora, type LoraSet } from './lora.ts';
-import { causalMask, forward, logits, type ForwardBatch, type TransformerModel } from './transformer.ts';
-import { addImageSlots, sampleGroups } from './sampling.ts';
+import { forward, logits, type TransformerModel } from './transformer.ts';
+import { packPrompts, sampleGroups } from './sampling.ts';
 import { completionLogProbs } from './scoring.ts';
 import { imageToPatches } from './vision.ts';
 
@@ -115,23 +115,11 @@ export class BuiltinPolicy implements Policy, TransformerModel {
     return completionLogProbs(this, this.tokenizer, options.useLora ? this.lora : null, items, options.withEntropy ?? false);
   }
 
-  /** Logits at every position of one token sequence (no images): for tests and diagnostics. */
+  /** Logits at every position of one sequence (a prompt, possibly followed by generated tokens): for tests. */
   sequenceLogits(prompt: EncodedPrompt, useLora = true): tf.Tensor2D {
     return tf.tidy(() => {
-      const T = prompt.tokens.length;
-      const images: Float32Array[] = [];
-      const slots: ForwardBatch['slots'] = [];
-      addImageSlots(this, this.tokenizer, prompt, 0, images, new Map(), slots);
-      const batch: ForwardBatch = {
-        batch: 1,
-        length: T,
-        tokens: Int32Array.from(prompt.tokens),
-        positions: Int32Array.from(prompt.tokens, (_, i) => i),
-        images,
-        slots,
-        mask: causalMask(1, T, [0]),
-      };
-      return logits(this, forward(this, batch, null, useLora ? this.lora : null).hidden);
+      const { batch } = packPrompts(this, this.tokenizer, [prompt]);
+      return logits(this, forward(this, batch, useLora ? this.lora : null).hidden);
     });
   }
 

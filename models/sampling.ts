@@ -1,46 +1,39 @@
-// Generation for the built-in model: prompts are run once (prefill), their key/value caches are copied to each of the
-// G completions of the group, and all completions of all prompts then decode together, one batched step per token.
+// Generation for the built-in model: prompts are run once (prefill) and their keys/values are shared, not copied, by
+// the G completions of their group; all completions of all prompts then decode together, one batched step per token,
+// each also attending to its own cached keys.
 // Sampling itself (temperature, top-p, the stop at EOS) happens in JS on one [rows, vocab] logits read per step, with
 // the caller's seeded Rng, so the same seed gives the same completions.
 import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../core/rng.ts';
 import type { Completion, EncodedPrompt, SamplingOptions } from './types.ts';
 import type { CharTokenizer } from './tokenizer.ts';
-import { causalMask, forward, logits, type ForwardBatch, type LayerCache, type TransformerModel } from './transformer.ts';
+import { forward, logits, sharedFrom, type Group, type OwnKV, type PackedBatch, type SharedKV, type TransformerModel } from './transformer.ts';
 import type { LoraSet } from './lora.ts';
 import { patchesPerImage } from './config.ts';
 
-/** Lay out prompts left-padded to a common length (so every prompt ends in the last column). */
-export function promptBatch(model: TransformerModel, tokenizer: CharTokenizer, prompts: EncodedPrompt[]): { batch: ForwardBatch; padLeft: number[] } {
-  const length = Math.max(...prompts.map((p) => p.tokens.length));
-  const tokens = new Int32Array(prompts.length * length).fill(tokenizer.pad);
-  const positions = new Int32Array(prompts.length * length);
-  const padLeft: number[] = [];
+/** Pack prompts one after another, each its own group (for prefill). Returns the packed batch and each prompt's first row. */
+export function packPrompts(model: TransformerModel, tokenizer: CharTokenizer, prompts: EncodedPrompt[]): { batch: PackedBatch; starts: number[] } {
+  const total = prompts.reduce((s, p) => s + p.tokens.length, 0);
+  const tokens = new Int32Array(total);
+  const positions = new Int32Array(total);
   const images: Float32Array[] = [];
   const imageIndex = new Map<Float32Array, number>();
-  const slots: ForwardBatch['slots'] = [];
-  prompts.forEach((prompt, b) => {
-    const pad = length - prompt.tokens.length;
-    padLeft.push(pad);
+  const slots: PackedBatch['slots'] = [];
+  const groups: Group[] = [];
+  const starts: number[] = [];
+  let offset = 0;
+  for (const prompt of prompts) {
+    if (prompt.tokens.length === 0) throw new Error('empty prompt');
+    starts.push(offset);
     prompt.tokens.forEach((t, i) => {
-      tokens[b * length + pad + i] = t;
-      positions[b * length + pad + i] = i;
+      tokens[offset + i] = t;
+      positions[offset + i] = i;
     });
-    addImageSlots(model, tokenizer, prompt, b * length + pad, images, imageIndex, slots);
-  });
-  const shared = padLeft.every((p) => p === 0) && prompts.length === 1;
-  return {
-    batch: {
-      batch: prompts.length,
-      length,
-      tokens,
-      positions: shared ? positions.slice(0, length) : positions,
-      images,
-      slots,
-      mask: causalMask(prompts.length, length, padLeft),
-    },
-    padLeft,
-  };
+    addImageSlots(model, tokenizer, prompt, offset, images, imageIndex, slots);
+    groups.push({ start: offset, count: 1, length: prompt.tokens.length, shared: null, past: null });
+    offset += prompt.tokens.length;
+  }
+  return { batch: { tokens, positions, images, slots, groups }, starts };
 }
 
 /** Record where a prompt's images sit: each run of IMG tokens (patchesPerImage long) takes the next image. */
@@ -51,7 +44,7 @@ export function addImageSlots(
   offset: number,
   images: Float32Array[],
   imageIndex: Map<Float32Array, number>,
-  slots: ForwardBatch['slots'],
+  slots: PackedBatch['slots'],
 ): void {
   const p = patchesPerImage(model.arch);
   let next = 0;
@@ -118,60 +111,57 @@ export function sampleGroups(
 ): Completion[][] {
   const rows = prompts.length * group;
   const V = model.arch.vocabSize;
-  const { batch, padLeft } = promptBatch(model, tokenizer, prompts);
-  const rowPrompt = new Int32Array(rows).map((_, r) => Math.floor(r / group));
-  // Prefill: run each prompt once, keep its last logits and its cache, copied to the rows of its group.
-  let { next, cache } = tf.tidy((): tf.TensorContainer => {
-    const out = forward(model, batch, null, lora);
-    const last = tf.reshape(tf.slice(tf.reshape(out.hidden, [batch.batch, batch.length, -1]), [0, batch.length - 1, 0], [-1, 1, -1]), [batch.batch, -1]) as tf.Tensor2D;
-    const index = tf.tensor1d(rowPrompt, 'int32');
-    return {
-      next: tf.gather(logits(model, last), index) as tf.Tensor2D,
-      cache: out.cache.map((c) => ({ k: tf.gather(c.k, index) as tf.Tensor4D, v: tf.gather(c.v, index) as tf.Tensor4D })),
-    } as unknown as tf.TensorContainer;
-  }) as unknown as { next: tf.Tensor2D; cache: LayerCache[] };
-  const rowPadLeft = Array.from(rowPrompt, (p) => padLeft[p]);
-  const anyPadding = rowPadLeft.some((p) => p > 0);
+  // Prefill: every prompt once; keep its keys/values (shared by its group) and its last logits.
+  const { batch, starts } = packPrompts(model, tokenizer, prompts);
+  const prefill = tf.tidy(() => {
+    const out = forward(model, batch, lora);
+    const last = tf.concat(prompts.map((p, u) => tf.slice(out.hidden, [starts[u] + p.tokens.length - 1, 0], [1, -1])), 0) as tf.Tensor2D;
+    return { next: logits(model, last), shared: prompts.map((p, u) => sharedFrom(out, starts[u], p.tokens.length)) } as unknown as tf.TensorContainer;
+  }) as unknown as { next: tf.Tensor2D; shared: SharedKV[][] };
+  const shared = prefill.shared;
+  let values = prefill.next.dataSync() as Float32Array;
+  prefill.next.dispose();
+  let rowLogits = (r: number) => values.subarray(Math.floor(r / group) * V, (Math.floor(r / group) + 1) * V);
+  let own: OwnKV[][] | null = null; // per layer, per prompt
+
   const tokens: number[][] = Array.from({ length: rows }, () => []);
   const logProbs: number[][] = Array.from({ length: rows }, () => []);
   const finished = new Array<boolean>(rows).fill(false);
-  const promptLength = batch.length;
   for (let step = 0; step < options.maxNewTokens; step++) {
-    const values = next.dataSync() as Float32Array;
-    next.dispose();
     const fed = new Int32Array(rows).fill(tokenizer.pad);
     for (let r = 0; r < rows; r++) {
       if (finished[r]) continue;
-      const { token, logProb } = sampleToken(values.subarray(r * V, (r + 1) * V), options, rng);
+      const { token, logProb } = sampleToken(rowLogits(r), options, rng);
       tokens[r].push(token);
       logProbs[r].push(logProb);
       fed[r] = token;
       if (token === tokenizer.eos) finished[r] = true;
     }
     if (finished.every(Boolean) || step === options.maxNewTokens - 1) break;
-    const pastLength = promptLength + step;
-    const positions = anyPadding ? Int32Array.from(rowPadLeft, (p) => pastLength - p) : Int32Array.of(pastLength);
-    const stepBatch: ForwardBatch = {
-      batch: rows,
-      length: 1,
+    const positions = Int32Array.from({ length: rows }, (_, r) => prompts[Math.floor(r / group)].tokens.length + step);
+    const past = own;
+    const stepBatch: PackedBatch = {
       tokens: fed,
       positions,
       images: [],
       slots: [],
-      mask: anyPadding ? causalMask(rows, 1, rowPadLeft, pastLength) : null,
+      groups: prompts.map((_, u) => ({ start: u * group, count: group, length: 1, shared: shared[u], past: past ? past.map((layer) => layer[u]) : null })),
     };
-    const old = cache;
-    ({ next, cache } = tf.tidy(() => {
-      const out = forward(model, stepBatch, old, lora);
-      return { next: logits(model, out.hidden), cache: out.cache } as unknown as tf.TensorContainer;
-    }) as unknown as { next: tf.Tensor2D; cache: LayerCache[] });
-    disposeCache(old);
+    const out = tf.tidy(() => {
+      const result = forward(model, stepBatch, lora);
+      return { next: logits(model, result.hidden), own: result.own } as unknown as tf.TensorContainer;
+    }) as unknown as { next: tf.Tensor2D; own: OwnKV[][] };
+    if (past) disposeOwn(past);
+    own = out.own;
+    values = out.next.dataSync() as Float32Array;
+    out.next.dispose();
+    rowLogits = (r: number) => values.subarray(r * V, (r + 1) * V);
   }
-  disposeCache(cache);
-  if (!next.isDisposed) next.dispose();
+  if (own) disposeOwn(own);
+  for (const layers of shared) for (const s of layers) tf.dispose([s.kT, s.v]);
   const completions: Completion[][] = prompts.map(() => []);
   for (let r = 0; r < rows; r++) {
-    completions[rowPrompt[r]].push({
+    completions[Math.floor(r / group)].push({
       tokens: tokens[r],
       text: tokenizer.decode(tokens[r]),
       logProbs: Float32Array.from(logProbs[r]),
@@ -181,9 +171,6 @@ export function sampleGroups(
   return completions;
 }
 
-function disposeCache(cache: LayerCache[]): void {
-  for (const c of cache) {
-    c.k.dispose();
-    c.v.dispose();
-  }
+function disposeOwn(own: OwnKV[][]): void {
+  for (const layer of own) for (const o of layer) tf.dispose([o.k, o.v]);
 }

@@ -1,46 +1,77 @@
 // The built-in model's forward pass: a decoder-only, pre-norm transformer (RMSNorm, rotary position embeddings,
 // GELU MLP, untied output head) whose input sequence mixes character tokens and image patches. One function serves
-// training (a padded batch, all positions), prompt prefill and cached incremental decoding (a few new positions
-// attending to the key/value cache of earlier ones).
+// training, prompt prefill and cached incremental decoding.
 //
-// Everything here runs on the tfjs WASM backend, forward and backward: token embeddings are a one-hot matrix product
-// (the gradient of tf.gather needs UnsortedSegmentSum, which WASM lacks), and image patches are placed into the
-// sequence by a gather with a hand-written gradient that never needs a segment sum.
+// Layout, chosen for the tfjs WASM backend (whose only fast kernel is the plain 2-D matrix product; batched or
+// transposed products, gathers and unstacks are 10-1000× slower there):
+// - Sequences are packed: every new position of every sequence is one row of a [rows, d] matrix, so all projections
+//   are single 2-D products and nothing is padded on the left.
+// - Rows come in groups: `count` sequences of `length` new positions each that may share keys/values computed
+//   earlier (`shared`: their common prompt; G completions of one prompt form one group) and may have their own
+//   earlier keys (`past`: tokens already decoded). Attention is computed per group with heads laid out as rows: the
+//   query of head h is the query masked to head h's dimensions, so one 2-D product against all keys gives every
+//   head's scores, and the prompt's keys are multiplied once for the whole group instead of once per completion.
+// - Token embeddings are a one-hot product and image patches enter through a gather with a hand-written gradient,
+//   so the backward pass never needs UnsortedSegmentSum (absent in WASM).
 import * as tf from '@tensorflow/tfjs';
 import { headDim, patchDim, patchesPerImage, type Architecture } from './config.ts';
 import { linear, type LoraSet } from './lora.ts';
 import { customGrad, mm, selectRows } from './ops.ts';
 import type { ModelWeights } from './weights.ts';
 
-/** Keys and values of one layer, RoPE already applied to the keys: [batch, heads, positions, headDim]. */
-export interface LayerCache {
-  k: tf.Tensor4D;
-  v: tf.Tensor4D;
+/** Keys (RoPE applied, transposed) and values of a shared prompt for one layer: kT [d, P], v [P, d]. */
+export interface SharedKV {
+  kT: tf.Tensor2D;
+  v: tf.Tensor2D;
 }
 
-/** One image occurrence in a batch: which unique image, and the flat index (row * length + column) of its first patch. */
+/** A group's own keys and values for one layer: [count, positions so far, d]. */
+export interface OwnKV {
+  k: tf.Tensor3D;
+  v: tf.Tensor3D;
+}
+
+export interface Group {
+  /** First packed row of the group; its rows are sequence by sequence, `length` rows each. */
+  start: number;
+  count: number;
+  length: number;
+  /** Per layer: keys/values every sequence of the group attends to before its own (the prompt), or null. */
+  shared: SharedKV[] | null;
+  /** Per layer: each sequence's own earlier keys/values (decoding), or null. */
+  past: OwnKV[] | null;
+}
+
+/** One image occurrence: which distinct image, and the packed row of its first patch token. */
 export interface ImageSlot {
   image: number;
   start: number;
 }
 
-export interface ForwardBatch {
-  batch: number;
-  length: number;
-  /** Token ids, [batch * length], row-major. */
+export interface PackedBatch {
+  /** Token id of every packed row. */
   tokens: Int32Array;
-  /** RoPE position of every token: [batch * length], or [length] when all rows share positions. */
+  /** RoPE position of every packed row. */
   positions: Int32Array;
-  /** Distinct images in this batch (each [patchesPerImage * patchDim], values in [0, 1]) and where they occur. */
+  /** Distinct images (each [patchesPerImage * patchDim] in [0, 1]) and where they occur. */
   images: Float32Array[];
   slots: ImageSlot[];
-  /** Additive attention mask [batch, length, pastLength + length] (0 or -1e9), or null when every key is visible. */
-  mask: Float32Array | null;
+  groups: Group[];
 }
 
 export interface TransformerModel {
   arch: Architecture;
   weights: ModelWeights;
+}
+
+export interface ForwardResult {
+  /** Final hidden states before the output norm, [rows, d]. */
+  hidden: tf.Tensor2D;
+  /** Per layer: every packed row's key (RoPE applied) and value, [rows, d]; for building SharedKV. */
+  keys: tf.Tensor2D[];
+  values: tf.Tensor2D[];
+  /** Per layer, per group: own keys/values including this pass (the next decoding step's `past`). */
+  own: OwnKV[][];
 }
 
 const NEG = -1e9;
@@ -58,52 +89,76 @@ function inverseFrequencies(arch: Architecture): Float32Array {
   return f;
 }
 
-/** cos and sin tables for the given positions, shaped [rows, 1, length, headDim] (rows = 1 when positions are shared). */
-function ropeTables(arch: Architecture, batch: ForwardBatch): { cos: tf.Tensor4D; sin: tf.Tensor4D } {
+/** cos and sin tables [rows, d] for the packed positions (heads side by side, each rotating its two halves). */
+function ropeTables(arch: Architecture, positions: Int32Array): { cos: tf.Tensor2D; sin: tf.Tensor2D } {
+  const d = arch.dModel;
   const dh = headDim(arch);
   const half = dh / 2;
   const inv = inverseFrequencies(arch);
-  const n = batch.positions.length;
-  const cos = new Float32Array(n * dh);
-  const sin = new Float32Array(n * dh);
+  const n = positions.length;
+  const cos = new Float32Array(n * d);
+  const sin = new Float32Array(n * d);
+  const c = new Float32Array(half);
+  const s = new Float32Array(half);
   for (let i = 0; i < n; i++) {
-    const p = batch.positions[i];
     for (let j = 0; j < half; j++) {
-      const c = Math.cos(p * inv[j]);
-      const s = Math.sin(p * inv[j]);
-      cos[i * dh + j] = c;
-      cos[i * dh + j + half] = c;
-      sin[i * dh + j] = s;
-      sin[i * dh + j + half] = s;
+      c[j] = Math.cos(positions[i] * inv[j]);
+      s[j] = Math.sin(positions[i] * inv[j]);
+    }
+    for (let h = 0; h < arch.nHeads; h++) {
+      const o = i * d + h * dh;
+      cos.set(c, o);
+      cos.set(c, o + half);
+      sin.set(s, o);
+      sin.set(s, o + half);
     }
   }
-  const rows = n / batch.length;
-  return { cos: tf.tensor4d(cos, [rows, 1, batch.length, dh]), sin: tf.tensor4d(sin, [rows, 1, batch.length, dh]) };
+  return { cos: tf.tensor2d(cos, [n, d]), sin: tf.tensor2d(sin, [n, d]) };
 }
 
-const rotationCache = new Map<number, tf.Variable>();
+const constantCache = new Map<string, tf.Variable>();
 
-/** The matrix R with x R = rotate_half(x) = concat(-x2, x1): one matrix product instead of slices and a concat. */
-function rotateHalfMatrix(dh: number): tf.Variable {
-  let r = rotationCache.get(dh);
-  if (!r || r.isDisposed) {
+/** A frozen variable holding a constant: kept across tidy scopes, and ops.mm skips its gradient. */
+function constant(key: string, make: () => tf.Tensor): tf.Variable {
+  let v = constantCache.get(key);
+  if (!v || v.isDisposed) {
+    v = tf.variable(make(), false);
+    constantCache.set(key, v);
+  }
+  return v;
+}
+
+/** R with x R = per-head rotate_half(x) = concat(-x2, x1): one product instead of slices and concats. */
+function rotationMatrix(arch: Architecture): tf.Variable {
+  const d = arch.dModel;
+  const dh = headDim(arch);
+  return constant(`rot:${d}:${dh}`, () => {
     const half = dh / 2;
-    const m = new Float32Array(dh * dh);
-    for (let j = 0; j < half; j++) {
-      m[(j + half) * dh + j] = -1;
-      m[j * dh + j + half] = 1;
+    const m = new Float32Array(d * d);
+    for (let h = 0; h < arch.nHeads; h++) {
+      const o = h * dh;
+      for (let j = 0; j < half; j++) {
+        m[(o + j + half) * d + o + j] = -1;
+        m[(o + j) * d + o + j + half] = 1;
+      }
     }
-    // A frozen variable: kept across tidy scopes, and ops.mm skips its gradient.
-    r = tf.variable(tf.tensor2d(m, [dh, dh]), false);
-    rotationCache.set(dh, r);
-  }
-  return r;
+    return tf.tensor2d(m, [d, d]);
+  });
 }
 
-function applyRope(x: tf.Tensor4D, cos: tf.Tensor4D, sin: tf.Tensor4D, r: tf.Variable): tf.Tensor4D {
-  const dh = x.shape[3];
-  const rotated = tf.reshape(mm(tf.reshape(x, [-1, dh]), r as tf.Tensor2D), x.shape);
-  return tf.add(tf.mul(x, cos), tf.mul(rotated, sin));
+/** [1, H, d]: row h is 1 on head h's dimensions. */
+function headMask(arch: Architecture): tf.Variable {
+  const d = arch.dModel;
+  const dh = headDim(arch);
+  return constant(`heads:${d}:${dh}`, () => {
+    const m = new Float32Array(arch.nHeads * d);
+    for (let h = 0; h < arch.nHeads; h++) m.fill(1, h * d + h * dh, h * d + (h + 1) * dh);
+    return tf.tensor3d(m, [1, arch.nHeads, d]);
+  });
+}
+
+function applyRope(x: tf.Tensor2D, cos: tf.Tensor2D, sin: tf.Tensor2D, r: tf.Variable): tf.Tensor2D {
+  return tf.add(tf.mul(x, cos), tf.mul(mm(x, r as tf.Tensor2D), sin));
 }
 
 function rmsNorm(x: tf.Tensor2D, gain: tf.Variable, eps: number): tf.Tensor2D {
@@ -120,115 +175,157 @@ function embedTokens(model: TransformerModel, tokens: Int32Array): tf.Tensor2D {
 }
 
 /**
- * Patch embeddings placed at their sequence positions ([batch * length, d], zero elsewhere). Each distinct image is
- * projected once; occurrences share it. The placement is a gather from [0; patch rows]; its gradient gathers the
- * output gradient back at the patch positions and sums occurrences of the same image with a small matrix product.
+ * Patch embeddings placed at their rows ([rows, d], zero elsewhere). Each distinct image is projected once;
+ * occurrences share it. The placement is a gather from [0; patch rows]; its gradient gathers the output gradient back
+ * at the patch rows and sums occurrences of the same image with a small matrix product.
  */
-function embedImages(model: TransformerModel, batch: ForwardBatch): tf.Tensor2D | null {
+function embedImages(model: TransformerModel, batch: PackedBatch): tf.Tensor2D | null {
   if (batch.slots.length === 0) return null;
   const { arch, weights } = model;
   const p = patchesPerImage(arch);
   const d = arch.dModel;
   const u = batch.images.length;
-  const n = batch.batch * batch.length;
+  const n = batch.tokens.length;
+  const occurrences = batch.slots.length;
   const pixels = new Float32Array(u * p * patchDim(arch));
   batch.images.forEach((img, i) => pixels.set(img, i * p * patchDim(arch)));
   const projected = tf.add(
-    tf.add(mm(tf.sub(tf.tensor2d(pixels, [u * p, patchDim(arch)]), 0.5), weights.patchProj as tf.Tensor2D, { a: true }), weights.patchBias),
+    tf.add(mm(tf.sub(tf.tensor2d(pixels, [u * p, patchDim(arch)]), 0.5), weights.patchProj as tf.Tensor2D), weights.patchBias),
     tf.tile(weights.patchPos, [u, 1]),
   ) as tf.Tensor2D; // [u * p, d]
 
-  const source = new Int32Array(n); // 0 = no patch here, 1 + row = that patch row
-  const targets = new Int32Array(batch.slots.length * p); // sequence position of each occurrence's patches
-  const selection = new Float32Array(u * batch.slots.length); // [u, occurrences] one-hot
+  const source = new Int32Array(n); // 0 = no patch here, 1 + r = patch row r
+  const targets = new Int32Array(occurrences * p); // packed row of each occurrence's patches
+  const selection = new Float32Array(u * occurrences); // [u, occurrences] one-hot
   batch.slots.forEach((slot, o) => {
     for (let j = 0; j < p; j++) {
       source[slot.start + j] = 1 + slot.image * p + j;
       targets[o * p + j] = slot.start + j;
     }
-    selection[slot.image * batch.slots.length + o] = 1;
+    selection[slot.image * occurrences + o] = 1;
   });
-  const place = customGrad((rows: tf.Tensor) => {
-    const value = tf.gather(tf.concat([tf.zeros([1, d]), rows as tf.Tensor2D], 0), tf.tensor1d(source, 'int32')) as tf.Tensor2D;
-    const gradFunc = (dy: tf.Tensor) => {
-      const perOccurrence = tf.reshape(tf.gather(dy, tf.tensor1d(targets, 'int32')), [batch.slots.length, p * d]) as tf.Tensor2D;
-      return tf.reshape(tf.matMul(tf.tensor2d(selection, [u, batch.slots.length]), perOccurrence), [u * p, d]);
-    };
-    return { value, gradFunc };
-  });
+  const place = customGrad((rows: tf.Tensor) => ({
+    value: tf.gather(tf.concat([tf.zeros([1, d]), rows as tf.Tensor2D], 0), tf.tensor1d(source, 'int32')),
+    gradFunc: (dy: tf.Tensor) => {
+      const perOccurrence = tf.reshape(tf.gather(dy, tf.tensor1d(targets, 'int32')), [occurrences, p * d]) as tf.Tensor2D;
+      return tf.reshape(tf.matMul(tf.tensor2d(selection, [u, occurrences]), perOccurrence), [u * p, d]);
+    },
+  }));
   return place(projected) as tf.Tensor2D;
 }
 
-/** Products per (row, head) at least this large go through the 2-D fast path one by one; smaller ones stay batched. */
-const LOOP_THRESHOLD = Number(process.env.METRL_ATTN_LOOP ?? 4096);
-
 /**
- * softmax(q kᵀ / sqrt(dh) + mask) v. WASM multiplies batched or transposed operands slowly, so for large blocks each
- * (row, head) pair is multiplied as a plain 2-D product (with fast-path gradients); tiny blocks (a decoding step)
- * are cheaper batched than as many separate calls.
+ * Additive mask for a group's own keys, rows (sequence i, position c, head h), columns (sequence j, key c'):
+ * visible when i = j and c' ≤ pastLength + c.
  */
-function attend(q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D | null): tf.Tensor4D {
-  const [B, H, Tq, dh] = q.shape;
-  const Tk = k.shape[2];
-  const scale = 1 / Math.sqrt(dh);
-  if (Tq * Tk < LOOP_THRESHOLD) {
-    let scores = tf.mul(tf.matMul(q, k, false, true), scale);
-    if (mask) scores = tf.add(scores, mask);
-    return tf.matMul(tf.softmax(scores), v);
+function ownMask(count: number, length: number, keys: number, heads: number, pastLength: number): tf.Tensor2D {
+  const cols = count * keys;
+  const m = new Float32Array(count * length * heads * cols).fill(NEG);
+  for (let i = 0; i < count; i++) {
+    for (let c = 0; c < length; c++) {
+      for (let h = 0; h < heads; h++) {
+        const row = ((i * length + c) * heads + h) * cols + i * keys;
+        m.fill(0, row, row + pastLength + c + 1);
+      }
+    }
   }
-  const n = B * H;
-  const qs = tf.unstack(tf.reshape(q, [n, Tq, dh])) as tf.Tensor2D[];
-  const kts = tf.unstack(tf.transpose(tf.reshape(k, [n, Tk, dh]), [0, 2, 1])) as tf.Tensor2D[];
-  const vs = tf.unstack(tf.reshape(v, [n, Tk, dh])) as tf.Tensor2D[];
-  let scores = tf.mul(tf.reshape(tf.stack(qs.map((x, i) => mm(x, kts[i]))), [B, H, Tq, Tk]), scale);
-  if (mask) scores = tf.add(scores, mask);
-  const ps = tf.unstack(tf.reshape(tf.softmax(scores), [n, Tq, Tk])) as tf.Tensor2D[];
-  return tf.reshape(tf.stack(ps.map((p, i) => mm(p, vs[i]))), [B, H, Tq, dh]);
-}
-
-function splitHeads(x: tf.Tensor2D, rows: number, length: number, heads: number): tf.Tensor4D {
-  return tf.transpose(tf.reshape(x, [rows, length, heads, -1]), [0, 2, 1, 3]);
+  return tf.tensor2d(m, [count * length * heads, cols]);
 }
 
 /**
- * Run the transformer. With `past`, the batch's positions come after the cached ones and attend to them too.
- * Returns the final hidden states before the output norm ([batch * length, d]) and every layer's updated cache.
+ * Attention of one group. q, k, v: this pass's rows of the group ([count * length, d], q already scaled).
+ * Returns the attended values [count * length, d] and the group's own keys/values including this pass.
  */
-export function forward(model: TransformerModel, batch: ForwardBatch, past: LayerCache[] | null, lora: LoraSet | null): { hidden: tf.Tensor2D; cache: LayerCache[] } {
-  const { arch, weights } = model;
-  const B = batch.batch;
-  const T = batch.length;
+function groupAttention(arch: Architecture, group: Group, layer: number, q: tf.Tensor2D, k: tf.Tensor2D, v: tf.Tensor2D): { out: tf.Tensor2D; own: OwnKV } {
+  const { count: n, length: C } = group;
+  const d = arch.dModel;
   const H = arch.nHeads;
-  const dh = headDim(arch);
+  const heads = headMask(arch);
+  const qHeads = tf.reshape(tf.mul(tf.reshape(q, [n * C, 1, d]), heads), [n * C * H, d]) as tf.Tensor2D;
+  const past = group.past?.[layer] ?? null;
+  const pastLength = past ? past.k.shape[1] : 0;
+  const keys = pastLength + C;
+  const own: OwnKV = {
+    k: past ? tf.concat([past.k, tf.reshape(k, [n, C, d]) as tf.Tensor3D], 1) : (tf.reshape(k, [n, C, d]) as tf.Tensor3D),
+    v: past ? tf.concat([past.v, tf.reshape(v, [n, C, d]) as tf.Tensor3D], 1) : (tf.reshape(v, [n, C, d]) as tf.Tensor3D),
+  };
+  const ownK = tf.reshape(own.k, [n * keys, d]) as tf.Tensor2D;
+  const ownV = tf.reshape(own.v, [n * keys, d]) as tf.Tensor2D;
+
+  // Own scores. Several sequences of several positions (scoring G completions): one product per sequence, as a single
+  // product against all the group's keys would waste a factor `count`. Otherwise one product with a block mask.
+  let ownScores: tf.Tensor2D;
+  const perSequence = n > 1 && C > 1;
+  if (perSequence) {
+    const blocks: tf.Tensor2D[] = [];
+    for (let i = 0; i < n; i++) {
+      const qi = tf.slice(qHeads, [i * C * H, 0], [C * H, d]);
+      const ki = tf.slice(ownK, [i * keys, 0], [keys, d]);
+      blocks.push(mm(qi, tf.transpose(ki)));
+    }
+    ownScores = tf.add(tf.reshape(tf.concat(blocks, 0), [n, C * H, keys]), tf.reshape(ownMask(1, C, keys, H, pastLength), [1, C * H, keys])).reshape([n * C * H, keys]);
+  } else {
+    ownScores = tf.add(mm(qHeads, tf.transpose(ownK)), ownMask(n, C, keys, H, pastLength));
+  }
+  const shared = group.shared?.[layer] ?? null;
+  const scores = shared ? tf.concat([mm(qHeads, shared.kT), ownScores], 1) : ownScores;
+  const probs = tf.softmax(scores) as tf.Tensor2D;
+  const prefix = shared ? shared.kT.shape[1] : 0;
+  const ownProbs = shared ? (tf.slice(probs, [0, prefix], [-1, -1]) as tf.Tensor2D) : probs;
+  let mixed: tf.Tensor2D;
+  if (perSequence) {
+    const parts: tf.Tensor2D[] = [];
+    for (let i = 0; i < n; i++) {
+      parts.push(mm(tf.slice(ownProbs, [i * C * H, 0], [C * H, keys]), tf.slice(ownV, [i * keys, 0], [keys, d])));
+    }
+    mixed = tf.concat(parts, 0);
+  } else {
+    mixed = mm(ownProbs, ownV);
+  }
+  if (shared) mixed = tf.add(mixed, mm(tf.slice(probs, [0, 0], [-1, prefix]) as tf.Tensor2D, shared.v));
+  // Keep head h's dimensions from row h and add the heads up: the usual concatenation of head outputs.
+  const out = tf.sum(tf.mul(tf.reshape(mixed, [n * C, H, d]), heads), 1) as tf.Tensor2D;
+  return { out, own };
+}
+
+export function forward(model: TransformerModel, batch: PackedBatch, lora: LoraSet | null): ForwardResult {
+  const { arch, weights } = model;
   const scale = lora?.scale ?? 0;
+  const qScale = 1 / Math.sqrt(headDim(arch));
   let x = embedTokens(model, batch.tokens);
   const images = embedImages(model, batch);
   if (images) x = tf.add(x, images);
-  const { cos, sin } = ropeTables(arch, batch);
-  const r = rotateHalfMatrix(dh);
-  const pastLength = past ? past[0].k.shape[2] : 0;
-  const mask = batch.mask ? tf.tensor4d(batch.mask, [B, 1, T, pastLength + T]) : null;
-  const cache: LayerCache[] = [];
+  const { cos, sin } = ropeTables(arch, batch.positions);
+  const r = rotationMatrix(arch);
+  const keys: tf.Tensor2D[] = [];
+  const values: tf.Tensor2D[] = [];
+  const own: OwnKV[][] = [];
   weights.layers.forEach((layer, i) => {
     const adapters = lora?.layers[i] ?? {};
     const h = rmsNorm(x, layer.attnNorm, arch.normEps);
-    const q = applyRope(splitHeads(linear(h, layer.proj.q_proj, adapters.q_proj, scale), B, T, H), cos, sin, r);
-    let k = applyRope(splitHeads(linear(h, layer.proj.k_proj, adapters.k_proj, scale), B, T, H), cos, sin, r);
-    let v = splitHeads(linear(h, layer.proj.v_proj, adapters.v_proj, scale), B, T, H);
-    if (past) {
-      k = tf.concat([past[i].k, k], 2);
-      v = tf.concat([past[i].v, v], 2);
+    const q = tf.mul(applyRope(linear(h, layer.proj.q_proj, adapters.q_proj, scale), cos, sin, r), qScale) as tf.Tensor2D;
+    const k = applyRope(linear(h, layer.proj.k_proj, adapters.k_proj, scale), cos, sin, r);
+    const v = linear(h, layer.proj.v_proj, adapters.v_proj, scale);
+    keys.push(k);
+    values.push(v);
+    const outs: tf.Tensor2D[] = [];
+    const layerOwn: OwnKV[] = [];
+    for (const group of batch.groups) {
+      const rows = group.count * group.length;
+      const slice = (t: tf.Tensor2D) => (batch.groups.length === 1 ? t : (tf.slice(t, [group.start, 0], [rows, -1]) as tf.Tensor2D));
+      const result = groupAttention(arch, group, i, slice(q), slice(k), slice(v));
+      outs.push(result.out);
+      layerOwn.push(result.own);
     }
-    cache.push({ k, v });
-    const attended = attend(q, k, v, mask); // [B, H, T, dh]
-    const merged = tf.reshape(tf.transpose(attended, [0, 2, 1, 3]), [B * T, arch.dModel]) as tf.Tensor2D;
-    x = tf.add(x, linear(merged, layer.proj.o_proj, adapters.o_proj, scale));
+    own.push(layerOwn);
+    const attended = outs.length === 1 ? outs[0] : tf.concat(outs, 0);
+    x = tf.add(x, linear(attended, layer.proj.o_proj, adapters.o_proj, scale));
     const m = rmsNorm(x, layer.mlpNorm, arch.normEps);
     const up = linear(m, layer.proj.up_proj, adapters.up_proj, scale);
-    const act = tf.mul(up, tf.sigmoid(tf.mul(up, 1.702))); // GELU, sigmoid approximation
-    x = tf.add(x, linear(act as tf.Tensor2D, layer.proj.down_proj, adapters.down_proj, scale));
+    const act = tf.mul(up, tf.sigmoid(tf.mul(up, 1.702))) as tf.Tensor2D; // GELU, sigmoid approximation
+    x = tf.add(x, linear(act, layer.proj.down_proj, adapters.down_proj, scale));
   });
-  return { hidden: x, cache };
+  return { hidden: x, keys, values, own };
 }
 
 /** Next-token logits of hidden states [n, d] → [n, vocab]. */
@@ -236,20 +333,10 @@ export function logits(model: TransformerModel, hidden: tf.Tensor2D): tf.Tensor2
   return mm(rmsNorm(hidden, model.weights.finalNorm, model.arch.normEps), model.weights.lmHead as tf.Tensor2D);
 }
 
-/** Causal mask for rows that are left-padded by `padLeft[b]` columns, with `pastLength` cached positions before. */
-export function causalMask(batchSize: number, length: number, padLeft: number[], pastLength = 0): Float32Array {
-  const keys = pastLength + length;
-  const mask = new Float32Array(batchSize * length * keys);
-  for (let b = 0; b < batchSize; b++) {
-    for (let t = 0; t < length; t++) {
-      const query = pastLength + t;
-      const row = (b * length + t) * keys;
-      for (let k = 0; k < keys; k++) {
-        // A padding query may see only itself, so its softmax stays finite; real queries see real keys up to themselves.
-        const visible = k <= query && (k >= padLeft[b] || k === query);
-        if (!visible) mask[row + k] = NEG;
-      }
-    }
-  }
-  return mask;
+/** The shared keys/values of rows [start, start + length) of a forward pass: a prompt, for the groups that follow it. */
+export function sharedFrom(result: ForwardResult, start: number, length: number): SharedKV[] {
+  return result.keys.map((k, i) => ({
+    kT: tf.transpose(tf.slice(k, [start, 0], [length, -1])) as tf.Tensor2D,
+    v: tf.slice(result.values[i], [start, 0], [length, -1]) as tf.Tensor2D,
+  }));
 }

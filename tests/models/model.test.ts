@@ -89,15 +89,16 @@ describe('built-in policy', () => {
   });
 
   it('tokenLogProbs of a padded batch equals each item scored alone, with a mask over padding', () => {
+    // Interleaved prompts: the policy groups items by prompt internally and must return rows in the caller's order.
     const items = [
       { prompt, completion: policy.encodeTarget('8/8/8/8/8/8/8/8') },
-      { prompt, completion: policy.encodeTarget('8/8') },
       { prompt: shortPrompt, completion: policy.encodeTarget('3') },
+      { prompt, completion: policy.encodeTarget('8/8') },
     ];
     const batch = policy.tokenLogProbs(items, { useLora: true, withEntropy: true });
     expect(batch.logProbs.shape).toEqual([3, 16]);
     const mask = batch.mask.arraySync();
-    expect(mask[2].slice(0, 3)).toEqual([1, 1, 0]);
+    expect(mask[1].slice(0, 3)).toEqual([1, 1, 0]);
     const rows = batch.logProbs.arraySync();
     items.forEach((item, b) => {
       const alone = policy.tokenLogProbs([item], { useLora: true });
