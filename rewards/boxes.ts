@@ -4,9 +4,9 @@
 // contains" echo of the question and trailing punctuation. The answer is the first non-empty line after the last
 // "FINAL ANSWER:" marker, or the whole response when it is a single line without a marker. Naming an object twice is
 // wrong (the box holds each object once). Pure: no I/O, no randomness.
+import { meaningfulLines, textAfterLastMarker } from './final-answer.ts';
 import type { Score, ScoreInput } from '../envs/types.ts';
 
-const MARKER = /final\s+answer\s*[*_]*\s*:/gi;
 const DECORATION = /\\boxed|\\text|[`*{}[\]$"“”]/g;
 const ECHO = /^(?:(?:box\s+\d+|container\s+[a-g])\s+)?(?:contains|holds|has)\b\s*:?\s*/;
 const EMPTY = /^(?:nothing(?: at all)?|empty|none|no objects?|(?:it|the box|the container|box \d+|container [a-g])?\s*is empty)$/;
@@ -14,14 +14,12 @@ const SEPARATOR = /\s*(?:,|;|&|\band\b)\s*/;
 
 /** The text holding the answer: first non-empty line after the last marker; else the response if it is one line. */
 export function boxesAnswerText(response: string): string | null {
-  let last: RegExpExecArray | null = null;
-  for (const match of response.matchAll(MARKER)) last = match as RegExpExecArray;
-  if (last === null) {
-    const lines = response.split(/\r?\n/).filter((l) => l.replace(DECORATION, '').trim() !== '');
+  const after = textAfterLastMarker(response);
+  if (after === null) {
+    const lines = meaningfulLines(response, DECORATION);
     return lines.length === 1 ? lines[0] : null;
   }
-  const rest = response.slice(last.index + last[0].length).split(/\r?\n/);
-  return rest.find((l) => l.replace(DECORATION, '').trim() !== '') ?? null;
+  return meaningfulLines(after, DECORATION)[0] ?? null;
 }
 
 /** Object names (lower case, without articles) in an answer, [] for an empty box, null when nothing parses. */

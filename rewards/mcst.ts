@@ -5,9 +5,9 @@
 // negation-blind answer) sharpens parsing when present; without it the target's shape decides the kind.
 // Metrics: exact; negationBlind (a wrong answer equal to the answer the negated actions would have produced — the
 // paper's "negation blindness"); initialCopy (the answer read off the initial state). Pure: no I/O, no randomness.
+import { meaningfulLines, textAfterLastMarker } from './final-answer.ts';
 import type { Score, ScoreInput } from '../envs/types.ts';
 
-const MARKER = /final\s+answer\s*[*_]*\s*:/gi;
 const DECORATION = /\\boxed|\\text|[`*{}[\]$"“”]/g;
 const NUMBER_WORDS = ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve'];
 const DIRECTION_WORDS = ['north', 'east', 'south', 'west'];
@@ -22,14 +22,12 @@ export interface McstVocabulary {
 
 /** The answer text: first non-empty line after the last marker; else the response if it is a single line. */
 export function mcstAnswerText(response: string): string | null {
-  let last: RegExpExecArray | null = null;
-  for (const match of response.matchAll(MARKER)) last = match as RegExpExecArray;
-  if (last === null) {
-    const lines = response.split(/\r?\n/).filter((l) => l.replace(DECORATION, '').trim() !== '');
+  const after = textAfterLastMarker(response);
+  if (after === null) {
+    const lines = meaningfulLines(response, DECORATION);
     return lines.length === 1 ? lines[0] : null;
   }
-  const rest = response.slice(last.index + last[0].length).split(/\r?\n/);
-  return rest.find((l) => l.replace(DECORATION, '').trim() !== '') ?? null;
+  return meaningfulLines(after, DECORATION)[0] ?? null;
 }
 
 function clean(text: string): string {

@@ -3,20 +3,18 @@
 // "left"/"right"; temporal exactly one of "before"/"after"/"same time"; comparison exactly one of the two entities
 // (recognised by the words that tell them apart, plurals or not) or "equal". Binary reward. Summaries give accuracy
 // per category, the overall score as their unweighted mean, and counting on ground truth ≥ 2. Pure.
+import { meaningfulLines, textAfterLastMarker } from './final-answer.ts';
 import type { Score, ScoreInput, ScoredRow } from '../envs/types.ts';
 
 export const REM_CATEGORY_NAMES = ['counting', 'comparison', 'left-right', 'temporal'] as const;
 export type RemCategoryName = (typeof REM_CATEGORY_NAMES)[number];
 
-const MARKER = /final\s+answer\s*[*_]*\s*:/gi;
 
 /** The text holding the answer: what follows the last marker (its first non-empty line), or the whole response. */
 export function answerText(response: string): string {
-  let last: RegExpExecArray | null = null;
-  for (const m of response.matchAll(MARKER)) last = m as RegExpExecArray;
-  if (!last) return response;
-  const rest = response.slice(last.index + last[0].length);
-  return rest.split(/\r?\n/).find((l) => l.replace(/[*_`\s]/g, '') !== '') ?? '';
+  const after = textAfterLastMarker(response);
+  if (after === null) return response;
+  return meaningfulLines(after, /[*_`\s]/g)[0] ?? '';
 }
 
 export function categoryOf(target: string, meta?: Record<string, unknown>): RemCategoryName {

@@ -7,25 +7,22 @@
 // is invalid and scores 0. Without any marker the whole response must be such a bare answer.
 // Two small, deliberate widenings, both unambiguous: the marker may carry markdown emphasis before its colon
 // ("**Final Answer**: 2"), and LaTeX dollar signs are stripped like braces ("$\boxed{2}$").
+import { meaningfulLines, textAfterLastMarker } from './final-answer.ts';
 import { UserError } from '../core/errors.ts';
 import type { Score, ScoreInput } from '../envs/types.ts';
 
 export const SHELL_ANSWERS = ['1', '2', '3'] as const;
 export type ShellAnswer = (typeof SHELL_ANSWERS)[number];
 
-const MARKER = /final\s+answer\s*[*_]*\s*:/gi;
 const STRIP = /\\boxed|[`*{}[\]$]/g;
 const WHOLE_ANSWER = /^(?:(?:shell|choice)\s*|#\s*)?([1-3])\s*[.!]?$/i;
 
 /** The line that holds the answer: the first non-empty line after the last marker, or the whole response. */
 export function answerLine(response: string): string {
-  let last: RegExpExecArray | null = null;
-  for (const match of response.matchAll(MARKER)) last = match as RegExpExecArray;
-  if (last === null) return response.trim();
-  const rest = response.slice(last.index + last[0].length);
+  const after = textAfterLastMarker(response);
+  if (after === null) return response.trim();
   // "FINAL ANSWER:\n2" puts the answer on the next line; markdown left over from the marker ("**") does not count.
-  const lines = rest.split(/\r?\n/);
-  return lines.find((l) => l.replace(STRIP, '').trim() !== '') ?? '';
+  return meaningfulLines(after, STRIP)[0] ?? '';
 }
 
 /** The predicted shell ("1"-"3"), or null when the response is ambiguous or malformed. */
