@@ -24,8 +24,8 @@ const envs = new Map<Domain, Env>([['shell', shellEnv]]);
 const silent: Progress = { start() {}, tick() {}, retry() {}, stop() {} };
 
 /** Evaluate n shell items against an endpoint; returns items per second (selection drawn before the clock starts). */
-async function itemsPerSecond(url: string, n: number, workers: number, modality: 'text' | 'image', prompt: string, maxTokens: number): Promise<number> {
-  const settings = expandSettings({ domains: ['shell'], modalities: [modality], imageRatios: null, actions: [5], prompts: [prompt], shots: null, task: 'track', cascade: false }, envs);
+async function itemsPerSecond(url: string, n: number, workers: number, modality: 'text' | 'image', prompt: string, maxTokens: number, actions: number): Promise<number> {
+  const settings = expandSettings({ domains: ['shell'], modalities: [modality], imageRatios: null, actions: [actions], prompts: [prompt], shots: null, task: 'track', cascade: false }, envs);
   const model = { kind: 'hosted' as const, id: 'bench', endpoint: url };
   const config: RunConfig = {
     kind: 'metrl-eval', created: 'bench', label: 'bench', model, settings, n, seed: 0,
@@ -113,13 +113,13 @@ export async function run(): Promise<BenchRow[]> {
 
   const upstream = await instantUpstream();
   try {
-    await itemsPerSecond(upstream.url, 50, 4, 'text', 'zero-shot', 16); // warm-up
+    await itemsPerSecond(upstream.url, 50, 4, 'text', 'zero-shot', 16, 10); // warm-up
     // Reference: one bare fetch round trip to the same upstream (Node's HTTP client), a floor for any harness.
     const fetchRate = await fetchRoundTrips(upstream.url, 400, 16);
     rows.push({ group: 'eval harness', name: 'bare fetch round trip (reference)', value: 1000 / fetchRate, unit: 'ms', note: `same upstream, 16 in flight (${fetchRate.toFixed(0)} req/s)` });
     for (const modality of ['text', 'image'] as const) {
-      const rate = await itemsPerSecond(upstream.url, 400, 16, modality, 'zero-shot', 16);
-      rows.push({ group: 'eval harness', name: `overhead per item, shell ${modality} T=5`, value: 1000 / rate, unit: 'ms', note: `instant local upstream, 16 workers (${rate.toFixed(0)} items/s)` });
+      const rate = await itemsPerSecond(upstream.url, 400, 16, modality, 'zero-shot', 16, 10);
+      rows.push({ group: 'eval harness', name: `overhead per item, shell ${modality} T=10`, value: 1000 / rate, unit: 'ms', note: `instant local upstream, 16 workers (${rate.toFixed(0)} items/s)` });
     }
   } finally {
     await upstream.close();
@@ -129,9 +129,9 @@ export async function run(): Promise<BenchRow[]> {
   const checkpoint = shipped ?? (await tinyCheckpoint());
   const serve = await startServe(checkpoint);
   try {
-    await itemsPerSecond(serve.url, 8, 4, 'image', 'compact', 8); // warm-up
+    await itemsPerSecond(serve.url, 8, 4, 'image', 'compact', 8, 5); // warm-up
     for (const workers of [1, 4, 16]) {
-      const rate = await itemsPerSecond(serve.url, 64, workers, 'image', 'compact', 8);
+      const rate = await itemsPerSecond(serve.url, 64, workers, 'image', 'compact', 8, 5);
       rows.push({ group: 'eval vs metrl serve', name: `items/s, ${workers} workers`, value: rate, unit: 'items/s', note: `shell image T=5, greedy, ≤8 tokens, ${shipped ? 'shipped base' : 'tiny random model (no shipped base yet)'}` });
     }
   } finally {

@@ -1,15 +1,16 @@
 // The exact episodes a run evaluates, and the items made from them. Test episodes are drawn once per (domain,
 // actions, modality, image ratio) from the test split with the run's seed; settings that differ only in the prompt
 // share them, and an image-ratio sweep keeps the same games (the generator draws actions independently of
-// modalities). Few-shot examples come from the train split, a seeded choice per item. The selection is written to
-// episodes.jsonl so that `--resume` evaluates exactly the same items even if generators or games files change.
+// modalities), and never the same problem twice. Few-shot examples come from the train split, a seeded choice per
+// item. The selection is written to episodes.jsonl so that `--resume` evaluates exactly the same items even if
+// generators or games files change.
 import { z } from 'zod';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Rng } from '../core/rng.ts';
 import { UserError } from '../core/errors.ts';
 import { readJsonl, writeFileAtomic } from '../core/files.ts';
-import { generateEpisodes } from '../envs/generate.ts';
+import { generateEpisodes, type GenerateOptions } from '../envs/generate.ts';
 import { DOMAINS, type Domain, type Env, type Episode } from '../envs/types.ts';
 import { settingKey } from './settings.ts';
 import type { Setting } from './types.ts';
@@ -60,13 +61,49 @@ export function drawSelection(settings: Setting[], envs: Map<Domain, Env>, n: nu
     const env = envs.get(s.domain)!;
     const common = { actions: s.actions, seed, modality: s.task === 'perception' ? ('image' as const) : s.modality, imageRatio: s.imageRatio, extra: extra[s.domain] ?? {} };
     const needed = episodesNeeded(s, n);
-    if ((test.get(group)?.length ?? 0) < needed) test.set(group, generateEpisodes(env, { ...common, n: needed, split: 'test' }));
+    if ((test.get(group)?.length ?? 0) < needed) test.set(group, distinctEpisodes(env, { ...common, n: needed, split: 'test' }, group));
     if (s.shots > 0) {
       const size = poolSize(s.shots, n);
       if ((train.get(group)?.length ?? 0) < size) train.set(group, generateEpisodes(env, { ...common, n: size, split: 'train' }));
     }
   }
   return { test, train };
+}
+
+/** What makes two episodes the same problem: initial state, action texts and question (not how actions are shown). */
+function contentKey(e: Episode): string {
+  return JSON.stringify([e.initialState, e.actions.map((a) => a.text), e.question ?? null]);
+}
+
+/** Most draws we make, as a multiple of the episodes asked for, looking for distinct ones. */
+const MAX_DRAW_FACTOR = 64;
+
+/**
+ * n test episodes that are all different problems. Generators may repeat an episode when few exist (the shell game
+ * with 2 swaps has 27, a fifth of them in the test split); evaluating repeats would shrink the intervals without adding
+ * evidence, so we draw more and keep the first n distinct, in draw order (the same games for every image ratio), or
+ * say how many exist.
+ */
+function distinctEpisodes(env: Env, options: GenerateOptions, group: string): Episode[] {
+  let distinct: Episode[] = [];
+  for (let factor = 1; factor <= MAX_DRAW_FACTOR; factor *= 4) {
+    let drawn: Episode[];
+    try {
+      drawn = generateEpisodes(env, { ...options, n: options.n * factor });
+    } catch (error) {
+      if (factor === 1 || !(error instanceof UserError)) throw error;
+      break; // a finite source ran out: what we have is all there is
+    }
+    const seen = new Set<string>();
+    distinct = drawn.filter((e) => {
+      const key = contentKey(e);
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
+    if (distinct.length >= options.n) return distinct.slice(0, options.n);
+  }
+  throw new UserError(`${group}: only ${distinct.length} distinct test episodes exist (asked for ${options.n}); lower --n or use more --actions`);
 }
 
 /** The items of one setting, in a fixed order. */

@@ -62,6 +62,17 @@ describe('settings', () => {
   });
 });
 
+describe('episode selection', () => {
+  it('never evaluates the same problem twice, and says so when too few exist', () => {
+    // The shell game with 3 swaps has 81 episodes, about a fifth of them in the test split; draws repeat them.
+    const settings = expandSettings(options({ actions: [3] }), envs);
+    const selection = drawSelection(settings, envs, 10, 0, {} as Record<Domain, Record<string, unknown>>);
+    const episodes = itemsOf(settings[0], selection, 10, 0).map((i) => i.episode);
+    expect(new Set(episodes.map((e) => `${e.initialState}|${e.actions.map((a) => a.text).join(',')}`)).size).toBe(10);
+    expect(() => drawSelection(settings, envs, 40, 0, {} as Record<Domain, Record<string, unknown>>)).toThrow(/shell\/text\/T3: only \d+ distinct test episodes exist \(asked for 40\)/);
+  });
+});
+
 describe('model sources from the command line', () => {
   it('records the key variable, never a key', () => {
     expect(describeModel({ model: 'org/m', provider: 'together' })).toEqual({ kind: 'hosted', id: 'org/m', provider: 'together', api_key_env: 'HF_TOKEN' });
