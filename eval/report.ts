@@ -102,8 +102,10 @@ function rowKey(s: Setting, baseline: boolean): string {
 }
 
 function columnKey(s: Setting, varying: Set<keyof Setting>): string {
+  // Perception reads single image actions: its column is the domain (Table 4), whatever the episodes' length.
+  if (s.task === 'perception') return `${capitalise(s.domain)} (one image)`;
   const bits: string[] = [capitalise(s.domain), s.modality === 'mixed' ? `mixed p=${s.imageRatio}` : capitalise(s.modality)];
-  if (varying.has('actions') || s.task === 'perception') bits.push(s.task === 'perception' ? 'image actions' : `T=${s.actions}`);
+  if (varying.has('actions')) bits.push(`T=${s.actions}`);
   return bits.join(' ');
 }
 
@@ -137,7 +139,7 @@ export function renderTable(reports: RunReport[]): string {
   const cascades = reports.flatMap((r) => r.settings.filter((s) => s.transcription));
   for (const s of cascades) {
     const t = s.transcription!;
-    notes.push(`Cascade ${s.label}: ${t.correct}/${t.count} image actions transcribed correctly (${formatAccuracy({ accuracy: t.accuracy, ci95: t.ci95 ? { ...t.ci95, method: 'wilson' } : null })}).`);
+    notes.push(`Cascade ${s.key}: ${t.correct}/${t.count} image actions transcribed correctly (${formatAccuracy({ accuracy: t.accuracy, ci95: t.ci95 ? { ...t.ci95, method: 'wilson' } : null })}).`);
   }
   if (reports.some((r) => !r.complete)) notes.push('Incomplete: some items failed or were not reached; `metrl evaluate --resume --out DIR` finishes them.');
   return `${lines.join('\n')}\n\n${notes.join('\n')}\n`;
