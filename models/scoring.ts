@@ -9,9 +9,11 @@ import type { CharTokenizer } from './tokenizer.ts';
 import type { LoraSet } from './lora.ts';
 import { forward, logits, sharedFrom, type Group, type TransformerModel } from './transformer.ts';
 import { packPrompts } from './sampling.ts';
-import { mm } from './ops.ts';
+import { customGrad, mm } from './ops.ts';
+import { loraVariables } from './lora.ts';
+import { weightEntries } from './weights.ts';
 
-export function completionLogProbs(
+function scoreBatch(
   model: TransformerModel,
   tokenizer: CharTokenizer,
   lora: LoraSet | null,
@@ -94,4 +96,95 @@ export function completionLogProbs(
     if (withEntropy) result.entropy = reorder(tf.neg(tf.sum(tf.mul(tf.exp(logp), logp), -1)));
     return result;
   }) as unknown as TokenLogProbs;
+}
+
+/** Sequences per chunk when a large batch is differentiated chunk by chunk. */
+const CHUNK_SEQUENCES = 8;
+
+/** True while tfjs records operations for a gradient (inside tf.grads / tf.variableGrads). */
+function recordingGradients(): boolean {
+  return ((tf.engine() as unknown as { state: { gradientDepth: number } }).state.gradientDepth ?? 0) > 0;
+}
+
+/** Split items into chunks of whole prompt groups, about CHUNK_SEQUENCES sequences each. */
+function chunksOf(items: SequenceBatchItem[]): number[][] {
+  const byPrompt = new Map<SequenceBatchItem['prompt'], number[]>();
+  items.forEach((item, i) => {
+    const list = byPrompt.get(item.prompt) ?? [];
+    list.push(i);
+    byPrompt.set(item.prompt, list);
+  });
+  const chunks: number[][] = [];
+  let current: number[] = [];
+  for (const group of byPrompt.values()) {
+    if (current.length > 0 && current.length + group.length > CHUNK_SEQUENCES) {
+      chunks.push(current);
+      current = [];
+    }
+    current.push(...group);
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}
+
+/**
+ * Completion log-probabilities, differentiable. A batch larger than one chunk, when differentiated, is checkpointed:
+ * the forward pass runs without recording, and the backward pass recomputes each chunk (a few prompt groups) under its
+ * own gradient tape, so memory holds one chunk's activations instead of the whole batch's (on WASM a 32-sequence
+ * GRPO batch otherwise approaches the 4 GB heap limit). The price is one extra forward pass. Entropy carries no
+ * gradient in that mode.
+ */
+export function completionLogProbs(
+  model: TransformerModel,
+  tokenizer: CharTokenizer,
+  lora: LoraSet | null,
+  items: SequenceBatchItem[],
+  withEntropy: boolean,
+): TokenLogProbs {
+  const chunks = recordingGradients() ? chunksOf(items) : [];
+  const variables = (lora ? loraVariables(lora) : weightEntries(model.weights).map((e) => e.variable)).filter((v) => v.trainable);
+  if (chunks.length <= 1 || variables.length === 0) return scoreBatch(model, tokenizer, lora, items, withEntropy);
+  const B = items.length;
+  const L = Math.max(...items.map((it) => it.completion.length));
+  const maskValues = new Float32Array(B * L);
+  items.forEach((item, b) => maskValues.fill(1, b * L, b * L + item.completion.length));
+  // The value is [logProbs; entropy] stacked, so one custom-gradient node carries both (entropy gets no gradient).
+  const differentiable = customGrad((...inputs: unknown[]) => {
+    void inputs;
+    const all = scoreBatch(model, tokenizer, lora, items, withEntropy);
+    return {
+      value: all.entropy ? tf.concat([all.logProbs, all.entropy], 0) : all.logProbs,
+      gradFunc: (dy: tf.Tensor) => {
+        const upstream = dy.arraySync() as number[][];
+        const total = variables.map((v) => tf.zerosLike(v) as tf.Tensor);
+        for (const chunk of chunks) {
+          // A nested gradient computation clears tfjs's tape when it ends; the outer backward pass still needs it.
+          const state = (tf.engine() as unknown as { state: { activeTape: unknown } }).state;
+          const outerTape = state.activeTape;
+          let grads: tf.NamedTensorMap;
+          try {
+            ({ grads } = tf.variableGrads(() => {
+              const part = scoreBatch(model, tokenizer, lora, chunk.map((i) => items[i]), false);
+              const width = part.logProbs.shape[1];
+              const weights = tf.tensor2d(chunk.flatMap((i) => upstream[i].slice(0, width)), [chunk.length, width]);
+              return tf.sum(tf.mul(part.logProbs, weights)) as tf.Scalar;
+            }, variables));
+          } finally {
+            state.activeTape = outerTape;
+          }
+          variables.forEach((v, k) => {
+            const next = tf.add(total[k], grads[v.name]);
+            total[k].dispose();
+            total[k] = next;
+          });
+          tf.dispose(Object.values(grads));
+        }
+        return total;
+      },
+    };
+  });
+  const stacked = differentiable(...variables) as tf.Tensor2D;
+  const mask = tf.tensor2d(maskValues, [B, L]);
+  if (!withEntropy) return { logProbs: stacked, mask };
+  return { logProbs: tf.slice(stacked, [0, 0], [B, L]), mask, entropy: tf.slice(stacked, [B, 0], [B, L]) };
 }

@@ -301,29 +301,38 @@ export function forward(model: TransformerModel, batch: PackedBatch, lora: LoraS
   const values: tf.Tensor2D[] = [];
   const own: OwnKV[][] = [];
   weights.layers.forEach((layer, i) => {
-    const adapters = lora?.layers[i] ?? {};
-    const h = rmsNorm(x, layer.attnNorm, arch.normEps);
-    const q = tf.mul(applyRope(linear(h, layer.proj.q_proj, adapters.q_proj, scale), cos, sin, r), qScale) as tf.Tensor2D;
-    const k = applyRope(linear(h, layer.proj.k_proj, adapters.k_proj, scale), cos, sin, r);
-    const v = linear(h, layer.proj.v_proj, adapters.v_proj, scale);
-    keys.push(k);
-    values.push(v);
-    const outs: tf.Tensor2D[] = [];
-    const layerOwn: OwnKV[] = [];
-    for (const group of batch.groups) {
-      const rows = group.count * group.length;
-      const slice = (t: tf.Tensor2D) => (batch.groups.length === 1 ? t : (tf.slice(t, [group.start, 0], [rows, -1]) as tf.Tensor2D));
-      const result = groupAttention(arch, group, i, slice(q), slice(k), slice(v));
-      outs.push(result.out);
-      layerOwn.push(result.own);
-    }
-    own.push(layerOwn);
-    const attended = outs.length === 1 ? outs[0] : tf.concat(outs, 0);
-    x = tf.add(x, linear(attended, layer.proj.o_proj, adapters.o_proj, scale));
-    const m = rmsNorm(x, layer.mlpNorm, arch.normEps);
-    const up = linear(m, layer.proj.up_proj, adapters.up_proj, scale);
-    const act = tf.mul(up, tf.sigmoid(tf.mul(up, 1.702))) as tf.Tensor2D; // GELU, sigmoid approximation
-    x = tf.add(x, linear(act, layer.proj.down_proj, adapters.down_proj, scale));
+    // One scope per layer (and per group): intermediates the backward pass does not keep are freed as soon as the
+    // layer is done, instead of at the end of the whole pass (tfjs keeps what gradients need on its own).
+    const input = x;
+    const step = tf.tidy(() => {
+      const adapters = lora?.layers[i] ?? {};
+      const h = rmsNorm(input, layer.attnNorm, arch.normEps);
+      const q = tf.mul(applyRope(linear(h, layer.proj.q_proj, adapters.q_proj, scale), cos, sin, r), qScale) as tf.Tensor2D;
+      const k = applyRope(linear(h, layer.proj.k_proj, adapters.k_proj, scale), cos, sin, r) as tf.Tensor2D;
+      const v = linear(h, layer.proj.v_proj, adapters.v_proj, scale);
+      const outs: tf.Tensor2D[] = [];
+      const layerOwn: OwnKV[] = [];
+      for (const group of batch.groups) {
+        const rows = group.count * group.length;
+        const result = tf.tidy(() => {
+          const slice = (t: tf.Tensor2D) => (batch.groups.length === 1 ? t : (tf.slice(t, [group.start, 0], [rows, -1]) as tf.Tensor2D));
+          return groupAttention(arch, group, i, slice(q), slice(k), slice(v)) as unknown as tf.TensorContainer;
+        }) as unknown as { out: tf.Tensor2D; own: OwnKV };
+        outs.push(result.out);
+        layerOwn.push(result.own);
+      }
+      const attended = outs.length === 1 ? outs[0] : tf.concat(outs, 0);
+      const mid = tf.add(input, linear(attended, layer.proj.o_proj, adapters.o_proj, scale)) as tf.Tensor2D;
+      const m = rmsNorm(mid, layer.mlpNorm, arch.normEps);
+      const up = linear(m, layer.proj.up_proj, adapters.up_proj, scale);
+      const act = tf.mul(up, tf.sigmoid(tf.mul(up, 1.702))) as tf.Tensor2D; // GELU, sigmoid approximation
+      const out = tf.add(mid, linear(act, layer.proj.down_proj, adapters.down_proj, scale));
+      return { x: out, k, v, own: layerOwn } as unknown as tf.TensorContainer;
+    }) as unknown as { x: tf.Tensor2D; k: tf.Tensor2D; v: tf.Tensor2D; own: OwnKV[] };
+    x = step.x;
+    keys.push(step.k);
+    values.push(step.v);
+    own.push(step.own);
   });
   return { hidden: x, keys, values, own };
 }

@@ -194,6 +194,32 @@ describe('built-in policy', () => {
     base.dispose();
   });
 
+  it('a large batch differentiated chunk by chunk gives the same gradient as its parts differentiated alone', () => {
+    // 3 prompt groups of 4 completions = 12 sequences: more than one chunk, so the checkpointed path runs.
+    const third = policy.encode([{ type: 'text', text: 'chess\nfoo\n' }, { type: 'image', image: randomImage(9) }, { type: 'text', text: '\nFINAL ANSWER: ' }]);
+    const items = [prompt, shortPrompt, third].flatMap((p, g) =>
+      Array.from({ length: 4 }, (_, j) => ({ prompt: p, completion: policy.encodeTarget(['e2e4', '3', 'a1', 'xyz'][(g + j) % 4]) })),
+    );
+    const weights = items.map((_, i) => (i % 3) - 1); // a per-sequence upstream gradient, as advantages give
+    const objective = (subset: number[]) => () => {
+      const r = policy.tokenLogProbs(subset.map((i) => items[i]), { useLora: true, withEntropy: true });
+      expect(r.entropy!.shape).toEqual(r.logProbs.shape);
+      return tf.sum(tf.mul(tf.sum(tf.mul(r.logProbs, r.mask), 1), tf.tensor1d(subset.map((i) => weights[i])))) as tf.Scalar;
+    };
+    const vars = policy.trainableVariables('lora');
+    const whole = tf.variableGrads(objective(items.map((_, i) => i)), vars);
+    const parts = [0, 1, 2].map((g) => tf.variableGrads(objective([0, 1, 2, 3].map((j) => g * 4 + j)), vars));
+    const values = tf.tidy(() => [whole.value.dataSync()[0], parts.reduce((s, p) => s + p.value.dataSync()[0], 0)]);
+    expect(values[0]).toBeCloseTo(values[1], 3);
+    expect(tf.tidy(() => tf.max(tf.abs(whole.grads[vars[0].name])).dataSync()[0])).toBeGreaterThan(1e-3);
+    for (const v of vars) {
+      const sum = tf.tidy(() => tf.addN(parts.map((p) => p.grads[v.name])));
+      expect(maxAbsDiff(whole.grads[v.name], sum)).toBeLessThan(1e-4);
+      sum.dispose();
+    }
+    tf.dispose([whole.value, ...Object.values(whole.grads), ...parts.flatMap((p) => [p.value, ...Object.values(p.grads)])]);
+  });
+
   it('freezes the base while adapters are attached and does not leak tensors', () => {
     expect(() => policy.trainableVariables('base')).toThrow(/frozen/);
     const before = tf.memory().numTensors;
