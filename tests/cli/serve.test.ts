@@ -102,6 +102,19 @@ describe('metrl serve', () => {
     expect((await post(JSON.stringify({ messages: [{ role: 'user', content: 'shell\n1\n' }], max_tokens: 2 }))).status).toBe(200);
   });
 
+  it('survives clients that hang up, and answers many concurrent requests', async () => {
+    const body = JSON.stringify({ messages: [{ role: 'user', content: 'shell\n1\n1 swap 3\n' }], max_tokens: 30, temperature: 0 });
+    for (let i = 0; i < 5; i++) {
+      const controller = new AbortController();
+      const aborted = fetch(`${url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: controller.signal }).catch(() => 'aborted');
+      setTimeout(() => controller.abort(), 1);
+      expect(await aborted).toBe('aborted');
+    }
+    const answers = await Promise.all(Array.from({ length: 20 }, () => post(body).then((r) => r.json())));
+    // Greedy: twenty identical requests, whatever batches they shared, get the same answer.
+    expect(new Set(answers.map((a) => a.choices[0].message.content)).size).toBe(1);
+  });
+
   it('is evaluated through @huggingface/inference with the same answers as in-process', async () => {
     const settings = expandSettings(
       { domains: ['shell'], modalities: ['image'], imageRatios: null, actions: [3], prompts: ['compact'], shots: null, task: 'track', cascade: false },
