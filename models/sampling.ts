@@ -64,19 +64,24 @@ export function addImageSlots(
   if (next !== prompt.images.length) throw new Error(`prompt has ${prompt.images.length} images but ${next} image token runs`);
 }
 
-/** Draw one token from a logits row; returns it with its log-probability at temperature 1. */
-export function sampleToken(row: Float32Array, options: SamplingOptions, rng: Rng): { token: number; logProb: number } {
+/**
+ * Draw one token from a logits row; returns it with its log-probability at temperature 1 (over the whole vocabulary,
+ * as tokenLogProbs computes it). Tokens in `banned` (PAD, BOS, IMG, UNK: never a valid output) are not drawn.
+ */
+export function sampleToken(row: Float32Array, options: SamplingOptions, rng: Rng, banned: ReadonlySet<number> = new Set()): { token: number; logProb: number } {
   const n = row.length;
   let max = -Infinity;
   let argmax = 0;
-  for (let i = 0; i < n; i++) if (row[i] > max) { max = row[i]; argmax = i; }
+  for (let i = 0; i < n; i++) if (row[i] > max) max = row[i];
+  let best = -Infinity;
+  for (let i = 0; i < n; i++) if (!banned.has(i) && row[i] > best) { best = row[i]; argmax = i; }
   let z = 0;
   for (let i = 0; i < n; i++) z += Math.exp(row[i] - max);
   const logZ = max + Math.log(z);
   if (options.temperature <= 0) return { token: argmax, logProb: row[argmax] - logZ };
   const probs = new Float64Array(n);
   let total = 0;
-  for (let i = 0; i < n; i++) total += probs[i] = Math.exp((row[i] - max) / options.temperature);
+  for (let i = 0; i < n; i++) total += probs[i] = banned.has(i) ? 0 : Math.exp((row[i] - max) / options.temperature);
   let order: number[] = [];
   for (let i = 0; i < n; i++) order.push(i);
   if (options.topP < 1) {
@@ -124,6 +129,7 @@ export function sampleGroups(
   let rowLogits = (r: number) => values.subarray(Math.floor(r / group) * V, (Math.floor(r / group) + 1) * V);
   let own: OwnKV[][] | null = null; // per layer, per prompt
 
+  const banned = new Set([tokenizer.pad, tokenizer.bos, tokenizer.img, tokenizer.unk]);
   const tokens: number[][] = Array.from({ length: rows }, () => []);
   const logProbs: number[][] = Array.from({ length: rows }, () => []);
   const finished = new Array<boolean>(rows).fill(false);
@@ -131,7 +137,7 @@ export function sampleGroups(
     const fed = new Int32Array(rows).fill(tokenizer.pad);
     for (let r = 0; r < rows; r++) {
       if (finished[r]) continue;
-      const { token, logProb } = sampleToken(rowLogits(r), options, rng);
+      const { token, logProb } = sampleToken(rowLogits(r), options, rng, banned);
       tokens[r].push(token);
       logProbs[r].push(logProb);
       fed[r] = token;

@@ -3,6 +3,7 @@ import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
 import { BuiltinPolicy } from '../../models/policy.ts';
 import { loraAdapters } from '../../models/lora.ts';
+import { sampleToken } from '../../models/sampling.ts';
 import type { EncodedPrompt, ModelInput } from '../../models/types.ts';
 import type { RawImage } from '../../envs/types.ts';
 import { Rng } from '../../core/rng.ts';
@@ -38,6 +39,32 @@ beforeAll(async () => {
   ];
   prompt = policy.encode(input);
   shortPrompt = policy.encode([{ type: 'text', text: 'shell\n2\n' }, { type: 'image', image: randomImage(3) }, { type: 'text', text: '\nFINAL ANSWER: ' }]);
+});
+
+describe('sampling one token', () => {
+  const row = Float32Array.from([2, 1, 0, 3, -1]);
+  const logZ = Math.log(row.reduce((s, x) => s + Math.exp(x), 0));
+
+  it('greedy takes the argmax outside the banned tokens; log-probs are over the whole vocabulary at temperature 1', () => {
+    expect(sampleToken(row, { temperature: 0, topP: 1, maxNewTokens: 1 }, new Rng(1))).toEqual({ token: 3, logProb: 3 - logZ });
+    const r = sampleToken(row, { temperature: 0, topP: 1, maxNewTokens: 1 }, new Rng(1), new Set([3]));
+    expect(r.token).toBe(0);
+    expect(r.logProb).toBeCloseTo(2 - logZ, 6);
+  });
+
+  it('top-p keeps the smallest nucleus, temperature sharpens, banned tokens are never drawn', () => {
+    const rng = new Rng(5);
+    const draws = (opts: { temperature: number; topP: number }, banned = new Set<number>()) =>
+      Array.from({ length: 400 }, () => sampleToken(row, { ...opts, maxNewTokens: 1 }, rng, banned).token);
+    expect(new Set(draws({ temperature: 1, topP: 0.5 }))).toEqual(new Set([3]));
+    const nucleus = new Set(draws({ temperature: 1, topP: 0.8 }));
+    expect(nucleus).toEqual(new Set([3, 0]));
+    const all = draws({ temperature: 1, topP: 1 }, new Set([3]));
+    expect(all).not.toContain(3);
+    expect(new Set(all).size).toBeGreaterThanOrEqual(3);
+    const cold = draws({ temperature: 0.2, topP: 1 });
+    expect(cold.filter((t) => t === 3).length).toBeGreaterThan(380);
+  });
 });
 
 describe('built-in policy', () => {
