@@ -38,6 +38,11 @@ export const TrainConfigSchema = z
      * completions per update, a few seconds of work, and enough updates in a 30-minute run for the curve to move.
      */
     gradientAccumulation: positiveInt.default(2),
+    /**
+     * Sequences per learner forward/backward pass. Only bounds memory (the WASM backend has a 2-4 GB heap; a chess
+     * image sequence is ~250 tokens): gradients of the chunks are summed, so the update does not depend on it.
+     */
+    learnerBatch: positiveInt.default(8),
     /** μ: optimisation passes over each step's rollouts (μ > 1 makes the clipped ratio matter). TRL default: 1. */
     iterations: positiveInt.default(1),
     /** Evaluate on the test split every K steps (and at step 0 and the last step). */

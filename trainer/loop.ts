@@ -179,15 +179,16 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
     const { advantages, zeroSpreadGroups, groups: groupCount } = groupAdvantages(rewards, G, { scaleRewards: config.scaleRewards, epsilon: config.advantageEpsilon });
     const tReward = performance.now();
 
-    // Micro-batches of promptsPerStep prompts; reference and old log-probs are constants of the step.
-    const perBatch = config.promptsPerStep * G;
+    // Learner chunks of `learnerBatch` sequences (a memory bound only: the loss divides by the step's totals, so the
+    // summed chunk gradients equal the full-batch gradient). Reference and old log-probs are constants of the step.
     const totalSequences = items.length * G;
-    const batches = Array.from({ length: config.gradientAccumulation }, (_, b) => {
-      const seqs: SequenceBatchItem[] = [];
-      for (let k = b * config.promptsPerStep; k < (b + 1) * config.promptsPerStep; k++) {
-        for (const c of groups[k]) seqs.push({ prompt: items[k].prompt, completion: c.tokens });
-      }
-      const adv = advantages.slice(b * perBatch, (b + 1) * perBatch);
+    const sequences: SequenceBatchItem[] = items.flatMap((item, k) => groups[k].map((c) => ({ prompt: item.prompt, completion: c.tokens })));
+    const batches = chunks(
+      sequences.map((seq, i) => ({ seq, i })),
+      config.learnerBatch,
+    ).map((chunk) => {
+      const seqs = chunk.map((c) => c.seq);
+      const adv = Float32Array.from(chunk, (c) => advantages[c.i]);
       const ref = config.beta > 0 ? tf.keep(tf.tidy(() => policy.tokenLogProbs(seqs, { useLora: false }).logProbs)) : null;
       // With μ = 1 the old policy is the current one: its log-probs are taken from the gradient pass itself.
       const old = config.iterations > 1 ? tf.keep(tf.tidy(() => policy.tokenLogProbs(seqs, { useLora: true }).logProbs)) : null;
@@ -195,7 +196,7 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
     });
     const tLogprobs = performance.now();
 
-    // Update: μ passes, each one AdamW step on the gradient summed over the micro-batches.
+    // Update: μ passes, each one AdamW step on the gradient summed over the chunks.
     const stats = { loss: 0, tokens: 0, kl: 0, clipped: 0, ratio: 0, entropy: 0, entropyTokens: 0, gradNorm: 0 };
     let updated = true;
     for (let it = 0; it < config.iterations && updated; it++) {

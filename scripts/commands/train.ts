@@ -31,6 +31,7 @@ const CONFIG_FLAGS: Record<string, [keyof TrainConfig, string, 'number' | 'strin
   'group-size': ['groupSize', 'completions per prompt, G (default 8)', 'number'],
   'prompts-per-step': ['promptsPerStep', 'prompts per rollout batch (default 4)', 'number'],
   'gradient-accumulation': ['gradientAccumulation', 'rollout batches per optimiser step (default 2)', 'number'],
+  'learner-batch': ['learnerBatch', 'sequences per learner forward/backward pass; memory only (default 8)', 'number'],
   iterations: ['iterations', 'μ: optimisation passes per batch (default 1)', 'number'],
   'learning-rate': ['learningRate', 'AdamW learning rate (default 2e-3)', 'number'],
   'weight-decay': ['weightDecay', 'AdamW decoupled weight decay (default 0)', 'number'],

@@ -62,6 +62,21 @@ describe('training loop', () => {
     expect(readFileSync(join(cut, 'samples.jsonl'), 'utf8')).toBe(readFileSync(join(whole, 'samples.jsonl'), 'utf8'));
   });
 
+  it('gives the same update whatever the learner chunk size (it only bounds memory)', async () => {
+    const adapters = [];
+    for (const learnerBatch of [3, 16]) {
+      const dir = mkdtempSync(join(tmpdir(), 'metrl-chunks-'));
+      const cfg = { ...config, steps: 1, learnerBatch, iterations: 1 };
+      const setup = builtinTraining(shellEnv, base, cfg);
+      await train({ env: shellEnv, ...setup, config: cfg, modality: 'image', runDir: dir, resume: false });
+      adapters.push(setup.policy.trainableVariables('lora').map((v) => Array.from(v.dataSync())));
+    }
+    const [a, b] = adapters;
+    let largest = 0;
+    a.forEach((values, i) => values.forEach((x, j) => (largest = Math.max(largest, Math.abs(x - b[i][j])))));
+    expect(largest).toBeLessThan(1e-5);
+  });
+
   it('skips updates with a non-finite loss, logs them, and stops after several in a row', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'metrl-nan-'));
     const setup = builtinTraining(shellEnv, base, config);
