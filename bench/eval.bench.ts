@@ -1,6 +1,7 @@
 // Evaluation speed: items per second through the whole harness (episode → chat messages with PNG images →
 // @huggingface/inference → HTTP → `metrl serve` → built-in policy → score → JSONL row) at 1, 4 and 16 workers, with
-// the shipped base checkpoint when there is one (else a tiny random model, noted); and the harness's own cost per
+// the shipped base checkpoint when there is one (else the default architecture with random weights, noted); and the
+// harness's own cost per
 // item against a local upstream that answers instantly, i.e. everything but the model.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -46,13 +47,14 @@ async function itemsPerSecond(url: string, n: number, workers: number, modality:
   }
 }
 
-async function tinyCheckpoint(): Promise<string> {
+async function randomCheckpoint(): Promise<string> {
   const { initBackend } = await import('../models/backend.ts');
   const { BuiltinPolicy } = await import('../models/policy.ts');
   const { saveBaseCheckpoint } = await import('../models/checkpoint.ts');
   await initBackend(undefined, null);
   const dir = mkdtempSync(join(tmpdir(), 'metrl-bench-ck-'));
-  const policy = BuiltinPolicy.create({ architecture: { dModel: 64, nLayers: 2, nHeads: 2, dMlp: 128, maxContext: 512 }, seed: 1 });
+  // The default architecture with random weights: the real model's cost per token, without its answers.
+  const policy = BuiltinPolicy.create({ seed: 1 });
   saveBaseCheckpoint(policy, dir);
   policy.dispose();
   return dir;
@@ -126,13 +128,13 @@ export async function run(): Promise<BenchRow[]> {
   }
 
   const shipped = shippedBase();
-  const checkpoint = shipped ?? (await tinyCheckpoint());
+  const checkpoint = shipped ?? (await randomCheckpoint());
   const serve = await startServe(checkpoint);
   try {
     await itemsPerSecond(serve.url, 8, 4, 'image', 'compact', 8, 5); // warm-up
     for (const workers of [1, 4, 16]) {
       const rate = await itemsPerSecond(serve.url, 64, workers, 'image', 'compact', 8, 5);
-      rows.push({ group: 'eval vs metrl serve', name: `items/s, ${workers} workers`, value: rate, unit: 'items/s', note: `shell image T=5, greedy, ≤8 tokens, ${shipped ? 'shipped base' : 'tiny random model (no shipped base yet)'}` });
+      rows.push({ group: 'eval vs metrl serve', name: `items/s, ${workers} workers`, value: rate, unit: 'items/s', note: `shell image T=5, greedy, ≤8 tokens, ${shipped ? 'shipped base' : 'default-size model, random weights (no shipped base)'}` });
     }
   } finally {
     const log = await serve.stop();

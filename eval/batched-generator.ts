@@ -24,9 +24,15 @@ export interface GeneratorStats {
   prompts: number;
 }
 
+/** Longest a flush waits for announced requests (still decoding their images) to join the batch. */
+const MAX_GATHER_MS = 25;
+
 export class BatchedGenerator {
   private queue: Pending[] = [];
   private scheduled = false;
+  /** Requests announced but not yet queued: flushes wait briefly for them. */
+  private preparing = 0;
+  private firstQueuedAt = 0;
   private readonly rng: Rng;
   readonly stats: GeneratorStats = { batches: 0, prompts: 0 };
 
@@ -43,8 +49,24 @@ export class BatchedGenerator {
     return this.policy.encode(input);
   }
 
+  /**
+   * Announce a request that will call generate() soon (an HTTP request still decoding its images). While announced
+   * requests are on their way, a flush waits for them (at most MAX_GATHER_MS), so that they share its batch instead of
+   * each waiting for a batch of its own behind the one in progress. Call the returned function before generate().
+   */
+  announce(): () => void {
+    this.preparing++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.preparing--;
+    };
+  }
+
   generate(prompt: EncodedPrompt, sampling: SamplingOptions, n = 1, seed: number | null = null): Promise<Completion[]> {
     return new Promise((resolve, reject) => {
+      if (this.queue.length === 0) this.firstQueuedAt = performance.now();
       this.queue.push({ prompt, sampling, n, seed, resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
@@ -55,6 +77,10 @@ export class BatchedGenerator {
   }
 
   private flush(): void {
+    if (this.preparing > 0 && performance.now() - this.firstQueuedAt < MAX_GATHER_MS) {
+      setTimeout(() => this.flush(), 1);
+      return;
+    }
     this.scheduled = false;
     const queue = this.queue;
     this.queue = [];

@@ -21,8 +21,13 @@ export function builtinEngine(policy: BuiltinPolicy, modelId: string, seed: numb
     maxTokensLimit: maxContext,
     defaultMaxTokens: Math.min(DEFAULT_MAX_TOKENS, maxContext),
     async complete(messages: ChatMessage[], sampling: EngineSampling): Promise<EngineResult> {
-      const input = await chatToModelInput(messages, { imageSize, answerCue: true });
-      const prompt = generator.encode(input);
+      const arrived = generator.announce();
+      let prompt;
+      try {
+        prompt = generator.encode(await chatToModelInput(messages, { imageSize, answerCue: true }));
+      } finally {
+        arrived();
+      }
       const room = maxContext - prompt.tokens.length;
       if (room < 1) throw new UserError(`messages: the prompt is ${prompt.tokens.length} tokens, the model's context is ${maxContext}`);
       const completions = await generator.generate(
