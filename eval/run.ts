@@ -2,6 +2,7 @@
 // evaluate the rest with N workers, append each row as it finishes, then compact the results files and hand the rows
 // to the report. A fatal failure (401/403/404) or an interrupt stops new work; whatever finished is kept on disk and
 // reported, and the caller exits non-zero with the reason.
+import { existsSync, statSync } from 'node:fs';
 import { UserError } from '../core/errors.ts';
 import { ensureDir, isEmptyDir } from '../core/files.ts';
 import type { Domain, Env } from '../envs/types.ts';
@@ -45,6 +46,7 @@ export async function runEvaluation(options: RunOptions): Promise<RunOutcome> {
 
   // 1. The selection: drawn and written once, read back on resume.
   let previous: ReturnType<typeof readResults> = { rows: new Map(), repaired: [] };
+  if (existsSync(out) && !statSync(out).isDirectory()) throw new UserError(`--out ${out} is a file, not a folder`);
   if (options.resume) {
     checkResumable(readRunConfig(out), config);
     previous = readResults(out);
