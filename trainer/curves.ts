@@ -10,7 +10,24 @@ export interface RunCurves {
   rows: MetricsRow[];
 }
 
-const MODALITY_COLORS = { domain: ['text', 'image'], range: ['#1f77b4', '#d62728'] };
+/** Text blue squares, image red circles (the paper's ■ and ●); the trained modality solid, the transfer one dashed. */
+const SERIES: Array<{ name: string; color: string; shape: string; dash: number[] }> = [
+  { name: 'text (trained)', color: '#1f77b4', shape: 'square', dash: [1, 0] },
+  { name: 'image (transfer)', color: '#d62728', shape: 'circle', dash: [5, 3] },
+  { name: 'image (trained)', color: '#d62728', shape: 'circle', dash: [1, 0] },
+  { name: 'text (transfer)', color: '#1f77b4', shape: 'square', dash: [5, 3] },
+];
+
+/** Scales over the series present in the data, so the legend lists only those. */
+function seriesScales(present: Set<string>) {
+  const series = SERIES.filter((s) => present.has(s.name));
+  const domain = series.map((s) => s.name);
+  return {
+    color: { domain, range: series.map((s) => s.color) },
+    shape: { domain, range: series.map((s) => s.shape) },
+    dash: { domain, range: series.map((s) => s.dash) },
+  };
+}
 
 export function learningCurveSpec(runs: RunCurves[]): TopLevelSpec {
   const evalPoints = runs.flatMap(({ label, rows }) =>
@@ -23,11 +40,12 @@ export function learningCurveSpec(runs: RunCurves[]): TopLevelSpec {
   const trainPoints = runs.flatMap(({ label, rows }) =>
     rows.flatMap((r) => (r.type === 'train' ? [{ run: label, step: r.step, reward: r.rewardMean, validRate: r.validRate }] : [])),
   );
+  const scales = seriesScales(new Set(evalPoints.map((p) => p.series)));
   const width = runs.length > 2 ? 240 : 320;
   const stepAxis = { field: 'step', type: 'quantitative' as const, title: 'step' };
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-    config: { font: 'DejaVu Sans', view: { stroke: '#ddd' } },
+    config: { font: 'DejaVu Sans', view: { stroke: '#ddd' }, legend: { symbolOpacity: 1, symbolStrokeWidth: 2 } },
     vconcat: [
       {
         data: { values: evalPoints },
@@ -42,7 +60,7 @@ export function learningCurveSpec(runs: RunCurves[]): TopLevelSpec {
                 x: stepAxis,
                 y: { field: 'low', type: 'quantitative', title: 'test accuracy (95% CI)', scale: { domain: [0, 1] } },
                 y2: { field: 'high' },
-                color: { field: 'modality', type: 'nominal', scale: MODALITY_COLORS },
+                color: { field: 'series', type: 'nominal', scale: scales.color, title: 'test modality' },
               },
             },
             {
@@ -50,9 +68,9 @@ export function learningCurveSpec(runs: RunCurves[]): TopLevelSpec {
               encoding: {
                 x: stepAxis,
                 y: { field: 'accuracy', type: 'quantitative' },
-                color: { field: 'modality', type: 'nominal', scale: MODALITY_COLORS, title: 'test modality' },
-                shape: { field: 'modality', type: 'nominal', scale: { domain: ['text', 'image'], range: ['square', 'circle'] }, legend: null },
-                strokeDash: { field: 'series', type: 'nominal', title: 'series', legend: null },
+                color: { field: 'series', type: 'nominal', scale: scales.color, title: 'test modality' },
+                shape: { field: 'series', type: 'nominal', scale: scales.shape, title: 'test modality' },
+                strokeDash: { field: 'series', type: 'nominal', scale: scales.dash, title: 'test modality' },
                 tooltip: [{ field: 'series' }, { field: 'step' }, { field: 'accuracy', format: '.3f' }, { field: 'low', format: '.3f' }, { field: 'high', format: '.3f' }, { field: 'n' }],
               },
             },

@@ -155,7 +155,12 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
 
   function findCheckpoint() {
     const dir = latestCheckpointDir(checkpointsDir);
-    if (!dir) throw new UserError(`--resume: no checkpoint in ${checkpointsDir}`);
+    if (!dir) {
+      throw new UserError(
+        `--resume: no checkpoint in ${checkpointsDir} (the run stopped before its first one, every ${config.checkpointEvery} steps); ` +
+          `remove ${runDir} and start it again`,
+      );
+    }
     return readCheckpoint(dir, setup.adapter);
   }
 
