@@ -148,6 +148,23 @@ describe('metrl serve', () => {
     expect(served.rows.map((r) => r.usage?.prompt_tokens)).toEqual(inProcess.rows.map((r) => r.usage?.prompt_tokens));
   });
 
+  it('refuses a port in use and a missing checkpoint with one line and exit 2', async () => {
+    const port = new URL(url).port;
+    const run = (args: string[]) =>
+      new Promise<{ code: number | null; stderr: string }>((done) => {
+        const other = spawn(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), 'serve', ...args], { cwd: PROJECT });
+        let err = '';
+        other.stderr.on('data', (d) => (err += d));
+        other.on('exit', (code) => done({ code, stderr: err }));
+      });
+    const busy = await run(['--checkpoint', checkpoint, '--port', port]);
+    expect(busy.code).toBe(2);
+    expect(busy.stderr).toMatch(new RegExp(`metrl: error: --port ${port}: already in use on 127\\.0\\.0\\.1`));
+    const missing = await run(['--checkpoint', join(checkpoint, 'nope')]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr.trim()).toMatch(/^metrl: error: --checkpoint .*nope: no such folder$/);
+  });
+
   it('shuts down cleanly on SIGTERM', async () => {
     const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
     child.kill('SIGTERM');
