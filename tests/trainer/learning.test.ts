@@ -40,13 +40,25 @@ function supervisedBase(): BuiltinPolicy {
       prompt: policy.encode(episodeToModelInput(e, noImages)),
       completion: policy.encodeTarget(rng.next() < 0.7 ? `${e.target}x` : e.target),
     }));
-    const { value, grads } = tf.variableGrads(() => {
-      const lp = policy.tokenLogProbs(batch, { useLora: false });
-      return tf.neg(tf.div(tf.sum(tf.mul(lp.logProbs, lp.mask)), tf.sum(lp.mask))) as tf.Scalar;
-    }, variables);
-    optimizer.apply(grads);
-    value.dispose();
-    for (const g of Object.values(grads)) g.dispose();
+    // Mean token cross-entropy over the 32 answers, its gradient summed over chunks of 8 (bounded memory).
+    const tokens = batch.reduce((n, item) => n + item.completion.length, 0);
+    let summed: tf.NamedTensorMap | null = null;
+    for (let i = 0; i < batch.length; i += 8) {
+      const { value, grads } = tf.variableGrads(() => {
+        const lp = policy.tokenLogProbs(batch.slice(i, i + 8), { useLora: false });
+        return tf.div(tf.neg(tf.sum(tf.mul(lp.logProbs, lp.mask))), tokens) as tf.Scalar;
+      }, variables);
+      value.dispose();
+      if (summed === null) summed = grads;
+      else for (const name of Object.keys(grads)) {
+        const next: tf.Tensor = tf.add(summed[name], grads[name]);
+        summed[name].dispose();
+        grads[name].dispose();
+        summed[name] = next;
+      }
+    }
+    optimizer.apply(summed!);
+    for (const g of Object.values(summed!)) g.dispose();
   }
   optimizer.dispose();
   return policy;
