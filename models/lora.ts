@@ -53,7 +53,7 @@ export function loraAdapters(lora: LoraSet): LoraAdapter[] {
 }
 
 /** x W (+ scale · x A B when an adapter is given). x: [n, in]. */
-export function linear(x: tf.Tensor2D, w: tf.Variable, adapter: LoraAdapter | undefined, scale: number): tf.Tensor2D {
+export function linear(x: tf.Tensor2D, w: tf.Tensor, adapter: LoraAdapter | undefined, scale: number): tf.Tensor2D {
   const base = mm(x, w as tf.Tensor2D);
   if (!adapter) return base;
   const low = tf.mul(mm(x, adapter.a as tf.Tensor2D), scale) as tf.Tensor2D;
@@ -74,4 +74,19 @@ export function mergeLora(weights: ModelWeights, lora: LoraSet): void {
 
 export function disposeLora(lora: LoraSet): void {
   for (const v of loraVariables(lora)) v.dispose();
+}
+
+/**
+ * Projection weights with the adapters folded in (W + scale · A B), as new tensors: the model's function is unchanged
+ * but each linear layer is one product instead of three, which is what decoding, a long chain of tiny steps, wants.
+ * The caller disposes the returned tensors.
+ */
+export function mergedProjections(weights: ModelWeights, lora: LoraSet): Record<Projection, tf.Tensor>[] {
+  return weights.layers.map((layer, i) => {
+    const out = { ...layer.proj } as Record<Projection, tf.Tensor>;
+    for (const [p, adapter] of Object.entries(lora.layers[i]) as [Projection, LoraAdapter][]) {
+      out[p] = tf.tidy(() => tf.add(layer.proj[p], tf.mul(tf.matMul(adapter.a as tf.Tensor2D, adapter.b as tf.Tensor2D), lora.scale)));
+    }
+    return out;
+  });
 }

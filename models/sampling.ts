@@ -8,7 +8,8 @@ import type { Rng } from '../core/rng.ts';
 import type { Completion, EncodedPrompt, SamplingOptions } from './types.ts';
 import type { CharTokenizer } from './tokenizer.ts';
 import { forward, logits, sharedFrom, type Group, type OwnKV, type PackedBatch, type SharedKV, type TransformerModel } from './transformer.ts';
-import type { LoraSet } from './lora.ts';
+import { mergedProjections, type LoraSet } from './lora.ts';
+import type { ModelWeights, Projection } from './weights.ts';
 import { patchesPerImage } from './config.ts';
 
 /** Pack prompts one after another, each its own group (for prefill). Returns the packed batch and each prompt's first row. */
@@ -116,6 +117,13 @@ export function sampleGroups(
 ): Completion[][] {
   const rows = prompts.length * group;
   const V = model.arch.vocabSize;
+  // Decode with the adapters folded into the weights (same function, a third of the products per step).
+  const merged = lora ? mergedProjections(model.weights, lora) : null;
+  const original = model;
+  model = merged
+    ? { arch: model.arch, weights: { ...model.weights, layers: model.weights.layers.map((l, i) => ({ ...l, proj: merged[i] })) } as unknown as ModelWeights }
+    : model;
+  lora = null;
   // Prefill: every prompt once; keep its keys/values (shared by its group) and its last logits.
   const { batch, starts } = packPrompts(model, tokenizer, prompts);
   const prefill = tf.tidy(() => {
@@ -164,6 +172,7 @@ export function sampleGroups(
     rowLogits = (r: number) => values.subarray(r * V, (r + 1) * V);
   }
   if (own) disposeOwn(own);
+  if (merged) merged.forEach((proj, i) => Object.entries(proj).forEach(([p, t]) => t !== original.weights.layers[i].proj[p as Projection] && t.dispose()));
   for (const layers of shared) for (const s of layers) tf.dispose([s.kT, s.v]);
   const completions: Completion[][] = prompts.map(() => []);
   for (let r = 0; r < rows; r++) {
