@@ -177,30 +177,34 @@ function progressView(config: TrainConfig, modality: string, log: (line: string)
     : null;
   let test = '–';
   let started = false;
+  // The bar's last values, kept when it is restarted around an evaluation line.
+  let payload = { reward: '–', valid: '–', test, sps: '–' };
   const onEvent = (event: TrainEvent) => {
     switch (event.kind) {
       case 'start':
         log(`training ${modality} on ${event.trainEpisodes} episodes, testing on ${event.testEpisodes}; steps ${event.fromStep + 1}-${event.steps}`);
         if (bar) {
-          bar.start(event.steps, event.fromStep, { reward: '–', valid: '–', test, sps: '–' });
+          bar.start(event.steps, event.fromStep, payload);
           started = true;
         }
         break;
       case 'step': {
         const r = event.row;
-        if (bar) bar.update(r.step, { reward: fmt(r.rewardMean, 2), valid: fmt(r.validRate, 2), test, sps: fmt(r.time.total, 1) });
+        payload = { reward: fmt(r.rewardMean, 2), valid: fmt(r.validRate, 2), test, sps: fmt(r.time.total, 1) };
+        if (bar) bar.update(r.step, payload);
         else log(`step ${r.step}/${config.steps} reward ${fmt(r.rewardMean)} ± ${fmt(r.rewardStd)} valid ${fmt(r.validRate, 2)} kl ${fmt(r.kl, 4)} clip ${fmt(r.clipFraction, 3)} len ${fmt(r.completionLength, 1)} zero-spread ${r.zeroSpreadGroups}/${r.groups} ${fmt(r.time.total, 1)}s`);
         break;
       }
       case 'eval': {
         const trained = event.rows.find((r) => r.role === 'train');
         test = trained ? fmt(trained.accuracy, 2) : test;
+        payload = { ...payload, test };
         const line = `eval step ${event.rows[0]?.step}: ${event.rows.map(evalText).join('; ')}`;
-        if (bar && started) bar.update({ test });
-        if (bar) {
+        if (bar && started) {
           bar.stop();
           log(line);
-          bar.start(config.steps, event.rows[0]?.step ?? 0, { reward: '–', valid: '–', test, sps: '–' });
+          if ((event.rows[0]?.step ?? 0) < config.steps) bar.start(config.steps, event.rows[0]?.step ?? 0, payload);
+          else started = false;
         } else log(line);
         break;
       }
