@@ -14,7 +14,6 @@ import { UserError } from '../../core/errors.ts';
 import { writeJsonAtomic } from '../../core/files.ts';
 import { CHECKPOINTS_DIR } from '../../core/paths.ts';
 import { getEnv } from '../../envs/registry.ts';
-import { envExtraFromFlags, envFlagOptions, envFlagShape } from '../../envs/cli-options.ts';
 import { initBackend } from '../../models/backend.ts';
 import { readConfigFile, resolveConfig, type TrainConfig } from '../../trainer/config.ts';
 import { builtinTraining } from '../../trainer/builtin.ts';
@@ -61,7 +60,6 @@ const schema = z.object({
   offset: z.enum(['start', 'random']).optional(),
   quiet: z.boolean(),
   ...Object.fromEntries(Object.entries(CONFIG_FLAGS).map(([flag, [, , type]]) => [flag, (type === 'number' ? z.number() : type === 'boolean' ? z.boolean() : z.string()).optional()])),
-  ...envFlagShape,
 });
 type TrainFlags = z.infer<typeof schema> & Record<string, unknown>;
 
@@ -134,7 +132,6 @@ async function run(flags: TrainFlags): Promise<void> {
     envExtra = {};
     if (flags.games !== undefined) envExtra.games = resolve(flags.games);
     if (flags.offset !== undefined) envExtra.offset = flags.offset;
-    Object.assign(envExtra, envExtraFromFlags([domain], flags)[domain]);
   }
 
   const env = await getEnv(domain);
@@ -238,8 +235,7 @@ const command: CommandModule = {
       .option('games', { type: 'string', describe: 'chess: PGN or UCI games file (default: the built-in generator)' })
       .option('offset', { type: 'string', describe: 'chess: start | random ply offset into each game' })
       .option('quiet', { type: 'boolean', default: false, describe: 'no progress output' })
-      .options(configFlagOptions)
-      .options(envFlagOptions()),
+      .options(configFlagOptions),
   handler: handler(schema, (flags) => run(flags as TrainFlags)),
 };
 
