@@ -1,16 +1,16 @@
 // The `metrl evaluate` job: checked flags → environments, settings and model → run → summary.json and table.md.
 // Exit status: 0 when every item was answered (wrong answers included), 1 when some items failed after their
-// retries (their rows say why; --resume retries them), 2 for bad input and for a fatal stop (401/403/404: every
-// finished item is kept, the reason is printed), 130 after Ctrl-C.
+// retries (their rows say why; --resume retries them), 2 for bad input and for a fatal stop (401/403/404 or an
+// endpoint nobody answers at: every finished item is kept, the reason is printed), 130 after Ctrl-C.
 import { resolve } from 'node:path';
 import { existsSync, statSync } from 'node:fs';
-import { writeFileAtomic } from '../core/files.ts';
-import { isEvalRun, readRunReport } from './plot-sweeps.ts';
 import { UserError } from '../core/errors.ts';
+import { writeFileAtomic } from '../core/files.ts';
 import { envExtraFromFlags } from '../envs/cli-options.ts';
 import { getEnv } from '../envs/registry.ts';
 import type { Domain, Env } from '../envs/types.ts';
 import type { EvaluateFlags } from '../scripts/commands/evaluate.ts';
+import { isEvalRun, readRunReport } from './plot-sweeps.ts';
 import { COMPACT_STYLE, type CompactTemplate } from './prompts.ts';
 import { stderrProgress } from './progress.ts';
 import { buildReport, renderTable, writeReport, SUMMARY_FILE, TABLE_FILE } from './report.ts';
