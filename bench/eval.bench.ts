@@ -19,6 +19,8 @@ import type { RunConfig } from '../eval/run-config.ts';
 import { runEvaluation } from '../eval/run.ts';
 import { expandSettings } from '../eval/settings.ts';
 import { openSource } from '../eval/sources/index.ts';
+import { checkpointSource } from '../eval/sources/checkpoint.ts';
+import type { ModelSource } from '../eval/types.ts';
 
 const PROJECT = resolve(import.meta.dirname, '..');
 const envs = new Map<Domain, Env>([['shell', shellEnv]]);
@@ -26,14 +28,23 @@ const silent: Progress = { start() {}, tick() {}, retry() {}, stop() {} };
 
 /** Evaluate n shell items against an endpoint; returns items per second (selection drawn before the clock starts). */
 async function itemsPerSecond(url: string, n: number, workers: number, modality: 'text' | 'image', prompt: string, maxTokens: number, actions: number): Promise<number> {
-  const settings = expandSettings({ domains: ['shell'], modalities: [modality], imageRatios: null, actions: [actions], prompts: [prompt], shots: null, task: 'track', cascade: false }, envs);
   const model = { kind: 'hosted' as const, id: 'bench', endpoint: url };
+  const source = await openSource(model, { envs, sampling: { temperature: 0, maxTokens }, seed: 0, compact: async () => compactTemplate, openCheckpoint: async () => { throw new Error('unused'); } });
+  return timeRun(source, model, n, workers, modality, prompt, maxTokens, actions);
+}
+
+/** The same through an in-process source (the compact layout). */
+function itemsPerSecondWith(source: ModelSource, path: string, n: number, workers: number, actions: number): Promise<number> {
+  return timeRun(source, { kind: 'checkpoint', path }, n, workers, 'image', 'compact', 8, actions);
+}
+
+async function timeRun(source: ModelSource, model: RunConfig['model'], n: number, workers: number, modality: 'text' | 'image', prompt: string, maxTokens: number, actions: number): Promise<number> {
+  const settings = expandSettings({ domains: ['shell'], modalities: [modality], imageRatios: null, actions: [actions], prompts: [prompt], shots: null, task: 'track', cascade: false }, envs);
   const config: RunConfig = {
     kind: 'metrl-eval', created: 'bench', label: 'bench', model, settings, n, seed: 0,
     sampling: { temperature: 0, max_tokens: maxTokens }, extra: {},
     runtime: { workers, limit: null, retries: 2, timeout_s: 300 },
   };
-  const source = await openSource(model, { envs, sampling: { temperature: 0, maxTokens }, seed: 0, compact: async () => compactTemplate, openCheckpoint: async () => { throw new Error('unused'); } });
   const out = mkdtempSync(join(tmpdir(), 'metrl-bench-eval-'));
   try {
     const start = performance.now();
@@ -129,12 +140,24 @@ export async function run(): Promise<BenchRow[]> {
 
   const shipped = shippedBase();
   const checkpoint = shipped ?? (await randomCheckpoint());
+  const modelNote = shipped ? 'shipped base' : 'default-size model, random weights (no shipped base)';
+  // In-process: the same items through the checkpoint source, where workers only fill decoding batches.
+  const local = await checkpointSource(checkpoint, { temperature: 0, maxTokens: 8 }, 0, envs);
+  try {
+    await itemsPerSecondWith(local, checkpoint, 8, 4, 5); // warm-up
+    for (const workers of [1, 16]) {
+      const rate = await itemsPerSecondWith(local, checkpoint, 64, workers, 5);
+      rows.push({ group: 'eval in-process', name: `items/s, ${workers} workers`, value: rate, unit: 'items/s', note: `--checkpoint, shell image T=5, greedy, ≤8 tokens, ${modelNote}` });
+    }
+  } finally {
+    await local.close?.();
+  }
   const serve = await startServe(checkpoint);
   try {
     await itemsPerSecond(serve.url, 8, 4, 'image', 'compact', 8, 5); // warm-up
     for (const workers of [1, 4, 16]) {
       const rate = await itemsPerSecond(serve.url, 64, workers, 'image', 'compact', 8, 5);
-      rows.push({ group: 'eval vs metrl serve', name: `items/s, ${workers} workers`, value: rate, unit: 'items/s', note: `shell image T=5, greedy, ≤8 tokens, ${shipped ? 'shipped base' : 'default-size model, random weights (no shipped base)'}` });
+      rows.push({ group: 'eval vs metrl serve', name: `items/s, ${workers} workers`, value: rate, unit: 'items/s', note: `shell image T=5, greedy, ≤8 tokens, ${modelNote}` });
     }
   } finally {
     const log = await serve.stop();
