@@ -45,8 +45,11 @@ export const TrainConfigSchema = z
     learnerBatch: positiveInt.default(8),
     /** μ: optimisation passes over each step's rollouts (μ > 1 makes the clipped ratio matter). TRL default: 1. */
     iterations: positiveInt.default(1),
-    /** Evaluate on the test split every K steps (and at step 0 and the last step). */
-    evalEvery: positiveInt.default(10),
+    /**
+     * Evaluate on the test split every K steps (and at step 0 and the last step). Each evaluation greedily decodes
+     * testSize episodes twice (both modalities), which for chess FENs costs about as much as a few training steps.
+     */
+    evalEvery: positiveInt.default(15),
     /** Write a checkpoint every K steps (and at the last step). */
     checkpointEvery: positiveInt.default(10),
     /** Completions per step written to samples.jsonl (with prompt, target and reward). */

@@ -44,7 +44,7 @@ const CONFIG_FLAGS: Record<string, [keyof TrainConfig, string, 'number' | 'strin
   'max-completion-tokens': ['maxCompletionTokens', 'longest completion in tokens (default 96)', 'number'],
   'lora-rank': ['loraRank', 'LoRA rank r (default 16)', 'number'],
   'lora-alpha': ['loraAlpha', 'LoRA alpha (default 32)', 'number'],
-  'eval-every': ['evalEvery', 'evaluate on the test split every K steps (default 10)', 'number'],
+  'eval-every': ['evalEvery', 'evaluate on the test split every K steps (default 15)', 'number'],
   'checkpoint-every': ['checkpointEvery', 'checkpoint every K steps (default 10)', 'number'],
 };
 
