@@ -33,9 +33,11 @@ export const TrainConfigSchema = z
     /** Completions sampled per prompt (the GRPO group). Paper: 8. Must be ≥ 2 for a group to have a spread. */
     groupSize: z.number().int().min(2, 'group size must be at least 2 (advantages compare completions within a group)').default(8),
     /**
-     * Rollout batches whose gradients are summed into one update. The paper uses 16 (64 prompts per update) on
-     * GPUs; on two CPU cores that is minutes per update, so the default is 2: 8 prompts × 8 completions = 64
-     * completions per update, a few seconds of work, and enough updates in a 30-minute run for the curve to move.
+     * Batches of `promptsPerStep` prompts whose gradients are summed into one update, as in the paper's Table 6 (their
+     * product is the prompts per update; here the rollouts of a step decode together and the learner works in chunks
+     * of `learnerBatch`, so only the product matters). The paper uses 16 (64 prompts per update) on GPUs; on two CPU
+     * cores that is minutes per update, so the default is 2: 8 prompts × 8 completions = 64 completions per update,
+     * and enough updates in a 30-minute run for the curve to move.
      */
     gradientAccumulation: positiveInt.default(2),
     /**
