@@ -236,7 +236,7 @@ function ownMask(count: number, length: number, keys: number, heads: number, pas
  * Attention of one group. q, k, v: this pass's rows of the group ([count * length, d], q already scaled).
  * Returns the attended values [count * length, d] and the group's own keys/values including this pass.
  */
-function groupAttention(arch: Architecture, group: Group, layer: number, q: tf.Tensor2D, k: tf.Tensor2D, v: tf.Tensor2D): { out: tf.Tensor2D; own: OwnKV } {
+function groupAttention(arch: Architecture, group: Group, layer: number, q: tf.Tensor2D, k: tf.Tensor2D, v: tf.Tensor2D, mask: tf.Tensor2D): { out: tf.Tensor2D; own: OwnKV } {
   const { count: n, length: C } = group;
   const d = arch.dModel;
   const H = arch.nHeads;
@@ -263,9 +263,9 @@ function groupAttention(arch: Architecture, group: Group, layer: number, q: tf.T
       const ki = tf.slice(ownK, [i * keys, 0], [keys, d]);
       blocks.push(mm(qi, tf.transpose(ki)));
     }
-    ownScores = tf.add(tf.reshape(tf.concat(blocks, 0), [n, C * H, keys]), tf.reshape(ownMask(1, C, keys, H, pastLength), [1, C * H, keys])).reshape([n * C * H, keys]);
+    ownScores = tf.add(tf.reshape(tf.concat(blocks, 0), [n, C * H, keys]), tf.reshape(mask, [1, C * H, keys])).reshape([n * C * H, keys]);
   } else {
-    ownScores = tf.add(mm(qHeads, tf.transpose(ownK)), ownMask(n, C, keys, H, pastLength));
+    ownScores = tf.add(mm(qHeads, tf.transpose(ownK)), mask);
   }
   const shared = group.shared?.[layer] ?? null;
   const scores = shared ? tf.concat([mm(qHeads, shared.kT), ownScores], 1) : ownScores;
@@ -300,6 +300,12 @@ export function forward(model: TransformerModel, batch: PackedBatch, lora: LoraS
   const keys: tf.Tensor2D[] = [];
   const values: tf.Tensor2D[] = [];
   const own: OwnKV[][] = [];
+  // Each group's own-key mask is the same in every layer: build it once, outside the per-layer scopes.
+  const masks = batch.groups.map((g) => {
+    const past = g.past?.[0]?.k.shape[1] ?? 0;
+    const perSequence = g.count > 1 && g.length > 1;
+    return perSequence ? ownMask(1, g.length, past + g.length, arch.nHeads, past) : ownMask(g.count, g.length, past + g.length, arch.nHeads, past);
+  });
   weights.layers.forEach((layer, i) => {
     // One scope per layer (and per group): intermediates the backward pass does not keep are freed as soon as the
     // layer is done, instead of at the end of the whole pass (tfjs keeps what gradients need on its own).
@@ -312,15 +318,15 @@ export function forward(model: TransformerModel, batch: PackedBatch, lora: LoraS
       const v = linear(h, layer.proj.v_proj, adapters.v_proj, scale);
       const outs: tf.Tensor2D[] = [];
       const layerOwn: OwnKV[] = [];
-      for (const group of batch.groups) {
+      batch.groups.forEach((group, g) => {
         const rows = group.count * group.length;
         const result = tf.tidy(() => {
           const slice = (t: tf.Tensor2D) => (batch.groups.length === 1 ? t : (tf.slice(t, [group.start, 0], [rows, -1]) as tf.Tensor2D));
-          return groupAttention(arch, group, i, slice(q), slice(k), slice(v)) as unknown as tf.TensorContainer;
+          return groupAttention(arch, group, i, slice(q), slice(k), slice(v), masks[g]) as unknown as tf.TensorContainer;
         }) as unknown as { out: tf.Tensor2D; own: OwnKV };
         outs.push(result.out);
         layerOwn.push(result.own);
-      }
+      });
       const attended = outs.length === 1 ? outs[0] : tf.concat(outs, 0);
       const mid = tf.add(input, linear(attended, layer.proj.o_proj, adapters.o_proj, scale)) as tf.Tensor2D;
       const m = rmsNorm(mid, layer.mlpNorm, arch.normEps);
