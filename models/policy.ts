@@ -102,16 +102,25 @@ export class BuiltinPolicy implements Policy, TransformerModel {
   }
 
   sampleGroup(prompt: EncodedPrompt, group: number, options: SamplingOptions, rng: Rng): Completion[] {
-    return sampleGroups(this, this.tokenizer, this.lora, [prompt], group, options, rng)[0];
+    return this.sampleGroups([prompt], group, options, rng)[0];
+  }
+
+  /** The architecture's maxContext is the longest sequence the model is used with: refuse longer ones plainly. */
+  private checkLength(promptTokens: number, newTokens: number): void {
+    if (promptTokens + newTokens > this.arch.maxContext) {
+      throw new UserError(`a prompt of ${promptTokens} tokens plus ${newTokens} new tokens exceeds the model's context of ${this.arch.maxContext} tokens`);
+    }
   }
 
   /** Several prompts' groups decoded as one batch (fewer, larger steps than one sampleGroup per prompt). */
   sampleGroups(prompts: EncodedPrompt[], group: number, options: SamplingOptions, rng: Rng): Completion[][] {
+    for (const p of prompts) this.checkLength(p.tokens.length, options.maxNewTokens);
     return sampleGroups(this, this.tokenizer, this.lora, prompts, group, options, rng);
   }
 
   /** Completion log-probabilities (see models/scoring.ts for the batch layout). */
   tokenLogProbs(items: SequenceBatchItem[], options: { useLora: boolean; withEntropy?: boolean }): TokenLogProbs {
+    for (const it of items) this.checkLength(it.prompt.tokens.length, it.completion.length);
     return completionLogProbs(this, this.tokenizer, options.useLora ? this.lora : null, items, options.withEntropy ?? false);
   }
 

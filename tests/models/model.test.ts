@@ -7,6 +7,7 @@ import { sampleToken } from '../../models/sampling.ts';
 import type { EncodedPrompt, ModelInput } from '../../models/types.ts';
 import type { RawImage } from '../../envs/types.ts';
 import { Rng } from '../../core/rng.ts';
+import { UserError } from '../../core/errors.ts';
 
 const TINY = { dModel: 32, nLayers: 2, nHeads: 2, dMlp: 64, imageSize: 16, patchSize: 8 };
 
@@ -245,6 +246,14 @@ describe('built-in policy', () => {
       sum.dispose();
     }
     tf.dispose([whole.value, ...Object.values(whole.grads), ...parts.flatMap((p) => [p.value, ...Object.values(p.grads)])]);
+  });
+
+  it('refuses sequences longer than the architecture context with one line', () => {
+    const small = BuiltinPolicy.create({ architecture: { ...TINY, maxContext: 32 }, seed: 1 });
+    const long = small.encode([{ type: 'text', text: 'x'.repeat(30) }]);
+    expect(() => small.sampleGroup(long, 2, { temperature: 1, topP: 1, maxNewTokens: 5 }, new Rng(1))).toThrow(/31 tokens plus 5 new tokens exceeds the model's context of 32/);
+    expect(() => small.tokenLogProbs([{ prompt: long, completion: [5, 6] }], { useLora: false })).toThrow(UserError);
+    small.dispose();
   });
 
   it('freezes the base while adapters are attached and does not leak tensors', () => {
