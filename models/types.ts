@@ -58,6 +58,11 @@ export interface Policy {
   /** Sample `group` completions of one prompt; the prompt is run once and its KV cache shared by the group. */
   sampleGroup(prompt: EncodedPrompt, group: number, options: SamplingOptions, rng: Rng): Completion[];
   /**
+   * Optional: several prompts' groups decoded as one batch (result per prompt, in order). Same samples as calling
+   * sampleGroup prompt by prompt with greedy decoding; faster, as each decoding step serves every prompt.
+   */
+  sampleGroups?(prompts: EncodedPrompt[], group: number, options: SamplingOptions, rng: Rng): Completion[][];
+  /**
    * Log-probabilities of the completion tokens. Differentiable with respect to the trainable variables when called
    * inside tf.variableGrads / tf.grads. `useLora: false` gives the reference policy (the frozen base).
    */
