@@ -26,8 +26,11 @@ export const TrainConfigSchema = z
     testSeed: z.number().int().min(0).default(1234),
 
     // ---- schedule ---------------------------------------------------------------------------------------------
-    /** Optimiser updates to run. */
-    steps: positiveInt.default(60),
+    /**
+     * Optimiser updates to run. 40 steps × 8 prompts = 320 prompts, about three passes over the 100 training episodes;
+     * a chess image step takes ~27 s on the 2-core machine (bench/grpo.bench.ts), so the run fits in 30 minutes.
+     */
+    steps: positiveInt.default(40),
     /** Prompts per rollout batch. Paper (Gemma3-4B): batch size 4. */
     promptsPerStep: positiveInt.default(4),
     /** Completions sampled per prompt (the GRPO group). Paper: 8. Must be ≥ 2 for a group to have a spread. */

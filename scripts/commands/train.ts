@@ -22,7 +22,7 @@ import type { EvalRow } from '../../trainer/metrics.ts';
 
 /** Config fields that have a flag: flag name → [config key, description]. */
 const CONFIG_FLAGS: Record<string, [keyof TrainConfig, string, 'number' | 'string' | 'boolean']> = {
-  steps: ['steps', 'optimiser steps (default 60)', 'number'],
+  steps: ['steps', 'optimiser steps (default 40)', 'number'],
   seed: ['seed', 'seed of episodes, data order and sampling (default 0)', 'number'],
   'train-size': ['trainSize', 'training episodes (default 100, as in the paper)', 'number'],
   actions: ['actions', 'actions per episode (default 5, as in the paper)', 'number'],
