@@ -232,6 +232,9 @@ function ownMask(count: number, length: number, keys: number, heads: number, pas
   return tf.tensor2d(m, [count * length * heads, cols]);
 }
 
+/** Query rows from which a group's prompt scores are computed head by head (see groupAttention). */
+const PER_HEAD_MIN_ROWS = Number(process.env.METRL_PER_HEAD_MIN_ROWS ?? 64);
+
 /**
  * Attention of one group. q, k, v: this pass's rows of the group ([count * length, d], q already scaled).
  * Returns the attended values [count * length, d] and the group's own keys/values including this pass.
@@ -268,9 +271,23 @@ function groupAttention(arch: Architecture, group: Group, layer: number, q: tf.T
     ownScores = tf.add(mm(qHeads, tf.transpose(ownK)), mask);
   }
   const shared = group.shared?.[layer] ?? null;
-  const scores = shared ? tf.concat([mm(qHeads, shared.kT), ownScores], 1) : ownScores;
-  const probs = tf.softmax(scores) as tf.Tensor2D;
   const prefix = shared ? shared.kT.shape[1] : 0;
+  // Prompt scores. With many query rows (scoring) the product is done head by head, on each head's 48 dimensions,
+  // instead of heads-as-rows against all 192 (4× the work); decoding's few rows keep the one-product form.
+  const dh = d / H;
+  const perHead = shared !== null && n * C >= PER_HEAD_MIN_ROWS;
+  let prefixScores: tf.Tensor2D | null = null;
+  if (shared && perHead) {
+    const blocks = Array.from({ length: H }, (_, h) =>
+      tf.reshape(mm(tf.slice(q, [0, h * dh], [n * C, dh]), tf.slice(shared.kT, [h * dh, 0], [dh, prefix])), [1, n * C, prefix]),
+    );
+    // Rows (head, position) → (position, head), the heads-as-rows order of the own scores.
+    prefixScores = tf.reshape(tf.transpose(tf.concat(blocks, 0), [1, 0, 2]), [n * C * H, prefix]) as tf.Tensor2D;
+  } else if (shared) {
+    prefixScores = mm(qHeads, shared.kT);
+  }
+  const scores = prefixScores ? tf.concat([prefixScores, ownScores], 1) : ownScores;
+  const probs = tf.softmax(scores) as tf.Tensor2D;
   const ownProbs = shared ? (tf.slice(probs, [0, prefix], [-1, -1]) as tf.Tensor2D) : probs;
   let mixed: tf.Tensor2D;
   if (perSequence) {
@@ -282,9 +299,16 @@ function groupAttention(arch: Architecture, group: Group, layer: number, q: tf.T
   } else {
     mixed = mm(ownProbs, ownV);
   }
-  if (shared) mixed = tf.add(mixed, mm(tf.slice(probs, [0, 0], [-1, prefix]) as tf.Tensor2D, shared.v));
+  if (shared && !perHead) mixed = tf.add(mixed, mm(tf.slice(probs, [0, 0], [-1, prefix]) as tf.Tensor2D, shared.v));
   // Keep head h's dimensions from row h and add the heads up: the usual concatenation of head outputs.
-  const out = tf.sum(tf.mul(tf.reshape(mixed, [n * C, H, d]), heads), 1) as tf.Tensor2D;
+  let out = tf.sum(tf.mul(tf.reshape(mixed, [n * C, H, d]), heads), 1) as tf.Tensor2D;
+  if (shared && perHead) {
+    const byHead = tf.transpose(tf.reshape(tf.slice(probs, [0, 0], [-1, prefix]), [n * C, H, prefix]), [1, 0, 2]);
+    const parts = Array.from({ length: H }, (_, h) =>
+      mm(tf.reshape(tf.slice(byHead, [h, 0, 0], [1, -1, -1]), [n * C, prefix]) as tf.Tensor2D, tf.slice(shared.v, [0, h * dh], [prefix, dh])),
+    );
+    out = tf.add(out, tf.concat(parts, 1));
+  }
   return { out, own };
 }
 

@@ -248,6 +248,43 @@ describe('built-in policy', () => {
     tf.dispose([whole.value, ...Object.values(whole.grads), ...parts.flatMap((p) => [p.value, ...Object.values(p.grads)])]);
   });
 
+  it('a large group (prompt scores head by head) matches full passes and finite differences', () => {
+    // 8 completions of 12 tokens: 8 × 11 = 88 query rows, above the per-head threshold of 64.
+    const texts = ['8/8/8/8 w - -', 'e2e4 e7e5 g1', '1 swap 2 now', 'abcdefghijkl', 'FINAL ANSWER', 'rnbqkbnr/ppp', 'x swap y zzz', '3 2 1 go go!'];
+    const items = texts.map((t) => ({ prompt, completion: policy.tokenizer.encodeText(t).slice(0, 12) }));
+    const batch = policy.tokenLogProbs(items, { useLora: true });
+    const rows = batch.logProbs.arraySync();
+    items.forEach((item, b) => {
+      const full = policy.sequenceLogits({ tokens: [...item.prompt.tokens, ...item.completion], images: item.prompt.images });
+      const logp = tf.tidy(() => tf.logSoftmax(full).arraySync() as number[][]);
+      item.completion.forEach((t, j) => expect(rows[b][j]).toBeCloseTo(logp[item.prompt.tokens.length - 1 + j][t], 4));
+      full.dispose();
+    });
+    tf.dispose([batch.logProbs, batch.mask]);
+    const objective = () => {
+      const r = policy.tokenLogProbs(items, { useLora: true });
+      return tf.sum(tf.mul(r.logProbs, r.mask)) as tf.Scalar;
+    };
+    const adapter = loraAdapters(policy.lora!)[1]; // k_proj of layer 0: its gradient flows only through attention
+    const { grads } = tf.variableGrads(objective, [adapter.a]);
+    const g = grads[adapter.a.name].dataSync();
+    const values = adapter.a.dataSync().slice();
+    const top = Array.from(g.keys()).sort((x, y) => Math.abs(g[y]) - Math.abs(g[x])).slice(0, 2);
+    expect(Math.abs(g[top[0]])).toBeGreaterThan(1e-3);
+    for (const i of top) {
+      const at = (delta: number) => {
+        const v = values.slice();
+        v[i] += delta;
+        adapter.a.assign(tf.tensor(v, adapter.a.shape));
+        return tf.tidy(() => objective().dataSync()[0]);
+      };
+      const numeric = (at(1e-2) - at(-1e-2)) / 2e-2;
+      adapter.a.assign(tf.tensor(values, adapter.a.shape));
+      expect(Math.abs(numeric - g[i])).toBeLessThan(0.03 * Math.abs(g[i]) + 2e-3);
+    }
+    tf.dispose(Object.values(grads));
+  });
+
   it('refuses sequences longer than the architecture context with one line', () => {
     const small = BuiltinPolicy.create({ architecture: { ...TINY, maxContext: 32 }, seed: 1 });
     const long = small.encode([{ type: 'text', text: 'x'.repeat(30) }]);
