@@ -1,6 +1,7 @@
 // The built-in model's architecture as a zod schema. It is written to a checkpoint's config.json and checked when
 // the checkpoint is loaded, so weights are never read into a model of another shape. The defaults are the shipped
-// size: about 2.6 M parameters, small enough for GRPO on two CPU cores (see bench/model.bench.ts for its speed).
+// size: 2.26 M parameters (d 192, 6 layers, 4 heads, MLP 512), small enough for GRPO on two CPU cores (see
+// bench/model.bench.ts for its speed).
 import { z } from 'zod';
 
 export const MODEL_KIND = 'metrl-vlm';
