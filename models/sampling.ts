@@ -7,7 +7,8 @@ import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../core/rng.ts';
 import type { Completion, EncodedPrompt, SamplingOptions } from './types.ts';
 import type { CharTokenizer } from './tokenizer.ts';
-import { forward, logits, sharedFrom, type Group, type OwnKV, type PackedBatch, type SharedKV, type TransformerModel } from './transformer.ts';
+import { forward, logits, type Group, type PackedBatch, type TransformerModel } from './transformer.ts';
+import { decodeState, decodeStep, disposeDecodeState, type DecodeState } from './decode.ts';
 import { mergedProjections, type LoraSet } from './lora.ts';
 import type { ModelWeights, Projection } from './weights.ts';
 import { patchesPerImage } from './config.ts';
@@ -124,18 +125,20 @@ export function sampleGroups(
     ? { arch: model.arch, weights: { ...model.weights, layers: model.weights.layers.map((l, i) => ({ ...l, proj: merged[i] })) } as unknown as ModelWeights }
     : model;
   lora = null;
-  // Prefill: every prompt once; keep its keys/values (shared by its group) and its last logits.
+  // Prefill: every prompt once; stack its keys/values for decoding (shared by its group) and keep its last logits.
   const { batch, starts } = packPrompts(model, tokenizer, prompts);
-  const prefill = tf.tidy(() => {
+  const lengths = prompts.map((p) => p.tokens.length);
+  let state: DecodeState | null = null;
+  const first = tf.tidy(() => {
     const out = forward(model, batch, lora);
+    state = decodeState(model, out, starts, lengths, group);
     const last = tf.concat(prompts.map((p, u) => tf.slice(out.hidden, [starts[u] + p.tokens.length - 1, 0], [1, -1])), 0) as tf.Tensor2D;
-    return { next: logits(model, last), shared: prompts.map((p, u) => sharedFrom(out, starts[u], p.tokens.length)) } as unknown as tf.TensorContainer;
-  }) as unknown as { next: tf.Tensor2D; shared: SharedKV[][] };
-  const shared = prefill.shared;
-  let values = prefill.next.dataSync() as Float32Array;
-  prefill.next.dispose();
+    return logits(model, last);
+  });
+  const decoding = state! as DecodeState;
+  let values = first.dataSync() as Float32Array;
+  first.dispose();
   let rowLogits = (r: number) => values.subarray(Math.floor(r / group) * V, (Math.floor(r / group) + 1) * V);
-  let own: OwnKV[][] | null = null; // per layer, per prompt
 
   const banned = new Set([tokenizer.pad, tokenizer.bos, tokenizer.img, tokenizer.unk]);
   const tokens: number[][] = Array.from({ length: rows }, () => []);
@@ -152,28 +155,14 @@ export function sampleGroups(
       if (token === tokenizer.eos) finished[r] = true;
     }
     if (finished.every(Boolean) || step === options.maxNewTokens - 1) break;
-    const positions = Int32Array.from({ length: rows }, (_, r) => prompts[Math.floor(r / group)].tokens.length + step);
-    const past = own;
-    const stepBatch: PackedBatch = {
-      tokens: fed,
-      positions,
-      images: [],
-      slots: [],
-      groups: prompts.map((_, u) => ({ start: u * group, count: group, length: 1, shared: shared[u], past: past ? past.map((layer) => layer[u]) : null })),
-    };
-    const out = tf.tidy(() => {
-      const result = forward(model, stepBatch, lora);
-      return { next: logits(model, result.hidden), own: result.own } as unknown as tf.TensorContainer;
-    }) as unknown as { next: tf.Tensor2D; own: OwnKV[][] };
-    if (past) disposeOwn(past);
-    own = out.own;
-    values = out.next.dataSync() as Float32Array;
-    out.next.dispose();
+    const positions = Int32Array.from({ length: rows }, (_, r) => lengths[Math.floor(r / group)] + step);
+    const next = decodeStep(model, decoding, fed, positions);
+    values = next.dataSync() as Float32Array;
+    next.dispose();
     rowLogits = (r: number) => values.subarray(r * V, (r + 1) * V);
   }
-  if (own) disposeOwn(own);
+  disposeDecodeState(decoding);
   if (merged) merged.forEach((proj, i) => Object.entries(proj).forEach(([p, t]) => t !== original.weights.layers[i].proj[p as Projection] && t.dispose()));
-  for (const layers of shared) for (const s of layers) tf.dispose([s.kT, s.v]);
   const completions: Completion[][] = prompts.map(() => []);
   for (let r = 0; r < rows; r++) {
     completions[Math.floor(r / group)].push({
@@ -184,8 +173,4 @@ export function sampleGroups(
     });
   }
   return completions;
-}
-
-function disposeOwn(own: OwnKV[][]): void {
-  for (const layer of own) for (const o of layer) tf.dispose([o.k, o.v]);
 }

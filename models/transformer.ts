@@ -74,7 +74,7 @@ export interface ForwardResult {
   own: OwnKV[][];
 }
 
-const NEG = -1e9;
+export const NEG = -1e9;
 const invFreqCache = new Map<string, Float32Array>();
 
 function inverseFrequencies(arch: Architecture): Float32Array {
@@ -90,7 +90,7 @@ function inverseFrequencies(arch: Architecture): Float32Array {
 }
 
 /** cos and sin tables [rows, d] for the packed positions (heads side by side, each rotating its two halves). */
-function ropeTables(arch: Architecture, positions: Int32Array): { cos: tf.Tensor2D; sin: tf.Tensor2D } {
+export function ropeTables(arch: Architecture, positions: Int32Array): { cos: tf.Tensor2D; sin: tf.Tensor2D } {
   const d = arch.dModel;
   const dh = headDim(arch);
   const half = dh / 2;
@@ -129,7 +129,7 @@ function constant(key: string, make: () => tf.Tensor): tf.Variable {
 }
 
 /** R with x R = per-head rotate_half(x) = concat(-x2, x1): one product instead of slices and concats. */
-function rotationMatrix(arch: Architecture): tf.Variable {
+export function rotationMatrix(arch: Architecture): tf.Variable {
   const d = arch.dModel;
   const dh = headDim(arch);
   return constant(`rot:${d}:${dh}`, () => {
@@ -157,17 +157,17 @@ function headMask(arch: Architecture): tf.Variable {
   });
 }
 
-function applyRope(x: tf.Tensor2D, cos: tf.Tensor2D, sin: tf.Tensor2D, r: tf.Variable): tf.Tensor2D {
+export function applyRope(x: tf.Tensor2D, cos: tf.Tensor2D, sin: tf.Tensor2D, r: tf.Variable): tf.Tensor2D {
   return tf.add(tf.mul(x, cos), tf.mul(mm(x, r as tf.Tensor2D), sin));
 }
 
-function rmsNorm(x: tf.Tensor2D, gain: tf.Variable, eps: number): tf.Tensor2D {
+export function rmsNorm(x: tf.Tensor2D, gain: tf.Variable, eps: number): tf.Tensor2D {
   const ms = tf.mean(tf.square(x), -1, true);
   return tf.mul(tf.mul(x, tf.rsqrt(tf.add(ms, eps))), gain);
 }
 
 /** Token embeddings: one-hot rows times the embedding table (differentiable on every backend). */
-function embedTokens(model: TransformerModel, tokens: Int32Array): tf.Tensor2D {
+export function embedTokens(model: TransformerModel, tokens: Int32Array): tf.Tensor2D {
   const v = model.arch.vocabSize;
   const oneHot = new Float32Array(tokens.length * v);
   for (let i = 0; i < tokens.length; i++) oneHot[i * v + tokens[i]] = 1;

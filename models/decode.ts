@@ -1,0 +1,102 @@
+// One decoding step for many sequences at once: U prompts, G completions each, one new token per completion. After
+// the prompts' prefill (models/transformer.ts forward), their keys and values are stacked head by head and padded to
+// the longest prompt, so every step's attention is a fixed handful of batched products whatever U is: evaluation
+// decodes 64 prompts together, and a per-prompt loop of small products cost far more in call overhead than in
+// arithmetic there. Decoding needs no gradient; LoRA, if any, is already folded into the weights (models/lora.ts).
+import * as tf from '@tensorflow/tfjs';
+import { headDim } from './config.ts';
+import { linear } from './lora.ts';
+import { applyRope, embedTokens, logits, NEG, rmsNorm, ropeTables, rotationMatrix, type ForwardResult, type TransformerModel } from './transformer.ts';
+
+export interface DecodeState {
+  prompts: number;
+  group: number;
+  /** Longest prompt; shorter ones are padded and masked. */
+  prefixLength: number;
+  /** Per layer: prompt keys [U·H, dh, Pmax] and values [U·H, Pmax, dh]. */
+  prefixKT: tf.Tensor3D[];
+  prefixV: tf.Tensor3D[];
+  /** [U, 1, 1, Pmax]: 0 on real prompt positions, -1e9 on padding. */
+  prefixMask: tf.Tensor4D;
+  /** Per layer: each completion's own keys and values so far, [U·G·H, t, dh]; null before the first step. */
+  ownK: tf.Tensor3D[] | null;
+  ownV: tf.Tensor3D[] | null;
+}
+
+/** Stack the prefill's prompt keys/values (prompt u occupies rows starts[u] … + lengths[u]). */
+export function decodeState(model: TransformerModel, prefill: ForwardResult, starts: number[], lengths: number[], group: number): DecodeState {
+  const { arch } = model;
+  const U = starts.length;
+  const H = arch.nHeads;
+  const dh = headDim(arch);
+  const P = Math.max(...lengths);
+  const mask = new Float32Array(U * P);
+  lengths.forEach((length, u) => mask.fill(NEG, u * P + length, (u + 1) * P));
+  const stack = (rows: tf.Tensor2D) =>
+    tf.stack(starts.map((start, u) => tf.pad(tf.slice(rows, [start, 0], [lengths[u], -1]), [[0, P - lengths[u]], [0, 0]]))) as tf.Tensor3D; // [U, P, d]
+  // Kept: the state outlives the caller's scope and is freed by disposeDecodeState.
+  const prefixKT = prefill.keys.map((k) => tf.keep(tf.tidy(() => tf.reshape(tf.transpose(tf.reshape(stack(k), [U, P, H, dh]), [0, 2, 3, 1]), [U * H, dh, P]) as tf.Tensor3D)));
+  const prefixV = prefill.values.map((v) => tf.keep(tf.tidy(() => tf.reshape(tf.transpose(tf.reshape(stack(v), [U, P, H, dh]), [0, 2, 1, 3]), [U * H, P, dh]) as tf.Tensor3D)));
+  return { prompts: U, group, prefixLength: P, prefixKT, prefixV, prefixMask: tf.keep(tf.tensor4d(mask, [U, 1, 1, P])), ownK: null, ownV: null };
+}
+
+/**
+ * Feed one token per completion (rows ordered prompt by prompt) at the given positions. Returns next-token logits
+ * [rows, vocab] and the state with the new keys/values appended (the previous own tensors are disposed).
+ */
+export function decodeStep(model: TransformerModel, state: DecodeState, tokens: Int32Array, positions: Int32Array): tf.Tensor2D {
+  const { arch, weights } = model;
+  const U = state.prompts;
+  const G = state.group;
+  const rows = U * G;
+  const H = arch.nHeads;
+  const d = arch.dModel;
+  const dh = headDim(arch);
+  const P = state.prefixLength;
+  const past = { k: state.ownK, v: state.ownV };
+  const out = tf.tidy(() => {
+    let x = embedTokens(model, tokens);
+    const { cos, sin } = ropeTables(arch, positions);
+    const r = rotationMatrix(arch);
+    const ownK: tf.Tensor3D[] = [];
+    const ownV: tf.Tensor3D[] = [];
+    weights.layers.forEach((layer, i) => {
+      const h = rmsNorm(x, layer.attnNorm, arch.normEps);
+      const q = tf.mul(applyRope(linear(h, layer.proj.q_proj, undefined, 0), cos, sin, r), 1 / Math.sqrt(dh)) as tf.Tensor2D;
+      const k = applyRope(linear(h, layer.proj.k_proj, undefined, 0), cos, sin, r);
+      const v = linear(h, layer.proj.v_proj, undefined, 0);
+      // Prompt part: per (prompt, head), the G queries against that prompt's keys.
+      const qByPrompt = tf.reshape(tf.transpose(tf.reshape(q, [U, G, H, dh]), [0, 2, 1, 3]), [U * H, G, dh]);
+      const prefixScores = tf.add(tf.reshape(tf.matMul(qByPrompt, state.prefixKT[i]), [U, H, G, P]), state.prefixMask);
+      const prefixRows = tf.reshape(tf.transpose(prefixScores, [0, 2, 1, 3]), [rows, H, P]);
+      // Own part: per (completion, head), the query against the completion's own keys so far.
+      const kNew = tf.reshape(k, [rows * H, 1, dh]) as tf.Tensor3D;
+      const vNew = tf.reshape(v, [rows * H, 1, dh]) as tf.Tensor3D;
+      const keys = past.k ? tf.concat([past.k[i], kNew], 1) : kNew;
+      const values = past.v ? tf.concat([past.v[i], vNew], 1) : vNew;
+      ownK.push(keys);
+      ownV.push(values);
+      const t = keys.shape[1];
+      const ownScores = tf.reshape(tf.matMul(tf.reshape(q, [rows * H, 1, dh]), keys, false, true), [rows, H, t]);
+      const probs = tf.softmax(tf.concat([prefixRows, ownScores], 2));
+      const prefixProbs = tf.reshape(tf.transpose(tf.reshape(tf.slice(probs, [0, 0, 0], [-1, -1, P]), [U, G, H, P]), [0, 2, 1, 3]), [U * H, G, P]);
+      const fromPrompt = tf.reshape(tf.transpose(tf.reshape(tf.matMul(prefixProbs, state.prefixV[i]), [U, H, G, dh]), [0, 2, 1, 3]), [rows, d]);
+      const fromOwn = tf.reshape(tf.matMul(tf.reshape(tf.slice(probs, [0, 0, P], [-1, -1, -1]), [rows * H, 1, t]), values), [rows, d]);
+      const attended = tf.add(fromPrompt, fromOwn) as tf.Tensor2D;
+      x = tf.add(x, linear(attended, layer.proj.o_proj, undefined, 0));
+      const m = rmsNorm(x, layer.mlpNorm, arch.normEps);
+      const up = linear(m, layer.proj.up_proj, undefined, 0);
+      const act = tf.mul(up, tf.sigmoid(tf.mul(up, 1.702))) as tf.Tensor2D;
+      x = tf.add(x, linear(act, layer.proj.down_proj, undefined, 0));
+    });
+    return { logits: logits(model, x), ownK, ownV } as unknown as tf.TensorContainer;
+  }) as unknown as { logits: tf.Tensor2D; ownK: tf.Tensor3D[]; ownV: tf.Tensor3D[] };
+  if (past.k) tf.dispose([...past.k, ...past.v!]);
+  state.ownK = out.ownK;
+  state.ownV = out.ownV;
+  return out.logits;
+}
+
+export function disposeDecodeState(state: DecodeState): void {
+  tf.dispose([...state.prefixKT, ...state.prefixV, state.prefixMask, ...(state.ownK ?? []), ...(state.ownV ?? [])]);
+}
