@@ -82,10 +82,13 @@ export const TrainConfigSchema = z
 
     // ---- optimiser (AdamW on the LoRA weights only) -----------------------------------------------------------
     /**
-     * Learning rate. The paper uses 1e-6 (full fine-tuning, 4B) and 1e-5 (LoRA, 27B); a few-million-parameter model
-     * with rank-16 adapters needs a much larger step to move within a CPU-sized run.
+     * Learning rate. The paper uses 1e-6 (full fine-tuning, 4B) and 1e-5 (LoRA, 27B). With the built-in model's
+     * rank-16 adapters, 64 completions per step and an intermediate pretraining checkpoint (shell, 3 swaps, greedy test
+     * accuracy 0.565): 2e-3 drove the KL to 0.3-0.4 per token and the accuracy down to 0.18 within 20 steps (Adam turns
+     * noisy gradients into full-size steps), 3e-4 to 0.465, and 1e-4 changed no greedy answer in 40 steps. 2e-4 is the
+     * default until it is tuned against the shipped base.
      */
-    learningRate: z.number().positive('learning rate must be positive').max(1).default(2e-3),
+    learningRate: z.number().positive('learning rate must be positive').max(1).default(2e-4),
     adamBeta1: z.number().min(0).lt(1).default(0.9),
     adamBeta2: z.number().min(0).lt(1).default(0.999),
     adamEpsilon: z.number().positive().default(1e-8),

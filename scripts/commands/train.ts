@@ -32,7 +32,7 @@ const CONFIG_FLAGS: Record<string, [keyof TrainConfig, string, 'number' | 'strin
   'gradient-accumulation': ['gradientAccumulation', 'rollout batches per optimiser step (default 2)', 'number'],
   'learner-batch': ['learnerBatch', 'sequences per learner forward/backward pass; memory only (default 8)', 'number'],
   iterations: ['iterations', 'μ: optimisation passes per batch (default 1)', 'number'],
-  'learning-rate': ['learningRate', 'AdamW learning rate (default 2e-3)', 'number'],
+  'learning-rate': ['learningRate', 'AdamW learning rate (default 2e-4)', 'number'],
   'weight-decay': ['weightDecay', 'AdamW decoupled weight decay (default 0)', 'number'],
   'max-grad-norm': ['maxGradNorm', 'gradient-norm clipping, 0 = off (default 1)', 'number'],
   beta: ['beta', 'β: weight of the KL to the reference (default 0.04)', 'number'],
