@@ -179,6 +179,10 @@ function progressView(config: TrainConfig, modality: string, log: (line: string)
   const onEvent = (event: TrainEvent) => {
     switch (event.kind) {
       case 'start':
+        if (event.fromStep >= event.steps) {
+          log(`the run is complete at step ${event.fromStep}; pass a larger --steps with --resume to continue it`);
+          break;
+        }
         log(`training ${modality} on ${event.trainEpisodes} episodes, testing on ${event.testEpisodes}; steps ${event.fromStep + 1}-${event.steps}`);
         if (bar) {
           bar.start(event.steps, event.fromStep, payload);
