@@ -13,7 +13,7 @@ export interface DecodeState {
   group: number;
   /** Longest prompt; shorter ones are padded and masked. */
   prefixLength: number;
-  /** Per layer: prompt keys [U·H, dh, Pmax] and values [U·H, Pmax, dh]. */
+  /** Per layer: prompt keys [U·H, dh, Pmax] (or [U·H, Pmax, dh] when G = 1, see decodeStep) and values [U·H, Pmax, dh]. */
   prefixKT: tf.Tensor3D[];
   prefixV: tf.Tensor3D[];
   /** [U, 1, 1, Pmax]: 0 on real prompt positions, -1e9 on padding. */
@@ -35,7 +35,9 @@ export function decodeState(model: TransformerModel, prefill: ForwardResult, sta
   const stack = (rows: tf.Tensor2D) =>
     tf.stack(starts.map((start, u) => tf.pad(tf.slice(rows, [start, 0], [lengths[u], -1]), [[0, P - lengths[u]], [0, 0]]))) as tf.Tensor3D; // [U, P, d]
   // Kept: the state outlives the caller's scope and is freed by disposeDecodeState.
-  const prefixKT = prefill.keys.map((k) => tf.keep(tf.tidy(() => tf.reshape(tf.transpose(tf.reshape(stack(k), [U, P, H, dh]), [0, 2, 3, 1]), [U * H, dh, P]) as tf.Tensor3D)));
+  const keyOrder = group === 1 ? [0, 2, 1, 3] : [0, 2, 3, 1];
+  const keyShape: [number, number, number] = group === 1 ? [U * H, P, dh] : [U * H, dh, P];
+  const prefixKT = prefill.keys.map((k) => tf.keep(tf.tidy(() => tf.reshape(tf.transpose(tf.reshape(stack(k), [U, P, H, dh]), keyOrder), keyShape) as tf.Tensor3D)));
   const prefixV = prefill.values.map((v) => tf.keep(tf.tidy(() => tf.reshape(tf.transpose(tf.reshape(stack(v), [U, P, H, dh]), [0, 2, 1, 3]), [U * H, P, dh]) as tf.Tensor3D)));
   return { prompts: U, group, prefixLength: P, prefixKT, prefixV, prefixMask: tf.keep(tf.tensor4d(mask, [U, 1, 1, P])), ownK: null, ownV: null };
 }
@@ -67,7 +69,10 @@ export function decodeStep(model: TransformerModel, state: DecodeState, tokens: 
       const v = linear(h, layer.proj.v_proj, undefined, 0);
       // Prompt part: per (prompt, head), the G queries against that prompt's keys.
       const qByPrompt = tf.reshape(tf.transpose(tf.reshape(q, [U, G, H, dh]), [0, 2, 1, 3]), [U * H, G, dh]);
-      const prefixScores = tf.add(tf.reshape(tf.matMul(qByPrompt, state.prefixKT[i]), [U, H, G, P]), state.prefixMask);
+      // With one query per prompt and head (G = 1, evaluation) a broadcast product and a sum beat WASM's slow batched
+      // matMul (measured ~3× on 64 prompts); with a group of queries the product amortises better.
+      const rawScores = G === 1 ? tf.sum(tf.mul(qByPrompt, state.prefixKT[i]), -1) : tf.matMul(qByPrompt, state.prefixKT[i]);
+      const prefixScores = tf.add(tf.reshape(rawScores, [U, H, G, P]), state.prefixMask);
       const prefixRows = tf.reshape(tf.transpose(prefixScores, [0, 2, 1, 3]), [rows, H, P]);
       // Own part: per (completion, head), the query against the completion's own keys so far.
       const kNew = tf.reshape(k, [rows * H, 1, dh]) as tf.Tensor3D;
@@ -80,7 +85,8 @@ export function decodeStep(model: TransformerModel, state: DecodeState, tokens: 
       const ownScores = tf.reshape(tf.matMul(tf.reshape(q, [rows * H, 1, dh]), keys, false, true), [rows, H, t]);
       const probs = tf.softmax(tf.concat([prefixRows, ownScores], 2));
       const prefixProbs = tf.reshape(tf.transpose(tf.reshape(tf.slice(probs, [0, 0, 0], [-1, -1, P]), [U, G, H, P]), [0, 2, 1, 3]), [U * H, G, P]);
-      const fromPrompt = tf.reshape(tf.transpose(tf.reshape(tf.matMul(prefixProbs, state.prefixV[i]), [U, H, G, dh]), [0, 2, 1, 3]), [rows, d]);
+      const mixed = G === 1 ? tf.sum(tf.mul(tf.reshape(prefixProbs, [U * H, P, 1]), state.prefixV[i]), 1) : tf.matMul(prefixProbs, state.prefixV[i]);
+      const fromPrompt = tf.reshape(tf.transpose(tf.reshape(mixed, [U, H, G, dh]), [0, 2, 1, 3]), [rows, d]);
       const fromOwn = tf.reshape(tf.matMul(tf.reshape(tf.slice(probs, [0, 0, P], [-1, -1, -1]), [rows * H, 1, t]), values), [rows, d]);
       const attended = tf.add(fromPrompt, fromOwn) as tf.Tensor2D;
       x = tf.add(x, linear(attended, layer.proj.o_proj, undefined, 0));

@@ -114,6 +114,10 @@ describe('built-in policy', () => {
     const alone = [policy.sampleGroup(prompt, 2, opts, new Rng(1)), policy.sampleGroup(shortPrompt, 2, opts, new Rng(1))];
     expect(together.map((g) => g.map((c) => c.tokens))).toEqual(alone.map((g) => g.map((c) => c.tokens)));
     together[1][0].logProbs.forEach((lp, j) => expect(lp).toBeCloseTo(alone[1][0].logProbs[j], 4));
+    // One completion per prompt (evaluation) takes another code path in decoding.
+    const single = policy.sampleGroups([shortPrompt, prompt], 1, opts, new Rng(1));
+    expect(single.map((g) => g[0].tokens)).toEqual([alone[1][0].tokens, alone[0][0].tokens]);
+    single[1][0].logProbs.forEach((lp, j) => expect(lp).toBeCloseTo(alone[0][0].logProbs[j], 4));
   });
 
   it('tokenLogProbs of a padded batch equals each item scored alone, with a mask over padding', () => {
