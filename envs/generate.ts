@@ -15,6 +15,8 @@ export interface GenerateOptions {
   /** Probability that an action is an image when modality is 'mixed'. */
   imageRatio?: number;
   extra?: Record<string, unknown>;
+  /** Return the episodes made when the source runs out before n (at least one), instead of failing. */
+  allowFewer?: boolean;
 }
 
 /** Draw the modality of each of `count` actions. */
@@ -70,6 +72,7 @@ export function generateEpisodes(env: Env, options: GenerateOptions): Episode[] 
     });
     if (episodes.length >= n) return episodes;
   }
+  if (options.allowFewer && episodes.length > 0) return episodes;
   throw new UserError(
     `${env.domain}: could only make ${episodes.length} of ${n} ${split} episodes with ${options.actions} actions from this source`,
   );

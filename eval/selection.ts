@@ -87,13 +87,8 @@ const MAX_DRAW_FACTOR = 64;
 function distinctEpisodes(env: Env, options: GenerateOptions, group: string): Episode[] {
   let distinct: Episode[] = [];
   for (let factor = 1; factor <= MAX_DRAW_FACTOR; factor *= 4) {
-    let drawn: Episode[];
-    try {
-      drawn = generateEpisodes(env, { ...options, n: options.n * factor });
-    } catch (error) {
-      if (factor === 1 || !(error instanceof UserError)) throw error;
-      break; // a finite source ran out: what we have is all there is
-    }
+    // A finite source (a games file, chess from the start with no moves) may end early: what it gave is all there is.
+    const drawn = generateEpisodes(env, { ...options, n: options.n * factor, allowFewer: true });
     const seen = new Set<string>();
     distinct = drawn.filter((e) => {
       const key = contentKey(e);
@@ -102,6 +97,13 @@ function distinctEpisodes(env: Env, options: GenerateOptions, group: string): Ep
       return true;
     });
     if (distinct.length >= options.n) return distinct.slice(0, options.n);
+    if (drawn.length < options.n * factor) break;
+  }
+  // A sweep point with few distinct problems (chess from the start with 0 moves has one) is still a point of the
+  // curve: evaluate every distinct episode there is and say so, rather than refuse the whole sweep.
+  if (distinct.length > 0) {
+    process.stderr.write(`metrl: warning: ${group}: only ${distinct.length} distinct test episodes exist (asked for ${options.n}); evaluating those\n`);
+    return distinct;
   }
   throw new UserError(`${group}: only ${distinct.length} distinct test episodes exist (asked for ${options.n}); lower --n or use more --actions`);
 }
@@ -126,7 +128,8 @@ export function itemsOf(s: Setting, selection: Selection, n: number, seed: numbe
       items.push({ id: `${key}|${episode.id}`, setting: s, settingKey: key, episode, target: episode.target, shots });
     }
   }
-  if (items.length < n) throw new UserError(`${key}: only ${items.length} of ${n} items available in ${EPISODES_FILE}`);
+  // Fewer items than asked happens when the source holds fewer distinct problems (see distinctEpisodes, which warned).
+  if (items.length === 0) throw new UserError(`${key}: no items available in ${EPISODES_FILE}`);
   return items;
 }
 

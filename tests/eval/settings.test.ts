@@ -1,6 +1,6 @@
 // Settings expansion and its rules, model descriptions (no secrets), perception scoring, Retry-After parsing and
 // backoff, and the baselines' answers: the pure parts of the harness.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { shellEnv } from '../../envs/shell/index.ts';
 import { chessEnv } from '../../envs/chess/index.ts';
 import type { Domain, Env } from '../../envs/types.ts';
@@ -63,13 +63,25 @@ describe('settings', () => {
 });
 
 describe('episode selection', () => {
-  it('never evaluates the same problem twice, and says so when too few exist', () => {
+  it('never evaluates the same problem twice, and evaluates all there are, with a warning, when too few exist', () => {
     // The shell game with 3 swaps has 81 episodes, about a fifth of them in the test split; draws repeat them.
     const settings = expandSettings(options({ actions: [3] }), envs);
     const selection = drawSelection(settings, envs, 10, 0, {} as Record<Domain, Record<string, unknown>>);
     const episodes = itemsOf(settings[0], selection, 10, 0).map((i) => i.episode);
     expect(new Set(episodes.map((e) => `${e.initialState}|${e.actions.map((a) => a.text).join(',')}`)).size).toBe(10);
-    expect(() => drawSelection(settings, envs, 40, 0, {} as Record<Domain, Record<string, unknown>>)).toThrow(/shell\/text\/T3: only \d+ distinct test episodes exist \(asked for 40\)/);
+    // Asked for more than exist: every distinct one is evaluated, with a warning naming how many there are.
+    const warnings: string[] = [];
+    const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => (warnings.push(String(chunk)), true));
+    try {
+      const few = drawSelection(settings, envs, 40, 0, {} as Record<Domain, Record<string, unknown>>);
+      const all = itemsOf(settings[0], few, 40, 0).map((i) => i.episode);
+      expect(all.length).toBeGreaterThanOrEqual(10);
+      expect(all.length).toBeLessThan(40);
+      expect(new Set(all.map((e) => `${e.initialState}|${e.actions.map((a) => a.text).join(',')}`)).size).toBe(all.length);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(warnings.join('')).toMatch(/shell\/text\/T3: only \d+ distinct test episodes exist \(asked for 40\)/);
   });
 });
 
