@@ -23,22 +23,36 @@ export interface DecodeState {
   ownV: tf.Tensor3D[] | null;
 }
 
-/** Stack the prefill's prompt keys/values (prompt u occupies rows starts[u] … + lengths[u]). */
-export function decodeState(model: TransformerModel, prefill: ForwardResult, starts: number[], lengths: number[], group: number): DecodeState {
+/**
+ * One prefill's prompt keys and values, per layer, as [prompts, P, d] padded with zeros to P (the longest prompt of
+ * the whole decode). Padding is a concat with zeros: WASM's Pad and Slice kernels cost time in proportion to their
+ * input, so callers prefill a few prompts at a time and slice small tensors.
+ */
+export function stackPrompts(prefill: ForwardResult, starts: number[], lengths: number[], P: number): { k: tf.Tensor3D[]; v: tf.Tensor3D[] } {
+  const stack = (rows: tf.Tensor2D) =>
+    tf.stack(
+      starts.map((start, u) => {
+        const piece = tf.slice(rows, [start, 0], [lengths[u], -1]);
+        return lengths[u] === P ? piece : tf.concat([piece, tf.zeros([P - lengths[u], rows.shape[1]])], 0);
+      }),
+    ) as tf.Tensor3D;
+  return { k: prefill.keys.map(stack), v: prefill.values.map(stack) };
+}
+
+/** The decoding state from every prompt's stacked keys/values (per layer [U, P, d], prompts in order). */
+export function decodeState(model: TransformerModel, keys: tf.Tensor3D[], values: tf.Tensor3D[], lengths: number[], group: number): DecodeState {
   const { arch } = model;
-  const U = starts.length;
+  const U = lengths.length;
   const H = arch.nHeads;
   const dh = headDim(arch);
-  const P = Math.max(...lengths);
+  const P = keys[0].shape[1];
   const mask = new Float32Array(U * P);
   lengths.forEach((length, u) => mask.fill(NEG, u * P + length, (u + 1) * P));
-  const stack = (rows: tf.Tensor2D) =>
-    tf.stack(starts.map((start, u) => tf.pad(tf.slice(rows, [start, 0], [lengths[u], -1]), [[0, P - lengths[u]], [0, 0]]))) as tf.Tensor3D; // [U, P, d]
   // Kept: the state outlives the caller's scope and is freed by disposeDecodeState.
   const keyOrder = group === 1 ? [0, 2, 1, 3] : [0, 2, 3, 1];
   const keyShape: [number, number, number] = group === 1 ? [U * H, P, dh] : [U * H, dh, P];
-  const prefixKT = prefill.keys.map((k) => tf.keep(tf.tidy(() => tf.reshape(tf.transpose(tf.reshape(stack(k), [U, P, H, dh]), keyOrder), keyShape) as tf.Tensor3D)));
-  const prefixV = prefill.values.map((v) => tf.keep(tf.tidy(() => tf.reshape(tf.transpose(tf.reshape(stack(v), [U, P, H, dh]), [0, 2, 1, 3]), [U * H, P, dh]) as tf.Tensor3D)));
+  const prefixKT = keys.map((k) => tf.keep(tf.tidy(() => tf.reshape(tf.transpose(tf.reshape(k, [U, P, H, dh]), keyOrder), keyShape) as tf.Tensor3D)));
+  const prefixV = values.map((v) => tf.keep(tf.tidy(() => tf.reshape(tf.transpose(tf.reshape(v, [U, P, H, dh]), [0, 2, 1, 3]), [U * H, P, dh]) as tf.Tensor3D)));
   return { prompts: U, group, prefixLength: P, prefixKT, prefixV, prefixMask: tf.keep(tf.tensor4d(mask, [U, 1, 1, P])), ownK: null, ownV: null };
 }
 

@@ -8,7 +8,10 @@ import type { Rng } from '../core/rng.ts';
 import type { Completion, EncodedPrompt, SamplingOptions } from './types.ts';
 import type { CharTokenizer } from './tokenizer.ts';
 import { forward, logits, type Group, type PackedBatch, type TransformerModel } from './transformer.ts';
-import { decodeState, decodeStep, disposeDecodeState, type DecodeState } from './decode.ts';
+import { decodeState, decodeStep, disposeDecodeState, stackPrompts, type DecodeState } from './decode.ts';
+
+/** Prompts per prefill pass. */
+const PREFILL_PROMPTS = 8;
 import { mergedProjections, type LoraSet } from './lora.ts';
 import type { ModelWeights, Projection } from './weights.ts';
 import { patchesPerImage } from './config.ts';
@@ -125,19 +128,33 @@ export function sampleGroups(
     ? { arch: model.arch, weights: { ...model.weights, layers: model.weights.layers.map((l, i) => ({ ...l, proj: merged[i] })) } as unknown as ModelWeights }
     : model;
   lora = null;
-  // Prefill: every prompt once; stack its keys/values for decoding (shared by its group) and keep its last logits.
-  const { batch, starts } = packPrompts(model, tokenizer, prompts);
+  // Prefill: every prompt once, a few prompts per pass (small tensors keep WASM's slicing cheap); stack their
+  // keys/values for decoding (shared by each prompt's group) and keep each prompt's last logits.
   const lengths = prompts.map((p) => p.tokens.length);
-  let state: DecodeState | null = null;
-  const first = tf.tidy(() => {
-    const out = forward(model, batch, lora);
-    state = decodeState(model, out, starts, lengths, group);
-    const last = tf.concat(prompts.map((p, u) => tf.slice(out.hidden, [starts[u] + p.tokens.length - 1, 0], [1, -1])), 0) as tf.Tensor2D;
-    return logits(model, last);
-  });
-  const decoding = state! as DecodeState;
+  const P = Math.max(...lengths);
+  const pieces: { k: tf.Tensor3D[]; v: tf.Tensor3D[]; last: tf.Tensor2D }[] = [];
+  for (let c = 0; c < prompts.length; c += PREFILL_PROMPTS) {
+    const chunk = prompts.slice(c, c + PREFILL_PROMPTS);
+    pieces.push(
+      tf.tidy(() => {
+        const { batch, starts } = packPrompts(model, tokenizer, chunk);
+        const out = forward(model, batch, lora);
+        const stacked = stackPrompts(out, starts, chunk.map((p) => p.tokens.length), P);
+        const last = tf.concat(chunk.map((p, u) => tf.slice(out.hidden, [starts[u] + p.tokens.length - 1, 0], [1, -1])), 0) as tf.Tensor2D;
+        return { ...stacked, last: logits(model, last) } as unknown as tf.TensorContainer;
+      }) as unknown as { k: tf.Tensor3D[]; v: tf.Tensor3D[]; last: tf.Tensor2D },
+    );
+  }
+  const join = <T extends tf.Tensor>(list: T[]): T => (list.length === 1 ? list[0] : (tf.concat(list, 0) as T));
+  const decoding = tf.tidy(() => {
+    const layers = pieces[0].k.length;
+    const keys = Array.from({ length: layers }, (_, i) => join(pieces.map((p) => p.k[i])));
+    const values = Array.from({ length: layers }, (_, i) => join(pieces.map((p) => p.v[i])));
+    return decodeState(model, keys, values, lengths, group) as unknown as tf.TensorContainer;
+  }) as unknown as DecodeState;
+  const first = join(pieces.map((p) => p.last));
   let values = first.dataSync() as Float32Array;
-  first.dispose();
+  tf.dispose([first, ...pieces.flatMap((p) => [...p.k, ...p.v, p.last])]);
   let rowLogits = (r: number) => values.subarray(Math.floor(r / group) * V, (Math.floor(r / group) + 1) * V);
 
   const banned = new Set([tokenizer.pad, tokenizer.bos, tokenizer.img, tokenizer.unk]);

@@ -118,6 +118,12 @@ describe('built-in policy', () => {
     const single = policy.sampleGroups([shortPrompt, prompt], 1, opts, new Rng(1));
     expect(single.map((g) => g[0].tokens)).toEqual([alone[1][0].tokens, alone[0][0].tokens]);
     single[1][0].logProbs.forEach((lp, j) => expect(lp).toBeCloseTo(alone[0][0].logProbs[j], 4));
+    // More prompts than one prefill pass takes (8), of different lengths.
+    const many = Array.from({ length: 10 }, (_, i) => policy.encode([{ type: 'text', text: `shell\n${'123'.repeat(i + 1)}\n` }, { type: 'image', image: randomImage(20 + i) }, { type: 'text', text: 'FINAL ANSWER: ' }]));
+    const batched = policy.sampleGroups(many, 1, opts, new Rng(1)).map((g) => g[0]);
+    const each = many.map((m) => policy.sampleGroup(m, 1, opts, new Rng(1))[0]);
+    expect(batched.map((c) => c.tokens)).toEqual(each.map((c) => c.tokens));
+    for (const i of [0, 9]) batched[i].logProbs.forEach((lp, j) => expect(lp).toBeCloseTo(each[i].logProbs[j], 4));
   });
 
   it('tokenLogProbs of a padded batch equals each item scored alone, with a mask over padding', () => {
