@@ -9,12 +9,12 @@ import type { Completion, EncodedPrompt, SamplingOptions } from './types.ts';
 import type { CharTokenizer } from './tokenizer.ts';
 import { forward, logits, type Group, type PackedBatch, type TransformerModel } from './transformer.ts';
 import { decodeState, decodeStep, disposeDecodeState, stackPrompts, type DecodeState } from './decode.ts';
-
-/** Prompts per prefill pass. */
-const PREFILL_PROMPTS = 8;
 import { mergedProjections, type LoraSet } from './lora.ts';
 import type { ModelWeights, Projection } from './weights.ts';
 import { patchesPerImage } from './config.ts';
+
+/** Prompts per prefill pass. */
+const PREFILL_PROMPTS = 8;
 
 /** Pack prompts one after another, each its own group (for prefill). Returns the packed batch and each prompt's first row. */
 export function packPrompts(model: TransformerModel, tokenizer: CharTokenizer, prompts: EncodedPrompt[]): { batch: PackedBatch; starts: number[] } {
