@@ -75,8 +75,11 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
   const transfer = otherModality(modality);
   const testSets: Array<{ modality: Modality; role: 'train' | 'transfer'; items: PreparedEpisode[] }> = [
     { modality, role: 'train', items: prepare(testEpisodes.map((e) => withModality(e, modality))) },
-    { modality: transfer, role: 'transfer', items: prepare(testEpisodes.map((e) => withModality(e, transfer))) },
   ];
+  // Environments whose actions have one form only (boxes, MCST: text; MATE, REM: images) have no transfer modality.
+  if (!env.modalities || env.modalities.includes(transfer)) {
+    testSets.push({ modality: transfer, role: 'transfer', items: prepare(testEpisodes.map((e) => withModality(e, transfer))) });
+  }
 
   // On resume the adapter is loaded first: loading may replace the policy's LoRA variables, and the optimiser must
   // hold the ones that will be trained.

@@ -135,7 +135,11 @@ async function run(flags: TrainFlags): Promise<void> {
   }
 
   const env = await getEnv(domain);
-  if (env.domain !== 'chess' && env.domain !== 'shell') throw new UserError(`--domain ${domain}: training supports chess and shell`);
+  // Every environment trains; one whose actions have a single form (boxes and MCST are text, MATE and REM images)
+  // trains in that form and has no transfer modality.
+  if (env.modalities && !env.modalities.includes(modality)) {
+    throw new UserError(`--modality ${modality}: ${env.domain} shows its actions as ${env.modalities.join(' or ')} only`);
+  }
   const backend = await initBackend(flags.backend, flags.quiet ? null : log);
   const setup = builtinTraining(env, checkpointDir, config);
   if (!flags.resume) {
@@ -229,7 +233,7 @@ const command: CommandModule = {
   describe: 'GRPO-train the built-in policy on chess or shell (text or image actions), tracking the transfer modality',
   builder: (y) =>
     y
-      .option('domain', { type: 'string', describe: 'chess | shell' })
+      .option('domain', { type: 'string', describe: 'chess | shell | boxes | mcst | mate | rem' })
       .option('modality', { type: 'string', describe: 'text | image: the modality trained on (the other is evaluated as transfer)' })
       .option('out', { type: 'string', describe: 'run folder (default runs/<domain>-<modality>-<timestamp>)' })
       .option('checkpoint', { type: 'string', describe: 'base checkpoint folder (default checkpoints/base)' })
