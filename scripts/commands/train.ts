@@ -230,7 +230,7 @@ const configFlagOptions: Record<string, Options> = Object.fromEntries(
 
 const command: CommandModule = {
   command: 'train',
-  describe: 'GRPO-train the built-in policy on chess or shell (text or image actions), tracking the transfer modality',
+  describe: 'GRPO-train the built-in policy on any environment (text or image actions), tracking the transfer modality',
   builder: (y) =>
     y
       .option('domain', { type: 'string', describe: 'chess | shell | boxes | mcst | mate | rem' })
