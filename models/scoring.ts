@@ -173,7 +173,10 @@ export function completionLogProbs(
             state.activeTape = outerTape;
           }
           variables.forEach((v, k) => {
-            const next = tf.add(total[k], grads[v.name]);
+            // A variable this chunk does not use (the image projection in a text-only chunk) has no gradient in it.
+            const g = grads[v.name];
+            if (!g) return;
+            const next = tf.add(total[k], g);
             total[k].dispose();
             total[k] = next;
           });
