@@ -28,7 +28,7 @@ export const TrainConfigSchema = z
     // ---- schedule ---------------------------------------------------------------------------------------------
     /**
      * Optimiser updates to run. 40 steps × 8 prompts = 320 prompts, about three passes over the 100 training episodes;
-     * a chess image step takes ~27 s on the 2-core machine (bench/grpo.bench.ts), so the run fits in 30 minutes.
+     * a chess image step took 9-12 s from the shipped base (27 s in bench/grpo.bench.ts with random weights), so the run fits in 30 minutes.
      */
     steps: positiveInt.default(40),
     /** Prompts per rollout batch. Paper (Gemma3-4B): batch size 4. */

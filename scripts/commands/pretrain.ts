@@ -56,6 +56,7 @@ async function run(flags: PretrainFlags): Promise<void> {
     if (!flags.quiet) process.stderr.write(line + '\n');
   };
   const started = Date.now();
+  let firstStep = 1; // steps before it were done by an earlier, resumed-from run
   const measurements = await pretrain({
     envs,
     config,
@@ -63,13 +64,16 @@ async function run(flags: PretrainFlags): Promise<void> {
     resume: flags.resume,
     provenance: { command: `metrl ${process.argv.slice(2).join(' ')}`, backend: backend.name },
     onEvent(event) {
+      if (event.kind === 'start') firstStep = event.fromStep + 1;
       if (event.kind === 'start') log(`pretrain: ${event.parameters.toLocaleString('en')} parameters, steps ${event.fromStep + 1}-${event.steps}`);
       if (event.kind === 'step' && (event.row.step % 10 === 0 || event.row.step === 1)) {
         const r = event.row;
         const elapsed = (Date.now() - started) / 1000;
+        const done = r.step - firstStep + 1;
+        const eta = ((config.steps - r.step) * elapsed) / done;
         log(
           `step ${r.step}/${config.steps} loss ${r.loss.toFixed(3)} (perception ${r.perceptionLoss?.toFixed(3) ?? '-'}, tracking ${r.trackingLoss?.toFixed(3) ?? '-'}) ` +
-            `lr ${r.learningRate.toExponential(1)} ${r.tokensPerSecond.toFixed(0)} tok/s, ${elapsed.toFixed(0)} s`,
+            `lr ${r.learningRate.toExponential(1)} ${r.tokensPerSecond.toFixed(0)} tok/s, ${elapsed.toFixed(0)} s, ETA ${Math.round(eta / 60)} min`,
         );
       }
       if (event.kind === 'eval') for (const m of event.measurements) log(`eval step ${event.step}: ${formatMeasurement(m)}`);
