@@ -131,6 +131,12 @@ export interface Env {
   /** Score a response against the target. Pure. */
   score(input: ScoreInput): Score;
   /**
+   * The state after each action, in a short text form (chess: the piece placement; shell: the ball's shell). When an
+   * environment has it, the built-in model answers in the trace layout of models/template.ts, writing each
+   * intermediate state before the final answer. Pure.
+   */
+  traceStates?(episode: Episode): string[];
+  /**
    * How accuracy intervals are computed: 'wilson' for binary rewards (shell, boxes…), 'mean' for a normal interval of
    * the mean item reward, i.e. clustered by board for chess's per-square reward.
    */

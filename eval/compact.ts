@@ -1,16 +1,24 @@
 // The built-in model's compact layout (models/template.ts) for the harness: what the in-process checkpoint source
 // feeds the model, and what `--prompt compact` sends as chat messages to a checkpoint behind `metrl serve`, so both
-// routes give the model the same tokens. Images are rendered at the model's size. The layout ends with the answer
-// marker, so a reply is scored as marker + completion (scoredResponse).
-import { ANSWER_CUE, episodeToModelInput, perceptionToModelInput } from '../models/template.ts';
+// routes give the model the same tokens. Images are rendered at the model's size. Replies are scored as the trainer
+// scores completions (scoredResponse).
+import type { Env } from '../envs/types.ts';
+import { ANSWER_CUE, actionLabel, episodeToModelInput, perceptionToModelInput, responseForScoring } from '../models/template.ts';
 import { COMPACT_STYLE, type CompactTemplate } from './prompts.ts';
 
 export const compactTemplate: CompactTemplate = {
-  trackInput: (env, query) => episodeToModelInput(query.episode, (episode, index) => env.renderAction(episode, index, env.imageSizes.model)),
-  perceptionInput: (env, query) => perceptionToModelInput(env.domain, env.renderAction(query.episode, query.index, env.imageSizes.model)),
+  trackInput: (env, query) => episodeToModelInput(env, query.episode),
+  // One image, labelled as the action is labelled in the trace.
+  perceptionInput: (env, query) =>
+    perceptionToModelInput(env.domain, [env.renderAction(query.episode, query.index, env.imageSizes.model)], actionLabel(query.episode, query.index), 0),
 };
 
-/** The text a reward function scores: in the compact layout the prompt ends with the marker the answer continues. */
-export function scoredResponse(style: string, text: string): string {
-  return style === COMPACT_STYLE && !/final answer\s*:/i.test(text) ? ANSWER_CUE + text : text;
+/**
+ * The text a reward function scores. Compact tracking: as the trainer scores it (models/template.ts); compact
+ * perception (no env): the reply is the bare action, so the marker goes in front. Other styles: the reply as is.
+ */
+export function scoredResponse(style: string, text: string, env?: Env): string {
+  if (style !== COMPACT_STYLE) return text;
+  if (env) return responseForScoring(env, text);
+  return /final answer\s*:/i.test(text) ? text : ANSWER_CUE + text;
 }

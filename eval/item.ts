@@ -90,7 +90,7 @@ async function answer(
     tracked = { ...episode, actions };
   }
   const reply = await ask({ kind: 'track', episode: tracked, style: setting.prompt, shots: item.shots });
-  const score = env.score({ target: item.target, response: scoredResponse(setting.prompt, reply.text), initialState: episode.initialState, meta: episode.meta });
+  const score = env.score({ target: item.target, response: scoredResponse(setting.prompt, reply.text, env), initialState: episode.initialState, meta: episode.meta });
   return { response: reply.text, score, ...(transcriptions ? { transcriptions } : {}) };
 }
 

@@ -1,21 +1,48 @@
-// The built-in model's own compact prompt layout (chat models keep the reference wording from envs/*). An episode
-// becomes:
+// The built-in model's own compact prompt layouts (chat models keep the reference wording from envs/*). Two layouts:
 //
-//   <domain>\n<initial state>\n<action 1>\n … <action T>\n[<question>\n]FINAL ANSWER: 
+// trace (environments with traceStates: chess, shell) — the model writes every intermediate state, then the answer:
+//   prompt       <domain>\n<initial state>\n<k+1>: <action 1>\n … <k+T>: <action T>\ntrace\n
+//   completion   <k+1>: <action 1> -> <state 1>\n … <k+T>: <action T> -> <state T>\nFINAL ANSWER: <target>
+// answer (the other environments) — one-shot:
+//   prompt       <domain>\n<initial state>\n<action 1>\n … <action T>\n[<question>\n]FINAL ANSWER: 
+//   completion   <target>
 //
-// where an image action is its patch tokens in place of the text. The model then writes the answer and EOS. The
-// prompt ends with the reference answer marker, so the text to score is that marker plus the completion
-// (responseForScoring), which every environment's reference parser accepts.
+// An image action is its patch tokens in place of the text; in the trace the model writes what it read. Actions carry
+// labels so that the model can find action i by its label: k is the window's first ply for chess windows of a game
+// (episode.meta.ply), else 0. Why a trace: a small model cannot apply five moves in one forward pass, but it can apply
+// one move at a time, five times; each trace line is the one-step skill the base is pretrained on.
+//
+// The perception probe asks for one labelled image among several:
+//   prompt       <domain>\nread\n<k+1>: <image>\n … <k+n>: <image>\n<k+j>: 
+//   completion   <text of action j>
 import sharp from 'sharp';
-import type { Episode, RawImage } from '../envs/types.ts';
+import type { Env, Episode, RawImage } from '../envs/types.ts';
 import type { ChatMessage } from '../core/chat.ts';
 import { UserError } from '../core/errors.ts';
 import type { ModelInput, ModelInputPart } from './types.ts';
 
 export const ANSWER_CUE = 'FINAL ANSWER: ';
+/** Last line of a trace-layout prompt: the model starts its trace after it. */
+export const TRACE_CUE = 'trace\n';
+/** Between an action and the state it leads to, in a trace line. */
+const STEP_ARROW = ' -> ';
 
 /** Renders action `index` of an episode at the model's image size (an Env's renderAction with imageSizes.model). */
 export type RenderImage = (episode: Episode, index: number) => RawImage;
+
+/** What the template needs of an environment: whether (and how) it traces states, and how it draws actions. */
+export type TemplateEnv = Pick<Env, 'traceStates' | 'renderAction' | 'imageSizes'>;
+
+/** Does the built-in model answer this environment's episodes with a trace? */
+export function usesTrace(env: Pick<Env, 'traceStates'>): boolean {
+  return typeof env.traceStates === 'function';
+}
+
+/** The label of action `index` (0-based): its ply in the game for chess windows, else its position from 1. */
+export function actionLabel(episode: Episode, index: number): number {
+  const ply = episode.meta?.ply;
+  return (typeof ply === 'number' && Number.isInteger(ply) && ply >= 0 ? ply : 0) + index + 1;
+}
 
 /** Append a part, merging adjacent text. */
 function push(parts: ModelInputPart[], part: ModelInputPart): void {
@@ -24,32 +51,64 @@ function push(parts: ModelInputPart[], part: ModelInputPart): void {
   else parts.push(part.type === 'text' ? { type: 'text', text: part.text } : part);
 }
 
-export function episodeToModelInput(episode: Episode, renderImage: RenderImage): ModelInput {
+function modelSizeRenderer(env: TemplateEnv): RenderImage {
+  return (episode, index) => env.renderAction(episode, index, env.imageSizes.model);
+}
+
+export function episodeToModelInput(env: TemplateEnv, episode: Episode, renderImage: RenderImage = modelSizeRenderer(env)): ModelInput {
+  const traced = usesTrace(env);
   const parts: ModelInputPart[] = [];
   push(parts, { type: 'text', text: `${episode.domain}\n${episode.initialState}\n` });
   episode.actions.forEach((action, i) => {
+    if (traced) push(parts, { type: 'text', text: `${actionLabel(episode, i)}: ` });
     if (action.modality === 'image') push(parts, { type: 'image', image: renderImage(episode, i) });
     else push(parts, { type: 'text', text: action.text });
     push(parts, { type: 'text', text: '\n' });
   });
   if (episode.question !== undefined) push(parts, { type: 'text', text: `${episode.question}\n` });
-  push(parts, { type: 'text', text: ANSWER_CUE });
+  push(parts, { type: 'text', text: traced ? TRACE_CUE : ANSWER_CUE });
   return parts;
 }
 
-/** The perception probe in the same layout: one image action, answered with its text form. */
-export function perceptionToModelInput(domain: string, image: RawImage): ModelInput {
-  return [{ type: 'text', text: `${domain}\nread\n` }, { type: 'image', image }, { type: 'text', text: `\n${ANSWER_CUE}` }];
+/**
+ * The perception probe: images of several actions of one episode, labelled as in the trace, and the label of the one
+ * to read (`ask`, 0-based). The harness's single-image probe is the case of one image.
+ */
+export function perceptionToModelInput(domain: string, images: RawImage[], firstLabel: number, ask: number): ModelInput {
+  if (ask < 0 || ask >= images.length) throw new RangeError(`perception probe: no image ${ask} of ${images.length}`);
+  const parts: ModelInputPart[] = [];
+  push(parts, { type: 'text', text: `${domain}\nread\n` });
+  images.forEach((image, i) => {
+    push(parts, { type: 'text', text: `${firstLabel + i}: ` });
+    push(parts, { type: 'image', image });
+    push(parts, { type: 'text', text: '\n' });
+  });
+  push(parts, { type: 'text', text: `${firstLabel + ask}: ` });
+  return parts;
 }
 
-/** What supervised training asks the model to write after the cue (EOS is added by the policy's encodeTarget). */
-export function targetText(episode: Episode): string {
-  return episode.target;
+/** What the model should write after the prompt (EOS is added by the policy's encodeTarget): the trace, or the answer. */
+export function targetText(env: Pick<Env, 'traceStates'>, episode: Episode): string {
+  if (!env.traceStates) return episode.target;
+  const states = env.traceStates(episode);
+  const lines = episode.actions.map((action, i) => `${actionLabel(episode, i)}: ${action.text}${STEP_ARROW}${states[i]}\n`);
+  return `${lines.join('')}${ANSWER_CUE}${episode.target}`;
 }
 
-/** The response a reward function scores: the prompt's answer marker followed by the completion. */
-export function responseForScoring(completionText: string): string {
-  return ANSWER_CUE + completionText;
+/**
+ * The response a reward function scores. Answer layout: the prompt's marker followed by the completion. Trace layout:
+ * the completion from its last answer marker on, or nothing when it never wrote one, so that a trace cut off by the
+ * token limit scores as invalid instead of earning credit for an intermediate state.
+ */
+export function responseForScoring(env: Pick<Env, 'traceStates'>, completionText: string): string {
+  if (!usesTrace(env)) return ANSWER_CUE + completionText;
+  const at = completionText.lastIndexOf(ANSWER_CUE.trim());
+  return at < 0 ? '' : completionText.slice(at);
+}
+
+/** Does a text end the way one of the model's own prompts does (answer marker, trace cue, perception label)? */
+function endsWithCue(text: string): boolean {
+  return text.endsWith(ANSWER_CUE) || text.endsWith(TRACE_CUE) || /\n\d+: $/.test(text);
 }
 
 /** Decode a data: URL image (PNG, JPEG, WebP…) to RGB at size × size. */
@@ -73,7 +132,8 @@ export async function decodeDataUrlImage(url: string, size: number): Promise<Raw
 /**
  * Reduce OpenAI-format chat messages to a ModelInput for the built-in model (`metrl serve`): message texts joined
  * by newlines, images decoded from data URLs and resized to imageSize × imageSize. With `answerCue` the input ends
- * with the answer marker, as the model's own template does.
+ * with a cue of the model's own template: the answer marker is appended unless the text already ends with it or with
+ * the trace cue (a compact-layout prompt sent through `metrl serve`).
  */
 export async function chatToModelInput(messages: ChatMessage[], options: { imageSize?: number; answerCue?: boolean } = {}): Promise<ModelInput> {
   const size = options.imageSize ?? 64;
@@ -88,7 +148,8 @@ export async function chatToModelInput(messages: ChatMessage[], options: { image
     if (p.type === 'text') push(out, p);
     else push(out, { type: 'image', image: await decodeDataUrlImage(p.url, size) });
   }
-  if (options.answerCue && !(out[out.length - 1]?.type === 'text' && (out[out.length - 1] as { text: string }).text.endsWith(ANSWER_CUE))) {
+  const lastText = out[out.length - 1]?.type === 'text' ? (out[out.length - 1] as { text: string }).text : '';
+  if (options.answerCue && !endsWithCue(lastText)) {
     push(out, { type: 'text', text: ANSWER_CUE });
   }
   return out;

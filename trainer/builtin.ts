@@ -7,7 +7,7 @@ import { Rng } from '../core/rng.ts';
 import { UserError } from '../core/errors.ts';
 import type { BuiltinPolicy } from '../models/policy.ts';
 import { ADAPTER_FILES, loadAdapter, loadBaseCheckpoint, saveAdapter } from '../models/checkpoint.ts';
-import { episodeToModelInput, responseForScoring } from '../models/template.ts';
+import { episodeToModelInput, responseForScoring, targetText } from '../models/template.ts';
 import type { AdapterStore } from './checkpoint.ts';
 import type { TrainConfig } from './config.ts';
 
@@ -16,6 +16,7 @@ export interface BuiltinTraining {
   adapter: AdapterStore;
   encodeEpisode(episode: Episode): EncodedPrompt;
   responseOf(completionText: string): string;
+  referenceTokens(episode: Episode): number;
 }
 
 /** Load the base from `checkpointDir` (UserError when missing, incomplete or of another architecture). */
@@ -32,11 +33,11 @@ export function builtinTraining(env: Env, checkpointDir: string, config: TrainCo
       }
     },
   };
-  const render = (episode: Episode, index: number) => env.renderAction(episode, index, env.imageSizes.model);
   return {
     policy,
     adapter,
-    encodeEpisode: (episode) => policy.encode(episodeToModelInput(episode, render)),
-    responseOf: responseForScoring,
+    encodeEpisode: (episode) => policy.encode(episodeToModelInput(env, episode)),
+    responseOf: (completionText) => responseForScoring(env, completionText),
+    referenceTokens: (episode) => policy.encodeTarget(targetText(env, episode)).length,
   };
 }

@@ -61,8 +61,11 @@ export const TrainConfigSchema = z
     samplesPerStep: z.number().int().min(0).default(4),
 
     // ---- sampling ---------------------------------------------------------------------------------------------
-    /** Longest completion in tokens (characters); a chess FEN is under 90. */
-    maxCompletionTokens: positiveInt.default(96),
+    /**
+     * Longest completion in tokens. Unset: fitted to the task, 1.25 × the longest reference completion among the
+     * train and test episodes plus 8 (a 5-move chess trace is about 330 characters, a shell trace about 90).
+     */
+    maxCompletionTokens: positiveInt.optional(),
     /** Sampling temperature of the rollouts (evaluation is greedy). TRL default: 1. */
     temperature: z.number().positive().max(10).default(1),
     /** Nucleus sampling of the rollouts; 1 = off. */

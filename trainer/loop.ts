@@ -39,6 +39,8 @@ export interface TrainingSetup {
   resume: boolean;
   /** The text a reward function scores for a completion (the built-in template puts the answer cue in the prompt). */
   responseOf?(completionText: string): string;
+  /** Tokens of the reference completion of an episode; fits the completion budget when the config leaves it unset. */
+  referenceTokens?(episode: Episode): number;
   /** Environment options for the episode generator (e.g. chess games file). */
   envExtra?: Record<string, unknown>;
   onEvent?(event: TrainEvent): void;
@@ -47,7 +49,7 @@ export interface TrainingSetup {
 }
 
 export type TrainEvent =
-  | { kind: 'start'; fromStep: number; steps: number; trainEpisodes: number; testEpisodes: number }
+  | { kind: 'start'; fromStep: number; steps: number; trainEpisodes: number; testEpisodes: number; maxCompletionTokens: number }
   | { kind: 'step'; row: TrainRow }
   | { kind: 'eval'; rows: EvalRow[] }
   | { kind: 'checkpoint'; dir: string; step: number }
@@ -56,6 +58,16 @@ export type TrainEvent =
 export interface TrainingResult {
   lastStep: number;
   evals: EvalRow[];
+}
+
+/** Without a reference length (a policy that does not say), a budget that fits a FEN answer with room to spare. */
+const FALLBACK_COMPLETION_TOKENS = 128;
+
+/** The completion budget fitted to the task: room for the longest reference completion, with a quarter to spare. */
+function fittedCompletionBudget(setup: TrainingSetup, episodes: Episode[]): number {
+  if (!setup.referenceTokens || episodes.length === 0) return FALLBACK_COMPLETION_TOKENS;
+  const longest = Math.max(...episodes.map((e) => setup.referenceTokens!(e)));
+  return Math.ceil(longest * 1.25) + 8;
 }
 
 export const otherModality = (m: Modality): Modality => (m === 'text' ? 'image' : 'text');
@@ -80,6 +92,8 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
   if (!env.modalities || env.modalities.includes(transfer)) {
     testSets.push({ modality: transfer, role: 'transfer', items: prepare(testEpisodes.map((e) => withModality(e, transfer))) });
   }
+
+  const maxCompletionTokens = config.maxCompletionTokens ?? fittedCompletionBudget(setup, [...trainSet.map((p) => p.episode), ...testEpisodes]);
 
   // On resume the adapter is loaded first: loading may replace the policy's LoRA variables, and the optimiser must
   // hold the ones that will be trained.
@@ -111,11 +125,11 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
     truncateLogAfterStep(samplesPath, step);
   }
 
-  setup.onEvent?.({ kind: 'start', fromStep: step, steps: config.steps, trainEpisodes: trainSet.length, testEpisodes: testEpisodes.length });
+  setup.onEvent?.({ kind: 'start', fromStep: step, steps: config.steps, trainEpisodes: trainSet.length, testEpisodes: testEpisodes.length, maxCompletionTokens });
   const evals: EvalRow[] = [];
   const evaluate = (atStep: number) => {
     const rows = testSets.map(({ modality: m, role, items }) => {
-      const e = evaluateSplit(policy, env, items, m, config.maxCompletionTokens, responseOf);
+      const e = evaluateSplit(policy, env, items, m, maxCompletionTokens, responseOf);
       const row: EvalRow = { type: 'eval', step: atStep, modality: m, role, n: e.n, accuracy: e.accuracy, low: e.low, high: e.high, exactRate: e.exactRate, validRate: e.validRate, seconds: e.seconds };
       return row;
     });
@@ -173,7 +187,7 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
 
     // Rollout: G completions for each prompt of the step.
     const items = order.take(config.promptsPerStep * config.gradientAccumulation).map((i) => trainSet[i]);
-    const sampling = { temperature: config.temperature, topP: config.topP, maxNewTokens: config.maxCompletionTokens };
+    const sampling = { temperature: config.temperature, topP: config.topP, maxNewTokens: maxCompletionTokens };
     // All prompts of the step decode as one batch: on CPU a decoding step costs little more for 64 rows than for 32.
     const groups: Completion[][] = sampleMany(policy, items.map((item) => item.prompt), G, sampling, rng);
     const tRollout = performance.now();
@@ -215,7 +229,7 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
           const oldLogProbs = batch.old ?? (tf.tensor(lp.logProbs.dataSync(), lp.logProbs.shape) as tf.Tensor2D);
           const out = grpoLoss(
             { logProbs: lp.logProbs, oldLogProbs, refLogProbs: batch.ref, mask: lp.mask, advantages: tf.tensor1d(batch.adv) },
-            { epsilon: config.epsilon, beta: config.beta, lossType: config.lossType, maxCompletionTokens: config.maxCompletionTokens, totalSequences },
+            { epsilon: config.epsilon, beta: config.beta, lossType: config.lossType, maxCompletionTokens, totalSequences },
           );
           stats.tokens += out.sums.tokens.dataSync()[0];
           stats.kl += out.sums.kl.dataSync()[0];

@@ -38,6 +38,11 @@ export const PretrainConfigSchema = z
     /** Write a resumable checkpoint every this many steps. */
     checkpointEvery: positiveInt.default(250),
     seed: z.number().int().min(0).default(0),
+    /**
+     * Start from the weights of this base checkpoint instead of a random initialisation (a second pretraining stage).
+     * Its architecture must be the configured one. A path relative to the working directory.
+     */
+    init: z.string().min(1).optional(),
     /** Architecture overrides (see models/config.ts, checked against its schema); the defaults are the shipped size. */
     architecture: z.record(z.string(), z.unknown()).default({}),
   })

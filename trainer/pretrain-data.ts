@@ -1,14 +1,14 @@
 // The supervised examples of pretraining, as a pure function of (seed, step): every batch can be rebuilt from its step
 // number, so a resumed run sees exactly the batches an uninterrupted one would. Two kinds of example, both from the
-// train split only:
-//   perception  one image action → its text form ("e2e4", "1 swap 3"), in the model's perception layout;
-//   tracking    initial state + 0..maxTrackActions TEXT actions → final state, in the model's episode layout.
-// Image-action tracking (the RL target) is deliberately absent.
+// train split only, in the model's own layouts (models/template.ts):
+//   perception  1..MAX_PERCEPTION_IMAGES labelled image actions, one label asked → that action's text ("e2e4");
+//   tracking    initial state + 0..maxTrackActions TEXT actions → the trace of states and the final answer.
+// Image-action tracking (the RL target) is deliberately absent: GRPO has to put reading and tracking together.
 import type { Env, Episode } from '../envs/types.ts';
 import { generateEpisodes } from '../envs/generate.ts';
 import { Rng } from '../core/rng.ts';
 import type { ModelInput } from '../models/types.ts';
-import { episodeToModelInput, perceptionToModelInput, targetText } from '../models/template.ts';
+import { actionLabel, episodeToModelInput, perceptionToModelInput, targetText } from '../models/template.ts';
 import type { PretrainConfig } from './pretrain-config.ts';
 
 export type SkillKind = 'perception' | 'tracking';
@@ -33,14 +33,23 @@ function chessExtra(rng: Rng, config: PretrainConfig, actions: number): Record<s
   return { offset: actions > 0 && rng.next() < config.chessStartShare ? 'start' : 'random' };
 }
 
-/** A perception example: a random action of a random (train) episode, rendered at the model's image size. */
+/** Most images in one perception example (the GRPO episodes have 5 actions; reading must find its label among them). */
+export const MAX_PERCEPTION_IMAGES = 6;
+
+/**
+ * A perception example: the first 1..MAX_PERCEPTION_IMAGES actions of a (train) episode as images, one of them asked
+ * for. A prefix of a longer episode rather than a short episode of its own: short shell episodes are so few that the
+ * test split holds none of one action.
+ */
 export function perceptionExample(env: Env, seed: string, split: 'train' | 'test' = 'train'): SupervisedExample {
   const rng = new Rng(seed, 'perception');
   const extra = env.domain === 'chess' ? { offset: 'random' } : {};
-  const episode = drawEpisode(env, seed, 3, extra, split);
-  const index = rng.int(episode.actions.length);
-  const image = env.renderAction(episode, index, env.imageSizes.model);
-  return { domain: env.domain, kind: 'perception', input: perceptionToModelInput(env.domain, image), target: episode.actions[index].text };
+  const episode = drawEpisode(env, seed, MAX_PERCEPTION_IMAGES, extra, split);
+  const shown = 1 + rng.int(MAX_PERCEPTION_IMAGES);
+  const index = rng.int(shown);
+  const images = Array.from({ length: shown }, (_, i) => env.renderAction(episode, i, env.imageSizes.model));
+  const input = perceptionToModelInput(env.domain, images, actionLabel(episode, 0), index);
+  return { domain: env.domain, kind: 'perception', input, target: episode.actions[index].text };
 }
 
 /** A tracking example with `actions` text actions. */
@@ -51,7 +60,7 @@ export function trackingExample(env: Env, seed: string, actions: number, config:
   const noImages = () => {
     throw new Error('tracking examples are text-only');
   };
-  return { domain: env.domain, kind: 'tracking', input: episodeToModelInput(episode, noImages), target: targetText(episode) };
+  return { domain: env.domain, kind: 'tracking', input: episodeToModelInput(env, episode, noImages), target: targetText(env, episode) };
 }
 
 /**

@@ -7,7 +7,8 @@ import { generateEpisodes, withModality } from '../envs/generate.ts';
 import { Rng } from '../core/rng.ts';
 import { wilsonInterval } from '../core/stats.ts';
 import type { Policy } from '../models/types.ts';
-import { episodeToModelInput } from '../models/template.ts';
+import type { BuiltinPolicy } from '../models/policy.ts';
+import { episodeToModelInput, responseForScoring, targetText } from '../models/template.ts';
 import { evaluateSplit } from './evaluate.ts';
 import { chunks, sampleMany } from './rollout.ts';
 import type { PretrainConfig } from './pretrain-config.ts';
@@ -28,11 +29,12 @@ const MEASURE_SEED = 'base-measurement';
 /** Actions in the GRPO target episodes (the trainer's default). */
 export const TARGET_ACTIONS = 5;
 
-function maxTokensFor(env: Env): number {
-  return env.domain === 'chess' ? 100 : 16;
+/** Room for the longest reference completion with a quarter to spare (as the trainer's fitted budget). */
+function completionBudget(policy: BuiltinPolicy, env: Env, episodes: Episode[]): number {
+  return Math.ceil(Math.max(...episodes.map((e) => policy.encodeTarget(targetText(env, e)).length)) * 1.25) + 8;
 }
 
-function perceptionAccuracy(policy: Policy, env: Env, n: number): BaseMeasurement {
+function perceptionAccuracy(policy: BuiltinPolicy, env: Env, n: number): BaseMeasurement {
   const examples = Array.from({ length: n }, (_, i) => perceptionExample(env, `${MEASURE_SEED}:${i}`, 'test'));
   let correct = 0;
   for (const chunk of chunks(examples, 16)) {
@@ -45,16 +47,16 @@ function perceptionAccuracy(policy: Policy, env: Env, n: number): BaseMeasuremen
   return { domain: env.domain, skill: 'perception', n, accuracy: correct / n, low: ci?.low ?? null, high: ci?.high ?? null };
 }
 
-function episodeAccuracy(policy: Policy, env: Env, episodes: Episode[], modality: Modality, skill: string): BaseMeasurement {
+function episodeAccuracy(policy: BuiltinPolicy, env: Env, episodes: Episode[], modality: Modality, skill: string): BaseMeasurement {
   const items = episodes.map((e) => withModality(e, modality)).map((episode) => ({
     episode,
-    prompt: policy.encode(episodeToModelInput(episode, (ep, i) => env.renderAction(ep, i, env.imageSizes.model))),
+    prompt: policy.encode(episodeToModelInput(env, episode)),
   }));
-  const result = evaluateSplit(policy, env, items, modality, maxTokensFor(env));
+  const result = evaluateSplit(policy, env, items, modality, completionBudget(policy, env, episodes), (text) => responseForScoring(env, text));
   return { domain: env.domain, skill, n: result.n, accuracy: result.accuracy, low: result.low, high: result.high };
 }
 
-export function measureBase(policy: Policy, envs: Env[], config: PretrainConfig): BaseMeasurement[] {
+export function measureBase(policy: BuiltinPolicy, envs: Env[], config: PretrainConfig): BaseMeasurement[] {
   const out: BaseMeasurement[] = [];
   for (const env of envs) {
     out.push(perceptionAccuracy(policy, env, config.evalSize));

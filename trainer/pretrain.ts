@@ -10,6 +10,7 @@ import type { Env } from '../envs/types.ts';
 import { UserError } from '../core/errors.ts';
 import { appendJsonl, writeFileAtomic, writeJsonAtomic } from '../core/files.ts';
 import { BuiltinPolicy } from '../models/policy.ts';
+import { defaultArchitecture, type Architecture } from '../models/config.ts';
 import { loadBaseCheckpoint, saveBaseCheckpoint } from '../models/checkpoint.ts';
 import { decodeSafetensors, encodeSafetensors, type NamedTensor } from '../models/safetensors.ts';
 import { AdamW } from './adamw.ts';
@@ -100,6 +101,18 @@ function loadOptimizerState(dir: string, optimizer: AdamW): number {
   return state.step;
 }
 
+/** The base a second stage starts from: the `init` checkpoint, which must have the configured architecture. */
+function loadInitialWeights(config: PretrainConfig): BuiltinPolicy {
+  const policy = loadBaseCheckpoint(config.init!);
+  const wanted = defaultArchitecture(config.architecture as Partial<Architecture>);
+  const differs = Object.entries(wanted).filter(([key, value]) => JSON.stringify(value) !== JSON.stringify((policy.arch as unknown as Record<string, unknown>)[key]));
+  if (differs.length > 0) {
+    policy.dispose();
+    throw new UserError(`pretrain config: init ${config.init} has another architecture (${differs.map(([k]) => k).join(', ')} differ from the configured one)`);
+  }
+  return policy;
+}
+
 /** Run (or resume) pretraining; returns the final measurements of the base. */
 export async function pretrain(setup: PretrainSetup): Promise<BaseMeasurement[]> {
   const { config, outDir, envs } = setup;
@@ -110,6 +123,8 @@ export async function pretrain(setup: PretrainSetup): Promise<BaseMeasurement[]>
   if (setup.resume) {
     if (!existsSync(join(stateDir, 'state.json'))) throw new UserError(`--resume: no pretraining checkpoint in ${outDir}`);
     policy = loadBaseCheckpoint(outDir);
+  } else if (config.init) {
+    policy = loadInitialWeights(config);
   } else {
     policy = BuiltinPolicy.create({ architecture: config.architecture, seed: config.seed });
   }

@@ -27,4 +27,14 @@ export const shellEnv: Env = {
   score: scoreShell,
   intervalMethod: 'wilson',
   summarize: summarizeShell,
+  traceStates(episode) {
+    let ball = Number(episode.initialState);
+    return episode.actions.map((action, i) => {
+      const swap = parseSwap(action.text);
+      if (!swap) throw new UserError(`shell: action ${i + 1} of ${episode.id} is not "x swap y": ${JSON.stringify(action.text)}`);
+      if (ball === swap[0]) ball = swap[1];
+      else if (ball === swap[1]) ball = swap[0];
+      return String(ball);
+    });
+  },
 };

@@ -41,7 +41,7 @@ const CONFIG_FLAGS: Record<string, [keyof TrainConfig, string, 'number' | 'strin
   'scale-rewards': ['scaleRewards', 'divide advantages by the group std (default on; --no-scale-rewards for Dr. GRPO)', 'boolean'],
   temperature: ['temperature', 'rollout sampling temperature (default 1)', 'number'],
   'top-p': ['topP', 'rollout nucleus sampling (default 1 = off)', 'number'],
-  'max-completion-tokens': ['maxCompletionTokens', 'longest completion in tokens (default 96)', 'number'],
+  'max-completion-tokens': ['maxCompletionTokens', 'longest completion in tokens (default: fitted to the task, 1.25 × the longest reference trace + 8)', 'number'],
   'lora-rank': ['loraRank', 'LoRA rank r (default 16)', 'number'],
   'lora-alpha': ['loraAlpha', 'LoRA alpha (default 32)', 'number'],
   'eval-every': ['evalEvery', 'evaluate on the test split every K steps (default 15)', 'number'],
@@ -157,7 +157,7 @@ async function run(flags: TrainFlags): Promise<void> {
   if (!flags.quiet) log(`run folder: ${runDir}`);
   const progress = flags.quiet ? null : progressView(config, modality, log);
   try {
-    await train({ env, policy: setup.policy, adapter: setup.adapter, encodeEpisode: setup.encodeEpisode, responseOf: setup.responseOf, config, modality, runDir, resume: flags.resume, envExtra, onEvent: progress?.onEvent });
+    await train({ env, policy: setup.policy, adapter: setup.adapter, encodeEpisode: setup.encodeEpisode, responseOf: setup.responseOf, referenceTokens: setup.referenceTokens, config, modality, runDir, resume: flags.resume, envExtra, onEvent: progress?.onEvent });
   } finally {
     progress?.stop();
   }
@@ -187,7 +187,7 @@ function progressView(config: TrainConfig, modality: string, log: (line: string)
           log(`the run is complete at step ${event.fromStep}; pass a larger --steps with --resume to continue it`);
           break;
         }
-        log(`training ${modality} on ${event.trainEpisodes} episodes, testing on ${event.testEpisodes}; steps ${event.fromStep + 1}-${event.steps}`);
+        log(`training ${modality} on ${event.trainEpisodes} episodes, testing on ${event.testEpisodes}; steps ${event.fromStep + 1}-${event.steps}; completions up to ${event.maxCompletionTokens} tokens`);
         if (bar) {
           bar.start(event.steps, event.fromStep, payload);
           started = true;

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import sharp from 'sharp';
-import { ANSWER_CUE, chatToModelInput, episodeToModelInput, responseForScoring, targetText } from '../../models/template.ts';
+import { ANSWER_CUE, TRACE_CUE, chatToModelInput, episodeToModelInput, perceptionToModelInput, responseForScoring, targetText, type TemplateEnv } from '../../models/template.ts';
+import { shellEnv } from '../../envs/shell/index.ts';
+import { chessEnv } from '../../envs/chess/index.ts';
+import { generateEpisodes } from '../../envs/generate.ts';
 import type { Episode, RawImage } from '../../envs/types.ts';
 import { blankImage } from '../../core/image.ts';
 import { UserError } from '../../core/errors.ts';
@@ -19,22 +22,54 @@ const episode: Episode = {
   meta: {},
 };
 
+const imageOf = (_e: Episode, _i: number) => blankImage(64, 64);
+/** An environment without traces (boxes, MCST…), answered in one shot. */
+const oneShotEnv: TemplateEnv = { renderAction: (e, i) => imageOf(e, i), imageSizes: { chat: 512, model: 64 } };
+
 describe('prompt template', () => {
-  it('lays out an episode compactly: domain, state, one action per line (images in place), answer cue', () => {
+  it('one-shot layout: domain, state, one action per line (images in place), answer cue', () => {
     const rendered: number[] = [];
-    const input = episodeToModelInput(episode, (_e, i) => {
+    const input = episodeToModelInput(oneShotEnv, episode, (_e, i) => {
       rendered.push(i);
       return blankImage(64, 64);
     });
     expect(rendered).toEqual([1]);
     expect(input.map((p) => (p.type === 'text' ? p.text : '<img>'))).toEqual(['shell\n2\n1 swap 2\n', '<img>', '\n1 swap 3\nFINAL ANSWER: ']);
-    expect(targetText(episode)).toBe('1');
-    expect(responseForScoring('1')).toBe('FINAL ANSWER: 1');
+    expect(targetText(oneShotEnv, episode)).toBe('1');
+    expect(responseForScoring(oneShotEnv, '1')).toBe('FINAL ANSWER: 1');
   });
 
   it('puts the question before the answer cue when the episode has one', () => {
-    const input = episodeToModelInput({ ...episode, actions: [], question: 'Box 0 contains' }, () => blankImage(64, 64));
+    const input = episodeToModelInput(oneShotEnv, { ...episode, actions: [], question: 'Box 0 contains' });
     expect(input).toEqual([{ type: 'text', text: 'shell\n2\nBox 0 contains\nFINAL ANSWER: ' }]);
+  });
+
+  it('trace layout (shell): labelled actions, then one line per action with the state it leads to, then the answer', () => {
+    const input = episodeToModelInput(shellEnv, episode, imageOf);
+    expect(input.map((p) => (p.type === 'text' ? p.text : '<img>'))).toEqual(['shell\n2\n1: 1 swap 2\n2: ', '<img>', `\n3: 1 swap 3\n${TRACE_CUE}`]);
+    // 2 → (1 swap 2) 1 → (2 swap 3) 1 → (1 swap 3) 3; the episode's stated target "1" is deliberately not used for states.
+    expect(targetText(shellEnv, episode)).toBe('1: 1 swap 2 -> 1\n2: 2 swap 3 -> 1\n3: 1 swap 3 -> 3\nFINAL ANSWER: 1');
+  });
+
+  it('trace layout (chess): labels count plies of the game, states are placements, the answer is the full FEN', () => {
+    const [e] = generateEpisodes(chessEnv, { n: 1, actions: 2, split: 'train', seed: 3, modality: 'text', extra: { offset: 'random' } });
+    const ply = e.meta.ply as number;
+    const text = targetText(chessEnv, e);
+    const lines = text.split('\n');
+    expect(lines).toHaveLength(3);
+    expect(lines[0].startsWith(`${ply + 1}: ${e.actions[0].text} -> `)).toBe(true);
+    expect(lines[1]).toBe(`${ply + 2}: ${e.actions[1].text} -> ${e.target.split(' ')[0]}`);
+    expect(lines[2]).toBe(`FINAL ANSWER: ${e.target}`);
+    // The trace scores as its final answer: full marks for the reference, nothing for a trace cut before the answer.
+    expect(chessEnv.score({ target: e.target, response: responseForScoring(chessEnv, text) }).reward).toBe(1);
+    expect(responseForScoring(chessEnv, lines.slice(0, 2).join('\n'))).toBe('');
+    expect(chessEnv.score({ target: e.target, response: responseForScoring(chessEnv, lines.slice(0, 2).join('\n')) }).reward).toBe(0);
+  });
+
+  it('perception probe: labelled images, the asked label last', () => {
+    const input = perceptionToModelInput('chess', [blankImage(64, 64), blankImage(64, 64)], 7, 1);
+    expect(input.map((p) => (p.type === 'text' ? p.text : '<img>'))).toEqual(['chess\nread\n7: ', '<img>', '\n8: ', '<img>', '\n8: ']);
+    expect(() => perceptionToModelInput('chess', [blankImage(64, 64)], 1, 1)).toThrow(RangeError);
   });
 
   it('reduces chat messages with data-URL images to a model input, resizing images', async () => {
@@ -52,5 +87,15 @@ describe('prompt template', () => {
     expect([image.width, image.height, image.data.length]).toEqual([64, 64, 64 * 64 * 3]);
     expect(image.data[100]).toBe(200);
     await expect(chatToModelInput([{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/x.png' } }] }])).rejects.toThrow(UserError);
+  });
+
+  it('adds the answer cue to chat input only when it does not already end with one of the template\'s cues', async () => {
+    const ends = async (text: string) => {
+      const input = await chatToModelInput([{ role: 'user', content: text }], { answerCue: true });
+      return (input[input.length - 1] as { text: string }).text;
+    };
+    expect(await ends('shell\n2\n1: 1 swap 2\ntrace\n')).toBe('shell\n2\n1: 1 swap 2\ntrace\n');
+    expect(await ends('chess\nread\n1: x\n1: ')).toBe('chess\nread\n1: x\n1: ');
+    expect(await ends('Where is the ball?')).toBe(`Where is the ball?${ANSWER_CUE}`);
   });
 });

@@ -4,7 +4,8 @@
 // an under-trained model gets the answer format wrong. GRPO, rewarded only by the environment's own scorer, learns
 // to end its answer after the digit. Three swaps make the ball's end position uniform whatever the start, so no shortcut
 // lifts the reward: only valid answers (and any tracking) do. Measured by sampling at temperature 1 on held-out
-// episodes before and after training.
+// episodes before and after training. The shell game is used in the one-shot answer layout here (as the environments
+// without traces are), so that three tokens hold a whole answer.
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as tf from '@tensorflow/tfjs';
 import { mkdtempSync } from 'node:fs';
@@ -15,7 +16,7 @@ import { BuiltinPolicy } from '../../models/policy.ts';
 import { episodeToModelInput, responseForScoring } from '../../models/template.ts';
 import { shellEnv } from '../../envs/shell/index.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
-import type { Episode } from '../../envs/types.ts';
+import type { Env, Episode } from '../../envs/types.ts';
 import { Rng } from '../../core/rng.ts';
 import { wilsonInterval } from '../../core/stats.ts';
 import { AdamW } from '../../trainer/adamw.ts';
@@ -23,6 +24,9 @@ import { resolveConfig } from '../../trainer/config.ts';
 import { builtinTraining } from '../../trainer/builtin.ts';
 import { train } from '../../trainer/loop.ts';
 import { tinyBaseCheckpoint, TINY_ARCHITECTURE } from './tiny-base.ts';
+
+/** The shell game without traces: the built-in model answers in one shot. */
+const oneShotShell: Env = { ...shellEnv, traceStates: undefined };
 
 const noImages = () => {
   throw new Error('text episodes have no images');
@@ -37,7 +41,7 @@ function supervisedBase(): BuiltinPolicy {
   const rng = new Rng(0, 'sft');
   for (let step = 0; step < 20; step++) {
     const batch = rng.sample(episodes, 32).map((e) => ({
-      prompt: policy.encode(episodeToModelInput(e, noImages)),
+      prompt: policy.encode(episodeToModelInput(oneShotShell, e, noImages)),
       completion: policy.encodeTarget(rng.next() < 0.7 ? `${e.target}x` : e.target),
     }));
     // Mean token cross-entropy over the 32 answers, its gradient summed over chunks of 8 (bounded memory).
@@ -71,8 +75,8 @@ function sampledReward(policy: BuiltinPolicy, episodes: Episode[]): { reward: nu
   let valid = 0;
   let n = 0;
   for (const e of episodes) {
-    for (const c of policy.sampleGroup(policy.encode(episodeToModelInput(e, noImages)), 8, { temperature: 1, topP: 1, maxNewTokens: 3 }, rng)) {
-      const score = shellEnv.score({ target: e.target, response: responseForScoring(c.text) });
+    for (const c of policy.sampleGroup(policy.encode(episodeToModelInput(oneShotShell, e, noImages)), 8, { temperature: 1, topP: 1, maxNewTokens: 3 }, rng)) {
+      const score = shellEnv.score({ target: e.target, response: responseForScoring(oneShotShell, c.text) });
       correct += score.reward;
       valid += score.valid ? 1 : 0;
       n++;
@@ -92,13 +96,13 @@ describe('GRPO learning (tiny model, shell game)', () => {
       trainSize: 60, actions: 3, testSize: 4, steps: 15, promptsPerStep: 8, groupSize: 8, gradientAccumulation: 1,
       maxCompletionTokens: 3, learningRate: 0.01, beta: 0, loraRank: 8, loraAlpha: 16, evalEvery: 100, checkpointEvery: 100,
     });
-    const setup = builtinTraining(shellEnv, base, config);
+    const setup = builtinTraining(oneShotShell, base, config);
     const heldOut = generateEpisodes(shellEnv, { n: 30, actions: 3, split: 'test', seed: 5, modality: 'text' });
     const trainedOn = new Set(generateEpisodes(shellEnv, { n: config.trainSize, actions: 3, split: 'train', seed: config.seed, modality: 'text' }).map((e) => e.id));
     expect(heldOut.some((e) => trainedOn.has(e.id))).toBe(false);
 
     const before = sampledReward(setup.policy, heldOut);
-    await train({ env: shellEnv, ...setup, config, modality: 'text', runDir: join(mkdtempSync(join(tmpdir(), 'metrl-learn-')), 'run'), resume: false });
+    await train({ env: oneShotShell, ...setup, config, modality: 'text', runDir: join(mkdtempSync(join(tmpdir(), 'metrl-learn-')), 'run'), resume: false });
     const after = sampledReward(setup.policy, heldOut);
 
     console.info(`held-out sampled reward ${before.reward.toFixed(3)} → ${after.reward.toFixed(3)}, valid ${before.valid.toFixed(2)} → ${after.valid.toFixed(2)} (n = ${after.n})`);

@@ -9,7 +9,7 @@ import { initBackend } from '../../models/backend.ts';
 import { chessEnv } from '../../envs/chess/index.ts';
 import { shellEnv } from '../../envs/shell/index.ts';
 import { PretrainConfigSchema } from '../../trainer/pretrain-config.ts';
-import { pretrainBatch } from '../../trainer/pretrain-data.ts';
+import { MAX_PERCEPTION_IMAGES, pretrainBatch } from '../../trainer/pretrain-data.ts';
 import { learningRateAt, pretrain } from '../../trainer/pretrain.ts';
 
 const envs = [chessEnv, shellEnv];
@@ -36,12 +36,26 @@ describe('pretraining batches', () => {
       expect(new Set(batch.map((ex) => `${ex.domain}/${ex.kind}`)).size).toBe(1);
       for (const ex of batch) {
         if (ex.kind === 'perception') {
-          expect(ex.input.filter((p) => p.type === 'image')).toHaveLength(1);
+          const images = ex.input.filter((p) => p.type === 'image').length;
+          expect(images).toBeGreaterThanOrEqual(1);
+          expect(images).toBeLessThanOrEqual(MAX_PERCEPTION_IMAGES);
+          // The asked label is one of the shown ones: "<domain>\nread\n<k>: " opens the labels, "<k+j>: " ends the prompt.
+          const first = Number(/read\n(\d+): $/.exec((ex.input[0] as { text: string }).text)![1]);
+          const asked = Number(/\n(\d+): $/.exec((ex.input[ex.input.length - 1] as { text: string }).text)![1]);
+          expect(asked - first).toBeGreaterThanOrEqual(0);
+          expect(asked - first).toBeLessThan(images);
           expect(ex.target).toMatch(ex.domain === 'chess' ? /^[a-h][1-8][a-h][1-8][qrbn]?$/ : /^[1-3] swap [1-3]$/);
         } else {
           expect(ex.input.every((p) => p.type === 'text')).toBe(true);
           const lines = (ex.input[0] as { text: string }).text.split('\n');
-          expect(lines.length - 3).toBeLessThanOrEqual(tiny.maxTrackActions); // domain, state, actions…, cue
+          const actions = lines.length - 4; // domain, state, actions…, "trace", ""
+          expect(lines[lines.length - 2]).toBe('trace');
+          expect(actions).toBeLessThanOrEqual(tiny.maxTrackActions);
+          // The target traces every action, then answers.
+          const traced = ex.target.split('\n');
+          expect(traced).toHaveLength(actions + 1);
+          traced.slice(0, -1).forEach((line, i) => expect(line.startsWith(lines[2 + i] + ' -> ')).toBe(true));
+          expect(traced[actions]).toMatch(/^FINAL ANSWER: \S/);
         }
       }
     }
@@ -73,5 +87,22 @@ describe('pretrain', () => {
   it('refuses --resume where no pretraining state exists', async () => {
     const empty = mkdtempSync(join(tmpdir(), 'metrl-pretrain-empty-'));
     await expect(pretrain({ envs, config: tiny, outDir: empty, resume: true, provenance: {} })).rejects.toThrow(/no pretraining checkpoint/);
+  });
+
+  it('starts a second stage from an init checkpoint of the same architecture, and refuses another architecture', async () => {
+    const stage1 = mkdtempSync(join(tmpdir(), 'metrl-pretrain-stage1-'));
+    await pretrain({ envs, config: tiny, outDir: stage1, resume: false, provenance: {} });
+    // The first step's loss is measured before its update, on the same batch in both runs: lower from the stage-1
+    // weights than from a random initialisation.
+    const stage2 = mkdtempSync(join(tmpdir(), 'metrl-pretrain-stage2-'));
+    const second = PretrainConfigSchema.parse({ ...tiny, init: stage1, steps: 1 });
+    await pretrain({ envs, config: second, outDir: stage2, resume: false, provenance: {} });
+    const firstLoss = (dir: string) => JSON.parse(readFileSync(join(dir, 'pretrain-metrics.jsonl'), 'utf8').split('\n')[0]).loss as number;
+    const fresh = mkdtempSync(join(tmpdir(), 'metrl-pretrain-fresh-'));
+    await pretrain({ envs, config: PretrainConfigSchema.parse({ ...tiny, steps: 1 }), outDir: fresh, resume: false, provenance: {} });
+    expect(firstLoss(stage2)).toBeLessThan(firstLoss(fresh));
+
+    const other = PretrainConfigSchema.parse({ ...tiny, init: stage1, architecture: { dModel: 32, nLayers: 1, nHeads: 2, dMlp: 32 } });
+    await expect(pretrain({ envs, config: other, outDir: mkdtempSync(join(tmpdir(), 'metrl-pretrain-other-')), resume: false, provenance: {} })).rejects.toThrow(/another architecture \(dModel/);
   });
 });
