@@ -92,9 +92,13 @@ export class BuiltinPolicy implements Policy, TransformerModel {
     return { tokens, images };
   }
 
-  /** Token ids of a target text followed by EOS: what supervised training asks the model to write. */
-  encodeTarget(text: string): number[] {
-    return [...this.tokenizer.encodeText(text), this.tokenizer.eos];
+  /**
+   * Token ids of a target text followed by EOS: what supervised training asks the model to write. Without `eos` the
+   * target is the beginning of a longer answer (a partial trace) and does not end there.
+   */
+  encodeTarget(text: string, options: { eos?: boolean } = {}): number[] {
+    const tokens = this.tokenizer.encodeText(text);
+    return options.eos === false ? tokens : [...tokens, this.tokenizer.eos];
   }
 
   decode(tokens: number[]): string {

@@ -2,7 +2,9 @@
 // number, so a resumed run sees exactly the batches an uninterrupted one would. Two kinds of example, both from the
 // train split only, in the model's own layouts (models/template.ts):
 //   perception  1..MAX_PERCEPTION_IMAGES labelled image actions, one label asked → that action's text ("e2e4");
-//   tracking    initial state + 0..maxTrackActions TEXT actions → the trace of states and the final answer.
+//   tracking    initial state + 0..maxTrackActions TEXT actions → the trace of states and the final answer;
+//               or (partial, a share of them) a longer list of up to MAX_LISTED_ACTIONS text actions → the first
+//               1..maxTrackActions trace lines only, with no answer and no end.
 // Image-action tracking (the RL target) is deliberately absent: GRPO has to put reading and tracking together.
 import type { Env, Episode } from '../envs/types.ts';
 import { generateEpisodes } from '../envs/generate.ts';
@@ -18,7 +20,12 @@ export interface SupervisedExample {
   kind: SkillKind;
   input: ModelInput;
   target: string;
+  /** False for a partial trace: the target is the start of a longer completion, so no EOS follows it. */
+  ends: boolean;
 }
+
+/** Longest action list of a partial-trace example. */
+export const MAX_LISTED_ACTIONS = 8;
 
 /** One episode drawn for (seed, label): the shared generator keeps it in the train split. */
 function drawEpisode(env: Env, seed: string, actions: number, extra: Record<string, unknown>, split: 'train' | 'test' = 'train'): Episode {
@@ -49,18 +56,25 @@ export function perceptionExample(env: Env, seed: string, split: 'train' | 'test
   const index = rng.int(shown);
   const images = Array.from({ length: shown }, (_, i) => env.renderAction(episode, i, env.imageSizes.model));
   const input = perceptionToModelInput(env.domain, images, actionLabel(episode, 0), index);
-  return { domain: env.domain, kind: 'perception', input, target: episode.actions[index].text };
+  return { domain: env.domain, kind: 'perception', input, target: episode.actions[index].text, ends: true };
 }
 
-/** A tracking example with `actions` text actions. */
+/** A tracking example with `actions` text actions (whole), or a partial trace of a longer episode. */
 export function trackingExample(env: Env, seed: string, actions: number, config: PretrainConfig, split: 'train' | 'test' = 'train'): SupervisedExample {
   const rng = new Rng(seed, 'tracking-offset');
-  const extra = env.domain === 'chess' ? chessExtra(rng, config, actions) : {};
-  const episode = drawEpisode(env, seed, actions, extra, split);
+  const partial = config.maxTrackActions > 0 && rng.next() < config.partialTraceShare;
+  const listed = partial ? config.maxTrackActions + 1 + rng.int(MAX_LISTED_ACTIONS - config.maxTrackActions) : actions;
+  const extra = env.domain === 'chess' ? chessExtra(rng, config, listed) : {};
+  const episode = drawEpisode(env, seed, listed, extra, split);
   const noImages = () => {
     throw new Error('tracking examples are text-only');
   };
-  return { domain: env.domain, kind: 'tracking', input: episodeToModelInput(env, episode, noImages), target: targetText(env, episode) };
+  const input = episodeToModelInput(env, episode, noImages);
+  const trace = targetText(env, episode);
+  if (!partial) return { domain: env.domain, kind: 'tracking', input, target: trace, ends: true };
+  const taught = 1 + rng.int(config.maxTrackActions);
+  const lines = trace.split('\n').slice(0, taught);
+  return { domain: env.domain, kind: 'tracking', input, target: lines.map((line) => `${line}\n`).join(''), ends: false };
 }
 
 /**

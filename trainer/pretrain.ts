@@ -145,7 +145,7 @@ export async function pretrain(setup: PretrainSetup): Promise<BaseMeasurement[]>
   for (let step = fromStep + 1; step <= config.steps; step++) {
     const started = performance.now();
     const batch = pretrainBatch(envs, config, step);
-    const items = batch.map((ex) => ({ prompt: policy.encode(ex.input), completion: policy.encodeTarget(ex.target) }));
+    const items = batch.map((ex) => ({ prompt: policy.encode(ex.input), completion: policy.encodeTarget(ex.target, { eos: ex.ends }) }));
     optimizer.options.learningRate = learningRateAt(config, step);
     let perItemValues: Float32Array = new Float32Array();
     const { value, grads } = tf.variableGrads(() => {

@@ -9,7 +9,7 @@ import { initBackend } from '../../models/backend.ts';
 import { chessEnv } from '../../envs/chess/index.ts';
 import { shellEnv } from '../../envs/shell/index.ts';
 import { PretrainConfigSchema } from '../../trainer/pretrain-config.ts';
-import { MAX_PERCEPTION_IMAGES, pretrainBatch } from '../../trainer/pretrain-data.ts';
+import { MAX_LISTED_ACTIONS, MAX_PERCEPTION_IMAGES, pretrainBatch } from '../../trainer/pretrain-data.ts';
 import { learningRateAt, pretrain } from '../../trainer/pretrain.ts';
 
 const envs = [chessEnv, shellEnv];
@@ -30,7 +30,8 @@ beforeAll(async () => {
 
 describe('pretraining batches', () => {
   it('are a pure function of the step, one domain and skill each, with the right targets', () => {
-    for (let step = 1; step <= 6; step++) {
+    let partials = 0;
+    for (let step = 1; step <= 12; step++) {
       const batch = pretrainBatch(envs, tiny, step);
       expect(pretrainBatch(envs, tiny, step)).toEqual(batch);
       expect(new Set(batch.map((ex) => `${ex.domain}/${ex.kind}`)).size).toBe(1);
@@ -50,15 +51,26 @@ describe('pretraining batches', () => {
           const lines = (ex.input[0] as { text: string }).text.split('\n');
           const actions = lines.length - 4; // domain, state, actions…, "trace", ""
           expect(lines[lines.length - 2]).toBe('trace');
-          expect(actions).toBeLessThanOrEqual(tiny.maxTrackActions);
-          // The target traces every action, then answers.
           const traced = ex.target.split('\n');
-          expect(traced).toHaveLength(actions + 1);
-          traced.slice(0, -1).forEach((line, i) => expect(line.startsWith(lines[2 + i] + ' -> ')).toBe(true));
-          expect(traced[actions]).toMatch(/^FINAL ANSWER: \S/);
+          if (ex.ends) {
+            // A whole trace: every action, then the answer.
+            expect(actions).toBeLessThanOrEqual(tiny.maxTrackActions);
+            expect(traced).toHaveLength(actions + 1);
+            expect(traced[actions]).toMatch(/^FINAL ANSWER: \S/);
+          } else {
+            // A partial trace: a longer list, only its first 1..maxTrackActions lines taught, no answer.
+            expect(actions).toBeGreaterThan(tiny.maxTrackActions);
+            expect(actions).toBeLessThanOrEqual(MAX_LISTED_ACTIONS);
+            expect(traced.pop()).toBe('');
+            expect(traced.length).toBeGreaterThanOrEqual(1);
+            expect(traced.length).toBeLessThanOrEqual(tiny.maxTrackActions);
+            partials++;
+          }
+          traced.filter((line) => !line.startsWith('FINAL')).forEach((line, i) => expect(line.startsWith(lines[2 + i] + ' -> ')).toBe(true));
         }
       }
     }
+    expect(partials).toBeGreaterThan(0);
   });
 
   it('follow a warm-up then a cosine decay to a tenth of the peak', () => {
