@@ -12,7 +12,7 @@
 // (episode.meta.ply), else 0. Why a trace: a small model cannot apply five moves in one forward pass, but it can apply
 // one move at a time, five times; each trace line is the one-step skill the base is pretrained on.
 //
-// The perception probe asks for one labelled image among several:
+// The perception probe reads one image (<domain>\nread\n<image>\nFINAL ANSWER: ) or one labelled image among several:
 //   prompt       <domain>\nread\n<k+1>: <image>\n … <k+n>: <image>\n<k+j>: 
 //   completion   <text of action j>
 import sharp from 'sharp';
@@ -71,13 +71,20 @@ export function episodeToModelInput(env: TemplateEnv, episode: Episode, renderIm
 }
 
 /**
- * The perception probe: images of several actions of one episode, labelled as in the trace, and the label of the one
- * to read (`ask`, 0-based). The harness's single-image probe is the case of one image.
+ * The perception probe. One image: `<domain>\nread\n<image>\nFINAL ANSWER: ` (the single-image probe of the paper,
+ * and of the first-stage base). Several images of one episode, labelled as in the trace, and the label of the one to
+ * read (`ask`, 0-based): `<domain>\nread\n<k+1>: <image>\n … <k+j>: ` — finding an image by its label is what an
+ * image action in a trace needs.
  */
 export function perceptionToModelInput(domain: string, images: RawImage[], firstLabel: number, ask: number): ModelInput {
   if (ask < 0 || ask >= images.length) throw new RangeError(`perception probe: no image ${ask} of ${images.length}`);
   const parts: ModelInputPart[] = [];
   push(parts, { type: 'text', text: `${domain}\nread\n` });
+  if (images.length === 1) {
+    push(parts, { type: 'image', image: images[0] });
+    push(parts, { type: 'text', text: `\n${ANSWER_CUE}` });
+    return parts;
+  }
   images.forEach((image, i) => {
     push(parts, { type: 'text', text: `${firstLabel + i}: ` });
     push(parts, { type: 'image', image });

@@ -1,7 +1,7 @@
 // The supervised examples of pretraining, as a pure function of (seed, step): every batch can be rebuilt from its step
 // number, so a resumed run sees exactly the batches an uninterrupted one would. Two kinds of example, both from the
 // train split only, in the model's own layouts (models/template.ts):
-//   perception  1..MAX_PERCEPTION_IMAGES labelled image actions, one label asked → that action's text ("e2e4");
+//   perception  one image action, or 2..MAX_PERCEPTION_IMAGES labelled ones and a label → that action's text;
 //   tracking    initial state + 0..maxTrackActions TEXT actions → the trace of states and the final answer;
 //               or (partial, a share of them) a longer list of up to MAX_LISTED_ACTIONS text actions → the first
 //               1..maxTrackActions trace lines only, with no answer and no end.
@@ -52,7 +52,8 @@ export function perceptionExample(env: Env, seed: string, split: 'train' | 'test
   const rng = new Rng(seed, 'perception');
   const extra = env.domain === 'chess' ? { offset: 'random' } : {};
   const episode = drawEpisode(env, seed, MAX_PERCEPTION_IMAGES, extra, split);
-  const shown = 1 + rng.int(MAX_PERCEPTION_IMAGES);
+  // Half of the examples show one image (the first-stage probe, kept so that its reading skill is not lost), half 2-6.
+  const shown = rng.next() < 0.5 ? 1 : 2 + rng.int(MAX_PERCEPTION_IMAGES - 1);
   const index = rng.int(shown);
   const images = Array.from({ length: shown }, (_, i) => env.renderAction(episode, i, env.imageSizes.model));
   const input = perceptionToModelInput(env.domain, images, actionLabel(episode, 0), index);

@@ -9,8 +9,8 @@ import type { BuiltinPolicy } from '../../models/policy.ts';
 import { BatchedGenerator } from '../batched-generator.ts';
 import type { ChatEngine, EngineResult, EngineSampling } from './server.ts';
 
-/** Answers of the built-in model are short (a FEN is under 100 characters); clients can ask for more. */
-const DEFAULT_MAX_TOKENS = 256;
+/** Room for a trace: a 5-move chess trace is about 330 characters, a 10-move one about 640; clients can ask for more. */
+const DEFAULT_MAX_TOKENS = 1024;
 
 export function builtinEngine(policy: BuiltinPolicy, modelId: string, seed: number): ChatEngine & { generator: BatchedGenerator } {
   const generator = new BatchedGenerator(policy, seed);

@@ -66,7 +66,9 @@ describe('prompt template', () => {
     expect(chessEnv.score({ target: e.target, response: responseForScoring(chessEnv, lines.slice(0, 2).join('\n')) }).reward).toBe(0);
   });
 
-  it('perception probe: labelled images, the asked label last', () => {
+  it('perception probe: one image answered after the marker; several labelled, the asked label last', () => {
+    const one = perceptionToModelInput('chess', [blankImage(64, 64)], 7, 0);
+    expect(one.map((p) => (p.type === 'text' ? p.text : '<img>'))).toEqual(['chess\nread\n', '<img>', `\n${ANSWER_CUE}`]);
     const input = perceptionToModelInput('chess', [blankImage(64, 64), blankImage(64, 64)], 7, 1);
     expect(input.map((p) => (p.type === 'text' ? p.text : '<img>'))).toEqual(['chess\nread\n7: ', '<img>', '\n8: ', '<img>', '\n8: ']);
     expect(() => perceptionToModelInput('chess', [blankImage(64, 64)], 1, 1)).toThrow(RangeError);
