@@ -30,11 +30,13 @@ export const PretrainConfigSchema = z
     /** Longest text sequence the base tracks (the RL episodes have 5 actions). */
     maxTrackActions: z.number().int().min(0).max(4).default(2),
     /**
-     * Share of the tracking examples that are partial traces: a longer episode (up to 8 actions) of which only the
+     * Share of the tracking examples that are partial traces: a longer episode (up to 8 actions, text or images) of which only the
      * first 1..maxTrackActions trace lines are taught, without the answer. They show action lists of any length
      * while every taught update stays a short one; how to carry a trace past them is left to GRPO.
      */
     partialTraceShare: z.number().min(0).max(1).default(0.5),
+    /** Each action of a partial trace's list is shown as an image with this probability (reading inside a trace). */
+    partialImageRatio: z.number().min(0).max(1).default(0.5),
     /** Chess tracking starts from the game start with this probability, else from a random ply of the game. */
     chessStartShare: z.number().min(0).max(1).default(0.5),
     /** Evaluate every this many steps (and at the end) on fixed test episodes. */

@@ -3,9 +3,10 @@
 // train split only, in the model's own layouts (models/template.ts):
 //   perception  one image action, or 2..MAX_PERCEPTION_IMAGES labelled ones and a label → that action's text;
 //   tracking    initial state + 0..maxTrackActions TEXT actions → the trace of states and the final answer;
-//               or (partial, a share of them) a longer list of up to MAX_LISTED_ACTIONS text actions → the first
-//               1..maxTrackActions trace lines only, with no answer and no end.
-// Image-action tracking (the RL target) is deliberately absent: GRPO has to put reading and tracking together.
+//               or (partial, a share of them) a longer list of up to MAX_LISTED_ACTIONS actions, text or images →
+//               the first 1..maxTrackActions trace lines only, with no answer and no end.
+// Whole traces of image actions (the RL target), trace lines past the second and answers after image actions are
+// never taught: GRPO has to carry the trace through a 5-action episode and answer.
 import type { Env, Episode } from '../envs/types.ts';
 import { generateEpisodes } from '../envs/generate.ts';
 import { Rng } from '../core/rng.ts';
@@ -66,16 +67,19 @@ export function trackingExample(env: Env, seed: string, actions: number, config:
   const partial = config.maxTrackActions > 0 && rng.next() < config.partialTraceShare;
   const listed = partial ? config.maxTrackActions + 1 + rng.int(MAX_LISTED_ACTIONS - config.maxTrackActions) : actions;
   const extra = env.domain === 'chess' ? chessExtra(rng, config, listed) : {};
-  const episode = drawEpisode(env, seed, listed, extra, split);
-  const noImages = () => {
-    throw new Error('tracking examples are text-only');
-  };
-  const input = episodeToModelInput(env, episode, noImages);
-  const trace = targetText(env, episode);
-  if (!partial) return { domain: env.domain, kind: 'tracking', input, target: trace, ends: true };
+  const drawn = drawEpisode(env, seed, listed, extra, split);
+  if (!partial) {
+    const noImages = () => {
+      throw new Error('whole-trace examples are text-only');
+    };
+    return { domain: env.domain, kind: 'tracking', input: episodeToModelInput(env, drawn, noImages), target: targetText(env, drawn), ends: true };
+  }
+  // A partial trace: each listed action is an image with probability partialImageRatio (drawn after the number of
+  // taught lines, so that with a ratio of 0 the examples are those of text-only partial traces).
   const taught = 1 + rng.int(config.maxTrackActions);
-  const lines = trace.split('\n').slice(0, taught);
-  return { domain: env.domain, kind: 'tracking', input, target: lines.map((line) => `${line}\n`).join(''), ends: false };
+  const episode = { ...drawn, actions: drawn.actions.map((a) => ({ ...a, modality: rng.next() < config.partialImageRatio ? ('image' as const) : ('text' as const) })) };
+  const lines = targetText(env, episode).split('\n').slice(0, taught);
+  return { domain: env.domain, kind: 'tracking', input: episodeToModelInput(env, episode), target: lines.map((line) => `${line}\n`).join(''), ends: false };
 }
 
 /**

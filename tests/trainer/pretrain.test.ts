@@ -31,6 +31,7 @@ beforeAll(async () => {
 describe('pretraining batches', () => {
   it('are a pure function of the step, one domain and skill each, with the right targets', () => {
     let partials = 0;
+    let imageLines = 0;
     for (let step = 1; step <= 12; step++) {
       const batch = pretrainBatch(envs, tiny, step);
       expect(pretrainBatch(envs, tiny, step)).toEqual(batch);
@@ -49,13 +50,14 @@ describe('pretraining batches', () => {
           } else expect((ex.input[ex.input.length - 1] as { text: string }).text).toBe('\nFINAL ANSWER: ');
           expect(ex.target).toMatch(ex.domain === 'chess' ? /^[a-h][1-8][a-h][1-8][qrbn]?$/ : /^[1-3] swap [1-3]$/);
         } else {
-          expect(ex.input.every((p) => p.type === 'text')).toBe(true);
-          const lines = (ex.input[0] as { text: string }).text.split('\n');
+          // Images stand in for action texts: read the layout with each image as "<img>".
+          const lines = ex.input.map((p) => (p.type === 'text' ? p.text : '<img>')).join('').split('\n');
           const actions = lines.length - 4; // domain, state, actions…, "trace", ""
           expect(lines[lines.length - 2]).toBe('trace');
           const traced = ex.target.split('\n');
           if (ex.ends) {
-            // A whole trace: every action, then the answer.
+            // A whole trace: text actions only, every action traced, then the answer.
+            expect(ex.input.every((p) => p.type === 'text')).toBe(true);
             expect(actions).toBeLessThanOrEqual(tiny.maxTrackActions);
             expect(traced).toHaveLength(actions + 1);
             expect(traced[actions]).toMatch(/^FINAL ANSWER: \S/);
@@ -68,11 +70,20 @@ describe('pretraining batches', () => {
             expect(traced.length).toBeLessThanOrEqual(tiny.maxTrackActions);
             partials++;
           }
-          traced.filter((line) => !line.startsWith('FINAL')).forEach((line, i) => expect(line.startsWith(lines[2 + i] + ' -> ')).toBe(true));
+          // Each trace line restates its action: the text, or for an image what the image shows.
+          traced
+            .filter((line) => !line.startsWith('FINAL'))
+            .forEach((line, i) => {
+              const [label, shown] = lines[2 + i].split(': ');
+              expect(line.startsWith(`${label}: `)).toBe(true);
+              if (shown !== '<img>') expect(line.startsWith(`${lines[2 + i]} -> `)).toBe(true);
+              else imageLines++;
+            });
         }
       }
     }
     expect(partials).toBeGreaterThan(0);
+    expect(imageLines).toBeGreaterThan(0);
   });
 
   it('follow a warm-up then a cosine decay to a tenth of the peak', () => {
