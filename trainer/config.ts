@@ -39,10 +39,10 @@ export const TrainConfigSchema = z
      * Batches of `promptsPerStep` prompts whose gradients are summed into one update, as in the paper's Table 6 (their
      * product is the prompts per update; here the rollouts of a step decode together and the learner works in chunks
      * of `learnerBatch`, so only the product matters). The paper uses 16 (64 prompts per update) on GPUs; on two CPU
-     * cores that is minutes per update, so the default is 2: 8 prompts × 8 completions = 64 completions per update,
-     * and enough updates in a 30-minute run for the curve to move.
+     * cores that is minutes per update, so the default is 1: 4 prompts × 8 completions = 32 completions per update
+     * (5-move chess traces run to ~390 tokens each), and 40 updates fit in a 30-minute run.
      */
-    gradientAccumulation: positiveInt.default(2),
+    gradientAccumulation: positiveInt.default(1),
     /**
      * Sequences per learner forward/backward pass. Only bounds memory (the WASM backend has a 2-4 GB heap; a chess
      * image sequence is ~250 tokens): gradients of the chunks are summed, so the update does not depend on it.
@@ -54,7 +54,7 @@ export const TrainConfigSchema = z
      * Evaluate on the test split every K steps (and at step 0 and the last step). Each evaluation greedily decodes
      * testSize episodes twice (both modalities), which for chess FENs costs about as much as a few training steps.
      */
-    evalEvery: positiveInt.default(15),
+    evalEvery: positiveInt.default(20),
     /** Write a checkpoint every K steps (and at the last step). */
     checkpointEvery: positiveInt.default(10),
     /** Completions per step written to samples.jsonl (with prompt, target and reward). */
