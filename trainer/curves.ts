@@ -1,6 +1,7 @@
 // Learning curves of training runs as a Vega-Lite spec (the paper's Figure 5): test accuracy against step for the
 // trained and the transfer modality with 95% interval bands, one panel per run side by side, and beneath them the
-// mean rollout reward per step. Rendering is core/plot.ts's job; this file only shapes the data and the encoding.
+// mean rollout reward per step; the run's Game Start baseline is a dashed rule. Rendering is core/plot.ts's job; this
+// file only shapes the data and the encoding.
 import type { TopLevelSpec } from '../core/plot.ts';
 import type { MetricsRow } from './metrics.ts';
 
@@ -37,6 +38,8 @@ export function learningCurveSpec(runs: RunCurves[]): TopLevelSpec {
         : [],
     ),
   );
+  // The Game Start baseline of each run: a dashed grey rule across its panel.
+  const baselinePoints = runs.flatMap(({ label, rows }) => rows.flatMap((r) => (r.type === 'baseline' ? [{ run: label, baseline: r.accuracy, name: 'Game Start' }] : [])));
   const trainPoints = runs.flatMap(({ label, rows }) =>
     rows.flatMap((r) => (r.type === 'train' ? [{ run: label, step: r.step, reward: r.rewardMean, validRate: r.validRate }] : [])),
   );
@@ -48,17 +51,24 @@ export function learningCurveSpec(runs: RunCurves[]): TopLevelSpec {
     config: { font: 'DejaVu Sans', view: { stroke: '#ddd' }, legend: { symbolOpacity: 1, symbolStrokeWidth: 2 } },
     vconcat: [
       {
-        data: { values: evalPoints },
+        data: { values: [...evalPoints, ...baselinePoints] },
         facet: { column: { field: 'run', type: 'nominal', title: null, header: { labelFontSize: 12, labelFontWeight: 'bold' } } },
         spec: {
           width,
           height: 220,
           layer: [
             {
+              // Rows of the other layers have no `baseline` field and rows of this one no `accuracy`: Vega-Lite drops
+              // points with a missing quantitative value, so each layer draws only its own rows (a filter transform
+              // per layer made Vega's dataflow optimiser warn).
+              mark: { type: 'rule', color: '#777', strokeDash: [2, 3], strokeWidth: 1.5 },
+              encoding: { y: { field: 'baseline', type: 'quantitative' }, tooltip: [{ field: 'name' }, { field: 'baseline', format: '.3f' }] },
+            },
+            {
               mark: { type: 'errorband', opacity: 0.18 },
               encoding: {
                 x: stepAxis,
-                y: { field: 'low', type: 'quantitative', title: 'test accuracy (95% CI)', scale: { domain: [0, 1] } },
+                y: { field: 'low', type: 'quantitative', title: baselinePoints.length > 0 ? 'test accuracy (95% CI); dotted: Game Start' : 'test accuracy (95% CI)', scale: { domain: [0, 1] } },
                 y2: { field: 'high' },
                 color: { field: 'series', type: 'nominal', scale: scales.color, title: 'test modality' },
               },

@@ -26,7 +26,6 @@ export interface SplitEvaluation {
   tokens: number;
 }
 
-/** Greedy-decode every prepared episode and score it. */
 /** Prompts decoded together: the built-in model batches them, and on CPU a decoding step costs little more for 64 rows than for 16. */
 const EVAL_BATCH = 64;
 
@@ -64,4 +63,16 @@ export function evaluateSplit(
     seconds: (performance.now() - start) / 1000,
     tokens,
   };
+}
+
+/** The Game Start baseline on test episodes: every answer is the initial state (or the domain's game-start answer). */
+export function gameStartBaseline(env: Env, episodes: Episode[]): { n: number; accuracy: number; low: number | null; high: number | null } {
+  const rng = new Rng(0, 'game-start');
+  const rows: ScoredRow[] = episodes.map((episode) => {
+    const answer = env.baselineAnswer ? env.baselineAnswer(episode, 'game-start', rng) : episode.initialState;
+    const input = { target: episode.target, response: `FINAL ANSWER: ${answer}`, initialState: episode.initialState, meta: episode.meta };
+    return { input, score: env.score(input) };
+  });
+  const summary = summarizeScores(env, rows);
+  return { n: rows.length, accuracy: summary.accuracy ?? 0, low: summary.ci95?.low ?? null, high: summary.ci95?.high ?? null };
 }

@@ -18,10 +18,10 @@ import { groupAdvantages } from './advantages.ts';
 import { clipGradientsByGlobalNorm, grpoLoss } from './loss.ts';
 import { AdamW } from './adamw.ts';
 import { DataOrder } from './data-order.ts';
-import { evaluateSplit, type PreparedEpisode } from './evaluate.ts';
+import { evaluateSplit, gameStartBaseline, type PreparedEpisode } from './evaluate.ts';
 import { chunks, sampleMany } from './rollout.ts';
 import { latestCheckpointDir, readCheckpoint, saveCheckpoint, TRAINER_STATE_VERSION, type AdapterStore } from './checkpoint.ts';
-import { truncateLogAfterStep, type EvalRow, type SampleRow, type TrainRow } from './metrics.ts';
+import { truncateLogAfterStep, type BaselineRow, type EvalRow, type SampleRow, type TrainRow } from './metrics.ts';
 
 export interface TrainingSetup {
   env: Env;
@@ -52,6 +52,7 @@ export type TrainEvent =
   | { kind: 'start'; fromStep: number; steps: number; trainEpisodes: number; testEpisodes: number; maxCompletionTokens: number }
   | { kind: 'step'; row: TrainRow }
   | { kind: 'eval'; rows: EvalRow[] }
+  | { kind: 'baseline'; row: BaselineRow }
   | { kind: 'checkpoint'; dir: string; step: number }
   | { kind: 'nan'; step: number; streak: number };
 
@@ -137,7 +138,12 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
     evals.push(...rows);
     setup.onEvent?.({ kind: 'eval', rows });
   };
-  if (step === 0) evaluate(0);
+  if (step === 0) {
+    const baseline: BaselineRow = { type: 'baseline', step: 0, name: 'game-start', ...gameStartBaseline(env, testEpisodes) };
+    appendJsonl(metricsPath, [baseline]);
+    setup.onEvent?.({ kind: 'baseline', row: baseline });
+    evaluate(0);
+  }
 
   const stopAt = Math.min(config.steps, setup.stopAfterStep ?? Infinity);
   while (step < stopAt) {

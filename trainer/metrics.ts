@@ -56,7 +56,22 @@ export const EvalRowSchema = z.object({
 });
 export type EvalRow = z.infer<typeof EvalRowSchema>;
 
-export const MetricsRowSchema = z.discriminatedUnion('type', [TrainRowSchema, EvalRowSchema]);
+/**
+ * The paper's Game Start baseline on the same test split (answer = the initial state; question-answering domains use
+ * their own game-start answer), written once with the step-0 evaluation: the line a trained policy has to clear.
+ */
+export const BaselineRowSchema = z.object({
+  type: z.literal('baseline'),
+  step: z.number().int(),
+  name: z.literal('game-start'),
+  n: z.number().int(),
+  accuracy: z.number(),
+  low: z.number().nullable(),
+  high: z.number().nullable(),
+});
+export type BaselineRow = z.infer<typeof BaselineRowSchema>;
+
+export const MetricsRowSchema = z.discriminatedUnion('type', [TrainRowSchema, EvalRowSchema, BaselineRowSchema]);
 export type MetricsRow = z.infer<typeof MetricsRowSchema>;
 
 export interface SampleRow {

@@ -213,6 +213,12 @@ function progressView(config: TrainConfig, modality: string, log: (line: string)
         } else log(line);
         break;
       }
+      case 'baseline':
+        // Logged before the bar starts its step-0 evaluation; the bar is restarted around eval lines anyway.
+        if (bar && started) bar.stop();
+        log(`Game Start baseline on the test split (answer = initial state): ${fmt(event.row.accuracy)} [${fmt(event.row.low)}, ${fmt(event.row.high)}] (n = ${event.row.n})`);
+        if (bar && started) bar.start(config.steps, 0, payload);
+        break;
       case 'nan':
         log(`step ${event.step}: loss not finite, update skipped (${event.streak} in a row)`);
         break;

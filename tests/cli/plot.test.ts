@@ -4,12 +4,12 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { metrl, scratchDir, expectUserError } from './helpers.ts';
-import type { EvalRow, TrainRow } from '../../trainer/metrics.ts';
+import type { BaselineRow, EvalRow, TrainRow } from '../../trainer/metrics.ts';
 
 function fakeRun(dir: string, domain: string, modality: 'text' | 'image', slope: number): void {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'config.json'), JSON.stringify({ domain, modality }));
-  const rows: (TrainRow | EvalRow)[] = [];
+  const rows: (TrainRow | EvalRow | BaselineRow)[] = [{ type: 'baseline', step: 0, name: 'game-start', n: 200, accuracy: 0.3, low: 0.25, high: 0.35 }];
   const transfer = modality === 'text' ? 'image' : 'text';
   for (let step = 0; step <= 20; step++) {
     if (step > 0) {
@@ -37,7 +37,7 @@ describe('metrl plot', () => {
     expect(result.code).toBe(0);
     const svg = readFileSync(`${out}.svg`, 'utf8');
     expect(svg).toContain('<svg');
-    expect(svg).toContain('test accuracy (95% CI)');
+    expect(svg).toContain('test accuracy (95% CI); dotted: Game Start');
     expect(svg).toContain('shell-text');
     expect(svg).toContain('chess-image');
     const meta = await sharp(readFileSync(`${out}.png`)).metadata();

@@ -45,6 +45,12 @@ describe('training loop', () => {
     const evals = rows.filter((r) => r.type === 'eval');
     expect(evals.map((r) => `${r.step}:${r.modality}:${r.role}`)).toEqual(['0:image:train', '0:text:transfer', '3:image:train', '3:text:transfer', '6:image:train', '6:text:transfer']);
     for (const e of evals) expect(e.high).toBeGreaterThanOrEqual(e.low);
+    // Game Start on the same test split, once: for the shell game, the share of episodes whose ball ends where it began.
+    const baselines = rows.filter((r) => r.type === 'baseline');
+    expect(baselines).toHaveLength(1);
+    expect(baselines[0].n).toBe(evals[0].n);
+    expect(baselines[0].accuracy).toBeGreaterThanOrEqual(0);
+    expect(baselines[0].accuracy).toBeLessThanOrEqual(1);
     expect(existsSync(join(dir, 'checkpoints', 'step-6', 'optimizer.safetensors'))).toBe(true);
     expect(readFileSync(join(dir, 'checkpoints', 'latest'), 'utf8').trim()).toBe('step-6');
     expect(readFileSync(join(dir, 'samples.jsonl'), 'utf8').trim().split('\n')).toHaveLength(12);
