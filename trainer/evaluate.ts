@@ -26,6 +26,11 @@ export interface SplitEvaluation {
   tokens: number;
 }
 
+/** Room for the longest reference completion with a quarter to spare, plus a few tokens (the fitted default budget). */
+export function completionBudget(referenceLengths: number[]): number {
+  return Math.ceil(Math.max(0, ...referenceLengths) * 1.25) + 8;
+}
+
 /** Prompts decoded together: the built-in model batches them, and on CPU a decoding step costs little more for 64 rows than for 16. */
 const EVAL_BATCH = 64;
 

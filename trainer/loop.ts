@@ -18,7 +18,7 @@ import { groupAdvantages } from './advantages.ts';
 import { clipGradientsByGlobalNorm, grpoLoss } from './loss.ts';
 import { AdamW } from './adamw.ts';
 import { DataOrder } from './data-order.ts';
-import { evaluateSplit, gameStartBaseline, type PreparedEpisode } from './evaluate.ts';
+import { completionBudget, evaluateSplit, gameStartBaseline, type PreparedEpisode } from './evaluate.ts';
 import { chunks, sampleMany } from './rollout.ts';
 import { latestCheckpointDir, readCheckpoint, saveCheckpoint, TRAINER_STATE_VERSION, type AdapterStore } from './checkpoint.ts';
 import { truncateLogAfterStep, type BaselineRow, type EvalRow, type SampleRow, type TrainRow } from './metrics.ts';
@@ -67,8 +67,7 @@ const FALLBACK_COMPLETION_TOKENS = 128;
 /** The completion budget fitted to the task: room for the longest reference completion, with a quarter to spare. */
 function fittedCompletionBudget(setup: TrainingSetup, episodes: Episode[]): number {
   if (!setup.referenceTokens || episodes.length === 0) return FALLBACK_COMPLETION_TOKENS;
-  const longest = Math.max(...episodes.map((e) => setup.referenceTokens!(e)));
-  return Math.ceil(longest * 1.25) + 8;
+  return completionBudget(episodes.map((e) => setup.referenceTokens!(e)));
 }
 
 export const otherModality = (m: Modality): Modality => (m === 'text' ? 'image' : 'text');

@@ -6,10 +6,9 @@ import type { Env, Episode, Modality } from '../envs/types.ts';
 import { generateEpisodes, withModality } from '../envs/generate.ts';
 import { Rng } from '../core/rng.ts';
 import { wilsonInterval } from '../core/stats.ts';
-import type { Policy } from '../models/types.ts';
 import type { BuiltinPolicy } from '../models/policy.ts';
 import { episodeToModelInput, responseForScoring, targetText } from '../models/template.ts';
-import { evaluateSplit } from './evaluate.ts';
+import { completionBudget, evaluateSplit } from './evaluate.ts';
 import { chunks, sampleMany } from './rollout.ts';
 import type { PretrainConfig } from './pretrain-config.ts';
 import { perceptionExample } from './pretrain-data.ts';
@@ -29,10 +28,6 @@ const MEASURE_SEED = 'base-measurement';
 /** Actions in the GRPO target episodes (the trainer's default). */
 export const TARGET_ACTIONS = 5;
 
-/** Room for the longest reference completion with a quarter to spare (as the trainer's fitted budget). */
-function completionBudget(policy: BuiltinPolicy, env: Env, episodes: Episode[]): number {
-  return Math.ceil(Math.max(...episodes.map((e) => policy.encodeTarget(targetText(env, e)).length)) * 1.25) + 8;
-}
 
 function perceptionAccuracy(policy: BuiltinPolicy, env: Env, n: number): BaseMeasurement {
   const examples = Array.from({ length: n }, (_, i) => perceptionExample(env, `${MEASURE_SEED}:${i}`, 'test'));
@@ -52,7 +47,7 @@ function episodeAccuracy(policy: BuiltinPolicy, env: Env, episodes: Episode[], m
     episode,
     prompt: policy.encode(episodeToModelInput(env, episode)),
   }));
-  const result = evaluateSplit(policy, env, items, modality, completionBudget(policy, env, episodes), (text) => responseForScoring(env, text));
+  const result = evaluateSplit(policy, env, items, modality, completionBudget(episodes.map((e) => policy.encodeTarget(targetText(env, e)).length)), (text) => responseForScoring(env, text));
   return { domain: env.domain, skill, n: result.n, accuracy: result.accuracy, low: result.low, high: result.high };
 }
 
