@@ -35,6 +35,11 @@ export const PretrainConfigSchema = z
      * while every taught update stays a short one; how to carry a trace past them is left to GRPO.
      */
     partialTraceShare: z.number().min(0).max(1).default(0.5),
+    /**
+     * Where a partial trace's taught lines start: 'first' (the trace's first line) or 'any' (after a prefix of 0..T-1
+     * trace lines given in the prompt).
+     */
+    partialStart: z.enum(['first', 'any']).default('any'),
     /** Each action of a partial trace's list is shown as an image with this probability (reading inside a trace). */
     partialImageRatio: z.number().min(0).max(1).default(0.5),
     /** Chess tracking starts from the game start with this probability, else from a random ply of the game. */

@@ -4,7 +4,8 @@
 //   perception  one image action, or 2..MAX_PERCEPTION_IMAGES labelled ones and a label → that action's text;
 //   tracking    initial state + 0..maxTrackActions TEXT actions → the trace of states and the final answer;
 //               or (partial, a share of them) a longer list of up to MAX_LISTED_ACTIONS actions, text or images →
-//               the first 1..maxTrackActions trace lines only, with no answer and no end.
+//               1..maxTrackActions trace lines (the first ones, or after a given prefix of the trace), with no answer
+//               and no end.
 // Whole traces of image actions (the RL target), trace lines past the second and answers after image actions are
 // never taught: GRPO has to carry the trace through a 5-action episode and answer.
 import type { Env, Episode } from '../envs/types.ts';
@@ -78,8 +79,14 @@ export function trackingExample(env: Env, seed: string, actions: number, config:
   // taught lines, so that with a ratio of 0 the examples are those of text-only partial traces).
   const taught = 1 + rng.int(config.maxTrackActions);
   const episode = { ...drawn, actions: drawn.actions.map((a) => ({ ...a, modality: rng.next() < config.partialImageRatio ? ('image' as const) : ('text' as const) })) };
-  const lines = targetText(env, episode).split('\n').slice(0, taught);
-  return { domain: env.domain, kind: 'tracking', input: episodeToModelInput(env, episode), target: lines.map((line) => `${line}\n`).join(''), ends: false };
+  // The taught lines start at the trace's first line, or (partialStart 'any') after a given prefix of 0..T-1 lines,
+  // which is then part of the prompt: the model learns to carry on a trace from any point, but never to answer after
+  // more than maxTrackActions actions.
+  const lines = targetText(env, episode).split('\n').slice(0, -1).map((line) => `${line}\n`);
+  const start = config.partialStart === 'any' ? rng.int(lines.length) : 0;
+  const input = episodeToModelInput(env, episode);
+  if (start > 0) input.push({ type: 'text', text: lines.slice(0, start).join('') });
+  return { domain: env.domain, kind: 'tracking', input, target: lines.slice(start, start + taught).join(''), ends: false };
 }
 
 /**

@@ -32,6 +32,7 @@ describe('pretraining batches', () => {
   it('are a pure function of the step, one domain and skill each, with the right targets', () => {
     let partials = 0;
     let imageLines = 0;
+    let withPrefix = 0;
     for (let step = 1; step <= 12; step++) {
       const batch = pretrainBatch(envs, tiny, step);
       expect(pretrainBatch(envs, tiny, step)).toEqual(batch);
@@ -50,28 +51,33 @@ describe('pretraining batches', () => {
           } else expect((ex.input[ex.input.length - 1] as { text: string }).text).toBe('\nFINAL ANSWER: ');
           expect(ex.target).toMatch(ex.domain === 'chess' ? /^[a-h][1-8][a-h][1-8][qrbn]?$/ : /^[1-3] swap [1-3]$/);
         } else {
-          // Images stand in for action texts: read the layout with each image as "<img>".
-          const lines = ex.input.map((p) => (p.type === 'text' ? p.text : '<img>')).join('').split('\n');
-          const actions = lines.length - 4; // domain, state, actions…, "trace", ""
-          expect(lines[lines.length - 2]).toBe('trace');
+          // Images stand in for action texts: read the layout with each image as "<img>". A partial trace may carry a
+          // prefix of the trace after the "trace" cue.
+          const [promptText, prefixText] = ex.input.map((p) => (p.type === 'text' ? p.text : '<img>')).join('').split('trace\n');
+          const lines = promptText.split('\n');
+          const actions = lines.length - 3; // domain, state, actions…, ""
+          const prefix = prefixText === '' ? [] : prefixText.split('\n').slice(0, -1);
           const traced = ex.target.split('\n');
           if (ex.ends) {
             // A whole trace: text actions only, every action traced, then the answer.
             expect(ex.input.every((p) => p.type === 'text')).toBe(true);
+            expect(prefix).toEqual([]);
             expect(actions).toBeLessThanOrEqual(tiny.maxTrackActions);
             expect(traced).toHaveLength(actions + 1);
             expect(traced[actions]).toMatch(/^FINAL ANSWER: \S/);
           } else {
-            // A partial trace: a longer list, only its first 1..maxTrackActions lines taught, no answer.
+            // A partial trace: a longer list, 1..maxTrackActions lines taught after a prefix, never the answer.
             expect(actions).toBeGreaterThan(tiny.maxTrackActions);
             expect(actions).toBeLessThanOrEqual(MAX_LISTED_ACTIONS);
             expect(traced.pop()).toBe('');
             expect(traced.length).toBeGreaterThanOrEqual(1);
             expect(traced.length).toBeLessThanOrEqual(tiny.maxTrackActions);
+            expect(prefix.length + traced.length).toBeLessThanOrEqual(actions);
+            if (prefix.length > 0) withPrefix++;
             partials++;
           }
-          // Each trace line restates its action: the text, or for an image what the image shows.
-          traced
+          // Each trace line (given or taught) restates its action: the text, or for an image what the image shows.
+          [...prefix, ...traced]
             .filter((line) => !line.startsWith('FINAL'))
             .forEach((line, i) => {
               const [label, shown] = lines[2 + i].split(': ');
@@ -84,6 +90,7 @@ describe('pretraining batches', () => {
     }
     expect(partials).toBeGreaterThan(0);
     expect(imageLines).toBeGreaterThan(0);
+    expect(withPrefix).toBeGreaterThan(0);
   });
 
   it('follow a warm-up then a cosine decay to a tenth of the peak', () => {
