@@ -48,6 +48,11 @@ export const TrainConfigSchema = z
      * image sequence is ~250 tokens): gradients of the chunks are summed, so the update does not depend on it.
      */
     learnerBatch: positiveInt.default(8),
+    /**
+     * Tokens (prompt + completion) per learner pass, at most: attention over a packed chunk grows with the square of
+     * its length, and eight 650-token chess traces overflowed the WASM heap. A longer sequence gets a pass of its own.
+     */
+    learnerTokens: positiveInt.default(2048),
     /** μ: optimisation passes over each step's rollouts (μ > 1 makes the clipped ratio matter). TRL default: 1. */
     iterations: positiveInt.default(1),
     /**

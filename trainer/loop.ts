@@ -19,7 +19,7 @@ import { clipGradientsByGlobalNorm, grpoLoss } from './loss.ts';
 import { AdamW } from './adamw.ts';
 import { DataOrder } from './data-order.ts';
 import { completionBudget, evaluateSplit, gameStartBaseline, type PreparedEpisode } from './evaluate.ts';
-import { chunks, sampleMany } from './rollout.ts';
+import { chunksWithin, sampleMany } from './rollout.ts';
 import { latestCheckpointDir, readCheckpoint, saveCheckpoint, TRAINER_STATE_VERSION, type AdapterStore } from './checkpoint.ts';
 import { truncateLogAfterStep, type BaselineRow, type EvalRow, type SampleRow, type TrainRow } from './metrics.ts';
 
@@ -205,13 +205,15 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
     const { advantages, zeroSpreadGroups, groups: groupCount } = groupAdvantages(rewards, G, { scaleRewards: config.scaleRewards, epsilon: config.advantageEpsilon });
     const tReward = performance.now();
 
-    // Learner chunks of `learnerBatch` sequences (a memory bound only: the loss divides by the step's totals, so the
+    // Learner chunks of at most `learnerBatch` sequences and `learnerTokens` tokens (a memory bound only: the loss divides by the step's totals, so the
     // summed chunk gradients equal the full-batch gradient). Reference and old log-probs are constants of the step.
     const totalSequences = items.length * G;
     const sequences: SequenceBatchItem[] = items.flatMap((item, k) => groups[k].map((c) => ({ prompt: item.prompt, completion: c.tokens })));
-    const batches = chunks(
+    const batches = chunksWithin(
       sequences.map((seq, i) => ({ seq, i })),
+      ({ seq }) => seq.prompt.tokens.length + seq.completion.length,
       config.learnerBatch,
+      config.learnerTokens,
     ).map((chunk) => {
       const seqs = chunk.map((c) => c.seq);
       const adv = Float32Array.from(chunk, (c) => advantages[c.i]);

@@ -20,3 +20,25 @@ export function chunks<T>(items: readonly T[], size: number): T[][] {
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
   return out;
 }
+
+/**
+ * Split a list into consecutive chunks of at most `maxItems` items whose sizes sum to at most `maxSize` (an item larger
+ * than `maxSize` gets a chunk of its own).
+ */
+export function chunksWithin<T>(items: readonly T[], sizeOf: (item: T) => number, maxItems: number, maxSize: number): T[][] {
+  const out: T[][] = [];
+  let current: T[] = [];
+  let size = 0;
+  for (const item of items) {
+    const s = sizeOf(item);
+    if (current.length > 0 && (current.length >= maxItems || size + s > maxSize)) {
+      out.push(current);
+      current = [];
+      size = 0;
+    }
+    current.push(item);
+    size += s;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}

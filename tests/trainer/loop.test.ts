@@ -11,6 +11,7 @@ import { resolveConfig } from '../../trainer/config.ts';
 import { builtinTraining } from '../../trainer/builtin.ts';
 import { shellEnv } from '../../envs/shell/index.ts';
 import { tinyBaseCheckpoint } from './tiny-base.ts';
+import { chunksWithin } from '../../trainer/rollout.ts';
 
 const base = tinyBaseCheckpoint();
 
@@ -70,17 +71,20 @@ describe('training loop', () => {
 
   it('gives the same update whatever the learner chunk size (it only bounds memory)', async () => {
     const adapters = [];
-    for (const learnerBatch of [3, 16]) {
+    // By sequence count (3 or 16 per pass) and by a token budget so small that every sequence gets a pass of its own.
+    for (const [learnerBatch, learnerTokens] of [[3, 2048], [16, 2048], [16, 1]]) {
       const dir = mkdtempSync(join(tmpdir(), 'metrl-chunks-'));
-      const cfg = { ...config, steps: 1, learnerBatch, iterations: 1 };
+      const cfg = { ...config, steps: 1, learnerBatch, learnerTokens, iterations: 1 };
       const setup = builtinTraining(shellEnv, base, cfg);
       await train({ env: shellEnv, ...setup, config: cfg, modality: 'image', runDir: dir, resume: false });
       adapters.push(setup.policy.trainableVariables('lora').map((v) => Array.from(v.dataSync())));
     }
-    const [a, b] = adapters;
-    let largest = 0;
-    a.forEach((values, i) => values.forEach((x, j) => (largest = Math.max(largest, Math.abs(x - b[i][j])))));
-    expect(largest).toBeLessThan(1e-5);
+    const [a, ...others] = adapters;
+    for (const b of others) {
+      let largest = 0;
+      a.forEach((values, i) => values.forEach((x, j) => (largest = Math.max(largest, Math.abs(x - b[i][j])))));
+      expect(largest).toBeLessThan(1e-5);
+    }
   });
 
   it('skips updates with a non-finite loss, logs them, and stops after several in a row', async () => {
@@ -100,5 +104,14 @@ describe('training loop', () => {
     await expect(run(dir, { resume: true })).rejects.toThrow(/no checkpoint/);
     await run(dir, { stopAfterStep: 1 });
     await expect(run(dir)).rejects.toThrow(/already holds a run/);
+  });
+});
+
+describe('learner chunks', () => {
+  it('hold at most maxItems items and maxSize in total, an oversized item alone, order kept', () => {
+    const sizes = [5, 5, 5, 20, 1, 1, 1, 1];
+    const got = chunksWithin(sizes, (s) => s, 3, 10);
+    expect(got).toEqual([[5, 5], [5], [20], [1, 1, 1], [1]]);
+    expect(got.flat()).toEqual(sizes);
   });
 });
