@@ -40,6 +40,11 @@ export const PretrainConfigSchema = z
      * trace lines given in the prompt).
      */
     partialStart: z.enum(['first', 'any']).default('any'),
+    /**
+     * Each action of a whole trace (0..maxTrackActions actions) is an image with this probability. 0 (the shipped
+     * base): whole traces are text-only, so answering after an image action is left to GRPO.
+     */
+    wholeImageRatio: z.number().min(0).max(1).default(0),
     /** Each action of a partial trace's list is shown as an image with this probability (reading inside a trace). */
     partialImageRatio: z.number().min(0).max(1).default(0.5),
     /** Chess tracking starts from the game start with this probability, else from a random ply of the game. */

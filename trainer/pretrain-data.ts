@@ -70,10 +70,10 @@ export function trackingExample(env: Env, seed: string, actions: number, config:
   const extra = env.domain === 'chess' ? chessExtra(rng, config, listed) : {};
   const drawn = drawEpisode(env, seed, listed, extra, split);
   if (!partial) {
-    const noImages = () => {
-      throw new Error('whole-trace examples are text-only');
-    };
-    return { domain: env.domain, kind: 'tracking', input: episodeToModelInput(env, drawn, noImages), target: targetText(env, drawn), ends: true };
+    // Whole traces are text-only unless wholeImageRatio says otherwise (drawn only then, so that the default leaves
+    // the examples of the shipped stages unchanged).
+    const whole = config.wholeImageRatio > 0 ? { ...drawn, actions: drawn.actions.map((a) => ({ ...a, modality: rng.next() < config.wholeImageRatio ? ('image' as const) : ('text' as const) })) } : drawn;
+    return { domain: env.domain, kind: 'tracking', input: episodeToModelInput(env, whole), target: targetText(env, whole), ends: true };
   }
   // A partial trace: each listed action is an image with probability partialImageRatio (drawn after the number of
   // taught lines, so that with a ratio of 0 the examples are those of text-only partial traces).

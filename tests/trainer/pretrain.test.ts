@@ -9,7 +9,7 @@ import { initBackend } from '../../models/backend.ts';
 import { chessEnv } from '../../envs/chess/index.ts';
 import { shellEnv } from '../../envs/shell/index.ts';
 import { PretrainConfigSchema } from '../../trainer/pretrain-config.ts';
-import { MAX_LISTED_ACTIONS, MAX_PERCEPTION_IMAGES, pretrainBatch } from '../../trainer/pretrain-data.ts';
+import { MAX_LISTED_ACTIONS, MAX_PERCEPTION_IMAGES, pretrainBatch, trackingExample } from '../../trainer/pretrain-data.ts';
 import { learningRateAt, pretrain } from '../../trainer/pretrain.ts';
 
 const envs = [chessEnv, shellEnv];
@@ -91,6 +91,16 @@ describe('pretraining batches', () => {
     expect(partials).toBeGreaterThan(0);
     expect(imageLines).toBeGreaterThan(0);
     expect(withPrefix).toBeGreaterThan(0);
+  });
+
+  it('show image actions in whole traces only when wholeImageRatio asks for them', () => {
+    const config = PretrainConfigSchema.parse({ ...tiny, wholeImageRatio: 1, partialTraceShare: 0 });
+    const examples = Array.from({ length: 6 }, (_, i) => trackingExample(chessEnv, `whole:${i}`, 2, config));
+    for (const ex of examples) {
+      expect(ex.ends).toBe(true);
+      expect(ex.input.filter((p) => p.type === 'image')).toHaveLength(2);
+      expect(ex.target).toMatch(/\nFINAL ANSWER: \S+/);
+    }
   });
 
   it('follow a warm-up then a cosine decay to a tenth of the peak', () => {
