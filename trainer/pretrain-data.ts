@@ -2,12 +2,12 @@
 // number, so a resumed run sees exactly the batches an uninterrupted one would. Two kinds of example, both from the
 // train split only, in the model's own layouts (models/template.ts):
 //   perception  one image action, or 2..MAX_PERCEPTION_IMAGES labelled ones and a label → that action's text;
-//   tracking    initial state + 0..maxTrackActions TEXT actions → the trace of states and the final answer;
-//               or (partial, a share of them) a longer list of up to MAX_LISTED_ACTIONS actions, text or images →
-//               1..maxTrackActions trace lines (the first ones, or after a given prefix of the trace), with no answer
-//               and no end.
-// Whole traces of image actions (the RL target), trace lines past the second and answers after image actions are
-// never taught: GRPO has to carry the trace through a 5-action episode and answer.
+//   tracking    initial state + 0..maxTrackActions actions (text unless wholeImageRatio > 0) → the trace of states
+//               and the final answer; or (partial, a share of them) a longer list of up to MAX_LISTED_ACTIONS
+//               actions, text or images → 1..maxTrackActions trace lines (the first ones, or after a given prefix of
+//               the trace), with no answer and no end.
+// Whole traces of more than maxTrackActions actions are never taught, nor (with the default wholeImageRatio of 0) an
+// answer after an image action: GRPO has to carry the trace through a 5-action episode and answer.
 import type { Env, Episode } from '../envs/types.ts';
 import { generateEpisodes } from '../envs/generate.ts';
 import { Rng } from '../core/rng.ts';
@@ -62,6 +62,11 @@ export function perceptionExample(env: Env, seed: string, split: 'train' | 'test
   return { domain: env.domain, kind: 'perception', input, target: episode.actions[index].text, ends: true };
 }
 
+/** The episode with each action shown as an image with probability `imageRatio` (one draw per action). */
+function withRandomModalities(episode: Episode, imageRatio: number, rng: Rng): Episode {
+  return { ...episode, actions: episode.actions.map((a) => ({ ...a, modality: rng.next() < imageRatio ? ('image' as const) : ('text' as const) })) };
+}
+
 /** A tracking example with `actions` text actions (whole), or a partial trace of a longer episode. */
 export function trackingExample(env: Env, seed: string, actions: number, config: PretrainConfig, split: 'train' | 'test' = 'train'): SupervisedExample {
   const rng = new Rng(seed, 'tracking-offset');
@@ -72,13 +77,13 @@ export function trackingExample(env: Env, seed: string, actions: number, config:
   if (!partial) {
     // Whole traces are text-only unless wholeImageRatio says otherwise (drawn only then, so that the default leaves
     // the examples of the shipped stages unchanged).
-    const whole = config.wholeImageRatio > 0 ? { ...drawn, actions: drawn.actions.map((a) => ({ ...a, modality: rng.next() < config.wholeImageRatio ? ('image' as const) : ('text' as const) })) } : drawn;
+    const whole = config.wholeImageRatio > 0 ? withRandomModalities(drawn, config.wholeImageRatio, rng) : drawn;
     return { domain: env.domain, kind: 'tracking', input: episodeToModelInput(env, whole), target: targetText(env, whole), ends: true };
   }
   // A partial trace: each listed action is an image with probability partialImageRatio (drawn after the number of
   // taught lines, so that with a ratio of 0 the examples are those of text-only partial traces).
   const taught = 1 + rng.int(config.maxTrackActions);
-  const episode = { ...drawn, actions: drawn.actions.map((a) => ({ ...a, modality: rng.next() < config.partialImageRatio ? ('image' as const) : ('text' as const) })) };
+  const episode = withRandomModalities(drawn, config.partialImageRatio, rng);
   // The taught lines start at the trace's first line, or (partialStart 'any') after a given prefix of 0..T-1 lines,
   // which is then part of the prompt: the model learns to carry on a trace from any point, but never to answer after
   // more than maxTrackActions actions.
