@@ -9,7 +9,7 @@
 // Whole traces of more than maxTrackActions actions are never taught, nor (with the default wholeImageRatio of 0) an
 // answer after an image action: GRPO has to carry the trace through a 5-action episode and answer.
 import type { Env, Episode } from '../envs/types.ts';
-import { generateEpisodes } from '../envs/generate.ts';
+import { drawModalities, generateEpisodes } from '../envs/generate.ts';
 import { Rng } from '../core/rng.ts';
 import type { ModelInput } from '../models/types.ts';
 import { actionLabel, episodeToModelInput, perceptionToModelInput, targetText } from '../models/template.ts';
@@ -64,7 +64,8 @@ export function perceptionExample(env: Env, seed: string, split: 'train' | 'test
 
 /** The episode with each action shown as an image with probability `imageRatio` (one draw per action). */
 function withRandomModalities(episode: Episode, imageRatio: number, rng: Rng): Episode {
-  return { ...episode, actions: episode.actions.map((a) => ({ ...a, modality: rng.next() < imageRatio ? ('image' as const) : ('text' as const) })) };
+  const modalities = drawModalities(rng, episode.actions.length, 'mixed', imageRatio);
+  return { ...episode, actions: episode.actions.map((a, i) => ({ ...a, modality: modalities[i] })) };
 }
 
 /** A tracking example with `actions` text actions (whole), or a partial trace of a longer episode. */
