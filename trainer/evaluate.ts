@@ -6,6 +6,7 @@ import type { Env, Episode, Modality, ScoredRow } from '../envs/types.ts';
 import type { EncodedPrompt, Policy } from '../models/types.ts';
 import { Rng } from '../core/rng.ts';
 import { summarizeScores } from '../eval/summary.ts';
+import { gameStartResponse } from '../eval/sources/baseline.ts';
 import { chunks, sampleMany } from './rollout.ts';
 
 export interface PreparedEpisode {
@@ -74,8 +75,7 @@ export function evaluateSplit(
 export function gameStartBaseline(env: Env, episodes: Episode[]): { n: number; accuracy: number; low: number | null; high: number | null } {
   const rng = new Rng(0, 'game-start');
   const rows: ScoredRow[] = episodes.map((episode) => {
-    const answer = env.baselineAnswer ? env.baselineAnswer(episode, 'game-start', rng) : episode.initialState;
-    const input = { target: episode.target, response: `FINAL ANSWER: ${answer}`, initialState: episode.initialState, meta: episode.meta };
+    const input = { target: episode.target, response: gameStartResponse(env, episode, rng), initialState: episode.initialState, meta: episode.meta };
     return { input, score: env.score(input) };
   });
   const summary = summarizeScores(env, rows);

@@ -205,8 +205,9 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
     const { advantages, zeroSpreadGroups, groups: groupCount } = groupAdvantages(rewards, G, { scaleRewards: config.scaleRewards, epsilon: config.advantageEpsilon });
     const tReward = performance.now();
 
-    // Learner chunks of at most `learnerBatch` sequences and `learnerTokens` tokens (a memory bound only: the loss divides by the step's totals, so the
-    // summed chunk gradients equal the full-batch gradient). Reference and old log-probs are constants of the step.
+    // Learner chunks of at most `learnerBatch` sequences and `learnerTokens` tokens (a memory bound only: the loss
+    // divides by the step's totals, so the summed chunk gradients equal the full-batch gradient). Reference and old
+    // log-probs are constants of the step.
     const totalSequences = items.length * G;
     const sequences: SequenceBatchItem[] = items.flatMap((item, k) => groups[k].map((c) => ({ prompt: item.prompt, completion: c.tokens })));
     const batches = chunksWithin(

@@ -4,7 +4,8 @@
 // Table 2); chess the initial position's pieces scattered over random squares; perception a random move or swap.
 import { Rng } from '../../core/rng.ts';
 import { UserError } from '../../core/errors.ts';
-import type { Domain } from '../../envs/types.ts';
+import type { Domain, Env, Episode } from '../../envs/types.ts';
+import { ANSWER_CUE } from '../../models/template.ts';
 import { getEnv } from '../../envs/registry.ts';
 import type { ModelSource, Query, SourceReply } from '../types.ts';
 
@@ -22,7 +23,7 @@ export function baselineSource(name: BaselineName, seed: number): ModelSource {
         // Question-answering domains (boxes, mcst, …) may define their own baselines on the Env.
         const env = await getEnv(domain);
         if (!env.baselineAnswer || query.kind === 'perception') throw new UserError(`baseline:${name} is not defined for ${domain}`);
-        return { text: `FINAL ANSWER: ${env.baselineAnswer(query.episode, name, rng)}`, usage: null };
+        return { text: `${ANSWER_CUE}${env.baselineAnswer(query.episode, name, rng)}`, usage: null };
       }
       const text = name === 'game-start' ? gameStartAnswer(query) : randomAnswer(query, rng);
       return { text, usage: null };
@@ -34,7 +35,15 @@ function gameStartAnswer(query: Query): string {
   if (query.kind === 'perception') {
     throw new UserError('baseline:game-start predicts a state; it has no answer to the perception task (use baseline:random)');
   }
-  return `FINAL ANSWER: ${query.episode.initialState}`;
+  return gameStartResponse({}, query.episode);
+}
+
+/**
+ * The Game Start answer to a tracking episode: the domain's own game-start answer when it defines one, else the
+ * initial state (chess, shell). Also what training runs log as their baseline on the test split.
+ */
+export function gameStartResponse(env: Pick<Env, 'baselineAnswer'>, episode: Episode, rng: Rng = new Rng(0, 'game-start')): string {
+  return `${ANSWER_CUE}${env.baselineAnswer ? env.baselineAnswer(episode, 'game-start', rng) : episode.initialState}`;
 }
 
 function randomAnswer(query: Query, rng: Rng): string {
