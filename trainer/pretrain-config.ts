@@ -45,6 +45,11 @@ export const PretrainConfigSchema = z
      * base): whole traces are text-only, so answering after an image action is left to GRPO.
      */
     wholeImageRatio: z.number().min(0).max(1).default(0),
+    /**
+     * Share of the partial traces that end the trace: all but its last 1..maxTrackActions lines are given in the
+     * prompt, and those lines and the answer are taught. 0 in the first stages.
+     */
+    partialEndShare: z.number().min(0).max(1).default(0),
     /** Each action of a partial trace's list is shown as an image with this probability (reading inside a trace). */
     partialImageRatio: z.number().min(0).max(1).default(0.5),
     /** Chess tracking starts from the game start with this probability, else from a random ply of the game. */

@@ -5,9 +5,10 @@
 //   tracking    initial state + 0..maxTrackActions actions (text unless wholeImageRatio > 0) → the trace of states
 //               and the final answer; or (partial, a share of them) a longer list of up to MAX_LISTED_ACTIONS
 //               actions, text or images → 1..maxTrackActions trace lines (the first ones, or after a given prefix of
-//               the trace), with no answer and no end.
-// Whole traces of more than maxTrackActions actions are never taught, nor (with the default wholeImageRatio of 0) an
-// answer after an image action: GRPO has to carry the trace through a 5-action episode and answer.
+//               the trace), with no answer and no end; or (partialEndShare) its last 1..maxTrackActions lines and the
+//               answer, after the rest of the trace given in the prompt.
+// Whole traces of more than maxTrackActions actions are never taught, nor (with the default wholeImageRatio of 0) a
+// whole trace of image actions: GRPO has to carry the trace through a 5-action episode and answer.
 import type { Env, Episode } from '../envs/types.ts';
 import { drawModalities, generateEpisodes } from '../envs/generate.ts';
 import { Rng } from '../core/rng.ts';
@@ -88,9 +89,19 @@ export function trackingExample(env: Env, seed: string, actions: number, config:
   // The taught lines start at the trace's first line, or (partialStart 'any') after a given prefix of 0..T-1 lines,
   // which is then part of the prompt: the model learns to carry on a trace from any point, but never to answer after
   // more than maxTrackActions actions.
-  const lines = targetText(env, episode).split('\n').slice(0, -1).map((line) => `${line}\n`);
-  const start = config.partialStart === 'any' ? rng.int(lines.length) : 0;
+  const target = targetText(env, episode);
+  const lines = target.split('\n').slice(0, -1).map((line) => `${line}\n`);
   const input = episodeToModelInput(env, episode);
+  // A share of them (partialEndShare, drawn only when positive so that a share of 0 leaves the examples of the shipped
+  // stages unchanged) end the trace instead: all but the last `taught` lines are given, and the model writes those
+  // lines and the answer. The model still tracks only 1..maxTrackActions actions itself, from a state the trace gives;
+  // what it learns is to stop after the last listed action, however long the list.
+  if (config.partialEndShare > 0 && rng.next() < config.partialEndShare) {
+    const start = lines.length - taught;
+    input.push({ type: 'text', text: lines.slice(0, start).join('') });
+    return { domain: env.domain, kind: 'tracking', input, target: target.slice(lines.slice(0, start).join('').length), ends: true };
+  }
+  const start = config.partialStart === 'any' ? rng.int(lines.length) : 0;
   if (start > 0) input.push({ type: 'text', text: lines.slice(0, start).join('') });
   return { domain: env.domain, kind: 'tracking', input, target: lines.slice(start, start + taught).join(''), ends: false };
 }

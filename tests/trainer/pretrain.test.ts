@@ -103,6 +103,25 @@ describe('pretraining batches', () => {
     }
   });
 
+  it('end a partial trace with its last lines and the answer when partialEndShare asks for it', () => {
+    const config = PretrainConfigSchema.parse({ ...tiny, partialTraceShare: 1, partialEndShare: 1 });
+    for (const env of envs) {
+      for (let i = 0; i < 6; i++) {
+        const ex = trackingExample(env, `end:${i}`, 2, config);
+        const listed = ex.input.filter((p) => p.type === 'image').length + ex.input.map((p) => (p.type === 'text' ? p.text : '')).join('').split('trace\n')[0].split('\n').filter((l) => /^\d+: \S/.test(l)).length;
+        const given = ex.input.map((p) => (p.type === 'text' ? p.text : '')).join('').split('trace\n')[1].split('\n').filter((l) => l !== '');
+        const taught = ex.target.split('\n');
+        expect(ex.ends).toBe(true);
+        expect(taught.at(-1)).toMatch(/^FINAL ANSWER: \S/);
+        // Only 1..maxTrackActions actions are tracked by the model; the rest of the list is given as trace lines.
+        expect(taught.length - 1).toBeGreaterThanOrEqual(1);
+        expect(taught.length - 1).toBeLessThanOrEqual(config.maxTrackActions);
+        expect(given.length + taught.length - 1).toBe(listed);
+        expect(listed).toBeGreaterThan(config.maxTrackActions);
+      }
+    }
+  });
+
   it('follow a warm-up then a cosine decay to a tenth of the peak', () => {
     const config = PretrainConfigSchema.parse({ steps: 100, warmupSteps: 10, learningRate: 1 });
     expect(learningRateAt(config, 5)).toBeCloseTo(0.5);
