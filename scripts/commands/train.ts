@@ -15,38 +15,46 @@ import { writeJsonAtomic } from '../../core/files.ts';
 import { CHECKPOINTS_DIR } from '../../core/paths.ts';
 import { getEnv } from '../../envs/registry.ts';
 import { initBackend } from '../../models/backend.ts';
-import { readConfigFile, resolveConfig, type TrainConfig } from '../../trainer/config.ts';
+import { TrainConfigSchema, readConfigFile, resolveConfig, type TrainConfig } from '../../trainer/config.ts';
 import { builtinTraining } from '../../trainer/builtin.ts';
 import { train, type TrainEvent } from '../../trainer/loop.ts';
 import type { EvalRow } from '../../trainer/metrics.ts';
 
-/** Config fields that have a flag: flag name → [config key, description]. */
+/** Config fields that have a flag: flag name → [config key, description, type]. `--help` adds each default from the schema. */
 const CONFIG_FLAGS: Record<string, [keyof TrainConfig, string, 'number' | 'string' | 'boolean']> = {
-  steps: ['steps', 'optimiser steps (default 40)', 'number'],
-  seed: ['seed', 'seed of episodes, data order and sampling (default 0)', 'number'],
-  'train-size': ['trainSize', 'training episodes (default 100, as in the paper)', 'number'],
-  actions: ['actions', 'actions per episode (default 5, as in the paper)', 'number'],
-  'test-size': ['testSize', 'episodes in the fixed test split (default 200)', 'number'],
-  'group-size': ['groupSize', 'completions per prompt, G (default 8)', 'number'],
-  'prompts-per-step': ['promptsPerStep', 'prompts per rollout batch (default 4)', 'number'],
-  'gradient-accumulation': ['gradientAccumulation', 'rollout batches per optimiser step (default 2)', 'number'],
-  'learner-batch': ['learnerBatch', 'sequences per learner forward/backward pass; memory only (default 8)', 'number'],
-  iterations: ['iterations', 'μ: optimisation passes per batch (default 1)', 'number'],
-  'learning-rate': ['learningRate', 'AdamW learning rate (default 2e-4)', 'number'],
-  'weight-decay': ['weightDecay', 'AdamW decoupled weight decay (default 0)', 'number'],
-  'max-grad-norm': ['maxGradNorm', 'gradient-norm clipping, 0 = off (default 1)', 'number'],
-  beta: ['beta', 'β: weight of the KL to the reference (default 0.04)', 'number'],
-  epsilon: ['epsilon', 'ε: clip range of the importance ratio (default 0.2)', 'number'],
-  'loss-type': ['lossType', 'grpo | dr-grpo (default grpo)', 'string'],
-  'scale-rewards': ['scaleRewards', 'divide advantages by the group std (default on; --no-scale-rewards for Dr. GRPO)', 'boolean'],
-  temperature: ['temperature', 'rollout sampling temperature (default 1)', 'number'],
-  'top-p': ['topP', 'rollout nucleus sampling (default 1 = off)', 'number'],
+  steps: ['steps', 'optimiser steps', 'number'],
+  seed: ['seed', 'seed of episodes, data order and sampling', 'number'],
+  'train-size': ['trainSize', 'training episodes, as many as in the paper', 'number'],
+  actions: ['actions', 'actions per episode, as in the paper', 'number'],
+  'test-size': ['testSize', 'episodes in the fixed test split', 'number'],
+  'group-size': ['groupSize', 'completions per prompt, G', 'number'],
+  'prompts-per-step': ['promptsPerStep', 'prompts per rollout batch', 'number'],
+  'gradient-accumulation': ['gradientAccumulation', 'rollout batches per optimiser step', 'number'],
+  'learner-batch': ['learnerBatch', 'sequences per learner forward/backward pass; memory only', 'number'],
+  iterations: ['iterations', 'μ: optimisation passes per batch', 'number'],
+  'learning-rate': ['learningRate', 'AdamW learning rate', 'number'],
+  'weight-decay': ['weightDecay', 'AdamW decoupled weight decay', 'number'],
+  'max-grad-norm': ['maxGradNorm', 'gradient-norm clipping, 0 = off', 'number'],
+  beta: ['beta', 'β: weight of the KL to the reference', 'number'],
+  epsilon: ['epsilon', 'ε: clip range of the importance ratio', 'number'],
+  'loss-type': ['lossType', 'grpo | dr-grpo', 'string'],
+  'scale-rewards': ['scaleRewards', 'divide advantages by the group std (--no-scale-rewards for Dr. GRPO)', 'boolean'],
+  temperature: ['temperature', 'rollout sampling temperature', 'number'],
+  'top-p': ['topP', 'rollout nucleus sampling, 1 = off', 'number'],
   'max-completion-tokens': ['maxCompletionTokens', 'longest completion in tokens (default: fitted to the task, 1.25 × the longest reference trace + 8)', 'number'],
-  'lora-rank': ['loraRank', 'LoRA rank r (default 16)', 'number'],
-  'lora-alpha': ['loraAlpha', 'LoRA alpha (default 32)', 'number'],
-  'eval-every': ['evalEvery', 'evaluate on the test split every K steps (default 15)', 'number'],
-  'checkpoint-every': ['checkpointEvery', 'checkpoint every K steps (default 10)', 'number'],
+  'lora-rank': ['loraRank', 'LoRA rank r', 'number'],
+  'lora-alpha': ['loraAlpha', 'LoRA alpha', 'number'],
+  'eval-every': ['evalEvery', 'evaluate on the test split every K steps', 'number'],
+  'checkpoint-every': ['checkpointEvery', 'checkpoint every K steps', 'number'],
 };
+
+/** The description with the schema's default appended, so that `--help` cannot drift from trainer/config.ts. */
+function withDefault(describe: string, key: keyof TrainConfig): string {
+  const value = CONFIG_DEFAULTS[key];
+  if (value === undefined) return describe;
+  return `${describe} (default ${typeof value === 'boolean' ? (value ? 'on' : 'off') : String(value)})`;
+}
+const CONFIG_DEFAULTS: Partial<TrainConfig> = TrainConfigSchema.parse({});
 
 const schema = z.object({
   domain: z.string().min(1).optional(),
@@ -231,7 +239,7 @@ function progressView(config: TrainConfig, modality: string, log: (line: string)
 }
 
 const configFlagOptions: Record<string, Options> = Object.fromEntries(
-  Object.entries(CONFIG_FLAGS).map(([flag, [, describe, type]]) => [flag, { type, describe, group: 'Training config (also settable in --config FILE):' }]),
+  Object.entries(CONFIG_FLAGS).map(([flag, [key, describe, type]]) => [flag, { type, describe: withDefault(describe, key), group: 'Training config (also settable in --config FILE):' }]),
 );
 
 const command: CommandModule = {
