@@ -5,7 +5,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { Rng } from '../core/rng.ts';
 import { UserError } from '../core/errors.ts';
-import type { Completion, EncodedPrompt, ModelInput, Policy, SamplingOptions, SequenceBatchItem, TokenLogProbs } from './types.ts';
+import type { Completion, EncodedPrompt, ModelInput, Policy, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from './types.ts';
 import { ArchitectureSchema, LoraConfigSchema, patchesPerImage, type Architecture, type LoraConfig } from './config.ts';
 import { CharTokenizer } from './tokenizer.ts';
 import { initWeights, weightEntries, countParameters, type ModelWeights } from './weights.ts';
@@ -123,9 +123,9 @@ export class BuiltinPolicy implements Policy, TransformerModel {
   }
 
   /** Completion log-probabilities (see models/scoring.ts for the batch layout). */
-  tokenLogProbs(items: SequenceBatchItem[], options: { useLora: boolean; withEntropy?: boolean }): TokenLogProbs {
+  tokenLogProbs(items: SequenceBatchItem[], options: TokenLogProbsOptions): TokenLogProbs {
     for (const it of items) this.checkLength(it.prompt.tokens.length, it.completion.length);
-    return completionLogProbs(this, this.tokenizer, options.useLora ? this.lora : null, items, options.withEntropy ?? false);
+    return completionLogProbs(this, this.tokenizer, options.useLora ? this.lora : null, items, options.withEntropy ?? false, options.temperature ?? 1);
   }
 
   /** Logits at every position of one sequence (a prompt, possibly followed by generated tokens): for tests. */

@@ -19,6 +19,7 @@ function scoreBatch(
   lora: LoraSet | null,
   items: SequenceBatchItem[],
   withEntropy: boolean,
+  temperature: number,
 ): TokenLogProbs {
   const B = items.length;
   const L = Math.max(0, ...items.map((it) => it.completion.length));
@@ -84,7 +85,10 @@ function scoreBatch(
       return tf.concat([last, tf.reshape(tf.slice(second.hidden, [groups[u].start, 0], [n * C, -1]), [n, C, d])], 1);
     });
     const rows = tf.reshape(blocks.length === 1 ? blocks[0] : tf.concat(blocks, 0), [B * L, d]) as tf.Tensor2D;
-    const logp = tf.logSoftmax(logits(model, rows));
+    // The policy that samples at temperature T is softmax(logits / T): its log-probabilities are the ones the
+    // importance ratio and the KL compare (as TRL does), not those of the untempered model.
+    const scaled = temperature === 1 ? logits(model, rows) : tf.div(logits(model, rows), temperature);
+    const logp = tf.logSoftmax(scaled);
     const reorder = (t: tf.Tensor): tf.Tensor2D => {
       const grouped = tf.reshape(t, [B, L]) as tf.Tensor2D;
       return inOrder ? grouped : mm(tf.tensor2d(permutation, [B, B]), grouped);
@@ -140,10 +144,12 @@ export function completionLogProbs(
   lora: LoraSet | null,
   items: SequenceBatchItem[],
   withEntropy: boolean,
+  temperature = 1,
 ): TokenLogProbs {
+  if (!(temperature > 0)) throw new Error(`temperature must be positive, got ${temperature}`);
   const chunks = recordingGradients() ? chunksOf(items) : [];
   const variables = (lora ? loraVariables(lora) : weightEntries(model.weights).map((e) => e.variable)).filter((v) => v.trainable);
-  if (chunks.length <= 1 || variables.length === 0) return scoreBatch(model, tokenizer, lora, items, withEntropy);
+  if (chunks.length <= 1 || variables.length === 0) return scoreBatch(model, tokenizer, lora, items, withEntropy, temperature);
   const B = items.length;
   const L = Math.max(...items.map((it) => it.completion.length));
   const maskValues = new Float32Array(B * L);
@@ -151,7 +157,7 @@ export function completionLogProbs(
   // The value is [logProbs; entropy] stacked, so one custom-gradient node carries both (entropy gets no gradient).
   const differentiable = customGrad((...inputs: unknown[]) => {
     void inputs;
-    const all = scoreBatch(model, tokenizer, lora, items, withEntropy);
+    const all = scoreBatch(model, tokenizer, lora, items, withEntropy, temperature);
     return {
       value: all.entropy ? tf.concat([all.logProbs, all.entropy], 0) : all.logProbs,
       gradFunc: (dy: tf.Tensor) => {
@@ -164,7 +170,7 @@ export function completionLogProbs(
           let grads: tf.NamedTensorMap;
           try {
             ({ grads } = tf.variableGrads(() => {
-              const part = scoreBatch(model, tokenizer, lora, chunk.map((i) => items[i]), false);
+              const part = scoreBatch(model, tokenizer, lora, chunk.map((i) => items[i]), false, temperature);
               const width = part.logProbs.shape[1];
               const weights = tf.tensor2d(chunk.flatMap((i) => upstream[i].slice(0, width)), [chunk.length, width]);
               return tf.sum(tf.mul(part.logProbs, weights)) as tf.Scalar;

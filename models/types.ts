@@ -49,6 +49,13 @@ export interface TokenLogProbs {
   entropy?: tf.Tensor2D;
 }
 
+export interface TokenLogProbsOptions {
+  useLora: boolean;
+  withEntropy?: boolean;
+  /** Log-probabilities of softmax(logits / temperature): the policy that samples at this temperature (default 1). */
+  temperature?: number;
+}
+
 export interface Policy {
   /** Architecture description, saved with checkpoints and checked on load. */
   readonly architecture: Record<string, unknown>;
@@ -66,7 +73,7 @@ export interface Policy {
    * Log-probabilities of the completion tokens. Differentiable with respect to the trainable variables when called
    * inside tf.variableGrads / tf.grads. `useLora: false` gives the reference policy (the frozen base).
    */
-  tokenLogProbs(batch: SequenceBatchItem[], options: { useLora: boolean; withEntropy?: boolean }): TokenLogProbs;
+  tokenLogProbs(batch: SequenceBatchItem[], options: TokenLogProbsOptions): TokenLogProbs;
   /** Variables the optimiser updates: the LoRA adapters in RL, all base weights in supervised pretraining. */
   trainableVariables(scope: 'lora' | 'base'): tf.Variable[];
 }

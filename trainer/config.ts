@@ -71,8 +71,13 @@ export const TrainConfigSchema = z
      * train and test episodes plus 8 (a 5-move chess trace is about 330 characters, a shell trace about 90).
      */
     maxCompletionTokens: positiveInt.optional(),
-    /** Sampling temperature of the rollouts (evaluation is greedy). TRL default: 1. */
-    temperature: z.number().positive().max(10).default(1),
+    /**
+     * Sampling temperature of the rollouts (evaluation is greedy); the learner scores softmax(logits / T), the policy
+     * that sampled. TRL's default is 1, but a character-level model writes a 5-move chess trace of ~400 tokens and
+     * per-token noise compounds: from the shipped base, 8 × 8 chess image samples were valid 6% of the time at T = 1,
+     * 42% at 0.5 and 73% at 0.3, with the largest within-group reward spread (GRPO's signal) at 0.5.
+     */
+    temperature: z.number().positive().max(10).default(0.5),
     /** Nucleus sampling of the rollouts; 1 = off. */
     topP: z.number().gt(0).max(1).default(1),
 

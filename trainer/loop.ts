@@ -218,9 +218,9 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
     ).map((chunk) => {
       const seqs = chunk.map((c) => c.seq);
       const adv = Float32Array.from(chunk, (c) => advantages[c.i]);
-      const ref = config.beta > 0 ? tf.keep(tf.tidy(() => policy.tokenLogProbs(seqs, { useLora: false }).logProbs)) : null;
+      const ref = config.beta > 0 ? tf.keep(tf.tidy(() => policy.tokenLogProbs(seqs, { useLora: false, temperature: config.temperature }).logProbs)) : null;
       // With μ = 1 the old policy is the current one: its log-probs are taken from the gradient pass itself.
-      const old = config.iterations > 1 ? tf.keep(tf.tidy(() => policy.tokenLogProbs(seqs, { useLora: true }).logProbs)) : null;
+      const old = config.iterations > 1 ? tf.keep(tf.tidy(() => policy.tokenLogProbs(seqs, { useLora: true, temperature: config.temperature }).logProbs)) : null;
       return { seqs, adv, ref, old };
     });
     const tLogprobs = performance.now();
@@ -233,7 +233,7 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
       let passLoss = 0;
       for (const batch of batches) {
         const { value, grads } = tf.variableGrads(() => {
-          const lp = policy.tokenLogProbs(batch.seqs, { useLora: true, withEntropy: it === 0 });
+          const lp = policy.tokenLogProbs(batch.seqs, { useLora: true, withEntropy: it === 0, temperature: config.temperature });
           const oldLogProbs = batch.old ?? (tf.tensor(lp.logProbs.dataSync(), lp.logProbs.shape) as tf.Tensor2D);
           const out = grpoLoss(
             { logProbs: lp.logProbs, oldLogProbs, refLogProbs: batch.ref, mask: lp.mask, advantages: tf.tensor1d(batch.adv) },

@@ -155,6 +155,22 @@ describe('built-in policy', () => {
     tf.dispose([batch.logProbs, batch.mask, batch.entropy!]);
   });
 
+  it('tokenLogProbs at a temperature are the log-probabilities of softmax(logits / T)', () => {
+    const item = { prompt, completion: policy.encodeTarget('8/8/8') };
+    const full = policy.sequenceLogits({ tokens: [...item.prompt.tokens, ...item.completion], images: item.prompt.images });
+    for (const temperature of [0.5, 2]) {
+      const r = policy.tokenLogProbs([item], { useLora: true, temperature });
+      const values = r.logProbs.arraySync()[0];
+      const logp = tf.tidy(() => tf.logSoftmax(tf.div(full, temperature)).arraySync() as number[][]);
+      const untempered = tf.tidy(() => tf.logSoftmax(full).arraySync() as number[][]);
+      item.completion.forEach((t, j) => expect(values[j]).toBeCloseTo(logp[item.prompt.tokens.length - 1 + j][t], 4));
+      // ... and not the untempered ones (this model's logits are not flat enough for them to agree).
+      expect(item.completion.some((t, j) => Math.abs(values[j] - untempered[item.prompt.tokens.length - 1 + j][t]) > 1e-3)).toBe(true);
+      tf.dispose([r.logProbs, r.mask]);
+    }
+    full.dispose();
+  });
+
   it('useLora: false is the base model, and merging LoRA into the base reproduces the adapted logits', () => {
     const base = BuiltinPolicy.create({ architecture: TINY, seed: 21 });
     const reference = base.sequenceLogits(prompt, false);
