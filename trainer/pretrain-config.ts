@@ -1,7 +1,8 @@
 // Configuration of supervised pretraining (`metrl pretrain`), which builds the shipped base checkpoint. The base
-// learns two skills that are not the RL target itself, as the paper's base VLMs had them before GRPO: reading one
-// image action into its text form (the perception probe) and tracking short text sequences (0-2 actions), for chess
-// and the shell game. GRPO then has to combine them on longer, image-action episodes.
+// learns two skills that are not the RL target itself, as the paper's base VLMs had them before GRPO: reading an
+// image action into its text form (the perception probe) and tracking short sequences (at most maxTrackActions actions
+// written by the model, from the initial state or from a state a given trace reaches), for chess and the shell game.
+// GRPO then has to carry traces through longer, image-action episodes.
 import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { UserError, parseOrFail } from '../core/errors.ts';
@@ -31,8 +32,8 @@ export const PretrainConfigSchema = z
     maxTrackActions: z.number().int().min(0).max(4).default(2),
     /**
      * Share of the tracking examples that are partial traces: a longer episode (up to 8 actions, text or images) of which only the
-     * first 1..maxTrackActions trace lines are taught, without the answer. They show action lists of any length
-     * while every taught update stays a short one; how to carry a trace past them is left to GRPO.
+     * first 1..maxTrackActions trace lines are taught, without the answer (but see partialStart and partialEndShare).
+     * They show action lists of any length while every taught update stays a short one.
      */
     partialTraceShare: z.number().min(0).max(1).default(0.5),
     /**

@@ -87,8 +87,7 @@ export function trackingExample(env: Env, seed: string, actions: number, config:
   const taught = 1 + rng.int(config.maxTrackActions);
   const episode = withRandomModalities(drawn, config.partialImageRatio, rng);
   // The taught lines start at the trace's first line, or (partialStart 'any') after a given prefix of 0..T-1 lines,
-  // which is then part of the prompt: the model learns to carry on a trace from any point, but never to answer after
-  // more than maxTrackActions actions.
+  // which is then part of the prompt: the model learns to carry on a trace from any point.
   const target = targetText(env, episode);
   const lines = target.split('\n').slice(0, -1).map((line) => `${line}\n`);
   const input = episodeToModelInput(env, episode);
