@@ -96,9 +96,9 @@ export function trackingExample(env: Env, seed: string, actions: number, config:
   // lines and the answer. The model still tracks only 1..maxTrackActions actions itself, from a state the trace gives;
   // what it learns is to stop after the last listed action, however long the list.
   if (config.partialEndShare > 0 && rng.next() < config.partialEndShare) {
-    const start = lines.length - taught;
-    input.push({ type: 'text', text: lines.slice(0, start).join('') });
-    return { domain: env.domain, kind: 'tracking', input, target: target.slice(lines.slice(0, start).join('').length), ends: true };
+    const given = lines.slice(0, lines.length - taught).join('');
+    input.push({ type: 'text', text: given });
+    return { domain: env.domain, kind: 'tracking', input, target: target.slice(given.length), ends: true };
   }
   const start = config.partialStart === 'any' ? rng.int(lines.length) : 0;
   if (start > 0) input.push({ type: 'text', text: lines.slice(0, start).join('') });
