@@ -102,6 +102,30 @@ export function targetText(env: Pick<Env, 'traceStates'>, episode: Episode): str
   return `${lines.join('')}${ANSWER_CUE}${episode.target}`;
 }
 
+/** One line of a written trace: `<label>: <action> -> <state>`. */
+export interface TraceLine {
+  label: string;
+  action: string;
+  state: string;
+}
+
+/**
+ * The lines of a trace-layout completion up to its answer marker (or its end), read back in the layout targetText
+ * writes. A line that does not have that shape ends the trace: what follows it is not a trace line the model meant.
+ */
+export function parseTraceLines(completionText: string): TraceLine[] {
+  const at = completionText.indexOf(ANSWER_CUE.trim());
+  const body = at < 0 ? completionText : completionText.slice(0, at);
+  const lines: TraceLine[] = [];
+  for (const line of body.split('\n')) {
+    const labelEnd = line.indexOf(': ');
+    const arrow = line.lastIndexOf(STEP_ARROW);
+    if (labelEnd <= 0 || arrow < labelEnd + 2) break;
+    lines.push({ label: line.slice(0, labelEnd), action: line.slice(labelEnd + 2, arrow), state: line.slice(arrow + STEP_ARROW.length) });
+  }
+  return lines;
+}
+
 /**
  * The response a reward function scores. Answer layout: the prompt's marker followed by the completion. Trace layout:
  * the completion from its last answer marker on, or nothing when it never wrote one, so that a trace cut off by the

@@ -25,6 +25,8 @@ export interface SplitEvaluation {
   seconds: number;
   /** Generated tokens, for throughput. */
   tokens: number;
+  /** The greedy completions, in the order of the items (for diagnostics such as trace-line counts). */
+  completions: string[];
 }
 
 /** Room for the longest reference completion with a quarter to spare, plus a few tokens (the fitted default budget). */
@@ -46,6 +48,7 @@ export function evaluateSplit(
   const start = performance.now();
   const rng = new Rng(0, 'greedy'); // unused by greedy decoding, but the contract asks for one
   const rows: ScoredRow[] = [];
+  const completions: string[] = [];
   let tokens = 0;
   for (const chunk of chunks(items, EVAL_BATCH)) {
     const groups = sampleMany(policy, chunk.map((c) => c.prompt), 1, { temperature: 0, topP: 1, maxNewTokens }, rng);
@@ -53,6 +56,7 @@ export function evaluateSplit(
       const completion = groups[i][0];
       const input = { target: episode.target, response: responseOf(completion.text), initialState: episode.initialState, meta: episode.meta };
       rows.push({ input, score: env.score(input) });
+      completions.push(completion.text);
       tokens += completion.tokens.length;
     });
   }
@@ -68,6 +72,7 @@ export function evaluateSplit(
     validRate: n > 0 ? (n - summary.invalid) / n : 0,
     seconds: (performance.now() - start) / 1000,
     tokens,
+    completions,
   };
 }
 

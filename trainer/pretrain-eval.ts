@@ -1,7 +1,8 @@
 // Measures a base checkpoint on fixed test episodes (test split, fixed seed, greedy decoding): the two pretrained
 // skills (perception: exact match of the read action; tracking of maxTrackActions text actions: mean reward) and the
 // GRPO targets it was not trained on (5 actions from the game start, text and image), which are the "base" numbers
-// GRPO runs are compared against.
+// GRPO runs are compared against. On the targets, the trace lines are also counted (trainer/trace-lines.ts): the share
+// of the lines written, of the actions copied from the list and of the states on track.
 import type { Env, Episode, Modality } from '../envs/types.ts';
 import { generateEpisodes, withModality } from '../envs/generate.ts';
 import { Rng } from '../core/rng.ts';
@@ -12,10 +13,15 @@ import { completionBudget, evaluateSplit } from './evaluate.ts';
 import { chunks, sampleMany } from './rollout.ts';
 import type { PretrainConfig } from './pretrain-config.ts';
 import { perceptionExample } from './pretrain-data.ts';
+import { addTraceLineCounts, traceLineCounts, type TraceLineCounts } from './trace-lines.ts';
 
 export interface BaseMeasurement {
   domain: string;
-  /** 'perception', 'tracking-<k>-text', 'target-<T>-<modality>'. */
+  /**
+   * 'perception', 'tracking-<k>-text', 'target-<T>-<modality>', and on the targets' traces 'lines-written-',
+   * 'lines-action-' and 'lines-state-<T>-<modality>' (shares of the T·n expected lines; lines of one trace are not
+   * independent, so their interval is narrower than it should be).
+   */
   skill: string;
   n: number;
   accuracy: number;
@@ -42,13 +48,27 @@ function perceptionAccuracy(policy: BuiltinPolicy, env: Env, n: number): BaseMea
   return { domain: env.domain, skill: 'perception', n, accuracy: correct / n, low: ci?.low ?? null, high: ci?.high ?? null };
 }
 
-function episodeAccuracy(policy: BuiltinPolicy, env: Env, episodes: Episode[], modality: Modality, skill: string): BaseMeasurement {
+function share(domain: string, skill: string, count: number, n: number): BaseMeasurement {
+  const ci = wilsonInterval(count, n);
+  return { domain, skill, n, accuracy: n > 0 ? count / n : 0, low: ci?.low ?? null, high: ci?.high ?? null };
+}
+
+/** Accuracy on the episodes; with `lines`, also the trace-line shares of `lines-*-<lines>`. */
+function episodeAccuracy(policy: BuiltinPolicy, env: Env, episodes: Episode[], modality: Modality, skill: string, lines?: string): BaseMeasurement[] {
   const items = episodes.map((e) => withModality(e, modality)).map((episode) => ({
     episode,
     prompt: policy.encode(episodeToModelInput(env, episode)),
   }));
   const result = evaluateSplit(policy, env, items, modality, completionBudget(episodes.map((e) => policy.encodeTarget(targetText(env, e)).length)), (text) => responseForScoring(env, text));
-  return { domain: env.domain, skill, n: result.n, accuracy: result.accuracy, low: result.low, high: result.high };
+  const out: BaseMeasurement[] = [{ domain: env.domain, skill, n: result.n, accuracy: result.accuracy, low: result.low, high: result.high }];
+  if (lines !== undefined && env.traceStates) {
+    const zero: TraceLineCounts = { expected: 0, written: 0, actionCopied: 0, stateCorrect: 0 };
+    const total = items.reduce((sum, item, i) => addTraceLineCounts(sum, traceLineCounts(env, item.episode, result.completions[i])), zero);
+    out.push(share(env.domain, `lines-written-${lines}`, total.written, total.expected));
+    out.push(share(env.domain, `lines-action-${lines}`, total.actionCopied, total.expected));
+    out.push(share(env.domain, `lines-state-${lines}`, total.stateCorrect, total.expected));
+  }
+  return out;
 }
 
 export function measureBase(policy: BuiltinPolicy, envs: Env[], config: PretrainConfig): BaseMeasurement[] {
@@ -57,9 +77,11 @@ export function measureBase(policy: BuiltinPolicy, envs: Env[], config: Pretrain
     out.push(perceptionAccuracy(policy, env, config.evalSize));
     const k = config.maxTrackActions;
     const tracking = generateEpisodes(env, { n: config.evalSize, actions: k, split: 'test', seed: MEASURE_SEED, modality: 'text', extra: env.domain === 'chess' ? { offset: 'random' } : {} });
-    out.push(episodeAccuracy(policy, env, tracking, 'text', `tracking-${k}-text`));
+    out.push(...episodeAccuracy(policy, env, tracking, 'text', `tracking-${k}-text`));
     const targets = generateEpisodes(env, { n: config.evalSize, actions: TARGET_ACTIONS, split: 'test', seed: MEASURE_SEED, modality: 'text' });
-    for (const modality of ['text', 'image'] as const) out.push(episodeAccuracy(policy, env, targets, modality, `target-${TARGET_ACTIONS}-${modality}`));
+    for (const modality of ['text', 'image'] as const) {
+      out.push(...episodeAccuracy(policy, env, targets, modality, `target-${TARGET_ACTIONS}-${modality}`, `${TARGET_ACTIONS}-${modality}`));
+    }
   }
   return out;
 }
