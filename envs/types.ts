@@ -136,6 +136,8 @@ export interface Env {
    * intermediate state before the final answer. Pure.
    */
   traceStates?(episode: Episode): string[];
+  /** The initial state in the form traceStates writes states, when that differs from episode.initialState. Pure. */
+  traceStart?(episode: Episode): string;
   /**
    * How accuracy intervals are computed: 'wilson' for binary rewards (shell, boxes…), 'mean' for a normal interval of
    * the mean item reward, i.e. clustered by board for chess's per-square reward.

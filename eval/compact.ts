@@ -3,14 +3,14 @@
 // routes give the model the same tokens. Images are rendered at the model's size. Replies are scored as the trainer
 // scores completions (scoredResponse).
 import type { Env } from '../envs/types.ts';
-import { ANSWER_CUE, actionLabel, episodeToModelInput, perceptionToModelInput, responseForScoring } from '../models/template.ts';
+import { ANSWER_CUE, episodeToModelInput, perceptionToModelInput, responseForScoring } from '../models/template.ts';
 import { COMPACT_STYLE, type CompactTemplate } from './prompts.ts';
 
 export const compactTemplate: CompactTemplate = {
   trackInput: (env, query) => episodeToModelInput(env, query.episode),
   // One image, labelled as the action is labelled in the trace.
   perceptionInput: (env, query) =>
-    perceptionToModelInput(env.domain, [env.renderAction(query.episode, query.index, env.imageSizes.model)], actionLabel(query.episode, query.index), 0),
+    perceptionToModelInput(env.domain, [env.renderAction(query.episode, query.index, env.imageSizes.model)], 0),
 };
 
 /**

@@ -1,19 +1,25 @@
 // The built-in model's own compact prompt layouts (chat models keep the reference wording from envs/*). Two layouts:
 //
 // trace (environments with traceStates: chess, shell) — the model writes every intermediate state, then the answer:
-//   prompt       <domain>\n<initial state>\n<k+1>: <action 1>\n … <k+T>: <action T>\ntrace\n
-//   completion   <k+1>: <action 1> -> <state 1>\n … <k+T>: <action T> -> <state T>\nFINAL ANSWER: <target>
+//   prompt       <domain>\n<initial state>\nA: <action 1>\n … <label T>: <action T>\ntrace\nstart -> <state 0>\n
+//   completion   A: <action 1> -> <state 1>\n … <label T>: <action T> -> <state T>\nFINAL ANSWER: <target>
 // answer (the other environments) — one-shot:
 //   prompt       <domain>\n<initial state>\n<action 1>\n … <action T>\n[<question>\n]FINAL ANSWER: 
 //   completion   <target>
 //
-// An image action is its patch tokens in place of the text; in the trace the model writes what it read. Actions carry
-// labels so that the model can find action i by its label: k is the window's first ply for chess windows of a game
-// (episode.meta.ply), else 0. Why a trace: a small model cannot apply five moves in one forward pass, but it can apply
-// one move at a time, five times; each trace line is the one-step skill the base is pretrained on.
+// An image action is its patch tokens in place of the text; in the trace the model writes what it read. Why a trace: a
+// small model cannot apply five moves in one forward pass, but it can apply one move at a time, five times; each trace
+// line is the one-step skill the base is pretrained on. Two choices make that step the same on every line:
+// - Actions carry letter labels (A, C, D, …: capitals that never occur in a FEN, a UCI move or "x swap y"), so that
+//   the model finds action i by a character that means nothing else. With digit labels ("3: 1 swap 3") the label
+//   was one more digit among the cups and squares, and a shell-only stage learned the lookup but not the swap rule
+//   (trace states at chance even when the true trace was given); with letters the same stage applied it on lines 2-5.
+// - The prompt restates the initial state as the trace's line 0 (`start -> <state 0>`, in the trace's state form), so
+//   that line 1 reads its previous state from the line above it, as every later line does, instead of from the top
+//   of the prompt at a distance that grows with the number of actions.
 //
 // The perception probe reads one image (<domain>\nread\n<image>\nFINAL ANSWER: ) or one labelled image among several:
-//   prompt       <domain>\nread\n<k+1>: <image>\n … <k+n>: <image>\n<k+j>: 
+//   prompt       <domain>\nread\nA: <image>\n … <label n>: <image>\n<label j>: 
 //   completion   <text of action j>
 import sharp from 'sharp';
 import type { Env, Episode, RawImage } from '../envs/types.ts';
@@ -26,22 +32,32 @@ export const ANSWER_CUE = 'FINAL ANSWER: ';
 export const TRACE_CUE = 'trace\n';
 /** Between an action and the state it leads to, in a trace line. */
 const STEP_ARROW = ' -> ';
+/** The trace's line 0, which the prompt gives: the state before the first action. */
+const START_LINE = 'start';
+/** Label letters: capitals absent from FEN (KQRBNP), UCI moves and shell swaps. */
+const LABEL_LETTERS = 'ACDEFGHIJLMOSTUVWXYZ';
 
 /** Renders action `index` of an episode at the model's image size (an Env's renderAction with imageSizes.model). */
 export type RenderImage = (episode: Episode, index: number) => RawImage;
 
 /** What the template needs of an environment: whether (and how) it traces states, and how it draws actions. */
-export type TemplateEnv = Pick<Env, 'traceStates' | 'renderAction' | 'imageSizes'>;
+export type TemplateEnv = Pick<Env, 'traceStates' | 'traceStart' | 'renderAction' | 'imageSizes'>;
 
 /** Does the built-in model answer this environment's episodes with a trace? */
 export function usesTrace(env: Pick<Env, 'traceStates'>): boolean {
   return typeof env.traceStates === 'function';
 }
 
-/** The label of action `index` (0-based): its ply in the game for chess windows, else its position from 1. */
-export function actionLabel(episode: Episode, index: number): number {
-  const ply = episode.meta?.ply;
-  return (typeof ply === 'number' && Number.isInteger(ply) && ply >= 0 ? ply : 0) + index + 1;
+/** The label of action `index` (0-based): A, C, D, … (LABEL_LETTERS), then two letters from the 21st action on. */
+export function actionLabel(index: number): string {
+  if (!Number.isInteger(index) || index < 0) throw new RangeError(`no label for action index ${index}`);
+  const n = LABEL_LETTERS.length;
+  return index < n ? LABEL_LETTERS[index] : `${actionLabel(Math.floor(index / n) - 1)}${LABEL_LETTERS[index % n]}`;
+}
+
+/** The trace's line 0: the initial state in the form trace lines write states. */
+export function traceStartLine(env: Pick<Env, 'traceStart'>, episode: Episode): string {
+  return `${START_LINE}${STEP_ARROW}${env.traceStart ? env.traceStart(episode) : episode.initialState}\n`;
 }
 
 /** Append a part, merging adjacent text. */
@@ -60,23 +76,23 @@ export function episodeToModelInput(env: TemplateEnv, episode: Episode, renderIm
   const parts: ModelInputPart[] = [];
   push(parts, { type: 'text', text: `${episode.domain}\n${episode.initialState}\n` });
   episode.actions.forEach((action, i) => {
-    if (traced) push(parts, { type: 'text', text: `${actionLabel(episode, i)}: ` });
+    if (traced) push(parts, { type: 'text', text: `${actionLabel(i)}: ` });
     if (action.modality === 'image') push(parts, { type: 'image', image: renderImage(episode, i) });
     else push(parts, { type: 'text', text: action.text });
     push(parts, { type: 'text', text: '\n' });
   });
   if (episode.question !== undefined) push(parts, { type: 'text', text: `${episode.question}\n` });
-  push(parts, { type: 'text', text: traced ? TRACE_CUE : ANSWER_CUE });
+  push(parts, { type: 'text', text: traced ? TRACE_CUE + traceStartLine(env, episode) : ANSWER_CUE });
   return parts;
 }
 
 /**
  * The perception probe. One image: `<domain>\nread\n<image>\nFINAL ANSWER: ` (the single-image probe of the paper,
- * and of the first-stage base). Several images of one episode, labelled as in the trace, and the label of the one to
- * read (`ask`, 0-based): `<domain>\nread\n<k+1>: <image>\n … <k+j>: ` — finding an image by its label is what an
- * image action in a trace needs.
+ * and of the first-stage base). Several images of one episode, labelled as in the trace, and the one to read (`ask`,
+ * 0-based): `<domain>\nread\nA: <image>\n … <label j>: ` — finding an image by its label is what an image action in
+ * a trace needs.
  */
-export function perceptionToModelInput(domain: string, images: RawImage[], firstLabel: number, ask: number): ModelInput {
+export function perceptionToModelInput(domain: string, images: RawImage[], ask: number): ModelInput {
   if (ask < 0 || ask >= images.length) throw new RangeError(`perception probe: no image ${ask} of ${images.length}`);
   const parts: ModelInputPart[] = [];
   push(parts, { type: 'text', text: `${domain}\nread\n` });
@@ -86,11 +102,11 @@ export function perceptionToModelInput(domain: string, images: RawImage[], first
     return parts;
   }
   images.forEach((image, i) => {
-    push(parts, { type: 'text', text: `${firstLabel + i}: ` });
+    push(parts, { type: 'text', text: `${actionLabel(i)}: ` });
     push(parts, { type: 'image', image });
     push(parts, { type: 'text', text: '\n' });
   });
-  push(parts, { type: 'text', text: `${firstLabel + ask}: ` });
+  push(parts, { type: 'text', text: `${actionLabel(ask)}: ` });
   return parts;
 }
 
@@ -98,7 +114,7 @@ export function perceptionToModelInput(domain: string, images: RawImage[], first
 export function targetText(env: Pick<Env, 'traceStates'>, episode: Episode): string {
   if (!env.traceStates) return episode.target;
   const states = env.traceStates(episode);
-  const lines = episode.actions.map((action, i) => `${actionLabel(episode, i)}: ${action.text}${STEP_ARROW}${states[i]}\n`);
+  const lines = episode.actions.map((action, i) => `${actionLabel(i)}: ${action.text}${STEP_ARROW}${states[i]}\n`);
   return `${lines.join('')}${ANSWER_CUE}${episode.target}`;
 }
 
@@ -139,7 +155,7 @@ export function responseForScoring(env: Pick<Env, 'traceStates'>, completionText
 
 /** Does a text end the way one of the model's own prompts does (answer marker, trace cue, perception label)? */
 function endsWithCue(text: string): boolean {
-  return text.endsWith(ANSWER_CUE) || text.endsWith(TRACE_CUE) || /\n\d+: $/.test(text);
+  return text.endsWith(ANSWER_CUE) || text.endsWith(TRACE_CUE) || /\ntrace\nstart -> [^\n]*\n$/.test(text) || /\n[A-Z]+: $/.test(text);
 }
 
 /** Decode a data: URL image (PNG, JPEG, WebP…) to RGB at size × size. */

@@ -13,7 +13,7 @@ import type { Env, Episode } from '../envs/types.ts';
 import { drawModalities, generateEpisodes } from '../envs/generate.ts';
 import { Rng } from '../core/rng.ts';
 import type { ModelInput } from '../models/types.ts';
-import { actionLabel, episodeToModelInput, perceptionToModelInput, targetText } from '../models/template.ts';
+import { episodeToModelInput, perceptionToModelInput, targetText } from '../models/template.ts';
 import type { PretrainConfig } from './pretrain-config.ts';
 
 export type SkillKind = 'perception' | 'tracking';
@@ -59,7 +59,7 @@ export function perceptionExample(env: Env, seed: string, split: 'train' | 'test
   const shown = rng.next() < 0.5 ? 1 : 2 + rng.int(MAX_PERCEPTION_IMAGES - 1);
   const index = rng.int(shown);
   const images = Array.from({ length: shown }, (_, i) => env.renderAction(episode, i, env.imageSizes.model));
-  const input = perceptionToModelInput(env.domain, images, actionLabel(episode, 0), index);
+  const input = perceptionToModelInput(env.domain, images, index);
   return { domain: env.domain, kind: 'perception', input, target: episode.actions[index].text, ends: true };
 }
 

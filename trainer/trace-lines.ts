@@ -24,7 +24,7 @@ export function traceLineCounts(env: Pick<Env, 'traceStates'>, episode: Episode,
   const counts: TraceLineCounts = { expected: episode.actions.length, written: 0, actionCopied: 0, stateCorrect: 0 };
   episode.actions.forEach((action, i) => {
     const line = lines[i];
-    if (!line || line.label !== String(actionLabel(episode, i))) return;
+    if (!line || line.label !== actionLabel(i)) return;
     counts.written++;
     if (line.action === action.text) counts.actionCopied++;
     if (line.state === states[i]) counts.stateCorrect++;

@@ -24,6 +24,7 @@ export const chessEnv: Env = {
   // Per-square rewards of one board are not independent: the interval is over mean board scores (clustered by board).
   intervalMethod: 'mean',
   // The placement field only: it is what the per-square reward reads, and the trace stays a third shorter.
+  traceStart: (episode) => episode.initialState.split(' ')[0],
   traceStates(episode) {
     const board = Board.fromFen(episode.initialState);
     return episode.actions.map((action) => {

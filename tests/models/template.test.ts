@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import sharp from 'sharp';
-import { ANSWER_CUE, TRACE_CUE, chatToModelInput, episodeToModelInput, perceptionToModelInput, responseForScoring, targetText, type TemplateEnv } from '../../models/template.ts';
+import { ANSWER_CUE, TRACE_CUE, actionLabel, chatToModelInput, episodeToModelInput, perceptionToModelInput, responseForScoring, targetText, type TemplateEnv } from '../../models/template.ts';
 import { shellEnv } from '../../envs/shell/index.ts';
 import { chessEnv } from '../../envs/chess/index.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
@@ -44,21 +44,31 @@ describe('prompt template', () => {
     expect(input).toEqual([{ type: 'text', text: 'shell\n2\nBox 0 contains\nFINAL ANSWER: ' }]);
   });
 
-  it('trace layout (shell): labelled actions, then one line per action with the state it leads to, then the answer', () => {
+  it('trace layout (shell): letter-labelled actions, line 0 in the prompt, one line per action with its state, the answer', () => {
     const input = episodeToModelInput(shellEnv, episode, imageOf);
-    expect(input.map((p) => (p.type === 'text' ? p.text : '<img>'))).toEqual(['shell\n2\n1: 1 swap 2\n2: ', '<img>', `\n3: 1 swap 3\n${TRACE_CUE}`]);
+    expect(input.map((p) => (p.type === 'text' ? p.text : '<img>'))).toEqual(['shell\n2\nA: 1 swap 2\nC: ', '<img>', `\nD: 1 swap 3\n${TRACE_CUE}start -> 2\n`]);
     // 2 → (1 swap 2) 1 → (2 swap 3) 1 → (1 swap 3) 3; the episode's stated target "1" is deliberately not used for states.
-    expect(targetText(shellEnv, episode)).toBe('1: 1 swap 2 -> 1\n2: 2 swap 3 -> 1\n3: 1 swap 3 -> 3\nFINAL ANSWER: 1');
+    expect(targetText(shellEnv, episode)).toBe('A: 1 swap 2 -> 1\nC: 2 swap 3 -> 1\nD: 1 swap 3 -> 3\nFINAL ANSWER: 1');
   });
 
-  it('trace layout (chess): labels count plies of the game, states are placements, the answer is the full FEN', () => {
+  it('labels are capitals that no FEN, UCI move or swap uses, two of them after the twentieth action', () => {
+    const labels = Array.from({ length: 45 }, (_, i) => actionLabel(i));
+    expect(labels.slice(0, 5)).toEqual(['A', 'C', 'D', 'E', 'F']);
+    expect(new Set(labels).size).toBe(45);
+    for (const label of labels) expect(label).toMatch(/^[ACDEFGHIJLMOSTUVWXYZ]{1,2}$/);
+    expect(labels[20]).toBe('AA');
+    expect(() => actionLabel(-1)).toThrow(RangeError);
+  });
+
+  it('trace layout (chess): line 0 is the initial placement, states are placements, the answer is the full FEN', () => {
     const [e] = generateEpisodes(chessEnv, { n: 1, actions: 2, split: 'train', seed: 3, modality: 'text', extra: { offset: 'random' } });
-    const ply = e.meta.ply as number;
+    const prompt = episodeToModelInput(chessEnv, e).map((p) => (p.type === 'text' ? p.text : '<img>')).join('');
+    expect(prompt.endsWith(`${TRACE_CUE}start -> ${e.initialState.split(' ')[0]}\n`)).toBe(true);
     const text = targetText(chessEnv, e);
     const lines = text.split('\n');
     expect(lines).toHaveLength(3);
-    expect(lines[0].startsWith(`${ply + 1}: ${e.actions[0].text} -> `)).toBe(true);
-    expect(lines[1]).toBe(`${ply + 2}: ${e.actions[1].text} -> ${e.target.split(' ')[0]}`);
+    expect(lines[0].startsWith(`A: ${e.actions[0].text} -> `)).toBe(true);
+    expect(lines[1]).toBe(`C: ${e.actions[1].text} -> ${e.target.split(' ')[0]}`);
     expect(lines[2]).toBe(`FINAL ANSWER: ${e.target}`);
     // The trace scores as its final answer: full marks for the reference, nothing for a trace cut before the answer.
     expect(chessEnv.score({ target: e.target, response: responseForScoring(chessEnv, text) }).reward).toBe(1);
@@ -67,11 +77,11 @@ describe('prompt template', () => {
   });
 
   it('perception probe: one image answered after the marker; several labelled, the asked label last', () => {
-    const one = perceptionToModelInput('chess', [blankImage(64, 64)], 7, 0);
+    const one = perceptionToModelInput('chess', [blankImage(64, 64)], 0);
     expect(one.map((p) => (p.type === 'text' ? p.text : '<img>'))).toEqual(['chess\nread\n', '<img>', `\n${ANSWER_CUE}`]);
-    const input = perceptionToModelInput('chess', [blankImage(64, 64), blankImage(64, 64)], 7, 1);
-    expect(input.map((p) => (p.type === 'text' ? p.text : '<img>'))).toEqual(['chess\nread\n7: ', '<img>', '\n8: ', '<img>', '\n8: ']);
-    expect(() => perceptionToModelInput('chess', [blankImage(64, 64)], 1, 1)).toThrow(RangeError);
+    const input = perceptionToModelInput('chess', [blankImage(64, 64), blankImage(64, 64)], 1);
+    expect(input.map((p) => (p.type === 'text' ? p.text : '<img>'))).toEqual(['chess\nread\nA: ', '<img>', '\nC: ', '<img>', '\nC: ']);
+    expect(() => perceptionToModelInput('chess', [blankImage(64, 64)], 1)).toThrow(RangeError);
   });
 
   it('reduces chat messages with data-URL images to a model input, resizing images', async () => {
@@ -96,8 +106,8 @@ describe('prompt template', () => {
       const input = await chatToModelInput([{ role: 'user', content: text }], { answerCue: true });
       return (input[input.length - 1] as { text: string }).text;
     };
-    expect(await ends('shell\n2\n1: 1 swap 2\ntrace\n')).toBe('shell\n2\n1: 1 swap 2\ntrace\n');
-    expect(await ends('chess\nread\n1: x\n1: ')).toBe('chess\nread\n1: x\n1: ');
+    expect(await ends('shell\n2\nA: 1 swap 2\ntrace\nstart -> 2\n')).toBe('shell\n2\nA: 1 swap 2\ntrace\nstart -> 2\n');
+    expect(await ends('chess\nread\nA: x\nA: ')).toBe('chess\nread\nA: x\nA: ');
     expect(await ends('Where is the ball?')).toBe(`Where is the ball?${ANSWER_CUE}`);
   });
 });

@@ -17,7 +17,7 @@ describe('trace-line counts', async () => {
     expect(parsed).toHaveLength(4);
     expect(parsed.map((l) => l.action)).toEqual(episode.actions.map((a) => a.text));
     expect(parsed.map((l) => l.state)).toEqual(env.traceStates!(episode));
-    expect(parsed.map((l) => l.label)).toEqual(['1', '2', '3', '4']);
+    expect(parsed.map((l) => l.label)).toEqual(['A', 'C', 'D', 'E']);
   });
 
   it('counts every line of the true trace', () => {
@@ -38,7 +38,7 @@ describe('trace-line counts', async () => {
   it('counts only the lines written under their own label, before the answer', () => {
     const early = `${lines[0]}\n${lines[1]}\nFINAL ANSWER: 1`;
     expect(traceLineCounts(env, episode, early)).toEqual({ expected: 4, written: 2, actionCopied: 2, stateCorrect: 2 });
-    const relabelled = [lines[0], lines[1].replace(/^2:/, '1:'), ...lines.slice(2)].join('\n');
+    const relabelled = [lines[0], lines[1].replace(/^C:/, 'A:'), ...lines.slice(2)].join('\n');
     expect(traceLineCounts(env, episode, relabelled).written).toBe(3);
     expect(traceLineCounts(env, episode, 'FINAL ANSWER: 2').written).toBe(0);
     const sum = addTraceLineCounts(traceLineCounts(env, episode, truth), traceLineCounts(env, episode, early));
