@@ -12,6 +12,7 @@ import { decodeState, decodeStep, disposeDecodeState, stackPrompts, type DecodeS
 import { mergedProjections, type LoraSet } from './lora.ts';
 import type { ModelWeights, Projection } from './weights.ts';
 import { patchesPerImage } from './config.ts';
+import { PositionCursor } from './positions.ts';
 
 /** Prompts per prefill pass. */
 const PREFILL_PROMPTS = 8;
@@ -30,9 +31,10 @@ export function packPrompts(model: TransformerModel, tokenizer: CharTokenizer, p
   for (const prompt of prompts) {
     if (prompt.tokens.length === 0) throw new Error('empty prompt');
     starts.push(offset);
+    const cursor = new PositionCursor(model.arch.positions, tokenizer);
     prompt.tokens.forEach((t, i) => {
       tokens[offset + i] = t;
-      positions[offset + i] = i;
+      positions[offset + i] = cursor.push(t);
     });
     addImageSlots(model, tokenizer, prompt, offset, images, imageIndex, slots);
     groups.push({ start: offset, count: 1, length: prompt.tokens.length, shared: null, past: null });
@@ -161,6 +163,13 @@ export function sampleGroups(
   const tokens: number[][] = Array.from({ length: rows }, () => []);
   const logProbs: number[][] = Array.from({ length: rows }, () => []);
   const finished = new Array<boolean>(rows).fill(false);
+  // Each completion continues its prompt's positions (on the grid they depend on the text written so far).
+  const promptCursors = prompts.map((p) => {
+    const cursor = new PositionCursor(model.arch.positions, tokenizer);
+    cursor.pushAll(p.tokens);
+    return cursor;
+  });
+  const cursors = Array.from({ length: rows }, (_, r) => promptCursors[Math.floor(r / group)].clone());
   for (let step = 0; step < options.maxNewTokens; step++) {
     const fed = new Int32Array(rows).fill(tokenizer.pad);
     for (let r = 0; r < rows; r++) {
@@ -172,7 +181,7 @@ export function sampleGroups(
       if (token === tokenizer.eos) finished[r] = true;
     }
     if (finished.every(Boolean) || step === options.maxNewTokens - 1) break;
-    const positions = Int32Array.from({ length: rows }, (_, r) => lengths[Math.floor(r / group)] + step);
+    const positions = Int32Array.from({ length: rows }, (_, r) => cursors[r].push(fed[r]));
     const next = decodeStep(model, decoding, fed, positions);
     values = next.dataSync() as Float32Array;
     next.dispose();

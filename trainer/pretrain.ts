@@ -101,16 +101,20 @@ function loadOptimizerState(dir: string, optimizer: AdamW): number {
   return state.step;
 }
 
-/** The base a second stage starts from: the `init` checkpoint, which must have the configured architecture. */
+/**
+ * The base a second stage starts from: the `init` checkpoint, which must have the configured architecture. Only the
+ * position scheme may differ (it is not a weight): the stage then trains the init's weights on the configured scheme.
+ */
 function loadInitialWeights(config: PretrainConfig): BuiltinPolicy {
-  const policy = loadBaseCheckpoint(config.init!);
+  const loaded = loadBaseCheckpoint(config.init!);
   const wanted = defaultArchitecture(config.architecture as Partial<Architecture>);
-  const differs = Object.entries(wanted).filter(([key, value]) => JSON.stringify(value) !== JSON.stringify((policy.arch as unknown as Record<string, unknown>)[key]));
+  const differs = Object.entries(wanted).filter(([key, value]) => key !== 'positions' && JSON.stringify(value) !== JSON.stringify((loaded.arch as unknown as Record<string, unknown>)[key]));
   if (differs.length > 0) {
-    policy.dispose();
+    loaded.dispose();
     throw new UserError(`pretrain config: init ${config.init} has another architecture (${differs.map(([k]) => k).join(', ')} differ from the configured one)`);
   }
-  return policy;
+  if (loaded.arch.positions === wanted.positions) return loaded;
+  return new BuiltinPolicy({ ...loaded.arch, positions: wanted.positions }, loaded.tokenizer, loaded.weights);
 }
 
 /** Run (or resume) pretraining; returns the final measurements of the base. */
