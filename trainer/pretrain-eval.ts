@@ -34,6 +34,11 @@ const MEASURE_SEED = 'base-measurement';
 /** Actions in the GRPO target episodes (the trainer's default). */
 export const TARGET_ACTIONS = 5;
 
+/** A share (count of n) with its Wilson interval. */
+function share(domain: string, skill: string, count: number, n: number): BaseMeasurement {
+  const ci = wilsonInterval(count, n);
+  return { domain, skill, n, accuracy: n > 0 ? count / n : 0, low: ci?.low ?? null, high: ci?.high ?? null };
+}
 
 function perceptionAccuracy(policy: BuiltinPolicy, env: Env, n: number): BaseMeasurement {
   const examples = Array.from({ length: n }, (_, i) => perceptionExample(env, `${MEASURE_SEED}:${i}`, 'test'));
@@ -44,13 +49,7 @@ function perceptionAccuracy(policy: BuiltinPolicy, env: Env, n: number): BaseMea
       if (groups[i][0].text.trim() === ex.target) correct++;
     });
   }
-  const ci = wilsonInterval(correct, n);
-  return { domain: env.domain, skill: 'perception', n, accuracy: correct / n, low: ci?.low ?? null, high: ci?.high ?? null };
-}
-
-function share(domain: string, skill: string, count: number, n: number): BaseMeasurement {
-  const ci = wilsonInterval(count, n);
-  return { domain, skill, n, accuracy: n > 0 ? count / n : 0, low: ci?.low ?? null, high: ci?.high ?? null };
+  return share(env.domain, 'perception', correct, n);
 }
 
 /** Accuracy on the episodes; with `lines`, also the trace-line shares of `lines-*-<lines>`. */
