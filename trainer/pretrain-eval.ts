@@ -34,6 +34,11 @@ const MEASURE_SEED = 'base-measurement';
 /** Actions in the GRPO target episodes (the trainer's default). */
 export const TARGET_ACTIONS = 5;
 
+/** A share (count of n) with its Wilson interval. */
+function share(domain: string, skill: string, count: number, n: number): BaseMeasurement {
+  const ci = wilsonInterval(count, n);
+  return { domain, skill, n, accuracy: n > 0 ? count / n : 0, low: ci?.low ?? null, high: ci?.high ?? null };
+}
 
 function perceptionAccuracy(policy: BuiltinPolicy, env: Env, n: number): BaseMeasurement {
   const examples = Array.from({ length: n }, (_, i) => perceptionExample(env, `${MEASURE_SEED}:${i}`, 'test'));
@@ -44,24 +49,19 @@ function perceptionAccuracy(policy: BuiltinPolicy, env: Env, n: number): BaseMea
       if (groups[i][0].text.trim() === ex.target) correct++;
     });
   }
-  const ci = wilsonInterval(correct, n);
-  return { domain: env.domain, skill: 'perception', n, accuracy: correct / n, low: ci?.low ?? null, high: ci?.high ?? null };
+  return share(env.domain, 'perception', correct, n);
 }
 
-function share(domain: string, skill: string, count: number, n: number): BaseMeasurement {
-  const ci = wilsonInterval(count, n);
-  return { domain, skill, n, accuracy: n > 0 ? count / n : 0, low: ci?.low ?? null, high: ci?.high ?? null };
-}
-
-/** Accuracy on the episodes; with `lines`, also the trace-line shares of `lines-*-<lines>`. */
-function episodeAccuracy(policy: BuiltinPolicy, env: Env, episodes: Episode[], modality: Modality, skill: string, lines?: string): BaseMeasurement[] {
+/** Accuracy on the episodes (`target-<T>-<modality>`); with countLines, also the trace-line shares `lines-*-<T>-<modality>`. */
+function episodeAccuracy(policy: BuiltinPolicy, env: Env, episodes: Episode[], modality: Modality, skill: string, countLines = false): BaseMeasurement[] {
   const items = episodes.map((e) => withModality(e, modality)).map((episode) => ({
     episode,
     prompt: policy.encode(episodeToModelInput(env, episode)),
   }));
   const result = evaluateSplit(policy, env, items, modality, completionBudget(episodes.map((e) => policy.encodeTarget(targetText(env, e)).length)), (text) => responseForScoring(env, text));
   const out: BaseMeasurement[] = [{ domain: env.domain, skill, n: result.n, accuracy: result.accuracy, low: result.low, high: result.high }];
-  if (lines !== undefined && env.traceStates) {
+  if (countLines && env.traceStates) {
+    const lines = skill.replace(/^target-/, '');
     const zero: TraceLineCounts = { expected: 0, written: 0, actionCopied: 0, stateCorrect: 0 };
     const total = items.reduce((sum, item, i) => addTraceLineCounts(sum, traceLineCounts(env, item.episode, result.completions[i])), zero);
     out.push(share(env.domain, `lines-written-${lines}`, total.written, total.expected));
@@ -80,7 +80,7 @@ export function measureBase(policy: BuiltinPolicy, envs: Env[], config: Pretrain
     out.push(...episodeAccuracy(policy, env, tracking, 'text', `tracking-${k}-text`));
     const targets = generateEpisodes(env, { n: config.evalSize, actions: TARGET_ACTIONS, split: 'test', seed: MEASURE_SEED, modality: 'text' });
     for (const modality of ['text', 'image'] as const) {
-      out.push(...episodeAccuracy(policy, env, targets, modality, `target-${TARGET_ACTIONS}-${modality}`, `${TARGET_ACTIONS}-${modality}`));
+      out.push(...episodeAccuracy(policy, env, targets, modality, `target-${TARGET_ACTIONS}-${modality}`, true));
     }
   }
   return out;
