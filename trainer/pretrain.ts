@@ -102,12 +102,21 @@ function loadOptimizerState(dir: string, optimizer: AdamW): number {
 }
 
 /**
+ * The architecture a pretraining run builds: the config's, on grid positions unless it names a scheme (the trace
+ * layout needs them, models/positions.ts; the architecture's own default stays 'sequence' so that checkpoints written
+ * before the field existed load as they were trained).
+ */
+function pretrainArchitecture(config: PretrainConfig): Partial<Architecture> {
+  return { positions: 'grid', ...(config.architecture as Partial<Architecture>) };
+}
+
+/**
  * The base a second stage starts from: the `init` checkpoint, which must have the configured architecture. Only the
  * position scheme may differ (it is not a weight): the stage then trains the init's weights on the configured scheme.
  */
 function loadInitialWeights(config: PretrainConfig): BuiltinPolicy {
   const loaded = loadBaseCheckpoint(config.init!);
-  const wanted = defaultArchitecture(config.architecture as Partial<Architecture>);
+  const wanted = defaultArchitecture(pretrainArchitecture(config));
   const differs = Object.entries(wanted).filter(([key, value]) => key !== 'positions' && JSON.stringify(value) !== JSON.stringify((loaded.arch as unknown as Record<string, unknown>)[key]));
   if (differs.length > 0) {
     loaded.dispose();
@@ -130,7 +139,7 @@ export async function pretrain(setup: PretrainSetup): Promise<BaseMeasurement[]>
   } else if (config.init) {
     policy = loadInitialWeights(config);
   } else {
-    policy = BuiltinPolicy.create({ architecture: config.architecture, seed: config.seed });
+    policy = BuiltinPolicy.create({ architecture: pretrainArchitecture(config), seed: config.seed });
   }
   const variables = policy.trainableVariables('base');
   const optimizer = new AdamW(variables, { learningRate: config.learningRate, beta1: 0.9, beta2: 0.98, epsilon: 1e-8, weightDecay: config.weightDecay });
