@@ -112,21 +112,6 @@ export function perceptionToModelInput(domain: string, images: RawImage[], ask: 
   return parts;
 }
 
-/** A lookup probe over an episode's labelled actions (text or image): `<domain>\nread\nA: <action>\n … <label j>: `. */
-export function listLookupInput(env: TemplateEnv, episode: Episode, ask: number, renderImage: RenderImage = modelSizeRenderer(env)): ModelInput {
-  if (ask < 0 || ask >= episode.actions.length) throw new RangeError(`lookup probe: no action ${ask} of ${episode.actions.length}`);
-  const parts: ModelInputPart[] = [];
-  push(parts, { type: 'text', text: `${episode.domain}\nread\n` });
-  episode.actions.forEach((action, i) => {
-    push(parts, { type: 'text', text: `${actionLabel(i)}: ` });
-    if (action.modality === 'image') push(parts, { type: 'image', image: renderImage(episode, i) });
-    else push(parts, { type: 'text', text: action.text });
-    push(parts, { type: 'text', text: '\n' });
-  });
-  push(parts, { type: 'text', text: `${actionLabel(ask)}: ` });
-  return parts;
-}
-
 /** What the model should write after the prompt (EOS is added by the policy's encodeTarget): the trace, or the answer. */
 export function targetText(env: Pick<Env, 'traceStates'>, episode: Episode): string {
   if (!env.traceStates) return episode.target;

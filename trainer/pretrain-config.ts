@@ -28,8 +28,6 @@ export const PretrainConfigSchema = z
     domainWeights: z.object({ chess: z.number().min(0).default(0.7), shell: z.number().min(0).default(0.3) }).strict().default({ chess: 0.7, shell: 0.3 }),
     /** Share of the batches that are perception (one image → its text action); the rest is text tracking. */
     perceptionShare: z.number().min(0).max(1).default(0.4),
-    /** Share of the perception batches that are lookups in a labelled list of text or image actions (lookupExample). */
-    lookupShare: z.number().min(0).max(1).default(0),
     /** Longest text sequence the base tracks (the RL episodes have 5 actions). */
     maxTrackActions: z.number().int().min(0).max(4).default(2),
     /**

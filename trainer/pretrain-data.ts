@@ -13,7 +13,7 @@ import type { Env, Episode } from '../envs/types.ts';
 import { drawModalities, generateEpisodes } from '../envs/generate.ts';
 import { Rng } from '../core/rng.ts';
 import type { ModelInput } from '../models/types.ts';
-import { episodeToModelInput, listLookupInput, perceptionToModelInput, targetText } from '../models/template.ts';
+import { episodeToModelInput, perceptionToModelInput, targetText } from '../models/template.ts';
 import type { PretrainConfig } from './pretrain-config.ts';
 
 export type SkillKind = 'perception' | 'tracking';
@@ -60,22 +60,6 @@ export function perceptionExample(env: Env, seed: string, split: 'train' | 'test
   const index = rng.int(shown);
   const images = Array.from({ length: shown }, (_, i) => env.renderAction(episode, i, env.imageSizes.model));
   const input = perceptionToModelInput(env.domain, images, index);
-  return { domain: env.domain, kind: 'perception', input, target: episode.actions[index].text, ends: true };
-}
-
-/**
- * A lookup example: a labelled list of 2..MAX_LISTED_ACTIONS actions of a (train) episode, each text or (with
- * probability imageRatio) an image, then one label: the model writes that action's text. The asked label is drawn at
- * random, so only matching the label finds the action; a trace line needs that match, and a model taught only traces
- * learns to find its action by where it stands in the list instead, which fails in the middle of long lists.
- */
-export function lookupExample(env: Env, seed: string, imageRatio: number, split: 'train' | 'test' = 'train'): SupervisedExample {
-  const rng = new Rng(seed, 'lookup');
-  const extra = env.domain === 'chess' ? { offset: 'random' } : {};
-  const shown = 2 + rng.int(MAX_LISTED_ACTIONS - 1);
-  const episode = withRandomModalities(drawEpisode(env, seed, shown, extra, split), imageRatio, rng);
-  const index = rng.int(shown);
-  const input = listLookupInput(env, episode, index);
   return { domain: env.domain, kind: 'perception', input, target: episode.actions[index].text, ends: true };
 }
 
@@ -132,7 +116,6 @@ export function pretrainBatch(envs: Env[], config: PretrainConfig, step: number)
   const perception = rng.next() < config.perceptionShare;
   return Array.from({ length: config.batchSize }, (_, i) => {
     const seed = `${config.seed}:${step}:${i}`;
-    if (perception && config.lookupShare > 0 && rng.next() < config.lookupShare) return lookupExample(env, seed, config.partialImageRatio);
     return perception ? perceptionExample(env, seed) : trackingExample(env, seed, rng.int(config.maxTrackActions + 1), config);
   });
 }
