@@ -11,15 +11,16 @@
 // rotary embeddings can find directly; the previous line's state is at a fixed distance too (one row up).
 // Lines longer than ROW_STRIDE spill into the next row's positions; nothing breaks, the alignment just weakens.
 import type { CharTokenizer } from './tokenizer.ts';
+import { TRACE_CUE } from './template.ts';
 
 export type PositionScheme = 'sequence' | 'grid';
 
-/** Positions per row: longer than any trace line (a chess line is at most 88 characters). */
+/** Positions per row: longer than any trace line (a chess line is at most 84 characters: label, move, arrow, placement). */
 export const ROW_STRIDE = 128;
 /** The row the trace's line 0 takes: that of the initial state (row 0 is the domain line). */
 export const TRACE_FIRST_ROW = 1;
-/** The text of the line after which trace rows start again (the template's TRACE_CUE without its newline). */
-const TRACE_LINE = 'trace';
+/** The text of the line after which trace rows start again: the template's trace cue without its newline. */
+const TRACE_LINE = TRACE_CUE.slice(0, -1);
 
 /** Walks a token sequence and gives each token its position; cloned to continue one prompt into several completions. */
 export class PositionCursor {

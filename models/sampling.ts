@@ -17,8 +17,15 @@ import { PositionCursor } from './positions.ts';
 /** Prompts per prefill pass. */
 const PREFILL_PROMPTS = 8;
 
-/** Pack prompts one after another, each its own group (for prefill). Returns the packed batch and each prompt's first row. */
-export function packPrompts(model: TransformerModel, tokenizer: CharTokenizer, prompts: EncodedPrompt[]): { batch: PackedBatch; starts: number[] } {
+/**
+ * Pack prompts one after another, each its own group (for prefill). Returns the packed batch, each prompt's first row
+ * and the position cursor after each prompt (what its completions' positions continue from).
+ */
+export function packPrompts(
+  model: TransformerModel,
+  tokenizer: CharTokenizer,
+  prompts: EncodedPrompt[],
+): { batch: PackedBatch; starts: number[]; ends: PositionCursor[] } {
   const total = prompts.reduce((s, p) => s + p.tokens.length, 0);
   const tokens = new Int32Array(total);
   const positions = new Int32Array(total);
@@ -27,6 +34,7 @@ export function packPrompts(model: TransformerModel, tokenizer: CharTokenizer, p
   const slots: PackedBatch['slots'] = [];
   const groups: Group[] = [];
   const starts: number[] = [];
+  const ends: PositionCursor[] = [];
   let offset = 0;
   for (const prompt of prompts) {
     if (prompt.tokens.length === 0) throw new Error('empty prompt');
@@ -36,11 +44,12 @@ export function packPrompts(model: TransformerModel, tokenizer: CharTokenizer, p
       tokens[offset + i] = t;
       positions[offset + i] = cursor.push(t);
     });
+    ends.push(cursor);
     addImageSlots(model, tokenizer, prompt, offset, images, imageIndex, slots);
     groups.push({ start: offset, count: 1, length: prompt.tokens.length, shared: null, past: null });
     offset += prompt.tokens.length;
   }
-  return { batch: { tokens, positions, images, slots, groups }, starts };
+  return { batch: { tokens, positions, images, slots, groups }, starts, ends };
 }
 
 /** Record where a prompt's images sit: each run of IMG tokens (patchesPerImage long) takes the next image. */
@@ -135,11 +144,13 @@ export function sampleGroups(
   const lengths = prompts.map((p) => p.tokens.length);
   const P = Math.max(...lengths);
   const pieces: { k: tf.Tensor3D[]; v: tf.Tensor3D[]; last: tf.Tensor2D }[] = [];
+  const promptEnds: PositionCursor[] = [];
   for (let c = 0; c < prompts.length; c += PREFILL_PROMPTS) {
     const chunk = prompts.slice(c, c + PREFILL_PROMPTS);
     pieces.push(
       tf.tidy(() => {
-        const { batch, starts } = packPrompts(model, tokenizer, chunk);
+        const { batch, starts, ends } = packPrompts(model, tokenizer, chunk);
+        promptEnds.push(...ends);
         const out = forward(model, batch, lora);
         const stacked = stackPrompts(out, starts, chunk.map((p) => p.tokens.length), P);
         const last = tf.concat(chunk.map((p, u) => tf.slice(out.hidden, [starts[u] + p.tokens.length - 1, 0], [1, -1])), 0) as tf.Tensor2D;
@@ -164,12 +175,7 @@ export function sampleGroups(
   const logProbs: number[][] = Array.from({ length: rows }, () => []);
   const finished = new Array<boolean>(rows).fill(false);
   // Each completion continues its prompt's positions (on the grid they depend on the text written so far).
-  const promptCursors = prompts.map((p) => {
-    const cursor = new PositionCursor(model.arch.positions, tokenizer);
-    cursor.pushAll(p.tokens);
-    return cursor;
-  });
-  const cursors = Array.from({ length: rows }, (_, r) => promptCursors[Math.floor(r / group)].clone());
+  const cursors = Array.from({ length: rows }, (_, r) => promptEnds[Math.floor(r / group)].clone());
   for (let step = 0; step < options.maxNewTokens; step++) {
     const fed = new Int32Array(rows).fill(tokenizer.pad);
     for (let r = 0; r < rows; r++) {

@@ -9,7 +9,6 @@ import type { CharTokenizer } from './tokenizer.ts';
 import type { LoraSet } from './lora.ts';
 import { forward, logits, sharedFrom, type Group, type TransformerModel } from './transformer.ts';
 import { packPrompts } from './sampling.ts';
-import { PositionCursor } from './positions.ts';
 import { customGrad, mm } from './ops.ts';
 import { loraVariables } from './lora.ts';
 import { weightEntries } from './weights.ts';
@@ -45,7 +44,7 @@ function scoreBatch(
     members[index].push(b);
   });
   const order = members.flat(); // grouped order → original item index
-  const { batch: prefill, starts } = packPrompts(model, tokenizer, prompts);
+  const { batch: prefill, starts, ends } = packPrompts(model, tokenizer, prompts);
 
   // Completion tokens 0 … L-2 are inputs (the last one is only predicted); token j continues the prompt's positions.
   const C = L - 1;
@@ -60,8 +59,7 @@ function scoreBatch(
       targets[(row * L + j) * V + t] = 1;
       maskValues[b * L + j] = 1;
     });
-    const cursor = new PositionCursor(model.arch.positions, tokenizer);
-    cursor.pushAll(item.prompt.tokens);
+    const cursor = ends[promptIndex.get(item.prompt)!].clone();
     for (let j = 0; j < C; j++) {
       if (j < item.completion.length - 1) tokens[row * C + j] = item.completion[j];
       positions[row * C + j] = cursor.push(tokens[row * C + j]);

@@ -157,8 +157,11 @@ export function responseForScoring(env: Pick<Env, 'traceStates'>, completionText
 
 /** Does a text end the way one of the model's own prompts does (answer marker, trace cue, perception label)? */
 function endsWithCue(text: string): boolean {
-  return text.endsWith(ANSWER_CUE) || text.endsWith(TRACE_CUE) || /\ntrace\nstart -> [^\n]*\n$/.test(text) || /\n[A-Z]+: $/.test(text);
+  return text.endsWith(ANSWER_CUE) || text.endsWith(TRACE_CUE) || TRACE_START_END.test(text) || /\n[A-Z]+: $/.test(text);
 }
+
+/** The end of a trace-layout prompt: the trace cue, then line 0. */
+const TRACE_START_END = new RegExp(`\\n${TRACE_CUE}${START_LINE}${STEP_ARROW}[^\\n]*\\n$`);
 
 /** Decode a data: URL image (PNG, JPEG, WebP…) to RGB at size × size. */
 export async function decodeDataUrlImage(url: string, size: number): Promise<RawImage> {
