@@ -10,6 +10,9 @@ import { ArchitectureSchema } from '../models/config.ts';
 
 const positiveInt = z.number().int().positive();
 
+/** Longest action list a partial-trace example may have (maxListedActions is at most this). */
+export const MAX_LISTED_ACTIONS = 8;
+
 export const PretrainConfigSchema = z
   .object({
     /** Domains whose skills the base learns. */
@@ -31,11 +34,16 @@ export const PretrainConfigSchema = z
     /** Longest text sequence the base tracks (the RL episodes have 5 actions). */
     maxTrackActions: z.number().int().min(0).max(4).default(2),
     /**
-     * Share of the tracking examples that are partial traces: a longer episode (up to 8 actions, text or images) of which only the
+     * Share of the tracking examples that are partial traces: a longer episode (up to maxListedActions, text or images) of which only the
      * first 1..maxTrackActions trace lines are taught, without the answer (but see partialStart and partialEndShare).
      * They show action lists of any length while every taught update stays a short one.
      */
     partialTraceShare: z.number().min(0).max(1).default(0.5),
+    /**
+     * Longest action list of a partial trace (more than maxTrackActions). 8 in the shipped stages; below the RL
+     * episodes' 5 actions, pretraining never shows a list as long as the GRPO target.
+     */
+    maxListedActions: z.number().int().min(1).max(MAX_LISTED_ACTIONS).default(MAX_LISTED_ACTIONS),
     /**
      * Where a partial trace's taught lines start: 'first' (the trace's first line) or 'any' (after a prefix of 0..T-1
      * trace lines given in the prompt).
@@ -70,7 +78,11 @@ export const PretrainConfigSchema = z
     /** Architecture overrides (see models/config.ts, checked against its schema); unset fields take models/'s defaults, except positions: grid. */
     architecture: z.record(z.string(), z.unknown()).default({}),
   })
-  .strict();
+  .strict()
+  .refine((config) => config.partialTraceShare === 0 || config.maxListedActions > config.maxTrackActions, {
+    message: 'maxListedActions must be more than maxTrackActions (a partial trace lists more actions than it teaches)',
+    path: ['maxListedActions'],
+  });
 
 export type PretrainConfig = z.infer<typeof PretrainConfigSchema>;
 

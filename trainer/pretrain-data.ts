@@ -27,8 +27,7 @@ export interface SupervisedExample {
   ends: boolean;
 }
 
-/** Longest action list of a partial-trace example. */
-export const MAX_LISTED_ACTIONS = 8;
+export { MAX_LISTED_ACTIONS } from './pretrain-config.ts';
 
 /** One episode drawn for (seed, label): the shared generator keeps it in the train split. */
 function drawEpisode(env: Env, seed: string, actions: number, extra: Record<string, unknown>, split: 'train' | 'test' = 'train'): Episode {
@@ -73,7 +72,7 @@ function withRandomModalities(episode: Episode, imageRatio: number, rng: Rng): E
 export function trackingExample(env: Env, seed: string, actions: number, config: PretrainConfig, split: 'train' | 'test' = 'train'): SupervisedExample {
   const rng = new Rng(seed, 'tracking-offset');
   const partial = config.maxTrackActions > 0 && rng.next() < config.partialTraceShare;
-  const listed = partial ? config.maxTrackActions + 1 + rng.int(MAX_LISTED_ACTIONS - config.maxTrackActions) : actions;
+  const listed = partial ? config.maxTrackActions + 1 + rng.int(config.maxListedActions - config.maxTrackActions) : actions;
   const extra = env.domain === 'chess' ? chessExtra(rng, config, listed) : {};
   const drawn = drawEpisode(env, seed, listed, extra, split);
   if (!partial) {

@@ -123,6 +123,24 @@ describe('pretraining batches', () => {
     }
   });
 
+  it('list at most maxListedActions actions in a partial trace, and refuse a limit not above maxTrackActions', () => {
+    const listedActions = (config: ReturnType<typeof PretrainConfigSchema.parse>, env: typeof chessEnv, seed: string) => {
+      const ex = trackingExample(env, seed, 2, config);
+      const prompt = ex.input.map((p) => (p.type === 'text' ? p.text : '<img>')).join('').split('trace\n')[0];
+      return prompt.split('\n').filter((l) => /^[A-Z]+: \S/.test(l)).length;
+    };
+    const short = PretrainConfigSchema.parse({ ...tiny, partialTraceShare: 1, maxListedActions: 3 });
+    const long = PretrainConfigSchema.parse({ ...tiny, partialTraceShare: 1 });
+    for (const env of envs) {
+      const seeds = Array.from({ length: 12 }, (_, i) => `listed:${i}`);
+      // maxTrackActions is 2, so a partial trace of the short config lists exactly 3 actions; the default lists 3..8.
+      expect(seeds.map((s) => listedActions(short, env, s))).toEqual(seeds.map(() => 3));
+      expect(Math.max(...seeds.map((s) => listedActions(long, env, s)))).toBeGreaterThan(3);
+    }
+    expect(() => PretrainConfigSchema.parse({ ...tiny, maxListedActions: 2 })).toThrow(/maxListedActions/);
+    expect(() => PretrainConfigSchema.parse({ ...tiny, maxListedActions: MAX_LISTED_ACTIONS + 1 })).toThrow(/maxListedActions/);
+  });
+
   it('follow a warm-up then a cosine decay to a tenth of the peak', () => {
     const config = PretrainConfigSchema.parse({ steps: 100, warmupSteps: 10, learningRate: 1 });
     expect(learningRateAt(config, 5)).toBeCloseTo(0.5);
