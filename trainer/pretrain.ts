@@ -19,6 +19,7 @@ import type { SequenceBatchItem } from '../models/types.ts';
 import type { PretrainConfig } from './pretrain-config.ts';
 import { pretrainBatch } from './pretrain-data.ts';
 import { measureBase, type BaseMeasurement } from './pretrain-eval.ts';
+import { truncateLogAfterStep } from './metrics.ts';
 
 export interface PretrainSetup {
   envs: Env[];
@@ -143,8 +144,11 @@ export async function pretrain(setup: PretrainSetup): Promise<BaseMeasurement[]>
   }
   const variables = policy.trainableVariables('base');
   const optimizer = new AdamW(variables, { learningRate: config.learningRate, beta1: 0.9, beta2: 0.98, epsilon: 1e-8, weightDecay: config.weightDecay });
-  if (setup.resume) fromStep = loadOptimizerState(stateDir, optimizer);
-  else if (existsSync(metricsPath)) rmSync(metricsPath);
+  if (setup.resume) {
+    fromStep = loadOptimizerState(stateDir, optimizer);
+    // Rows the killed run wrote after its last checkpoint are written again by the resumed run: drop them.
+    truncateLogAfterStep(metricsPath, fromStep);
+  } else if (existsSync(metricsPath)) rmSync(metricsPath);
   const meta = { ...setup.provenance, pretraining: config };
   setup.onEvent?.({ kind: 'start', fromStep, steps: config.steps, parameters: policy.parameterCount });
 
