@@ -80,7 +80,7 @@ export const PretrainConfigSchema = z
   })
   .strict()
   .refine((config) => config.partialTraceShare === 0 || config.maxListedActions > config.maxTrackActions, {
-    message: 'maxListedActions must be more than maxTrackActions (a partial trace lists more actions than it teaches)',
+    message: 'must be more than maxTrackActions (a partial trace lists more actions than it teaches)',
     path: ['maxListedActions'],
   });
 

@@ -3,7 +3,7 @@
 // train split only, in the model's own layouts (models/template.ts):
 //   perception  one image action, or 2..MAX_PERCEPTION_IMAGES labelled ones and a label → that action's text;
 //   tracking    initial state + 0..maxTrackActions actions (text unless wholeImageRatio > 0) → the trace of states
-//               and the final answer; or (partial, a share of them) a longer list of up to MAX_LISTED_ACTIONS
+//               and the final answer; or (partial, a share of them) a longer list of up to maxListedActions (config)
 //               actions, text or images → 1..maxTrackActions trace lines (the first ones, or after a given prefix of
 //               the trace), with no answer and no end; or (partialEndShare) its last 1..maxTrackActions lines and the
 //               answer, after the rest of the trace given in the prompt.
@@ -26,8 +26,6 @@ export interface SupervisedExample {
   /** False for a partial trace: the target is the start of a longer completion, so no EOS follows it. */
   ends: boolean;
 }
-
-export { MAX_LISTED_ACTIONS } from './pretrain-config.ts';
 
 /** One episode drawn for (seed, label): the shared generator keeps it in the train split. */
 function drawEpisode(env: Env, seed: string, actions: number, extra: Record<string, unknown>, split: 'train' | 'test' = 'train'): Episode {

@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { initBackend } from '../../models/backend.ts';
 import { chessEnv } from '../../envs/chess/index.ts';
 import { shellEnv } from '../../envs/shell/index.ts';
-import { PretrainConfigSchema } from '../../trainer/pretrain-config.ts';
-import { MAX_LISTED_ACTIONS, MAX_PERCEPTION_IMAGES, pretrainBatch, trackingExample } from '../../trainer/pretrain-data.ts';
+import { MAX_LISTED_ACTIONS, PretrainConfigSchema } from '../../trainer/pretrain-config.ts';
+import { MAX_PERCEPTION_IMAGES, pretrainBatch, trackingExample } from '../../trainer/pretrain-data.ts';
 import { learningRateAt, pretrain } from '../../trainer/pretrain.ts';
 
 const envs = [chessEnv, shellEnv];
