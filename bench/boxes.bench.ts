@@ -5,7 +5,7 @@
 import { opsPerSecond, type BenchRow } from './table.ts';
 import { boxesEnv } from '../envs/boxes/index.ts';
 import { generateEpisodes } from '../envs/generate.ts';
-import type { Split } from '../envs/types.ts';
+import type { Split } from '../core/episode.ts';
 
 const BATCH = 70;
 

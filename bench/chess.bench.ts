@@ -8,7 +8,7 @@ import { chessEnv } from '../envs/chess/index.ts';
 import { generateEpisodes } from '../envs/generate.ts';
 import { encodePng } from '../core/image.ts';
 import { SHARED_DIR } from '../core/paths.ts';
-import type { Episode, ModalitySetting } from '../envs/types.ts';
+import type { Episode, ModalitySetting } from '../core/episode.ts';
 
 const ACTIONS = 10;
 

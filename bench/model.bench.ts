@@ -8,7 +8,7 @@ import type { BenchRow } from './table.ts';
 import { activateBackend, BACKEND_NAMES, type BackendName } from '../models/backend.ts';
 import { BuiltinPolicy } from '../models/policy.ts';
 import type { EncodedPrompt, SequenceBatchItem } from '../models/types.ts';
-import type { RawImage } from '../envs/types.ts';
+import type { RawImage } from '../core/image.ts';
 import { Rng } from '../core/rng.ts';
 
 const NEW_TOKENS = 70;

@@ -5,7 +5,7 @@ import { opsPerSecond, type BenchRow } from './table.ts';
 import { shellEnv } from '../envs/shell/index.ts';
 import { generateEpisodes } from '../envs/generate.ts';
 import { encodePng } from '../core/image.ts';
-import type { ModalitySetting } from '../envs/types.ts';
+import type { ModalitySetting } from '../core/episode.ts';
 
 const ACTIONS = 10;
 const BATCH = 200;

@@ -1,7 +1,7 @@
-// OpenAI chat format. Prompts are built as structured parts (envs/types.ts); this turns them into the messages any
+// OpenAI chat format. Prompts are built as structured parts (core/episode.ts); this turns them into the messages any
 // chat VLM takes: text parts and image_url parts whose URL is a PNG data URL (for requests) or a relative path (for
 // datasets written to disk).
-import type { ImageRef, PromptMessage } from '../envs/types.ts';
+import type { ImageRef, PromptMessage } from './episode.ts';
 
 export type ChatContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } };
 export interface ChatMessage {

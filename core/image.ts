@@ -1,7 +1,14 @@
-// PNG encoding and decoding of RawImage through sharp. Renderers produce raw RGB pixels (which the built-in model
+// RawImage, the pixel type every layer shares, and its PNG encoding and decoding through sharp. Renderers produce raw RGB pixels (which the built-in model
 // consumes directly); PNG is only for datasets on disk and for chat models.
 import sharp from 'sharp';
-import type { RawImage } from '../envs/types.ts';
+
+/** An RGB image, row-major, 3 bytes per pixel: what renderers draw and models read (a core contract). */
+export interface RawImage {
+  width: number;
+  height: number;
+  channels: 3;
+  data: Uint8Array;
+}
 
 export async function encodePng(image: RawImage): Promise<Buffer> {
   return sharp(Buffer.from(image.data.buffer, image.data.byteOffset, image.data.byteLength), {

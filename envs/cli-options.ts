@@ -5,7 +5,7 @@
 import type { Options } from 'yargs';
 import { z } from 'zod';
 import { UserError } from '../core/errors.ts';
-import type { Domain } from './types.ts';
+import type { Domain } from '../core/episode.ts';
 
 export interface EnvFlag {
   domain: Domain;

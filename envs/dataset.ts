@@ -10,7 +10,8 @@ import { isEmptyDir } from '../core/files.ts';
 import { encodePng } from '../core/image.ts';
 import { toChatMessages, type ChatContentPart, type ChatMessage } from '../core/chat.ts';
 import { generateEpisodes, type GenerateOptions } from './generate.ts';
-import type { Env, Episode, ImageRef } from './types.ts';
+import type { Env } from './env.ts';
+import type { Episode, ImageRef } from '../core/episode.ts';
 
 export interface DatasetOptions extends GenerateOptions {
   /** Prompt style used to build `messages` (one of env.promptStyles). */

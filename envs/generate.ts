@@ -4,7 +4,8 @@
 import { fingerprint, splitOf, type Split } from '../core/fingerprint.ts';
 import { Rng } from '../core/rng.ts';
 import { UserError } from '../core/errors.ts';
-import type { Action, Env, Episode, Modality, ModalitySetting } from './types.ts';
+import type { Action, Episode, Modality, ModalitySetting } from '../core/episode.ts';
+import type { Env } from './env.ts';
 
 export interface GenerateOptions {
   n: number;

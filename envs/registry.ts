@@ -1,7 +1,8 @@
 // Domain name → environment. Each environment module registers itself here; commands look domains up by name so a
 // new environment needs no change to any command.
 import { UserError } from '../core/errors.ts';
-import { DOMAINS, type Domain, type Env } from './types.ts';
+import { DOMAINS, type Domain } from '../core/episode.ts';
+import type { Env } from './env.ts';
 
 const loaders: Partial<Record<Domain, () => Promise<Env>>> = {
   chess: () => import('./chess/index.ts').then((m) => m.chessEnv),

@@ -2,7 +2,7 @@
 // feeds the model, and what `--prompt compact` sends as chat messages to a checkpoint behind `metrl serve`, so both
 // routes give the model the same tokens. Images are rendered at the model's size. Replies are scored as the trainer
 // scores completions (scoredResponse).
-import type { Env } from '../envs/types.ts';
+import type { Env } from '../envs/env.ts';
 import { ANSWER_CUE, episodeToModelInput, perceptionToModelInput, responseForScoring } from '../models/template.ts';
 import { COMPACT_STYLE, type CompactTemplate } from './prompts.ts';
 

@@ -4,7 +4,9 @@
 // the model's own transcriptions, scored against the true final state. Fatal failures propagate to stop the run;
 // any other failure becomes a row with status 'error' that `--resume` retries.
 import { Rng } from '../core/rng.ts';
-import type { Env, Episode, Score } from '../envs/types.ts';
+import type { Env } from '../envs/env.ts';
+import type { Episode } from '../core/episode.ts';
+import type { Score } from '../core/score.ts';
 import { RequestFailure, attemptsOf, withRetries, type RetryPolicy } from './retry.ts';
 import { scoredResponse } from './compact.ts';
 import { canonicalAction, cleanAnswer, parseAction, scorePerception } from './perception.ts';

@@ -3,7 +3,8 @@
 // `\boxed{}`, a "FINAL ANSWER:" prefix, trailing punctuation), then it must be exactly one action of the domain's
 // form: a UCI move (chess) or "x swap y" (shell). Scoring is exact match on the action text; a shell swap is an
 // unordered pair, so "3 swap 1" reads as "1 swap 3" (both name the same swap).
-import type { Domain, Score } from '../envs/types.ts';
+import type { Domain } from '../core/episode.ts';
+import type { Score } from '../core/score.ts';
 
 const CHESS_MOVE = /^[a-h][1-8][a-h][1-8][qrbn]?$/;
 const SHELL_SWAP = /^(?:shells?\s+)?([1-3])\s*(?:swap|-|,|and|↔|<->)\s*([1-3])$/;

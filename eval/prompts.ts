@@ -6,7 +6,9 @@ import { pngDataUrl, toChatMessages, type ChatContentPart, type ChatMessage } fr
 import { encodePng } from '../core/image.ts';
 import { UserError } from '../core/errors.ts';
 import { createHash } from 'node:crypto';
-import type { Env, ImageRef, PromptMessage, RawImage } from '../envs/types.ts';
+import type { Env } from '../envs/env.ts';
+import type { ImageRef, PromptMessage } from '../core/episode.ts';
+import type { RawImage } from '../core/image.ts';
 import type { ModelInput } from '../models/types.ts';
 import type { Query } from './types.ts';
 

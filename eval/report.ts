@@ -5,7 +5,9 @@
 import { join } from 'node:path';
 import { wilsonInterval } from '../core/stats.ts';
 import { writeFileAtomic, writeJsonAtomic } from '../core/files.ts';
-import type { Domain, Env, ScoredRow } from '../envs/types.ts';
+import type { Domain } from '../core/episode.ts';
+import type { Env } from '../envs/env.ts';
+import type { ScoredRow } from '../core/score.ts';
 import { settingKey, settingLabel, varyingFields } from './settings.ts';
 import { summarizeScores, type DomainSummary } from './summary.ts';
 import type { ItemRow, Setting, TokenUsage } from './types.ts';

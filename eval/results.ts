@@ -7,7 +7,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { UserError } from '../core/errors.ts';
 import { appendJsonl, readJsonl, writeFileAtomic } from '../core/files.ts';
-import { DOMAINS, MODALITY_SETTINGS, type Domain, type ModalitySetting } from '../envs/types.ts';
+import { DOMAINS, MODALITY_SETTINGS, type Domain, type ModalitySetting } from '../core/episode.ts';
 import { TASKS, type ItemRow } from './types.ts';
 
 export function resultsFile(domain: Domain, modality: ModalitySetting): string {

@@ -5,7 +5,8 @@
 import { existsSync, statSync } from 'node:fs';
 import { UserError } from '../core/errors.ts';
 import { ensureDir, isEmptyDir } from '../core/files.ts';
-import type { Domain, Env } from '../envs/types.ts';
+import type { Domain } from '../core/episode.ts';
+import type { Env } from '../envs/env.ts';
 import { evaluateItem } from './item.ts';
 import { runPool } from './pool.ts';
 import type { Progress } from './progress.ts';

@@ -11,7 +11,8 @@ import { Rng } from '../core/rng.ts';
 import { UserError } from '../core/errors.ts';
 import { readJsonl, writeFileAtomic } from '../core/files.ts';
 import { generateEpisodes, type GenerateOptions } from '../envs/generate.ts';
-import { DOMAINS, type Domain, type Env, type Episode } from '../envs/types.ts';
+import { DOMAINS, type Domain, type Episode } from '../core/episode.ts';
+import type { Env } from '../envs/env.ts';
 import { settingKey } from './settings.ts';
 import type { Setting } from './types.ts';
 

@@ -3,7 +3,8 @@
 // sweep of Figure 6, `--modality text,image --prompt zero-shot,few-shot,cot` a whole Table 1 or 2 in one run. The
 // rules that tie options together (perception reads images, the cascade needs image actions, …) live here.
 import { UserError } from '../core/errors.ts';
-import { MODALITY_SETTINGS, type Domain, type Env, type ModalitySetting } from '../envs/types.ts';
+import { MODALITY_SETTINGS, type Domain, type ModalitySetting } from '../core/episode.ts';
+import type { Env } from '../envs/env.ts';
 import { COMPACT_STYLE } from './prompts.ts';
 import type { Setting, Task } from './types.ts';
 

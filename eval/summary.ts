@@ -4,7 +4,8 @@
 // legal-board rate, …) and the environment's own breakdowns. Shared by `metrl score`, evaluation and training logs,
 // so it knows nothing about any particular domain.
 import { clusteredMeanInterval, mean, wilsonInterval, type Interval } from '../core/stats.ts';
-import type { Env, ScoredRow } from '../envs/types.ts';
+import type { Env } from '../envs/env.ts';
+import type { ScoredRow } from '../core/score.ts';
 
 export interface DomainSummary {
   domain: string;

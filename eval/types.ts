@@ -1,7 +1,7 @@
 // Types of the evaluation harness: a Setting (one cell of the paper's tables or one point of a sweep), the Query a
 // model source answers (track an episode, or read one image action), what a source replies, and the Row written per
 // item to `<domain>-<modality>.jsonl`. Sources never see settings or files; the runner never sees HTTP.
-import type { Domain, Episode, ModalitySetting } from '../envs/types.ts';
+import type { Domain, Episode, ModalitySetting } from '../core/episode.ts';
 
 export const TASKS = ['track', 'perception'] as const;
 /** track: predict the final state (Tables 1-3, 5; Figures 3, 4, 6). perception: one image → its action (Table 4). */

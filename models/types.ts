@@ -3,7 +3,7 @@
 // and produces token completions with their log-probabilities. The trainer only ever sees this interface, so another
 // engine (ONNX Runtime, a remote server) can generate while tfjs learns.
 import type * as tf from '@tensorflow/tfjs';
-import type { RawImage } from '../envs/types.ts';
+import type { RawImage } from '../core/image.ts';
 import type { Rng } from '../core/rng.ts';
 
 /** What the model reads: text and images interleaved, in order. */

@@ -5,7 +5,7 @@
 // "FINAL ANSWER:" marker, or the whole response when it is a single line without a marker. Naming an object twice is
 // wrong (the box holds each object once). Pure: no I/O, no randomness.
 import { meaningfulLines, textAfterLastMarker } from './final-answer.ts';
-import type { Score, ScoreInput } from '../envs/types.ts';
+import type { Score, ScoreInput } from '../core/score.ts';
 
 const DECORATION = /\\boxed|\\text|[`*{}[\]$"“”]/g;
 const ECHO = /^(?:(?:box\s+\d+|container\s+[a-g])\s+)?(?:contains|holds|has)\b\s*:?\s*/;

@@ -15,7 +15,7 @@
 // state or when no square changed), legal board (rewards/fen.ts isLegalBoard), invalid. A placement-only FEN is valid
 // and scored on its board; it can never be an exact FEN.
 import { UserError } from '../core/errors.ts';
-import type { Score, ScoreInput } from '../envs/types.ts';
+import type { Score, ScoreInput } from '../core/score.ts';
 import { expandPlacement, fenFromParts, isFenField, isLegalBoard, parseFen, type Fen } from './fen.ts';
 
 export interface ChessParseOptions {

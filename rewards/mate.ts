@@ -4,7 +4,7 @@
 // out-of-scene error: a wrong answer that matches no object's value of the asked attribute in the scene (unparseable
 // answers count as out of scene: they match nothing). "FINAL ANSWER: <value>", the built-in model's layout, is read
 // the same way (the key pattern matches its "ANSWER:"). Pure: no I/O, no randomness.
-import type { Score, ScoreInput, ScoredRow } from '../envs/types.ts';
+import type { Score, ScoreInput, ScoredRow } from '../core/score.ts';
 
 export const MATE_TARGET_ATTRIBUTES = ['name', 'rotation', 'size', 'coords', 'color', 'shape'] as const;
 export type MateTargetAttribute = (typeof MATE_TARGET_ATTRIBUTES)[number];

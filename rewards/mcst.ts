@@ -6,7 +6,7 @@
 // Metrics: exact; negationBlind (a wrong answer equal to the answer the negated actions would have produced — the
 // paper's "negation blindness"); initialCopy (the answer read off the initial state). Pure: no I/O, no randomness.
 import { meaningfulLines, textAfterLastMarker } from './final-answer.ts';
-import type { Score, ScoreInput } from '../envs/types.ts';
+import type { Score, ScoreInput } from '../core/score.ts';
 
 const DECORATION = /\\boxed|\\text|[`*{}[\]$"“”]/g;
 const NUMBER_WORDS = ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve'];

@@ -4,7 +4,7 @@
 // (recognised by the words that tell them apart, plurals or not) or "equal". Binary reward. Summaries give accuracy
 // per category, the overall score as their unweighted mean, and counting on ground truth ≥ 2. Pure.
 import { meaningfulLines, textAfterLastMarker } from './final-answer.ts';
-import type { Score, ScoreInput, ScoredRow } from '../envs/types.ts';
+import type { Score, ScoreInput, ScoredRow } from '../core/score.ts';
 
 export const REM_CATEGORY_NAMES = ['counting', 'comparison', 'left-right', 'temporal'] as const;
 export type RemCategoryName = (typeof REM_CATEGORY_NAMES)[number];

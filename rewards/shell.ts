@@ -9,7 +9,7 @@
 // ("**Final Answer**: 2"), and LaTeX dollar signs are stripped like braces ("$\boxed{2}$").
 import { meaningfulLines, textAfterLastMarker } from './final-answer.ts';
 import { UserError } from '../core/errors.ts';
-import type { Score, ScoreInput } from '../envs/types.ts';
+import type { Score, ScoreInput } from '../core/score.ts';
 
 export const SHELL_ANSWERS = ['1', '2', '3'] as const;
 export type ShellAnswer = (typeof SHELL_ANSWERS)[number];

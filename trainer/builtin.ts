@@ -1,7 +1,8 @@
 // The built-in policy as the training loop needs it: the base checkpoint loaded with fresh LoRA adapters, episodes
 // through the model's compact template with image actions rendered at the environment's model size, the answer cue
 // put back in front of completions for scoring, and adapters saved and loaded in PEFT layout inside checkpoints.
-import type { Env, Episode } from '../envs/types.ts';
+import type { Env } from '../envs/env.ts';
+import type { Episode } from '../core/episode.ts';
 import type { EncodedPrompt } from '../models/types.ts';
 import { Rng } from '../core/rng.ts';
 import { UserError } from '../core/errors.ts';

@@ -2,7 +2,9 @@
 // and summarised by eval/summary.ts as accuracy (mean reward, the paper's measure) with its 95% interval, exact-match
 // and valid rates. Done once for the trained modality and once for the transfer modality (the same episodes with
 // every action shown the other way).
-import type { Env, Episode, Modality, ScoredRow } from '../envs/types.ts';
+import type { Env } from '../envs/env.ts';
+import type { Episode, Modality } from '../core/episode.ts';
+import type { ScoredRow } from '../core/score.ts';
 import type { EncodedPrompt, Policy } from '../models/types.ts';
 import { Rng } from '../core/rng.ts';
 import { summarizeScores } from '../eval/summary.ts';

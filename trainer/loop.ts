@@ -7,7 +7,8 @@
 import * as tf from '@tensorflow/tfjs';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Env, Episode, Modality } from '../envs/types.ts';
+import type { Env } from '../envs/env.ts';
+import type { Episode, Modality } from '../core/episode.ts';
 import { generateEpisodes, withModality } from '../envs/generate.ts';
 import type { Completion, EncodedPrompt, Policy, SequenceBatchItem } from '../models/types.ts';
 import { Rng } from '../core/rng.ts';

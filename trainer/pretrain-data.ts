@@ -9,7 +9,8 @@
 //               answer, after the rest of the trace given in the prompt.
 // Whole traces of more than maxTrackActions actions are never taught, nor (with the default wholeImageRatio of 0) a
 // whole trace of image actions: GRPO has to carry the trace through a 5-action episode and answer.
-import type { Env, Episode } from '../envs/types.ts';
+import type { Env } from '../envs/env.ts';
+import type { Episode } from '../core/episode.ts';
 import { drawModalities, generateEpisodes } from '../envs/generate.ts';
 import { Rng } from '../core/rng.ts';
 import type { ModelInput } from '../models/types.ts';

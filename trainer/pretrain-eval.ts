@@ -3,7 +3,8 @@
 // GRPO targets it was not trained on (5 actions from the game start, text and image), which are the "base" numbers
 // GRPO runs are compared against. On the targets, the trace lines are also counted (trainer/trace-lines.ts): the share
 // of the lines written, of the actions copied from the list and of the states on track.
-import type { Env, Episode, Modality } from '../envs/types.ts';
+import type { Env } from '../envs/env.ts';
+import type { Episode, Modality } from '../core/episode.ts';
 import { generateEpisodes, withModality } from '../envs/generate.ts';
 import { Rng } from '../core/rng.ts';
 import { wilsonInterval } from '../core/stats.ts';

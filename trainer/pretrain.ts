@@ -6,7 +6,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Env } from '../envs/types.ts';
+import type { Env } from '../envs/env.ts';
 import { UserError } from '../core/errors.ts';
 import { appendJsonl, writeFileAtomic, writeJsonAtomic } from '../core/files.ts';
 import { BuiltinPolicy } from '../models/policy.ts';

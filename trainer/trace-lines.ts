@@ -2,7 +2,8 @@
 // that label, and reach the true state? A base's answer accuracy alone cannot tell a model that misreads its action
 // list (the wrong action copied: a lookup failure) from one that applies an action wrongly or stops early; these counts
 // can, and they are what `metrl pretrain` reports next to the accuracies.
-import type { Env, Episode } from '../envs/types.ts';
+import type { Env } from '../envs/env.ts';
+import type { Episode } from '../core/episode.ts';
 import { actionLabel, parseTraceLines } from '../models/template.ts';
 
 export interface TraceLineCounts {

@@ -4,7 +4,7 @@
 // `metrl evaluate --model baseline:random --domain boxes`; baseline:game-start repeats the initial contents).
 // Decision: the number of objects k is uniform over 0..min(3, |clause objects|), then k distinct objects are drawn.
 import type { Rng } from '../../core/rng.ts';
-import type { Episode } from '../types.ts';
+import type { Episode } from '../../core/episode.ts';
 
 const MAX_OBJECTS = 3;
 

@@ -2,7 +2,7 @@
 // interval per group (binary rewards), plus optional per-group means of a numeric meta field (e.g. a baseline's
 // expected accuracy). Used by the boxes and mcst summaries.
 import { wilsonInterval, type Interval } from '../../core/stats.ts';
-import type { ScoredRow } from '../types.ts';
+import type { ScoredRow } from '../../core/score.ts';
 
 export interface AccuracyCell {
   n: number;

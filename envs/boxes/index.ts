@@ -3,7 +3,7 @@
 // environment lists only the 'text' modality and renderAction refuses. See scenario.ts for the split kinds and T.
 import { UserError } from '../../core/errors.ts';
 import { scoreBoxes } from '../../rewards/boxes.ts';
-import type { Env } from '../types.ts';
+import type { Env } from '../env.ts';
 import { boxesBaselineAnswer } from './baseline.ts';
 import { BOXES_PROMPT_STYLES, boxesPrompt } from './prompt.ts';
 import { boxesCandidates } from './scenario.ts';

@@ -5,7 +5,8 @@
 // the paper used two demonstrations); cot (think step by step first). AmbiRef prompts ask for adjectives, as the
 // paper instructed; AltForms episodes say "container" where the base form says "box".
 import { UserError } from '../../core/errors.ts';
-import type { Episode, PromptMessage, PromptOptions } from '../types.ts';
+import type { Episode, PromptMessage } from '../../core/episode.ts';
+import type { PromptOptions } from '../env.ts';
 
 export const BOXES_PROMPT_STYLES = ['zero-shot', 'few-shot', 'cot'] as const;
 type Style = (typeof BOXES_PROMPT_STYLES)[number];

@@ -17,7 +17,8 @@
 import { z } from 'zod';
 import { parseOrFail, UserError } from '../../core/errors.ts';
 import type { Rng } from '../../core/rng.ts';
-import type { Candidate, SampleOptions, Split } from '../types.ts';
+import type { Candidate, SampleOptions } from '../env.ts';
+import type { Split } from '../../core/episode.ts';
 import { randomBaselineAccuracy } from './baseline.ts';
 import { ADJECTIVES, COMMON_NOUNS, RARE_NOUNS } from './nouns.ts';
 import { boxLabel, contentsAnswer, describeInitialState, describeOperation, questionText, type Forms } from './text.ts';

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { parseOrFail, UserError } from '../../core/errors.ts';
 import type { Rng } from '../../core/rng.ts';
-import type { Candidate, SampleOptions } from '../types.ts';
+import type { Candidate, SampleOptions } from '../env.ts';
 import { Board } from './board.ts';
 import { CHECKPOINT_PLIES, readGamesFile, type Game } from './games.ts';
 import { playSyntheticMove, startBoard } from './synthetic.ts';

@@ -1,7 +1,7 @@
 // The chess environment of MET-Bench: episodes from real games (a PGN or UCI file) or the built-in synthetic games,
 // moves shown as UCI text or as images of the move on an empty board, answers scored per square.
 import { scoreChess } from '../../rewards/chess.ts';
-import type { Env } from '../types.ts';
+import type { Env } from '../env.ts';
 import { Board } from './board.ts';
 import { chessCandidates } from './episodes.ts';
 import { CHESS_PROMPT_STYLES, chessPerceptionProbe, chessPrompt } from './prompts.ts';

@@ -9,7 +9,8 @@
 //   fen-trace  asks for a BOARD_AFTER_MOVE_k: <placement> line after every move, then the final FEN.
 // Images are ImageRef placeholders resolved later (a file path in datasets, a PNG data URL for chat requests).
 import { UserError } from '../../core/errors.ts';
-import type { Episode, PromptMessage, PromptOptions, PromptPart } from '../types.ts';
+import type { Episode, PromptMessage, PromptPart } from '../../core/episode.ts';
+import type { PromptOptions } from '../env.ts';
 
 export const CHESS_PROMPT_STYLES = ['zero-shot', 'few-shot', 'cot', 'fen-trace'] as const;
 export type ChessPromptStyle = (typeof CHESS_PROMPT_STYLES)[number];

@@ -3,7 +3,7 @@
 // textual ones. 'game-start' (no linking at all) answers with the scene's most common value of the asked attribute,
 // the first object's on ties: what copying from the scene without finding the pointed object gives.
 import type { Rng } from '../../core/rng.ts';
-import type { Episode } from '../types.ts';
+import type { Episode } from '../../core/episode.ts';
 import { answerOptions } from './questions.ts';
 import { attributeText, type MateAttribute, type MateObject } from './scene.ts';
 

@@ -5,7 +5,8 @@
 // asks for the paper's step-by-step linking before the answer. Shots from other episodes (PromptOptions.shots) are not
 // used: a MATE shot belongs to the item's scene.
 import { UserError } from '../../core/errors.ts';
-import type { Episode, PromptMessage, PromptOptions } from '../types.ts';
+import type { Episode, PromptMessage } from '../../core/episode.ts';
+import type { PromptOptions } from '../env.ts';
 import { answerOptions, targetNoun, type MateShot, type MateTask } from './questions.ts';
 import type { MateAttribute } from './scene.ts';
 

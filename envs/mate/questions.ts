@@ -11,7 +11,7 @@
 // of the same task and target attribute, preferably with the same pointer attribute too.
 import { UserError } from '../../core/errors.ts';
 import type { Rng } from '../../core/rng.ts';
-import type { Candidate } from '../types.ts';
+import type { Candidate } from '../env.ts';
 import {
   attributeText,
   MATE_COLORS,

@@ -4,7 +4,7 @@
 // comparison, True/False, a place, a count from 0 to the most objects anyone or anywhere could hold, a direction, or a
 // square of the grid. Decision: the paper reports random baselines only in passing, so this is our definition.
 import type { Rng } from '../../core/rng.ts';
-import type { Episode } from '../types.ts';
+import type { Episode } from '../../core/episode.ts';
 
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.map(String) : []);
 

@@ -3,7 +3,7 @@
 // lists only the 'text' modality and renderAction refuses. See scenario.ts for options and questions.ts for the rules.
 import { UserError } from '../../core/errors.ts';
 import { scoreMcst } from '../../rewards/mcst.ts';
-import type { Env } from '../types.ts';
+import type { Env } from '../env.ts';
 import { mcstBaselineAnswer } from './baseline.ts';
 import { MCST_PROMPT_STYLES, mcstPrompt } from './prompt.ts';
 import { mcstCandidates } from './scenario.ts';

@@ -5,7 +5,8 @@
 // shape, so all environments are scored the same way. 'zero-shot' is an alias of direct and 'stp' of
 // state-tracking; 'few-shot' is direct with solved train-split episodes as earlier chat turns.
 import { UserError } from '../../core/errors.ts';
-import type { Episode, PromptMessage, PromptOptions } from '../types.ts';
+import type { Episode, PromptMessage } from '../../core/episode.ts';
+import type { PromptOptions } from '../env.ts';
 import type { AnswerKind } from './questions.ts';
 
 export const MCST_PROMPT_STYLES = ['direct', 'cot', 'state-tracking', 'zero-shot', 'few-shot', 'stp'] as const;

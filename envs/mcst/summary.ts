@@ -2,7 +2,7 @@
 // (with / without negated actions), negation rate, grid size and sequence length, each with a Wilson 95% interval; negation blindness (the share of wrong answers
 // that equal the negation-blind answer, where that differs from the target); and matched pairs — for scenarios seen
 // both with and without their negated sentences, accuracy on each side over the same pairs.
-import type { ScoredRow } from '../types.ts';
+import type { ScoredRow } from '../../core/score.ts';
 import { accuracyBy, cell } from '../boxes/breakdown.ts';
 
 const metaOf = (row: ScoredRow, key: string) => row.input.meta?.[key];

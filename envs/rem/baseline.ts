@@ -4,7 +4,7 @@
 // counts of what frame 1 shows; for left/right the side in frame 1 when both show there, else a coin; for temporal
 // "same time" when both or neither show in frame 1, "before" when only the first does, "after" when only the second.
 import type { Rng } from '../../core/rng.ts';
-import type { Episode } from '../types.ts';
+import type { Episode } from '../../core/episode.ts';
 import { renderFrame, REFERENCE_SIZE, VISIBLE_PIXELS } from './render.ts';
 import { REM_COLORS, REM_SHAPES, typeKey, type RemWorld } from './world.ts';
 

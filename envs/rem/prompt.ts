@@ -4,7 +4,8 @@
 // (think step by step first). Few-shot examples from other episodes are not used: each would add a whole trajectory
 // of images.
 import { UserError } from '../../core/errors.ts';
-import type { Episode, PromptMessage, PromptOptions, PromptPart } from '../types.ts';
+import type { Episode, PromptMessage, PromptPart } from '../../core/episode.ts';
+import type { PromptOptions } from '../env.ts';
 
 export const REM_PROMPT_STYLES = ['zero-shot', 'cot'] as const;
 

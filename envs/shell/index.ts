@@ -2,7 +2,9 @@
 // ball's final shell "1"-"3". Binary reward, so accuracy intervals are Wilson intervals.
 import { UserError } from '../../core/errors.ts';
 import { scoreShell } from '../../rewards/shell.ts';
-import type { Env, Episode, RawImage } from '../types.ts';
+import type { Env } from '../env.ts';
+import type { Episode } from '../../core/episode.ts';
+import type { RawImage } from '../../core/image.ts';
 import { SHELL_PROMPT_STYLES, shellPerceptionProbe, shellPrompt } from './prompts.ts';
 import { parseSwap, renderSwap } from './render.ts';
 import { shellCandidates } from './sampler.ts';

@@ -3,7 +3,8 @@
 // then the question again. Few-shot puts solved train-split episodes before the question as earlier chat turns whose
 // answers are "FINAL ANSWER: n". The single-image perception probe follows the paper's Figure 9.
 import { UserError } from '../../core/errors.ts';
-import type { Episode, PromptMessage, PromptOptions, PromptPart } from '../types.ts';
+import type { Episode, PromptMessage, PromptPart } from '../../core/episode.ts';
+import type { PromptOptions } from '../env.ts';
 
 export const SHELL_PROMPT_STYLES = ['zero-shot', 'few-shot', 'cot'] as const;
 

@@ -2,7 +2,7 @@
 // swapped drawn in green, the others in near-black; the ball is never shown. Images are square (the built-in VLM
 // patches a square 64×64 image; chat VLMs resize freely). Only three pictures exist per size, so each is drawn once
 // (shell outlines anti-aliased by supersampling) and every later render is a copy from the cache.
-import type { RawImage } from '../types.ts';
+import type { RawImage } from '../../core/image.ts';
 import { FONT_3X5, FONT_5X7, type PixelFont } from './font.ts';
 
 export type Swap = readonly [number, number];

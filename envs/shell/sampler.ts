@@ -2,7 +2,7 @@
 // (uniform), written "x swap y" with x < y. The target is the ball's final shell.
 import { UserError } from '../../core/errors.ts';
 import type { Rng } from '../../core/rng.ts';
-import type { Candidate, SampleOptions } from '../types.ts';
+import type { Candidate, SampleOptions } from '../env.ts';
 import type { Swap } from './render.ts';
 
 export const SWAP_PAIRS: readonly Swap[] = [

@@ -1,7 +1,7 @@
 // Shell game breakdowns for summaries: how often each shell was predicted (a model that always answers the start
 // shell or one favourite number shows up here) and accuracy by how many swaps actually moved the ball, when the rows
 // carry that in meta.ballMoves (generated rows do).
-import type { ScoredRow } from '../types.ts';
+import type { ScoredRow } from '../../core/score.ts';
 
 export function summarizeShell(rows: ScoredRow[]): Record<string, unknown> {
   const predictions: Record<string, number> = { '1': 0, '2': 0, '3': 0, invalid: 0 };

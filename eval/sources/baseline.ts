@@ -4,7 +4,8 @@
 // Table 2); chess the initial position's pieces scattered over random squares; perception a random move or swap.
 import { Rng } from '../../core/rng.ts';
 import { UserError } from '../../core/errors.ts';
-import type { Domain, Env, Episode } from '../../envs/types.ts';
+import type { Domain, Episode } from '../../core/episode.ts';
+import type { Env } from '../../envs/env.ts';
 import { ANSWER_CUE } from '../../models/template.ts';
 import { getEnv } from '../../envs/registry.ts';
 import type { ModelSource, Query, SourceReply } from '../types.ts';

@@ -1,7 +1,8 @@
 // The built-in policy as an in-process model source: queries are laid out with the model's own compact template,
 // encoded, and generated through the shared BatchedGenerator, so `--workers N` puts N prompts into each decoding
 // batch. Greedy unless --temperature says otherwise.
-import type { Domain, Env } from '../../envs/types.ts';
+import type { Domain } from '../../core/episode.ts';
+import type { Env } from '../../envs/env.ts';
 import { BatchedGenerator } from '../batched-generator.ts';
 import { compactTemplate } from '../compact.ts';
 import { loadPolicy } from '../load-policy.ts';

@@ -3,7 +3,8 @@
 // go nowhere else: config.json records only the variable's name.
 import { PROVIDERS_OR_POLICIES } from '@huggingface/inference';
 import { UserError } from '../../core/errors.ts';
-import type { Domain, Env } from '../../envs/types.ts';
+import type { Domain } from '../../core/episode.ts';
+import type { Env } from '../../envs/env.ts';
 import { queryToChat, type CompactTemplate } from '../prompts.ts';
 import type { ModelDescription } from '../run-config.ts';
 import type { ModelSource, SamplingSettings } from '../types.ts';

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { handler } from '../command.ts';
 import { getEnv } from '../../envs/registry.ts';
 import { writeDataset, checkOutputDir, validatePromptStyle } from '../../envs/dataset.ts';
-import { MODALITY_SETTINGS } from '../../envs/types.ts';
+import { MODALITY_SETTINGS } from '../../core/episode.ts';
 import { UserError } from '../../core/errors.ts';
 import { envExtraFromFlags, envFlagOptions, envFlagShape } from '../../envs/cli-options.ts';
 

@@ -9,7 +9,8 @@ import { handler } from '../command.ts';
 import { UserError } from '../../core/errors.ts';
 import { readJsonl, writeFileAtomic } from '../../core/files.ts';
 import { getEnv } from '../../envs/registry.ts';
-import type { Env, Score, ScoredRow } from '../../envs/types.ts';
+import type { Env } from '../../envs/env.ts';
+import type { Score, ScoredRow } from '../../core/score.ts';
 import { summarizeScores, type DomainSummary } from '../../eval/summary.ts';
 
 const schema = z.object({

@@ -2,7 +2,7 @@
 // sentences and the question back from the episode's TEXT (base and alternative phrasings, AmbiRef references,
 // Move-contents) and re-simulates them, checking every operation is valid (object present, capacity 3, a Put object
 // not already in a box). It shares no code with the generator.
-import type { Episode } from '../../envs/types.ts';
+import type { Episode } from '../../core/episode.ts';
 
 export interface Resimulated {
   initial: string[][];

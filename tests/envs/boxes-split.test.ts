@@ -4,7 +4,8 @@ import { boxesEnv } from '../../envs/boxes/index.ts';
 import { COMMON_NOUNS, RARE_NOUNS } from '../../envs/boxes/nouns.ts';
 import { SPLIT_KINDS, type SplitKind } from '../../envs/boxes/scenario.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
-import type { Candidate, Env, Episode } from '../../envs/types.ts';
+import type { Candidate, Env } from '../../envs/env.ts';
+import type { Episode } from '../../core/episode.ts';
 import { parseInitial } from './boxes-resimulate.ts';
 
 const make = (kind: SplitKind, split: 'train' | 'test', actions: number, n = 210): Episode[] =>

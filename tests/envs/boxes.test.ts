@@ -5,7 +5,8 @@ import { randomBaselineAccuracy, sampleRandomBaseline } from '../../envs/boxes/b
 import { boxesEnv } from '../../envs/boxes/index.ts';
 import { SPLIT_KINDS, type SplitKind } from '../../envs/boxes/scenario.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
-import type { Episode, ScoredRow } from '../../envs/types.ts';
+import type { Episode } from '../../core/episode.ts';
+import type { ScoredRow } from '../../core/score.ts';
 import { resimulate, targetObjects } from './boxes-resimulate.ts';
 
 const make = (kind: SplitKind, split: 'train' | 'test', actions: number, n = 140, seed: number | string = 5): Episode[] =>

@@ -14,7 +14,7 @@ import { chessEnv } from '../../envs/chess/index.ts';
 import { readGamesFile } from '../../envs/chess/games.ts';
 import { getEnv } from '../../envs/registry.ts';
 import { scoreChess, gameStartResponse } from '../../rewards/chess.ts';
-import type { Candidate } from '../../envs/types.ts';
+import type { Candidate } from '../../envs/env.ts';
 
 const SAMPLE = join(SHARED_DIR, 'data', 'millionbase-sample.uci');
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { chessEnv } from '../../envs/chess/index.ts';
 import { IMAGE_CAPTION, INSTRUCTIONS, QUESTIONS } from '../../envs/chess/prompts.ts';
 import { toChatMessages } from '../../core/chat.ts';
-import type { Episode, PromptMessage } from '../../envs/types.ts';
+import type { Episode, PromptMessage } from '../../core/episode.ts';
 
 const START = 'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1';
 const episode: Episode = {

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeDataset, type DatasetOptions } from '../../envs/dataset.ts';
 import { shellEnv } from '../../envs/shell/index.ts';
-import type { Env } from '../../envs/types.ts';
+import type { Env } from '../../envs/env.ts';
 
 function breakingEnv(after: number): Env {
   let calls = 0;

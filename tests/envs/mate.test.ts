@@ -9,7 +9,8 @@ import { sampleScene } from '../../envs/mate/scene.ts';
 import { renderScene } from '../../envs/mate/render.ts';
 import { Rng } from '../../core/rng.ts';
 import { UserError } from '../../core/errors.ts';
-import type { Episode, RawImage } from '../../envs/types.ts';
+import type { Episode } from '../../core/episode.ts';
+import type { RawImage } from '../../core/image.ts';
 
 interface Blob {
   x: number; // bbox centre, pixels

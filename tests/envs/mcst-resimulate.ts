@@ -3,7 +3,7 @@
 // checks that every action — negated ones included — is legal where it occurs, re-simulates (skipping negated
 // actions, and separately executing them for the negation-blind reading) and answers the question. It shares no code
 // with the generator.
-import type { Episode } from '../../envs/types.ts';
+import type { Episode } from '../../core/episode.ts';
 
 type Where = { entity: string } | { place: string };
 interface State {

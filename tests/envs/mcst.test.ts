@@ -5,7 +5,7 @@ import { DOMAIN_KEYS } from '../../envs/mcst/domains.ts';
 import { mcstEnv, withoutNegations } from '../../envs/mcst/index.ts';
 import { LEVELS } from '../../envs/mcst/levels.ts';
 import { QUESTION_TYPES } from '../../envs/mcst/questions.ts';
-import type { Episode } from '../../envs/types.ts';
+import type { Episode } from '../../core/episode.ts';
 import { answer, parseEpisode, simulate } from './mcst-resimulate.ts';
 
 const make = (extra: Record<string, unknown>, n = 150, split: 'train' | 'test' = 'test', seed: number | string = 7): Episode[] =>

@@ -7,7 +7,7 @@ import { remEnv, remOptions } from '../../envs/rem/index.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
 import { REFERENCE_SIZE, VISIBLE_PIXELS, REM_PALETTE } from '../../envs/rem/render.ts';
 import { UserError } from '../../core/errors.ts';
-import type { Episode } from '../../envs/types.ts';
+import type { Episode } from '../../core/episode.ts';
 import type { RemWorld } from '../../envs/rem/world.ts';
 
 const SIZE = REFERENCE_SIZE;

@@ -8,7 +8,8 @@ import { SWAP_PAIRS, swapText } from '../../envs/shell/sampler.ts';
 import { decodePng, encodePng } from '../../core/image.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
 import { Rng } from '../../core/rng.ts';
-import type { Episode, RawImage } from '../../envs/types.ts';
+import type { Episode } from '../../core/episode.ts';
+import type { RawImage } from '../../core/image.ts';
 
 type Ink = 'green' | 'dark' | null;
 

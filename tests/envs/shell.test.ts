@@ -10,7 +10,7 @@ import { getEnv } from '../../envs/registry.ts';
 import { fingerprint } from '../../core/fingerprint.ts';
 import { UserError } from '../../core/errors.ts';
 import { toChatMessages } from '../../core/chat.ts';
-import type { Episode, PromptMessage } from '../../envs/types.ts';
+import type { Episode, PromptMessage } from '../../core/episode.ts';
 
 const gen = (over: Partial<Parameters<typeof generateEpisodes>[1]> = {}) =>
   generateEpisodes(shellEnv, { n: 200, actions: 10, split: 'test', seed: 1, modality: 'text', ...over });

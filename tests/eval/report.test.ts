@@ -2,7 +2,8 @@
 // the markdown table in the paper's layout, several runs side by side.
 import { describe, expect, it } from 'vitest';
 import { shellEnv } from '../../envs/shell/index.ts';
-import type { Domain, Env } from '../../envs/types.ts';
+import type { Domain } from '../../core/episode.ts';
+import type { Env } from '../../envs/env.ts';
 import { buildReport, renderTable } from '../../eval/report.ts';
 import { expandSettings, settingKey } from '../../eval/settings.ts';
 import type { ItemRow, Setting } from '../../eval/types.ts';

@@ -3,7 +3,8 @@
 import { describe, expect, it, vi } from 'vitest';
 import { shellEnv } from '../../envs/shell/index.ts';
 import { chessEnv } from '../../envs/chess/index.ts';
-import type { Domain, Env } from '../../envs/types.ts';
+import type { Domain } from '../../core/episode.ts';
+import type { Env } from '../../envs/env.ts';
 import { Rng } from '../../core/rng.ts';
 import { UserError } from '../../core/errors.ts';
 import { expandSettings, parseNumberList, settingKey, type SettingOptions } from '../../eval/settings.ts';

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { metricMeans, summarizeScores } from '../../eval/summary.ts';
 import { shellEnv } from '../../envs/shell/index.ts';
 import { wilsonInterval, meanInterval } from '../../core/stats.ts';
-import type { ScoredRow } from '../../envs/types.ts';
+import type { ScoredRow } from '../../core/score.ts';
 
 const shellRows: ScoredRow[] = ['FINAL ANSWER: 1', 'FINAL ANSWER: 2', '1 or 2', 'FINAL ANSWER: 1', '3'].map((response) => ({
   input: { target: '1', response, meta: { ballMoves: 2 } },

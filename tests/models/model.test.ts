@@ -5,7 +5,7 @@ import { BuiltinPolicy } from '../../models/policy.ts';
 import { loraAdapters } from '../../models/lora.ts';
 import { sampleToken } from '../../models/sampling.ts';
 import type { EncodedPrompt, ModelInput } from '../../models/types.ts';
-import type { RawImage } from '../../envs/types.ts';
+import type { RawImage } from '../../core/image.ts';
 import { Rng } from '../../core/rng.ts';
 import { UserError } from '../../core/errors.ts';
 

@@ -6,7 +6,7 @@ import { CharTokenizer } from '../../models/tokenizer.ts';
 import { PositionCursor, ROW_STRIDE, TRACE_FIRST_ROW } from '../../models/positions.ts';
 import { episodeToModelInput, targetText } from '../../models/template.ts';
 import { shellEnv } from '../../envs/shell/index.ts';
-import type { Episode } from '../../envs/types.ts';
+import type { Episode } from '../../core/episode.ts';
 import { Rng } from '../../core/rng.ts';
 
 const tokenizer = CharTokenizer.createDefault();

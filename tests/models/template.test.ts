@@ -4,7 +4,8 @@ import { ANSWER_CUE, TRACE_CUE, actionLabel, chatToModelInput, episodeToModelInp
 import { shellEnv } from '../../envs/shell/index.ts';
 import { chessEnv } from '../../envs/chess/index.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
-import type { Episode, RawImage } from '../../envs/types.ts';
+import type { Episode } from '../../core/episode.ts';
+import type { RawImage } from '../../core/image.ts';
 import { blankImage } from '../../core/image.ts';
 import { UserError } from '../../core/errors.ts';
 

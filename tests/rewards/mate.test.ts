@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { canonicalAnswer, extractAnswer, scoreMate, summarizeMate } from '../../rewards/mate.ts';
 import { mateEnv } from '../../envs/mate/index.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
-import type { ScoredRow } from '../../envs/types.ts';
+import type { ScoredRow } from '../../core/score.ts';
 import { Rng } from '../../core/rng.ts';
 
 const episodes = generateEpisodes(mateEnv, { n: 400, actions: 1, split: 'train', seed: 21, modality: 'image', extra: { 'mate-task': 'all' } });

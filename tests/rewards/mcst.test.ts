@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { generateEpisodes } from '../../envs/generate.ts';
 import { mcstEnv } from '../../envs/mcst/index.ts';
-import type { ScoredRow } from '../../envs/types.ts';
+import type { ScoredRow } from '../../core/score.ts';
 import { normaliseMcstAnswer, scoreMcst } from '../../rewards/mcst.ts';
 
 const episodes = [1, 2, 3, 4, 5].flatMap((level) => generateEpisodes(mcstEnv, { n: 120, actions: 0, split: 'test', seed: 21, modality: 'text', extra: { level } }));

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { parseRemAnswer, scoreRem, summarizeRem } from '../../rewards/rem.ts';
 import { remEnv } from '../../envs/rem/index.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
-import type { ScoredRow } from '../../envs/types.ts';
+import type { ScoredRow } from '../../core/score.ts';
 import { Rng } from '../../core/rng.ts';
 
 const episodes = [

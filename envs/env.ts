@@ -1,52 +1,11 @@
-// The contract every environment (chess, shell, and later boxes, mcst, mate, rem) fulfils, and the Episode that flows
-// from generators to prompts, the built-in model, rewards and dataset export. An Episode is structured data (initial
-// state, actions with the modality each is shown in, target); images are rendered on demand from an action's text,
-// so switching an episode to the transfer modality is just relabelling its actions.
-import type { Split } from '../core/fingerprint.ts';
+// The contract every environment (chess, shell, boxes, mcst, mate, rem) fulfils: candidate episodes for the shared
+// generator, rendering, the reference prompt, scoring, and the optional trace states, baselines and breakdowns.
+// Layer: envs/. The data it speaks of (Episode, PromptMessage, Score, RawImage) are core contracts.
 import type { Rng } from '../core/rng.ts';
+import type { Domain, Episode, Modality, PromptMessage, Split } from '../core/episode.ts';
+import type { RawImage } from '../core/image.ts';
+import type { Score, ScoreInput, ScoredRow } from '../core/score.ts';
 
-export type { Split } from '../core/fingerprint.ts';
-
-export const DOMAINS = ['chess', 'shell', 'boxes', 'mcst', 'mate', 'rem'] as const;
-export type Domain = (typeof DOMAINS)[number];
-
-export type Modality = 'text' | 'image';
-export const MODALITY_SETTINGS = ['text', 'image', 'mixed'] as const;
-/** How actions are shown: all text, all images, or each an image with probability `imageRatio`. */
-export type ModalitySetting = (typeof MODALITY_SETTINGS)[number];
-
-/** An RGB image, row-major, 3 bytes per pixel. */
-export interface RawImage {
-  width: number;
-  height: number;
-  channels: 3;
-  data: Uint8Array;
-}
-
-export interface Action {
-  /** Canonical text form: a UCI move, "1 swap 3", an operation sentence… */
-  text: string;
-  /** How the action is shown to the model. */
-  modality: Modality;
-}
-
-export interface Episode {
-  /** Stable id: domain, split and a content fingerprint. */
-  id: string;
-  domain: Domain;
-  split: Split;
-  /** The initial state as text (a FEN, the ball's start "1"-"3", a scene description…). */
-  initialState: string;
-  actions: Action[];
-  /** Canonical answer as a string (final FEN, "1"-"3", …). */
-  target: string;
-  /** Question text for environments that ask one (boxes, mcst, mate, rem); absent for chess and shell. */
-  question?: string;
-  /** JSON-serialisable extras (game index, ply offset, level, …). */
-  meta: Record<string, unknown>;
-}
-
-/** What an environment's sampler proposes; the shared generator adds id, split and modalities. */
 export interface Candidate {
   initialState: string;
   actionTexts: string[];
@@ -69,36 +28,6 @@ export interface SampleOptions {
   extra: Record<string, unknown>;
   /** The split being generated, for environments whose content depends on it (boxes: NumOps, Vocab, AltForms). */
   split?: Split;
-}
-
-/** A prompt as structured parts; images are references resolved later (to a file path or a PNG data URL). */
-export interface ImageRef {
-  episode: Episode;
-  /** Index of the action whose image this is. */
-  index: number;
-}
-export type PromptPart = { type: 'text'; text: string } | { type: 'image'; ref: ImageRef };
-export interface PromptMessage {
-  role: 'system' | 'user' | 'assistant';
-  parts: PromptPart[];
-}
-
-/** Scoring result of one response. `reward` in [0, 1] is what GRPO optimises; `metrics` feed the summaries. */
-export interface Score {
-  reward: number;
-  /** False when the answer could not be parsed (reward 0). */
-  valid: boolean;
-  /** The parsed prediction in canonical form, or null when invalid. */
-  prediction: string | null;
-  metrics: Record<string, number | boolean | null>;
-}
-
-/** A row to score: what `metrl score` reads and evaluation writes. */
-export interface ScoreInput {
-  target: string;
-  response: string;
-  initialState?: string;
-  meta?: Record<string, unknown>;
 }
 
 export interface PromptOptions {
@@ -151,10 +80,4 @@ export interface Env {
   baselineAnswer?(episode: Episode, baseline: 'game-start' | 'random', rng: Rng): string;
   /** Optional environment-specific breakdowns for summaries (by level, question type, number of operations…). */
   summarize?(rows: ScoredRow[]): Record<string, unknown>;
-}
-
-/** A scored item, as summaries see it. */
-export interface ScoredRow {
-  input: ScoreInput;
-  score: Score;
 }
