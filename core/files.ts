@@ -1,8 +1,10 @@
 // File helpers for long jobs: atomic writes (temp file + rename, so a killed process never leaves half a file),
-// JSONL reading that tolerates a torn last line (the one a kill can leave) but reports corruption anywhere else.
+// JSON files read through a zod schema, JSONL reading that tolerates a torn last line (the one a kill can leave) but
+// reports corruption anywhere else. Layer: core/.
 import { mkdirSync, readFileSync, renameSync, writeFileSync, existsSync, readdirSync, appendFileSync, truncateSync } from 'node:fs';
 import { dirname, basename, join } from 'node:path';
-import { UserError } from './errors.ts';
+import type { ZodError, ZodType } from 'zod';
+import { UserError, describeZodError } from './errors.ts';
 
 export function ensureDir(dir: string): void {
   mkdirSync(dir, { recursive: true });
@@ -18,6 +20,33 @@ export function writeFileAtomic(path: string, data: string | Uint8Array): void {
 
 export function writeJsonAtomic(path: string, value: unknown): void {
   writeFileAtomic(path, JSON.stringify(value, null, 2) + '\n');
+}
+
+export interface ReadJsonOptions {
+  /** Put in front of every message, e.g. '--config: ' for a file named by a flag. */
+  prefix?: string;
+  /** The message (after "<path>: ") when the JSON does not fit the schema; default: the first offending field. */
+  invalid?: string | ((error: ZodError) => string);
+}
+
+/**
+ * Read a JSON file and check it with `schema`. Every failure is a UserError naming the file: "<path>: no such file",
+ * "<path>: not valid JSON", or "<path>: <invalid>" when the value does not fit the schema.
+ */
+export function readJson<T>(path: string, schema: ZodType<T>, options: ReadJsonOptions = {}): T {
+  const where = `${options.prefix ?? ''}${path}: `;
+  if (!existsSync(path)) throw new UserError(`${where}no such file`);
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(path, 'utf8'));
+  } catch {
+    throw new UserError(`${where}not valid JSON`);
+  }
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const { invalid } = options;
+  if (invalid === undefined) throw new UserError(describeZodError(parsed.error, where, value));
+  throw new UserError(`${where}${typeof invalid === 'string' ? invalid : invalid(parsed.error)}`);
 }
 
 /** True when the directory does not exist or is empty. */

@@ -2,6 +2,9 @@
 // consumes directly); PNG is only for datasets on disk and for chat models.
 import sharp from 'sharp';
 
+/** One pixel's colour, red, green, blue in 0-255: what renderers' palettes hold. */
+export type Rgb = readonly [number, number, number];
+
 /** An RGB image, row-major, 3 bytes per pixel: what renderers draw and models read (a core contract). */
 export interface RawImage {
   width: number;
@@ -24,7 +27,7 @@ export async function decodePng(png: Uint8Array): Promise<RawImage> {
 }
 
 /** Allocate a blank image filled with one colour. */
-export function blankImage(width: number, height: number, rgb: readonly [number, number, number] = [255, 255, 255]): RawImage {
+export function blankImage(width: number, height: number, rgb: Rgb = [255, 255, 255]): RawImage {
   const data = new Uint8Array(width * height * 3);
   for (let i = 0; i < data.length; i += 3) {
     data[i] = rgb[0];

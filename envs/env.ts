@@ -5,6 +5,7 @@ import type { Rng } from '../core/rng.ts';
 import type { Domain, Episode, Modality, PromptMessage, Split } from '../core/episode.ts';
 import type { RawImage } from '../core/image.ts';
 import type { Score, ScoreInput, ScoredRow } from '../core/score.ts';
+import type { IntervalMethod } from '../core/summary.ts';
 
 export interface Candidate {
   initialState: string;
@@ -67,17 +68,15 @@ export interface Env {
   traceStates?(episode: Episode): string[];
   /** The initial state in the form traceStates writes states, when that differs from episode.initialState. Pure. */
   traceStart?(episode: Episode): string;
+  /** How accuracy intervals are computed (core/summary.ts): 'wilson' for binary rewards, 'mean' for graded ones. */
+  intervalMethod: IntervalMethod;
   /**
-   * How accuracy intervals are computed: 'wilson' for binary rewards (shell, boxes…), 'mean' for a normal interval of
-   * the mean item reward, i.e. clustered by board for chess's per-square reward.
-   */
-  intervalMethod: 'wilson' | 'mean';
-  /**
-   * The paper's baselines for a question-answering domain, as the answer text (without "FINAL ANSWER:"):
-   * 'game-start' answers from the initial state alone, 'random' draws an answer of the right form. Optional; the
-   * evaluator's own baselines cover chess and the shell game.
+   * The paper's baselines, as the answer text (without "FINAL ANSWER:"): 'game-start' answers from the initial state
+   * alone, 'random' draws an answer of the right form. envs/baseline.ts turns it into a response.
    */
   baselineAnswer?(episode: Episode, baseline: 'game-start' | 'random', rng: Rng): string;
+  /** The 'random' baseline's reading of the perception probe for action `index`: an action of the right form. */
+  randomPerceptionAnswer?(episode: Episode, index: number, rng: Rng): string;
   /** Optional environment-specific breakdowns for summaries (by level, question type, number of operations…). */
   summarize?(rows: ScoredRow[]): Record<string, unknown>;
 }

@@ -1,4 +1,4 @@
-// What a run reports: per setting, the summary of its scored rows (eval/summary.ts: accuracy with its 95% interval,
+// What a run reports: per setting, the summary of its scored rows (core/summary.ts: accuracy with its 95% interval,
 // invalid answers, metric means, breakdowns), plus error and missing counts, and for the cascade the transcription
 // accuracy; written as summary.json and as a markdown table shaped like the paper's Tables 1-5 (rows: prompt setting,
 // then model; columns: domain, modality, length or image ratio; cells: accuracy ± 95% CI and the invalid count).
@@ -9,7 +9,7 @@ import type { Domain } from '../core/episode.ts';
 import type { Env } from '../envs/env.ts';
 import type { ScoredRow } from '../core/score.ts';
 import { settingKey, settingLabel, varyingFields } from './settings.ts';
-import { summarizeScores, type DomainSummary } from './summary.ts';
+import { summarizeScores, type DomainSummary } from '../core/summary.ts';
 import type { ItemRow, Setting, TokenUsage } from './types.ts';
 
 export interface SettingReport {

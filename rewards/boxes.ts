@@ -4,27 +4,16 @@
 // contains" echo of the question and trailing punctuation. The answer is the first non-empty line after the last
 // "FINAL ANSWER:" marker, or the whole response when it is a single line without a marker. Naming an object twice is
 // wrong (the box holds each object once). Pure: no I/O, no randomness.
-import { meaningfulLines, textAfterLastMarker } from './final-answer.ts';
+import { ANSWER_DECORATION, shortAnswerLine } from './final-answer.ts';
 import type { Score, ScoreInput } from '../core/score.ts';
 
-const DECORATION = /\\boxed|\\text|[`*{}[\]$"“”]/g;
 const ECHO = /^(?:(?:box\s+\d+|container\s+[a-g])\s+)?(?:contains|holds|has)\b\s*:?\s*/;
 const EMPTY = /^(?:nothing(?: at all)?|empty|none|no objects?|(?:it|the box|the container|box \d+|container [a-g])?\s*is empty)$/;
 const SEPARATOR = /\s*(?:,|;|&|\band\b)\s*/;
 
-/** The text holding the answer: first non-empty line after the last marker; else the response if it is one line. */
-export function boxesAnswerText(response: string): string | null {
-  const after = textAfterLastMarker(response);
-  if (after === null) {
-    const lines = meaningfulLines(response, DECORATION);
-    return lines.length === 1 ? lines[0] : null;
-  }
-  return meaningfulLines(after, DECORATION)[0] ?? null;
-}
-
 /** Object names (lower case, without articles) in an answer, [] for an empty box, null when nothing parses. */
 export function parseBoxContents(answer: string): string[] | null {
-  let text = answer.replace(DECORATION, ' ').toLowerCase().replace(/\s+/g, ' ').trim();
+  let text = answer.replace(ANSWER_DECORATION, ' ').toLowerCase().replace(/\s+/g, ' ').trim();
   text = text.replace(/[.!]+$/, '').trim();
   text = text.replace(ECHO, '').trim();
   if (text === '') return null;
@@ -52,7 +41,7 @@ function sameItems(a: readonly string[], b: readonly string[]): boolean {
 export function scoreBoxes(input: ScoreInput): Score {
   const target = parseBoxContents(input.target);
   if (target === null) throw new Error(`boxes: unreadable target ${JSON.stringify(input.target)}`);
-  const text = boxesAnswerText(input.response);
+  const text = shortAnswerLine(input.response);
   const predicted = text === null ? null : parseBoxContents(text);
   if (predicted === null) {
     return { reward: 0, valid: false, prediction: null, metrics: { exact: false, repeatsInitial: null, predictedCount: null } };

@@ -137,8 +137,3 @@ export function scoreChess(input: ScoreInput, options: ChessParseOptions = {}): 
   const metrics = chessMetrics(prediction, target, initial);
   return { reward: metrics.perSquare, valid: prediction !== null, prediction: prediction?.text ?? null, metrics };
 }
-
-/** The "Game Start" baseline of the paper: answer with the initial position, as a response string. */
-export function gameStartResponse(initialState: string): string {
-  return `FINAL ANSWER: ${initialState}`;
-}

@@ -5,10 +5,9 @@
 // negation-blind answer) sharpens parsing when present; without it the target's shape decides the kind.
 // Metrics: exact; negationBlind (a wrong answer equal to the answer the negated actions would have produced — the
 // paper's "negation blindness"); initialCopy (the answer read off the initial state). Pure: no I/O, no randomness.
-import { meaningfulLines, textAfterLastMarker } from './final-answer.ts';
+import { ANSWER_DECORATION, shortAnswerLine } from './final-answer.ts';
 import type { Score, ScoreInput } from '../core/score.ts';
 
-const DECORATION = /\\boxed|\\text|[`*{}[\]$"“”]/g;
 const NUMBER_WORDS = ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve'];
 const DIRECTION_WORDS = ['north', 'east', 'south', 'west'];
 const NO_ONE = /\b(?:no one|no-one|noone|nobody|none)\b/;
@@ -20,19 +19,9 @@ export interface McstVocabulary {
   places?: readonly string[];
 }
 
-/** The answer text: first non-empty line after the last marker; else the response if it is a single line. */
-export function mcstAnswerText(response: string): string | null {
-  const after = textAfterLastMarker(response);
-  if (after === null) {
-    const lines = meaningfulLines(response, DECORATION);
-    return lines.length === 1 ? lines[0] : null;
-  }
-  return meaningfulLines(after, DECORATION)[0] ?? null;
-}
-
 function clean(text: string): string {
   return text
-    .replace(DECORATION, ' ')
+    .replace(ANSWER_DECORATION, ' ')
     .toLowerCase()
     .replace(/\s+/g, ' ')
     .trim()
@@ -122,7 +111,7 @@ export function scoreMcst(input: ScoreInput): Score {
   const vocabulary = vocabularyOf(meta);
   const target = normaliseMcstAnswer(input.target, kind, vocabulary);
   if (target === null) throw new Error(`mcst: unreadable target ${JSON.stringify(input.target)}`);
-  const text = mcstAnswerText(input.response);
+  const text = shortAnswerLine(input.response);
   const prediction = text === null ? null : normaliseMcstAnswer(text, kind, vocabulary);
   if (prediction === null) {
     return { reward: 0, valid: false, prediction: null, metrics: { exact: false, negationBlind: null, initialCopy: null } };

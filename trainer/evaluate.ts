@@ -7,8 +7,8 @@ import type { Episode, Modality } from '../core/episode.ts';
 import type { ScoredRow } from '../core/score.ts';
 import type { EncodedPrompt, Policy } from '../models/types.ts';
 import { Rng } from '../core/rng.ts';
-import { summarizeScores } from '../eval/summary.ts';
-import { gameStartResponse } from '../eval/sources/baseline.ts';
+import { summarizeScores } from '../core/summary.ts';
+import { gameStartResponse } from '../envs/baseline.ts';
 import { chunks, sampleMany } from './rollout.ts';
 
 export interface PreparedEpisode {

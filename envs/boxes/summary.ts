@@ -3,7 +3,7 @@
 // with a Wilson 95% interval and the random baseline's expected accuracy; also by number of operations shown, and how
 // often a wrong answer just repeats the initial contents (the failure mode the paper saw in Flan-T5 and GPT-3).
 import type { ScoredRow } from '../../core/score.ts';
-import { accuracyBy, cell } from './breakdown.ts';
+import { accuracyBy, cell } from '../breakdown.ts';
 
 const baseline = (row: ScoredRow) => (typeof row.input.meta?.baselineAccuracy === 'number' ? row.input.meta.baselineAccuracy : null);
 const opsAffecting = (row: ScoredRow) => (typeof row.input.meta?.opsAffectingBox === 'number' ? row.input.meta.opsAffectingBox : null);

@@ -2,9 +2,9 @@
 // which is mostly red (to), and, for a promotion, the colour code in the to-square's centre and (at labelled sizes)
 // the drawn letter. Tests use it to prove that every image carries exactly its action; it also documents the
 // image format for anyone training a perception model on it.
-import type { RawImage } from '../../core/image.ts';
+import type { RawImage, Rgb } from '../../core/image.ts';
 import { GLYPHS, GLYPH_HEIGHT, GLYPH_WIDTH } from './font.ts';
-import { boardLayout, COLORS, PROMOTION_COLORS, promotionRect, type BoardLayout, type Rect, type Rgb } from './render.ts';
+import { boardLayout, COLORS, PROMOTION_COLORS, promotionRect, type BoardLayout, type Rect } from './render.ts';
 import { formatUci, PROMOTION_PIECES, type PromotionPiece, type SquareCoord } from './uci.ts';
 
 export interface DecodedMove {

@@ -2,6 +2,7 @@
 // moves shown as UCI text or as images of the move on an empty board, answers scored per square.
 import { scoreChess } from '../../rewards/chess.ts';
 import type { Env } from '../env.ts';
+import { chessBaselineAnswer, randomChessMove } from './baseline.ts';
 import { Board } from './board.ts';
 import { chessCandidates } from './episodes.ts';
 import { CHESS_PROMPT_STYLES, chessPerceptionProbe, chessPrompt } from './prompts.ts';
@@ -23,6 +24,8 @@ export const chessEnv: Env = {
   score: (input) => scoreChess(input),
   // Per-square rewards of one board are not independent: the interval is over mean board scores (clustered by board).
   intervalMethod: 'mean',
+  baselineAnswer: chessBaselineAnswer,
+  randomPerceptionAnswer: randomChessMove,
   // The placement field only: it is what the per-square reward reads, and the trace stays a third shorter.
   traceStart: (episode) => episode.initialState.split(' ')[0],
   traceStates(episode) {
@@ -33,6 +36,3 @@ export const chessEnv: Env = {
     });
   },
 };
-
-/** The paper's "Game Start" baseline: predict that the board has not changed. */
-export { gameStartResponse } from '../../rewards/chess.ts';

@@ -12,11 +12,9 @@
 // squares, two small convex polygons (arrow shaft and head) and at most a badge. No anti-aliasing: every pixel is one
 // of a handful of palette colours, which also makes the images exactly decodable (envs/chess/decode.ts).
 import { UserError } from '../../core/errors.ts';
-import type { RawImage } from '../../core/image.ts';
+import type { RawImage, Rgb } from '../../core/image.ts';
 import { GLYPH_HEIGHT, GLYPH_WIDTH, glyph } from './font.ts';
 import { parseUci, type PromotionPiece, type SquareCoord } from './uci.ts';
-
-export type Rgb = readonly [number, number, number];
 
 export const COLORS = {
   light: [240, 217, 181] as Rgb,

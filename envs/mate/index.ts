@@ -16,7 +16,8 @@
 import { z } from 'zod';
 import { mateBaselineAnswer } from './baseline.ts';
 import { parseOrFail, UserError } from '../../core/errors.ts';
-import { summarizeMate, scoreMate } from '../../rewards/mate.ts';
+import { scoreMate } from '../../rewards/mate.ts';
+import { summarizeMate } from './summary.ts';
 import type { Candidate, Env, SampleOptions } from '../env.ts';
 import type { Episode } from '../../core/episode.ts';
 import type { RawImage } from '../../core/image.ts';

@@ -4,10 +4,8 @@
 // highlight; rubber is matte. The projection is orthographic, so the two sizes look the same everywhere, and scenes
 // are sampled so that icons never overlap (envs/mate/scene.ts): nothing hides anything. Rotation is not drawn (in MATE
 // it is a text-only attribute). Pixels are exact (no anti-aliasing), which makes images decodable from pixels.
-import type { RawImage } from '../../core/image.ts';
+import type { RawImage, Rgb } from '../../core/image.ts';
 import { visibleHalfExtent, FLOOR, type MateColor, type MateObject, type MateScene } from './scene.ts';
-
-export type Rgb = readonly [number, number, number];
 
 /** CLEVR's colour values. */
 export const MATE_PALETTE: Record<MateColor, Rgb> = {

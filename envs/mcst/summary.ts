@@ -3,7 +3,7 @@
 // that equal the negation-blind answer, where that differs from the target); and matched pairs — for scenarios seen
 // both with and without their negated sentences, accuracy on each side over the same pairs.
 import type { ScoredRow } from '../../core/score.ts';
-import { accuracyBy, cell } from '../boxes/breakdown.ts';
+import { accuracyBy, cell } from '../breakdown.ts';
 
 const metaOf = (row: ScoredRow, key: string) => row.input.meta?.[key];
 const keyOf = (key: string) => (row: ScoredRow) => {

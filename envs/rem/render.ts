@@ -5,7 +5,7 @@
 // re-enter the view as the agent turns. Every painted pixel also records which object it shows (an id buffer), which
 // gives per-frame visibility: an object is visible in a frame when it covers at least VISIBLE_FRACTION of the frame
 // at the reference resolution REFERENCE_SIZE (decided here; the paper counted Blender pixel coverage).
-import type { RawImage } from '../../core/image.ts';
+import type { RawImage, Rgb } from '../../core/image.ts';
 import {
   CONE_HEIGHT,
   CONE_RADIUS,
@@ -17,8 +17,6 @@ import {
   type RemObject,
   type RemWorld,
 } from './world.ts';
-
-export type Rgb = readonly [number, number, number];
 
 export const REM_PALETTE: Record<RemColor, Rgb> = {
   brown: [125, 80, 40],

@@ -5,6 +5,7 @@ import { scoreShell } from '../../rewards/shell.ts';
 import type { Env } from '../env.ts';
 import type { Episode } from '../../core/episode.ts';
 import type { RawImage } from '../../core/image.ts';
+import { randomShellSwap, shellBaselineAnswer } from './baseline.ts';
 import { SHELL_PROMPT_STYLES, shellPerceptionProbe, shellPrompt } from './prompts.ts';
 import { parseSwap, renderSwap } from './render.ts';
 import { shellCandidates } from './sampler.ts';
@@ -29,6 +30,8 @@ export const shellEnv: Env = {
   score: scoreShell,
   intervalMethod: 'wilson',
   summarize: summarizeShell,
+  baselineAnswer: shellBaselineAnswer,
+  randomPerceptionAnswer: randomShellSwap,
   traceStates(episode) {
     let ball = Number(episode.initialState);
     return episode.actions.map((action, i) => {

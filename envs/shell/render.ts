@@ -2,11 +2,10 @@
 // swapped drawn in green, the others in near-black; the ball is never shown. Images are square (the built-in VLM
 // patches a square 64×64 image; chat VLMs resize freely). Only three pictures exist per size, so each is drawn once
 // (shell outlines anti-aliased by supersampling) and every later render is a copy from the cache.
-import type { RawImage } from '../../core/image.ts';
+import type { RawImage, Rgb } from '../../core/image.ts';
 import { FONT_3X5, FONT_5X7, type PixelFont } from './font.ts';
 
 export type Swap = readonly [number, number];
-type Rgb = readonly [number, number, number];
 
 export const LABEL_GREEN: Rgb = [0, 170, 40];
 export const LABEL_DARK: Rgb = [25, 25, 25];

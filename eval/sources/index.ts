@@ -8,7 +8,8 @@ import type { Env } from '../../envs/env.ts';
 import { queryToChat, type CompactTemplate } from '../prompts.ts';
 import type { ModelDescription } from '../run-config.ts';
 import type { ModelSource, SamplingSettings } from '../types.ts';
-import { BASELINES, baselineSource, type BaselineName } from './baseline.ts';
+import { BASELINES, type BaselineName } from '../../envs/baseline.ts';
+import { baselineSource } from './baseline.ts';
 import { hostedSource } from './hosted.ts';
 
 export interface SourceSpec {

@@ -1,6 +1,6 @@
 // `metrl score FILE.jsonl [--out FILE]`: rescore saved responses without a model. Each row needs `domain`, `target`
 // and `response` (optionally `initial_state`/`initialState`, `meta`, and `episode_id`/`id` to cluster samples of one
-// board). Prints a JSON summary per domain (eval/summary.ts); with --out, writes every row back with its reward,
+// board). Prints a JSON summary per domain (core/summary.ts); with --out, writes every row back with its reward,
 // validity, parsed prediction and metrics. Rows whose response is null (failed requests) and perception rows are
 // skipped and counted. A row that does not parse or lacks a field stops the command with its line number.
 import type { CommandModule } from 'yargs';
@@ -11,7 +11,7 @@ import { readJsonl, writeFileAtomic } from '../../core/files.ts';
 import { getEnv } from '../../envs/registry.ts';
 import type { Env } from '../../envs/env.ts';
 import type { Score, ScoredRow } from '../../core/score.ts';
-import { summarizeScores, type DomainSummary } from '../../eval/summary.ts';
+import { summarizeScores, type DomainSummary } from '../../core/summary.ts';
 
 const schema = z.object({
   file: z.string().min(1),

@@ -13,7 +13,8 @@ import { generateEpisodes } from '../../envs/generate.ts';
 import { chessEnv } from '../../envs/chess/index.ts';
 import { readGamesFile } from '../../envs/chess/games.ts';
 import { getEnv } from '../../envs/registry.ts';
-import { scoreChess, gameStartResponse } from '../../rewards/chess.ts';
+import { scoreChess } from '../../rewards/chess.ts';
+import { finalAnswerResponse as gameStartResponse } from '../../rewards/final-answer.ts';
 import type { Candidate } from '../../envs/env.ts';
 
 const SAMPLE = join(SHARED_DIR, 'data', 'millionbase-sample.uci');

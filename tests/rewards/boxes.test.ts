@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { boxesEnv } from '../../envs/boxes/index.ts';
 import { SPLIT_KINDS } from '../../envs/boxes/scenario.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
-import { boxesAnswerText, parseBoxContents, scoreBoxes } from '../../rewards/boxes.ts';
+import { parseBoxContents, scoreBoxes } from '../../rewards/boxes.ts';
+import { shortAnswerLine as boxesAnswerText } from '../../rewards/final-answer.ts';
 
 const score = (target: string, response: string, meta?: Record<string, unknown>) => scoreBoxes({ target, response, meta });
 

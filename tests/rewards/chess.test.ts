@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseChessAnswer, scoreChess, gameStartResponse } from '../../rewards/chess.ts';
+import { parseChessAnswer, scoreChess } from '../../rewards/chess.ts';
+import { finalAnswerResponse as gameStartResponse } from '../../rewards/final-answer.ts';
 import { expandPlacement, isLegalBoard, parseFen, placementOf } from '../../rewards/fen.ts';
 
 const START = 'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1';

@@ -2,7 +2,8 @@
 // prompt shows, wrong answers score 0, and the out-of-scene error separates "another object's value" from values
 // that exist nowhere in the scene.
 import { describe, expect, it } from 'vitest';
-import { canonicalAnswer, extractAnswer, scoreMate, summarizeMate } from '../../rewards/mate.ts';
+import { canonicalAnswer, extractAnswer, scoreMate } from '../../rewards/mate.ts';
+import { summarizeMate } from '../../envs/mate/summary.ts';
 import { mateEnv } from '../../envs/mate/index.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
 import type { ScoredRow } from '../../core/score.ts';

@@ -2,7 +2,8 @@
 // paper decide the rest (first number for counting, exactly one of left/right, before/after/same time, one entity or
 // "equal" for comparisons); summaries average the four categories without weights and report counting on GT ≥ 2.
 import { describe, expect, it } from 'vitest';
-import { parseRemAnswer, scoreRem, summarizeRem } from '../../rewards/rem.ts';
+import { parseRemAnswer, scoreRem } from '../../rewards/rem.ts';
+import { summarizeRem } from '../../envs/rem/summary.ts';
 import { remEnv } from '../../envs/rem/index.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
 import type { ScoredRow } from '../../core/score.ts';

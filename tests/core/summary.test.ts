@@ -1,7 +1,7 @@
 // Summaries of scored rows: accuracy, interval method per environment, invalid count, exact match, metric means
 // (booleans as rates, nulls skipped), clustering by board, and environment breakdowns.
 import { describe, expect, it } from 'vitest';
-import { metricMeans, summarizeScores } from '../../eval/summary.ts';
+import { metricMeans, summarizeScores } from '../../core/summary.ts';
 import { shellEnv } from '../../envs/shell/index.ts';
 import { wilsonInterval, meanInterval } from '../../core/stats.ts';
 import type { ScoredRow } from '../../core/score.ts';

@@ -2,10 +2,23 @@
 // binary rewards, a normal interval of per-board means for graded ones, as the environment says), invalid answers,
 // exact-match rate, the mean of every numeric or boolean metric the reward reports (chess: changed-square accuracy,
 // legal-board rate, …) and the environment's own breakdowns. Shared by `metrl score`, evaluation and training logs,
-// so it knows nothing about any particular domain.
-import { clusteredMeanInterval, mean, wilsonInterval, type Interval } from '../core/stats.ts';
-import type { Env } from '../envs/env.ts';
-import type { ScoredRow } from '../core/score.ts';
+// so it knows nothing about any particular domain. Layer: core/ (an environment is seen only through SummaryEnv,
+// which envs/env.ts's Env satisfies).
+import { clusteredMeanInterval, mean, wilsonInterval, type Interval } from './stats.ts';
+import type { ScoredRow } from './score.ts';
+
+/**
+ * How accuracy intervals are computed: 'wilson' for binary rewards (shell, boxes…), 'mean' for a normal interval of
+ * the mean item reward, i.e. clustered by board for chess's per-square reward.
+ */
+export type IntervalMethod = 'wilson' | 'mean';
+
+/** What a summary needs of an environment: its name, its interval method and its optional breakdowns. */
+export interface SummaryEnv {
+  domain: string;
+  intervalMethod: IntervalMethod;
+  summarize?(rows: ScoredRow[]): Record<string, unknown>;
+}
 
 export interface DomainSummary {
   domain: string;
@@ -13,7 +26,7 @@ export interface DomainSummary {
   /** Mean reward, in [0, 1]; null without rows. */
   accuracy: number | null;
   /** 95% interval of the accuracy; null with fewer than two rows (or two boards). */
-  ci95: (Interval & { method: Env['intervalMethod'] }) | null;
+  ci95: (Interval & { method: IntervalMethod }) | null;
   /** Answers that could not be parsed (reward 0). */
   invalid: number;
   /** Share of rows answered exactly (the `exact` metric, chess's `exactFen`, else reward = 1). */
@@ -34,7 +47,7 @@ const EXACT_METRICS = ['exact', 'exactFen'];
 
 const defaultCluster = (row: ScoredRow): string => `${row.input.initialState ?? ''}\u0000${row.input.target}`;
 
-export function summarizeScores(env: Pick<Env, 'domain' | 'intervalMethod' | 'summarize'>, rows: ScoredRow[], options: SummaryOptions = {}): DomainSummary {
+export function summarizeScores(env: SummaryEnv, rows: ScoredRow[], options: SummaryOptions = {}): DomainSummary {
   const rewards = rows.map((r) => r.score.reward);
   const accuracy = mean(rewards);
   let interval: Interval | null;
