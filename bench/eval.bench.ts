@@ -20,7 +20,7 @@ import type { RunConfig } from '../eval/run-config.ts';
 import { runEvaluation } from '../eval/run.ts';
 import { expandSettings } from '../eval/settings.ts';
 import { openSource } from '../eval/sources/index.ts';
-import { checkpointSource } from '../eval/sources/checkpoint.ts';
+import { checkpointSource } from '../eval/sources/local-checkpoint.ts';
 import type { ModelSource } from '../eval/types.ts';
 
 const PROJECT = resolve(import.meta.dirname, '..');

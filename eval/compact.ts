@@ -4,7 +4,7 @@
 // scores completions (scoredResponse).
 import type { Env } from '../envs/env.ts';
 import { ANSWER_CUE, episodeToModelInput, perceptionToModelInput, responseForScoring } from '../models/template.ts';
-import { COMPACT_STYLE, type CompactTemplate } from './prompts.ts';
+import { COMPACT_STYLE, type CompactTemplate } from './query-to-chat.ts';
 
 export const compactTemplate: CompactTemplate = {
   trackInput: (env, query) => episodeToModelInput(env, query.episode),

@@ -5,7 +5,7 @@
 import { UserError } from '../core/errors.ts';
 import { MODALITY_SETTINGS, type Domain, type ModalitySetting } from '../core/episode.ts';
 import type { Env } from '../envs/env.ts';
-import { COMPACT_STYLE } from './prompts.ts';
+import { COMPACT_STYLE } from './query-to-chat.ts';
 import type { Setting, Task } from './types.ts';
 
 export interface SettingOptions {

@@ -5,7 +5,7 @@ import type { Env } from '../env.ts';
 import { chessBaselineAnswer, randomChessMove } from './baseline.ts';
 import { Board } from './board.ts';
 import { chessCandidates } from './episodes.ts';
-import { CHESS_PROMPT_STYLES, chessPerceptionProbe, chessPrompt } from './prompts.ts';
+import { CHESS_PROMPT_STYLES, chessPerceptionProbe, chessPrompt } from './prompt.ts';
 import { renderMove } from './render.ts';
 
 export const chessEnv: Env = {

@@ -6,7 +6,7 @@ import type { Env } from '../env.ts';
 import type { Episode } from '../../core/episode.ts';
 import type { RawImage } from '../../core/image.ts';
 import { randomShellSwap, shellBaselineAnswer } from './baseline.ts';
-import { SHELL_PROMPT_STYLES, shellPerceptionProbe, shellPrompt } from './prompts.ts';
+import { SHELL_PROMPT_STYLES, shellPerceptionProbe, shellPrompt } from './prompt.ts';
 import { parseSwap, renderSwap } from './render.ts';
 import { shellCandidates } from './sampler.ts';
 import { summarizeShell } from './summary.ts';

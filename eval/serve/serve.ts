@@ -1,22 +1,38 @@
 // The `metrl serve` job: load the policy, start the HTTP server, print its URL once it is listening, and shut down
-// cleanly on SIGINT or SIGTERM (stop accepting, let in-flight requests finish, free the model).
+// cleanly on SIGINT or SIGTERM (stop accepting, let in-flight requests finish, free the model). Layer: eval/;
+// scripts/commands/serve.ts maps its flags onto ServeOptions.
 import { basename, resolve } from 'node:path';
-import type { ServeFlags } from '../../scripts/commands/serve.ts';
 import { UserError } from '../../core/errors.ts';
 import { loadPolicy } from '../load-policy.ts';
 import { builtinEngine } from './builtin-engine.ts';
 import { startServer } from './server.ts';
 
-export async function serve(flags: ServeFlags): Promise<void> {
+export interface ServeOptions {
+  /** Base checkpoint, LoRA adapter or training-run folder. */
+  checkpoint: string;
+  /** Base checkpoint under an adapter (default: the one it names, else the shipped base). */
+  base?: string;
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  /** Name reported by /v1/models (default: the checkpoint folder's name). */
+  modelId?: string;
+  /** Seed of the sampler for requests that do not give one. */
+  seed: number;
+  /** tfjs backend (default: the fastest that loads). */
+  backend?: string;
+}
+
+export async function serve(options: ServeOptions): Promise<void> {
   const log = (line: string) => process.stderr.write(`${line}\n`);
-  const loaded = await loadPolicy(flags.checkpoint, { ...(flags.base ? { base: flags.base } : {}), ...(flags.backend ? { backend: flags.backend } : {}), log });
-  const modelId = flags['model-id'] ?? basename(resolve(flags.checkpoint));
-  const engine = builtinEngine(loaded.policy, modelId, flags.seed);
-  const running = await startServer(engine, { host: flags.host, port: flags.port, log }).catch((error: NodeJS.ErrnoException) => {
+  const loaded = await loadPolicy(options.checkpoint, { ...(options.base ? { base: options.base } : {}), ...(options.backend ? { backend: options.backend } : {}), log });
+  const modelId = options.modelId ?? basename(resolve(options.checkpoint));
+  const engine = builtinEngine(loaded.policy, modelId, options.seed);
+  const running = await startServer(engine, { host: options.host, port: options.port, log }).catch((error: NodeJS.ErrnoException) => {
     loaded.policy.dispose();
-    if (error.code === 'EADDRINUSE') throw new UserError(`--port ${flags.port}: already in use on ${flags.host} (pick another, or 0 for any free port)`);
-    if (error.code === 'EACCES') throw new UserError(`--port ${flags.port}: not allowed to bind it on ${flags.host}`);
-    if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND') throw new UserError(`--host ${flags.host}: not an address of this machine`);
+    if (error.code === 'EADDRINUSE') throw new UserError(`--port ${options.port}: already in use on ${options.host} (pick another, or 0 for any free port)`);
+    if (error.code === 'EACCES') throw new UserError(`--port ${options.port}: not allowed to bind it on ${options.host}`);
+    if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND') throw new UserError(`--host ${options.host}: not an address of this machine`);
     throw error;
   });
   log(`metrl serve: model ${modelId} (base ${loaded.base}${loaded.adapter ? `, adapter ${loaded.adapter}` : ''})`);

@@ -5,7 +5,7 @@ import { PROVIDERS_OR_POLICIES } from '@huggingface/inference';
 import { UserError } from '../../core/errors.ts';
 import type { Domain } from '../../core/episode.ts';
 import type { Env } from '../../envs/env.ts';
-import { queryToChat, type CompactTemplate } from '../prompts.ts';
+import { queryToChat, type CompactTemplate } from '../query-to-chat.ts';
 import type { ModelDescription } from '../run-config.ts';
 import type { ModelSource, SamplingSettings } from '../types.ts';
 import { BASELINES, type BaselineName } from '../../envs/baseline.ts';

@@ -1,8 +1,9 @@
 // `metrl evaluate`: one harness for a local checkpoint, a hosted chat model or a baseline, on the same episodes with
-// the same scoring. Wiring only: options are validated here, the work lives in eval/.
+// the same scoring. Wiring only: flags are validated here and mapped onto eval/job.ts's EvaluateOptions.
 import type { CommandModule } from 'yargs';
 import { z } from 'zod';
-import { envFlagOptions, envFlagShape } from '../../envs/cli-options.ts';
+import { ENV_FLAGS, envFlagOptions, envFlagShape } from '../../envs/cli-options.ts';
+import type { EvaluateOptions } from '../../eval/job.ts';
 import { handler } from '../command.ts';
 
 const positiveInt = z.coerce.number().int().positive();
@@ -40,7 +41,37 @@ const schema = z.object({
   tables: z.array(z.string().min(1)).min(1).optional(),
 });
 
-export type EvaluateFlags = z.infer<typeof schema>;
+type EvaluateFlags = z.infer<typeof schema>;
+
+function evaluateOptions(flags: EvaluateFlags): EvaluateOptions {
+  return {
+    source: { checkpoint: flags.checkpoint, base: flags.base, model: flags.model, provider: flags.provider, endpoint: flags.endpoint, apiKeyEnv: flags['api-key-env'] },
+    domain: flags.domain,
+    modality: flags.modality,
+    imageRatio: flags['image-ratio'],
+    actions: flags.actions,
+    prompt: flags.prompt,
+    shots: flags.shots,
+    task: flags.task,
+    cascade: flags.cascade,
+    n: flags.n,
+    seed: flags.seed,
+    temperature: flags.temperature,
+    maxTokens: flags['max-tokens'],
+    workers: flags.workers,
+    timeoutSeconds: flags.timeout,
+    retries: flags.retries,
+    backoffSeconds: flags.backoff,
+    resume: flags.resume,
+    limit: flags.limit,
+    out: flags.out,
+    games: flags.games,
+    offset: flags.offset,
+    envFlags: Object.fromEntries(ENV_FLAGS.map(({ flag }) => [flag, flags[flag]])),
+    quiet: flags.quiet,
+    tables: flags.tables,
+  };
+}
 
 const command: CommandModule = {
   command: 'evaluate',
@@ -83,7 +114,7 @@ const command: CommandModule = {
       .example('$0 evaluate --checkpoint runs/train-shell --domain shell --modality text,image', 'a trained checkpoint, both modalities')
       .example('$0 evaluate --tables runs/eval-base runs/eval-grpo --out table5.md', 'several runs in one table'),
   // The job is imported on use: listing commands must not load the HTTP client, sharp or tfjs.
-  handler: handler(schema, async (flags) => (await import('../../eval/evaluate.ts')).evaluate(flags)),
+  handler: handler(schema, async (flags) => (await import('../../eval/job.ts')).evaluate(evaluateOptions(flags))),
 };
 
 export default command;

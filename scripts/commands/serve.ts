@@ -2,6 +2,7 @@
 // the model list), bound to 127.0.0.1 unless told otherwise. Wiring only: eval/serve/ holds the server and engine.
 import type { CommandModule } from 'yargs';
 import { z } from 'zod';
+import type { ServeOptions } from '../../eval/serve/serve.ts';
 import { handler } from '../command.ts';
 
 const schema = z.object({
@@ -14,7 +15,11 @@ const schema = z.object({
   backend: z.string().optional(),
 });
 
-export type ServeFlags = z.infer<typeof schema>;
+type ServeFlags = z.infer<typeof schema>;
+
+function serveOptions(flags: ServeFlags): ServeOptions {
+  return { checkpoint: flags.checkpoint, base: flags.base, host: flags.host, port: flags.port, modelId: flags['model-id'], seed: flags.seed, backend: flags.backend };
+}
 
 const command: CommandModule = {
   command: 'serve',
@@ -29,7 +34,7 @@ const command: CommandModule = {
       .option('seed', { type: 'number', default: 0, describe: 'seed of the sampler for requests that do not give one' })
       .option('backend', { type: 'string', describe: 'tfjs backend: node-gpu | node | wasm | cpu (default: the fastest that loads)' })
       .example('$0 serve --checkpoint runs/train-shell-text', 'then: metrl evaluate --model train-shell-text --endpoint http://127.0.0.1:8000/v1 --prompt compact'),
-  handler: handler(schema, async (flags) => (await import('../../eval/serve/serve.ts')).serve(flags)),
+  handler: handler(schema, async (flags) => (await import('../../eval/serve/serve.ts')).serve(serveOptions(flags))),
 };
 
 export default command;

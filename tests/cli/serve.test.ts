@@ -17,7 +17,7 @@ import type { Progress } from '../../eval/progress.ts';
 import { runEvaluation } from '../../eval/run.ts';
 import { expandSettings } from '../../eval/settings.ts';
 import { openSource } from '../../eval/sources/index.ts';
-import { checkpointSource } from '../../eval/sources/checkpoint.ts';
+import { checkpointSource } from '../../eval/sources/local-checkpoint.ts';
 import { compactTemplate } from '../../eval/compact.ts';
 import type { RunConfig } from '../../eval/run-config.ts';
 

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { shellEnv } from '../../envs/shell/index.ts';
 import { applySwap, SWAP_PAIRS } from '../../envs/shell/sampler.ts';
-import { SHELL_IMAGE_CAPTION, SHELL_INSTRUCTIONS } from '../../envs/shell/prompts.ts';
+import { SHELL_IMAGE_CAPTION, SHELL_INSTRUCTIONS } from '../../envs/shell/prompt.ts';
 import { parseSwap } from '../../envs/shell/render.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
 import { getEnv } from '../../envs/registry.ts';

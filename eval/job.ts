@@ -1,0 +1,229 @@
+// The `metrl evaluate` job, in named phases: plan (options → environments, settings, model and run config), open the
+// model source, run the items (resumable, interruptible), report (summary.json, table.md, the table on stdout) and
+// finish (the exit status). Layer: eval/; scripts/commands/evaluate.ts maps its flags onto EvaluateOptions.
+// Exit status: 0 when every item was answered (wrong answers included), 1 when some items failed after their
+// retries (their rows say why; --resume retries them), 2 for bad input and for a fatal stop (401/403/404 or an
+// endpoint nobody answers at: every finished item is kept, the reason is printed), 130 after Ctrl-C.
+import { resolve } from 'node:path';
+import { existsSync, statSync } from 'node:fs';
+import { UserError } from '../core/errors.ts';
+import { writeFileAtomic } from '../core/files.ts';
+import { envExtraFromFlags } from '../envs/cli-options.ts';
+import { getEnv } from '../envs/registry.ts';
+import type { Domain } from '../core/episode.ts';
+import type { Env } from '../envs/env.ts';
+import { isEvalRun, readRunReport } from './plot-sweeps.ts';
+import { COMPACT_STYLE, type CompactTemplate } from './query-to-chat.ts';
+import { stderrProgress } from './progress.ts';
+import { buildReport, renderTable, writeReport, SUMMARY_FILE, TABLE_FILE, type RunReport } from './report.ts';
+import { DEFAULT_RETRY, type RetryPolicy } from './retry.ts';
+import { readRunConfig, type ModelDescription, type RunConfig } from './run-config.ts';
+import { runEvaluation, type RunOutcome } from './run.ts';
+import { expandSettings, parseModalities, parseNumberList, parseStringList, settingKey } from './settings.ts';
+import { describeModel, openSource, type SourceSpec } from './sources/index.ts';
+import type { ModelSource, Setting, Task } from './types.ts';
+
+/** What one evaluation is asked to do. Lists are comma lists as typed (eval/settings.ts parses and checks them). */
+export interface EvaluateOptions {
+  /** The model: a checkpoint folder, a hosted model (provider or endpoint) or a baseline. */
+  source: SourceSpec;
+  domain: string;
+  modality?: string;
+  imageRatio?: string | number;
+  actions: string | number;
+  prompt?: string;
+  shots?: number;
+  task: Task;
+  cascade: boolean;
+  /** Items per setting. */
+  n: number;
+  seed: number;
+  temperature: number;
+  maxTokens: number;
+  /** Requests in flight. */
+  workers: number;
+  timeoutSeconds: number;
+  retries: number;
+  /** First retry delay in seconds. */
+  backoffSeconds: number;
+  resume: boolean;
+  limit?: number;
+  out?: string;
+  /** chess: a games file and where episodes start in a game. */
+  games?: string;
+  offset?: 'start' | 'random';
+  /** The environment options as given, by flag name (envs/cli-options.ts). */
+  envFlags: Record<string, unknown>;
+  quiet: boolean;
+  /** Evaluate nothing: one table from these finished run folders (written to `out` when given). */
+  tables?: string[];
+}
+
+/** What the plan phase settles before anything is asked. */
+interface Plan {
+  model: ModelDescription;
+  label: string;
+  envs: Map<Domain, Env>;
+  settings: Setting[];
+  out: string;
+  config: RunConfig;
+  retry: RetryPolicy;
+}
+
+export async function evaluate(options: EvaluateOptions): Promise<void> {
+  if (options.tables) return combineTables(options.tables, options.out);
+  const plan = await planRun(options);
+  const source = await openModel(plan, options);
+  const outcome = await runItems(plan, source, options);
+  const report = reportRun(plan, outcome);
+  finish(plan, outcome, report);
+}
+
+/** Check the options against each other and the environments; settle the settings, the output folder and config.json. */
+async function planRun(options: EvaluateOptions): Promise<Plan> {
+  const model = describeModel(options.source);
+  if (options.resume && options.out === undefined) throw new UserError('--resume needs --out DIR (the folder of the run to continue)');
+  if (model.kind === 'checkpoint' && !existsSync(model.path)) throw new UserError(`--checkpoint ${model.path}: no such folder`);
+
+  const domains = parseStringList<Domain>('domain', options.domain);
+  const envs = new Map<Domain, Env>();
+  for (const d of domains) envs.set(d, await getEnv(d));
+  const task = options.task;
+  const defaultPrompt = model.kind === 'checkpoint' ? COMPACT_STYLE : 'zero-shot';
+  const settings = expandSettings(
+    {
+      domains,
+      modalities: options.modality !== undefined ? parseModalities(options.modality) : null,
+      imageRatios: options.imageRatio !== undefined ? parseNumberList('image-ratio', options.imageRatio, (v) => v >= 0 && v <= 1, 'a number in [0, 1]') : null,
+      actions: parseNumberList('actions', options.actions, (v) => Number.isInteger(v) && v >= 0 && v <= 1000, 'a whole number of actions in [0, 1000]'),
+      prompts: options.prompt !== undefined ? parseStringList('prompt', options.prompt) : [defaultPrompt],
+      shots: options.shots ?? null,
+      task,
+      cascade: options.cascade,
+    },
+    envs,
+    model.kind === 'checkpoint' ? COMPACT_STYLE : undefined,
+  );
+  if (model.kind === 'baseline' && model.name === 'game-start' && task === 'perception') {
+    throw new UserError('baseline:game-start predicts a state; it has no answer to --task perception (use baseline:random)');
+  }
+  if (model.kind === 'baseline' && options.cascade) throw new UserError('--cascade needs a model that reads images; baselines do not');
+  if ((options.games !== undefined || options.offset !== undefined) && !domains.includes('chess')) throw new UserError('--games and --offset apply to --domain chess');
+
+  const extra: Record<string, Record<string, unknown>> = {};
+  if (options.games !== undefined) {
+    const games = resolve(options.games);
+    if (!existsSync(games)) throw new UserError(`--games ${options.games}: no such file`);
+    extra.chess = { games };
+  }
+  if (options.offset !== undefined) extra.chess = { ...extra.chess, offset: options.offset };
+  for (const [domain, values] of Object.entries(envExtraFromFlags(domains, options.envFlags))) extra[domain] = { ...extra[domain], ...values };
+  const label = model.kind === 'hosted' ? model.id : model.kind === 'baseline' ? `baseline:${model.name}` : model.path;
+  const out = resolve(options.out ?? defaultOut(label));
+  const config: RunConfig = {
+    kind: 'metrl-eval',
+    created: options.resume ? readRunConfig(out).created : new Date().toISOString(),
+    label,
+    model,
+    settings,
+    n: options.n,
+    seed: options.seed,
+    sampling: { temperature: options.temperature, max_tokens: options.maxTokens },
+    extra,
+    runtime: { workers: options.workers, limit: options.limit ?? null, retries: options.retries, timeout_s: options.timeoutSeconds },
+  };
+  const retry: RetryPolicy = { ...DEFAULT_RETRY, retries: options.retries, timeoutMs: options.timeoutSeconds * 1000, baseDelayMs: options.backoffSeconds * 1000 };
+  return { model, label, envs, settings, out, config, retry };
+}
+
+/** The model behind one interface; the in-process checkpoint source and the compact template load only when used. */
+function openModel(plan: Plan, options: EvaluateOptions): Promise<ModelSource> {
+  const sampling = { temperature: options.temperature, maxTokens: options.maxTokens };
+  return openSource(plan.model, {
+    envs: plan.envs,
+    sampling,
+    seed: options.seed,
+    compact: loadCompactTemplate,
+    openCheckpoint: async (path, base) => (await import('./sources/local-checkpoint.ts')).checkpointSource(path, sampling, options.seed, plan.envs, base),
+  });
+}
+
+/** Ask every item not yet answered; Ctrl-C (or SIGTERM) stops asking and keeps what is finished. */
+async function runItems(plan: Plan, source: ModelSource, options: EvaluateOptions): Promise<RunOutcome> {
+  const interrupt = new AbortController();
+  const onSignal = () => interrupt.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  let outcome: RunOutcome;
+  try {
+    outcome = await runEvaluation({ out: plan.out, resume: options.resume, config: plan.config, envs: plan.envs, source, retry: plan.retry, progress: stderrProgress('evaluate', options.quiet), interrupt: interrupt.signal });
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await source.close?.();
+  }
+  for (const file of outcome.repairedFiles) process.stderr.write(`evaluate: ${file}: cut a torn last line left by an interrupted run\n`);
+  return outcome;
+}
+
+/** summary.json and table.md in the run folder, and the table on stdout. */
+function reportRun(plan: Plan, outcome: RunOutcome): RunReport {
+  const itemsPerSetting = new Map<string, number>();
+  for (const item of outcome.items) itemsPerSetting.set(item.settingKey, (itemsPerSetting.get(item.settingKey) ?? 0) + 1);
+  for (const s of plan.settings) if (!itemsPerSetting.has(settingKey(s))) itemsPerSetting.set(settingKey(s), 0);
+  const report = buildReport(plan.label, plan.model.kind === 'baseline', plan.settings, itemsPerSetting, outcome.rows, plan.envs);
+  writeReport(plan.out, report);
+  process.stdout.write(renderTable([report]));
+  process.stdout.write(`\n${plan.out}: ${SUMMARY_FILE}, ${TABLE_FILE}, per-item rows in <domain>-<modality>.jsonl (${outcome.asked} asked now, ${outcome.reused} reused)\n`);
+  return report;
+}
+
+/** The exit status: a fatal stop is a UserError (2), an interruption 130, items that failed after retries 1. */
+function finish(plan: Plan, outcome: RunOutcome, report: RunReport): void {
+  const { out } = plan;
+  const done = outcome.rows.filter((r) => r.status === 'ok').length;
+  if (outcome.stopped?.reason === 'fatal') {
+    throw new UserError(`stopped: ${outcome.stopped.failure.message}${hint(outcome.stopped.failure.status, plan.model)}. ${done} finished items are kept in ${out}; fix the cause and rerun with --resume --out ${out}`);
+  }
+  if (outcome.stopped?.reason === 'interrupted') {
+    process.stderr.write(`evaluate: interrupted; ${done} finished items kept; continue with --resume --out ${out}\n`);
+    process.exit(130);
+  }
+  const failed = report.settings.reduce((s, r) => s + r.errors, 0);
+  if (failed > 0) {
+    process.stderr.write(`evaluate: ${failed} items failed after retries (see the error field of their rows); rerun with --resume --out ${out} to retry them\n`);
+    process.exitCode = 1;
+  }
+}
+
+/** `--tables RUN…`: one markdown table from finished runs, the models side by side. */
+function combineTables(dirs: string[], out?: string): void {
+  const reports = dirs.map((dir) => {
+    if (!isEvalRun(dir)) throw new UserError(`--tables ${dir}: not an evaluation run folder (no summary.json from metrl evaluate)`);
+    return readRunReport(dir);
+  });
+  const table = renderTable(reports);
+  if (out !== undefined) {
+    if (existsSync(out) && statSync(out).isDirectory()) throw new UserError(`--out ${out}: is a folder; with --tables give a file name`);
+    writeFileAtomic(out, table);
+  }
+  process.stdout.write(table);
+}
+
+function hint(status: number | null, model: ModelDescription): string {
+  const keyVar = model.kind === 'hosted' ? model.api_key_env : undefined;
+  if (status === 401) return keyVar ? ` (is ${keyVar} a valid key?)` : ' (the endpoint wants a key: --api-key-env NAME)';
+  if (status === 403) return ' (the key has no access to this model or provider)';
+  if (status === 404) return ' (check the model id, --provider or --endpoint URL)';
+  return '';
+}
+
+function defaultOut(label: string): string {
+  const slug = label.replace(/^.*[\\/](?=[^\\/]+$)/, '').replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 40);
+  const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
+  return `runs/eval-${slug}-${stamp}`;
+}
+
+async function loadCompactTemplate(): Promise<CompactTemplate> {
+  return (await import('./compact.ts')).compactTemplate;
+}
