@@ -3,7 +3,7 @@
 // reports corruption anywhere else. Layer: core/.
 import { mkdirSync, readFileSync, renameSync, writeFileSync, existsSync, readdirSync, appendFileSync, truncateSync } from 'node:fs';
 import { dirname, basename, join } from 'node:path';
-import type { ZodError, ZodType } from 'zod';
+import type { output, ZodError, ZodType } from 'zod';
 import { UserError, describeZodError } from './errors.ts';
 
 export function ensureDir(dir: string): void {
@@ -33,7 +33,7 @@ export interface ReadJsonOptions {
  * Read a JSON file and check it with `schema`. Every failure is a UserError naming the file: "<path>: no such file",
  * "<path>: not valid JSON", or "<path>: <invalid>" when the value does not fit the schema.
  */
-export function readJson<T>(path: string, schema: ZodType<T>, options: ReadJsonOptions = {}): T {
+export function readJson<S extends ZodType>(path: string, schema: S, options: ReadJsonOptions = {}): output<S> {
   const where = `${options.prefix ?? ''}${path}: `;
   if (!existsSync(path)) throw new UserError(`${where}no such file`);
   let value: unknown;

@@ -2,9 +2,11 @@
 // the share of image actions (Figure 6), with 95% interval bands, several models (one run folder each) side by side
 // as coloured series, one panel per domain and modality (length sweeps) or per domain (image-ratio sweeps).
 // Rendering is core/plot.ts's job; this file reads summary.json files and shapes the data.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
+import { z } from 'zod';
 import { join } from 'node:path';
 import { UserError } from '../core/errors.ts';
+import { readJson } from '../core/files.ts';
 import type { TopLevelSpec } from '../core/plot.ts';
 import { SUMMARY_FILE, type RunReport } from './report.ts';
 
@@ -25,7 +27,7 @@ interface SweepPoint {
 export function isEvalRun(dir: string): boolean {
   if (!existsSync(join(dir, SUMMARY_FILE)) || !existsSync(join(dir, 'config.json'))) return false;
   try {
-    return (JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as { kind?: string }).kind === 'metrl-eval';
+    return readJson(join(dir, 'config.json'), z.object({ kind: z.unknown() }).loose()).kind === 'metrl-eval';
   } catch {
     return false;
   }
@@ -34,9 +36,7 @@ export function isEvalRun(dir: string): boolean {
 export function readRunReport(dir: string): RunReport {
   const path = join(dir, SUMMARY_FILE);
   try {
-    const report = JSON.parse(readFileSync(path, 'utf8')) as RunReport;
-    if (!Array.isArray(report.settings)) throw new Error('no settings');
-    return report;
+    return readJson(path, z.object({ settings: z.array(z.unknown()) }).loose()) as unknown as RunReport;
   } catch {
     throw new UserError(`${path}: not an evaluation summary`);
   }

@@ -2,10 +2,10 @@
 // settings, episodes count and seed, sampling; plus runtime knobs (workers, limit, retries) that may change between
 // a run and its `--resume`. Resuming checks that everything that decides the answers is unchanged.
 import { z } from 'zod';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { UserError } from '../core/errors.ts';
-import { writeJsonAtomic } from '../core/files.ts';
+import { readJson, writeJsonAtomic } from '../core/files.ts';
 import type { Setting } from './types.ts';
 
 export type ModelDescription =
@@ -41,15 +41,7 @@ const storedSchema = z.object({ kind: z.literal('metrl-eval'), created: z.string
 export function readRunConfig(dir: string): RunConfig {
   const path = join(dir, CONFIG_FILE);
   if (!existsSync(path)) throw new UserError(`${path}: missing; --resume needs the folder of an earlier evaluation run`);
-  let value: unknown;
-  try {
-    value = JSON.parse(readFileSync(path, 'utf8'));
-  } catch {
-    throw new UserError(`${path}: not valid JSON`);
-  }
-  const parsed = storedSchema.safeParse(value);
-  if (!parsed.success) throw new UserError(`${path}: not an evaluation run config`);
-  return parsed.data as unknown as RunConfig;
+  return readJson(path, storedSchema, { invalid: 'not an evaluation run config' }) as unknown as RunConfig;
 }
 
 /** Throw a UserError naming the first identity field that differs between the stored run and the new command. */

@@ -1,6 +1,7 @@
 // The GRPO training configuration: one zod schema, read from a JSON file (--config) and/or command-line flags, with
 // the MET-Bench paper's settings (Table 6, section 3.1) where they carry over to a small model on two CPU cores and
 // documented departures where they do not. Unknown keys and out-of-range values are UserErrors naming the field.
+// Layer: trainer/.
 import { readFileSync, existsSync } from 'node:fs';
 import { z } from 'zod';
 import { UserError, parseOrFail } from '../core/errors.ts';
@@ -8,20 +9,22 @@ import { UserError, parseOrFail } from '../core/errors.ts';
 const positiveInt = z.number().int().positive();
 
 /**
- * Every field, with its default and why. Keys are camelCase in config files; the same names in kebab-case are flags.
+ * Every field, with its default and why. Keys are camelCase in config files. A field with a `.describe()` text is also
+ * a command-line flag, its name in kebab-case and the text its `--help` line (scripts/schema-flags.ts generates them);
+ * the others are set in a --config file only.
  * A "step" is one optimiser update: `promptsPerStep × gradientAccumulation` prompts, `groupSize` completions each.
  */
 export const TrainConfigSchema = z
   .object({
     // ---- data -------------------------------------------------------------------------------------------------
     /** Training episodes (train split), drawn once from the seed and cycled through in shuffled epochs. Paper: 100. */
-    trainSize: positiveInt.default(100),
+    trainSize: positiveInt.default(100).describe('training episodes, as many as in the paper'),
     /** Actions per episode, for training and for the test split. Paper: 5. */
-    actions: z.number().int().min(0).max(100).default(5),
+    actions: z.number().int().min(0).max(100).default(5).describe('actions per episode, as in the paper'),
     /** Episodes in the fixed test split used for the periodic evaluation (each modality). */
-    testSize: positiveInt.default(200),
+    testSize: positiveInt.default(200).describe('episodes in the fixed test split'),
     /** Seed of everything random: episodes, data order, sampling. The test split uses its own fixed seed. */
-    seed: z.number().int().min(0).default(0),
+    seed: z.number().int().min(0).default(0).describe('seed of episodes, data order and sampling'),
     /** Seed of the test split, kept apart from `seed` so runs with different seeds are measured on the same episodes. */
     testSeed: z.number().int().min(0).default(1234),
 
@@ -30,11 +33,11 @@ export const TrainConfigSchema = z
      * Optimiser updates to run. 40 steps × 8 prompts = 320 prompts, about three passes over the 100 training episodes;
      * a chess image step took 9-12 s from the shipped base (27 s in bench/grpo.bench.ts with random weights), so the run fits in 30 minutes.
      */
-    steps: positiveInt.default(40),
+    steps: positiveInt.default(40).describe('optimiser steps'),
     /** Prompts per rollout batch. Paper (Gemma3-4B): batch size 4. */
-    promptsPerStep: positiveInt.default(4),
+    promptsPerStep: positiveInt.default(4).describe('prompts per rollout batch'),
     /** Completions sampled per prompt (the GRPO group). Paper: 8. Must be ≥ 2 for a group to have a spread. */
-    groupSize: z.number().int().min(2, 'group size must be at least 2 (advantages compare completions within a group)').default(8),
+    groupSize: z.number().int().min(2, 'group size must be at least 2 (advantages compare completions within a group)').default(8).describe('completions per prompt, G'),
     /**
      * Batches of `promptsPerStep` prompts whose gradients are summed into one update, as in the paper's Table 6 (their
      * product is the prompts per update; here the rollouts of a step decode together and the learner works in chunks
@@ -42,26 +45,26 @@ export const TrainConfigSchema = z
      * cores that is minutes per update, so the default is 1: 4 prompts × 8 completions = 32 completions per update
      * (5-move chess traces run to ~390 tokens each), and 40 updates fit in a 30-minute run.
      */
-    gradientAccumulation: positiveInt.default(1),
+    gradientAccumulation: positiveInt.default(1).describe('rollout batches per optimiser step'),
     /**
      * Sequences per learner forward/backward pass. Only bounds memory (the WASM backend has a 2-4 GB heap; a chess
      * image sequence is ~250 tokens): gradients of the chunks are summed, so the update does not depend on it.
      */
-    learnerBatch: positiveInt.default(8),
+    learnerBatch: positiveInt.default(8).describe('sequences per learner forward/backward pass; memory only'),
     /**
      * Tokens (prompt + completion) per learner pass, at most: attention over a packed chunk grows with the square of
      * its length, and eight 650-token chess traces overflowed the WASM heap. A longer sequence gets a pass of its own.
      */
     learnerTokens: positiveInt.default(2048),
     /** μ: optimisation passes over each step's rollouts (μ > 1 makes the clipped ratio matter). TRL default: 1. */
-    iterations: positiveInt.default(1),
+    iterations: positiveInt.default(1).describe('μ: optimisation passes per batch'),
     /**
      * Evaluate on the test split every K steps (and at step 0 and the last step). Each evaluation greedily decodes
      * testSize episodes twice (both modalities), which for chess FENs costs about as much as a few training steps.
      */
-    evalEvery: positiveInt.default(20),
+    evalEvery: positiveInt.default(20).describe('evaluate on the test split every K steps'),
     /** Write a checkpoint every K steps (and at the last step). */
-    checkpointEvery: positiveInt.default(10),
+    checkpointEvery: positiveInt.default(10).describe('checkpoint every K steps'),
     /** Completions per step written to samples.jsonl (with prompt, target and reward). */
     samplesPerStep: z.number().int().min(0).default(4),
 
@@ -70,28 +73,28 @@ export const TrainConfigSchema = z
      * Longest completion in tokens. Unset: fitted to the task, 1.25 × the longest reference completion among the
      * train and test episodes plus 8 (a 5-move chess trace is about 330 characters, a shell trace about 90).
      */
-    maxCompletionTokens: positiveInt.optional(),
+    maxCompletionTokens: positiveInt.optional().describe('longest completion in tokens (default: fitted to the task, 1.25 × the longest reference trace + 8)'),
     /**
      * Sampling temperature of the rollouts (evaluation is greedy); the learner scores softmax(logits / T), the policy
      * that sampled. TRL's default is 1, but a character-level model writes a 5-move chess trace of ~400 tokens and
      * per-token noise compounds: from the shipped base, 8 × 8 chess image samples were valid 6% of the time at T = 1,
      * 42% at 0.5 and 73% at 0.3, with the largest within-group reward spread (GRPO's signal) at 0.5.
      */
-    temperature: z.number().positive().max(10).default(0.5),
+    temperature: z.number().positive().max(10).default(0.5).describe('rollout sampling temperature'),
     /** Nucleus sampling of the rollouts; 1 = off. */
-    topP: z.number().gt(0).max(1).default(1),
+    topP: z.number().gt(0).max(1).default(1).describe('rollout nucleus sampling, 1 = off'),
 
     // ---- objective --------------------------------------------------------------------------------------------
     /** 'grpo': mean over each completion's tokens, then over completions; 'dr-grpo': token sum / (completions × maxCompletionTokens). */
-    lossType: z.enum(['grpo', 'dr-grpo']).default('grpo'),
+    lossType: z.enum(['grpo', 'dr-grpo']).default('grpo').describe('grpo | dr-grpo'),
     /** Divide advantages by the group's reward std (GRPO); off for Dr. GRPO's unbiased advantages. */
-    scaleRewards: z.boolean().default(true),
+    scaleRewards: z.boolean().default(true).describe('divide advantages by the group std (--no-scale-rewards for Dr. GRPO)'),
     /** Added to the group std before dividing, so a near-constant group does not blow up. TRL: 1e-4. */
     advantageEpsilon: z.number().positive().default(1e-4),
     /** β: weight of the k3 KL estimate to the reference policy (LoRA off). TRL default at the paper's time: 0.04. */
-    beta: z.number().min(0).default(0.04),
+    beta: z.number().min(0).default(0.04).describe('β: weight of the KL to the reference'),
     /** ε: clip range of the importance ratio, [1 − ε, 1 + ε]. TRL / PPO default: 0.2. */
-    epsilon: z.number().gt(0).lt(1).default(0.2),
+    epsilon: z.number().gt(0).lt(1).default(0.2).describe('ε: clip range of the importance ratio'),
 
     // ---- optimiser (AdamW on the LoRA weights only) -----------------------------------------------------------
     /**
@@ -101,22 +104,22 @@ export const TrainConfigSchema = z
      * noisy gradients into full-size steps), 3e-4 to 0.465, and 1e-4 changed no greedy answer in 40 steps. 2e-4 is the
      * default until it is tuned against the shipped base.
      */
-    learningRate: z.number().positive('learning rate must be positive').max(1).default(2e-4),
+    learningRate: z.number().positive('learning rate must be positive').max(1).default(2e-4).describe('AdamW learning rate'),
     adamBeta1: z.number().min(0).lt(1).default(0.9),
     adamBeta2: z.number().min(0).lt(1).default(0.999),
     adamEpsilon: z.number().positive().default(1e-8),
     /** Decoupled weight decay (AdamW). Hugging Face Trainer default: 0. */
-    weightDecay: z.number().min(0).default(0),
+    weightDecay: z.number().min(0).default(0).describe('AdamW decoupled weight decay'),
     /** Clip the global gradient norm to this value before each update; 0 = no clipping. Trainer default: 1. */
-    maxGradNorm: z.number().min(0).default(1),
+    maxGradNorm: z.number().min(0).default(1).describe('gradient-norm clipping, 0 = off'),
     /** Stop (exit 2) after this many consecutive steps with a non-finite loss; each such step skips its update. */
     maxNanSteps: positiveInt.default(3),
 
     // ---- adapters ---------------------------------------------------------------------------------------------
     /** LoRA rank on the attention and MLP projections. Paper: 16. */
-    loraRank: positiveInt.default(16),
+    loraRank: positiveInt.default(16).describe('LoRA rank r'),
     /** LoRA alpha; the update is scaled by alpha / rank. */
-    loraAlpha: z.number().positive().default(32),
+    loraAlpha: z.number().positive().default(32).describe('LoRA alpha'),
   })
   .strict();
 

@@ -3,11 +3,12 @@
 // Today: training runs (learning curves, the paper's Figure 5). Wiring only: specs live beside the code that writes
 // the data (trainer/curves.ts), rendering in core/plot.ts.
 import type { CommandModule } from 'yargs';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { handler } from '../command.ts';
 import { UserError } from '../../core/errors.ts';
+import { readJson } from '../../core/files.ts';
 import { writePlot, type TopLevelSpec } from '../../core/plot.ts';
 import { readMetrics } from '../../trainer/metrics.ts';
 import { learningCurveSpec } from '../../trainer/curves.ts';
@@ -47,7 +48,7 @@ const plotters: Plotter[] = [
 function runLabel(dir: string): string {
   const name = basename(resolve(dir));
   try {
-    const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as { domain?: string; modality?: string };
+    const config = readJson(join(dir, 'config.json'), z.object({ domain: z.unknown(), modality: z.unknown() }).loose());
     if (config.domain && config.modality && !name.includes(`${config.domain}-${config.modality}`)) return `${name} (${config.domain}, trained on ${config.modality})`;
   } catch {
     // no or unreadable config.json: the folder name alone

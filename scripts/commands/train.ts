@@ -4,14 +4,15 @@
 //   RUN_DIR/metrics.jsonl  one row per step (type "train") and per evaluation (type "eval", with its modality)
 //   RUN_DIR/samples.jsonl  sample completions with their rewards
 //   RUN_DIR/checkpoints/   step-N/ (PEFT adapter, optimizer and RNG state) and `latest`
-import type { CommandModule, Options } from 'yargs';
-import { existsSync, readFileSync } from 'node:fs';
+import type { CommandModule } from 'yargs';
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import cliProgress from 'cli-progress';
 import { handler } from '../command.ts';
+import { flagOptions, flagShape, schemaFlags, valuesFromFlags } from '../schema-flags.ts';
 import { UserError } from '../../core/errors.ts';
-import { writeJsonAtomic } from '../../core/files.ts';
+import { readJson, writeJsonAtomic } from '../../core/files.ts';
 import { CHECKPOINTS_DIR } from '../../core/paths.ts';
 import { getEnv } from '../../envs/registry.ts';
 import { initBackend } from '../../models/backend.ts';
@@ -20,41 +21,8 @@ import { builtinTraining } from '../../trainer/builtin.ts';
 import { train, type TrainEvent } from '../../trainer/loop.ts';
 import type { EvalRow } from '../../trainer/metrics.ts';
 
-/** Config fields that have a flag: flag name → [config key, description, type]. `--help` adds each default from the schema. */
-const CONFIG_FLAGS: Record<string, [keyof TrainConfig, string, 'number' | 'string' | 'boolean']> = {
-  steps: ['steps', 'optimiser steps', 'number'],
-  seed: ['seed', 'seed of episodes, data order and sampling', 'number'],
-  'train-size': ['trainSize', 'training episodes, as many as in the paper', 'number'],
-  actions: ['actions', 'actions per episode, as in the paper', 'number'],
-  'test-size': ['testSize', 'episodes in the fixed test split', 'number'],
-  'group-size': ['groupSize', 'completions per prompt, G', 'number'],
-  'prompts-per-step': ['promptsPerStep', 'prompts per rollout batch', 'number'],
-  'gradient-accumulation': ['gradientAccumulation', 'rollout batches per optimiser step', 'number'],
-  'learner-batch': ['learnerBatch', 'sequences per learner forward/backward pass; memory only', 'number'],
-  iterations: ['iterations', 'μ: optimisation passes per batch', 'number'],
-  'learning-rate': ['learningRate', 'AdamW learning rate', 'number'],
-  'weight-decay': ['weightDecay', 'AdamW decoupled weight decay', 'number'],
-  'max-grad-norm': ['maxGradNorm', 'gradient-norm clipping, 0 = off', 'number'],
-  beta: ['beta', 'β: weight of the KL to the reference', 'number'],
-  epsilon: ['epsilon', 'ε: clip range of the importance ratio', 'number'],
-  'loss-type': ['lossType', 'grpo | dr-grpo', 'string'],
-  'scale-rewards': ['scaleRewards', 'divide advantages by the group std (--no-scale-rewards for Dr. GRPO)', 'boolean'],
-  temperature: ['temperature', 'rollout sampling temperature', 'number'],
-  'top-p': ['topP', 'rollout nucleus sampling, 1 = off', 'number'],
-  'max-completion-tokens': ['maxCompletionTokens', 'longest completion in tokens (default: fitted to the task, 1.25 × the longest reference trace + 8)', 'number'],
-  'lora-rank': ['loraRank', 'LoRA rank r', 'number'],
-  'lora-alpha': ['loraAlpha', 'LoRA alpha', 'number'],
-  'eval-every': ['evalEvery', 'evaluate on the test split every K steps', 'number'],
-  'checkpoint-every': ['checkpointEvery', 'checkpoint every K steps', 'number'],
-};
-
-/** The description with the schema's default appended, so that `--help` cannot drift from trainer/config.ts. */
-function withDefault(describe: string, key: keyof TrainConfig): string {
-  const value = CONFIG_DEFAULTS[key];
-  if (value === undefined) return describe;
-  return `${describe} (default ${typeof value === 'boolean' ? (value ? 'on' : 'off') : String(value)})`;
-}
-const CONFIG_DEFAULTS: Partial<TrainConfig> = TrainConfigSchema.parse({});
+/** The training config's flags, generated from TrainConfigSchema's descriptions (scripts/schema-flags.ts). */
+const CONFIG_FLAGS = schemaFlags(TrainConfigSchema);
 
 const schema = z.object({
   domain: z.string().min(1).optional(),
@@ -67,7 +35,7 @@ const schema = z.object({
   games: z.string().min(1).optional(),
   offset: z.enum(['start', 'random']).optional(),
   quiet: z.boolean(),
-  ...Object.fromEntries(Object.entries(CONFIG_FLAGS).map(([flag, [, , type]]) => [flag, (type === 'number' ? z.number() : type === 'boolean' ? z.boolean() : z.string()).optional()])),
+  ...flagShape(CONFIG_FLAGS),
 });
 type TrainFlags = z.infer<typeof schema> & Record<string, unknown>;
 
@@ -88,12 +56,6 @@ function timestamp(): string {
   return new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
 }
 
-function configFromFlags(flags: TrainFlags): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [flag, [key]] of Object.entries(CONFIG_FLAGS)) if (flags[flag] !== undefined) out[key] = flags[flag];
-  return out;
-}
-
 async function run(flags: TrainFlags): Promise<void> {
   const log = (line: string) => process.stderr.write(line + '\n');
   let domain: string;
@@ -102,29 +64,22 @@ async function run(flags: TrainFlags): Promise<void> {
   let config: TrainConfig;
   let checkpointDir: string;
   let envExtra: Record<string, unknown>;
-  const flagConfig = configFromFlags(flags);
+  const flagConfig = valuesFromFlags(CONFIG_FLAGS, flags);
 
   if (flags.resume) {
     if (!flags.out) throw new UserError('--resume needs --out RUN_DIR (the run to continue)');
     runDir = resolve(flags.out);
     const infoPath = join(runDir, 'config.json');
     if (!existsSync(infoPath)) throw new UserError(`--resume: ${runDir} holds no run (config.json is missing)`);
-    let raw: unknown;
-    try {
-      raw = JSON.parse(readFileSync(infoPath, 'utf8'));
-    } catch {
-      throw new UserError(`${infoPath}: not valid JSON`);
-    }
-    const info = RunInfoSchema.safeParse(raw);
-    if (!info.success) throw new UserError(`${infoPath}: not a training run's config (${info.error.issues[0]?.path.join('.')}: ${info.error.issues[0]?.message})`);
+    const info = readJson(infoPath, RunInfoSchema, { invalid: (error) => `not a training run's config (${error.issues[0]?.path.join('.')}: ${error.issues[0]?.message})` });
     // The run continues with its own settings; only --steps may change (to extend it).
     const changed = Object.keys(flagConfig).filter((k) => k !== 'steps');
-    const other = (['domain', 'modality', 'checkpoint', 'config', 'games', 'offset'] as const).filter((k) => flags[k] !== undefined && !(k === 'domain' && flags.domain === info.data.domain) && !(k === 'modality' && flags.modality === info.data.modality));
+    const other = (['domain', 'modality', 'checkpoint', 'config', 'games', 'offset'] as const).filter((k) => flags[k] !== undefined && !(k === 'domain' && flags.domain === info.domain) && !(k === 'modality' && flags.modality === info.modality));
     if (changed.length > 0 || other.length > 0) {
       throw new UserError(`--resume continues with ${infoPath}; drop --${[...other, ...changed].join(', --')} (only --steps may change)`);
     }
-    ({ domain, modality, checkpoint: checkpointDir, envExtra } = info.data);
-    config = resolveConfig(info.data.config, flags.steps !== undefined ? { steps: flags.steps } : {}, `${infoPath}: config.`);
+    ({ domain, modality, checkpoint: checkpointDir, envExtra } = info);
+    config = resolveConfig(info.config, flags.steps !== undefined ? { steps: flags.steps } : {}, `${infoPath}: config.`);
   } else {
     if (!flags.domain) throw new UserError('--domain is required (chess or shell)');
     if (!flags.modality) throw new UserError('--modality is required (text or image)');
@@ -238,9 +193,7 @@ function progressView(config: TrainConfig, modality: string, log: (line: string)
   return { onEvent, stop: () => bar?.stop() };
 }
 
-const configFlagOptions: Record<string, Options> = Object.fromEntries(
-  Object.entries(CONFIG_FLAGS).map(([flag, [key, describe, type]]) => [flag, { type, describe: withDefault(describe, key), group: 'Training config (also settable in --config FILE):' }]),
-);
+const configFlagOptions = flagOptions(CONFIG_FLAGS, 'Training config (also settable in --config FILE):');
 
 const command: CommandModule = {
   command: 'train',

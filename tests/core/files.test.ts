@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { appendJsonl, readJsonl, writeFileAtomic } from '../../core/files.ts';
+import { appendJsonl, readJson, readJsonl, writeFileAtomic, writeJsonAtomic } from '../../core/files.ts';
+import { z } from 'zod';
 import { UserError } from '../../core/errors.ts';
 import { fingerprint, splitOf } from '../../core/fingerprint.ts';
 
@@ -36,6 +37,27 @@ describe('JSONL files', () => {
     const path = join(dir(), 'x', 'y.txt');
     writeFileAtomic(path, 'hello');
     expect(readFileSync(path, 'utf8')).toBe('hello');
+  });
+});
+
+describe('readJson', () => {
+  const schema = z.object({ n: z.number().int().positive() });
+
+  it('returns the parsed value when it fits the schema', () => {
+    const path = join(dir(), 'ok.json');
+    writeJsonAtomic(path, { n: 3 });
+    expect(readJson(path, schema)).toEqual({ n: 3 });
+  });
+
+  it('names the file in one line for a missing file, bad JSON and a value the schema rejects', () => {
+    const d = dir();
+    expect(() => readJson(join(d, 'none.json'), schema)).toThrow(/none\.json: no such file$/);
+    writeFileSync(join(d, 'torn.json'), '{"n": 3');
+    expect(() => readJson(join(d, 'torn.json'), schema, { prefix: '--config: ' })).toThrow(/^--config: .*torn\.json: not valid JSON$/);
+    writeFileSync(join(d, 'bad.json'), '{"n": -1}');
+    expect(() => readJson(join(d, 'bad.json'), schema)).toThrow(UserError);
+    expect(() => readJson(join(d, 'bad.json'), schema)).toThrow(/bad\.json: n: .*\(got -1\)$/);
+    expect(() => readJson(join(d, 'bad.json'), schema, { invalid: 'not a count' })).toThrow(/bad\.json: not a count$/);
   });
 });
 
