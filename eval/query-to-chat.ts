@@ -2,6 +2,7 @@
 // the perception probe), or 'compact', the built-in model's own layout written as one user message, so that a
 // checkpoint behind `metrl serve` can be evaluated over HTTP on the format it was trained on. Images become PNG data
 // URLs rendered at the environment's chat size (compact: the model's size, as the model sees them).
+// Layer: eval/
 import { pngDataUrl, toChatMessages, type ChatContentPart, type ChatMessage } from '../core/chat.ts';
 import { encodePng } from '../core/image.ts';
 import { UserError } from '../core/errors.ts';

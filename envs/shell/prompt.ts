@@ -2,6 +2,7 @@
 // the question, the initial state, the moves one per line (an image action is the image followed by its caption),
 // then the question again. Few-shot puts solved train-split episodes before the question as earlier chat turns whose
 // answers are "FINAL ANSWER: n". The single-image perception probe follows the paper's Figure 9.
+// Layer: envs/
 import { UserError } from '../../core/errors.ts';
 import type { Episode, PromptMessage, PromptPart } from '../../core/episode.ts';
 import type { PromptOptions } from '../env.ts';
