@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { UserError, parseOrFail } from '../core/errors.ts';
-import { ArchitectureSchema } from '../models/config.ts';
+import { ArchitectureSchema } from '../models/builtin/config.ts';
 
 const positiveInt = z.number().int().positive();
 

@@ -14,7 +14,7 @@ import type { Episode } from '../core/episode.ts';
 import { drawModalities, generateEpisodes } from '../envs/generate.ts';
 import { Rng } from '../core/rng.ts';
 import type { ModelInput } from '../models/types.ts';
-import { episodeToModelInput, perceptionToModelInput, targetText } from '../models/template.ts';
+import { episodeToModelInput, perceptionToModelInput, targetText } from '../models/builtin/template.ts';
 import type { PretrainConfig } from './pretrain-config.ts';
 
 export type SkillKind = 'perception' | 'tracking';

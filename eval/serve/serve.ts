@@ -3,7 +3,7 @@
 import { basename, resolve } from 'node:path';
 import type { ServeFlags } from '../../scripts/commands/serve.ts';
 import { UserError } from '../../core/errors.ts';
-import { loadPolicy } from '../load-policy.ts';
+import { loadPolicy } from '../../models/load.ts';
 import { builtinEngine } from './builtin-engine.ts';
 import { startServer } from './server.ts';
 

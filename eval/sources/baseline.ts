@@ -6,7 +6,7 @@ import { Rng } from '../../core/rng.ts';
 import { UserError } from '../../core/errors.ts';
 import type { Domain, Episode } from '../../core/episode.ts';
 import type { Env } from '../../envs/env.ts';
-import { ANSWER_CUE } from '../../models/template.ts';
+import { ANSWER_CUE } from '../../models/builtin/template.ts';
 import { getEnv } from '../../envs/registry.ts';
 import type { ModelSource, Query, SourceReply } from '../types.ts';
 

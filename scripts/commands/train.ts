@@ -16,8 +16,7 @@ import { CHECKPOINTS_DIR } from '../../core/paths.ts';
 import { getEnv } from '../../envs/registry.ts';
 import { initBackend } from '../../models/backend.ts';
 import { TrainConfigSchema, readConfigFile, resolveConfig, type TrainConfig } from '../../trainer/config.ts';
-import { builtinTraining } from '../../trainer/builtin.ts';
-import { train, type TrainEvent } from '../../trainer/loop.ts';
+import { loadTrainingPolicy, train, type TrainEvent } from '../../trainer/loop.ts';
 import type { EvalRow } from '../../trainer/metrics.ts';
 
 /** Config fields that have a flag: flag name → [config key, description, type]. `--help` adds each default from the schema. */
@@ -149,7 +148,7 @@ async function run(flags: TrainFlags): Promise<void> {
     throw new UserError(`--modality ${modality}: ${env.domain} shows its actions as ${env.modalities.join(' or ')} only`);
   }
   const backend = await initBackend(flags.backend, flags.quiet ? null : log);
-  const setup = builtinTraining(env, checkpointDir, config);
+  const setup = await loadTrainingPolicy(checkpointDir, config);
   if (!flags.resume) {
     // Written before the first step so that an interrupted run can always be resumed.
     writeJsonAtomic(join(runDir, 'config.json'), {
@@ -165,7 +164,7 @@ async function run(flags: TrainFlags): Promise<void> {
   if (!flags.quiet) log(`run folder: ${runDir}`);
   const progress = flags.quiet ? null : progressView(config, modality, log);
   try {
-    await train({ env, policy: setup.policy, adapter: setup.adapter, encodeEpisode: setup.encodeEpisode, responseOf: setup.responseOf, referenceTokens: setup.referenceTokens, config, modality, runDir, resume: flags.resume, envExtra, onEvent: progress?.onEvent });
+    await train({ env, ...setup, config, modality, runDir, resume: flags.resume, envExtra, onEvent: progress?.onEvent });
   } finally {
     progress?.stop();
   }

@@ -24,12 +24,12 @@
 //   prompt       <domain>\nread\nA: <image>\n … <label n>: <image>\n<label j>: 
 //   completion   <text of action j>
 import sharp from 'sharp';
-import type { Env } from '../envs/env.ts';
-import type { Episode } from '../core/episode.ts';
-import type { RawImage } from '../core/image.ts';
-import type { ChatMessage } from '../core/chat.ts';
-import { UserError } from '../core/errors.ts';
-import type { ModelInput, ModelInputPart } from './types.ts';
+import type { Env } from '../../envs/env.ts';
+import type { Episode } from '../../core/episode.ts';
+import type { RawImage } from '../../core/image.ts';
+import type { ChatMessage } from '../../core/chat.ts';
+import { UserError } from '../../core/errors.ts';
+import type { ModelInput, ModelInputPart } from '../types.ts';
 
 export const ANSWER_CUE = 'FINAL ANSWER: ';
 /** Last line of a trace-layout prompt: the model starts its trace after it. */
