@@ -75,7 +75,7 @@ export const PretrainConfigSchema = z
      * Its architecture must be the configured one. A path relative to the working directory.
      */
     init: z.string().min(1).optional(),
-    /** Architecture overrides (see models/config.ts, checked against its schema); unset fields take models/'s defaults, except positions: grid. */
+    /** Architecture overrides (see models/builtin/config.ts, checked against its schema); unset fields take models/'s defaults, except positions: grid. */
     architecture: z.record(z.string(), z.unknown()).default({}),
   })
   .strict()

@@ -104,7 +104,7 @@ function loadOptimizerState(dir: string, optimizer: AdamW): number {
 
 /**
  * The architecture a pretraining run builds: the config's, on grid positions unless it names a scheme (the trace
- * layout needs them, models/positions.ts; the architecture's own default stays 'sequence' so that checkpoints written
+ * layout needs them, models/builtin/positions.ts; the architecture's own default stays 'sequence' so that checkpoints written
  * before the field existed load as they were trained).
  */
 function pretrainArchitecture(config: PretrainConfig): Partial<Architecture> {

@@ -1,7 +1,7 @@
-// The built-in policy as the ChatEngine behind `metrl serve`: chat messages are reduced to the model's input by
-// models/template.ts (texts joined by newlines, data-URL images decoded and resized to the model's image size, the
-// answer marker appended when missing), then generated through the BatchedGenerator, so concurrent requests with the
-// same sampling settings share one decoding batch.
+// A policy as the ChatEngine behind `metrl serve`: chat messages become the model's prompt by its own chatPrompt (the
+// built-in model: models/builtin/template.ts joins texts by newlines, decodes data-URL images and resizes them to the
+// model's image size, and appends the answer marker when missing), then are generated through the BatchedGenerator,
+// so concurrent requests with the same sampling settings share one decoding batch.
 import { UserError } from '../../core/errors.ts';
 import type { ChatMessage } from '../../core/chat.ts';
 import type { Policy } from '../../models/policy.ts';

@@ -156,7 +156,7 @@ export class BuiltinPolicy implements Policy, TransformerModel {
     return sampleGroups(this, this.tokenizer, this.lora, prompts, group, options, rng);
   }
 
-  /** Completion log-probabilities (see models/scoring.ts for the batch layout). */
+  /** Completion log-probabilities (see models/builtin/scoring.ts for the batch layout). */
   tokenLogProbs(items: SequenceBatchItem[], options: TokenLogProbsOptions): TokenLogProbs {
     for (const it of items) this.checkLength(it.prompt.tokens.length, it.completion.length);
     return completionLogProbs(this, this.tokenizer, options.useLora ? this.lora : null, items, options.withEntropy ?? false, options.temperature ?? 1);
