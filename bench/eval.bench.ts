@@ -14,7 +14,7 @@ import { shellEnv } from '../envs/shell/index.ts';
 import type { Domain } from '../core/episode.ts';
 import type { Env } from '../envs/env.ts';
 import { compactTemplate } from '../eval/compact.ts';
-import { shippedBase } from '../eval/load-policy.ts';
+import { shippedBase } from '../models/load.ts';
 import type { Progress } from '../eval/progress.ts';
 import type { RunConfig } from '../eval/run-config.ts';
 import { runEvaluation } from '../eval/run.ts';
@@ -61,8 +61,8 @@ async function timeRun(source: ModelSource, model: RunConfig['model'], n: number
 
 async function randomCheckpoint(): Promise<string> {
   const { initBackend } = await import('../models/backend.ts');
-  const { BuiltinPolicy } = await import('../models/policy.ts');
-  const { saveBaseCheckpoint } = await import('../models/checkpoint.ts');
+  const { BuiltinPolicy } = await import('../models/builtin/policy.ts');
+  const { saveBaseCheckpoint } = await import('../models/builtin/base-checkpoint.ts');
   await initBackend(undefined, null);
   const dir = mkdtempSync(join(tmpdir(), 'metrl-bench-ck-'));
   // The default architecture with random weights: the real model's cost per token, without its answers.

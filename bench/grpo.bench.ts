@@ -8,13 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BenchRow } from './table.ts';
 import { initBackend } from '../models/backend.ts';
-import { BuiltinPolicy } from '../models/policy.ts';
-import { saveBaseCheckpoint } from '../models/checkpoint.ts';
+import { BuiltinPolicy } from '../models/builtin/policy.ts';
+import { saveBaseCheckpoint } from '../models/builtin/base-checkpoint.ts';
 import { CHECKPOINTS_DIR } from '../core/paths.ts';
 import { getEnv } from '../envs/registry.ts';
 import { resolveConfig } from '../trainer/config.ts';
-import { builtinTraining } from '../trainer/builtin.ts';
-import { train } from '../trainer/loop.ts';
+import { loadTrainingPolicy, train } from '../trainer/loop.ts';
 import type { TrainRow } from '../trainer/metrics.ts';
 
 const MEASURED_STEPS = 2;
@@ -35,7 +34,7 @@ export async function run(): Promise<BenchRow[]> {
       const env = await getEnv(domain);
       // One warm-up step, then the measured ones; a 2-episode test split keeps the step-0 evaluation out of the way.
       const config = resolveConfig({}, { steps: 1 + MEASURED_STEPS, testSize: 2, evalEvery: 1000, checkpointEvery: 1000 });
-      const setup = builtinTraining(env, base, config);
+      const setup = await loadTrainingPolicy(base, config);
       const steps: TrainRow[] = [];
       await train({ env, ...setup, config, modality, runDir: join(scratch, `${domain}-${modality}`), resume: false, onEvent: (e) => e.kind === 'step' && steps.push(e.row) });
       setup.policy.dispose();

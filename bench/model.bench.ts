@@ -6,7 +6,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { BenchRow } from './table.ts';
 import { activateBackend, BACKEND_NAMES, type BackendName } from '../models/backend.ts';
-import { BuiltinPolicy } from '../models/policy.ts';
+import { BuiltinPolicy } from '../models/builtin/policy.ts';
 import type { EncodedPrompt, SequenceBatchItem } from '../models/types.ts';
 import type { RawImage } from '../core/image.ts';
 import { Rng } from '../core/rng.ts';

@@ -62,7 +62,7 @@ export interface Env {
   score(input: ScoreInput): Score;
   /**
    * The state after each action, in a short text form (chess: the piece placement; shell: the ball's shell). When an
-   * environment has it, the built-in model answers in the trace layout of models/template.ts, writing each
+   * environment has it, the built-in model answers in the trace layout of models/builtin/template.ts, writing each
    * intermediate state before the final answer. Pure.
    */
   traceStates?(episode: Episode): string[];

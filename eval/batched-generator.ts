@@ -5,10 +5,8 @@
 // concurrency pay. A request that names a seed is decoded alone with its own Rng, so its answer does not depend on
 // what else was in flight.
 import { Rng } from '../core/rng.ts';
-import type { Completion, EncodedPrompt, ModelInput, Policy, SamplingOptions } from '../models/types.ts';
-
-/** The built-in policy decodes several prompts in one pass; other policies fall back to one prompt at a time. */
-type BatchingPolicy = Policy & { sampleGroups?(prompts: EncodedPrompt[], group: number, options: SamplingOptions, rng: Rng): Completion[][] };
+import type { Completion, EncodedPrompt, ModelInput, SamplingOptions } from '../models/types.ts';
+import type { Sampler } from '../models/sampler.ts';
 
 interface Pending {
   prompt: EncodedPrompt;
@@ -37,7 +35,7 @@ export class BatchedGenerator {
   readonly stats: GeneratorStats = { batches: 0, prompts: 0 };
 
   constructor(
-    readonly policy: BatchingPolicy,
+    readonly policy: Sampler,
     seed: number,
     /** Most prompts decoded together (memory grows with batch × context). */
     private readonly maxBatch = 16,
@@ -100,7 +98,7 @@ export class BatchedGenerator {
     const rng = seed !== null ? new Rng(seed, 'request') : this.rng;
     try {
       let results: Completion[][];
-      if (this.policy.sampleGroups && batch.length > 1) results = this.policy.sampleGroups(batch.map((p) => p.prompt), n, sampling, rng);
+      if (batch.length > 1) results = this.policy.sampleGroups(batch.map((p) => p.prompt), n, sampling, rng);
       else results = batch.map((p) => this.policy.sampleGroup(p.prompt, n, sampling, rng));
       this.stats.batches++;
       this.stats.prompts += batch.length;

@@ -1,9 +1,9 @@
-// The built-in model's compact layout (models/template.ts) for the harness: what the in-process checkpoint source
+// The built-in model's compact layout (models/builtin/template.ts) for the harness: what the in-process checkpoint source
 // feeds the model, and what `--prompt compact` sends as chat messages to a checkpoint behind `metrl serve`, so both
 // routes give the model the same tokens. Images are rendered at the model's size. Replies are scored as the trainer
 // scores completions (scoredResponse).
 import type { Env } from '../envs/env.ts';
-import { ANSWER_CUE, episodeToModelInput, perceptionToModelInput, responseForScoring } from '../models/template.ts';
+import { ANSWER_CUE, episodeToModelInput, perceptionToModelInput, responseForScoring } from '../models/builtin/template.ts';
 import { COMPACT_STYLE, type CompactTemplate } from './query-to-chat.ts';
 
 export const compactTemplate: CompactTemplate = {
@@ -14,7 +14,7 @@ export const compactTemplate: CompactTemplate = {
 };
 
 /**
- * The text a reward function scores. Compact tracking: as the trainer scores it (models/template.ts); compact
+ * The text a reward function scores. Compact tracking: as the trainer scores it (models/builtin/template.ts); compact
  * perception (no env): the reply is the bare action, so the marker goes in front. Other styles: the reply as is.
  */
 export function scoredResponse(style: string, text: string, env?: Env): string {

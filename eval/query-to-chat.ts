@@ -15,7 +15,7 @@ import type { Query } from './types.ts';
 
 export const COMPACT_STYLE = 'compact';
 
-/** The built-in template (models/template.ts), loaded lazily so hosted runs never import tfjs. */
+/** The built-in template (models/builtin/template.ts), loaded lazily so hosted runs never import tfjs. */
 export interface CompactTemplate {
   trackInput(env: Env, query: Extract<Query, { kind: 'track' }>): ModelInput;
   perceptionInput(env: Env, query: Extract<Query, { kind: 'perception' }>): ModelInput;

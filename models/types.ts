@@ -1,10 +1,9 @@
-// The contract between the built-in policy (models/), the GRPO trainer (trainer/), the evaluator (eval/) and
-// `metrl serve`. A policy reads a ModelInput — text and raw images in order, the form any chat message reduces to —
-// and produces token completions with their log-probabilities. The trainer only ever sees this interface, so another
-// engine (ONNX Runtime, a remote server) can generate while tfjs learns.
+// The data every model exchanges with the trainer (trainer/), the evaluator (eval/) and `metrl serve` (models/ layer):
+// a ModelInput (text and raw images in order, the form any chat message reduces to), its tokenised EncodedPrompt, the
+// Completions a sampler draws and the per-token log-probabilities a learner computes. The contracts that use them are
+// models/sampler.ts, models/learner.ts and models/policy.ts.
 import type * as tf from '@tensorflow/tfjs';
 import type { RawImage } from '../core/image.ts';
-import type { Rng } from '../core/rng.ts';
 
 /** What the model reads: text and images interleaved, in order. */
 export type ModelInputPart = { type: 'text'; text: string } | { type: 'image'; image: RawImage };
@@ -54,26 +53,4 @@ export interface TokenLogProbsOptions {
   withEntropy?: boolean;
   /** Log-probabilities of softmax(logits / temperature): the policy that samples at this temperature (default 1). */
   temperature?: number;
-}
-
-export interface Policy {
-  /** Architecture description, saved with checkpoints and checked on load. */
-  readonly architecture: Record<string, unknown>;
-  /** Tokenise a model input (text parts character by character, images as patch tokens). */
-  encode(input: ModelInput): EncodedPrompt;
-  decode(tokens: number[]): string;
-  /** Sample `group` completions of one prompt; the prompt is run once and its KV cache shared by the group. */
-  sampleGroup(prompt: EncodedPrompt, group: number, options: SamplingOptions, rng: Rng): Completion[];
-  /**
-   * Optional: several prompts' groups decoded as one batch (result per prompt, in order). Same samples as calling
-   * sampleGroup prompt by prompt with greedy decoding; faster, as each decoding step serves every prompt.
-   */
-  sampleGroups?(prompts: EncodedPrompt[], group: number, options: SamplingOptions, rng: Rng): Completion[][];
-  /**
-   * Log-probabilities of the completion tokens. Differentiable with respect to the trainable variables when called
-   * inside tf.variableGrads / tf.grads. `useLora: false` gives the reference policy (the frozen base).
-   */
-  tokenLogProbs(batch: SequenceBatchItem[], options: TokenLogProbsOptions): TokenLogProbs;
-  /** Variables the optimiser updates: the LoRA adapters in RL, all base weights in supervised pretraining. */
-  trainableVariables(scope: 'lora' | 'base'): tf.Variable[];
 }

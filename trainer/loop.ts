@@ -1,16 +1,28 @@
-// The GRPO training loop. One step: take the next prompts in the data order, sample a group of completions for each
-// (rollout), score them with the environment (reward), turn rewards into group-relative advantages, compute the
-// reference (LoRA off) and old-policy log-probabilities (logprobs), then run μ passes of the clipped surrogate + KL
-// loss, summing gradients over the micro-batches and applying one AdamW update per pass (update). Every K steps the
-// policy is evaluated greedily on a fixed test split in the trained and the transfer modality, and a checkpoint is
-// written; `resume` continues from the newest checkpoint and reproduces the uninterrupted run.
+// The GRPO training loop (trainer/ layer). train() reads as its phases, in the order TRL's GRPOTrainer runs them
+// (_generate_and_score_completions → compute_loss → _maybe_log_save_evaluate):
+//   startRun                    episodes, prompts, completion budget; a fresh run or the newest checkpoint (resume)
+//   per step:
+//     generateRollouts          the next prompts in the data order, a group of completions each (Sampler)
+//     scoreRollouts             rewards from the environment, group-relative advantages
+//     referenceAndOldLogProbs   learner chunks with the reference (LoRA off) and old-policy log-probs (Sampler, no grad)
+//     updatePolicy              μ passes of the clipped surrogate + KL loss, gradients summed over the chunks, one
+//                               AdamW update per pass (Learner)
+//     logStep                   metrics.jsonl and samples.jsonl rows, the NaN streak
+//     evaluate, saveCheckpoint  every K steps: greedy accuracy on a fixed test split in the trained and the transfer
+//                               modality; a checkpoint that `resume` continues from, reproducing the uninterrupted run
+// The phases share two objects: the Run (fixed for the whole run) and the RunState (what a checkpoint saves).
 import * as tf from '@tensorflow/tfjs';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Env } from '../envs/env.ts';
 import type { Episode, Modality } from '../core/episode.ts';
+import type { Score } from '../core/score.ts';
 import { generateEpisodes, withModality } from '../envs/generate.ts';
-import type { Completion, EncodedPrompt, Policy, SequenceBatchItem } from '../models/types.ts';
+import type { Completion, SamplingOptions, SequenceBatchItem } from '../models/types.ts';
+import type { Policy } from '../models/policy.ts';
+import type { Sampler } from '../models/sampler.ts';
+import type { Learner } from '../models/learner.ts';
+import { loadBaseModel } from '../models/registry.ts';
 import { Rng } from '../core/rng.ts';
 import { UserError } from '../core/errors.ts';
 import { appendJsonl } from '../core/files.ts';
@@ -19,18 +31,20 @@ import { groupAdvantages } from './advantages.ts';
 import { clipGradientsByGlobalNorm, grpoLoss } from './loss.ts';
 import { AdamW } from './adamw.ts';
 import { DataOrder } from './data-order.ts';
-import { completionBudget, evaluateSplit, gameStartBaseline, type PreparedEpisode } from './evaluate.ts';
-import { chunksWithin, sampleMany } from './rollout.ts';
-import { latestCheckpointDir, readCheckpoint, saveCheckpoint, TRAINER_STATE_VERSION, type AdapterStore } from './checkpoint.ts';
+import { completionBudget, evaluateSplit, gameStartBaseline, type PreparedEpisode } from './periodic-eval.ts';
+import { chunksWithin } from './chunks.ts';
+import { latestCheckpointDir, learnerAdapterStore, readCheckpoint, saveCheckpoint, TRAINER_STATE_VERSION, type AdapterStore, type Checkpoint } from './run-checkpoint.ts';
 import { truncateLogAfterStep, type BaselineRow, type EvalRow, type SampleRow, type TrainRow } from './metrics.ts';
 
 export interface TrainingSetup {
   env: Env;
+  /**
+   * The model trained: its Sampler side generates and gives the no-grad log-probs, its Learner side is updated (the
+   * same object today), with the fresh LoRA adapters the run trains attached (loadTrainingPolicy).
+   */
   policy: Policy;
-  /** Writes and reads the policy's adapter inside checkpoints. */
-  adapter: AdapterStore;
-  /** An episode as this policy's prompt (its template, with image actions rendered). */
-  encodeEpisode(episode: Episode): EncodedPrompt;
+  /** The base checkpoint folder the run starts from, named in every saved adapter (base_model_name_or_path). */
+  baseModel: string;
   config: TrainConfig;
   /** The modality trained on; the other one is tracked as the transfer modality. */
   modality: Modality;
@@ -38,10 +52,6 @@ export interface TrainingSetup {
   runDir: string;
   /** Continue from the newest checkpoint in runDir/checkpoints. */
   resume: boolean;
-  /** The text a reward function scores for a completion (the built-in template puts the answer cue in the prompt). */
-  responseOf?(completionText: string): string;
-  /** Tokens of the reference completion of an episode; fits the completion budget when the config leaves it unset. */
-  referenceTokens?(episode: Episode): number;
   /** Environment options for the episode generator (e.g. chess games file). */
   envExtra?: Record<string, unknown>;
   onEvent?(event: TrainEvent): void;
@@ -62,48 +72,172 @@ export interface TrainingResult {
   evals: EvalRow[];
 }
 
-/** Without a reference length (a policy that does not say), a budget that fits a FEN answer with room to spare. */
-const FALLBACK_COMPLETION_TOKENS = 128;
-
-/** The completion budget fitted to the task: room for the longest reference completion, with a quarter to spare. */
-function fittedCompletionBudget(setup: TrainingSetup, episodes: Episode[]): number {
-  if (!setup.referenceTokens || episodes.length === 0) return FALLBACK_COMPLETION_TOKENS;
-  return completionBudget(episodes.map((e) => setup.referenceTokens!(e)));
+interface TestSet {
+  modality: Modality;
+  role: 'train' | 'transfer';
+  items: PreparedEpisode[];
 }
+
+/** What a run works on, fixed from its start to its end. */
+interface Run {
+  setup: TrainingSetup;
+  env: Env;
+  config: TrainConfig;
+  sampler: Sampler;
+  learner: Learner;
+  adapter: AdapterStore;
+  metricsPath: string;
+  samplesPath: string;
+  checkpointsDir: string;
+  trainSet: PreparedEpisode[];
+  testEpisodes: Episode[];
+  testSets: TestSet[];
+  maxCompletionTokens: number;
+}
+
+/** What changes from step to step; everything but `evals` is saved in checkpoints. */
+interface RunState {
+  step: number;
+  nanStreak: number;
+  /** The rollout sampling RNG. */
+  rng: Rng;
+  order: DataOrder;
+  optimizer: AdamW;
+  /** The learner's LoRA variables, in the optimiser's order. */
+  variables: tf.Variable[];
+  evals: EvalRow[];
+}
+
+/** Phase 1: a group of completions for each prompt of the step. */
+interface Rollouts {
+  items: PreparedEpisode[];
+  groups: Completion[][];
+}
+
+/** Phase 2: what the environment made of them. */
+interface ScoredRollouts {
+  scores: Score[];
+  rewards: number[];
+  advantages: Float32Array;
+  zeroSpreadGroups: number;
+  groupCount: number;
+}
+
+/** Phase 3: a learner chunk with its constants (kept tensors, disposed after the update). */
+interface LearnerBatch {
+  seqs: SequenceBatchItem[];
+  adv: Float32Array;
+  /** [chunk, maxLen] reference log-probs (LoRA off); null when β = 0. */
+  ref: tf.Tensor2D | null;
+  /** [chunk, maxLen] old-policy log-probs; null when μ = 1 (taken from the gradient pass itself). */
+  old: tf.Tensor2D | null;
+}
+
+/** Phase 4: sums over the μ passes, for the step's row. */
+interface UpdateStats {
+  loss: number;
+  tokens: number;
+  kl: number;
+  clipped: number;
+  ratio: number;
+  entropy: number;
+  entropyTokens: number;
+  gradNorm: number;
+  updated: boolean;
+}
+
+/** Without a reference length (no episodes), a budget that fits a FEN answer with room to spare. */
+const FALLBACK_COMPLETION_TOKENS = 128;
 
 export const otherModality = (m: Modality): Modality => (m === 'text' ? 'image' : 'text');
 
-export async function train(setup: TrainingSetup): Promise<TrainingResult> {
-  const { env, policy, config, modality, runDir } = setup;
-  const metricsPath = join(runDir, 'metrics.jsonl');
-  const samplesPath = join(runDir, 'samples.jsonl');
-  const checkpointsDir = join(runDir, 'checkpoints');
-  const responseOf = setup.responseOf ?? ((text: string) => text);
+/**
+ * The base checkpoint in `baseModel` (any architecture in models/registry.ts) with the fresh LoRA adapters a run
+ * trains, seeded from the run's seed: the `policy` and `baseModel` of a TrainingSetup.
+ */
+export async function loadTrainingPolicy(baseModel: string, config: TrainConfig): Promise<{ policy: Policy; baseModel: string }> {
+  const policy = await loadBaseModel(baseModel);
+  policy.attachLora({ r: config.loraRank, alpha: config.loraAlpha }, new Rng(config.seed, 'lora-init'));
+  return { policy, baseModel };
+}
 
-  const prepare = (episodes: Episode[]): PreparedEpisode[] => episodes.map((episode) => ({ episode, prompt: setup.encodeEpisode(episode) }));
+export async function train(setup: TrainingSetup): Promise<TrainingResult> {
+  const run = prepareRun(setup);
+  const state = startOrResume(run);
+  setup.onEvent?.({ kind: 'start', fromStep: state.step, steps: run.config.steps, trainEpisodes: run.trainSet.length, testEpisodes: run.testEpisodes.length, maxCompletionTokens: run.maxCompletionTokens });
+  if (state.step === 0) {
+    logBaseline(run);
+    evaluate(run, state, 0);
+  }
+  const { config } = run;
+  const stopAt = Math.min(config.steps, setup.stopAfterStep ?? Infinity);
+  while (state.step < stopAt) {
+    state.step++;
+    const tStart = performance.now();
+    const rollouts = generateRollouts(run, state);
+    const tRollout = performance.now();
+    const scored = scoreRollouts(run, rollouts);
+    const tReward = performance.now();
+    const batches = referenceAndOldLogProbs(run, rollouts, scored);
+    const tLogprobs = performance.now();
+    const stats = updatePolicy(run, state, batches);
+    const tUpdate = performance.now();
+    const row = trainRow(run, state.step, rollouts, scored, stats, { tStart, tRollout, tReward, tLogprobs, tUpdate });
+    logStep(run, state, row, sampleRows(run, state.step, rollouts, scored));
+    if (state.step % config.evalEvery === 0 || state.step === config.steps) evaluate(run, state, state.step);
+    if (state.step % config.checkpointEvery === 0 || state.step === config.steps || state.step === stopAt) checkpoint(run, state);
+  }
+  state.optimizer.dispose();
+  return { lastStep: state.step, evals: state.evals };
+}
+
+/** The run's data: train episodes and prompts, the fixed test split in both modalities, the completion budget. */
+function prepareRun(setup: TrainingSetup): Run {
+  const { env, policy, config, modality, runDir } = setup;
+  const sampler: Sampler = policy;
+  const learner: Learner = policy;
+  const prepare = (episodes: Episode[]): PreparedEpisode[] => episodes.map((episode) => ({ episode, prompt: sampler.prompt(env, episode) }));
   const trainSet = prepare(
     generateEpisodes(env, { n: config.trainSize, actions: config.actions, split: 'train', seed: config.seed, modality, extra: setup.envExtra }),
   );
   const testEpisodes = generateEpisodes(env, { n: config.testSize, actions: config.actions, split: 'test', seed: config.testSeed, modality, extra: setup.envExtra });
   const transfer = otherModality(modality);
-  const testSets: Array<{ modality: Modality; role: 'train' | 'transfer'; items: PreparedEpisode[] }> = [
-    { modality, role: 'train', items: prepare(testEpisodes.map((e) => withModality(e, modality))) },
-  ];
+  const testSets: TestSet[] = [{ modality, role: 'train', items: prepare(testEpisodes.map((e) => withModality(e, modality))) }];
   // Environments whose actions have one form only (boxes, MCST: text; MATE, REM: images) have no transfer modality.
   if (!env.modalities || env.modalities.includes(transfer)) {
     testSets.push({ modality: transfer, role: 'transfer', items: prepare(testEpisodes.map((e) => withModality(e, transfer))) });
   }
+  // The completion budget fitted to the task: room for the longest reference completion, with a quarter to spare.
+  const referenceEpisodes = [...trainSet.map((p) => p.episode), ...testEpisodes];
+  const fitted = () => (referenceEpisodes.length === 0 ? FALLBACK_COMPLETION_TOKENS : completionBudget(referenceEpisodes.map((e) => sampler.referenceTokens(env, e))));
+  return {
+    setup,
+    env,
+    config,
+    sampler,
+    learner,
+    adapter: learnerAdapterStore(learner, setup.baseModel, { r: config.loraRank, alpha: config.loraAlpha }),
+    metricsPath: join(runDir, 'metrics.jsonl'),
+    samplesPath: join(runDir, 'samples.jsonl'),
+    checkpointsDir: join(runDir, 'checkpoints'),
+    trainSet,
+    testEpisodes,
+    testSets,
+    maxCompletionTokens: config.maxCompletionTokens ?? fitted(),
+  };
+}
 
-  const maxCompletionTokens = config.maxCompletionTokens ?? fittedCompletionBudget(setup, [...trainSet.map((p) => p.episode), ...testEpisodes]);
-
+/** A fresh state, or the newest checkpoint's (adapter, optimiser, RNG, data order) with the logs cut back to it. */
+function startOrResume(run: Run): RunState {
+  const { config, setup } = run;
   // On resume the adapter is loaded first: loading may replace the policy's LoRA variables, and the optimiser must
   // hold the ones that will be trained.
-  const checkpoint = setup.resume ? findCheckpoint() : null;
-  if (checkpoint) setup.adapter.load(checkpoint.dir);
-  else if (existsSync(metricsPath)) {
-    throw new UserError(`${runDir} already holds a run (metrics.jsonl); use --resume to continue it or choose another --out`);
+  const checkpoint = setup.resume ? findCheckpoint(run) : null;
+  if (checkpoint) run.adapter.load(checkpoint.dir);
+  else if (existsSync(run.metricsPath)) {
+    throw new UserError(`${setup.runDir} already holds a run (metrics.jsonl); use --resume to continue it or choose another --out`);
   }
-  const variables = policy.trainableVariables('lora');
+  const variables = run.learner.trainableVariables('lora');
   if (variables.length === 0) throw new Error('the policy has no LoRA variables to train');
   const optimizer = new AdamW(variables, {
     learningRate: config.learningRate,
@@ -112,211 +246,231 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
     epsilon: config.adamEpsilon,
     weightDecay: config.weightDecay,
   });
-  let rng = new Rng(config.seed, 'rollouts');
-  const order = new DataOrder(trainSet.length, config.seed);
-  let step = 0;
-  let nanStreak = 0;
+  const state: RunState = { step: 0, nanStreak: 0, rng: new Rng(config.seed, 'rollouts'), order: new DataOrder(run.trainSet.length, config.seed), optimizer, variables, evals: [] };
   if (checkpoint) {
     optimizer.setState(checkpoint.optimizer);
-    rng = Rng.fromState(checkpoint.state.rng);
-    order.restore(checkpoint.state.dataOrder);
-    step = checkpoint.state.step;
-    nanStreak = checkpoint.state.nanStreak;
-    truncateLogAfterStep(metricsPath, step);
-    truncateLogAfterStep(samplesPath, step);
+    state.rng = Rng.fromState(checkpoint.state.rng);
+    state.order.restore(checkpoint.state.dataOrder);
+    state.step = checkpoint.state.step;
+    state.nanStreak = checkpoint.state.nanStreak;
+    truncateLogAfterStep(run.metricsPath, state.step);
+    truncateLogAfterStep(run.samplesPath, state.step);
   }
+  return state;
+}
 
-  setup.onEvent?.({ kind: 'start', fromStep: step, steps: config.steps, trainEpisodes: trainSet.length, testEpisodes: testEpisodes.length, maxCompletionTokens });
-  const evals: EvalRow[] = [];
-  const evaluate = (atStep: number) => {
-    const rows = testSets.map(({ modality: m, role, items }) => {
-      const e = evaluateSplit(policy, env, items, m, maxCompletionTokens, responseOf);
-      const row: EvalRow = { type: 'eval', step: atStep, modality: m, role, n: e.n, accuracy: e.accuracy, low: e.low, high: e.high, exactRate: e.exactRate, validRate: e.validRate, seconds: e.seconds };
-      return row;
-    });
-    appendJsonl(metricsPath, rows);
-    evals.push(...rows);
-    setup.onEvent?.({ kind: 'eval', rows });
-  };
-  if (step === 0) {
-    const baseline: BaselineRow = { type: 'baseline', step: 0, name: 'game-start', ...gameStartBaseline(env, testEpisodes) };
-    appendJsonl(metricsPath, [baseline]);
-    setup.onEvent?.({ kind: 'baseline', row: baseline });
-    evaluate(0);
-  }
-
-  const stopAt = Math.min(config.steps, setup.stopAfterStep ?? Infinity);
-  while (step < stopAt) {
-    step++;
-    const { row, samples } = trainStep(step);
-    if (!row.updated) {
-      nanStreak++;
-      setup.onEvent?.({ kind: 'nan', step, streak: nanStreak });
-    } else nanStreak = 0;
-    appendJsonl(metricsPath, [row]);
-    appendJsonl(samplesPath, samples);
-    setup.onEvent?.({ kind: 'step', row });
-    if (nanStreak >= config.maxNanSteps) {
-      throw new UserError(
-        `the loss was not finite for ${nanStreak} steps in a row (steps ${step - nanStreak + 1}-${step}; updates skipped); ` +
-          `lower --learning-rate or check the starting checkpoint`,
-      );
-    }
-    if (step % config.evalEvery === 0 || step === config.steps) evaluate(step);
-    if (step % config.checkpointEvery === 0 || step === config.steps || step === stopAt) {
-      const dir = saveCheckpoint(
-        checkpointsDir,
-        setup.adapter,
-        { version: TRAINER_STATE_VERSION, step, rng: rng.state(), dataOrder: order.state(), nanStreak },
-        optimizer.getState(),
-      );
-      setup.onEvent?.({ kind: 'checkpoint', dir, step });
-    }
-  }
-  optimizer.dispose();
-  return { lastStep: step, evals };
-
-  function findCheckpoint() {
-    const dir = latestCheckpointDir(checkpointsDir);
-    if (!dir) {
-      throw new UserError(
-        `--resume: no checkpoint in ${checkpointsDir} (the run stopped before its first one, every ${config.checkpointEvery} steps); ` +
-          `remove ${runDir} and start it again`,
-      );
-    }
-    return readCheckpoint(dir, setup.adapter);
-  }
-
-  function trainStep(atStep: number): { row: TrainRow; samples: SampleRow[] } {
-    const G = config.groupSize;
-    const tStart = performance.now();
-
-    // Rollout: G completions for each prompt of the step.
-    const items = order.take(config.promptsPerStep * config.gradientAccumulation).map((i) => trainSet[i]);
-    const sampling = { temperature: config.temperature, topP: config.topP, maxNewTokens: maxCompletionTokens };
-    // All prompts of the step decode as one batch: on CPU a decoding step costs little more for 64 rows than for 32.
-    const groups: Completion[][] = sampleMany(policy, items.map((item) => item.prompt), G, sampling, rng);
-    const tRollout = performance.now();
-
-    // Reward and advantages.
-    const scores = items.flatMap((item, k) =>
-      groups[k].map((c) => env.score({ target: item.episode.target, response: responseOf(c.text), initialState: item.episode.initialState, meta: item.episode.meta })),
+function findCheckpoint(run: Run): Checkpoint {
+  const dir = latestCheckpointDir(run.checkpointsDir);
+  if (!dir) {
+    throw new UserError(
+      `--resume: no checkpoint in ${run.checkpointsDir} (the run stopped before its first one, every ${run.config.checkpointEvery} steps); ` +
+        `remove ${run.setup.runDir} and start it again`,
     );
-    const rewards = scores.map((s) => s.reward);
-    const { advantages, zeroSpreadGroups, groups: groupCount } = groupAdvantages(rewards, G, { scaleRewards: config.scaleRewards, epsilon: config.advantageEpsilon });
-    const tReward = performance.now();
-
-    // Learner chunks of at most `learnerBatch` sequences and `learnerTokens` tokens (a memory bound only: the loss
-    // divides by the step's totals, so the summed chunk gradients equal the full-batch gradient). Reference and old
-    // log-probs are constants of the step.
-    const totalSequences = items.length * G;
-    const sequences: SequenceBatchItem[] = items.flatMap((item, k) => groups[k].map((c) => ({ prompt: item.prompt, completion: c.tokens })));
-    const batches = chunksWithin(
-      sequences.map((seq, i) => ({ seq, i })),
-      ({ seq }) => seq.prompt.tokens.length + seq.completion.length,
-      config.learnerBatch,
-      config.learnerTokens,
-    ).map((chunk) => {
-      const seqs = chunk.map((c) => c.seq);
-      const adv = Float32Array.from(chunk, (c) => advantages[c.i]);
-      const ref = config.beta > 0 ? tf.keep(tf.tidy(() => policy.tokenLogProbs(seqs, { useLora: false, temperature: config.temperature }).logProbs)) : null;
-      // With μ = 1 the old policy is the current one: its log-probs are taken from the gradient pass itself.
-      const old = config.iterations > 1 ? tf.keep(tf.tidy(() => policy.tokenLogProbs(seqs, { useLora: true, temperature: config.temperature }).logProbs)) : null;
-      return { seqs, adv, ref, old };
-    });
-    const tLogprobs = performance.now();
-
-    // Update: μ passes, each one AdamW step on the gradient summed over the chunks.
-    const stats = { loss: 0, tokens: 0, kl: 0, clipped: 0, ratio: 0, entropy: 0, entropyTokens: 0, gradNorm: 0 };
-    let updated = true;
-    for (let it = 0; it < config.iterations && updated; it++) {
-      let summed: tf.NamedTensorMap | null = null;
-      let passLoss = 0;
-      for (const batch of batches) {
-        const { value, grads } = tf.variableGrads(() => {
-          const lp = policy.tokenLogProbs(batch.seqs, { useLora: true, withEntropy: it === 0, temperature: config.temperature });
-          const oldLogProbs = batch.old ?? (tf.tensor(lp.logProbs.dataSync(), lp.logProbs.shape) as tf.Tensor2D);
-          const out = grpoLoss(
-            { logProbs: lp.logProbs, oldLogProbs, refLogProbs: batch.ref, mask: lp.mask, advantages: tf.tensor1d(batch.adv) },
-            { epsilon: config.epsilon, beta: config.beta, lossType: config.lossType, maxCompletionTokens, totalSequences },
-          );
-          stats.tokens += out.sums.tokens.dataSync()[0];
-          stats.kl += out.sums.kl.dataSync()[0];
-          stats.clipped += out.sums.clipped.dataSync()[0];
-          stats.ratio += out.sums.ratio.dataSync()[0];
-          if (lp.entropy) {
-            stats.entropy += tf.sum(tf.mul(lp.entropy, lp.mask)).dataSync()[0];
-            stats.entropyTokens += out.sums.tokens.dataSync()[0];
-          }
-          return out.loss;
-        }, variables);
-        passLoss += value.dataSync()[0];
-        value.dispose();
-        if (summed === null) summed = grads;
-        else {
-          const next: tf.NamedTensorMap = {};
-          for (const name of Object.keys(grads)) {
-            next[name] = tf.add(summed[name], grads[name]);
-            summed[name].dispose();
-            grads[name].dispose();
-          }
-          summed = next;
-        }
-      }
-      const clippedGrads = clipGradientsByGlobalNorm(summed!, config.maxGradNorm);
-      stats.loss += passLoss;
-      stats.gradNorm += clippedGrads.norm;
-      if (Number.isFinite(passLoss) && Number.isFinite(clippedGrads.norm)) optimizer.apply(clippedGrads.grads);
-      else updated = false;
-      for (const t of Object.values(clippedGrads.grads)) t.dispose();
-    }
-    for (const b of batches) {
-      b.ref?.dispose();
-      b.old?.dispose();
-    }
-    const tUpdate = performance.now();
-
-    const completions = groups.flat();
-    const completionTokens = completions.reduce((s, c) => s + c.tokens.length, 0);
-    const sequenceTokens = items.reduce((s, item, k) => s + groups[k].reduce((t, c) => t + item.prompt.tokens.length + c.tokens.length, 0), 0);
-    const learnerPasses = config.iterations + (config.beta > 0 ? 1 : 0) + (config.iterations > 1 ? 1 : 0);
-    const n = rewards.length;
-    const rewardMean = rewards.reduce((s, r) => s + r, 0) / n;
-    const passes = config.iterations;
-    const finiteOrNull = (x: number) => (Number.isFinite(x) ? x : null);
-    const row: TrainRow = {
-      type: 'train',
-      step: atStep,
-      rewardMean,
-      rewardStd: Math.sqrt(rewards.reduce((s, r) => s + (r - rewardMean) ** 2, 0) / n),
-      accuracy: rewardMean,
-      exactRate: rewards.filter((r) => r === 1).length / n,
-      validRate: scores.filter((s) => s.valid).length / n,
-      invalidFraction: scores.filter((s) => !s.valid).length / n,
-      kl: config.beta > 0 && stats.tokens > 0 ? finiteOrNull(stats.kl / stats.tokens) : null,
-      clipFraction: stats.tokens > 0 ? stats.clipped / stats.tokens : null,
-      ratioMean: stats.tokens > 0 ? finiteOrNull(stats.ratio / stats.tokens) : null,
-      entropy: stats.entropyTokens > 0 ? finiteOrNull(stats.entropy / stats.entropyTokens) : null,
-      completionLength: completionTokens / n,
-      loss: finiteOrNull(stats.loss / passes),
-      gradNorm: finiteOrNull(stats.gradNorm / passes),
-      zeroSpreadGroups,
-      groups: groupCount,
-      updated,
-      rolloutTokensPerSecond: completionTokens / Math.max(1e-9, (tRollout - tStart) / 1000),
-      learnerTokensPerSecond: (sequenceTokens * learnerPasses) / Math.max(1e-9, (tUpdate - tReward) / 1000),
-      time: {
-        rollout: (tRollout - tStart) / 1000,
-        reward: (tReward - tRollout) / 1000,
-        logprobs: (tLogprobs - tReward) / 1000,
-        update: (tUpdate - tLogprobs) / 1000,
-        total: (tUpdate - tStart) / 1000,
-      },
-    };
-    const samples: SampleRow[] = completions.slice(0, config.samplesPerStep).map((c, i) => {
-      const item = items[Math.floor(i / G)];
-      return { step: atStep, episode: item.episode.id, target: item.episode.target, completion: c.text, reward: rewards[i], valid: scores[i].valid, advantage: advantages[i] };
-    });
-    return { row, samples };
   }
+  return readCheckpoint(dir, run.adapter);
+}
+
+/** The Game Start baseline on the test split, logged once at the start of a run. */
+function logBaseline(run: Run): void {
+  const baseline: BaselineRow = { type: 'baseline', step: 0, name: 'game-start', ...gameStartBaseline(run.env, run.testEpisodes) };
+  appendJsonl(run.metricsPath, [baseline]);
+  run.setup.onEvent?.({ kind: 'baseline', row: baseline });
+}
+
+/** Rollout: G completions for each prompt of the step. */
+function generateRollouts(run: Run, state: RunState): Rollouts {
+  const { config } = run;
+  const items = state.order.take(config.promptsPerStep * config.gradientAccumulation).map((i) => run.trainSet[i]);
+  const sampling: SamplingOptions = { temperature: config.temperature, topP: config.topP, maxNewTokens: run.maxCompletionTokens };
+  // All prompts of the step decode as one batch: on CPU a decoding step costs little more for 64 rows than for 32.
+  const groups = run.sampler.sampleGroups(items.map((item) => item.prompt), config.groupSize, sampling, state.rng);
+  return { items, groups };
+}
+
+/** Reward and advantages: every completion scored by the environment, then normalised within its group. */
+function scoreRollouts(run: Run, { items, groups }: Rollouts): ScoredRollouts {
+  const { env, sampler, config } = run;
+  const scores = items.flatMap((item, k) =>
+    groups[k].map((c) => env.score({ target: item.episode.target, response: sampler.responseOf(env, c.text), initialState: item.episode.initialState, meta: item.episode.meta })),
+  );
+  const rewards = scores.map((s) => s.reward);
+  const { advantages, zeroSpreadGroups, groups: groupCount } = groupAdvantages(rewards, config.groupSize, { scaleRewards: config.scaleRewards, epsilon: config.advantageEpsilon });
+  return { scores, rewards, advantages, zeroSpreadGroups, groupCount };
+}
+
+/**
+ * Learner chunks of at most `learnerBatch` sequences and `learnerTokens` tokens (a memory bound only: the loss divides
+ * by the step's totals, so the summed chunk gradients equal the full-batch gradient), each with the reference and old
+ * log-probs, which are constants of the step.
+ */
+function referenceAndOldLogProbs(run: Run, { items, groups }: Rollouts, { advantages }: ScoredRollouts): LearnerBatch[] {
+  const { config, sampler } = run;
+  const sequences: SequenceBatchItem[] = items.flatMap((item, k) => groups[k].map((c) => ({ prompt: item.prompt, completion: c.tokens })));
+  return chunksWithin(
+    sequences.map((seq, i) => ({ seq, i })),
+    ({ seq }) => seq.prompt.tokens.length + seq.completion.length,
+    config.learnerBatch,
+    config.learnerTokens,
+  ).map((chunk) => {
+    const seqs = chunk.map((c) => c.seq);
+    const adv = Float32Array.from(chunk, (c) => advantages[c.i]);
+    const ref = config.beta > 0 ? tf.keep(tf.tidy(() => sampler.tokenLogProbs(seqs, { useLora: false, temperature: config.temperature }).logProbs)) : null;
+    // With μ = 1 the old policy is the current one: its log-probs are taken from the gradient pass itself.
+    const old = config.iterations > 1 ? tf.keep(tf.tidy(() => sampler.tokenLogProbs(seqs, { useLora: true, temperature: config.temperature }).logProbs)) : null;
+    return { seqs, adv, ref, old };
+  });
+}
+
+/** Update: μ passes, each one AdamW step on the gradient summed over the chunks; a non-finite pass skips the rest. */
+function updatePolicy(run: Run, state: RunState, batches: LearnerBatch[]): UpdateStats {
+  const { config, learner } = run;
+  const totalSequences = batches.reduce((s, b) => s + b.seqs.length, 0);
+  const stats: UpdateStats = { loss: 0, tokens: 0, kl: 0, clipped: 0, ratio: 0, entropy: 0, entropyTokens: 0, gradNorm: 0, updated: true };
+  for (let it = 0; it < config.iterations && stats.updated; it++) {
+    let summed: tf.NamedTensorMap | null = null;
+    let passLoss = 0;
+    for (const batch of batches) {
+      const { value, grads } = tf.variableGrads(() => {
+        const lp = learner.tokenLogProbs(batch.seqs, { useLora: true, withEntropy: it === 0, temperature: config.temperature });
+        const oldLogProbs = batch.old ?? (tf.tensor(lp.logProbs.dataSync(), lp.logProbs.shape) as tf.Tensor2D);
+        const out = grpoLoss(
+          { logProbs: lp.logProbs, oldLogProbs, refLogProbs: batch.ref, mask: lp.mask, advantages: tf.tensor1d(batch.adv) },
+          { epsilon: config.epsilon, beta: config.beta, lossType: config.lossType, maxCompletionTokens: run.maxCompletionTokens, totalSequences },
+        );
+        stats.tokens += out.sums.tokens.dataSync()[0];
+        stats.kl += out.sums.kl.dataSync()[0];
+        stats.clipped += out.sums.clipped.dataSync()[0];
+        stats.ratio += out.sums.ratio.dataSync()[0];
+        if (lp.entropy) {
+          stats.entropy += tf.sum(tf.mul(lp.entropy, lp.mask)).dataSync()[0];
+          stats.entropyTokens += out.sums.tokens.dataSync()[0];
+        }
+        return out.loss;
+      }, state.variables);
+      passLoss += value.dataSync()[0];
+      value.dispose();
+      summed = summed === null ? grads : addGradients(summed, grads);
+    }
+    const clippedGrads = clipGradientsByGlobalNorm(summed!, config.maxGradNorm);
+    stats.loss += passLoss;
+    stats.gradNorm += clippedGrads.norm;
+    if (Number.isFinite(passLoss) && Number.isFinite(clippedGrads.norm)) state.optimizer.apply(clippedGrads.grads);
+    else stats.updated = false;
+    for (const t of Object.values(clippedGrads.grads)) t.dispose();
+  }
+  for (const b of batches) {
+    b.ref?.dispose();
+    b.old?.dispose();
+  }
+  return stats;
+}
+
+/** a + b per variable; both inputs are disposed. */
+function addGradients(a: tf.NamedTensorMap, b: tf.NamedTensorMap): tf.NamedTensorMap {
+  const sum: tf.NamedTensorMap = {};
+  for (const name of Object.keys(b)) {
+    sum[name] = tf.add(a[name], b[name]);
+    a[name].dispose();
+    b[name].dispose();
+  }
+  return sum;
+}
+
+/** The step's metrics.jsonl row. */
+function trainRow(
+  run: Run,
+  step: number,
+  { items, groups }: Rollouts,
+  { scores, rewards, zeroSpreadGroups, groupCount }: ScoredRollouts,
+  stats: UpdateStats,
+  t: { tStart: number; tRollout: number; tReward: number; tLogprobs: number; tUpdate: number },
+): TrainRow {
+  const { config } = run;
+  const completionTokens = groups.flat().reduce((s, c) => s + c.tokens.length, 0);
+  const sequenceTokens = items.reduce((s, item, k) => s + groups[k].reduce((sum, c) => sum + item.prompt.tokens.length + c.tokens.length, 0), 0);
+  const learnerPasses = config.iterations + (config.beta > 0 ? 1 : 0) + (config.iterations > 1 ? 1 : 0);
+  const n = rewards.length;
+  const rewardMean = rewards.reduce((s, r) => s + r, 0) / n;
+  const passes = config.iterations;
+  const finiteOrNull = (x: number) => (Number.isFinite(x) ? x : null);
+  return {
+    type: 'train',
+    step,
+    rewardMean,
+    rewardStd: Math.sqrt(rewards.reduce((s, r) => s + (r - rewardMean) ** 2, 0) / n),
+    accuracy: rewardMean,
+    exactRate: rewards.filter((r) => r === 1).length / n,
+    validRate: scores.filter((s) => s.valid).length / n,
+    invalidFraction: scores.filter((s) => !s.valid).length / n,
+    kl: config.beta > 0 && stats.tokens > 0 ? finiteOrNull(stats.kl / stats.tokens) : null,
+    clipFraction: stats.tokens > 0 ? stats.clipped / stats.tokens : null,
+    ratioMean: stats.tokens > 0 ? finiteOrNull(stats.ratio / stats.tokens) : null,
+    entropy: stats.entropyTokens > 0 ? finiteOrNull(stats.entropy / stats.entropyTokens) : null,
+    completionLength: completionTokens / n,
+    loss: finiteOrNull(stats.loss / passes),
+    gradNorm: finiteOrNull(stats.gradNorm / passes),
+    zeroSpreadGroups,
+    groups: groupCount,
+    updated: stats.updated,
+    rolloutTokensPerSecond: completionTokens / Math.max(1e-9, (t.tRollout - t.tStart) / 1000),
+    learnerTokensPerSecond: (sequenceTokens * learnerPasses) / Math.max(1e-9, (t.tUpdate - t.tReward) / 1000),
+    time: {
+      rollout: (t.tRollout - t.tStart) / 1000,
+      reward: (t.tReward - t.tRollout) / 1000,
+      logprobs: (t.tLogprobs - t.tReward) / 1000,
+      update: (t.tUpdate - t.tLogprobs) / 1000,
+      total: (t.tUpdate - t.tStart) / 1000,
+    },
+  };
+}
+
+/** The first `samplesPerStep` completions of the step, for samples.jsonl. */
+function sampleRows(run: Run, step: number, { items, groups }: Rollouts, { scores, rewards, advantages }: ScoredRollouts): SampleRow[] {
+  const G = run.config.groupSize;
+  return groups.flat().slice(0, run.config.samplesPerStep).map((c, i) => {
+    const item = items[Math.floor(i / G)];
+    return { step, episode: item.episode.id, target: item.episode.target, completion: c.text, reward: rewards[i], valid: scores[i].valid, advantage: advantages[i] };
+  });
+}
+
+/** Append the step's rows and stop the run after too many non-finite losses in a row. */
+function logStep(run: Run, state: RunState, row: TrainRow, samples: SampleRow[]): void {
+  const { setup, config } = run;
+  if (!row.updated) {
+    state.nanStreak++;
+    setup.onEvent?.({ kind: 'nan', step: state.step, streak: state.nanStreak });
+  } else state.nanStreak = 0;
+  appendJsonl(run.metricsPath, [row]);
+  appendJsonl(run.samplesPath, samples);
+  setup.onEvent?.({ kind: 'step', row });
+  if (state.nanStreak >= config.maxNanSteps) {
+    throw new UserError(
+      `the loss was not finite for ${state.nanStreak} steps in a row (steps ${state.step - state.nanStreak + 1}-${state.step}; updates skipped); ` +
+        `lower --learning-rate or check the starting checkpoint`,
+    );
+  }
+}
+
+/** Greedy accuracy on the fixed test split, in the trained and the transfer modality. */
+function evaluate(run: Run, state: RunState, atStep: number): void {
+  const { env, sampler } = run;
+  const rows = run.testSets.map(({ modality, role, items }) => {
+    const e = evaluateSplit(sampler, env, items, modality, run.maxCompletionTokens, (text) => sampler.responseOf(env, text));
+    const row: EvalRow = { type: 'eval', step: atStep, modality, role, n: e.n, accuracy: e.accuracy, low: e.low, high: e.high, exactRate: e.exactRate, validRate: e.validRate, seconds: e.seconds };
+    return row;
+  });
+  appendJsonl(run.metricsPath, rows);
+  state.evals.push(...rows);
+  run.setup.onEvent?.({ kind: 'eval', rows });
+}
+
+/** Adapter, optimiser and trainer state of the step, written atomically. */
+function checkpoint(run: Run, state: RunState): void {
+  const dir = saveCheckpoint(
+    run.checkpointsDir,
+    run.adapter,
+    { version: TRAINER_STATE_VERSION, step: state.step, rng: state.rng.state(), dataOrder: state.order.state(), nanStreak: state.nanStreak },
+    state.optimizer.getState(),
+  );
+  run.setup.onEvent?.({ kind: 'checkpoint', dir, step: state.step });
 }

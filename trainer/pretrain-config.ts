@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { UserError, parseOrFail } from '../core/errors.ts';
-import { ArchitectureSchema } from '../models/config.ts';
+import { ArchitectureSchema } from '../models/builtin/config.ts';
 
 const positiveInt = z.number().int().positive();
 
@@ -75,7 +75,7 @@ export const PretrainConfigSchema = z
      * Its architecture must be the configured one. A path relative to the working directory.
      */
     init: z.string().min(1).optional(),
-    /** Architecture overrides (see models/config.ts, checked against its schema); unset fields take models/'s defaults, except positions: grid. */
+    /** Architecture overrides (see models/builtin/config.ts, checked against its schema); unset fields take models/'s defaults, except positions: grid. */
     architecture: z.record(z.string(), z.unknown()).default({}),
   })
   .strict()

@@ -1,6 +1,6 @@
 // The supervised examples of pretraining, as a pure function of (seed, step): every batch can be rebuilt from its step
 // number, so a resumed run sees exactly the batches an uninterrupted one would. Two kinds of example, both from the
-// train split only, in the model's own layouts (models/template.ts):
+// train split only, in the model's own layouts (models/builtin/template.ts):
 //   perception  one image action, or 2..MAX_PERCEPTION_IMAGES labelled ones and a label → that action's text;
 //   tracking    initial state + 0..maxTrackActions actions (text unless wholeImageRatio > 0) → the trace of states
 //               and the final answer; or (partial, a share of them) a longer list of up to maxListedActions (config)
@@ -14,7 +14,7 @@ import type { Episode } from '../core/episode.ts';
 import { drawModalities, generateEpisodes } from '../envs/generate.ts';
 import { Rng } from '../core/rng.ts';
 import type { ModelInput } from '../models/types.ts';
-import { episodeToModelInput, perceptionToModelInput, targetText } from '../models/template.ts';
+import { episodeToModelInput, perceptionToModelInput, targetText } from '../models/builtin/template.ts';
 import type { PretrainConfig } from './pretrain-config.ts';
 
 export type SkillKind = 'perception' | 'tracking';

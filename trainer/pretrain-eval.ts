@@ -8,10 +8,10 @@ import type { Episode, Modality } from '../core/episode.ts';
 import { generateEpisodes, withModality } from '../envs/generate.ts';
 import { Rng } from '../core/rng.ts';
 import { wilsonInterval } from '../core/stats.ts';
-import type { BuiltinPolicy } from '../models/policy.ts';
-import { episodeToModelInput, responseForScoring, targetText } from '../models/template.ts';
-import { completionBudget, evaluateSplit } from './evaluate.ts';
-import { chunks, sampleMany } from './rollout.ts';
+import type { BuiltinPolicy } from '../models/builtin/policy.ts';
+import { episodeToModelInput, responseForScoring, targetText } from '../models/builtin/template.ts';
+import { completionBudget, evaluateSplit } from './periodic-eval.ts';
+import { chunks } from './chunks.ts';
 import type { PretrainConfig } from './pretrain-config.ts';
 import { perceptionExample } from './pretrain-data.ts';
 import { addTraceLineCounts, traceLineCounts, type TraceLineCounts } from './trace-lines.ts';
@@ -45,7 +45,7 @@ function perceptionAccuracy(policy: BuiltinPolicy, env: Env, n: number): BaseMea
   const examples = Array.from({ length: n }, (_, i) => perceptionExample(env, `${MEASURE_SEED}:${i}`, 'test'));
   let correct = 0;
   for (const chunk of chunks(examples, 16)) {
-    const groups = sampleMany(policy, chunk.map((ex) => policy.encode(ex.input)), 1, { temperature: 0, topP: 1, maxNewTokens: 12 }, new Rng(0));
+    const groups = policy.sampleGroups(chunk.map((ex) => policy.encode(ex.input)), 1, { temperature: 0, topP: 1, maxNewTokens: 12 }, new Rng(0));
     chunk.forEach((ex, i) => {
       if (groups[i][0].text.trim() === ex.target) correct++;
     });

@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import type { Env } from '../envs/env.ts';
 import { UserError } from '../core/errors.ts';
 import { appendJsonl, writeFileAtomic, writeJsonAtomic } from '../core/files.ts';
-import { BuiltinPolicy } from '../models/policy.ts';
-import { defaultArchitecture, type Architecture } from '../models/config.ts';
-import { loadBaseCheckpoint, saveBaseCheckpoint } from '../models/checkpoint.ts';
+import { BuiltinPolicy } from '../models/builtin/policy.ts';
+import { defaultArchitecture, type Architecture } from '../models/builtin/config.ts';
+import { loadBaseCheckpoint, saveBaseCheckpoint } from '../models/builtin/base-checkpoint.ts';
 import { decodeSafetensors, encodeSafetensors, type NamedTensor } from '../models/safetensors.ts';
 import { AdamW } from './adamw.ts';
 import { clipGradientsByGlobalNorm } from './loss.ts';
@@ -104,7 +104,7 @@ function loadOptimizerState(dir: string, optimizer: AdamW): number {
 
 /**
  * The architecture a pretraining run builds: the config's, on grid positions unless it names a scheme (the trace
- * layout needs them, models/positions.ts; the architecture's own default stays 'sequence' so that checkpoints written
+ * layout needs them, models/builtin/positions.ts; the architecture's own default stays 'sequence' so that checkpoints written
  * before the field existed load as they were trained).
  */
 function pretrainArchitecture(config: PretrainConfig): Partial<Architecture> {

@@ -4,7 +4,7 @@
 // can, and they are what `metrl pretrain` reports next to the accuracies.
 import type { Env } from '../envs/env.ts';
 import type { Episode } from '../core/episode.ts';
-import { actionLabel, parseTraceLines } from '../models/template.ts';
+import { actionLabel, parseTraceLines } from '../models/builtin/template.ts';
 
 export interface TraceLineCounts {
   /** Trace lines the episode needs (its number of actions). */

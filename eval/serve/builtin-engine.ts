@@ -1,20 +1,19 @@
-// The built-in policy as the ChatEngine behind `metrl serve`: chat messages are reduced to the model's input by
-// models/template.ts (texts joined by newlines, data-URL images decoded and resized to the model's image size, the
-// answer marker appended when missing), then generated through the BatchedGenerator, so concurrent requests with the
-// same sampling settings share one decoding batch.
+// A policy as the ChatEngine behind `metrl serve`: chat messages become the model's prompt by its own chatPrompt (the
+// built-in model: models/builtin/template.ts joins texts by newlines, decodes data-URL images and resizes them to the
+// model's image size, and appends the answer marker when missing), then are generated through the BatchedGenerator,
+// so concurrent requests with the same sampling settings share one decoding batch.
 import { UserError } from '../../core/errors.ts';
 import type { ChatMessage } from '../../core/chat.ts';
-import { chatToModelInput } from '../../models/template.ts';
-import type { BuiltinPolicy } from '../../models/policy.ts';
+import type { Policy } from '../../models/policy.ts';
 import { BatchedGenerator } from '../batched-generator.ts';
 import type { ChatEngine, EngineResult, EngineSampling } from './server.ts';
 
 /** Room for a trace: a 5-move chess trace is about 330 characters, a 10-move one about 640; clients can ask for more. */
 const DEFAULT_MAX_TOKENS = 1024;
 
-export function builtinEngine(policy: BuiltinPolicy, modelId: string, seed: number): ChatEngine & { generator: BatchedGenerator } {
+export function builtinEngine(policy: Policy, modelId: string, seed: number): ChatEngine & { generator: BatchedGenerator } {
   const generator = new BatchedGenerator(policy, seed);
-  const { maxContext, imageSize } = policy.arch;
+  const maxContext = policy.contextLimit;
   return {
     modelId,
     generator,
@@ -24,7 +23,7 @@ export function builtinEngine(policy: BuiltinPolicy, modelId: string, seed: numb
       const arrived = generator.announce();
       let prompt;
       try {
-        prompt = generator.encode(await chatToModelInput(messages, { imageSize, answerCue: true }));
+        prompt = await policy.chatPrompt(messages);
       } finally {
         arrived();
       }

@@ -3,7 +3,7 @@
 // scripts/commands/serve.ts maps its flags onto ServeOptions.
 import { basename, resolve } from 'node:path';
 import { UserError } from '../../core/errors.ts';
-import { loadPolicy } from '../load-policy.ts';
+import { loadPolicy } from '../../models/load.ts';
 import { builtinEngine } from './builtin-engine.ts';
 import { startServer } from './server.ts';
 

@@ -5,13 +5,13 @@ import type { Domain } from '../../core/episode.ts';
 import type { Env } from '../../envs/env.ts';
 import { BatchedGenerator } from '../batched-generator.ts';
 import { compactTemplate } from '../compact.ts';
-import { loadPolicy } from '../load-policy.ts';
+import { loadPolicy } from '../../models/load.ts';
 import type { ModelSource, SamplingSettings, SourceReply } from '../types.ts';
 
 export async function checkpointSource(dir: string, sampling: SamplingSettings, seed: number, envs: Map<Domain, Env>, base?: string): Promise<ModelSource> {
   const loaded = await loadPolicy(dir, { ...(base ? { base } : {}) });
   const generator = new BatchedGenerator(loaded.policy, seed);
-  const maxContext = loaded.policy.arch.maxContext;
+  const maxContext = loaded.policy.contextLimit;
   return {
     label: dir,
     async complete(query): Promise<SourceReply> {

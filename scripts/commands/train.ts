@@ -17,8 +17,7 @@ import { CHECKPOINTS_DIR } from '../../core/paths.ts';
 import { getEnv } from '../../envs/registry.ts';
 import { initBackend } from '../../models/backend.ts';
 import { TrainConfigSchema, readConfigFile, resolveConfig, type TrainConfig } from '../../trainer/config.ts';
-import { builtinTraining } from '../../trainer/builtin.ts';
-import { train, type TrainEvent } from '../../trainer/loop.ts';
+import { loadTrainingPolicy, train, type TrainEvent } from '../../trainer/loop.ts';
 import type { EvalRow } from '../../trainer/metrics.ts';
 
 /** The training config's flags, generated from TrainConfigSchema's descriptions (scripts/schema-flags.ts). */
@@ -104,7 +103,7 @@ async function run(flags: TrainFlags): Promise<void> {
     throw new UserError(`--modality ${modality}: ${env.domain} shows its actions as ${env.modalities.join(' or ')} only`);
   }
   const backend = await initBackend(flags.backend, flags.quiet ? null : log);
-  const setup = builtinTraining(env, checkpointDir, config);
+  const setup = await loadTrainingPolicy(checkpointDir, config);
   if (!flags.resume) {
     // Written before the first step so that an interrupted run can always be resumed.
     writeJsonAtomic(join(runDir, 'config.json'), {
@@ -120,7 +119,7 @@ async function run(flags: TrainFlags): Promise<void> {
   if (!flags.quiet) log(`run folder: ${runDir}`);
   const progress = flags.quiet ? null : progressView(config, modality, log);
   try {
-    await train({ env, policy: setup.policy, adapter: setup.adapter, encodeEpisode: setup.encodeEpisode, responseOf: setup.responseOf, referenceTokens: setup.referenceTokens, config, modality, runDir, resume: flags.resume, envExtra, onEvent: progress?.onEvent });
+    await train({ env, ...setup, config, modality, runDir, resume: flags.resume, envExtra, onEvent: progress?.onEvent });
   } finally {
     progress?.stop();
   }

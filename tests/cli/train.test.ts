@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync, copyFileSyn
 import { join } from 'node:path';
 import { metrl, scratchDir, expectUserError, PROJECT } from './helpers.ts';
 import { tinyBaseCheckpoint } from '../trainer/tiny-base.ts';
-import { BuiltinPolicy } from '../../models/policy.ts';
+import { BuiltinPolicy } from '../../models/builtin/policy.ts';
 
 const base = tinyBaseCheckpoint();
 const TINY_FLAGS: Record<string, string> = {

@@ -2,7 +2,7 @@
 // decoded as one batch, and greedy answers do not depend on what else was in the batch (left padding is masked).
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../models/backend.ts';
-import { BuiltinPolicy } from '../../models/policy.ts';
+import { BuiltinPolicy } from '../../models/builtin/policy.ts';
 import { BatchedGenerator } from '../../eval/batched-generator.ts';
 
 let policy: BuiltinPolicy;

@@ -63,7 +63,7 @@ describe('mate reward', () => {
     expect(scoreMate({ target: '0.35', response: 'It is small.', meta: { targetAttribute: 'size' } }).valid).toBe(false);
     expect(canonicalAnswer('big', 'size')).toBeNull();
     expect(canonicalAnswer('[1, 2]', 'coords')).toBeNull();
-    // The built-in model answers after the reference marker "FINAL ANSWER: " (models/template.ts): read that too.
+    // The built-in model answers after the reference marker "FINAL ANSWER: " (models/builtin/template.ts): read that too.
     expect(scoreMate({ target: 'Object_3', response: 'FINAL ANSWER: Object_3' }).reward).toBe(1);
     expect(scoreMate({ target: '[1.2, -0.45, 0.7]', response: 'FINAL ANSWER: [1.2, -0.45, 0.7]' }).reward).toBe(1);
   });

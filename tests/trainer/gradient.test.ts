@@ -3,7 +3,7 @@
 // one prompt with an image), matches central finite differences of the same loss.
 import { describe, expect, it } from 'vitest';
 import * as tf from '@tensorflow/tfjs';
-import { BuiltinPolicy } from '../../models/policy.ts';
+import { BuiltinPolicy } from '../../models/builtin/policy.ts';
 import { Rng } from '../../core/rng.ts';
 import { grpoLoss, type LossType } from '../../trainer/loss.ts';
 import type { SequenceBatchItem } from '../../models/types.ts';

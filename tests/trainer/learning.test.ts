@@ -12,8 +12,9 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { initBackend } from '../../models/backend.ts';
-import { BuiltinPolicy } from '../../models/policy.ts';
-import { episodeToModelInput, responseForScoring } from '../../models/template.ts';
+import { BuiltinPolicy } from '../../models/builtin/policy.ts';
+import type { Sampler } from '../../models/sampler.ts';
+import { episodeToModelInput, responseForScoring } from '../../models/builtin/template.ts';
 import { shellEnv } from '../../envs/shell/index.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
 import type { Env } from '../../envs/env.ts';
@@ -22,8 +23,7 @@ import { Rng } from '../../core/rng.ts';
 import { wilsonInterval } from '../../core/stats.ts';
 import { AdamW } from '../../trainer/adamw.ts';
 import { resolveConfig } from '../../trainer/config.ts';
-import { builtinTraining } from '../../trainer/builtin.ts';
-import { train } from '../../trainer/loop.ts';
+import { loadTrainingPolicy, train } from '../../trainer/loop.ts';
 import { tinyBaseCheckpoint, TINY_ARCHITECTURE } from './tiny-base.ts';
 
 /** The shell game without traces: the built-in model answers in one shot. */
@@ -70,7 +70,7 @@ function supervisedBase(): BuiltinPolicy {
 }
 
 /** Reward and valid rate of 8 sampled completions (temperature 1) per held-out episode. */
-function sampledReward(policy: BuiltinPolicy, episodes: Episode[]): { reward: number; valid: number; correct: number; n: number } {
+function sampledReward(policy: Sampler, episodes: Episode[]): { reward: number; valid: number; correct: number; n: number } {
   const rng = new Rng(9, 'measure');
   let correct = 0;
   let valid = 0;
@@ -98,7 +98,7 @@ describe('GRPO learning (tiny model, shell game)', () => {
       maxCompletionTokens: 3, learningRate: 0.01, beta: 0, loraRank: 8, loraAlpha: 16, evalEvery: 100, checkpointEvery: 100,
       temperature: 1, // rollouts sampled as the held-out measure is (the default, 0.5, suits long traces, not this 3-token answer)
     });
-    const setup = builtinTraining(oneShotShell, base, config);
+    const setup = await loadTrainingPolicy(base, config);
     const heldOut = generateEpisodes(shellEnv, { n: 30, actions: 3, split: 'test', seed: 5, modality: 'text' });
     const trainedOn = new Set(generateEpisodes(shellEnv, { n: config.trainSize, actions: 3, split: 'train', seed: config.seed, modality: 'text' }).map((e) => e.id));
     expect(heldOut.some((e) => trainedOn.has(e.id))).toBe(false);

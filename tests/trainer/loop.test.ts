@@ -6,12 +6,11 @@ import * as tf from '@tensorflow/tfjs';
 import { mkdtempSync, readFileSync, existsSync, appendFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { train } from '../../trainer/loop.ts';
+import { loadTrainingPolicy, train } from '../../trainer/loop.ts';
 import { resolveConfig } from '../../trainer/config.ts';
-import { builtinTraining } from '../../trainer/builtin.ts';
 import { shellEnv } from '../../envs/shell/index.ts';
 import { tinyBaseCheckpoint } from './tiny-base.ts';
-import { chunksWithin } from '../../trainer/rollout.ts';
+import { chunksWithin } from '../../trainer/chunks.ts';
 
 const base = tinyBaseCheckpoint();
 
@@ -20,8 +19,8 @@ const config = resolveConfig({}, {
   iterations: 2, evalEvery: 3, checkpointEvery: 2, maxCompletionTokens: 3, learningRate: 0.05, samplesPerStep: 2,
 });
 
-function run(runDir: string, options: { resume?: boolean; stopAfterStep?: number } = {}) {
-  const setup = builtinTraining(shellEnv, base, config);
+async function run(runDir: string, options: { resume?: boolean; stopAfterStep?: number } = {}) {
+  const setup = await loadTrainingPolicy(base, config);
   return train({ env: shellEnv, ...setup, config, modality: 'image', runDir, resume: options.resume ?? false, stopAfterStep: options.stopAfterStep });
 }
 
@@ -75,7 +74,7 @@ describe('training loop', () => {
     for (const [learnerBatch, learnerTokens] of [[3, 2048], [16, 2048], [16, 1]]) {
       const dir = mkdtempSync(join(tmpdir(), 'metrl-chunks-'));
       const cfg = { ...config, steps: 1, learnerBatch, learnerTokens, iterations: 1 };
-      const setup = builtinTraining(shellEnv, base, cfg);
+      const setup = await loadTrainingPolicy(base, cfg);
       await train({ env: shellEnv, ...setup, config: cfg, modality: 'image', runDir: dir, resume: false });
       adapters.push(setup.policy.trainableVariables('lora').map((v) => Array.from(v.dataSync())));
     }
@@ -89,7 +88,7 @@ describe('training loop', () => {
 
   it('skips updates with a non-finite loss, logs them, and stops after several in a row', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'metrl-nan-'));
-    const setup = builtinTraining(shellEnv, base, config);
+    const setup = await loadTrainingPolicy(base, config);
     const [first] = setup.policy.trainableVariables('lora');
     first.assign(tf.fill(first.shape, NaN));
     await expect(train({ env: shellEnv, ...setup, config, modality: 'image', runDir: dir, resume: false })).rejects.toThrow(

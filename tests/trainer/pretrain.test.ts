@@ -1,7 +1,7 @@
 // Supervised pretraining of the base checkpoint: batches are a pure function of the step and hold one (domain, skill)
 // pair, the schedule warms up then decays, and a run stopped mid-way and resumed ends with
 // exactly the weights of an uninterrupted run (the resumed run sees the same batches and optimiser state).
-import { actionLabel } from '../../models/template.ts';
+import { actionLabel } from '../../models/builtin/template.ts';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -2,9 +2,9 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BuiltinPolicy } from '../../models/policy.ts';
-import { saveBaseCheckpoint } from '../../models/checkpoint.ts';
-import type { Architecture } from '../../models/config.ts';
+import { BuiltinPolicy } from '../../models/builtin/policy.ts';
+import { saveBaseCheckpoint } from '../../models/builtin/base-checkpoint.ts';
+import type { Architecture } from '../../models/builtin/config.ts';
 
 export const TINY_ARCHITECTURE: Partial<Architecture> = { dModel: 32, nLayers: 2, nHeads: 2, dMlp: 64, imageSize: 16, patchSize: 8, maxContext: 256 };
 

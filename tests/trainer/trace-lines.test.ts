@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { getEnv } from '../../envs/registry.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
-import { parseTraceLines, targetText } from '../../models/template.ts';
+import { parseTraceLines, targetText } from '../../models/builtin/template.ts';
 import { addTraceLineCounts, traceLineCounts } from '../../trainer/trace-lines.ts';
 
 describe('trace-line counts', async () => {

@@ -1,8 +1,8 @@
 // How images enter the built-in model: an RGB image is resized to imageSize × imageSize (environments already render
 // at that size, so usually this is a copy) and cut into patchSize × patchSize patches in reading order; each patch is
 // flattened (rows, then columns, then RGB) into values in [0, 1]. The transformer projects each patch with a learned
-// linear map and adds a learned per-patch position embedding (models/transformer.ts).
-import type { RawImage } from '../core/image.ts';
+// linear map and adds a learned per-patch position embedding (models/builtin/transformer.ts).
+import type { RawImage } from '../../core/image.ts';
 import { patchesPerImage, patchDim, type Architecture } from './config.ts';
 
 /** Bilinear resize of an RGB image (pure JS; only used when an image arrives at another size). */

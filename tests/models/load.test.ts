@@ -7,10 +7,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { Rng } from '../../core/rng.ts';
+import { SHARED_DIR } from '../../core/paths.ts';
 import { initBackend } from '../../models/backend.ts';
-import { BuiltinPolicy } from '../../models/policy.ts';
-import { saveAdapter, saveBaseCheckpoint } from '../../models/checkpoint.ts';
-import { loadPolicy, resolveCheckpoint } from '../../eval/load-policy.ts';
+import { BuiltinPolicy } from '../../models/builtin/policy.ts';
+import { saveBaseCheckpoint } from '../../models/builtin/base-checkpoint.ts';
+import { saveAdapter } from '../../models/builtin/peft-adapter.ts';
+import { loadPolicy, resolveCheckpoint } from '../../models/load.ts';
 
 const arch = { dModel: 32, nLayers: 1, nHeads: 2, dMlp: 64, maxContext: 128, imageSize: 32, patchSize: 16 };
 let root = '';
@@ -51,6 +53,11 @@ describe('--checkpoint resolution', () => {
     expect(resolveCheckpoint(join(run, 'checkpoints', 'step-3'), base).base).toBe(base);
   });
 
+  it('takes a Hugging Face folder for a base checkpoint, whose architecture the registry names', () => {
+    const llama = join(SHARED_DIR, 'fixtures', 'hf', 'llama');
+    expect(resolveCheckpoint(llama)).toEqual({ base: llama, adapter: null });
+  });
+
   it('names what is wrong', () => {
     expect(() => resolveCheckpoint(join(root, 'nope'))).toThrow(/no such folder/);
     expect(() => resolveCheckpoint(root)).toThrow(/neither a base checkpoint, a LoRA adapter nor a training run/);
@@ -60,12 +67,13 @@ describe('--checkpoint resolution', () => {
   it('loads the adapter onto its base: the same logits as the policy that saved it', async () => {
     for (const dir of [adapter, run]) {
       const loaded = await loadPolicy(dir, { log: () => {} });
-      const got = lastLogits(loaded.policy);
+      expect(loaded.policy).toBeInstanceOf(BuiltinPolicy);
+      const got = lastLogits(loaded.policy as BuiltinPolicy);
       got.forEach((v, i) => expect(v).toBeCloseTo(expected[i], 4));
       loaded.policy.dispose();
     }
     const plain = await loadPolicy(base, { log: () => {} });
-    expect(lastLogits(plain.policy).some((v, i) => Math.abs(v - expected[i]) > 1e-3)).toBe(true);
+    expect(lastLogits(plain.policy as BuiltinPolicy).some((v, i) => Math.abs(v - expected[i]) > 1e-3)).toBe(true);
     plain.policy.dispose();
   });
 });

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import sharp from 'sharp';
-import { ANSWER_CUE, TRACE_CUE, actionLabel, chatToModelInput, episodeToModelInput, perceptionToModelInput, responseForScoring, targetText, type TemplateEnv } from '../../models/template.ts';
-import { shellEnv } from '../../envs/shell/index.ts';
-import { chessEnv } from '../../envs/chess/index.ts';
-import { generateEpisodes } from '../../envs/generate.ts';
-import type { Episode } from '../../core/episode.ts';
-import type { RawImage } from '../../core/image.ts';
-import { blankImage } from '../../core/image.ts';
-import { UserError } from '../../core/errors.ts';
+import { ANSWER_CUE, TRACE_CUE, actionLabel, chatToModelInput, episodeToModelInput, perceptionToModelInput, responseForScoring, targetText, type TemplateEnv } from '../../../models/builtin/template.ts';
+import { shellEnv } from '../../../envs/shell/index.ts';
+import { chessEnv } from '../../../envs/chess/index.ts';
+import { generateEpisodes } from '../../../envs/generate.ts';
+import type { Episode } from '../../../core/episode.ts';
+import type { RawImage } from '../../../core/image.ts';
+import { blankImage } from '../../../core/image.ts';
+import { UserError } from '../../../core/errors.ts';
 
 const episode: Episode = {
   id: 'shell-train-00000-abcd',

@@ -1,13 +1,13 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as tf from '@tensorflow/tfjs';
-import { initBackend } from '../../models/backend.ts';
-import { BuiltinPolicy } from '../../models/policy.ts';
-import { loraAdapters } from '../../models/lora.ts';
-import { sampleToken } from '../../models/sampling.ts';
-import type { EncodedPrompt, ModelInput } from '../../models/types.ts';
-import type { RawImage } from '../../core/image.ts';
-import { Rng } from '../../core/rng.ts';
-import { UserError } from '../../core/errors.ts';
+import { initBackend } from '../../../models/backend.ts';
+import { BuiltinPolicy } from '../../../models/builtin/policy.ts';
+import { loraAdapters } from '../../../models/builtin/lora.ts';
+import { sampleToken } from '../../../models/token-sampling.ts';
+import type { EncodedPrompt, ModelInput } from '../../../models/types.ts';
+import type { RawImage } from '../../../core/image.ts';
+import { Rng } from '../../../core/rng.ts';
+import { UserError } from '../../../core/errors.ts';
 
 const TINY = { dModel: 32, nLayers: 2, nHeads: 2, dMlp: 64, imageSize: 16, patchSize: 8 };
 

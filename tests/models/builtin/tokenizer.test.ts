@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CharTokenizer } from '../../models/tokenizer.ts';
-import { UserError } from '../../core/errors.ts';
+import { CharTokenizer } from '../../../models/builtin/tokenizer.ts';
+import { UserError } from '../../../core/errors.ts';
 
 const tok = CharTokenizer.createDefault();
 

@@ -1,12 +1,12 @@
 // LoRA adapters (Hu et al.) on the built-in model's projections: y = x W + (alpha / r) · (x A) B, with A [in, r]
 // random and B [r, out] zero at the start, so a fresh adapter leaves the model unchanged. The base W stays frozen; the
 // reference policy is the same forward pass with the adapters skipped, so no second copy of the model is kept.
-// On disk adapters use the PEFT layout (see models/checkpoint.ts): lora_A.weight is A transposed ([r, in]) and
+// On disk adapters use the PEFT layout (see peft-adapter.ts): lora_A.weight is A transposed ([r, in]) and
 // lora_B.weight is B transposed ([out, r]), as torch.nn.Linear stores them.
 import * as tf from '@tensorflow/tfjs';
-import type { Rng } from '../core/rng.ts';
+import type { Rng } from '../../core/rng.ts';
 import type { LoraConfig } from './config.ts';
-import { mm } from './ops.ts';
+import { mm } from '../ops.ts';
 import { projectionModule, type ModelWeights, type Projection } from './weights.ts';
 
 export interface LoraAdapter {

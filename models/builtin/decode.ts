@@ -1,8 +1,8 @@
 // One decoding step for many sequences at once: U prompts, G completions each, one new token per completion. After
-// the prompts' prefill (models/transformer.ts forward), their keys and values are stacked head by head and padded to
+// the prompts' prefill (models/builtin/transformer.ts forward), their keys and values are stacked head by head and padded to
 // the longest prompt, so every step's attention is a fixed handful of batched products whatever U is: evaluation
 // decodes 64 prompts together, and a per-prompt loop of small products cost far more in call overhead than in
-// arithmetic there. Decoding needs no gradient; LoRA, if any, is already folded into the weights (models/lora.ts).
+// arithmetic there. Decoding needs no gradient; LoRA, if any, is already folded into the weights (models/builtin/lora.ts).
 import * as tf from '@tensorflow/tfjs';
 import { headDim } from './config.ts';
 import { linear } from './lora.ts';

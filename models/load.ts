@@ -1,5 +1,6 @@
-// Finding and loading the built-in policy behind `--checkpoint DIR`, for evaluation and `metrl serve`. DIR may be
-//   a base checkpoint            config.json + model.safetensors + tokenizer.json
+// Finding and loading the policy behind `--checkpoint DIR`, for evaluation and `metrl serve` (models/ layer). DIR may be
+//   a base checkpoint            config.json + model.safetensors (+ tokenizer.json); its architecture is looked up in
+//                                models/registry.ts by config.json
 //   a LoRA adapter (PEFT)        adapter_config.json + adapter_model.safetensors, on the base named by its
 //                                base_model_name_or_path, by --base, or the shipped base (checkpoints/base)
 //   a training run folder        its checkpoints/latest adapter, on the base the run started from
@@ -8,10 +9,11 @@ import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { UserError } from '../core/errors.ts';
 import { CHECKPOINTS_DIR } from '../core/paths.ts';
-import type { BuiltinPolicy } from '../models/policy.ts';
+import type { Policy } from './policy.ts';
+import { loadBaseModel } from './registry.ts';
 
 export interface LoadedPolicy {
-  policy: BuiltinPolicy;
+  policy: Policy;
   base: string;
   adapter: string | null;
   backend: string;
@@ -75,12 +77,12 @@ export function resolveCheckpoint(dir: string, base?: string): { base: string; a
   return { base: chosen, adapter };
 }
 
+/** Choose the backend, then load the base through the registry and attach the adapter, if any. */
 export async function loadPolicy(dir: string, options: { base?: string; backend?: string; log?: (line: string) => void } = {}): Promise<LoadedPolicy> {
   const where = resolveCheckpoint(dir, options.base);
-  const { initBackend } = await import('../models/backend.ts');
+  const { initBackend } = await import('./backend.ts');
   const backend = await initBackend(options.backend, options.log ?? ((l) => process.stderr.write(l + '\n')));
-  const { loadBaseCheckpoint, loadAdapter } = await import('../models/checkpoint.ts');
-  const policy = loadBaseCheckpoint(where.base);
-  if (where.adapter) loadAdapter(policy, where.adapter);
+  const policy = await loadBaseModel(where.base);
+  if (where.adapter) policy.loadAdapter(where.adapter);
   return { policy, base: where.base, adapter: where.adapter, backend: backend.name };
 }

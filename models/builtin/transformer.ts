@@ -16,7 +16,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { headDim, patchDim, patchesPerImage, type Architecture } from './config.ts';
 import { linear, type LoraSet } from './lora.ts';
-import { customGrad, mm, selectRows } from './ops.ts';
+import { customGrad, mm, selectRows } from '../ops.ts';
 import type { ModelWeights } from './weights.ts';
 
 /** Keys (RoPE applied, transposed) and values of a shared prompt for one layer: kT [d, P], v [P, d]. */

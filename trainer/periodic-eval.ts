@@ -1,15 +1,16 @@
-// The periodic evaluation of a training run: greedy completions on the fixed test split, scored by the environment
-// and summarised by eval/summary.ts as accuracy (mean reward, the paper's measure) with its 95% interval, exact-match
-// and valid rates. Done once for the trained modality and once for the transfer modality (the same episodes with
+// The periodic evaluation of a training run (trainer/ layer): greedy completions on the fixed test split, scored by
+// the environment and summarised by core/summary.ts as accuracy (mean reward, the paper's measure) with its 95%
+// interval, exact-match and valid rates. Done once for the trained modality and once for the transfer modality (the same episodes with
 // every action shown the other way).
 import type { Env } from '../envs/env.ts';
 import type { Episode, Modality } from '../core/episode.ts';
 import type { ScoredRow } from '../core/score.ts';
-import type { EncodedPrompt, Policy } from '../models/types.ts';
+import type { EncodedPrompt } from '../models/types.ts';
+import type { Sampler } from '../models/sampler.ts';
 import { Rng } from '../core/rng.ts';
 import { summarizeScores } from '../core/summary.ts';
 import { gameStartResponse } from '../envs/baseline.ts';
-import { chunks, sampleMany } from './rollout.ts';
+import { chunks } from './chunks.ts';
 
 export interface PreparedEpisode {
   episode: Episode;
@@ -40,7 +41,7 @@ export function completionBudget(referenceLengths: number[]): number {
 const EVAL_BATCH = 64;
 
 export function evaluateSplit(
-  policy: Policy,
+  sampler: Sampler,
   env: Env,
   items: PreparedEpisode[],
   modality: Modality,
@@ -53,7 +54,7 @@ export function evaluateSplit(
   const completions: string[] = [];
   let tokens = 0;
   for (const chunk of chunks(items, EVAL_BATCH)) {
-    const groups = sampleMany(policy, chunk.map((c) => c.prompt), 1, { temperature: 0, topP: 1, maxNewTokens }, rng);
+    const groups = sampler.sampleGroups(chunk.map((c) => c.prompt), 1, { temperature: 0, topP: 1, maxNewTokens }, rng);
     chunk.forEach(({ episode }, i) => {
       const completion = groups[i][0];
       const input = { target: episode.target, response: responseOf(completion.text), initialState: episode.initialState, meta: episode.meta };

@@ -1,4 +1,5 @@
-// Training checkpoints: everything a run needs to continue exactly where it stopped, written atomically.
+// A training run's checkpoints (trainer/ layer): everything a run needs to continue exactly where it stopped, written
+// atomically. (A model's own base checkpoint is models/builtin/base-checkpoint.ts.)
 //   checkpoints/step-N/   adapter (PEFT layout: adapter_config.json + adapter_model.safetensors),
 //                         optimizer.safetensors (AdamW moments, in adapter-variable order; step in the metadata),
 //                         trainer_state.json (step, RNG state, data order, NaN streak)
@@ -11,6 +12,7 @@ import { z } from 'zod';
 import { UserError, describeZodError } from '../core/errors.ts';
 import { ensureDir, writeFileAtomic } from '../core/files.ts';
 import { decodeSafetensors, encodeSafetensors, type NamedTensor } from '../models/safetensors.ts';
+import type { Learner, LoraSettings } from '../models/learner.ts';
 import type { AdamWState } from './adamw.ts';
 import { DataOrderStateSchema } from './data-order.ts';
 
@@ -30,13 +32,30 @@ export const TrainerStateSchema = z
   .strict();
 export type TrainerState = z.infer<typeof TrainerStateSchema>;
 
-/** How a policy's adapter is written and read (the built-in model: PEFT layout through models/). */
+/** How a policy's adapter is written and read inside checkpoints (PEFT layout, through the Learner). */
 export interface AdapterStore {
   /** Files `save` writes, all of which must exist for a checkpoint to be complete. */
   readonly files: readonly string[];
   save(dir: string): void;
   /** Load into the policy; throws UserError when the adapter does not fit the model. */
   load(dir: string): void;
+}
+
+/**
+ * The learner's adapters as a run stores them: saved naming the base they were trained on, and loaded only when their
+ * rank and alpha are the run's (another run's adapter would silently change the training).
+ */
+export function learnerAdapterStore(learner: Learner, baseModel: string, lora: LoraSettings): AdapterStore {
+  return {
+    files: learner.adapterFiles,
+    save: (dir) => learner.saveAdapter(dir, { baseModel }),
+    load: (dir) => {
+      const loaded = learner.loadAdapter(dir);
+      if (loaded.r !== lora.r || loaded.alpha !== lora.alpha) {
+        throw new UserError(`${dir}: adapter has r=${loaded.r}, alpha=${loaded.alpha} but the run's config says r=${lora.r}, alpha=${lora.alpha}`);
+      }
+    },
+  };
 }
 
 export interface Checkpoint {

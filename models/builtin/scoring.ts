@@ -4,12 +4,12 @@
 // values. Compared with running G full copies of a ~200-token prompt this cuts the work about threefold, and the
 // gradient still flows into the prompt positions (through the shared cache) exactly as in a full pass.
 import * as tf from '@tensorflow/tfjs';
-import type { SequenceBatchItem, TokenLogProbs } from './types.ts';
+import type { SequenceBatchItem, TokenLogProbs } from '../types.ts';
 import type { CharTokenizer } from './tokenizer.ts';
 import type { LoraSet } from './lora.ts';
 import { forward, logits, sharedFrom, type Group, type TransformerModel } from './transformer.ts';
 import { packPrompts } from './sampling.ts';
-import { customGrad, mm } from './ops.ts';
+import { customGrad, mm } from '../ops.ts';
 import { loraVariables } from './lora.ts';
 import { weightEntries } from './weights.ts';
 

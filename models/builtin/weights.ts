@@ -2,7 +2,7 @@
 // Linear weights are held as [in, out] so the forward pass multiplies without transposing; on disk they follow the
 // PyTorch nn.Linear convention [out, in] (weights.transposeOnDisk), so other tools read the checkpoint naturally.
 import * as tf from '@tensorflow/tfjs';
-import type { Rng } from '../core/rng.ts';
+import type { Rng } from '../../core/rng.ts';
 import { patchDim, patchesPerImage, type Architecture } from './config.ts';
 
 export const PROJECTIONS = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'up_proj', 'down_proj'] as const;

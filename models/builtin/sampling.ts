@@ -1,11 +1,12 @@
 // Generation for the built-in model: prompts are run once (prefill) and their keys/values are shared, not copied, by
 // the G completions of their group; all completions of all prompts then decode together, one batched step per token,
 // each also attending to its own cached keys.
-// Sampling itself (temperature, top-p, the stop at EOS) happens in JS on one [rows, vocab] logits read per step, with
-// the caller's seeded Rng, so the same seed gives the same completions.
+// Sampling itself (temperature, top-p: models/token-sampling.ts; the stop at EOS here) happens in JS on one
+// [rows, vocab] logits read per step, with the caller's seeded Rng, so the same seed gives the same completions.
 import * as tf from '@tensorflow/tfjs';
-import type { Rng } from '../core/rng.ts';
-import type { Completion, EncodedPrompt, SamplingOptions } from './types.ts';
+import type { Rng } from '../../core/rng.ts';
+import type { Completion, EncodedPrompt, SamplingOptions } from '../types.ts';
+import { sampleToken } from '../token-sampling.ts';
 import type { CharTokenizer } from './tokenizer.ts';
 import { forward, logits, type Group, type PackedBatch, type TransformerModel } from './transformer.ts';
 import { decodeState, decodeStep, disposeDecodeState, stackPrompts, type DecodeState } from './decode.ts';
@@ -78,43 +79,6 @@ export function addImageSlots(
     i += p - 1;
   }
   if (next !== prompt.images.length) throw new Error(`prompt has ${prompt.images.length} images but ${next} image token runs`);
-}
-
-/**
- * Draw one token from a logits row; returns it with its log-probability at temperature 1 (over the whole vocabulary,
- * as tokenLogProbs computes it). Tokens in `banned` (PAD, BOS, IMG, UNK: never a valid output) are not drawn.
- */
-export function sampleToken(row: Float32Array, options: SamplingOptions, rng: Rng, banned: ReadonlySet<number> = new Set()): { token: number; logProb: number } {
-  const n = row.length;
-  let max = -Infinity;
-  let argmax = 0;
-  for (let i = 0; i < n; i++) if (row[i] > max) max = row[i];
-  let best = -Infinity;
-  for (let i = 0; i < n; i++) if (!banned.has(i) && row[i] > best) { best = row[i]; argmax = i; }
-  let z = 0;
-  for (let i = 0; i < n; i++) z += Math.exp(row[i] - max);
-  const logZ = max + Math.log(z);
-  if (options.temperature <= 0) return { token: argmax, logProb: row[argmax] - logZ };
-  const probs = new Float64Array(n);
-  let total = 0;
-  for (let i = 0; i < n; i++) total += probs[i] = banned.has(i) ? 0 : Math.exp((row[i] - max) / options.temperature);
-  let order: number[] = [];
-  for (let i = 0; i < n; i++) order.push(i);
-  if (options.topP < 1) {
-    order.sort((a, b) => probs[b] - probs[a]);
-    let cumulative = 0;
-    let keep = 0;
-    while (keep < n && cumulative < options.topP * total) cumulative += probs[order[keep++]];
-    order = order.slice(0, Math.max(1, keep));
-    total = cumulative;
-  }
-  let x = rng.next() * total;
-  let token = order[order.length - 1];
-  for (const i of order) {
-    x -= probs[i];
-    if (x < 0) { token = i; break; }
-  }
-  return { token, logProb: row[token] - logZ };
 }
 
 /**

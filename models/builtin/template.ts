@@ -17,19 +17,19 @@
 // - The prompt restates the initial state as the trace's line 0 (`start -> <state 0>`, in the trace's state form), so
 //   that line 1 reads its previous state from the line above it, as every later line does, instead of from the top
 //   of the prompt at a distance that grows with the number of actions.
-// A third choice lives in models/positions.ts: a base with grid positions puts trace line i on the RoPE positions of
+// A third choice lives in models/builtin/positions.ts: a base with grid positions puts trace line i on the RoPE positions of
 // the prompt's line for action i, so that copying the action is a fixed-offset lookup, not a search for its label.
 //
 // The perception probe reads one image (<domain>\nread\n<image>\nFINAL ANSWER: ) or one labelled image among several:
 //   prompt       <domain>\nread\nA: <image>\n … <label n>: <image>\n<label j>: 
 //   completion   <text of action j>
 import sharp from 'sharp';
-import type { Env } from '../envs/env.ts';
-import type { Episode } from '../core/episode.ts';
-import type { RawImage } from '../core/image.ts';
-import type { ChatMessage } from '../core/chat.ts';
-import { UserError } from '../core/errors.ts';
-import type { ModelInput, ModelInputPart } from './types.ts';
+import type { Env } from '../../envs/env.ts';
+import type { Episode } from '../../core/episode.ts';
+import type { RawImage } from '../../core/image.ts';
+import type { ChatMessage } from '../../core/chat.ts';
+import { UserError } from '../../core/errors.ts';
+import type { ModelInput, ModelInputPart } from '../types.ts';
 
 export const ANSWER_CUE = 'FINAL ANSWER: ';
 /** Last line of a trace-layout prompt: the model starts its trace after it. */

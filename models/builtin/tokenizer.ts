@@ -4,7 +4,7 @@
 // Hugging Face tokenizer.json (WordLevel model over single characters, a per-character Split pre-tokenizer, a Fuse
 // decoder, special tokens in added_tokens), so `tokenizers` in Python reads the same file.
 import { z } from 'zod';
-import { UserError, describeZodError } from '../core/errors.ts';
+import { UserError, describeZodError } from '../../core/errors.ts';
 
 export const SPECIAL_TOKENS = { pad: '[PAD]', bos: '[BOS]', eos: '[EOS]', img: '[IMG]', unk: '[UNK]' } as const;
 type SpecialName = keyof typeof SPECIAL_TOKENS;

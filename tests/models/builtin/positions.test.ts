@@ -1,13 +1,13 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as tf from '@tensorflow/tfjs';
-import { initBackend } from '../../models/backend.ts';
-import { BuiltinPolicy } from '../../models/policy.ts';
-import { CharTokenizer } from '../../models/tokenizer.ts';
-import { PositionCursor, ROW_STRIDE, TRACE_FIRST_ROW } from '../../models/positions.ts';
-import { episodeToModelInput, targetText } from '../../models/template.ts';
-import { shellEnv } from '../../envs/shell/index.ts';
-import type { Episode } from '../../core/episode.ts';
-import { Rng } from '../../core/rng.ts';
+import { initBackend } from '../../../models/backend.ts';
+import { BuiltinPolicy } from '../../../models/builtin/policy.ts';
+import { CharTokenizer } from '../../../models/builtin/tokenizer.ts';
+import { PositionCursor, ROW_STRIDE, TRACE_FIRST_ROW } from '../../../models/builtin/positions.ts';
+import { episodeToModelInput, targetText } from '../../../models/builtin/template.ts';
+import { shellEnv } from '../../../envs/shell/index.ts';
+import type { Episode } from '../../../core/episode.ts';
+import { Rng } from '../../../core/rng.ts';
 
 const tokenizer = CharTokenizer.createDefault();
 const episode: Episode = {

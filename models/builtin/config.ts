@@ -20,7 +20,7 @@ export const ArchitectureSchema = z
     /** Longest sequence (prompt + completion) the model is used with; RoPE itself has no hard limit. */
     maxContext: z.number().int().min(16).max(16384).default(2048),
     ropeBase: z.number().positive().default(10000),
-    /** How tokens get their RoPE positions (models/positions.ts): one after another, or on a grid of lines. */
+    /** How tokens get their RoPE positions (models/builtin/positions.ts): one after another, or on a grid of lines. */
     positions: z.enum(['sequence', 'grid']).default('sequence'),
     normEps: z.number().positive().max(0.1).default(1e-5),
     /** Images are resized to imageSize × imageSize RGB and cut into patchSize × patchSize patches, one token each. */

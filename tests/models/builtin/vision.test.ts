@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { imageToPatches, resizeImage } from '../../models/vision.ts';
-import { defaultArchitecture } from '../../models/config.ts';
-import type { RawImage } from '../../core/image.ts';
+import { imageToPatches, resizeImage } from '../../../models/builtin/vision.ts';
+import { defaultArchitecture } from '../../../models/builtin/config.ts';
+import type { RawImage } from '../../../core/image.ts';
 
 /** An image whose every 16×16 block has its own red value (block index × 10), green = row within block. */
 function blocks(size: number): RawImage {

@@ -1,0 +1,32 @@
+// The Learner contract (models/ layer): what trains. Differentiable log-probabilities of completions under the
+// policy, the variables an optimiser updates, and the LoRA adapters GRPO trains, saved and loaded in PEFT layout
+// (adapter_config.json + adapter_model.safetensors) so a run's checkpoints are readable by PEFT. See
+// models/sampler.ts for the generating side.
+import type * as tf from '@tensorflow/tfjs';
+import type { Rng } from '../core/rng.ts';
+import type { SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from './types.ts';
+
+/** The LoRA settings a run chooses (the target modules are the architecture's). */
+export interface LoraSettings {
+  r: number;
+  alpha: number;
+}
+
+export interface Learner {
+  /**
+   * Log-probabilities of the completion tokens. Differentiable with respect to the trainable variables when called
+   * inside tf.variableGrads / tf.grads. `useLora: false` gives the reference policy (the frozen base).
+   */
+  tokenLogProbs(batch: SequenceBatchItem[], options: TokenLogProbsOptions): TokenLogProbs;
+  /** Variables the optimiser updates: the LoRA adapters in RL, all base weights in supervised pretraining. */
+  trainableVariables(scope: 'lora' | 'base'): tf.Variable[];
+  /** Attach fresh adapters (B = 0, so the function is unchanged), replacing any present; the base becomes frozen. */
+  attachLora(settings: LoraSettings, rng: Rng): void;
+  /** Files saveAdapter writes, all of which must exist for a saved adapter to be complete. */
+  readonly adapterFiles: readonly string[];
+  /** Write the adapters in PEFT layout; `baseModel` goes into adapter_config.json's base_model_name_or_path. */
+  saveAdapter(dir: string, options?: { baseModel?: string }): void;
+  /** Attach the adapters stored in `dir` (UserError when they do not fit the model); returns their settings. */
+  loadAdapter(dir: string): LoraSettings;
+  dispose(): void;
+}

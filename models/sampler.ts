@@ -1,0 +1,40 @@
+// The Sampler contract (models/ layer): what generates. It encodes prompts, draws completions (rollouts, evaluation,
+// `metrl serve`) and scores given completions without gradients (the reference and old-policy log-probs of GRPO).
+// Today the built-in tfjs model is both the Sampler and the Learner (models/learner.ts); a faster engine (ONNX
+// Runtime, issue 17) can be a second Sampler for the same architecture, its LoRA weights synced from the Learner
+// after each update.
+import type { Rng } from '../core/rng.ts';
+import type { PromptFormat } from './prompt-format.ts';
+import type { Completion, EncodedPrompt, ModelInput, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from './types.ts';
+
+export interface Sampler extends PromptFormat {
+  /** Longest sequence (prompt + completion, in tokens) the model is used with; longer requests are refused. */
+  readonly contextLimit: number;
+  /** Width and height in pixels of the images the model reads (environments render image actions at this size). */
+  readonly imageSize: number;
+  /** Tokenise a model input (text and images in order). */
+  encode(input: ModelInput): EncodedPrompt;
+  decode(tokens: number[]): string;
+  /** Sample `group` completions of one prompt; the prompt is run once and its KV cache shared by the group. */
+  sampleGroup(prompt: EncodedPrompt, group: number, options: SamplingOptions, rng: Rng): Completion[];
+  /**
+   * Several prompts' groups (result per prompt, in order). An engine that decodes prompts together does it in one
+   * batch (each decoding step serves every prompt); one that cannot uses sampleEachPrompt below.
+   */
+  sampleGroups(prompts: EncodedPrompt[], group: number, options: SamplingOptions, rng: Rng): Completion[][];
+  /** Log-probabilities of given completions, for use without gradients (reference and old policy in GRPO). */
+  tokenLogProbs(batch: SequenceBatchItem[], options: TokenLogProbsOptions): TokenLogProbs;
+  /** Free the weights (tensors, sessions). */
+  dispose(): void;
+}
+
+/** The default sampleGroups: one sampleGroup call per prompt, in order (the same Rng draws as calling it yourself). */
+export function sampleEachPrompt(
+  sampler: Pick<Sampler, 'sampleGroup'>,
+  prompts: EncodedPrompt[],
+  group: number,
+  options: SamplingOptions,
+  rng: Rng,
+): Completion[][] {
+  return prompts.map((p) => sampler.sampleGroup(p, group, options, rng));
+}
