@@ -7,7 +7,9 @@
 // The tfjs backend is chosen first (and printed); the result says which files were used, for config.json.
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
+import { z } from 'zod';
 import { UserError } from '../core/errors.ts';
+import { readJson } from '../core/files.ts';
 import { CHECKPOINTS_DIR } from '../core/paths.ts';
 import type { Policy } from './policy.ts';
 import { loadBaseModel } from './registry.ts';
@@ -22,9 +24,10 @@ export interface LoadedPolicy {
 const isDir = (p: string) => existsSync(p) && statSync(p).isDirectory();
 const has = (dir: string, file: string) => existsSync(join(dir, file));
 
+/** A JSON object, or null when the file is missing or not one (the folder is then told apart by other files). */
 function readJsonOr(path: string): Record<string, unknown> | null {
   try {
-    return JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+    return readJson(path, z.record(z.string(), z.unknown()));
   } catch {
     return null;
   }

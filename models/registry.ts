@@ -4,12 +4,13 @@
 //   Hugging Face         `model_type` (llama, qwen2, idefics3, gemma3, …), as save_pretrained writes it
 // Adding an architecture means one folder under models/ and one line in ARCHITECTURES. Loaders are imported on
 // demand, so a command that never loads a model never imports tfjs.
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { UserError } from '../core/errors.ts';
 import { MODEL_KIND } from './builtin/config.ts';
 import type { Policy } from './policy.ts';
+import { readJson } from '../core/files.ts';
 
 /** Reads a base checkpoint folder into a policy without adapters (UserError when it is incomplete or malformed). */
 export type PolicyLoader = (dir: string) => Promise<Policy>;
@@ -35,15 +36,9 @@ export function modelTypeOf(dir: string): string {
   if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new UserError(`${dir}: no such checkpoint folder`);
   const path = join(dir, 'config.json');
   if (!existsSync(path)) throw new UserError(`${dir}: incomplete checkpoint (missing config.json)`);
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(path, 'utf8'));
-  } catch {
-    throw new UserError(`${path}: not valid JSON`);
-  }
-  const marker = ConfigMarkerSchema.safeParse(raw);
-  if (!marker.success) throw new UserError(`${path}: not a model config (format, model_type or architectures has the wrong type)`);
-  const { format, model_type: modelType, architectures } = marker.data;
+  const { format, model_type: modelType, architectures } = readJson(path, ConfigMarkerSchema, {
+    invalid: 'not a model config (format, model_type or architectures has the wrong type)',
+  });
   if (modelType) return modelType;
   if (format === MODEL_KIND) return MODEL_KIND;
   const hint = architectures?.length ? ` (architectures: ${architectures.join(', ')})` : '';

@@ -2,9 +2,10 @@
 // the MET-Bench paper's settings (Table 6, section 3.1) where they carry over to a small model on two CPU cores and
 // documented departures where they do not. Unknown keys and out-of-range values are UserErrors naming the field.
 // Layer: trainer/.
-import { readFileSync, existsSync } from 'node:fs';
+
 import { z } from 'zod';
-import { UserError, parseOrFail } from '../core/errors.ts';
+import { parseOrFail } from '../core/errors.ts';
+import { readJson } from '../core/files.ts';
 
 const positiveInt = z.number().int().positive();
 
@@ -130,15 +131,7 @@ export const CONFIG_KEYS = Object.keys(TrainConfigSchema.shape) as (keyof TrainC
 
 /** Read a JSON config file (partial: missing keys take the defaults). */
 export function readConfigFile(path: string): Record<string, unknown> {
-  if (!existsSync(path)) throw new UserError(`--config: ${path}: no such file`);
-  let value: unknown;
-  try {
-    value = JSON.parse(readFileSync(path, 'utf8'));
-  } catch {
-    throw new UserError(`--config: ${path}: not valid JSON`);
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new UserError(`--config: ${path}: must hold a JSON object`);
-  return value as Record<string, unknown>;
+  return readJson(path, z.record(z.string(), z.unknown()), { prefix: '--config: ', invalid: 'must hold a JSON object' });
 }
 
 /** Merge file values and flag values (flags win) and validate; `context` prefixes the error message. */

@@ -3,10 +3,11 @@
 // image action into its text form (the perception probe) and tracking short sequences (at most maxTrackActions actions
 // written by the model, from the initial state or from a state a given trace reaches), for chess and the shell game.
 // GRPO then has to carry traces through longer, image-action episodes.
-import { existsSync, readFileSync } from 'node:fs';
+
 import { z } from 'zod';
-import { UserError, parseOrFail } from '../core/errors.ts';
+import { parseOrFail } from '../core/errors.ts';
 import { ArchitectureSchema } from '../models/builtin/config.ts';
+import { readJson } from '../core/files.ts';
 
 const positiveInt = z.number().int().positive();
 
@@ -90,13 +91,7 @@ export type PretrainConfig = z.infer<typeof PretrainConfigSchema>;
 export function loadPretrainConfig(file: string | undefined, overrides: Partial<PretrainConfig>): PretrainConfig {
   let fromFile: unknown = {};
   if (file) {
-    if (!existsSync(file)) throw new UserError(`--config: ${file}: no such file`);
-    try {
-      fromFile = JSON.parse(readFileSync(file, 'utf8'));
-    } catch {
-      throw new UserError(`--config: ${file}: not valid JSON`);
-    }
-    if (typeof fromFile !== 'object' || fromFile === null || Array.isArray(fromFile)) throw new UserError(`--config: ${file}: expected a JSON object`);
+    fromFile = readJson(file, z.record(z.string(), z.unknown()), { prefix: '--config: ', invalid: 'expected a JSON object' });
   }
   const defined = Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined));
   const config = parseOrFail(PretrainConfigSchema, { ...(fromFile as object), ...defined }, 'pretrain config: ');

@@ -8,7 +8,8 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Env } from '../envs/env.ts';
 import { UserError } from '../core/errors.ts';
-import { appendJsonl, writeFileAtomic, writeJsonAtomic } from '../core/files.ts';
+import { appendJsonl, readJson, writeFileAtomic, writeJsonAtomic } from '../core/files.ts';
+import { z } from 'zod';
 import { BuiltinPolicy } from '../models/builtin/policy.ts';
 import { defaultArchitecture, type Architecture } from '../models/builtin/config.ts';
 import { loadBaseCheckpoint, saveBaseCheckpoint } from '../models/builtin/base-checkpoint.ts';
@@ -84,10 +85,13 @@ function saveOptimizerState(dir: string, optimizer: AdamW, step: number): void {
   writeJsonAtomic(join(dir, 'state.json'), { step, optimizerStep: state.step, variables: state.m.length });
 }
 
+/** What state.json beside a pretraining checkpoint records. */
+const PretrainStateSchema = z.object({ step: z.number().int().min(0), optimizerStep: z.number().int().min(0), variables: z.number().int().min(0) });
+
 function loadOptimizerState(dir: string, optimizer: AdamW): number {
   const statePath = join(dir, 'state.json');
   if (!existsSync(statePath)) throw new UserError(`--resume: ${dir} holds no pretraining state (state.json)`);
-  const state = JSON.parse(readFileSync(statePath, 'utf8')) as { step: number; optimizerStep: number; variables: number };
+  const state = readJson(statePath, PretrainStateSchema, { prefix: '--resume: ' });
   const file = decodeSafetensors(readFileSync(join(dir, 'optimizer.safetensors')), join(dir, 'optimizer.safetensors'));
   const take = (key: string) => {
     const t = file.tensors.get(key);

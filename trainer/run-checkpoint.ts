@@ -15,6 +15,7 @@ import { decodeSafetensors, encodeSafetensors, type NamedTensor } from '../model
 import type { Learner, LoraSettings } from '../models/learner.ts';
 import type { AdamWState } from './adamw.ts';
 import { DataOrderStateSchema } from './data-order.ts';
+import { readJson } from '../core/files.ts';
 
 export const TRAINER_STATE_VERSION = 1;
 
@@ -106,15 +107,8 @@ export function readCheckpoint(dir: string, adapter: AdapterStore): Checkpoint {
   for (const file of [...adapter.files, OPTIMIZER_FILE, STATE_FILE]) {
     if (!existsSync(join(dir, file))) throw new UserError(`checkpoint ${dir} is incomplete: ${file} is missing`);
   }
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(join(dir, STATE_FILE), 'utf8'));
-  } catch {
-    throw new UserError(`${join(dir, STATE_FILE)}: not valid JSON`);
-  }
-  const parsed = TrainerStateSchema.safeParse(raw);
-  if (!parsed.success) throw new UserError(`${join(dir, STATE_FILE)}: ${describeZodError(parsed.error)}`);
-  return { dir, state: parsed.data, optimizer: decodeOptimizerState(readFileSync(join(dir, OPTIMIZER_FILE)), join(dir, OPTIMIZER_FILE)) };
+  const state = readJson(join(dir, STATE_FILE), TrainerStateSchema, { invalid: (error) => describeZodError(error) });
+  return { dir, state, optimizer: decodeOptimizerState(readFileSync(join(dir, OPTIMIZER_FILE)), join(dir, OPTIMIZER_FILE)) };
 }
 
 function encodeOptimizerState(state: AdamWState): Uint8Array {

@@ -13,7 +13,7 @@ import { BuiltinPolicy } from './policy.ts';
 import { CharTokenizer } from './tokenizer.ts';
 import { decodeSafetensors, encodeSafetensors, type NamedTensor } from '../safetensors.ts';
 import { weightEntries } from './weights.ts';
-import { fromDisk, readJson, requireFiles, sameShape, toDisk } from './checkpoint-io.ts';
+import { fromDisk, readJsonValue, requireFiles, sameShape, toDisk } from './checkpoint-io.ts';
 
 export const BASE_FILES = ['config.json', 'model.safetensors', 'tokenizer.json'] as const;
 
@@ -45,11 +45,11 @@ export function saveBaseCheckpoint(policy: BuiltinPolicy, dir: string, extra: Re
 export function loadBaseCheckpoint(dir: string): BuiltinPolicy {
   requireFiles(dir, BASE_FILES, 'checkpoint');
   const configPath = join(dir, 'config.json');
-  const config = BaseConfigSchema.safeParse(readJson(configPath));
+  const config = BaseConfigSchema.safeParse(readJsonValue(configPath));
   if (!config.success) throw new UserError(describeZodError(config.error, `${configPath}: `));
   const arch = ArchitectureSchema.safeParse(config.data.architecture);
   if (!arch.success) throw new UserError(describeZodError(arch.error, `${configPath}: architecture.`));
-  const tokenizer = CharTokenizer.fromJson(readJson(join(dir, 'tokenizer.json')), join(dir, 'tokenizer.json'));
+  const tokenizer = CharTokenizer.fromJson(readJsonValue(join(dir, 'tokenizer.json')), join(dir, 'tokenizer.json'));
   const file = decodeSafetensors(readFileSync(join(dir, 'model.safetensors')), join(dir, 'model.safetensors'));
   const policy = BuiltinPolicy.create({ architecture: arch.data, tokenizer });
   const entries = weightEntries(policy.weights);

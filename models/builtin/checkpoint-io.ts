@@ -1,11 +1,13 @@
 // Reading and writing the built-in model's tensors and JSON files on disk (models/ layer, built-in model), shared by
 // its base checkpoint (base-checkpoint.ts) and its PEFT adapters (peft-adapter.ts). Variables are held [in, out] in
 // memory and may be stored transposed ([out, in], the torch.nn.Linear layout) on disk.
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { UserError } from '../../core/errors.ts';
 import type { NamedTensor } from '../safetensors.ts';
+import { z } from 'zod';
+import { readJson } from '../../core/files.ts';
 
 export function requireFiles(dir: string, files: readonly string[], what: string): void {
   if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new UserError(`${dir}: no such ${what} folder`);
@@ -13,13 +15,8 @@ export function requireFiles(dir: string, files: readonly string[], what: string
   if (missing.length > 0) throw new UserError(`${dir}: incomplete ${what} (missing ${missing.join(', ')})`);
 }
 
-export function readJson(path: string): unknown {
-  try {
-    return JSON.parse(readFileSync(path, 'utf8'));
-  } catch {
-    throw new UserError(`${path}: not valid JSON`);
-  }
-}
+/** A JSON file whose shape the caller checks with its own schema (core/files.ts readJson does the reading). */
+export const readJsonValue = (path: string): unknown => readJson(path, z.unknown());
 
 export function toDisk(variable: tf.Variable, transpose: boolean): NamedTensor {
   const t = transpose ? tf.tidy(() => tf.transpose(variable)) : variable;

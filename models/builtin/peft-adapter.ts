@@ -13,7 +13,7 @@ import { LoraConfigSchema, type LoraConfig } from './config.ts';
 import type { BuiltinPolicy } from './policy.ts';
 import { decodeSafetensors, encodeSafetensors, type NamedTensor } from '../safetensors.ts';
 import { loraAdapters } from './lora.ts';
-import { fromDisk, readJson, requireFiles, sameShape, toDisk } from './checkpoint-io.ts';
+import { fromDisk, readJsonValue, requireFiles, sameShape, toDisk } from './checkpoint-io.ts';
 
 export const ADAPTER_FILES = ['adapter_config.json', 'adapter_model.safetensors'] as const;
 const ADAPTER_PREFIX = 'base_model.model.';
@@ -60,7 +60,7 @@ export function saveAdapter(policy: BuiltinPolicy, dir: string, options: { baseM
 export function loadAdapter(policy: BuiltinPolicy, dir: string): LoraConfig {
   requireFiles(dir, ADAPTER_FILES, 'adapter');
   const configPath = join(dir, 'adapter_config.json');
-  const parsed = AdapterConfigSchema.safeParse(readJson(configPath));
+  const parsed = AdapterConfigSchema.safeParse(readJsonValue(configPath));
   if (!parsed.success) throw new UserError(describeZodError(parsed.error, `${configPath}: `));
   const config = LoraConfigSchema.safeParse({ r: parsed.data.r, alpha: parsed.data.lora_alpha, targetModules: parsed.data.target_modules });
   if (!config.success) throw new UserError(describeZodError(config.error, `${configPath}: `));
