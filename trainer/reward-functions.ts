@@ -8,10 +8,12 @@
 //                         the default export, else the module's only exported function. Named after `fn`, or the file.
 // A module that is missing, does not load or exports no such function is a UserError at load time; a reward that throws
 // or returns anything but a finite number is a UserError naming the reward and the episode, raised before the step's
-// update so nothing already trained is lost.
+// update so nothing already trained is lost. Modules load through tsx's scoped loader (tsImport), so a .ts file works
+// wherever it lives, under the CLI and under vitest alike.
 import { existsSync } from 'node:fs';
 import { basename, extname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { tsImport } from 'tsx/esm/api';
 import { UserError } from '../core/errors.ts';
 import type { Episode } from '../core/episode.ts';
 import type { Score } from '../core/score.ts';
@@ -59,7 +61,7 @@ export async function loadRewardFunction(spec: string, cwd = process.cwd()): Pro
   if (!existsSync(file)) throw new UserError(`--reward ${spec}: no such file ${file}`);
   let mod: Record<string, unknown>;
   try {
-    mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+    mod = exportsOf((await tsImport(pathToFileURL(file).href, import.meta.url)) as Record<string, unknown>);
   } catch (error) {
     throw new UserError(`--reward ${spec}: the module failed to load: ${firstLine(error)}`);
   }
@@ -128,6 +130,18 @@ export async function computeRewards(rewards: readonly RewardFunction[], inputs:
     values.forEach((v, i) => (total[i] += w * v));
   }
   return { total, byName };
+}
+
+/**
+ * A module's exports as its author wrote them. tsx compiles a .ts file that lies outside any "type": "module" package
+ * (a user's file in their home folder) as CommonJS, and Node then hands the whole exports object over as `default`:
+ * its functions are unwrapped here, so `export default` and `export function` mean the same wherever the file lives.
+ */
+function exportsOf(mod: Record<string, unknown>): Record<string, unknown> {
+  const inner = mod.default;
+  if (inner === null || typeof inner !== 'object' || Array.isArray(inner)) return mod;
+  const { default: _wrapped, ...named } = mod;
+  return { ...named, ...(inner as Record<string, unknown>) };
 }
 
 function firstLine(error: unknown): string {
