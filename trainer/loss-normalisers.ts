@@ -23,19 +23,21 @@ export interface StepNormalisers {
 
 /**
  * Counts for a step whose completions are laid out in step order, `completionsPerLocalBatch` to a local batch (one
- * gradient-accumulation batch: promptsPerStep × groupSize).
+ * gradient-accumulation batch: promptsPerStep × groupSize). The last local batch may be short (dynamic sampling can
+ * leave a step with fewer groups than it asked for).
  */
 export function stepNormalisers(completions: readonly StepCompletion[], completionsPerLocalBatch: number, maskTruncatedCompletions: boolean): StepNormalisers {
-  if (!(completionsPerLocalBatch > 0) || completions.length % completionsPerLocalBatch !== 0) {
-    throw new RangeError(`stepNormalisers: ${completions.length} completions do not split into local batches of ${completionsPerLocalBatch}`);
+  if (!Number.isInteger(completionsPerLocalBatch) || completionsPerLocalBatch < 1) {
+    throw new RangeError(`stepNormalisers: a local batch needs a positive whole number of completions, got ${completionsPerLocalBatch}`);
   }
   const active = completions.map((c) => (maskTruncatedCompletions && !c.finished ? 0 : c.tokens));
-  const localBatches = completions.length / completionsPerLocalBatch;
+  const localBatches = Math.ceil(completions.length / completionsPerLocalBatch);
   const localBatchTokens = new Float32Array(completions.length);
   for (let b = 0; b < localBatches; b++) {
     const from = b * completionsPerLocalBatch;
-    const sum = active.slice(from, from + completionsPerLocalBatch).reduce((s, n) => s + n, 0);
-    localBatchTokens.fill(sum, from, from + completionsPerLocalBatch);
+    const to = Math.min(from + completionsPerLocalBatch, completions.length);
+    const sum = active.slice(from, to).reduce((s, n) => s + n, 0);
+    localBatchTokens.fill(sum, from, to);
   }
   return { totalSequences: completions.length, totalTokens: active.reduce((s, n) => s + n, 0), localBatches, localBatchTokens };
 }
