@@ -5,7 +5,8 @@
 import type { Options } from 'yargs';
 import { z } from 'zod';
 
-export type FlagType = 'number' | 'string' | 'boolean';
+/** A flag's value type; arrays are repeatable flags (`--reward a --reward b`). */
+export type FlagType = 'number' | 'string' | 'boolean' | 'numbers' | 'strings';
 
 export interface SchemaFlag {
   /** The flag's name: the field's name in kebab-case (learningRate → learning-rate). */
@@ -30,12 +31,22 @@ export function schemaFlags(schema: z.ZodObject): SchemaFlag[] {
 
 /** yargs option specs for the flags, in one help group. */
 export function flagOptions(flags: readonly SchemaFlag[], group: string): Record<string, Options> {
-  return Object.fromEntries(flags.map((f) => [f.flag, { type: f.type, describe: f.describe, group }]));
+  return Object.fromEntries(
+    flags.map((f) => {
+      const spec: Options =
+        f.type === 'numbers' || f.type === 'strings'
+          ? { type: f.type === 'numbers' ? 'number' : 'string', array: true, describe: f.describe, group }
+          : { type: f.type, describe: f.describe, group };
+      return [f.flag, spec];
+    }),
+  );
 }
 
 /** zod shape for the parsed flags: each optional, of its type. */
-export function flagShape(flags: readonly SchemaFlag[]): Record<string, z.ZodOptional<z.ZodNumber | z.ZodString | z.ZodBoolean>> {
-  return Object.fromEntries(flags.map((f) => [f.flag, (f.type === 'number' ? z.number() : f.type === 'boolean' ? z.boolean() : z.string()).optional()]));
+export function flagShape(flags: readonly SchemaFlag[]): Record<string, z.ZodOptional<z.ZodType>> {
+  const of = (type: FlagType): z.ZodType =>
+    type === 'number' ? z.number() : type === 'boolean' ? z.boolean() : type === 'string' ? z.string() : z.array(type === 'numbers' ? z.number() : z.string());
+  return Object.fromEntries(flags.map((f) => [f.flag, of(f.type).optional()]));
 }
 
 /** The schema fields set by the given flags (camelCase keys), leaving out flags not given. */
@@ -56,11 +67,16 @@ function flagType(field: z.ZodType, key: string): FlagType {
   if (inner instanceof z.ZodNumber) return 'number';
   if (inner instanceof z.ZodBoolean) return 'boolean';
   if (inner instanceof z.ZodString || inner instanceof z.ZodEnum) return 'string';
+  if (inner instanceof z.ZodArray) {
+    const element = inner.element as z.ZodType;
+    if (element instanceof z.ZodNumber) return 'numbers';
+    if (element instanceof z.ZodString) return 'strings';
+  }
   throw new Error(`schemaFlags: field ${key} has a type no flag can give`);
 }
 
 /** The description with the default appended, so that `--help` cannot drift from the schema. */
 function withDefault(describe: string, value: unknown): string {
   if (value === undefined) return describe;
-  return `${describe} (default ${typeof value === 'boolean' ? (value ? 'on' : 'off') : String(value)})`;
+  return `${describe} (default ${typeof value === 'boolean' ? (value ? 'on' : 'off') : Array.isArray(value) ? value.join(', ') : String(value)})`;
 }

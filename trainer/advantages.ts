@@ -1,11 +1,17 @@
-// Group-relative advantages (GRPO): each completion's reward compared with the other completions of the same
-// prompt, A = (r − mean) / (std + ε), or r − mean without std scaling (Dr. GRPO). A group whose rewards are all equal
-// carries no learning signal (all advantages 0); those groups are counted so the log shows how much of a step was
-// wasted.
+// Group-relative advantages (GRPO), layer: trainer/. Each completion's reward is compared with the other completions of
+// the same prompt: A = (r − mean_group) / (std + ε). TRL's scale_rewards picks the std:
+//   'group' (GRPO)   the group's own std;
+//   'batch'          the std of all the step's rewards (one number for the step; PPO-Lite), the mean still per group;
+//   'none'           no division: A = r − mean_group (Dr. GRPO's unbiased advantages).
+// Stds are sample stds (n − 1), as TRL's nanstd. A group whose rewards are all equal carries no learning signal (all
+// advantages 0); those groups are counted so the log shows how much of a step was wasted.
+
+export const SCALE_REWARDS = ['group', 'batch', 'none'] as const;
+export type ScaleRewards = (typeof SCALE_REWARDS)[number];
 
 export interface AdvantageOptions {
-  /** Divide by the group's standard deviation (+ ε). */
-  scaleRewards: boolean;
+  /** Which std divides the centred rewards; the old boolean form means true = 'group', false = 'none'. */
+  scaleRewards: ScaleRewards | boolean;
   /** Added to the std before dividing. */
   epsilon: number;
 }
@@ -18,6 +24,18 @@ export interface GroupAdvantages {
   groups: number;
 }
 
+/** The sample standard deviation (n − 1); 0 for fewer than two values. */
+export function sampleStd(values: readonly number[]): number {
+  if (values.length < 2) return 0;
+  const mean = values.reduce((s, r) => s + r, 0) / values.length;
+  return Math.sqrt(values.reduce((s, r) => s + (r - mean) ** 2, 0) / (values.length - 1));
+}
+
+/** The option's canonical form: configs written before TRL's names used a boolean. */
+export function scaleRewardsMode(value: ScaleRewards | boolean): ScaleRewards {
+  return value === true ? 'group' : value === false ? 'none' : value;
+}
+
 /**
  * Advantages for rewards laid out group by group (`groupSize` consecutive rewards per prompt). The std is the sample
  * std (n − 1), as in TRL, which the paper trained with.
@@ -26,18 +44,20 @@ export function groupAdvantages(rewards: readonly number[], groupSize: number, o
   if (groupSize < 2 || rewards.length % groupSize !== 0) {
     throw new RangeError(`groupAdvantages: ${rewards.length} rewards do not split into groups of ${groupSize}`);
   }
+  const mode = scaleRewardsMode(options.scaleRewards);
   const advantages = new Float32Array(rewards.length);
   let zeroSpreadGroups = 0;
   const groups = rewards.length / groupSize;
+  const batchStd = mode === 'batch' ? sampleStd(rewards) : 0;
   for (let g = 0; g < groups; g++) {
     const group = rewards.slice(g * groupSize, (g + 1) * groupSize);
     const mean = group.reduce((s, r) => s + r, 0) / groupSize;
     const variance = group.reduce((s, r) => s + (r - mean) ** 2, 0) / (groupSize - 1);
-    const std = Math.sqrt(variance);
+    const std = mode === 'batch' ? batchStd : Math.sqrt(variance);
     if (group.every((r) => r === group[0])) zeroSpreadGroups++;
     for (let i = 0; i < groupSize; i++) {
       const centred = group[i] - mean;
-      advantages[g * groupSize + i] = options.scaleRewards ? centred / (std + options.epsilon) : centred;
+      advantages[g * groupSize + i] = mode === 'none' ? centred : centred / (std + options.epsilon);
     }
   }
   return { advantages, zeroSpreadGroups, groups };

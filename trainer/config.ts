@@ -4,8 +4,10 @@
 // Layer: trainer/.
 
 import { z } from 'zod';
-import { parseOrFail } from '../core/errors.ts';
+import { UserError, parseOrFail } from '../core/errors.ts';
 import { readJson } from '../core/files.ts';
+import { IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES } from './loss.ts';
+import { SCALE_REWARDS } from './advantages.ts';
 
 const positiveInt = z.number().int().positive();
 
@@ -60,6 +62,11 @@ export const TrainConfigSchema = z
     /** μ: optimisation passes over each step's rollouts (μ > 1 makes the clipped ratio matter). TRL default: 1. */
     iterations: positiveInt.default(1).describe('μ: optimisation passes per batch'),
     /**
+     * μ under TRL's name (num_iterations): optimisation passes over each step's rollouts. `iterations` is its old name,
+     * still read from configs and flags (resolveConfig fills one from the other; both must agree). TRL default: 1.
+     */
+    numIterations: positiveInt.default(1),
+    /**
      * Evaluate on the test split every K steps (and at step 0 and the last step). Each evaluation greedily decodes
      * testSize episodes twice (both modalities), which for chess FENs costs about as much as a few training steps.
      */
@@ -86,16 +93,62 @@ export const TrainConfigSchema = z
     topP: z.number().gt(0).max(1).default(1).describe('rollout nucleus sampling, 1 = off'),
 
     // ---- objective --------------------------------------------------------------------------------------------
-    /** 'grpo': mean over each completion's tokens, then over completions; 'dr-grpo': token sum / (completions × maxCompletionTokens). */
-    lossType: z.enum(['grpo', 'dr-grpo']).default('grpo').describe('grpo | dr-grpo'),
-    /** Divide advantages by the group's reward std (GRPO); off for Dr. GRPO's unbiased advantages. */
-    scaleRewards: z.boolean().default(true).describe('divide advantages by the group std (--no-scale-rewards for Dr. GRPO)'),
+    /**
+     * How the per-token losses are normalised (TRL's loss_type; formulas in trainer/loss.ts): 'grpo' mean over each
+     * completion's tokens, then over completions (the paper's; TRL now defaults to 'dapo'); 'bnpo' token mean over each
+     * gradient-accumulation batch; 'dr_grpo' token sum / (completions × maxCompletionTokens); 'dapo' token mean over
+     * the whole step. The old spelling 'dr-grpo' is still read.
+     */
+    lossType: z.enum(LOSS_TYPES, { error: `unknown loss type; expected one of ${LOSS_TYPES.join(', ')}` }).default('grpo').describe(`how per-token losses are normalised: ${LOSS_TYPES.join(' | ')}`),
+    /**
+     * Which reward std divides the advantages (TRL's scale_rewards): 'group' the group's own (GRPO), 'batch' the
+     * whole step's (PPO-Lite), 'none' no division (Dr. GRPO). Booleans of older configs are read: true = 'group',
+     * false = 'none'.
+     */
+    scaleRewards: z.enum(SCALE_REWARDS).default('group').describe(`which reward std divides the advantages: ${SCALE_REWARDS.join(' | ')}`),
     /** Added to the group std before dividing, so a near-constant group does not blow up. TRL: 1e-4. */
     advantageEpsilon: z.number().positive().default(1e-4),
     /** β: weight of the k3 KL estimate to the reference policy (LoRA off). TRL default at the paper's time: 0.04. */
     beta: z.number().min(0).default(0.04).describe('β: weight of the KL to the reference'),
     /** ε: clip range of the importance ratio, [1 − ε, 1 + ε]. TRL / PPO default: 0.2. */
     epsilon: z.number().gt(0).lt(1).default(0.2).describe('ε: clip range of the importance ratio'),
+    /**
+     * ε_high: upper clip of the ratio, 1 + ε_high (TRL's epsilon_high; DAPO's clip-higher recommends 0.28). Unset: ε.
+     * Must be at least ε.
+     */
+    epsilonHigh: z.number().positive().optional().describe('ε_high: upper clip 1 + ε_high (DAPO clip-higher; default ε)'),
+    /**
+     * 'token': one importance ratio per token (GRPO); 'sequence': one per completion, exp of the mean log-ratio over
+     * its tokens (GSPO), which needs lossType 'grpo'. TRL's importance_sampling_level; default 'token'.
+     */
+    importanceSamplingLevel: z.enum(IMPORTANCE_SAMPLING_LEVELS).default('token').describe('one importance ratio per token, or per sequence (GSPO)'),
+    /**
+     * Give completions that hit maxCompletionTokens no loss at all (TRL's mask_truncated_completions; DAPO's overlong
+     * filtering), so an unfinished answer is not punished for being unfinished. Default off.
+     */
+    maskTruncatedCompletions: z.boolean().default(false).describe('completions that hit the token limit get no loss'),
+    /**
+     * ρ: only tokens whose entropy is at or above the (1 − ρ) quantile of the batch's token entropies carry the
+     * policy-gradient term; the KL term keeps every token (TRL's top_entropy_quantile, "Beyond the 80/20 rule"
+     * recommends 0.2). 1 = every token (default); 0 = only the highest-entropy tokens.
+     */
+    topEntropyQuantile: z.number().min(0).max(1).default(1).describe('ρ: share of highest-entropy tokens that carry the policy gradient'),
+    /**
+     * DAPO's dynamic sampling: drop groups whose rewards are all equal (no signal) and draw more prompts until the
+     * step has promptsPerStep × gradientAccumulation groups with a spread, or dynamicSamplingMaxDraws extra draws were
+     * made. Default off.
+     */
+    dynamicSampling: z.boolean().default(false).describe('DAPO dynamic sampling: drop zero-spread groups, draw more prompts'),
+    /** Extra rollout rounds per step that dynamic sampling may make, at most; each draws at most one step of prompts. */
+    dynamicSamplingMaxDraws: z.number().int().min(0).default(3).describe('extra rollout rounds dynamic sampling may make per step'),
+    /**
+     * The rewards summed into the one GRPO optimises, each logged as rewards/<name>/mean and /std: 'domain' (the
+     * environment's score), 'format' (1 for a valid final answer), or a module 'path/reward.ts[:export]' exporting
+     * (completion, episode) => number (trainer/reward-functions.ts). Default: the domain's reward alone.
+     */
+    reward: z.array(z.string().min(1)).min(1).default(['domain']).describe('rewards summed for GRPO, repeatable: domain, format or module.ts[:export]'),
+    /** Weight of each reward in `reward`, in order (TRL's reward_weights). Unset: 1 each. */
+    rewardWeights: z.array(z.number()).optional().describe('weight of each --reward, in order (default 1 each)'),
 
     // ---- optimiser (AdamW on the LoRA weights only) -----------------------------------------------------------
     /**
@@ -122,7 +175,28 @@ export const TrainConfigSchema = z
     /** LoRA alpha; the update is scaled by alpha / rank. */
     loraAlpha: z.number().positive().default(32).describe('LoRA alpha'),
   })
-  .strict();
+  .strict()
+  // Combinations that cannot be checked key by key: one line each, naming the key to change.
+  .superRefine((c, ctx) => {
+    if (c.iterations !== c.numIterations) {
+      ctx.addIssue({ code: 'custom', path: ['numIterations'], message: `numIterations (${c.numIterations}) and its old name iterations (${c.iterations}) disagree; give one` });
+    }
+    if (c.epsilonHigh !== undefined && c.epsilonHigh < c.epsilon) {
+      ctx.addIssue({ code: 'custom', path: ['epsilonHigh'], message: `epsilonHigh must be at least epsilon (${c.epsilon}): clip-higher only widens the upper bound` });
+    }
+    if (c.importanceSamplingLevel === 'sequence' && c.lossType !== 'grpo') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['importanceSamplingLevel'],
+        message: `'sequence' (GSPO) needs lossType 'grpo': '${c.lossType}' sums per-token terms and so weights each sequence by its length instead of optimising GSPO's per-sequence objective`,
+      });
+    }
+    if (c.rewardWeights !== undefined && c.rewardWeights.length !== c.reward.length) {
+      ctx.addIssue({ code: 'custom', path: ['rewardWeights'], message: `${c.rewardWeights.length} weights for ${c.reward.length} rewards (${c.reward.join(', ')})` });
+    }
+    const repeated = c.reward.find((r, i) => c.reward.indexOf(r) !== i);
+    if (repeated !== undefined) ctx.addIssue({ code: 'custom', path: ['reward'], message: `${repeated} is given twice` });
+  });
 
 export type TrainConfig = z.infer<typeof TrainConfigSchema>;
 export type TrainConfigInput = z.input<typeof TrainConfigSchema>;
@@ -136,12 +210,31 @@ export function readConfigFile(path: string): Record<string, unknown> {
 
 /** Merge file values and flag values (flags win) and validate; `context` prefixes the error message. */
 export function resolveConfig(fromFile: Record<string, unknown>, fromFlags: Record<string, unknown>, context = 'config: '): TrainConfig {
-  const merged: Record<string, unknown> = { ...fromFile };
-  for (const [key, value] of Object.entries(fromFlags)) if (value !== undefined) merged[key] = value;
+  const merged: Record<string, unknown> = { ...withOldNames(fromFile, context) };
+  for (const [key, value] of Object.entries(withOldNames(fromFlags, context))) if (value !== undefined) merged[key] = value;
   return parseOrFail(TrainConfigSchema, merged, context);
 }
 
 /** Completions per optimiser update. */
 export function completionsPerStep(config: TrainConfig): number {
   return config.promptsPerStep * config.gradientAccumulation * config.groupSize;
+}
+
+/**
+ * Values under the names and forms configs had before TRL's names, in today's form: `iterations` and `numIterations`
+ * filled from each other, lossType 'dr-grpo' as 'dr_grpo', scaleRewards true / false as 'group' / 'none'. Applied to
+ * the file and to the flags separately, so a flag under either name overrides the file's value under both.
+ */
+export function withOldNames(values: Record<string, unknown>, context = ''): Record<string, unknown> {
+  const out = { ...values };
+  const { iterations, numIterations } = out;
+  if (iterations !== undefined && numIterations !== undefined && iterations !== numIterations) {
+    throw new UserError(`${context}numIterations (${String(numIterations)}) and its old name iterations (${String(iterations)}) disagree; give one`);
+  }
+  if (iterations !== undefined && numIterations === undefined) out.numIterations = iterations;
+  if (numIterations !== undefined && iterations === undefined) out.iterations = numIterations;
+  if (out.lossType === 'dr-grpo') out.lossType = 'dr_grpo';
+  if (out.scaleRewards === true) out.scaleRewards = 'group';
+  if (out.scaleRewards === false) out.scaleRewards = 'none';
+  return out;
 }

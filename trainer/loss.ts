@@ -1,12 +1,26 @@
-// The GRPO objective for one micro-batch of completions, as a tfjs scalar to differentiate:
-//   per token t of completion i:  −[ min(ρ·A_i, clip(ρ, 1−ε, 1+ε)·A_i) − β·KL_k3 ],   ρ = exp(logp − logp_old)
-//   KL_k3 = exp(ref − logp) − (ref − logp) − 1     (Schulman's k3 estimator; ref = the policy with LoRA off)
-// normalised either GRPO-style (mean over each completion's tokens, then over completions) or Dr. GRPO-style (sum
-// over all tokens / (completions × max completion tokens)). The divisor counts the completions of the whole
-// optimiser step, not of the micro-batch, so summing micro-batch gradients gives exactly the full-batch gradient.
+// The GRPO family's objective for one micro-batch of completions, as a tfjs scalar to differentiate (layer: trainer/).
+// Per token t of completion i, with advantage A_i:
+//   ρ_it = exp(logp_it − logp_old_it)                                   importanceSamplingLevel 'token' (GRPO)
+//   ρ_i  = exp( Σ_t m_it (logp_it − logp_old_it) / max(1, Σ_t m_it) )   'sequence' (GSPO): one ratio per completion,
+//                                                                       applied to every one of its tokens
+//   ℓ_it = −min(ρ·A_i, clip(ρ, 1 − ε_low, 1 + ε_high)·A_i) · h_it + β·KL_it
+//   KL_it = exp(ref − logp) − (ref − logp) − 1   (Schulman's k3 estimator; ref = the policy with LoRA off)
+// where m_it is the loss mask (padding 0; with maskTruncatedCompletions, every token of a completion that hit the
+// token limit 0) and h_it is the high-entropy mask (1 everywhere unless topEntropyQuantile < 1; the KL is not masked).
+// The loss types differ only in how Σ m·ℓ is normalised; each normaliser is written next to its formula in `normalise`.
+// Every divisor counts the whole optimiser step, not the micro-batch, so summing micro-batch gradients gives exactly
+// the full-batch gradient whatever the learner's memory chunking (the exception is TRL's per-micro-batch entropy
+// quantile, when the caller does not pass a step-wide threshold).
+// Names follow TRL's GRPOConfig (loss_type, importance_sampling_level, epsilon_high, mask_truncated_completions,
+// top_entropy_quantile), and so do the clip statistics (clip_ratio/low_mean, /high_mean, /region_mean).
 import * as tf from '@tensorflow/tfjs';
+import { entropyThreshold } from './entropy-mask.ts';
 
-export type LossType = 'grpo' | 'dr-grpo';
+export const LOSS_TYPES = ['grpo', 'bnpo', 'dr_grpo', 'dapo'] as const;
+export type LossType = (typeof LOSS_TYPES)[number];
+
+export const IMPORTANCE_SAMPLING_LEVELS = ['token', 'sequence'] as const;
+export type ImportanceSamplingLevel = (typeof IMPORTANCE_SAMPLING_LEVELS)[number];
 
 export interface LossInputs {
   /** [B, T] log-probabilities of the completion tokens under the current policy (differentiable). */
@@ -19,23 +33,66 @@ export interface LossInputs {
   mask: tf.Tensor2D;
   /** [B] advantage of each completion. */
   advantages: tf.Tensor1D;
+  /** [B] Completion.finished of each row (false: it hit the token limit). Required with maskTruncatedCompletions. */
+  finished?: readonly boolean[];
+  /** [B, T] per-token entropy of the policy (no gradient). Required with topEntropyQuantile < 1 and no threshold. */
+  entropies?: tf.Tensor2D;
+  /**
+   * [B] bnpo only: the active tokens (after truncation masking) of the local batch each row belongs to. A local batch
+   * is one gradient-accumulation batch (`promptsPerStep` prompts × `groupSize` completions); see stepNormalisers.
+   */
+  localBatchTokens?: ArrayLike<number>;
 }
 
 export interface LossOptions {
+  /** ε_low: the ratio is clipped from below at 1 − ε. */
   epsilon: number;
+  /** ε_high: clipped from above at 1 + ε_high (DAPO's clip-higher). Default: ε. */
+  epsilonHigh?: number;
   beta: number;
   lossType: LossType;
+  /** Default 'token'. */
+  importanceSamplingLevel?: ImportanceSamplingLevel;
+  /** dr_grpo: the constant L_max of its divisor. */
   maxCompletionTokens: number;
-  /** Completions in the whole optimiser step (over all micro-batches). */
+  /** grpo, dr_grpo: completions in the whole optimiser step (over all micro-batches). */
   totalSequences: number;
+  /** dapo: active tokens (after truncation masking) in the whole optimiser step; TRL's num_items_in_batch. */
+  totalTokens?: number;
+  /** bnpo: local batches in the optimiser step (gradientAccumulation). Default 1. */
+  localBatches?: number;
+  /** Give the completions that hit the token limit (finished = false) no loss. Default off. */
+  maskTruncatedCompletions?: boolean;
+  /** ρ: only the top-ρ fraction of tokens by entropy carries the policy-gradient term. Default 1 (all tokens). */
+  topEntropyQuantile?: number;
+  /**
+   * The entropy a token needs to carry the policy gradient when ρ < 1: the (1 − ρ) quantile of the step's entropies
+   * (entropyThreshold in entropy-mask.ts). Omitted: the quantile of this micro-batch's own tokens, as TRL does.
+   */
+  entropyThreshold?: number;
 }
 
-/** Sums over the micro-batch's real tokens, for logging (divide by `tokens`). */
+/**
+ * Sums over the micro-batch, for logging: divide by `tokens` (or by `clipUnits` for the clip_ratio/* counts), after
+ * adding up the micro-batches and passes of a step.
+ */
 export interface LossSums {
+  /** Tokens that carry loss (the loss mask's sum). */
   tokens: tf.Scalar;
+  /** Σ k3 KL over those tokens. */
   kl: tf.Scalar;
+  /** Tokens whose clipped branch was the one taken (= clip_ratio/region over tokens). */
   clipped: tf.Scalar;
+  /** Σ ratio over those tokens (a sequence's ratio counted once per token at sequence level). */
   ratio: tf.Scalar;
+  /** TRL's clip_ratio/low_mean numerator: ratio < 1 − ε_low with A < 0 (tokens, or sequences at sequence level). */
+  clipLow: tf.Scalar;
+  /** clip_ratio/high_mean numerator: ratio > 1 + ε_high with A > 0. */
+  clipHigh: tf.Scalar;
+  /** clip_ratio/region_mean numerator: either of the two. */
+  clipRegion: tf.Scalar;
+  /** Their denominator: `tokens` at token level; the rows B at sequence level (TRL counts each sequence once). */
+  clipUnits: tf.Scalar;
 }
 
 export interface LossOutput {
@@ -44,39 +101,112 @@ export interface LossOutput {
 }
 
 export function grpoLoss(inputs: LossInputs, options: LossOptions): LossOutput {
-  const { logProbs, oldLogProbs, refLogProbs, mask, advantages } = inputs;
+  const { logProbs, oldLogProbs, refLogProbs, advantages } = inputs;
   const { epsilon, beta } = options;
+  const epsilonHigh = options.epsilonHigh ?? epsilon;
+  const level = options.importanceSamplingLevel ?? 'token';
+  const mask = lossMask(inputs, options); // [B, T]
   const adv = advantages.expandDims(1) as tf.Tensor2D; // [B, 1]
-  const ratio = tf.exp(tf.sub(logProbs, oldLogProbs));
+
+  // ratio: [B, T] at token level, [B, 1] at sequence level (broadcast over the tokens below, as in TRL).
+  let ratio: tf.Tensor2D;
+  if (level === 'token') {
+    ratio = tf.exp(tf.sub(logProbs, oldLogProbs));
+  } else {
+    const lengths = tf.maximum(tf.sum(mask, 1, true), 1); // [B, 1]
+    const meanLogRatio: tf.Tensor2D = tf.div(tf.sum(tf.mul(tf.sub(logProbs, oldLogProbs), mask), 1, true), lengths); // [B, 1]
+    ratio = tf.exp(meanLogRatio) as tf.Tensor2D;
+  }
   const unclipped = tf.mul(ratio, adv);
-  const clipped = tf.mul(tf.clipByValue(ratio, 1 - epsilon, 1 + epsilon), adv);
-  let perToken: tf.Tensor2D = tf.neg(tf.minimum(unclipped, clipped));
+  const clipped = tf.mul(tf.clipByValue(ratio, 1 - epsilon, 1 + epsilonHigh), adv);
+  let perToken: tf.Tensor2D = tf.neg(tf.minimum(unclipped, clipped)); // [B, T] or [B, 1]
+  const entropyMask = highEntropyMask(inputs, options, mask);
+  if (entropyMask !== null) perToken = tf.mul(perToken, entropyMask); // [B, T]
   let kl: tf.Tensor2D = tf.zerosLike(logProbs);
   if (refLogProbs !== null && beta > 0) {
     const delta = tf.sub(refLogProbs, logProbs);
     kl = tf.sub(tf.sub(tf.exp(delta), delta), 1);
     perToken = tf.add(perToken, tf.mul(beta, kl));
   }
-  const masked = tf.mul(perToken, mask);
-  let loss: tf.Scalar;
-  if (options.lossType === 'grpo') {
-    const lengths = tf.maximum(tf.sum(mask, 1), 1);
-    loss = tf.div(tf.sum(tf.div(tf.sum(masked, 1), lengths)), options.totalSequences);
-  } else {
-    loss = tf.div(tf.sum(masked), options.totalSequences * options.maxCompletionTokens);
-  }
-  // A token counts as clipped when the clipped branch is the one the min selects and it differs from the unclipped.
-  const isClipped = tf.logicalOr(
-    tf.logicalAnd(tf.less(ratio, 1 - epsilon), tf.less(adv, 0)),
-    tf.logicalAnd(tf.greater(ratio, 1 + epsilon), tf.greater(adv, 0)),
-  );
+  const masked: tf.Tensor2D = tf.mul(perToken, mask); // [B, T]
+  const loss = normalise(masked, mask, inputs, options);
+
+  // TRL's clip statistics: a ratio counts as clipped when the clipped branch is the one the min selects and it differs
+  // from the unclipped one.
+  const isLow = tf.logicalAnd(tf.less(ratio, 1 - epsilon), tf.less(adv, 0));
+  const isHigh = tf.logicalAnd(tf.greater(ratio, 1 + epsilonHigh), tf.greater(adv, 0));
+  const isClipped = tf.logicalOr(isLow, isHigh);
+  const tokens: tf.Scalar = tf.sum(mask);
+  const perUnit = (flags: tf.Tensor): tf.Scalar => (level === 'token' ? tf.sum(tf.mul(tf.cast(flags, 'float32'), mask)) : tf.sum(tf.cast(flags, 'float32'))) as tf.Scalar;
   const sums: LossSums = {
-    tokens: tf.sum(mask),
+    tokens,
     kl: tf.sum(tf.mul(kl, mask)),
     clipped: tf.sum(tf.mul(tf.cast(isClipped, 'float32'), mask)),
     ratio: tf.sum(tf.mul(ratio, mask)),
+    clipLow: perUnit(isLow),
+    clipHigh: perUnit(isHigh),
+    clipRegion: perUnit(isClipped),
+    clipUnits: level === 'token' ? tokens : tf.scalar(logProbs.shape[0]),
   };
   return { loss, sums };
+}
+
+/** m_it: the padding mask, times 0 for every row that hit the token limit when maskTruncatedCompletions is on. */
+function lossMask(inputs: LossInputs, options: LossOptions): tf.Tensor2D {
+  if (!options.maskTruncatedCompletions) return inputs.mask;
+  const { finished } = inputs;
+  const rows = inputs.mask.shape[0];
+  if (!finished || finished.length !== rows) {
+    throw new RangeError(`grpoLoss: maskTruncatedCompletions needs one finished flag per row (${rows}), got ${finished?.length ?? 'none'}`);
+  }
+  const keep = tf.tensor2d(Float32Array.from(finished, (f) => (f ? 1 : 0)), [rows, 1]); // [B, 1]
+  return tf.mul(inputs.mask, keep);
+}
+
+/** h_it (constant): 1 for tokens whose entropy is at or above the threshold, within the loss mask; null when ρ = 1. */
+function highEntropyMask(inputs: LossInputs, options: LossOptions, mask: tf.Tensor2D): tf.Tensor2D | null {
+  const rho = options.topEntropyQuantile ?? 1;
+  if (rho >= 1) return null;
+  const { entropies } = inputs;
+  if (!entropies) throw new RangeError('grpoLoss: topEntropyQuantile < 1 needs the per-token entropies');
+  const threshold = options.entropyThreshold ?? entropyThreshold(entropies, mask, rho);
+  // TRL: (entropies · mask ≥ threshold) & mask. With no tokens at all the threshold is +∞ and nothing is kept.
+  return tf.mul(tf.cast(tf.greaterEqual(tf.mul(entropies, mask), threshold), 'float32'), mask);
+}
+
+/** The scalar loss from the masked per-token terms [B, T]: the loss types' normalisers. */
+function normalise(masked: tf.Tensor2D, mask: tf.Tensor2D, inputs: LossInputs, options: LossOptions): tf.Scalar {
+  switch (options.lossType) {
+    case 'grpo': {
+      // L = (1/N) Σ_i [ Σ_t m_it ℓ_it / max(1, Σ_t m_it) ]      N = totalSequences (the step's completions).
+      // Each completion weighs the same whatever its length (TRL: per-sequence token mean, then mean over sequences).
+      const lengths = tf.maximum(tf.sum(mask, 1), 1);
+      return tf.div(tf.sum(tf.div(tf.sum(masked, 1), lengths)), options.totalSequences);
+    }
+    case 'bnpo': {
+      // L = (1/K) Σ_i Σ_t m_it ℓ_it / max(1, T_b(i))      T_b(i) = active tokens of the local batch row i belongs to,
+      // K = local batches per step. Every token of a local batch weighs the same (TRL: token mean over the local batch,
+      // divided by the gradient-accumulation steps).
+      const { localBatchTokens } = inputs;
+      if (!localBatchTokens || localBatchTokens.length !== masked.shape[0]) {
+        throw new RangeError(`grpoLoss: bnpo needs the local batch's token count for each row (${masked.shape[0]})`);
+      }
+      const divisors = tf.tensor1d(Float32Array.from(localBatchTokens, (n) => Math.max(1, n) * (options.localBatches ?? 1))); // [B]
+      return tf.sum(tf.div(tf.sum(masked, 1), divisors));
+    }
+    case 'dr_grpo':
+      // L = Σ_i Σ_t m_it ℓ_it / (N · L_max)      N = totalSequences, L_max = maxCompletionTokens: a constant, so no
+      // length bias (Dr. GRPO).
+      return tf.div(tf.sum(masked), options.totalSequences * options.maxCompletionTokens);
+    case 'dapo': {
+      // L = Σ_i Σ_t m_it ℓ_it / max(1, T_step)      T_step = totalTokens, the active tokens of the whole optimiser step
+      // (TRL's num_items_in_batch): every token of the step weighs the same.
+      if (options.totalTokens === undefined) throw new RangeError('grpoLoss: dapo needs totalTokens (the active tokens of the whole step)');
+      return tf.div(tf.sum(masked), Math.max(1, options.totalTokens));
+    }
+    default:
+      throw new RangeError(`grpoLoss: unknown loss type ${String(options.lossType)}`);
+  }
 }
 
 /**

@@ -1,11 +1,14 @@
 // Test 1 of the GRPO issue: the gradient of the GRPO loss with respect to the LoRA weights, as tfjs computes it
 // through the real built-in policy (a tiny configuration, LoRA B non-zero so every adapter path carries gradient,
-// one prompt with an image), matches central finite differences of the same loss.
+// one prompt with an image), matches central finite differences of the same loss: for every loss type × importance
+// sampling level (issue 16), with an asymmetric clip, and once more with truncation masking and the entropy mask on.
 import { describe, expect, it } from 'vitest';
 import * as tf from '@tensorflow/tfjs';
 import { BuiltinPolicy } from '../../models/builtin/policy.ts';
 import { Rng } from '../../core/rng.ts';
-import { grpoLoss, type LossType } from '../../trainer/loss.ts';
+import { grpoLoss, IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES, type LossOptions } from '../../trainer/loss.ts';
+import { stepNormalisers } from '../../trainer/loss-normalisers.ts';
+import { entropyThreshold } from '../../trainer/entropy-mask.ts';
 import type { SequenceBatchItem } from '../../models/types.ts';
 import { blankImage } from '../../core/image.ts';
 
@@ -37,8 +40,19 @@ function batchOf(policy: BuiltinPolicy): SequenceBatchItem[] {
 }
 
 describe('GRPO loss gradient (built-in policy, tiny)', () => {
-  for (const lossType of ['grpo', 'dr-grpo'] as LossType[]) {
-    it(`matches finite differences (${lossType})`, () => {
+  const cases: { name: string; options: Partial<LossOptions> }[] = [
+    // Sequence ratios here are 1.076, 0.989, 0.956, 0.999 (advantages +, −, +, −): ε = 0.03 / ε_high = 0.05 clips the
+    // first from above and leaves every ratio at least 0.014 from a bound.
+    ...LOSS_TYPES.flatMap((lossType) =>
+      IMPORTANCE_SAMPLING_LEVELS.map((level) => ({
+        name: `${lossType}, ${level} level`,
+        options: level === 'token' ? { lossType, importanceSamplingLevel: level, epsilonHigh: 0.12 } : { lossType, importanceSamplingLevel: level, epsilon: 0.03, epsilonHigh: 0.05 },
+      })),
+    ),
+    { name: 'dapo, token level, truncation and entropy masks', options: { lossType: 'dapo', epsilonHigh: 0.12, maskTruncatedCompletions: true, topEntropyQuantile: 0.5 } },
+  ];
+  for (const { name, options } of cases) {
+    it(`matches finite differences (${name})`, () => {
       const policy = tinyPolicy();
       const batch = batchOf(policy);
       const variables = policy.trainableVariables('lora');
@@ -49,19 +63,30 @@ describe('GRPO loss gradient (built-in policy, tiny)', () => {
       variables.forEach((v, i) => v.assign(tf.tensor(saved[i], v.shape)));
       const ref = tf.keep(tf.tidy(() => policy.tokenLogProbs(batch, { useLora: false }).logProbs));
       const advantages = tf.keep(tf.tensor1d([1.2, -0.7, 0.9, -1.4]));
-      const lossOf = () => {
-        const lp = policy.tokenLogProbs(batch, { useLora: true });
-        return grpoLoss(
-          { logProbs: lp.logProbs, oldLogProbs: old, refLogProbs: ref, mask: lp.mask, advantages },
-          { epsilon: 0.1, beta: 0.1, lossType, maxCompletionTokens: 4, totalSequences: 4 },
-        ).loss;
+      // Step-wide divisors as the loop computes them: two local batches of two completions; the second completion
+      // "hit the token limit", which only matters when truncated completions are masked.
+      const finished = [true, false, true, true];
+      const step = stepNormalisers(batch.map((b, i) => ({ tokens: b.completion.length, finished: finished[i] })), 2, options.maskTruncatedCompletions ?? false);
+      // Entropies are constants of the step (no gradient), and so is the threshold they give.
+      const entropies = tf.keep(tf.tidy(() => policy.tokenLogProbs(batch, { useLora: true, withEntropy: true }).entropy!));
+      const all: LossOptions = {
+        epsilon: 0.1, beta: 0.1, lossType: 'grpo', maxCompletionTokens: 4, totalSequences: 4, totalTokens: step.totalTokens, localBatches: step.localBatches,
+        ...options,
       };
+      const lossWith = () => {
+        const lp = policy.tokenLogProbs(batch, { useLora: true });
+        const threshold = all.topEntropyQuantile !== undefined ? entropyThreshold(entropies, lp.mask, all.topEntropyQuantile) : undefined;
+        return grpoLoss(
+          { logProbs: lp.logProbs, oldLogProbs: old, refLogProbs: ref, mask: lp.mask, advantages, finished, entropies, localBatchTokens: step.localBatchTokens },
+          { ...all, entropyThreshold: threshold },
+        );
+      };
+      const lossOf = () => lossWith().loss;
       const { grads } = tf.variableGrads(lossOf, variables);
       // Both branches of the clipped surrogate occur in this batch.
       const clipped = tf.tidy(() => {
-        const lp = policy.tokenLogProbs(batch, { useLora: true });
-        const out = grpoLoss({ logProbs: lp.logProbs, oldLogProbs: old, refLogProbs: ref, mask: lp.mask, advantages }, { epsilon: 0.1, beta: 0.1, lossType, maxCompletionTokens: 4, totalSequences: 4 });
-        return [out.sums.clipped.dataSync()[0], out.sums.tokens.dataSync()[0]];
+        const out = lossWith();
+        return [out.sums.clipRegion.dataSync()[0], out.sums.clipUnits.dataSync()[0]];
       });
       expect(clipped[0]).toBeGreaterThan(0);
       expect(clipped[0]).toBeLessThan(clipped[1]);

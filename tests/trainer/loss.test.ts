@@ -46,7 +46,7 @@ describe('GRPO loss', () => {
   });
 
   it('matches the formula with Dr. GRPO normalisation', () => {
-    expect(run('dr-grpo').loss).toBeCloseTo(reference('dr-grpo', 0.2, 0.04, 2, 4), 6);
+    expect(run('dr_grpo').loss).toBeCloseTo(reference('dr_grpo', 0.2, 0.04, 2, 4), 6);
   });
 
   it('divides by the completions of the whole step, so micro-batch losses add up', () => {
