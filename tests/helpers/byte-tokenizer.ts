@@ -37,7 +37,8 @@ export function defaultChatTemplate(imagePlaceholder = '<image>'): string {
     '{% for message in messages %}{{ message.role | capitalize }}: ' +
     '{% if message.content is string %}{{ message.content }}{% else %}{% for part in message.content %}' +
     `{% if part.type == 'text' %}{{ part.text }}{% elif part.type == 'image' %}${imagePlaceholder}{% endif %}` +
-    '{% endfor %}{% endif %}\n{% endfor %}{% if add_generation_prompt %}Assistant:{% endif %}'
+    // The newline is an expression: trim_blocks (on in transformers and here) eats a literal newline after a tag.
+    "{% endfor %}{% endif %}{{ '\\n' }}{% endfor %}{% if add_generation_prompt %}Assistant:{% endif %}"
   );
 }
 

@@ -14,6 +14,7 @@ import { loadHfTokenizer } from '../../models/hf/tokenizer.ts';
 import { ChatTemplate, findChatTemplate, loadChatTemplate, type ChatTemplateMessage } from '../../models/hf/chat-template.ts';
 import { countImagePlaceholders, expandImagePlaceholders, imagePlaceholderLayout } from '../../models/hf/image-placeholders.ts';
 import { envRenderer, toTemplatePrompt } from '../../models/hf/chat-messages.ts';
+import { encodeChatPrompt, loadChatPromptKit } from '../../models/hf/chat-prompt.ts';
 import { shellEnv } from '../../envs/shell/index.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
 import { referenceChat } from '../../eval/prompts.ts';
@@ -263,5 +264,41 @@ describe('metrl prompts as template messages', () => {
     expect(text).toEqual({ messages: [{ role: 'system', content: 'sys' }, { role: 'user', content: 'q' }], images: [] });
     const error = thrown(() => toTemplatePrompt(prompt, render, { content: 'string' }));
     expect(error).toBeInstanceOf(UserError);
+  });
+});
+
+describe('encodeChatPrompt: a metrl prompt to ids and images', () => {
+  const imageEpisode = generateEpisodes(shellEnv, { n: 1, actions: 2, split: 'test', seed: 4, modality: 'image' })[0];
+  const textEpisode = generateEpisodes(shellEnv, { n: 1, actions: 2, split: 'test', seed: 4, modality: 'text' })[0];
+
+  it('Idefics3 fixture with the byte tokenizer: one 251 252 250x4 251 run per image, text intact', () => {
+    const dir = scratch();
+    writeByteTokenizer(dir, { specials: IDEFICS3_SPECIALS });
+    const configFile = join(HF, 'idefics3', 'config.json');
+    const kit = loadChatPromptKit(dir, readJson(configFile), configFile);
+    const out = encodeChatPrompt(kit, shellEnv.prompt(imageEpisode, { style: 'zero-shot', shots: [] }), envRenderer(shellEnv));
+    expect(out.images).toHaveLength(2);
+    const run = [251, 252, 250, 250, 250, 250, 251];
+    const starts = out.ids.flatMap((id, i) => (id === 251 && out.ids[i + 1] === 252 ? [i] : []));
+    expect(starts).toHaveLength(2);
+    for (const s of starts) expect(out.ids.slice(s, s + run.length)).toEqual(run);
+    expect(out.ids.filter((id) => id === 250)).toHaveLength(8);
+    expect(kit.tokenizer.decode(out.ids)).toBe(out.text);
+    expect(out.text.startsWith('User: The shell game')).toBe(true);
+    expect(out.text.endsWith('FINAL ANSWER:\nAssistant:')).toBe(true);
+  });
+
+  it('text-only architecture (llama fixture): string content, and a prompt with images is refused', () => {
+    const dir = scratch();
+    writeByteTokenizer(dir);
+    const configFile = join(HF, 'llama', 'config.json');
+    const kit = loadChatPromptKit(dir, readJson(configFile), configFile);
+    expect(kit.layout).toBeNull();
+    const out = encodeChatPrompt(kit, shellEnv.prompt(textEpisode, { style: 'zero-shot', shots: [] }), envRenderer(shellEnv));
+    expect(out.images).toEqual([]);
+    expect(out.ids).toEqual([...Buffer.from(out.text, 'utf8')]);
+    expect(out.text).toContain(`${textEpisode.actions[0].text}\n${textEpisode.actions[1].text}\n`);
+    const render = envRenderer(shellEnv);
+    expect(() => encodeChatPrompt(kit, shellEnv.prompt(imageEpisode, { style: 'zero-shot', shots: [] }), render)).toThrow(UserError);
   });
 });
