@@ -116,17 +116,15 @@ function idList(ids: number | number[] | null | undefined): number[] | null {
 
 /**
  * tokenizer_config.json with special_tokens_map.json applied as transformers 4.57 applies it: a folder whose
- * tokenizer_config.json has `added_tokens_decoder` (everything saved since transformers 4.34) keeps its own values and
- * takes from the map only the roles it lacks; an older folder lets the map override.
+ * tokenizer_config.json has `added_tokens_decoder` (everything saved since transformers 4.34) is read from that file
+ * alone; in an older folder the map's roles override the config's.
  */
 function mergeSpecialTokensMap(config: TokenizerConfig, map: TokenizerConfig | undefined): TokenizerConfig {
-  if (!map) return config;
-  const legacy = !config.added_tokens_decoder;
+  if (!map || config.added_tokens_decoder) return config;
   const merged: TokenizerConfig = { ...config };
   for (const role of [...ROLES, 'additional_special_tokens'] as const) {
     const value = map[role];
-    if (value === undefined || value === null) continue;
-    if (legacy || merged[role] === undefined || merged[role] === null) (merged as Record<string, unknown>)[role] = value;
+    if (value !== undefined && value !== null) (merged as Record<string, unknown>)[role] = value;
   }
   return merged;
 }
@@ -223,8 +221,7 @@ export class HfTokenizer {
 
   /** Token ids of a text. Added and special tokens written in the text are recognised (leftmost-longest). */
   encode(text: string, options: EncodeOptions = {}): number[] {
-    const encoding = this.tokenizer.encode(text, { add_special_tokens: options.addSpecialTokens ?? true });
-    return encoding.ids;
+    return this.tokenizer.encode(text, { add_special_tokens: options.addSpecialTokens ?? true }).ids;
   }
 
   /** The token strings of a text (byte-level tokens read as GPT-2's byte alphabet: "Ġ" is a space). */
