@@ -4,10 +4,12 @@
 // core/chat.ts toChatMessages, the same conversion eval/prompts.ts uses for API requests (adjacent text parts merged,
 // roles kept), and each image_url part becomes {type: 'image'}. Images are rendered by the caller's function; the
 // hosted path renders them at the environment's chat size (envRenderer), and the model's processor resizes them.
-import { toChatMessages } from '../../core/chat.ts';
+// OpenAI-format messages (what `metrl serve` receives, or eval/prompts.ts queryToChat builds) convert the same way,
+// their data-URL images decoded at full size (chatToTemplatePrompt).
+import { toChatMessages, type ChatMessage } from '../../core/chat.ts';
 import { UserError } from '../../core/errors.ts';
 import type { ImageRef, PromptMessage } from '../../core/episode.ts';
-import type { RawImage } from '../../core/image.ts';
+import { decodePng, type RawImage } from '../../core/image.ts';
 import type { Env } from '../../envs/env.ts';
 import type { ChatTemplateMessage, ChatTemplatePart } from './chat-template.ts';
 
@@ -54,20 +56,52 @@ export function toTemplatePrompt(
     images.push(image);
     return String(images.length - 1);
   });
-  const order: number[] = [];
+  return fromChatMessages(chat, (url) => images[Number(url)], options);
+}
+
+/** Chat messages to template messages, each image_url part resolved through `image`, in order of appearance. */
+function fromChatMessages(chat: ChatMessage[], image: (url: string) => RawImage, options: TemplateMessageOptions): TemplatePrompt {
+  const images: RawImage[] = [];
   const messages = chat.map((m): ChatTemplateMessage => {
     if (typeof m.content === 'string') {
       return { role: m.role, content: options.content === 'parts' ? [{ type: 'text', text: m.content }] : m.content };
     }
-    if (options.content === 'string') {
+    if (options.content === 'string' && m.content.some((p) => p.type === 'image_url')) {
       throw new UserError(`this checkpoint's model reads text only, but the prompt shows images (use the text modality)`);
     }
+    if (options.content === 'string') return { role: m.role, content: m.content.map((p) => (p as { text: string }).text).join('') };
     const parts = m.content.map((p): ChatTemplatePart => {
       if (p.type === 'text') return { type: 'text', text: p.text };
-      order.push(Number(p.image_url.url));
+      images.push(image(p.image_url.url));
       return { type: 'image' };
     });
     return { role: m.role, content: parts };
   });
-  return { messages, images: order.map((i) => images[i]) };
+  return { messages, images };
+}
+
+/** A base64 data URL's image (PNG, JPEG, WebP…) at its own size. */
+async function decodeDataUrl(url: string): Promise<RawImage> {
+  const match = /^data:image\/[a-z+.-]+;base64,(.*)$/is.exec(url);
+  if (!match) throw new UserError(`image_url must be a base64 data: URL (got ${url.slice(0, 40)}…)`);
+  try {
+    return await decodePng(Buffer.from(match[1], 'base64'));
+  } catch (error) {
+    throw new UserError(`image_url could not be decoded as an image (${(error as Error).message.split('\n')[0]})`);
+  }
+}
+
+/**
+ * OpenAI-format chat messages (core/chat.ts; images as data URLs) as chat-template messages and decoded images: for
+ * `metrl serve`, and for evaluating in process on exactly the messages eval/prompts.ts builds for hosted models.
+ */
+export async function chatToTemplatePrompt(chat: ChatMessage[], options: TemplateMessageOptions): Promise<TemplatePrompt> {
+  const decoded = new Map<string, RawImage>();
+  for (const m of chat) {
+    if (typeof m.content === 'string') continue;
+    for (const p of m.content) {
+      if (p.type === 'image_url' && !decoded.has(p.image_url.url)) decoded.set(p.image_url.url, await decodeDataUrl(p.image_url.url));
+    }
+  }
+  return fromChatMessages(chat, (url) => decoded.get(url)!, options);
 }

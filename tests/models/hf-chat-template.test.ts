@@ -13,7 +13,7 @@ import { pngDataUrl } from '../../core/chat.ts';
 import { loadHfTokenizer } from '../../models/hf/tokenizer.ts';
 import { ChatTemplate, findChatTemplate, loadChatTemplate, type ChatTemplateMessage } from '../../models/hf/chat-template.ts';
 import { countImagePlaceholders, expandImagePlaceholders, imagePlaceholderLayout } from '../../models/hf/image-placeholders.ts';
-import { envRenderer, toTemplatePrompt } from '../../models/hf/chat-messages.ts';
+import { chatToTemplatePrompt, envRenderer, toTemplatePrompt } from '../../models/hf/chat-messages.ts';
 import { encodeChatPrompt, loadChatPromptKit } from '../../models/hf/chat-prompt.ts';
 import { shellEnv } from '../../envs/shell/index.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
@@ -221,6 +221,22 @@ describe('metrl prompts as template messages', () => {
       expect(image.width).toBe(shellEnv.imageSizes.chat);
       expect(pngDataUrl(await encodePng(image))).toBe(hostedUrls[k]);
     }
+  });
+
+  it('reads the hosted path\'s own OpenAI messages (data URLs) to the same template messages and pixels', async () => {
+    const query = { kind: 'track' as const, episode, style: 'few-shot', shots };
+    const fromChat = await chatToTemplatePrompt(await referenceChat(shellEnv, query), { content: 'parts' });
+    const direct = toTemplatePrompt(shellEnv.prompt(episode, { style: 'few-shot', shots }), envRenderer(shellEnv), { content: 'parts' });
+    expect(fromChat.messages).toEqual(direct.messages);
+    expect(fromChat.images.length).toBe(direct.images.length);
+    fromChat.images.forEach((image, k) => {
+      expect([image.width, image.height]).toEqual([direct.images[k].width, direct.images[k].height]);
+      expect(Buffer.compare(Buffer.from(image.data), Buffer.from(direct.images[k].data))).toBe(0);
+    });
+    const bad = [{ role: 'user' as const, content: [{ type: 'image_url' as const, image_url: { url: 'https://example.com/x.png' } }] }];
+    await expect(chatToTemplatePrompt(bad, { content: 'parts' })).rejects.toThrow(/must be a base64 data: URL/);
+    const text = [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'a' }, { type: 'text' as const, text: 'b' }] }];
+    expect((await chatToTemplatePrompt(text, { content: 'string' })).messages).toEqual([{ role: 'user', content: 'ab' }]);
   });
 
   it('renders through the SmolVLM template with one <image> run per image', () => {
