@@ -1,0 +1,53 @@
+// A metrl prompt as a Hugging Face checkpoint reads it (layer: models/): structured messages -> the checkpoint's chat
+// template -> image placeholders expanded -> token ids, plus the images in placeholder order for the architecture's
+// image processor. This is the whole text side of transformers' processor.apply_chat_template(tokenize=True) for the
+// architectures metrl supports; each step lives in its own file (chat-messages, chat-template, image-placeholders,
+// tokenizer) and this one only chains them.
+import type { ImageRef, PromptMessage } from '../../core/episode.ts';
+import type { RawImage } from '../../core/image.ts';
+import { toTemplatePrompt } from './chat-messages.ts';
+import { loadChatTemplate, type ChatTemplate } from './chat-template.ts';
+import { expandImagePlaceholders, imagePlaceholderLayout, type ImagePlaceholderLayout } from './image-placeholders.ts';
+import { loadHfTokenizer, type HfTokenizer } from './tokenizer.ts';
+
+/** What a checkpoint folder brings to prompt building. `layout` is null for text-only architectures. */
+export interface ChatPromptKit {
+  tokenizer: HfTokenizer;
+  template: ChatTemplate;
+  layout: ImagePlaceholderLayout | null;
+}
+
+export interface EncodedChatPrompt {
+  /** The rendered prompt with image placeholders expanded (what was tokenised). */
+  text: string;
+  /** Its token ids; nothing added beyond what the template wrote. */
+  ids: number[];
+  /** One image per placeholder, in order; empty for text prompts. */
+  images: RawImage[];
+}
+
+/**
+ * The tokenizer, chat template and image layout of a checkpoint folder. `config` is its parsed config.json and
+ * `configFile` that file's path, for error messages.
+ */
+export function loadChatPromptKit(dir: string, config: unknown, configFile: string): ChatPromptKit {
+  const tokenizer = loadHfTokenizer(dir);
+  return { tokenizer, template: loadChatTemplate(dir, tokenizer), layout: imagePlaceholderLayout(config, configFile, tokenizer) };
+}
+
+/**
+ * Encode a structured prompt for generation. Image models get list content (what their templates iterate over);
+ * text-only models get plain-string content and refuse images. The text is tokenised without added special tokens,
+ * as transformers does after apply_chat_template: the template already wrote BOS where the model wants one.
+ */
+export function encodeChatPrompt(
+  kit: ChatPromptKit,
+  prompt: PromptMessage[],
+  render: (ref: ImageRef) => RawImage,
+  options: { addGenerationPrompt?: boolean } = {},
+): EncodedChatPrompt {
+  const { messages, images } = toTemplatePrompt(prompt, render, { content: kit.layout ? 'parts' : 'string' });
+  const rendered = kit.template.render(messages, { addGenerationPrompt: options.addGenerationPrompt ?? true });
+  const text = kit.layout ? expandImagePlaceholders(rendered, kit.layout, images.length) : rendered;
+  return { text, ids: kit.tokenizer.encode(text, { addSpecialTokens: false }), images };
+}
