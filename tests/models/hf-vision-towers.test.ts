@@ -7,6 +7,8 @@ import { idefics3ImageSeqLen, parseGemma3VisionSetup, parseIdefics3VisionSetup, 
 import { idefics3PositionIds, loadSiglipWeights, SIGLIP_PREFIX, siglipForward } from '../../models/vision/siglip.ts';
 import { idefics3Connect, loadIdefics3Connector, pixelShuffle } from '../../models/idefics3/connector.ts';
 import { gemma3Project, loadGemma3Projector } from '../../models/gemma3/projector.ts';
+import { Idefics3ImageEncoder } from '../../models/idefics3/image-encoder.ts';
+import { Gemma3ImageEncoder } from '../../models/gemma3/image-encoder.ts';
 import { HF_FIXTURES, maxAbsDiff, modelWeights, readJson, readReference, values } from './hf-vision-fixtures.ts';
 
 const TOL = 1e-4;
@@ -81,6 +83,17 @@ describe('Idefics3 vision tower and connector against fixtures/hf/idefics3', () 
     tf.dispose([pixels, gPixels, gPosition]);
   });
 
+  it('Idefics3ImageEncoder (tower + connector) gives the one_image image hidden states as [4, 64] rows', () => {
+    const setup = parseIdefics3VisionSetup(readJson('idefics3', 'config.json'));
+    const ref = readReference(join(HF_FIXTURES, 'idefics3', 'reference.safetensors'));
+    const encoder = Idefics3ImageEncoder.load(modelWeights('idefics3'), setup, 64);
+    expect(encoder.tokensPerImage).toBe(4);
+    const rows = encoder.encode({ data: ref.get('one_image.pixel_values')!.data as Float32Array, shape: [1, 3, 32, 32] });
+    expect(rows.shape).toEqual([4, 64]);
+    expect(maxAbsDiff(values(rows), ref.get('one_image.image_hidden_states')!.data)).toBeLessThan(TOL);
+    encoder.dispose();
+  });
+
   it('pixel shuffle: token (R, C) is the 2x2 block (2R+i, 2C+j), i-major, j-minor', () => {
     // 4x4 grid, D = 1, patch value = its row-major index
     const x = tf.tensor3d(Float32Array.from({ length: 16 }, (_, i) => i), [1, 16, 1]);
@@ -105,6 +118,16 @@ describe('Gemma 3 SigLIP tower and projector against fixtures/hf/gemma3', () => 
     expect(visionDiff).toBeLessThan(TOL);
     expect(featureDiff).toBeLessThan(TOL);
     tf.dispose([pixels, vision]);
+  });
+
+  it('Gemma3ImageEncoder (tower + projector) gives the image features as [4, 48] rows', () => {
+    const setup = parseGemma3VisionSetup(readJson('gemma3', 'config.json'));
+    const ref = readReference(join(HF_FIXTURES, 'gemma3', 'reference.safetensors'));
+    const encoder = Gemma3ImageEncoder.load(modelWeights('gemma3'), setup, 48);
+    const rows = encoder.encode({ data: ref.get('image.pixel_values')!.data as Float32Array, shape: [1, 3, 32, 32] });
+    expect(rows.shape).toEqual([4, 48]);
+    expect(maxAbsDiff(values(rows), ref.get('image.image_features')!.data)).toBeLessThan(TOL);
+    encoder.dispose();
   });
 
   it('refuses a checkpoint whose tensor shape disagrees with config.json, naming the tensor', () => {
