@@ -6,7 +6,7 @@ import * as tf from '@tensorflow/tfjs';
 import { UserError } from '../../core/errors.ts';
 
 /** Token ids of a batch, one array per sequence (all the same length). */
-export type TokenIds = readonly (readonly number[] | Int32Array)[];
+export type TokenIds = readonly ArrayLike<number>[];
 
 /** Positions (flat index b·T + t) of the image tokens, row-major. */
 export function imageTokenPositions(ids: TokenIds, imageTokenId: number): number[] {
@@ -69,7 +69,7 @@ export function imageTokenTypeIds(ids: TokenIds, imageTokenId: number): Int32Arr
  * -1 for text. With token_type_ids given, Gemma 3's prefill lets two positions of the same block attend to each other
  * in both directions, in every layer and past the sliding window (transformers' token_type_ids_mask_function).
  */
-export function imageBlocks(tokenTypeIds: readonly (readonly number[] | Int32Array)[]): Int32Array[] {
+export function imageBlocks(tokenTypeIds: readonly ArrayLike<number>[]): Int32Array[] {
   return tokenTypeIds.map((row) => {
     const out = new Int32Array(row.length).fill(-1);
     let block = -1;

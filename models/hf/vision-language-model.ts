@@ -1,0 +1,79 @@
+// What the two Hugging Face vision-language models share around the language model (models/ layer): token
+// embeddings with image features merged in (models/hf/image-merge.ts), one forward pass, and generate()-style greedy
+// or sampled decoding whose prefill carries the images. models/idefics3/model.ts and models/gemma3/model.ts supply
+// the image encoder and, for Gemma 3, the bidirectional image block (token_type_ids).
+import * as tf from '@tensorflow/tfjs';
+import type { HfModelConfig } from './config.ts';
+import type { ForwardInput, ForwardOutput, HfDecoder } from './decoder.ts';
+import { generate, type GenerateOptions, type GenerateResult } from './generate.ts';
+import { mergeImageFeatures, type TokenIds } from './image-merge.ts';
+import type { PixelValues } from './pixel-values.ts';
+import type { CheckpointTensors } from './weights.ts';
+import type { TensorLookup } from '../vision/siglip.ts';
+
+/** Images -> the rows that replace image tokens ([n · tokensPerImage, text hidden], image 0 first). */
+export interface ImageEncoder {
+  readonly tokensPerImage: number;
+  encode(pixels: PixelValues | tf.Tensor4D): tf.Tensor2D;
+  dispose(): void;
+}
+
+/** A forward pass whose prompt may hold images: `pixelValues` [n, 3, S, S], in the order their tokens appear. */
+export type VisionForwardInput = Omit<ForwardInput, 'inputsEmbeds'> & { pixelValues?: PixelValues | tf.Tensor4D };
+
+/** The checkpoint's tensors as a lookup for the vision loaders. */
+export function tensorLookup(tensors: CheckpointTensors): TensorLookup {
+  return (name) => (tensors.has(name) ? tensors.read(name) : undefined);
+}
+
+export class VisionLanguageModel {
+  constructor(
+    readonly config: HfModelConfig,
+    readonly decoder: HfDecoder,
+    readonly images: ImageEncoder,
+    readonly imageTokenId: number,
+  ) {}
+
+  /** Token embeddings [B, T, H] (Gemma: after the sqrt(H) scaling) with image-token rows replaced by image features. */
+  embedWithImages(ids: TokenIds, pixels?: PixelValues | tf.Tensor4D): tf.Tensor3D {
+    const rows = Array.from(ids);
+    if (!pixels) return mergeImageFeatures(this.decoder.embed(rows), ids, this.imageTokenId, tf.zeros([0, this.config.text.hiddenSize]));
+    return tf.tidy(() => mergeImageFeatures(this.decoder.embed(rows), ids, this.imageTokenId, this.images.encode(pixels)));
+  }
+
+  /** Token type ids for the decoder (Gemma 3 overrides: 1 on image tokens); none by default. */
+  tokenTypeIds(_ids: TokenIds): ArrayLike<number>[] | undefined {
+    return undefined;
+  }
+
+  /**
+   * One forward pass. Images are merged only when `pixelValues` are given (a prefill); decode steps with a cache are
+   * text only. The prompt must hold exactly tokensPerImage image tokens per image (a one-line error otherwise).
+   */
+  forward(input: VisionForwardInput): ForwardOutput {
+    const { pixelValues, ...rest } = input;
+    if (!pixelValues) return this.decoder.forward(rest);
+    const embeds = this.embedWithImages(input.ids, pixelValues);
+    try {
+      return this.decoder.forward({ ...rest, inputsEmbeds: embeds, tokenTypeIds: rest.tokenTypeIds ?? this.tokenTypeIds(input.ids) });
+    } finally {
+      embeds.dispose();
+    }
+  }
+
+  /** Prefill with the images, then one token per step from the KV cache (transformers' generate()). */
+  generate(input: { ids: ArrayLike<number>[]; attentionMask?: ArrayLike<number>[]; pixelValues?: PixelValues | tf.Tensor4D }, options: GenerateOptions): GenerateResult {
+    if (!input.pixelValues) return generate(this.decoder, input, options);
+    const embeds = this.embedWithImages(input.ids, input.pixelValues);
+    try {
+      return generate(this.decoder, { ids: input.ids, attentionMask: input.attentionMask, inputsEmbeds: embeds, tokenTypeIds: this.tokenTypeIds(input.ids) }, options);
+    } finally {
+      embeds.dispose();
+    }
+  }
+
+  dispose(): void {
+    this.decoder.dispose();
+    this.images.dispose();
+  }
+}

@@ -1,0 +1,91 @@
+// The whole vision-language forward of Idefics3 (SmolVLM) and Gemma 3 loaded from ../shared/fixtures/hf through the
+// shared HF loader, against the fixtures' PyTorch references: logits within 1e-4, greedy ids exact.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import { initBackend } from '../../models/backend.ts';
+import { Idefics3Model } from '../../models/idefics3/model.ts';
+import { Gemma3Model } from '../../models/gemma3/model.ts';
+import type { PixelValues } from '../../models/hf/pixel-values.ts';
+import { FIXTURES, TOL, concat, maxDiff, readReference } from './hf-fixture.ts';
+
+let idefics3: Idefics3Model;
+let gemma3: Gemma3Model;
+
+beforeAll(async () => {
+  await initBackend('wasm', null);
+  idefics3 = Idefics3Model.load(join(FIXTURES, 'idefics3'));
+  gemma3 = Gemma3Model.load(join(FIXTURES, 'gemma3'));
+});
+afterAll(() => {
+  idefics3?.dispose();
+  gemma3?.dispose();
+});
+
+/** Reference pixel values [.., 3, 32, 32] as n images. */
+function pixels(data: Float32Array): PixelValues {
+  return { data, shape: [data.length / (3 * 32 * 32), 3, 32, 32] };
+}
+
+function logits(model: Idefics3Model | Gemma3Model, input: Parameters<Idefics3Model['forward']>[0]): Float32Array {
+  const out = model.forward(input);
+  const values = out.logits!.dataSync().slice() as Float32Array;
+  tf.dispose([out.logits!, out.hidden]);
+  return values;
+}
+
+describe('Idefics3ForConditionalGeneration (fixtures/hf/idefics3)', () => {
+  const ref = () => readReference('idefics3');
+
+  it('one_image: logits [14, 256] within 1e-4 and the 8 greedy ids exact (image in the prefill, then the KV cache)', () => {
+    const r = ref();
+    const j = r.json.one_image;
+    const pv = pixels(r.get('one_image.pixel_values').data);
+    const diff = maxDiff(logits(idefics3, { ids: j.input_ids, pixelValues: pv }), r.get('one_image.logits').data, 256);
+    expect(diff).toBeLessThan(TOL);
+    const g = idefics3.generate({ ids: j.input_ids, pixelValues: pv }, { maxNewTokens: j.greedy.max_new_tokens, keepLogits: true });
+    expect(g.tokens[0]).toEqual(j.greedy.new_ids);
+    expect(maxDiff(concat(g.logits![0]), r.get('one_image.greedy.step_logits').data, 256)).toBeLessThan(TOL);
+  });
+
+  it('two_images: image k fills the k-th run of image tokens, logits [19, 256] within 1e-4', () => {
+    const r = ref();
+    const j = r.json.two_images;
+    const diff = maxDiff(logits(idefics3, { ids: j.input_ids, pixelValues: pixels(r.get('two_images.pixel_values').data) }), r.get('two_images.logits').data, 256);
+    expect(diff).toBeLessThan(TOL);
+  });
+
+  it('refuses a prompt whose image tokens do not match the images, in one line', () => {
+    const r = ref();
+    const ids = [[1, 250, 250, 250, 2]]; // 3 image tokens for one image of 4
+    expect(() => idefics3.forward({ ids, pixelValues: pixels(r.get('one_image.pixel_values').data) })).toThrow(/3 image tokens \(id 250\) but its images give 4 feature rows/);
+  });
+});
+
+describe('Gemma3ForConditionalGeneration (fixtures/hf/gemma3)', () => {
+  const ref = () => readReference('gemma3');
+
+  it('image: logits with token_type_ids (bidirectional image block) and without (causal + sliding) within 1e-4', () => {
+    const r = ref();
+    const j = r.json.image;
+    const pv = pixels(r.get('image.pixel_values').data);
+    const withTypes = maxDiff(logits(gemma3, { ids: j.input_ids, pixelValues: pv }), r.get('image.logits_with_token_type_ids').data, 256);
+    gemma3.bidirectionalImages = false;
+    let without: number;
+    try {
+      without = maxDiff(logits(gemma3, { ids: j.input_ids, pixelValues: pv }), r.get('image.logits_without_token_type_ids').data, 256);
+    } finally {
+      gemma3.bidirectionalImages = true;
+    }
+    expect(withTypes).toBeLessThan(TOL);
+    expect(without).toBeLessThan(TOL);
+  });
+
+  it('image: 8 greedy ids exact (bidirectional prefill, then causal cached steps)', () => {
+    const r = ref();
+    const j = r.json.image;
+    const g = gemma3.generate({ ids: j.input_ids, pixelValues: pixels(r.get('image.pixel_values').data) }, { maxNewTokens: j.greedy.max_new_tokens, keepLogits: true });
+    expect(g.tokens[0]).toEqual(j.greedy.new_ids);
+    expect(maxDiff(concat(g.logits![0]), r.get('image.greedy.step_logits').data, 256)).toBeLessThan(TOL);
+  });
+});
