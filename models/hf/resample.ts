@@ -162,11 +162,19 @@ export function resizePil(image: RawImage, width: number, height: number, filter
       const outRow = y * width * 3;
       for (let xx = 0; xx < width; xx++) {
         const base = xx * ksize;
-        for (let c = 0; c < 3; c++) {
-          let acc = HALF;
-          for (let x = 0; x < count[xx]; x++) acc += src[inRow + (start[xx] + x) * 3 + c] * weights[base + x];
-          tmp[outRow + xx * 3 + c] = clip8(acc);
+        let r = HALF;
+        let g = HALF;
+        let b = HALF;
+        for (let x = 0, p = inRow + start[xx] * 3; x < count[xx]; x++, p += 3) {
+          const w = weights[base + x];
+          r += src[p] * w;
+          g += src[p + 1] * w;
+          b += src[p + 2] * w;
         }
+        const o = outRow + xx * 3;
+        tmp[o] = clip8(r);
+        tmp[o + 1] = clip8(g);
+        tmp[o + 2] = clip8(b);
       }
     }
     src = tmp;
@@ -177,14 +185,19 @@ export function resizePil(image: RawImage, width: number, height: number, filter
   const out = new Uint8Array(width * height * 3);
   const { start, count, ksize, weights } = vertical;
   const stride = srcWidth * 3;
+  const acc = new Float64Array(stride);
   for (let yy = 0; yy < height; yy++) {
+    // Whole rows at a time (sequential memory): acc[i] = HALF + Σ_y src[row y0 + y][i] · w_y.
+    acc.fill(HALF);
     const base = yy * ksize;
     const y0 = start[yy] - rowOffset;
-    for (let i = 0; i < stride; i++) {
-      let acc = HALF;
-      for (let y = 0; y < count[yy]; y++) acc += src[(y0 + y) * stride + i] * weights[base + y];
-      out[yy * stride + i] = clip8(acc);
+    for (let y = 0; y < count[yy]; y++) {
+      const w = weights[base + y];
+      const row = (y0 + y) * stride;
+      for (let i = 0; i < stride; i++) acc[i] += src[row + i] * w;
     }
+    const o = yy * stride;
+    for (let i = 0; i < stride; i++) out[o + i] = clip8(acc[i]);
   }
   return { width, height, channels: 3, data: out };
 }

@@ -176,19 +176,28 @@ export function gelu(x: tf.Tensor2D, kind: 'gelu_tanh' | 'gelu'): tf.Tensor2D {
   return tf.mul(tf.mul(x, 0.5), tf.add(1, tf.tanh(inner)));
 }
 
-/** Multi-head self-attention over each image's patches (no mask). x: [N·L, D]. */
+/**
+ * Multi-head self-attention over each image's patches (no mask). x: [N·L, D]. One image and one head at a time with
+ * plain 2-D products on an explicitly transposed key block: on the WASM backend the batched product [N·H, L, hd] is
+ * about 6x slower (measured 1.8 s against 0.29 s for L = 1024, 12 heads of 64).
+ */
 function attention(x: tf.Tensor2D, layer: SiglipLayerWeights, n: number, length: number, config: VisionConfig): tf.Tensor2D {
   const H = config.numAttentionHeads;
-  const D = config.hiddenSize;
-  const hd = D / H;
-  const heads = (t: tf.Tensor2D) => tf.reshape(tf.transpose(tf.reshape(t, [n, length, H, hd]), [0, 2, 1, 3]), [n * H, length, hd]); // [N·H, L, hd]
-  const q = heads(linear(x, layer.q));
-  const k = heads(linear(x, layer.k));
-  const v = heads(linear(x, layer.v));
-  const scores = tf.mul(tf.matMul(q, k, false, true), hd ** -0.5); // [N·H, L, L]
-  const context = tf.matMul(tf.softmax(scores, -1), v); // [N·H, L, hd]
-  const merged = tf.reshape(tf.transpose(tf.reshape(context, [n, H, length, hd]), [0, 2, 1, 3]), [n * length, D]) as tf.Tensor2D; // [N·L, D]
-  return linear(merged, layer.out);
+  const hd = config.hiddenSize / H;
+  const q = linear(x, layer.q); // [N·L, D], head h in columns h·hd .. (h+1)·hd
+  const k = linear(x, layer.k);
+  const v = linear(x, layer.v);
+  const images: tf.Tensor2D[] = [];
+  for (let img = 0; img < n; img++) {
+    const heads: tf.Tensor2D[] = [];
+    for (let h = 0; h < H; h++) {
+      const block = (t: tf.Tensor2D) => tf.slice(t, [img * length, h * hd], [length, hd]); // [L, hd]
+      const scores = tf.mul(tf.matMul(block(q), tf.transpose(block(k))), hd ** -0.5); // [L, L]
+      heads.push(tf.matMul(tf.softmax(scores, -1), block(v))); // [L, hd]
+    }
+    images.push(H === 1 ? heads[0] : tf.concat(heads, 1)); // [L, D]
+  }
+  return linear(n === 1 ? images[0] : tf.concat(images, 0), layer.out); // [N·L, D]
 }
 
 /**
