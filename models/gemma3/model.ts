@@ -5,10 +5,12 @@
 // tokens of one image attend to each other in both directions, in every layer and past the sliding window
 // (`bidirectionalImages`, default true; false gives the plain causal/sliding mask). Decode steps are text only.
 import { join } from 'node:path';
+import { UserError } from '../../core/errors.ts';
 import { loadHfDecoder } from '../hf/load-decoder.ts';
 import { imageTokenTypeIds, type TokenIds } from '../hf/image-merge.ts';
 import { parseGemma3VisionSetup, type Gemma3VisionSetup } from '../hf/vision-config.ts';
-import { tensorLookup, VisionLanguageModel } from '../hf/vision-language-model.ts';
+import { readPreprocessorConfig, tensorLookup, VisionLanguageModel } from '../hf/vision-language-model.ts';
+import { Gemma3ImageProcessor } from './processor.ts';
 import { Gemma3ImageEncoder } from './image-encoder.ts';
 
 export class Gemma3Model extends VisionLanguageModel {
@@ -16,6 +18,8 @@ export class Gemma3Model extends VisionLanguageModel {
   /** Give image tokens the bidirectional block (token_type_ids = 1 on them), as Gemma3Processor's output does. */
   bidirectionalImages = true;
   setup!: Gemma3VisionSetup;
+  /** The folder's image processor (preprocessor_config.json, or defaults sized to the vision tower). */
+  processor!: Gemma3ImageProcessor;
 
   static load(dir: string): Gemma3Model {
     const { config, decoder, tensors } = loadHfDecoder(dir);
@@ -24,6 +28,12 @@ export class Gemma3Model extends VisionLanguageModel {
       const images = Gemma3ImageEncoder.load(tensorLookup(tensors), setup, config.text.hiddenSize, tensors.source);
       const model = new Gemma3Model(config, decoder, images, setup.imageTokenId);
       model.setup = setup;
+      const pre = readPreprocessorConfig(dir);
+      model.processor = new Gemma3ImageProcessor(pre.raw, { defaultSize: setup.vision.imageSize, source: pre.source });
+      const size = setup.vision.imageSize;
+      if (model.processor.config.do_resize && (model.processor.height !== size || model.processor.width !== size)) {
+        throw new UserError(`${pre.source}: size ${model.processor.height}x${model.processor.width} differs from the vision tower's image_size ${size}`);
+      }
       return model;
     } catch (error) {
       decoder.dispose();

@@ -2,7 +2,10 @@
 // embeddings with image features merged in (models/hf/image-merge.ts), one forward pass, and generate()-style greedy
 // or sampled decoding whose prefill carries the images. models/idefics3/model.ts and models/gemma3/model.ts supply
 // the image encoder and, for Gemma 3, the bidirectional image block (token_type_ids).
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
+import { UserError } from '../../core/errors.ts';
 import type { HfModelConfig } from './config.ts';
 import type { ForwardInput, ForwardOutput, HfDecoder } from './decoder.ts';
 import { generate, type GenerateOptions, type GenerateResult } from './generate.ts';
@@ -20,6 +23,17 @@ export interface ImageEncoder {
 
 /** A forward pass whose prompt may hold images: `pixelValues` [n, 3, S, S], in the order their tokens appear. */
 export type VisionForwardInput = Omit<ForwardInput, 'inputsEmbeds'> & { pixelValues?: PixelValues | tf.Tensor4D };
+
+/** A checkpoint folder's preprocessor_config.json, parsed ({} when the folder has none: the processor's defaults). */
+export function readPreprocessorConfig(dir: string): { raw: unknown; source: string } {
+  const source = join(dir, 'preprocessor_config.json');
+  if (!existsSync(source)) return { raw: {}, source };
+  try {
+    return { raw: JSON.parse(readFileSync(source, 'utf8')), source };
+  } catch {
+    throw new UserError(`${source}: not valid JSON`);
+  }
+}
 
 /** The checkpoint's tensors as a lookup for the vision loaders. */
 export function tensorLookup(tensors: CheckpointTensors): TensorLookup {

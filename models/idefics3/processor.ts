@@ -67,9 +67,22 @@ export class Idefics3ImageProcessor {
   readonly filter: ResampleFilter;
   readonly scaling: PixelScaling;
 
-  /** `raw`: the parsed JSON of preprocessor_config.json ({} for the class defaults); `source` names it in errors. */
-  constructor(raw: unknown, source = 'preprocessor_config.json') {
-    this.config = parseOrFail(idefics3PreprocessorSchema, raw ?? {}, `${source}: `);
+  /**
+   * `raw`: the parsed JSON of preprocessor_config.json ({} for the class defaults); `source` names it in errors.
+   * `visionImageSize` (the vision config's image_size) replaces the class defaults of the sizes when the config has
+   * none (max_image_size = image_size, size = 4 × image_size, the class's own ratio) and must equal max_image_size when
+   * it has one: the tower's position table fits only that size.
+   */
+  constructor(raw: unknown, source = 'preprocessor_config.json', visionImageSize?: number) {
+    const given = (raw ?? {}) as Record<string, unknown>;
+    const withDefaults =
+      visionImageSize !== undefined && given !== null && typeof given === 'object' && !Array.isArray(given)
+        ? { size: { longest_edge: 4 * visionImageSize }, max_image_size: { longest_edge: visionImageSize }, ...given }
+        : given;
+    this.config = parseOrFail(idefics3PreprocessorSchema, withDefaults, `${source}: `);
+    if (visionImageSize !== undefined && this.config.max_image_size.longest_edge !== visionImageSize) {
+      throw new UserError(`${source}: max_image_size.longest_edge ${this.config.max_image_size.longest_edge} differs from the vision tower's image_size ${visionImageSize}`);
+    }
     const filter = filterFromPilCode(this.config.resample);
     if (!filter) throw new UserError(`${source}: resample ${this.config.resample} is not supported (1 LANCZOS, 2 BILINEAR, 3 BICUBIC, 4 BOX, 5 HAMMING)`);
     this.filter = filter;

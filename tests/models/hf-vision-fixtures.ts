@@ -17,7 +17,7 @@ export interface FixtureTensor {
 }
 
 /** Every F32 and U8 tensor of a reference.safetensors (other dtypes, like the I64 masks, are skipped). */
-export function readReference(path: string): Map<string, FixtureTensor> {
+export function readFixtureTensors(path: string): Map<string, FixtureTensor> {
   const bytes = readFileSync(path);
   const n = Number(bytes.readBigUInt64LE(0));
   const header = JSON.parse(bytes.subarray(8, 8 + n).toString('utf8')) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;

@@ -1,12 +1,16 @@
 // The whole vision-language forward of Idefics3 (SmolVLM) and Gemma 3 loaded from ../shared/fixtures/hf through the
 // shared HF loader, against the fixtures' PyTorch references: logits within 1e-4, greedy ids exact.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
 import { Idefics3Model } from '../../models/idefics3/model.ts';
 import { Gemma3Model } from '../../models/gemma3/model.ts';
 import type { PixelValues } from '../../models/hf/pixel-values.ts';
+import { Idefics3ImageProcessor } from '../../models/idefics3/processor.ts';
+import { decodePng } from '../../core/image.ts';
+import { maxAbsDiff, readFixtureTensors } from './hf-vision-fixtures.ts';
 import { FIXTURES, TOL, concat, maxDiff, readReference } from './hf-fixture.ts';
 
 let idefics3: Idefics3Model;
@@ -55,6 +59,14 @@ describe('Idefics3ForConditionalGeneration (fixtures/hf/idefics3)', () => {
     expect(diff).toBeLessThan(TOL);
   });
 
+  it('its processor (no preprocessor_config.json: sized to the tower, 4 x 32 then 32) turns the preprocess PNG into the reference pixel values', async () => {
+    const png = await decodePng(readFileSync(join(FIXTURES, 'idefics3', 'preprocess', 'image.png')));
+    expect([idefics3.processor.config.size.longest_edge, idefics3.processor.imageSize]).toEqual([128, 32]);
+    const pv = idefics3.processor.preprocess([png]);
+    expect(maxAbsDiff(pv.data, readFixtureTensors(join(FIXTURES, 'idefics3', 'preprocess', 'reference.safetensors')).get('pixel_values')!.data)).toBeLessThan(TOL);
+    expect(() => new Idefics3ImageProcessor({ max_image_size: { longest_edge: 64 } }, 'x/preprocessor_config.json', 32)).toThrow(/max_image_size.longest_edge 64 differs/);
+  });
+
   it('refuses a prompt whose image tokens do not match the images, in one line', () => {
     const r = ref();
     const ids = [[1, 250, 250, 250, 2]]; // 3 image tokens for one image of 4
@@ -79,6 +91,10 @@ describe('Gemma3ForConditionalGeneration (fixtures/hf/gemma3)', () => {
     }
     expect(withTypes).toBeLessThan(TOL);
     expect(without).toBeLessThan(TOL);
+  });
+
+  it('its processor defaults to the tower size (32 here, 896 for real Gemma 3) with BILINEAR', () => {
+    expect([gemma3.processor.height, gemma3.processor.width, gemma3.processor.filter]).toEqual([32, 32, 'bilinear']);
   });
 
   it('image: 8 greedy ids exact (bidirectional prefill, then causal cached steps)', () => {

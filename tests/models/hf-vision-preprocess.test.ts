@@ -6,7 +6,7 @@ import { UserError } from '../../core/errors.ts';
 import { resizePil } from '../../models/hf/resample.ts';
 import { Idefics3ImageProcessor, idefics3ResizeSize } from '../../models/idefics3/processor.ts';
 import { Gemma3ImageProcessor } from '../../models/gemma3/processor.ts';
-import { HF_FIXTURES, maxAbsDiff, readJson, readReference } from './hf-vision-fixtures.ts';
+import { HF_FIXTURES, maxAbsDiff, readJson, readFixtureTensors } from './hf-vision-fixtures.ts';
 
 const PRE = join(HF_FIXTURES, 'idefics3', 'preprocess');
 
@@ -35,7 +35,7 @@ describe('Pillow resampling (models/hf/resample.ts)', () => {
   });
 
   it('LANCZOS reproduces both Pillow steps of the Idefics3 fixture byte for byte (upsampling 45x30 -> 128x86, then 32x32)', async () => {
-    const ref = readReference(join(PRE, 'reference.safetensors'));
+    const ref = readFixtureTensors(join(PRE, 'reference.safetensors'));
     const image = await decodePng(readFileSync(join(PRE, 'image.png')));
     expect([image.width, image.height]).toEqual([45, 30]);
     const step1 = resizePil(image, 128, 86, 'lanczos');
@@ -55,7 +55,7 @@ describe('Idefics3ImageProcessor (models/idefics3/processor.ts)', () => {
   });
 
   it('turns the fixture PNG into the reference pixel values [1, 3, 32, 32] within 1e-4', async () => {
-    const ref = readReference(join(PRE, 'reference.safetensors')).get('pixel_values')!;
+    const ref = readFixtureTensors(join(PRE, 'reference.safetensors')).get('pixel_values')!;
     const processor = new Idefics3ImageProcessor(readJson('idefics3', 'preprocess', 'preprocessor_config.json'));
     expect(processor.splitting).toBe(false);
     const image = await decodePng(readFileSync(join(PRE, 'image.png')));

@@ -9,7 +9,7 @@ import { idefics3Connect, loadIdefics3Connector, pixelShuffle } from '../../mode
 import { gemma3Project, loadGemma3Projector } from '../../models/gemma3/projector.ts';
 import { Idefics3ImageEncoder } from '../../models/idefics3/image-encoder.ts';
 import { Gemma3ImageEncoder } from '../../models/gemma3/image-encoder.ts';
-import { HF_FIXTURES, maxAbsDiff, modelWeights, readJson, readReference, values } from './hf-vision-fixtures.ts';
+import { HF_FIXTURES, maxAbsDiff, modelWeights, readJson, readFixtureTensors, values } from './hf-vision-fixtures.ts';
 
 const TOL = 1e-4;
 
@@ -52,7 +52,7 @@ describe('Idefics3 vision tower and connector against fixtures/hf/idefics3', () 
   it('one_image: vision last hidden state [16, 32] and image hidden states [4, 64] within 1e-4', () => {
     const setup = parseIdefics3VisionSetup(readJson('idefics3', 'config.json'));
     const get = modelWeights('idefics3');
-    const ref = readReference(join(HF_FIXTURES, 'idefics3', 'reference.safetensors'));
+    const ref = readFixtureTensors(join(HF_FIXTURES, 'idefics3', 'reference.safetensors'));
     const tower = loadSiglipWeights(get, SIGLIP_PREFIX.idefics3, setup.vision);
     const connector = loadIdefics3Connector(get, setup.vision.hiddenSize, setup.scaleFactor, 64);
     const pv = ref.get('one_image.pixel_values')!;
@@ -85,7 +85,7 @@ describe('Idefics3 vision tower and connector against fixtures/hf/idefics3', () 
 
   it('Idefics3ImageEncoder (tower + connector) gives the one_image image hidden states as [4, 64] rows', () => {
     const setup = parseIdefics3VisionSetup(readJson('idefics3', 'config.json'));
-    const ref = readReference(join(HF_FIXTURES, 'idefics3', 'reference.safetensors'));
+    const ref = readFixtureTensors(join(HF_FIXTURES, 'idefics3', 'reference.safetensors'));
     const encoder = Idefics3ImageEncoder.load(modelWeights('idefics3'), setup, 64);
     expect(encoder.tokensPerImage).toBe(4);
     const rows = encoder.encode({ data: ref.get('one_image.pixel_values')!.data as Float32Array, shape: [1, 3, 32, 32] });
@@ -106,7 +106,7 @@ describe('Gemma 3 SigLIP tower and projector against fixtures/hf/gemma3', () => 
   it('image: SigLIP last hidden state [16, 32] and projected features [4, 48] within 1e-4', () => {
     const setup = parseGemma3VisionSetup(readJson('gemma3', 'config.json'));
     const get = modelWeights('gemma3');
-    const ref = readReference(join(HF_FIXTURES, 'gemma3', 'reference.safetensors'));
+    const ref = readFixtureTensors(join(HF_FIXTURES, 'gemma3', 'reference.safetensors'));
     const tower = loadSiglipWeights(get, SIGLIP_PREFIX.gemma3, setup.vision);
     const projector = loadGemma3Projector(get, setup.vision.hiddenSize, 48);
     const pixels = tf.tensor4d(ref.get('image.pixel_values')!.data as Float32Array, [1, 3, 32, 32]);
@@ -122,7 +122,7 @@ describe('Gemma 3 SigLIP tower and projector against fixtures/hf/gemma3', () => 
 
   it('Gemma3ImageEncoder (tower + projector) gives the image features as [4, 48] rows', () => {
     const setup = parseGemma3VisionSetup(readJson('gemma3', 'config.json'));
-    const ref = readReference(join(HF_FIXTURES, 'gemma3', 'reference.safetensors'));
+    const ref = readFixtureTensors(join(HF_FIXTURES, 'gemma3', 'reference.safetensors'));
     const encoder = Gemma3ImageEncoder.load(modelWeights('gemma3'), setup, 48);
     const rows = encoder.encode({ data: ref.get('image.pixel_values')!.data as Float32Array, shape: [1, 3, 32, 32] });
     expect(rows.shape).toEqual([4, 48]);
