@@ -139,6 +139,11 @@ export class CheckpointTensors {
     throw new UserError(`${dir}: no ${SINGLE_FILE} or ${INDEX_FILE} (not a Hugging Face checkpoint folder?)`);
   }
 
+  /** Tensors of one already-read header (e.g. an adapter file). */
+  static fromEntries(dir: string, source: string, entries: Map<string, TensorEntry>): CheckpointTensors {
+    return new CheckpointTensors(dir, source, entries);
+  }
+
   has(name: string): boolean {
     return this.entries.has(name);
   }

@@ -21,7 +21,8 @@ export function embeddingLookup(e: EmbeddingTable, ids: Int32Array): tf.Tensor2D
     const f = customGrad((t: tf.Tensor) => ({
       value: look(t),
       gradFunc: (dy: tf.Tensor) => {
-        const oneHot = tf.cast(tf.oneHot(idx, vocab), 'float32'); // [N, V]
+        // The ids tensor above belongs to the forward pass's scope and is gone by now: rebuild it from the array.
+        const oneHot = tf.cast(tf.oneHot(tf.tensor1d(ids, 'int32'), vocab), 'float32'); // [N, V]
         return e.layout === 'rows' ? tf.matMul(oneHot, dy, true, false) : tf.matMul(dy, oneHot, true, false);
       },
     }));

@@ -20,3 +20,50 @@ export const LLAMA_LAYOUT: TextModelLayout = {
   modulePrefix: 'model.',
   legacyModulePrefixes: [],
 };
+
+export interface LlamaSizes {
+  vocabSize: number;
+  hiddenSize: number;
+  numLayers: number;
+  numHeads: number;
+  numKvHeads: number;
+  intermediateSize: number;
+  headDim?: number;
+  ropeTheta?: number;
+  rmsNormEps?: number;
+  tieWordEmbeddings?: boolean;
+  bosTokenId?: number;
+  eosTokenId?: number;
+  maxPositionEmbeddings?: number;
+}
+
+/** A LlamaForCausalLM config.json as transformers 4.57 writes it, for checkpoints metrl creates (tests, benchmarks). */
+export function llamaConfigJson(s: LlamaSizes): Record<string, unknown> {
+  return {
+    architectures: ['LlamaForCausalLM'],
+    attention_bias: false,
+    attention_dropout: 0.0,
+    bos_token_id: s.bosTokenId ?? 1,
+    dtype: 'float32',
+    eos_token_id: s.eosTokenId ?? 2,
+    head_dim: s.headDim ?? s.hiddenSize / s.numHeads,
+    hidden_act: 'silu',
+    hidden_size: s.hiddenSize,
+    initializer_range: 0.02,
+    intermediate_size: s.intermediateSize,
+    max_position_embeddings: s.maxPositionEmbeddings ?? 2048,
+    mlp_bias: false,
+    model_type: 'llama',
+    num_attention_heads: s.numHeads,
+    num_hidden_layers: s.numLayers,
+    num_key_value_heads: s.numKvHeads,
+    pretraining_tp: 1,
+    rms_norm_eps: s.rmsNormEps ?? 1e-5,
+    rope_scaling: null,
+    rope_theta: s.ropeTheta ?? 10000.0,
+    tie_word_embeddings: s.tieWordEmbeddings ?? false,
+    transformers_version: '4.57.0',
+    use_cache: true,
+    vocab_size: s.vocabSize,
+  };
+}
