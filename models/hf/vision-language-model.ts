@@ -21,8 +21,16 @@ export interface ImageEncoder {
   dispose(): void;
 }
 
-/** A forward pass whose prompt may hold images: `pixelValues` [n, 3, S, S], in the order their tokens appear. */
-export type VisionForwardInput = Omit<ForwardInput, 'inputsEmbeds'> & { pixelValues?: PixelValues | tf.Tensor4D };
+/**
+ * The images of a prompt, in the order their tokens appear: pixel values [n, 3, S, S], or image features already
+ * encoded by `images.encode` ([n · tokensPerImage, text hidden]). The vision tower is frozen (LoRA targets the language
+ * model), so a trainer can encode a prompt's images once and reuse the rows for every sample, the old policy and the
+ * reference; the tower costs far more than the language model on a 512 px image.
+ */
+export type ImageInput = { pixelValues: PixelValues | tf.Tensor4D } | { imageFeatures: tf.Tensor2D };
+
+/** A forward pass whose prompt may hold images (absent: text only, as in decode steps). */
+export type VisionForwardInput = Omit<ForwardInput, 'inputsEmbeds'> & { images?: ImageInput };
 
 /** A checkpoint folder's preprocessor_config.json, parsed ({} when the folder has none: the processor's defaults). */
 export function readPreprocessorConfig(dir: string): { raw: unknown; source: string } {
@@ -49,10 +57,11 @@ export class VisionLanguageModel {
   ) {}
 
   /** Token embeddings [B, T, H] (Gemma: after the sqrt(H) scaling) with image-token rows replaced by image features. */
-  embedWithImages(ids: TokenIds, pixels?: PixelValues | tf.Tensor4D): tf.Tensor3D {
-    const rows = Array.from(ids);
-    if (!pixels) return mergeImageFeatures(this.decoder.embed(rows), ids, this.imageTokenId, tf.zeros([0, this.config.text.hiddenSize]));
-    return tf.tidy(() => mergeImageFeatures(this.decoder.embed(rows), ids, this.imageTokenId, this.images.encode(pixels)));
+  embedWithImages(ids: TokenIds, images: ImageInput): tf.Tensor3D {
+    return tf.tidy(() => {
+      const features = 'imageFeatures' in images ? images.imageFeatures : this.images.encode(images.pixelValues);
+      return mergeImageFeatures(this.decoder.embed(Array.from(ids)), ids, this.imageTokenId, features);
+    });
   }
 
   /** Token type ids for the decoder (Gemma 3 overrides: 1 on image tokens); none by default. */
@@ -61,13 +70,13 @@ export class VisionLanguageModel {
   }
 
   /**
-   * One forward pass. Images are merged only when `pixelValues` are given (a prefill); decode steps with a cache are
-   * text only. The prompt must hold exactly tokensPerImage image tokens per image (a one-line error otherwise).
+   * One forward pass. Images are merged only when given (a prefill); decode steps with a cache are text only. The
+   * prompt must hold exactly tokensPerImage image tokens per image (a one-line error otherwise).
    */
   forward(input: VisionForwardInput): ForwardOutput {
-    const { pixelValues, ...rest } = input;
-    if (!pixelValues) return this.decoder.forward(rest);
-    const embeds = this.embedWithImages(input.ids, pixelValues);
+    const { images, ...rest } = input;
+    if (!images) return this.decoder.forward(rest);
+    const embeds = this.embedWithImages(input.ids, images);
     try {
       return this.decoder.forward({ ...rest, inputsEmbeds: embeds, tokenTypeIds: rest.tokenTypeIds ?? this.tokenTypeIds(input.ids) });
     } finally {
@@ -76,9 +85,9 @@ export class VisionLanguageModel {
   }
 
   /** Prefill with the images, then one token per step from the KV cache (transformers' generate()). */
-  generate(input: { ids: ArrayLike<number>[]; attentionMask?: ArrayLike<number>[]; pixelValues?: PixelValues | tf.Tensor4D }, options: GenerateOptions): GenerateResult {
-    if (!input.pixelValues) return generate(this.decoder, input, options);
-    const embeds = this.embedWithImages(input.ids, input.pixelValues);
+  generate(input: { ids: ArrayLike<number>[]; attentionMask?: ArrayLike<number>[]; images?: ImageInput }, options: GenerateOptions): GenerateResult {
+    if (!input.images) return generate(this.decoder, input, options);
+    const embeds = this.embedWithImages(input.ids, input.images);
     try {
       return generate(this.decoder, { ids: input.ids, attentionMask: input.attentionMask, inputsEmbeds: embeds, tokenTypeIds: this.tokenTypeIds(input.ids) }, options);
     } finally {
