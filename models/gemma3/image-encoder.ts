@@ -5,7 +5,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { PixelValues } from '../hf/pixel-values.ts';
 import type { Gemma3VisionSetup } from '../hf/vision-config.ts';
 import { disposeSiglip, loadSiglipWeights, SIGLIP_PREFIX, siglipForward, type SiglipWeights, type TensorLookup } from '../vision/siglip.ts';
-import { gemma3Project, loadGemma3Projector, type Gemma3ProjectorWeights } from './projector.ts';
+import { GEMMA3_PROJECTOR_PREFIX, gemma3Project, loadGemma3Projector, type Gemma3ProjectorWeights } from './projector.ts';
 
 export class Gemma3ImageEncoder {
   private constructor(
@@ -14,10 +14,16 @@ export class Gemma3ImageEncoder {
     readonly projector: Gemma3ProjectorWeights,
   ) {}
 
-  /** Read `vision_tower.vision_model.*` and `multi_modal_projector.*`; `textHidden` is the language model's hidden size. */
-  static load(get: TensorLookup, setup: Gemma3VisionSetup, textHidden: number, source = 'model.safetensors'): Gemma3ImageEncoder {
-    const tower = loadSiglipWeights(get, SIGLIP_PREFIX.gemma3, setup.vision, source);
-    return new Gemma3ImageEncoder(setup, tower, loadGemma3Projector(get, setup.vision.hiddenSize, textHidden, source));
+  /**
+   * Read `vision_tower.vision_model.*` and `multi_modal_projector.*` (the legacy names transformers 4.57 still writes,
+   * as real google/gemma-3 files do), or `model.vision_tower.…` / `model.multi_modal_projector.…` when `hasTensor` says
+   * the file uses the in-memory names. `textHidden` is the language model's hidden size.
+   */
+  static load(get: TensorLookup, setup: Gemma3VisionSetup, textHidden: number, source = 'model.safetensors', hasTensor?: (name: string) => boolean): Gemma3ImageEncoder {
+    const modern = hasTensor?.(`model.${SIGLIP_PREFIX.gemma3}embeddings.patch_embedding.weight`) ?? false;
+    const lead = modern ? 'model.' : '';
+    const tower = loadSiglipWeights(get, lead + SIGLIP_PREFIX.gemma3, setup.vision, source);
+    return new Gemma3ImageEncoder(setup, tower, loadGemma3Projector(get, setup.vision.hiddenSize, textHidden, source, lead + GEMMA3_PROJECTOR_PREFIX));
   }
 
   get tokensPerImage(): number {

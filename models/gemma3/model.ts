@@ -25,7 +25,7 @@ export class Gemma3Model extends VisionLanguageModel {
     const { config, decoder, tensors } = loadHfDecoder(dir);
     try {
       const setup = parseGemma3VisionSetup(config.raw, join(dir, 'config.json'));
-      const images = Gemma3ImageEncoder.load(tensorLookup(tensors), setup, config.text.hiddenSize, tensors.source);
+      const images = Gemma3ImageEncoder.load(tensorLookup(tensors), setup, config.text.hiddenSize, tensors.source, (n) => tensors.has(n));
       const model = new Gemma3Model(config, decoder, images, setup.imageTokenId);
       model.setup = setup;
       const pre = readPreprocessorConfig(dir);

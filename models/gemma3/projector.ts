@@ -13,11 +13,12 @@ export interface Gemma3ProjectorWeights {
   projection: tf.Tensor2D;
 }
 
+/** On-disk prefix: the legacy `multi_modal_projector.` that transformers 4.57 writes; v5 files say `model.multi_modal_projector.`. */
 export const GEMMA3_PROJECTOR_PREFIX = 'multi_modal_projector.';
 
-export function loadGemma3Projector(get: TensorLookup, visionHidden: number, textHidden: number, source = 'model.safetensors'): Gemma3ProjectorWeights {
+export function loadGemma3Projector(get: TensorLookup, visionHidden: number, textHidden: number, source = 'model.safetensors', prefix = GEMMA3_PROJECTOR_PREFIX): Gemma3ProjectorWeights {
   const take = (name: string, shape: number[]) => {
-    const full = GEMMA3_PROJECTOR_PREFIX + name;
+    const full = prefix + name;
     const t = get(full);
     if (!t) throw new UserError(`${source}: tensor ${full} is missing`);
     if (t.shape.length !== shape.length || t.shape.some((s, i) => s !== shape[i])) {

@@ -130,6 +130,17 @@ describe('Gemma 3 SigLIP tower and projector against fixtures/hf/gemma3', () => 
     encoder.dispose();
   });
 
+  it('also reads the in-memory names (model.vision_tower.*, model.multi_modal_projector.*) that transformers v5 writes', () => {
+    const setup = parseGemma3VisionSetup(readJson('gemma3', 'config.json'));
+    const ref = readFixtureTensors(join(HF_FIXTURES, 'gemma3', 'reference.safetensors'));
+    const legacy = modelWeights('gemma3');
+    const renamed = (name: string) => (name.startsWith('model.') ? legacy(name.slice('model.'.length)) : undefined);
+    const encoder = Gemma3ImageEncoder.load(renamed, setup, 48, 'v5/model.safetensors', (n) => renamed(n) !== undefined);
+    const rows = encoder.encode({ data: ref.get('image.pixel_values')!.data as Float32Array, shape: [1, 3, 32, 32] });
+    expect(maxAbsDiff(values(rows), ref.get('image.image_features')!.data)).toBeLessThan(TOL);
+    encoder.dispose();
+  });
+
   it('refuses a checkpoint whose tensor shape disagrees with config.json, naming the tensor', () => {
     const setup = parseGemma3VisionSetup(readJson('gemma3', 'config.json'));
     const get = modelWeights('gemma3');
