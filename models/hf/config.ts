@@ -1,0 +1,309 @@
+// Hugging Face config.json → one normalised DecoderConfig for the language model of every supported architecture
+// (models/ layer). Llama, Qwen2 and Gemma 3 text checkpoints carry the decoder settings at the top level; Idefics3
+// (SmolVLM) and Gemma3ForConditionalGeneration nest them under `text_config`, a LlamaConfig and a Gemma3TextConfig.
+//
+// transformers writes a key inside a composite config only when it differs from that sub-config class's default
+// (real gemma-3-4b-it's text_config lists six keys), so every field here has the class default of transformers 4.57
+// (configuration_llama.py, configuration_qwen2.py, configuration_gemma3.py; ../shared/fixtures/hf/hf_config.py lists
+// them). A top-level decoder config always carries its shape keys; those are required there, and a missing one is a
+// UserError naming config.json and the key.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { UserError, describeZodError } from '../../core/errors.ts';
+
+export type DecoderFamily = 'llama' | 'qwen2' | 'gemma3';
+export type LayerType = 'full_attention' | 'sliding_attention';
+
+/** Everything the shared decoder (models/hf/decoder.ts) needs to know about one language model. */
+export interface DecoderConfig {
+  family: DecoderFamily;
+  vocabSize: number;
+  hiddenSize: number;
+  numLayers: number;
+  numHeads: number;
+  numKvHeads: number;
+  headDim: number;
+  intermediateSize: number;
+  /** MLP activation: SiLU (SwiGLU) or tanh-approximated GELU (GeGLU). */
+  act: 'silu' | 'gelu_tanh';
+  rmsNormEps: number;
+  /** 'w': x̂ · w (Llama, Qwen2); 'one_plus_w': x̂ · (1 + w) (Gemma). */
+  normStyle: 'w' | 'one_plus_w';
+  ropeTheta: number;
+  /** Linear RoPE scaling factor of the global (full-attention) layers, or null. */
+  ropeLinearFactor: number | null;
+  /** Gemma 3: RoPE base of the sliding layers (no scaling), or null when all layers share ropeTheta. */
+  ropeLocalTheta: number | null;
+  /** Keys a query may see in sliding layers, itself included (i - j < window); null when no layer slides. */
+  slidingWindow: number | null;
+  layerTypes: LayerType[];
+  /** Multiplier of q·k: headDim^-0.5, or query_pre_attn_scalar^-0.5 for Gemma. */
+  attnScale: number;
+  /** Biases of q/k/v and of o (Qwen2: q/k/v only). */
+  qkvBias: boolean;
+  oBias: boolean;
+  mlpBias: boolean;
+  tieWordEmbeddings: boolean;
+  /** Gemma: token embeddings are multiplied by sqrt(hidden) (as an fp32 constant); null otherwise. */
+  embedScale: number | null;
+  /** Gemma 3: RMSNorm of q and k over head_dim before RoPE. */
+  qkNorm: boolean;
+  /** Gemma: attention and MLP outputs normalised before the residual add (pre/post feed-forward norms). */
+  sandwichNorm: boolean;
+  finalLogitSoftcap: number | null;
+  attnLogitSoftcap: number | null;
+  bosTokenId: number | null;
+  eosTokenIds: number[];
+  padTokenId: number | null;
+}
+
+/** What config.json says about the whole checkpoint: the architecture, its decoder, and the raw JSON for the rest. */
+export interface HfModelConfig {
+  architecture: string;
+  modelType: string;
+  /** 'float32' | 'bfloat16' | 'float16' | … as written (key `dtype`, or `torch_dtype` before transformers 4.56). */
+  dtype: string | null;
+  text: DecoderConfig;
+  /** Image placeholder token of the vision-language architectures (image_token_id / image_token_index), else null. */
+  imageTokenId: number | null;
+  /** The parsed config.json, for the parts other modules read (vision_config, scale_factor, mm_tokens_per_image). */
+  raw: Record<string, unknown>;
+}
+
+export const SUPPORTED_ARCHITECTURES = [
+  'LlamaForCausalLM',
+  'Qwen2ForCausalLM',
+  'Gemma3ForCausalLM',
+  'Idefics3ForConditionalGeneration',
+  'Gemma3ForConditionalGeneration',
+] as const;
+
+const num = z.number();
+const int = z.number().int();
+const tokenIds = z.union([int, z.array(int)]).nullable();
+const RopeScaling = z
+  .object({ rope_type: z.string().optional(), type: z.string().optional(), factor: z.number().optional() })
+  .loose()
+  .nullable();
+
+// Keys shared by the three decoder config classes; all optional here, defaults applied per class below.
+const DecoderJson = z
+  .object({
+    model_type: z.string().optional(),
+    vocab_size: int.positive().optional(),
+    hidden_size: int.positive().optional(),
+    intermediate_size: int.positive().optional(),
+    num_hidden_layers: int.positive().optional(),
+    num_attention_heads: int.positive().optional(),
+    num_key_value_heads: int.positive().nullable().optional(),
+    head_dim: int.positive().nullable().optional(),
+    hidden_act: z.string().optional(),
+    hidden_activation: z.string().nullable().optional(),
+    rms_norm_eps: num.positive().optional(),
+    rope_theta: num.positive().optional(),
+    rope_scaling: RopeScaling.optional(),
+    rope_local_base_freq: num.positive().optional(),
+    attention_bias: z.boolean().optional(),
+    mlp_bias: z.boolean().optional(),
+    tie_word_embeddings: z.boolean().optional(),
+    bos_token_id: tokenIds.optional(),
+    eos_token_id: tokenIds.optional(),
+    pad_token_id: tokenIds.optional(),
+    sliding_window: int.positive().nullable().optional(),
+    use_sliding_window: z.boolean().optional(),
+    max_window_layers: int.nonnegative().optional(),
+    layer_types: z.array(z.enum(['full_attention', 'sliding_attention'])).optional(),
+    sliding_window_pattern: int.positive().optional(),
+    _sliding_window_pattern: int.positive().optional(),
+    query_pre_attn_scalar: num.positive().optional(),
+    final_logit_softcapping: num.positive().nullable().optional(),
+    attn_logit_softcapping: num.positive().nullable().optional(),
+    use_bidirectional_attention: z.boolean().nullable().optional(),
+    pretraining_tp: int.optional(),
+  })
+  .loose();
+type DecoderJson = z.infer<typeof DecoderJson>;
+
+const TopJson = z
+  .object({
+    architectures: z.array(z.string()).min(1).optional(),
+    model_type: z.string().optional(),
+    dtype: z.string().nullable().optional(),
+    torch_dtype: z.string().nullable().optional(),
+    text_config: z.record(z.string(), z.unknown()).optional(),
+    image_token_id: int.optional(),
+    image_token_index: int.optional(),
+  })
+  .loose();
+
+/** Class defaults of transformers 4.57 for the keys a sub-config may omit (hf_config.py mirrors them). */
+const LLAMA_DEFAULTS = {
+  vocab_size: 32000, hidden_size: 4096, intermediate_size: 11008, num_hidden_layers: 32, num_attention_heads: 32,
+  hidden_act: 'silu', rms_norm_eps: 1e-6, rope_theta: 10000, attention_bias: false, mlp_bias: false,
+  tie_word_embeddings: false, bos_token_id: 1, eos_token_id: 2, pad_token_id: null,
+} as const;
+const QWEN2_DEFAULTS = {
+  vocab_size: 151936, hidden_size: 4096, intermediate_size: 22016, num_hidden_layers: 32, num_attention_heads: 32,
+  hidden_act: 'silu', rms_norm_eps: 1e-6, rope_theta: 10000, tie_word_embeddings: false, bos_token_id: null,
+  eos_token_id: null, pad_token_id: null, use_sliding_window: false, sliding_window: 4096, max_window_layers: 28,
+} as const;
+const GEMMA3_TEXT_DEFAULTS = {
+  vocab_size: 262208, hidden_size: 2304, intermediate_size: 9216, num_hidden_layers: 26, num_attention_heads: 8,
+  num_key_value_heads: 4, head_dim: 256, hidden_activation: 'gelu_pytorch_tanh', rms_norm_eps: 1e-6,
+  rope_theta: 1_000_000, rope_local_base_freq: 10_000, attention_bias: false, query_pre_attn_scalar: 256,
+  sliding_window: 4096, sliding_window_pattern: 6, tie_word_embeddings: true, bos_token_id: 2, eos_token_id: 1,
+  pad_token_id: 0,
+} as const;
+
+const REQUIRED_TOP_LEVEL = ['vocab_size', 'hidden_size', 'intermediate_size', 'num_hidden_layers', 'num_attention_heads'] as const;
+
+function tokenList(v: number | number[] | null | undefined): number[] {
+  if (v === null || v === undefined) return [];
+  return Array.isArray(v) ? v : [v];
+}
+function firstToken(v: number | number[] | null | undefined): number | null {
+  return tokenList(v)[0] ?? null;
+}
+
+function activation(name: string, source: string, key: string): 'silu' | 'gelu_tanh' {
+  if (name === 'silu' || name === 'swish') return 'silu';
+  if (name === 'gelu_pytorch_tanh' || name === 'gelu_tanh' || name === 'gelu_new') return 'gelu_tanh';
+  throw new UserError(`${source}: ${key} '${name}' is not supported (silu, gelu_pytorch_tanh)`);
+}
+
+/** Linear scaling factor of a rope_scaling entry; other RoPE types are refused. */
+function linearFactor(scaling: z.infer<typeof RopeScaling> | undefined, source: string, key: string): number | null {
+  if (!scaling) return null;
+  const type = scaling.rope_type ?? scaling.type ?? 'default';
+  if (type === 'default') return null;
+  if (type !== 'linear') throw new UserError(`${source}: ${key}.rope_type '${type}' is not supported (linear or none)`);
+  if (scaling.factor === undefined) throw new UserError(`${source}: ${key}.factor is missing`);
+  return scaling.factor;
+}
+
+/** Normalise one decoder config. `where` prefixes key names in messages ('' or 'text_config.'). */
+function decoderFrom(family: DecoderFamily, json: DecoderJson, source: string, where: string): DecoderConfig {
+  const d = (family === 'llama' ? LLAMA_DEFAULTS : family === 'qwen2' ? QWEN2_DEFAULTS : GEMMA3_TEXT_DEFAULTS) as Record<string, unknown>;
+  const get = <T>(key: keyof DecoderJson): T => (json[key] !== undefined ? json[key] : d[key as string]) as T;
+  const numHeads = get<number>('num_attention_heads');
+  const hiddenSize = get<number>('hidden_size');
+  const numKvHeads = (json.num_key_value_heads ?? (d.num_key_value_heads as number | undefined) ?? numHeads) as number;
+  const headDim = (json.head_dim ?? (d.head_dim as number | undefined) ?? hiddenSize / numHeads) as number;
+  if (!Number.isInteger(headDim)) throw new UserError(`${source}: ${where}hidden_size ${hiddenSize} is not a multiple of num_attention_heads ${numHeads}`);
+  if (numHeads % numKvHeads !== 0) throw new UserError(`${source}: ${where}num_attention_heads ${numHeads} is not a multiple of num_key_value_heads ${numKvHeads}`);
+  if (headDim % 2 !== 0) throw new UserError(`${source}: ${where}head_dim ${headDim} is odd (RoPE needs an even size)`);
+  const numLayers = get<number>('num_hidden_layers');
+  const gemma = family === 'gemma3';
+
+  let layerTypes: LayerType[];
+  let slidingWindow: number | null;
+  if (gemma) {
+    slidingWindow = get<number | null>('sliding_window');
+    const pattern = json.sliding_window_pattern ?? json._sliding_window_pattern ?? 6;
+    // Older Gemma 3 configs have only the pattern: layer i is global iff (i + 1) % pattern == 0.
+    layerTypes = json.layer_types ?? Array.from({ length: numLayers }, (_, i) => ((i + 1) % pattern ? 'sliding_attention' : 'full_attention'));
+    if (json.use_bidirectional_attention) throw new UserError(`${source}: ${where}use_bidirectional_attention (EmbeddingGemma) is not supported`);
+  } else if (family === 'qwen2') {
+    const useSliding = get<boolean>('use_sliding_window');
+    slidingWindow = useSliding ? get<number | null>('sliding_window') : null;
+    const maxWindow = get<number>('max_window_layers');
+    layerTypes = json.layer_types ?? Array.from({ length: numLayers }, (_, i) => (slidingWindow !== null && i >= maxWindow ? 'sliding_attention' : 'full_attention'));
+  } else {
+    slidingWindow = null;
+    layerTypes = Array.from({ length: numLayers }, () => 'full_attention' as const);
+  }
+  if (layerTypes.length !== numLayers) throw new UserError(`${source}: ${where}layer_types has ${layerTypes.length} entries for ${numLayers} layers`);
+  if (layerTypes.includes('sliding_attention') && !slidingWindow) throw new UserError(`${source}: ${where}sliding_window is missing for sliding_attention layers`);
+  if (!layerTypes.includes('sliding_attention')) slidingWindow = null;
+
+  const attnBias = family === 'qwen2' ? true : get<boolean>('attention_bias');
+  const actName = gemma ? (json.hidden_activation ?? (d.hidden_activation as string)) : get<string>('hidden_act');
+  return {
+    family,
+    vocabSize: get('vocab_size'),
+    hiddenSize,
+    numLayers,
+    numHeads,
+    numKvHeads,
+    headDim,
+    intermediateSize: get('intermediate_size'),
+    act: activation(actName, source, `${where}${gemma ? 'hidden_activation' : 'hidden_act'}`),
+    rmsNormEps: get('rms_norm_eps'),
+    normStyle: gemma ? 'one_plus_w' : 'w',
+    ropeTheta: get('rope_theta'),
+    ropeLinearFactor: linearFactor(json.rope_scaling, source, `${where}rope_scaling`),
+    ropeLocalTheta: gemma ? get<number>('rope_local_base_freq') : null,
+    slidingWindow,
+    layerTypes,
+    attnScale: gemma ? get<number>('query_pre_attn_scalar') ** -0.5 : headDim ** -0.5,
+    qkvBias: attnBias,
+    oBias: family === 'qwen2' ? false : attnBias,
+    mlpBias: family === 'llama' ? get<boolean>('mlp_bias') : false,
+    tieWordEmbeddings: get('tie_word_embeddings'),
+    embedScale: gemma ? Math.fround(Math.sqrt(hiddenSize)) : null,
+    qkNorm: gemma,
+    sandwichNorm: gemma,
+    finalLogitSoftcap: gemma ? (json.final_logit_softcapping ?? null) : null,
+    attnLogitSoftcap: gemma ? (json.attn_logit_softcapping ?? null) : null,
+    bosTokenId: firstToken(get('bos_token_id')),
+    eosTokenIds: tokenList(get('eos_token_id')),
+    padTokenId: firstToken(get('pad_token_id')),
+  };
+}
+
+function parseDecoderJson(value: unknown, source: string, where: string): DecoderJson {
+  const result = DecoderJson.safeParse(value);
+  if (!result.success) throw new UserError(describeZodError(result.error, `${source}: ${where}`, value));
+  return result.data;
+}
+
+/** Parse a config.json object. `source` (the file's path) names the file in error messages. */
+export function parseHfConfig(json: unknown, source = 'config.json'): HfModelConfig {
+  if (json === null || typeof json !== 'object' || Array.isArray(json)) throw new UserError(`${source}: not a JSON object`);
+  const top = TopJson.safeParse(json);
+  if (!top.success) throw new UserError(describeZodError(top.error, `${source}: `, json));
+  const raw = json as Record<string, unknown>;
+  const architecture = top.data.architectures?.[0];
+  if (!architecture) throw new UserError(`${source}: missing key 'architectures'`);
+  if (!(SUPPORTED_ARCHITECTURES as readonly string[]).includes(architecture)) {
+    throw new UserError(`${source}: architecture ${architecture} is not supported (supported: ${SUPPORTED_ARCHITECTURES.join(', ')})`);
+  }
+  const dtype = top.data.dtype ?? top.data.torch_dtype ?? null;
+  const modelType = top.data.model_type ?? '';
+  let text: DecoderConfig;
+  let imageTokenId: number | null = null;
+  if (architecture === 'Idefics3ForConditionalGeneration' || architecture === 'Gemma3ForConditionalGeneration') {
+    const family: DecoderFamily = architecture === 'Idefics3ForConditionalGeneration' ? 'llama' : 'gemma3';
+    // Idefics3Config builds LlamaConfig(rms_norm_eps=1e-5, …) when text_config is absent; real files always carry it.
+    if (!top.data.text_config) throw new UserError(`${source}: missing key 'text_config'`);
+    const sub = parseDecoderJson(top.data.text_config, source, 'text_config.');
+    const expectedType = family === 'llama' ? 'llama' : 'gemma3_text';
+    if (sub.model_type !== undefined && sub.model_type !== expectedType) {
+      throw new UserError(`${source}: text_config.model_type '${sub.model_type}' is not supported for ${architecture} (expected ${expectedType})`);
+    }
+    text = decoderFrom(family, sub, source, 'text_config.');
+    // Gemma3ForConditionalGeneration (transformers 4.57) does not apply final_logit_softcapping; only the CausalLM does.
+    if (family === 'gemma3') text.finalLogitSoftcap = null;
+    imageTokenId = top.data.image_token_id ?? top.data.image_token_index ?? (family === 'llama' ? 128257 : 262144);
+  } else {
+    const family: DecoderFamily = architecture === 'LlamaForCausalLM' ? 'llama' : architecture === 'Qwen2ForCausalLM' ? 'qwen2' : 'gemma3';
+    const sub = parseDecoderJson(json, source, '');
+    for (const key of REQUIRED_TOP_LEVEL) if (sub[key] === undefined) throw new UserError(`${source}: missing key '${key}'`);
+    text = decoderFrom(family, sub, source, '');
+  }
+  return { architecture, modelType, dtype, text, imageTokenId, raw };
+}
+
+/** Read and parse `<dir>/config.json`. */
+export function readHfConfig(dir: string): HfModelConfig {
+  const path = join(dir, 'config.json');
+  if (!existsSync(path)) throw new UserError(`${path}: no such file (a Hugging Face checkpoint folder has a config.json)`);
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(path, 'utf8'));
+  } catch {
+    throw new UserError(`${path}: not valid JSON`);
+  }
+  return parseHfConfig(json, path);
+}

@@ -1,0 +1,250 @@
+// The decoder-only language model shared by every Hugging Face architecture metrl runs (models/ layer): Llama,
+// Qwen2, Gemma 3 text, and the language models inside Idefics3 (SmolVLM) and Gemma3ForConditionalGeneration. What
+// differs between them is data (models/hf/config.ts: DecoderConfig; models/<arch>/language-model.ts: tensor names);
+// the network is this one file, written with tfjs ops that autodiff goes through (LoRA training takes gradients).
+//
+// forward: ids [B, T] (left-padded batches: attention mask 0 on pads) → logits [B, T, V]
+//   x = embed(ids) (× sqrt(H) for Gemma; or caller-given inputsEmbeds, e.g. with image features merged in)
+//   per layer: x += attn(norm(x)) ; x += mlp(norm(x))      (Gemma: outputs normalised again before each add)
+//   logits = norm(x) · W_outᵀ  (W_out = embeddings when tied; optional tanh soft-capping)
+// Rows are packed as [B·T, H] so every projection is one 2-D matrix product. An optional KV cache (post-RoPE keys and
+// values of earlier positions) makes incremental decoding one position per step (models/hf/generate.ts).
+import * as tf from '@tensorflow/tfjs';
+import type { DecoderConfig } from './config.ts';
+import type { TextModelLayout } from './layout.ts';
+import { attention, buildMask, type LayerKV } from '../layers/attention.ts';
+import { embeddingLookup, type EmbeddingTable } from '../layers/embedding.ts';
+import { linear, type LinearWeights } from '../layers/linear.ts';
+import { gatedMlp, type MlpWeights } from '../layers/mlp.ts';
+import { rmsNorm } from '../layers/rms-norm.ts';
+import { applyRope, disposeRope, inverseFrequencies, ropeTable, type RopeTable } from '../layers/rope.ts';
+import { mm } from '../ops.ts';
+
+export interface DecoderLayerWeights {
+  inputNorm: tf.Variable; // [H]
+  postAttnNorm: tf.Variable; // [H]: Llama's pre-MLP norm; Gemma's norm of the attention output
+  preFfnNorm?: tf.Variable; // [H] Gemma
+  postFfnNorm?: tf.Variable; // [H] Gemma
+  qNorm?: tf.Variable; // [d] Gemma
+  kNorm?: tf.Variable; // [d] Gemma
+  q: LinearWeights; // H → nh·d
+  k: LinearWeights; // H → nkv·d
+  v: LinearWeights; // H → nkv·d
+  o: LinearWeights; // nh·d → H
+  mlp: MlpWeights;
+}
+
+export interface DecoderWeights {
+  embed: EmbeddingTable;
+  layers: DecoderLayerWeights[];
+  finalNorm: tf.Variable; // [H]
+  /** Output head [H, V]; when tied this is the embedding table itself (layout 'columns'). */
+  lmHead: tf.Variable;
+}
+
+/** Per layer: keys and values of every position so far, [B, nkv, S, d]. */
+export interface KVCache {
+  layers: LayerKV[];
+  /** S: positions held (padding included). */
+  length: number;
+}
+
+export interface ForwardInput {
+  /** Token ids [B][T]. With a cache these are the new positions only. */
+  ids: ArrayLike<number>[];
+  /** [B][past + T]: 1 on real tokens, 0 on padding. Default: all ones. */
+  attentionMask?: ArrayLike<number>[];
+  /** RoPE positions [B][T]. Default: from the attention mask as generate() does (cumsum - 1, pads at 1). */
+  positionIds?: ArrayLike<number>[];
+  /** Replaces the embedding lookup: [B, T, H] (for Gemma already scaled; image features merged after scaling). */
+  inputsEmbeds?: tf.Tensor3D;
+  /** Gemma 3 [B][T]: 1 on image tokens; each run of them attends to itself bidirectionally (prefill only). */
+  tokenTypeIds?: ArrayLike<number>[];
+  /** Earlier positions' keys and values; absent for a fresh sequence. Not disposed by forward. */
+  cache?: KVCache | null;
+  /** Return the cache extended by this pass (default false). */
+  returnCache?: boolean;
+  /** Apply LoRA adapters where attached (default true); false gives the frozen base (the reference policy). */
+  useLora?: boolean;
+  /** Which logit rows to compute: every position (default), each sequence's last one ([B, 1, V]), or none. */
+  logits?: 'all' | 'last' | 'none';
+  /** Also return the residual stream: embeddings, after each layer, after the final norm (each [B·T, H]). */
+  collectHidden?: boolean;
+}
+
+export interface ForwardOutput {
+  /** [B, T, V] or [B, 1, V] (logits 'last'); null with logits 'none'. */
+  logits: tf.Tensor3D | null;
+  /** Final-normalised hidden states [B·T, H] (the input of the output head). */
+  hidden: tf.Tensor2D;
+  cache: KVCache | null;
+  hiddenStates?: tf.Tensor2D[];
+}
+
+/** generate()'s positions: cumsum(mask) - 1, with padded positions set to 1. Row by row, [B][S]. */
+export function positionsFromMask(mask: ArrayLike<number>[]): Int32Array[] {
+  return mask.map((row) => {
+    const out = new Int32Array(row.length);
+    let sum = 0;
+    for (let j = 0; j < row.length; j++) {
+      sum += row[j];
+      out[j] = row[j] === 1 ? sum - 1 : 1;
+    }
+    return out;
+  });
+}
+
+export class HfDecoder {
+  constructor(
+    readonly config: DecoderConfig,
+    readonly layout: TextModelLayout,
+    readonly weights: DecoderWeights,
+  ) {}
+
+  /** Token embeddings [B, T, H], Gemma's sqrt(H) scaling applied (the rows image features replace). */
+  embed(ids: ArrayLike<number>[]): tf.Tensor3D {
+    const B = ids.length;
+    const T = ids[0]?.length ?? 0;
+    const flat = new Int32Array(B * T);
+    ids.forEach((row, b) => {
+      if (row.length !== T) throw new Error(`embed: sequence ${b} has ${row.length} ids, sequence 0 has ${T}`);
+      for (let t = 0; t < T; t++) flat[b * T + t] = row[t];
+    });
+    return tf.tidy(() => {
+      let x = embeddingLookup(this.weights.embed, flat); // [B·T, H]
+      if (this.config.embedScale !== null) x = tf.mul(x, this.config.embedScale);
+      return tf.reshape(x, [B, T, this.config.hiddenSize]) as tf.Tensor3D;
+    });
+  }
+
+  forward(input: ForwardInput): ForwardOutput {
+    const c = this.config;
+    const B = input.ids.length;
+    const T = input.ids[0]?.length ?? 0;
+    const past = input.cache?.length ?? 0;
+    const S = past + T;
+    const mask = input.attentionMask ?? Array.from({ length: B }, () => new Int32Array(S).fill(1));
+    if (mask.length !== B || mask.some((r) => r.length !== S)) throw new Error(`forward: attention mask must be [${B}, ${S}]`);
+    const positions = new Int32Array(B * T);
+    const given = input.positionIds ?? positionsFromMask(mask).map((r) => r.subarray(past));
+    given.forEach((row, b) => {
+      for (let t = 0; t < T; t++) positions[b * T + t] = row[t];
+    });
+    const useLora = input.useLora ?? true;
+    const sliding = c.layerTypes.includes('sliding_attention');
+
+    const ropeGlobal = ropeTable(positions, inverseFrequencies(c.headDim, c.ropeTheta, c.ropeLinearFactor));
+    const ropeLocal: RopeTable | null = c.ropeLocalTheta !== null ? ropeTable(positions, inverseFrequencies(c.headDim, c.ropeLocalTheta)) : null;
+    const tokenTypeIds = input.tokenTypeIds?.map((r) => Array.from(r));
+    const maskRows = mask.map((r) => Array.from(r));
+    const fullMask = buildMask({ batch: B, queries: T, past, attentionMask: maskRows, window: null, tokenTypeIds });
+    const slidingMask = sliding ? buildMask({ batch: B, queries: T, past, attentionMask: maskRows, window: c.slidingWindow, tokenTypeIds }) : null;
+
+    try {
+      return tf.tidy((): tf.TensorContainer => {
+        const hiddenStates: tf.Tensor2D[] = [];
+        let x: tf.Tensor2D = input.inputsEmbeds
+          ? (tf.reshape(input.inputsEmbeds, [B * T, c.hiddenSize]) as tf.Tensor2D)
+          : (tf.reshape(this.embed(input.ids), [B * T, c.hiddenSize]) as tf.Tensor2D); // [B·T, H]
+        if (input.collectHidden) hiddenStates.push(x);
+        const newCache: LayerKV[] = [];
+        this.weights.layers.forEach((w, i) => {
+          const isSliding = c.layerTypes[i] === 'sliding_attention';
+          const rope = isSliding && ropeLocal ? ropeLocal : ropeGlobal;
+          const normed = rmsNorm(x, w.inputNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle);
+          let q = tf.reshape(linear(normed, w.q, useLora), [B * T, c.numHeads, c.headDim]) as tf.Tensor3D; // [B·T, nh, d]
+          let k = tf.reshape(linear(normed, w.k, useLora), [B * T, c.numKvHeads, c.headDim]) as tf.Tensor3D; // [B·T, nkv, d]
+          const v = tf.reshape(linear(normed, w.v, useLora), [B * T, c.numKvHeads, c.headDim]) as tf.Tensor3D;
+          if (w.qNorm && w.kNorm) {
+            q = rmsNorm(q, w.qNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle);
+            k = rmsNorm(k, w.kNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle);
+          }
+          q = applyRope(q, rope);
+          k = applyRope(k, rope);
+          const { out, kv } = attention(
+            q,
+            k,
+            v,
+            isSliding ? slidingMask! : fullMask,
+            { batch: B, queries: T, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: c.headDim, scale: c.attnScale, softcap: c.attnLogitSoftcap },
+            input.cache?.layers[i] ?? null,
+          );
+          newCache.push(kv);
+          let a = linear(out, w.o, useLora); // [B·T, H]
+          if (c.sandwichNorm) {
+            a = rmsNorm(a, w.postAttnNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle);
+            x = tf.add(x, a);
+            let m = gatedMlp(rmsNorm(x, w.preFfnNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle), w.mlp, c.act, useLora);
+            m = rmsNorm(m, w.postFfnNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle);
+            x = tf.add(x, m);
+          } else {
+            x = tf.add(x, a);
+            x = tf.add(x, gatedMlp(rmsNorm(x, w.postAttnNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle), w.mlp, c.act, useLora));
+          }
+          if (input.collectHidden) hiddenStates.push(x);
+        });
+        const hidden = rmsNorm(x, this.weights.finalNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle); // [B·T, H]
+        if (input.collectHidden) hiddenStates.push(hidden);
+        let logits: tf.Tensor3D | null = null;
+        if ((input.logits ?? 'all') !== 'none') {
+          const last = input.logits === 'last';
+          const rows = last ? (tf.reshape(tf.slice(tf.reshape(hidden, [B, T, c.hiddenSize]), [0, T - 1, 0], [B, 1, c.hiddenSize]), [B, c.hiddenSize]) as tf.Tensor2D) : hidden;
+          let l: tf.Tensor = mm(rows, this.weights.lmHead as tf.Tensor2D); // [rows, V]
+          if (c.finalLogitSoftcap !== null) l = tf.mul(tf.tanh(tf.div(l, c.finalLogitSoftcap)), c.finalLogitSoftcap);
+          logits = tf.reshape(l, [B, last ? 1 : T, c.vocabSize]) as tf.Tensor3D;
+        }
+        const cache = input.returnCache ? { layers: newCache, length: S } : null;
+        const result: ForwardOutput = { logits, hidden, cache, ...(input.collectHidden ? { hiddenStates } : {}) };
+        return result as unknown as tf.TensorContainer;
+      }) as unknown as ForwardOutput;
+    } finally {
+      disposeRope(ropeGlobal);
+      if (ropeLocal) disposeRope(ropeLocal);
+      fullMask.dispose();
+      slidingMask?.dispose();
+    }
+  }
+
+  /** Every linear layer of the decoder, by module path (model.layers.0.self_attn.q_proj, …): LoRA targets. */
+  linears(): Map<string, LinearWeights> {
+    const out = new Map<string, LinearWeights>();
+    for (const w of this.weights.layers) for (const l of [w.q, w.k, w.v, w.o, w.mlp.gate, w.mlp.up, w.mlp.down]) out.set(l.module, l);
+    return out;
+  }
+
+  /** The base weights (for supervised training of the whole model; frozen otherwise). */
+  baseVariables(): tf.Variable[] {
+    const out: tf.Variable[] = [this.weights.embed.table, this.weights.finalNorm];
+    if (this.weights.lmHead !== this.weights.embed.table) out.push(this.weights.lmHead);
+    for (const w of this.weights.layers) {
+      for (const n of [w.inputNorm, w.postAttnNorm, w.preFfnNorm, w.postFfnNorm, w.qNorm, w.kNorm]) if (n) out.push(n);
+      for (const l of [w.q, w.k, w.v, w.o, w.mlp.gate, w.mlp.up, w.mlp.down]) {
+        out.push(l.w);
+        if (l.bias) out.push(l.bias);
+      }
+    }
+    return out;
+  }
+
+  /** The attached LoRA variables (A and B of every adapted linear). */
+  loraVariables(): tf.Variable[] {
+    return [...this.linears().values()].flatMap((l) => (l.lora ? [l.lora.a, l.lora.b] : []));
+  }
+
+  dispose(): void {
+    for (const l of this.linears().values()) {
+      l.lora?.a.dispose();
+      l.lora?.b.dispose();
+      l.lora = undefined;
+    }
+    for (const v of this.baseVariables()) v.dispose();
+  }
+}
+
+/** Dispose a cache's tensors. */
+export function disposeCache(cache: KVCache | null | undefined): void {
+  for (const kv of cache?.layers ?? []) {
+    kv.k.dispose();
+    kv.v.dispose();
+  }
+}

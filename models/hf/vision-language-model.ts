@@ -1,0 +1,102 @@
+// What the two Hugging Face vision-language models share around the language model (models/ layer): token
+// embeddings with image features merged in (models/hf/image-merge.ts), one forward pass, and generate()-style greedy
+// or sampled decoding whose prefill carries the images. models/idefics3/model.ts and models/gemma3/model.ts supply
+// the image encoder and, for Gemma 3, the bidirectional image block (token_type_ids).
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import { UserError } from '../../core/errors.ts';
+import type { HfModelConfig } from './config.ts';
+import type { ForwardInput, ForwardOutput, HfDecoder } from './decoder.ts';
+import { generate, type GenerateOptions, type GenerateResult } from './generate.ts';
+import { mergeImageFeatures, type TokenIds } from './image-merge.ts';
+import type { PixelValues } from './pixel-values.ts';
+import type { CheckpointTensors } from './weights.ts';
+import type { TensorLookup } from '../vision/siglip.ts';
+
+/** Images -> the rows that replace image tokens ([n · tokensPerImage, text hidden], image 0 first). */
+export interface ImageEncoder {
+  readonly tokensPerImage: number;
+  encode(pixels: PixelValues | tf.Tensor4D): tf.Tensor2D;
+  dispose(): void;
+}
+
+/**
+ * The images of a prompt, in the order their tokens appear: pixel values [n, 3, S, S], or image features already
+ * encoded by `images.encode` ([n · tokensPerImage, text hidden]). The vision tower is frozen (LoRA targets the language
+ * model), so a trainer can encode a prompt's images once and reuse the rows for every sample, the old policy and the
+ * reference; the tower costs far more than the language model on a 512 px image.
+ */
+export type ImageInput = { pixelValues: PixelValues | tf.Tensor4D } | { imageFeatures: tf.Tensor2D };
+
+/** A forward pass whose prompt may hold images (absent: text only, as in decode steps). */
+export type VisionForwardInput = Omit<ForwardInput, 'inputsEmbeds'> & { images?: ImageInput };
+
+/** A checkpoint folder's preprocessor_config.json, parsed ({} when the folder has none: the processor's defaults). */
+export function readPreprocessorConfig(dir: string): { raw: unknown; source: string } {
+  const source = join(dir, 'preprocessor_config.json');
+  if (!existsSync(source)) return { raw: {}, source };
+  try {
+    return { raw: JSON.parse(readFileSync(source, 'utf8')), source };
+  } catch {
+    throw new UserError(`${source}: not valid JSON`);
+  }
+}
+
+/** The checkpoint's tensors as a lookup for the vision loaders. */
+export function tensorLookup(tensors: CheckpointTensors): TensorLookup {
+  return (name) => (tensors.has(name) ? tensors.read(name) : undefined);
+}
+
+export class VisionLanguageModel {
+  constructor(
+    readonly config: HfModelConfig,
+    readonly decoder: HfDecoder,
+    readonly images: ImageEncoder,
+    readonly imageTokenId: number,
+  ) {}
+
+  /** Token embeddings [B, T, H] (Gemma: after the sqrt(H) scaling) with image-token rows replaced by image features. */
+  embedWithImages(ids: TokenIds, images: ImageInput): tf.Tensor3D {
+    return tf.tidy(() => {
+      const features = 'imageFeatures' in images ? images.imageFeatures : this.images.encode(images.pixelValues);
+      return mergeImageFeatures(this.decoder.embed(Array.from(ids)), ids, this.imageTokenId, features);
+    });
+  }
+
+  /** Token type ids for the decoder (Gemma 3 overrides: 1 on image tokens); none by default. */
+  tokenTypeIds(_ids: TokenIds): ArrayLike<number>[] | undefined {
+    return undefined;
+  }
+
+  /**
+   * One forward pass. Images are merged only when given (a prefill); decode steps with a cache are text only. The
+   * prompt must hold exactly tokensPerImage image tokens per image (a one-line error otherwise).
+   */
+  forward(input: VisionForwardInput): ForwardOutput {
+    const { images, ...rest } = input;
+    if (!images) return this.decoder.forward(rest);
+    const embeds = this.embedWithImages(input.ids, images);
+    try {
+      return this.decoder.forward({ ...rest, inputsEmbeds: embeds, tokenTypeIds: rest.tokenTypeIds ?? this.tokenTypeIds(input.ids) });
+    } finally {
+      embeds.dispose();
+    }
+  }
+
+  /** Prefill with the images, then one token per step from the KV cache (transformers' generate()). */
+  generate(input: { ids: ArrayLike<number>[]; attentionMask?: ArrayLike<number>[]; images?: ImageInput }, options: GenerateOptions): GenerateResult {
+    if (!input.images) return generate(this.decoder, input, options);
+    const embeds = this.embedWithImages(input.ids, input.images);
+    try {
+      return generate(this.decoder, { ids: input.ids, attentionMask: input.attentionMask, inputsEmbeds: embeds, tokenTypeIds: this.tokenTypeIds(input.ids) }, options);
+    } finally {
+      embeds.dispose();
+    }
+  }
+
+  dispose(): void {
+    this.decoder.dispose();
+    this.images.dispose();
+  }
+}

@@ -1,0 +1,104 @@
+// Causal self-attention with grouped KV heads, as the Hugging Face decoders compute it (models/ layer, shared decoder
+// pieces; transformers' "eager" attention):
+// - GQA: query head h reads KV head h // (heads / kvHeads) (repeat_interleave). Query heads are laid out so each KV
+//   head's `rep` query heads form one block of rows, so K and V are never copied per query head.
+// - scores = q·kᵀ · scale (optional tanh soft-capping), plus an additive mask, softmax in float32, times V.
+// - Masks (built once per forward by `buildMask`): causal on absolute (cache) indices j <= i, sliding window
+//   i - j < window, padding on keys only, and Gemma 3's bidirectional image blocks (token_type_ids) OR-ed in.
+// - The KV cache holds post-RoPE keys and the values of every earlier position of every sequence: [B, kvHeads, S, d].
+import * as tf from '@tensorflow/tfjs';
+
+/** Large negative added to masked scores: exp underflows to 0 and a fully masked row stays finite (pad queries). */
+export const MASKED = -1e9;
+
+export interface LayerKV {
+  k: tf.Tensor4D; // [B, kvHeads, S, d] (RoPE applied)
+  v: tf.Tensor4D; // [B, kvHeads, S, d]
+}
+
+export interface MaskSpec {
+  batch: number;
+  /** New (query) positions per sequence. */
+  queries: number;
+  /** Positions already in the cache: query t has absolute index past + t. */
+  past: number;
+  /** [B][past + queries] 1 = a real token, 0 = padding (keys only). */
+  attentionMask: number[][];
+  /** Sliding layers: a query sees keys with i - j < window. null: no window. */
+  window: number | null;
+  /** Gemma 3: [B][queries] 1 on image tokens; each run of consecutive 1s attends to itself bidirectionally. */
+  tokenTypeIds?: number[][];
+}
+
+/** Additive mask [B, 1, T, S] (0 allowed, MASKED not), S = past + T. */
+export function buildMask(spec: MaskSpec): tf.Tensor4D {
+  const { batch, queries: t, past, attentionMask, window } = spec;
+  const s = past + t;
+  const out = new Float32Array(batch * t * s);
+  for (let b = 0; b < batch; b++) {
+    const keyOk = attentionMask[b];
+    if (keyOk.length !== s) throw new Error(`attention mask row ${b} has ${keyOk.length} entries, expected ${s}`);
+    // Image block id of each new position (-1 for text); keys from the cache belong to no block.
+    let groups: Int32Array | null = null;
+    if (spec.tokenTypeIds) {
+      groups = new Int32Array(t).fill(-1);
+      let g = -1;
+      for (let q = 0; q < t; q++) {
+        const isImage = spec.tokenTypeIds[b][q] === 1;
+        if (isImage && (q === 0 || spec.tokenTypeIds[b][q - 1] !== 1)) g++;
+        if (isImage) groups[q] = g;
+      }
+    }
+    for (let q = 0; q < t; q++) {
+      const i = past + q;
+      const row = (b * t + q) * s;
+      for (let j = 0; j < s; j++) {
+        let allowed = j <= i && (window === null || i - j < window);
+        if (!allowed && groups && j >= past) allowed = groups[q] >= 0 && groups[q] === groups[j - past];
+        if (allowed && keyOk[j] !== 1) allowed = false;
+        out[row + j] = allowed ? 0 : MASKED;
+      }
+    }
+  }
+  return tf.tensor4d(out, [batch, 1, t, s]);
+}
+
+export interface AttentionShape {
+  batch: number;
+  queries: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  scale: number;
+  softcap: number | null;
+}
+
+/**
+ * q [B·T, heads, d], k and v [B·T, kvHeads, d] (RoPE already applied to q and k), optional cache of earlier keys and
+ * values, additive mask [B, 1, T, S]. Returns the attention output [B·T, heads·d] and the cache extended by this pass.
+ */
+export function attention(q: tf.Tensor3D, k: tf.Tensor3D, v: tf.Tensor3D, mask: tf.Tensor4D, shape: AttentionShape, cache: LayerKV | null): { out: tf.Tensor2D; kv: LayerKV } {
+  const { batch: B, queries: T, heads: H, kvHeads: KV, headDim: D } = shape;
+  const rep = H / KV;
+  // Keys/values of this pass, [B, KV, T, D], appended to the cache along the position axis.
+  const kNew = tf.transpose(tf.reshape(k, [B, T, KV, D]), [0, 2, 1, 3]) as tf.Tensor4D;
+  const vNew = tf.transpose(tf.reshape(v, [B, T, KV, D]), [0, 2, 1, 3]) as tf.Tensor4D;
+  const kAll = cache ? (tf.concat([cache.k, kNew], 2) as tf.Tensor4D) : kNew;
+  const vAll = cache ? (tf.concat([cache.v, vNew], 2) as tf.Tensor4D) : vNew;
+  const S = kAll.shape[2];
+  const out = tf.tidy(() => {
+    // Query heads h = kv·rep + r: [B, H, T, D] is [B, KV, rep·T, D] in memory, one block of rows per KV head.
+    const qh = tf.reshape(tf.transpose(tf.reshape(q, [B, T, H, D]), [0, 2, 1, 3]), [B * KV, rep * T, D]);
+    let scores = tf.mul(tf.matMul(qh, tf.reshape(kAll, [B * KV, S, D]), false, true), shape.scale) as tf.Tensor; // [B·KV, rep·T, S]
+    if (shape.softcap !== null) scores = tf.mul(tf.tanh(tf.div(scores, shape.softcap)), shape.softcap);
+    scores = tf.add(tf.reshape(scores, [B, H, T, S]), mask); // mask [B, 1, T, S] broadcast over heads
+    const probs = tf.reshape(tf.softmax(scores, -1), [B * KV, rep * T, S]);
+    const o = tf.matMul(probs, tf.reshape(vAll, [B * KV, S, D])); // [B·KV, rep·T, D]
+    return tf.reshape(tf.transpose(tf.reshape(o, [B, H, T, D]), [0, 2, 1, 3]), [B * T, H * D]) as tf.Tensor2D;
+  });
+  if (cache) {
+    kNew.dispose();
+    vNew.dispose();
+  }
+  return { out, kv: { k: kAll, v: vAll } };
+}

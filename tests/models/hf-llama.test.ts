@@ -1,0 +1,32 @@
+// LlamaForCausalLM loaded from ../shared/fixtures/hf/llama through the same loader the CLI uses, against the
+// fixture's PyTorch references: logits and hidden states within 1e-4, greedy ids exact (KV cache, left padding).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { initBackend } from '../../models/backend.ts';
+import { loadHfDecoder, type LoadedHfModel } from '../../models/hf/load-decoder.ts';
+import { FIXTURES, TOL, readReference, textReferenceChecks } from './hf-fixture.ts';
+
+let loaded: LoadedHfModel;
+
+beforeAll(async () => {
+  await initBackend('wasm', null);
+  loaded = loadHfDecoder(join(FIXTURES, 'llama'));
+});
+afterAll(() => loaded?.decoder.dispose());
+
+describe('Hugging Face Llama (fixtures/hf/llama)', () => {
+  it('parses config.json into the decoder settings', () => {
+    const c = loaded.config.text;
+    expect(loaded.config.architecture).toBe('LlamaForCausalLM');
+    expect([c.vocabSize, c.hiddenSize, c.numLayers, c.numHeads, c.numKvHeads, c.headDim, c.intermediateSize]).toEqual([256, 64, 2, 4, 2, 16, 128]);
+    expect([c.rmsNormEps, c.ropeTheta, c.tieWordEmbeddings, c.qkvBias, c.bosTokenId, c.eosTokenIds]).toEqual([1e-5, 10000, false, false, 1, [2]]);
+  });
+
+  it('matches the reference logits, hidden states and greedy generations', () => {
+    const r = textReferenceChecks(loaded.decoder, readReference('llama'));
+    console.log('llama', r);
+    for (const k of ['batch', 'batchDerivedPositions', 'single0', 'single1', 'hidden', 'greedyLogits', 'greedyBatchLogits']) expect(r[k], k).toBeLessThan(TOL);
+    expect(r.greedyIdsEqual).toBe(true);
+    expect(r.greedyBatchIdsEqual).toBe(true);
+  });
+});
