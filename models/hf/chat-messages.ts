@@ -1,10 +1,10 @@
 // metrl's structured prompt (core/episode.ts PromptMessage[]: text parts and references to an episode's action
 // images) as the messages a checkpoint's chat template reads, plus the images in the order the template's
 // placeholders will appear (layer: models/). The wording is the one hosted models get: the messages go through
-// core/chat.ts toChatMessages, the same conversion eval/prompts.ts uses for API requests (adjacent text parts merged,
+// core/chat.ts toChatMessages, the same conversion eval/query-to-chat.ts uses for API requests (adjacent text parts merged,
 // roles kept), and each image_url part becomes {type: 'image'}. Images are rendered by the caller's function; the
 // hosted path renders them at the environment's chat size (envRenderer), and the model's processor resizes them.
-// OpenAI-format messages (what `metrl serve` receives, or eval/prompts.ts queryToChat builds) convert the same way,
+// OpenAI-format messages (what `metrl serve` receives, or eval/query-to-chat.ts queryToChat builds) convert the same way,
 // their data-URL images decoded at full size (chatToTemplatePrompt).
 import { toChatMessages, type ChatMessage } from '../../core/chat.ts';
 import { UserError } from '../../core/errors.ts';
@@ -93,7 +93,7 @@ async function decodeDataUrl(url: string): Promise<RawImage> {
 
 /**
  * OpenAI-format chat messages (core/chat.ts; images as data URLs) as chat-template messages and decoded images: for
- * `metrl serve`, and for evaluating in process on exactly the messages eval/prompts.ts builds for hosted models.
+ * `metrl serve`, and for evaluating in process on exactly the messages eval/query-to-chat.ts builds for hosted models.
  */
 export async function chatToTemplatePrompt(chat: ChatMessage[], options: TemplateMessageOptions): Promise<TemplatePrompt> {
   const decoded = new Map<string, RawImage>();

@@ -1,7 +1,7 @@
 // Chat templates (models/hf/chat-template.ts), image placeholders (models/hf/image-placeholders.ts) and metrl prompts
 // as template messages (models/hf/chat-messages.ts), against ../shared/fixtures/hf read in place: SmolVLM's two chat
 // renderings and their ids (cases.json), the Idefics3 and Gemma 3 fixtures' image-token layouts (reference.json),
-// and the wording the hosted-model path sends (eval/prompts.ts).
+// and the wording the hosted-model path sends (eval/query-to-chat.ts).
 import { describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,7 +17,7 @@ import { chatToTemplatePrompt, envRenderer, toTemplatePrompt } from '../../model
 import { encodeChatPrompt, loadChatPromptKit } from '../../models/hf/chat-prompt.ts';
 import { shellEnv } from '../../envs/shell/index.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
-import { referenceChat } from '../../eval/prompts.ts';
+import { referenceChat } from '../../eval/query-to-chat.ts';
 import { GEMMA3_SPECIALS, IDEFICS3_SPECIALS, writeByteTokenizer } from '../helpers/byte-tokenizer.ts';
 import type { Episode, PromptMessage } from '../../core/episode.ts';
 
