@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { initBackend } from '../../models/backend.ts';
 import { loadHfDecoder, type LoadedHfModel } from '../../models/hf/load-decoder.ts';
+import { generate } from '../../models/hf/generate.ts';
 import { FIXTURES, TOL, readReference, textReferenceChecks } from './hf-fixture.ts';
 
 let loaded: LoadedHfModel;
@@ -28,5 +29,16 @@ describe('Hugging Face Llama (fixtures/hf/llama)', () => {
     for (const k of ['batch', 'batchDerivedPositions', 'single0', 'single1', 'hidden', 'greedyLogits', 'greedyBatchLogits']) expect(r[k], k).toBeLessThan(TOL);
     expect(r.greedyIdsEqual).toBe(true);
     expect(r.greedyBatchIdsEqual).toBe(true);
+  });
+
+  it('decodes groups from one prefill per prompt (rows prompt 0 × G, then prompt 1 × G) with the reference ids', () => {
+    const gb = readReference('llama').json.greedy_batch;
+    const res = generate(loaded.decoder, { ids: gb.input_ids, attentionMask: gb.attention_mask }, { maxNewTokens: gb.max_new_tokens, group: 3 });
+    expect(res.tokens).toEqual([gb.new_ids[0], gb.new_ids[0], gb.new_ids[0], gb.new_ids[1], gb.new_ids[1], gb.new_ids[1]]);
+    // Stop ids end a row early (its stop token included); the others run on.
+    const stopAt = gb.new_ids[1][2];
+    const stopped = generate(loaded.decoder, { ids: gb.input_ids, attentionMask: gb.attention_mask }, { maxNewTokens: gb.max_new_tokens, stopIds: [stopAt] });
+    expect(stopped.tokens[1]).toEqual(gb.new_ids[1].slice(0, 3));
+    expect(stopped.finished[1]).toBe(true);
   });
 });
