@@ -68,12 +68,15 @@ export interface ForwardInput {
   useLora?: boolean;
   /** Which logit rows to compute: every position (default), each sequence's last one ([B, 1, V]), or none. */
   logits?: 'all' | 'last' | 'none';
+  /** With logits 'all': only positions t >= logitsFrom ([B, T - logitsFrom, V]); the learner needs the completion's
+   *  rows only, and a long prompt's full [T, V] logits would dominate memory. */
+  logitsFrom?: number;
   /** Also return the residual stream: embeddings, after each layer, after the final norm (each [B·T, H]). */
   collectHidden?: boolean;
 }
 
 export interface ForwardOutput {
-  /** [B, T, V] or [B, 1, V] (logits 'last'); null with logits 'none'. */
+  /** [B, T, V], [B, 1, V] (logits 'last') or [B, T - logitsFrom, V]; null with logits 'none'. */
   logits: tf.Tensor3D | null;
   /** Final-normalised hidden states [B·T, H] (the input of the output head). */
   hidden: tf.Tensor2D;
@@ -187,11 +190,12 @@ export class HfDecoder {
         if (input.collectHidden) hiddenStates.push(hidden);
         let logits: tf.Tensor3D | null = null;
         if ((input.logits ?? 'all') !== 'none') {
-          const last = input.logits === 'last';
-          const rows = last ? (tf.reshape(tf.slice(tf.reshape(hidden, [B, T, c.hiddenSize]), [0, T - 1, 0], [B, 1, c.hiddenSize]), [B, c.hiddenSize]) as tf.Tensor2D) : hidden;
-          let l: tf.Tensor = mm(rows, this.weights.lmHead as tf.Tensor2D); // [rows, V]
+          const from = input.logits === 'last' ? T - 1 : (input.logitsFrom ?? 0);
+          if (from < 0 || from >= T) throw new Error(`forward: logitsFrom ${from} outside 0..${T - 1}`);
+          const rows = from === 0 ? hidden : (tf.reshape(tf.slice(tf.reshape(hidden, [B, T, c.hiddenSize]), [0, from, 0], [B, T - from, c.hiddenSize]), [B * (T - from), c.hiddenSize]) as tf.Tensor2D);
+          let l: tf.Tensor = mm(rows, this.weights.lmHead as tf.Tensor2D); // [B·(T - from), V]
           if (c.finalLogitSoftcap !== null) l = tf.mul(tf.tanh(tf.div(l, c.finalLogitSoftcap)), c.finalLogitSoftcap);
-          logits = tf.reshape(l, [B, last ? 1 : T, c.vocabSize]) as tf.Tensor3D;
+          logits = tf.reshape(l, [B, T - from, c.vocabSize]) as tf.Tensor3D;
         }
         const cache = input.returnCache ? { layers: newCache, length: S } : null;
         const result: ForwardOutput = { logits, hidden, cache, ...(input.collectHidden ? { hiddenStates } : {}) };

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { initBackend } from '../../models/backend.ts';
 import { loadHfDecoder, type LoadedHfModel } from '../../models/hf/load-decoder.ts';
 import { generate } from '../../models/hf/generate.ts';
+import { logitsOf, maxDiff } from './hf-fixture.ts';
 import { FIXTURES, TOL, readReference, textReferenceChecks } from './hf-fixture.ts';
 
 let loaded: LoadedHfModel;
@@ -40,5 +41,16 @@ describe('Hugging Face Llama (fixtures/hf/llama)', () => {
     const stopped = generate(loaded.decoder, { ids: gb.input_ids, attentionMask: gb.attention_mask }, { maxNewTokens: gb.max_new_tokens, stopIds: [stopAt] });
     expect(stopped.tokens[1]).toEqual(gb.new_ids[1].slice(0, 3));
     expect(stopped.finished[1]).toBe(true);
+  });
+
+  it('computes only the requested logit rows (logitsFrom) with the same values', () => {
+    const ref = readReference('llama');
+    const b = ref.json.batch;
+    const all = ref.get('batch.logits').data;
+    const tail = logitsOf(loaded.decoder, { ids: b.input_ids, attentionMask: b.attention_mask, logitsFrom: 8 });
+    expect(tail.length).toBe(2 * 4 * 256);
+    const expected = new Float32Array(2 * 4 * 256);
+    for (let r = 0; r < 2; r++) expected.set(all.subarray((r * 12 + 8) * 256, (r * 12 + 12) * 256), r * 4 * 256);
+    expect(maxDiff(tail, expected, 256)).toBeLessThan(TOL);
   });
 });
