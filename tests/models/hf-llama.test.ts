@@ -2,7 +2,10 @@
 // fixture's PyTorch references: logits and hidden states within 1e-4, greedy ids exact (KV cache, left padding).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
+import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
+import { createLora, detachLora } from '../../models/hf/peft.ts';
+import { Rng } from '../../core/rng.ts';
 import { loadHfDecoder, type LoadedHfModel } from '../../models/hf/load-decoder.ts';
 import { generate } from '../../models/hf/generate.ts';
 import { logitsOf, maxDiff } from './hf-fixture.ts';
@@ -52,5 +55,17 @@ describe('Hugging Face Llama (fixtures/hf/llama)', () => {
     const expected = new Float32Array(2 * 4 * 256);
     for (let r = 0; r < 2; r++) expected.set(all.subarray((r * 12 + 8) * 256, (r * 12 + 12) * 256), r * 4 * 256);
     expect(maxDiff(tail, expected, 256)).toBeLessThan(TOL);
+  });
+
+  it('leaves no tensors behind (forward, generation with groups and stops, recomputed LoRA gradients)', () => {
+    const vars = createLora(loaded.decoder, { r: 2, alpha: 4 }, new Rng(1));
+    const before = tf.memory().numTensors;
+    tf.tidy(() => loaded.decoder.forward({ ids: [[1, 2, 3]] }).logits!.dataSync());
+    generate(loaded.decoder, { ids: [[1, 2, 3], [0, 4, 5]], attentionMask: [[1, 1, 1], [0, 1, 1]] }, { maxNewTokens: 4, group: 2, stopIds: [93] });
+    const { value, grads } = tf.variableGrads(() => tf.mean(loaded.decoder.forward({ ids: [[1, 2, 3, 4]], recompute: true, logitsFrom: 2 }).logits!) as tf.Scalar, vars);
+    value.dispose();
+    Object.values(grads).forEach((g) => g.dispose());
+    expect(tf.memory().numTensors).toBe(before);
+    detachLora(loaded.decoder);
   });
 });
