@@ -307,3 +307,35 @@ export function readHfConfig(dir: string): HfModelConfig {
   }
   return parseHfConfig(json, path);
 }
+
+/** Special tokens for generation: generation_config.json when present (chat models list several EOS ids there, e.g.
+ *  Gemma 3's [1, 106]), else config.json's decoder values. */
+export interface GenerationTokens {
+  bosTokenId: number | null;
+  eosTokenIds: number[];
+  padTokenId: number | null;
+}
+
+const GenerationJson = z
+  .object({ bos_token_id: tokenIds.optional(), eos_token_id: tokenIds.optional(), pad_token_id: tokenIds.optional() })
+  .loose();
+
+export function readGenerationTokens(dir: string, config: HfModelConfig): GenerationTokens {
+  const fallback = { bosTokenId: config.text.bosTokenId, eosTokenIds: config.text.eosTokenIds, padTokenId: config.text.padTokenId };
+  const path = join(dir, 'generation_config.json');
+  if (!existsSync(path)) return fallback;
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(path, 'utf8'));
+  } catch {
+    throw new UserError(`${path}: not valid JSON`);
+  }
+  const parsed = GenerationJson.safeParse(json);
+  if (!parsed.success) throw new UserError(describeZodError(parsed.error, `${path}: `, json));
+  const g = parsed.data;
+  return {
+    bosTokenId: g.bos_token_id !== undefined ? firstToken(g.bos_token_id) : fallback.bosTokenId,
+    eosTokenIds: g.eos_token_id !== undefined ? tokenList(g.eos_token_id) : fallback.eosTokenIds,
+    padTokenId: g.pad_token_id !== undefined ? firstToken(g.pad_token_id) : fallback.padTokenId,
+  };
+}

@@ -18,7 +18,7 @@ import { linear, type LinearWeights } from '../layers/linear.ts';
 import { gatedMlp, type MlpWeights } from '../layers/mlp.ts';
 import { rmsNorm } from '../layers/rms-norm.ts';
 import { applyRope, disposeRope, inverseFrequencies, ropeTable, type RopeTable } from '../layers/rope.ts';
-import { mm } from '../ops.ts';
+import { customGrad, mm } from '../ops.ts';
 
 export interface DecoderLayerWeights {
   inputNorm: tf.Variable; // [H]
@@ -68,17 +68,47 @@ export interface ForwardInput {
   useLora?: boolean;
   /** Which logit rows to compute: every position (default), each sequence's last one ([B, 1, V]), or none. */
   logits?: 'all' | 'last' | 'none';
+  /** With logits 'all': only positions t >= logitsFrom ([B, T - logitsFrom, V]); the learner needs the completion's
+   *  rows only, and a long prompt's full [T, V] logits would dominate memory. */
+  logitsFrom?: number;
+  /** Learner memory: keep only each block's input for the backward pass and recompute the block there (LoRA
+   *  gradients only; no cache). About one more forward pass of compute. */
+  recompute?: boolean;
   /** Also return the residual stream: embeddings, after each layer, after the final norm (each [B·T, H]). */
   collectHidden?: boolean;
 }
 
 export interface ForwardOutput {
-  /** [B, T, V] or [B, 1, V] (logits 'last'); null with logits 'none'. */
+  /** [B, T, V], [B, 1, V] (logits 'last') or [B, T - logitsFrom, V]; null with logits 'none'. */
   logits: tf.Tensor3D | null;
   /** Final-normalised hidden states [B·T, H] (the input of the output head). */
   hidden: tf.Tensor2D;
   cache: KVCache | null;
   hiddenStates?: tf.Tensor2D[];
+}
+
+/** The plain-array description of a forward pass (what recomputation needs to rebuild its constants). */
+interface PassSpec {
+  B: number;
+  T: number;
+  past: number;
+  positions: Int32Array;
+  maskRows: number[][];
+  tokenTypeIds?: number[][];
+}
+
+interface PassContext extends PassSpec {
+  ropeGlobal: RopeTable;
+  ropeLocal: RopeTable | null;
+  fullMask: tf.Tensor4D;
+  slidingMask: tf.Tensor4D | null;
+}
+
+function disposeContext(ctx: PassContext): void {
+  disposeRope(ctx.ropeGlobal);
+  if (ctx.ropeLocal) disposeRope(ctx.ropeLocal);
+  ctx.fullMask.dispose();
+  ctx.slidingMask?.dispose();
 }
 
 /** generate()'s positions: cumsum(mask) - 1, with padded positions set to 1. Row by row, [B][S]. */
@@ -117,6 +147,92 @@ export class HfDecoder {
     });
   }
 
+  /** Constants of one forward pass (RoPE tables, masks), rebuilt from plain arrays when a layer is recomputed. */
+  private passContext(spec: PassSpec): PassContext {
+    const c = this.config;
+    const { B, T, past, positions, maskRows, tokenTypeIds } = spec;
+    return {
+      ...spec,
+      ropeGlobal: ropeTable(positions, inverseFrequencies(c.headDim, c.ropeTheta, c.ropeLinearFactor)),
+      ropeLocal: c.ropeLocalTheta !== null ? ropeTable(positions, inverseFrequencies(c.headDim, c.ropeLocalTheta)) : null,
+      fullMask: buildMask({ batch: B, queries: T, past, attentionMask: maskRows, window: null, tokenTypeIds }),
+      slidingMask: c.layerTypes.includes('sliding_attention') ? buildMask({ batch: B, queries: T, past, attentionMask: maskRows, window: c.slidingWindow, tokenTypeIds }) : null,
+    };
+  }
+
+  /** One decoder block: x [B·T, H] → x [B·T, H], and this layer's keys/values (cache included). */
+  private block(i: number, x: tf.Tensor2D, ctx: PassContext, cache: LayerKV | null, useLora: boolean): { x: tf.Tensor2D; kv: LayerKV } {
+    const c = this.config;
+    const w = this.weights.layers[i];
+    const { B, T } = ctx;
+    const isSliding = c.layerTypes[i] === 'sliding_attention';
+    const rope = isSliding && ctx.ropeLocal ? ctx.ropeLocal : ctx.ropeGlobal;
+    const normed = rmsNorm(x, w.inputNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle);
+    let q = tf.reshape(linear(normed, w.q, useLora), [B * T, c.numHeads, c.headDim]) as tf.Tensor3D; // [B·T, nh, d]
+    let k = tf.reshape(linear(normed, w.k, useLora), [B * T, c.numKvHeads, c.headDim]) as tf.Tensor3D; // [B·T, nkv, d]
+    const v = tf.reshape(linear(normed, w.v, useLora), [B * T, c.numKvHeads, c.headDim]) as tf.Tensor3D;
+    if (w.qNorm && w.kNorm) {
+      q = rmsNorm(q, w.qNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle);
+      k = rmsNorm(k, w.kNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle);
+    }
+    q = applyRope(q, rope);
+    k = applyRope(k, rope);
+    const { out, kv } = attention(
+      q,
+      k,
+      v,
+      isSliding ? ctx.slidingMask! : ctx.fullMask,
+      { batch: B, queries: T, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: c.headDim, scale: c.attnScale, softcap: c.attnLogitSoftcap },
+      cache,
+    );
+    let a = linear(out, w.o, useLora); // [B·T, H]
+    if (c.sandwichNorm) {
+      a = rmsNorm(a, w.postAttnNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle);
+      x = tf.add(x, a);
+      let m = gatedMlp(rmsNorm(x, w.preFfnNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle), w.mlp, c.act, useLora);
+      m = rmsNorm(m, w.postFfnNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle);
+      x = tf.add(x, m);
+    } else {
+      x = tf.add(x, a);
+      x = tf.add(x, gatedMlp(rmsNorm(x, w.postAttnNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle), w.mlp, c.act, useLora));
+    }
+    return { x, kv };
+  }
+
+  /**
+   * A block whose backward pass recomputes it (gradient checkpointing): the tape keeps only the block's input, and
+   * gradients reach the block's LoRA variables and its input. Base weights get none: this is for LoRA training.
+   */
+  private recomputedBlock(i: number, x: tf.Tensor2D, spec: PassSpec, ctx: PassContext, useLora: boolean): tf.Tensor2D {
+    const w = this.weights.layers[i];
+    const vars = useLora ? [w.q, w.k, w.v, w.o, w.mlp.gate, w.mlp.up, w.mlp.down].flatMap((l) => (l.lora ? [l.lora.a, l.lora.b] : [])) : [];
+    const f = customGrad((xIn: tf.Tensor, ...rest: unknown[]) => {
+      const save = rest[rest.length - 1] as (t: tf.Tensor[]) => void;
+      const value = tf.tidy(() => this.block(i, xIn as tf.Tensor2D, ctx, null, useLora).x);
+      save([xIn]);
+      return {
+        value,
+        gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+          // A nested gradient computation replaces the engine's tape; the outer backward pass still needs its own.
+          const engine = tf.engine() as unknown as { state: { activeTape: unknown } };
+          const outerTape = engine.state.activeTape;
+          const again = this.passContext(spec);
+          const xVar = tf.variable(saved[0], true);
+          try {
+            const { value: v, grads } = tf.variableGrads(() => tf.sum(tf.mul(this.block(i, xVar as unknown as tf.Tensor2D, again, null, useLora).x, dy)) as tf.Scalar, [xVar, ...vars]);
+            v.dispose();
+            return [grads[xVar.name], ...vars.map((u) => grads[u.name])];
+          } finally {
+            engine.state.activeTape = outerTape;
+            xVar.dispose();
+            disposeContext(again);
+          }
+        },
+      };
+    });
+    return f(x, ...vars) as tf.Tensor2D;
+  }
+
   forward(input: ForwardInput): ForwardOutput {
     const c = this.config;
     const B = input.ids.length;
@@ -131,15 +247,10 @@ export class HfDecoder {
       for (let t = 0; t < T; t++) positions[b * T + t] = row[t];
     });
     const useLora = input.useLora ?? true;
-    const sliding = c.layerTypes.includes('sliding_attention');
-
-    const ropeGlobal = ropeTable(positions, inverseFrequencies(c.headDim, c.ropeTheta, c.ropeLinearFactor));
-    const ropeLocal: RopeTable | null = c.ropeLocalTheta !== null ? ropeTable(positions, inverseFrequencies(c.headDim, c.ropeLocalTheta)) : null;
-    const tokenTypeIds = input.tokenTypeIds?.map((r) => Array.from(r));
-    const maskRows = mask.map((r) => Array.from(r));
-    const fullMask = buildMask({ batch: B, queries: T, past, attentionMask: maskRows, window: null, tokenTypeIds });
-    const slidingMask = sliding ? buildMask({ batch: B, queries: T, past, attentionMask: maskRows, window: c.slidingWindow, tokenTypeIds }) : null;
-
+    const recompute = input.recompute ?? false;
+    if (recompute && (input.cache || input.returnCache || input.collectHidden)) throw new Error('forward: recompute is for the learner (no cache, no hidden states)');
+    const spec: PassSpec = { B, T, past, positions, maskRows: mask.map((r) => Array.from(r)), tokenTypeIds: input.tokenTypeIds?.map((r) => Array.from(r)) };
+    const ctx = this.passContext(spec);
     try {
       return tf.tidy((): tf.TensorContainer => {
         const hiddenStates: tf.Tensor2D[] = [];
@@ -148,60 +259,33 @@ export class HfDecoder {
           : (tf.reshape(this.embed(input.ids), [B * T, c.hiddenSize]) as tf.Tensor2D); // [B·T, H]
         if (input.collectHidden) hiddenStates.push(x);
         const newCache: LayerKV[] = [];
-        this.weights.layers.forEach((w, i) => {
-          const isSliding = c.layerTypes[i] === 'sliding_attention';
-          const rope = isSliding && ropeLocal ? ropeLocal : ropeGlobal;
-          const normed = rmsNorm(x, w.inputNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle);
-          let q = tf.reshape(linear(normed, w.q, useLora), [B * T, c.numHeads, c.headDim]) as tf.Tensor3D; // [B·T, nh, d]
-          let k = tf.reshape(linear(normed, w.k, useLora), [B * T, c.numKvHeads, c.headDim]) as tf.Tensor3D; // [B·T, nkv, d]
-          const v = tf.reshape(linear(normed, w.v, useLora), [B * T, c.numKvHeads, c.headDim]) as tf.Tensor3D;
-          if (w.qNorm && w.kNorm) {
-            q = rmsNorm(q, w.qNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle);
-            k = rmsNorm(k, w.kNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle);
-          }
-          q = applyRope(q, rope);
-          k = applyRope(k, rope);
-          const { out, kv } = attention(
-            q,
-            k,
-            v,
-            isSliding ? slidingMask! : fullMask,
-            { batch: B, queries: T, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: c.headDim, scale: c.attnScale, softcap: c.attnLogitSoftcap },
-            input.cache?.layers[i] ?? null,
-          );
-          newCache.push(kv);
-          let a = linear(out, w.o, useLora); // [B·T, H]
-          if (c.sandwichNorm) {
-            a = rmsNorm(a, w.postAttnNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle);
-            x = tf.add(x, a);
-            let m = gatedMlp(rmsNorm(x, w.preFfnNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle), w.mlp, c.act, useLora);
-            m = rmsNorm(m, w.postFfnNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle);
-            x = tf.add(x, m);
+        for (let i = 0; i < c.numLayers; i++) {
+          if (recompute) {
+            x = this.recomputedBlock(i, x, spec, ctx, useLora);
           } else {
-            x = tf.add(x, a);
-            x = tf.add(x, gatedMlp(rmsNorm(x, w.postAttnNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle), w.mlp, c.act, useLora));
+            const r = this.block(i, x, ctx, input.cache?.layers[i] ?? null, useLora);
+            x = r.x;
+            newCache.push(r.kv);
           }
           if (input.collectHidden) hiddenStates.push(x);
-        });
+        }
         const hidden = rmsNorm(x, this.weights.finalNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle); // [B·T, H]
         if (input.collectHidden) hiddenStates.push(hidden);
         let logits: tf.Tensor3D | null = null;
         if ((input.logits ?? 'all') !== 'none') {
-          const last = input.logits === 'last';
-          const rows = last ? (tf.reshape(tf.slice(tf.reshape(hidden, [B, T, c.hiddenSize]), [0, T - 1, 0], [B, 1, c.hiddenSize]), [B, c.hiddenSize]) as tf.Tensor2D) : hidden;
-          let l: tf.Tensor = mm(rows, this.weights.lmHead as tf.Tensor2D); // [rows, V]
+          const from = input.logits === 'last' ? T - 1 : (input.logitsFrom ?? 0);
+          if (from < 0 || from >= T) throw new Error(`forward: logitsFrom ${from} outside 0..${T - 1}`);
+          const rows = from === 0 ? hidden : (tf.reshape(tf.slice(tf.reshape(hidden, [B, T, c.hiddenSize]), [0, from, 0], [B, T - from, c.hiddenSize]), [B * (T - from), c.hiddenSize]) as tf.Tensor2D);
+          let l: tf.Tensor = mm(rows, this.weights.lmHead as tf.Tensor2D); // [B·(T - from), V]
           if (c.finalLogitSoftcap !== null) l = tf.mul(tf.tanh(tf.div(l, c.finalLogitSoftcap)), c.finalLogitSoftcap);
-          logits = tf.reshape(l, [B, last ? 1 : T, c.vocabSize]) as tf.Tensor3D;
+          logits = tf.reshape(l, [B, T - from, c.vocabSize]) as tf.Tensor3D;
         }
         const cache = input.returnCache ? { layers: newCache, length: S } : null;
         const result: ForwardOutput = { logits, hidden, cache, ...(input.collectHidden ? { hiddenStates } : {}) };
         return result as unknown as tf.TensorContainer;
       }) as unknown as ForwardOutput;
     } finally {
-      disposeRope(ropeGlobal);
-      if (ropeLocal) disposeRope(ropeLocal);
-      fullMask.dispose();
-      slidingMask?.dispose();
+      disposeContext(ctx);
     }
   }
 

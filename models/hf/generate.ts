@@ -2,6 +2,7 @@
 // generate() runs it: one prefill over the (left-padded) prompts, then one token per step; each step appends a 1 to
 // the attention mask and takes position ids = sum(mask) - 1, so left padding does not shift positions. Greedy by
 // default; `choose` plugs in sampling. Rows that emitted a stop id keep being fed it (their later tokens are dropped).
+// With `group` G each prompt is prefilled once and its cache copied to G rows (GRPO's G completions of one prompt).
 import * as tf from '@tensorflow/tfjs';
 import { disposeCache, type HfDecoder, type KVCache } from './decoder.ts';
 
@@ -23,6 +24,8 @@ export interface GenerateOptions {
   /** A row stops after emitting one of these ids (default: none: exactly maxNewTokens per row). */
   stopIds?: number[];
   useLora?: boolean;
+  /** Completions per prompt (default 1): rows of the result are prompt 0 × G, then prompt 1 × G, … */
+  group?: number;
   /** Keep the logits that chose each token (tests, log-probs). */
   keepLogits?: boolean;
 }
@@ -41,13 +44,25 @@ export function argmax(row: Float32Array): number {
   return best;
 }
 
+/** Rows of a cache repeated: row b becomes rows b·G … b·G + G - 1. Disposes nothing. */
+export function repeatCache(cache: KVCache, group: number): KVCache {
+  const rows = cache.layers[0]?.k.shape[0] ?? 0;
+  const index = Int32Array.from({ length: rows * group }, (_, i) => Math.floor(i / group));
+  return tf.tidy(() => {
+    const idx = tf.tensor1d(index, 'int32');
+    return { layers: cache.layers.map((kv) => ({ k: tf.gather(kv.k, idx) as tf.Tensor4D, v: tf.gather(kv.v, idx) as tf.Tensor4D })), length: cache.length };
+  });
+}
+
 export function generate(model: HfDecoder, input: GenerateInput, options: GenerateOptions): GenerateResult {
-  const B = input.ids.length;
+  const G = options.group ?? 1;
+  const B = input.ids.length * G;
   const T = input.ids[0]?.length ?? 0;
   const V = model.config.vocabSize;
   const choose = options.choose ?? ((row: Float32Array) => argmax(row));
   const stop = new Set(options.stopIds ?? []);
-  const mask: number[][] = (input.attentionMask ?? input.ids.map((r) => Array.from(r, () => 1))).map((r) => Array.from(r));
+  const promptMask: number[][] = (input.attentionMask ?? input.ids.map((r) => Array.from(r, () => 1))).map((r) => Array.from(r));
+  const mask: number[][] = promptMask.flatMap((r) => Array.from({ length: G }, () => [...r]));
   const tokens: number[][] = Array.from({ length: B }, () => []);
   const logitsKept: Float32Array[][] = Array.from({ length: B }, () => []);
   const finished = new Array<boolean>(B).fill(false);
@@ -56,13 +71,20 @@ export function generate(model: HfDecoder, input: GenerateInput, options: Genera
   try {
     let out = model.forward({
       ids: input.ids,
-      attentionMask: mask,
+      attentionMask: promptMask,
       inputsEmbeds: input.inputsEmbeds,
       tokenTypeIds: input.tokenTypeIds,
       returnCache: true,
       useLora: options.useLora,
       logits: 'last',
     });
+    if (G > 1) {
+      const prefill = out.cache!;
+      const logits = out.logits!;
+      out = { ...out, cache: repeatCache(prefill, G), logits: tf.tidy(() => tf.gather(logits, tf.tensor1d(Int32Array.from({ length: B }, (_, i) => Math.floor(i / G)), 'int32'))) };
+      disposeCache(prefill);
+      logits.dispose();
+    }
     for (let step = 0; step < options.maxNewTokens; step++) {
       cache = out.cache;
       out.hidden.dispose();

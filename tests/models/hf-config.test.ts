@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseHfConfig } from '../../models/hf/config.ts';
+import { parseHfConfig, readGenerationTokens, readHfConfig } from '../../models/hf/config.ts';
 import { UserError } from '../../core/errors.ts';
 import { FIXTURES } from './hf-fixture.ts';
 
@@ -51,5 +51,12 @@ describe('parseHfConfig', () => {
     expect(() => parseHfConfig({ ...llama(), architectures: ['MistralForCausalLM'] }, 'c.json')).toThrow(/c\.json: architecture MistralForCausalLM is not supported \(supported: LlamaForCausalLM, Qwen2ForCausalLM, /);
     expect(() => parseHfConfig({ ...llama(), rope_scaling: { rope_type: 'llama3', factor: 8 } }, 'c.json')).toThrow("c.json: rope_scaling.rope_type 'llama3' is not supported (linear or none)");
     expect(() => parseHfConfig({ ...llama(), hidden_size: 'big' }, 'c.json')).toThrow(/c\.json: hidden_size: /);
+  });
+
+  it('takes special tokens from generation_config.json', () => {
+    const dir = join(FIXTURES, 'idefics3');
+    expect(readGenerationTokens(dir, readHfConfig(dir))).toEqual({ bosTokenId: 1, eosTokenIds: [2], padTokenId: 2 });
+    const g = join(FIXTURES, 'gemma3');
+    expect(readGenerationTokens(g, readHfConfig(g))).toEqual({ bosTokenId: 2, eosTokenIds: [1], padTokenId: 0 });
   });
 });

@@ -94,6 +94,35 @@ describe('fresh LoRA adapters', () => {
   });
 });
 
+describe('learner memory: recomputed blocks', () => {
+  it('give the same loss and LoRA gradients as the plain backward pass (llama-lora, padded batch)', () => {
+    loadPeftAdapter(base.decoder, LORA_DIR);
+    const b = readReference('llama').json.batch;
+    const vars = base.decoder.loraVariables();
+    const loss = (recompute: boolean) => () =>
+      tf.tidy(() => {
+        const logits = base.decoder.forward({ ids: b.input_ids, attentionMask: b.attention_mask, logitsFrom: 6, recompute }).logits!;
+        return tf.mean(tf.square(tf.logSoftmax(logits))) as tf.Scalar;
+      });
+    const plain = tf.variableGrads(loss(false), vars);
+    const again = tf.variableGrads(loss(true), vars);
+    expect(Math.abs(plain.value.dataSync()[0] - again.value.dataSync()[0])).toBeLessThan(1e-6);
+    let worst = 0;
+    let scale = 0;
+    for (const v of vars) {
+      worst = Math.max(worst, tf.tidy(() => tf.max(tf.abs(tf.sub(plain.grads[v.name], again.grads[v.name]))).dataSync()[0]));
+      scale = Math.max(scale, tf.tidy(() => tf.max(tf.abs(plain.grads[v.name])).dataSync()[0]));
+    }
+    [plain, again].forEach((r) => {
+      r.value.dispose();
+      Object.values(r.grads).forEach((g) => g.dispose());
+    });
+    console.log('recompute vs plain gradients', { worst, scale });
+    expect(scale).toBeGreaterThan(1e-3);
+    expect(worst).toBeLessThan(1e-5 * Math.max(1, scale));
+  });
+});
+
 describe('adapters that do not fit the base', () => {
   function adapterCopy(name: string): string {
     const dir = join(tmp, name);
