@@ -22,6 +22,8 @@ import { runEvaluation, type RunOutcome } from './run.ts';
 import { expandSettings, parseModalities, parseNumberList, parseStringList, settingKey } from './settings.ts';
 import { describeModel, openSource, type SourceSpec } from './sources/index.ts';
 import type { ModelSource, Setting, Task } from './types.ts';
+import { checkpointModelType } from '../models/load.ts';
+import { BUILTIN_MODEL_TYPE } from '../models/registry.ts';
 
 /** What one evaluation is asked to do. Lists are comma lists as typed (eval/settings.ts parses and checks them). */
 export interface EvaluateOptions {
@@ -89,7 +91,10 @@ async function planRun(options: EvaluateOptions): Promise<Plan> {
   const envs = new Map<Domain, Env>();
   for (const d of domains) envs.set(d, await getEnv(d));
   const task = options.task;
-  const defaultPrompt = model.kind === 'checkpoint' ? COMPACT_STYLE : 'zero-shot';
+  // The built-in model reads its compact layout; a Hugging Face checkpoint reads the reference wording, as hosted
+  // models do, through its own chat template.
+  const builtin = model.kind === 'checkpoint' && checkpointModelType(model.path, model.base) === BUILTIN_MODEL_TYPE;
+  const defaultPrompt = builtin ? COMPACT_STYLE : 'zero-shot';
   const settings = expandSettings(
     {
       domains,
@@ -102,7 +107,7 @@ async function planRun(options: EvaluateOptions): Promise<Plan> {
       cascade: options.cascade,
     },
     envs,
-    model.kind === 'checkpoint' ? COMPACT_STYLE : undefined,
+    builtin ? COMPACT_STYLE : undefined,
   );
   if (model.kind === 'baseline' && model.name === 'game-start' && task === 'perception') {
     throw new UserError('baseline:game-start predicts a state; it has no answer to --task perception (use baseline:random)');

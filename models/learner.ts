@@ -10,6 +10,8 @@ import type { SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from './t
 export interface LoraSettings {
   r: number;
   alpha: number;
+  /** Projections that get adapters (PEFT module names q_proj … down_proj, or q, k, v, o, gate, up, down); default: the architecture's. */
+  targets?: readonly string[];
 }
 
 export interface Learner {

@@ -12,7 +12,7 @@ import { UserError } from '../core/errors.ts';
 import { readJson } from '../core/files.ts';
 import { CHECKPOINTS_DIR } from '../core/paths.ts';
 import type { Policy } from './policy.ts';
-import { loadBaseModel } from './registry.ts';
+import { loadBaseModel, modelTypeOf } from './registry.ts';
 
 export interface LoadedPolicy {
   policy: Policy;
@@ -53,11 +53,20 @@ function runAdapter(dir: string): string | null {
   throw new UserError(`${dir}: checkpoints/latest names ${name}, which holds no adapter`);
 }
 
+/**
+ * A base model folder: the built-in model's files, or what save_pretrained writes (config.json with model.safetensors
+ * or a shard index; config.json + tokenizer.json is also taken as one, so a folder missing its weights is reported by
+ * its loader rather than mistaken for something else). A training run's folder has a config.json but neither.
+ */
+export function isBaseFolder(dir: string): boolean {
+  return has(dir, 'model.safetensors') || has(dir, 'model.safetensors.index.json') || (has(dir, 'config.json') && has(dir, 'tokenizer.json'));
+}
+
 /** A base named in a config, relative to where that config lives, if it exists. */
 function namedBase(value: unknown, relativeTo: string): string | null {
   if (typeof value !== 'string' || value.trim() === '') return null;
   const candidates = isAbsolute(value) ? [value] : [resolve(relativeTo, value), resolve(value)];
-  return candidates.find((c) => has(c, 'model.safetensors')) ?? null;
+  return candidates.find((c) => isBaseFolder(c)) ?? null;
 }
 
 /** Decide which base and adapter folders `--checkpoint DIR [--base BASE]` means. */
@@ -65,7 +74,7 @@ export function resolveCheckpoint(dir: string, base?: string): { base: string; a
   const path = resolve(dir);
   if (!isDir(path)) throw new UserError(`--checkpoint ${dir}: no such folder`);
   if (base !== undefined && !isDir(resolve(base))) throw new UserError(`--base ${base}: no such folder`);
-  if (has(path, 'model.safetensors') || (has(path, 'config.json') && has(path, 'tokenizer.json'))) {
+  if (isBaseFolder(path)) {
     if (base !== undefined) throw new UserError(`--checkpoint ${dir} is a base checkpoint already; --base applies to adapters`);
     return { base: path, adapter: null };
   }
@@ -78,6 +87,11 @@ export function resolveCheckpoint(dir: string, base?: string): { base: string; a
   const chosen = base !== undefined ? resolve(base) : (fromAdapter ?? fromRun ?? shippedBase());
   if (!chosen) throw new UserError(`--checkpoint ${dir}: an adapter needs its base model; name it with --base DIR`);
   return { base: chosen, adapter };
+}
+
+/** The model_type of the base a `--checkpoint DIR [--base BASE]` resolves to, without loading it (registry.ts). */
+export function checkpointModelType(dir: string, base?: string): string {
+  return modelTypeOf(resolveCheckpoint(dir, base).base);
 }
 
 /** Choose the backend, then load the base through the registry and attach the adapter, if any. */

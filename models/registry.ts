@@ -15,10 +15,23 @@ import { readJson } from '../core/files.ts';
 /** Reads a base checkpoint folder into a policy without adapters (UserError when it is incomplete or malformed). */
 export type PolicyLoader = (dir: string) => Promise<Policy>;
 
+async function hfPolicy(dir: string): Promise<Policy> {
+  return (await import('./hf/policy.ts')).HfPolicy.load(dir);
+}
+
 /** model_type → loader. The built-in model's model_type is its config.json `format`. */
 const ARCHITECTURES: Record<string, PolicyLoader> = {
   [MODEL_KIND]: async (dir) => (await import('./builtin/base-checkpoint.ts')).loadBaseCheckpoint(dir),
+  // Hugging Face checkpoints (save_pretrained folders): one shared decoder, the VLMs add their vision tower.
+  llama: hfPolicy, // LlamaForCausalLM (models/llama/)
+  qwen2: hfPolicy, // Qwen2ForCausalLM (models/qwen2/)
+  gemma3_text: hfPolicy, // Gemma3ForCausalLM (models/gemma3/)
+  gemma3: hfPolicy, // Gemma3ForConditionalGeneration (models/gemma3/)
+  idefics3: hfPolicy, // Idefics3ForConditionalGeneration: SmolVLM (models/idefics3/)
 };
+
+/** The built-in model's model_type (its config.json `format`). */
+export const BUILTIN_MODEL_TYPE = MODEL_KIND;
 
 export const supportedModelTypes = (): string[] => Object.keys(ARCHITECTURES);
 

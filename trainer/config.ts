@@ -174,6 +174,12 @@ export const TrainConfigSchema = z
     loraRank: positiveInt.default(16).describe('LoRA rank r'),
     /** LoRA alpha; the update is scaled by alpha / rank. */
     loraAlpha: z.number().positive().default(32).describe('LoRA alpha'),
+    /**
+     * Projections that get adapters, PEFT's module names or their short forms (q, k, v, o, gate, up, down). Unset: the
+     * architecture's default (Hugging Face models: every projection of the language model; the built-in model: all
+     * but a gate, which it does not have).
+     */
+    loraTargets: z.array(z.string().min(1)).min(1).optional().describe('LoRA target projections, repeatable or comma-separated (default: every projection)'),
   })
   .strict()
   // Combinations that cannot be checked key by key: one line each, naming the key to change.

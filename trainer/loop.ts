@@ -157,7 +157,9 @@ export const otherModality = (m: Modality): Modality => (m === 'text' ? 'image' 
  */
 export async function loadTrainingPolicy(baseModel: string, config: TrainConfig): Promise<{ policy: Policy; baseModel: string }> {
   const policy = await loadBaseModel(baseModel);
-  policy.attachLora({ r: config.loraRank, alpha: config.loraAlpha }, new Rng(config.seed, 'lora-init'));
+  // --lora-targets q,k,v and --lora-targets q k v both work: each value may hold a comma list.
+  const targets = config.loraTargets?.flatMap((t) => t.split(',')).map((t) => t.trim()).filter((t) => t !== '');
+  policy.attachLora({ r: config.loraRank, alpha: config.loraAlpha, ...(targets ? { targets } : {}) }, new Rng(config.seed, 'lora-init'));
   return { policy, baseModel };
 }
 

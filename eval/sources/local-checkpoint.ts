@@ -1,4 +1,5 @@
-// The built-in policy as an in-process model source: queries are laid out with the model's own compact template,
+// A local checkpoint (the built-in policy or a Hugging Face model) as an in-process model source: the compact style is
+// laid out with the built-in model's template, other styles go in as the reference chat messages,
 // encoded, and generated through the shared BatchedGenerator, so `--workers N` puts N prompts into each decoding
 // batch. Greedy unless --temperature says otherwise.
 import type { Domain } from '../../core/episode.ts';
@@ -6,18 +7,27 @@ import type { Env } from '../../envs/env.ts';
 import { BatchedGenerator } from '../batched-generator.ts';
 import { compactTemplate } from '../compact.ts';
 import { loadPolicy } from '../../models/load.ts';
-import type { ModelSource, SamplingSettings, SourceReply } from '../types.ts';
+import type { ModelSource, Query, SamplingSettings, SourceReply } from '../types.ts';
+import type { EncodedPrompt } from '../../models/types.ts';
+import { COMPACT_STYLE, queryToChat } from '../query-to-chat.ts';
 
 export async function checkpointSource(dir: string, sampling: SamplingSettings, seed: number, envs: Map<Domain, Env>, base?: string): Promise<ModelSource> {
   const loaded = await loadPolicy(dir, { ...(base ? { base } : {}) });
   const generator = new BatchedGenerator(loaded.policy, seed);
   const maxContext = loaded.policy.contextLimit;
+  // The compact style is the built-in model's own layout; every other style is the reference wording, given to the
+  // policy as the chat messages a hosted model gets (its chat template decides the tokens).
+  const promptOf = async (env: Env, query: Query): Promise<EncodedPrompt> => {
+    if (query.style === COMPACT_STYLE) {
+      return generator.encode(query.kind === 'track' ? compactTemplate.trackInput(env, query) : compactTemplate.perceptionInput(env, query));
+    }
+    return loaded.policy.chatPrompt(await queryToChat(env, query));
+  };
   return {
     label: dir,
     async complete(query): Promise<SourceReply> {
       const env = envs.get(query.episode.domain)!;
-      const input = query.kind === 'track' ? compactTemplate.trackInput(env, query) : compactTemplate.perceptionInput(env, query);
-      const prompt = generator.encode(input);
+      const prompt = await promptOf(env, query);
       const room = maxContext - prompt.tokens.length;
       if (room < 1) throw new Error(`prompt of ${prompt.tokens.length} tokens does not fit the model's context of ${maxContext}`);
       const [completion] = await generator.generate(prompt, { temperature: sampling.temperature, topP: 1, maxNewTokens: Math.min(sampling.maxTokens, room) });

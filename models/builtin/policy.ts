@@ -5,7 +5,7 @@
 // Episodes become prompts through the compact template (template.ts).
 import * as tf from '@tensorflow/tfjs';
 import { Rng } from '../../core/rng.ts';
-import { UserError } from '../../core/errors.ts';
+import { UserError, parseOrFail } from '../../core/errors.ts';
 import type { ChatMessage } from '../../core/chat.ts';
 import type { Episode } from '../../core/episode.ts';
 import type { Env } from '../../envs/env.ts';
@@ -70,9 +70,13 @@ export class BuiltinPolicy implements Policy, TransformerModel {
   }
 
   /** Add fresh adapters (replacing any present). The base weights become frozen (trainable = false). */
-  attachLora(config: Partial<LoraConfig>, rng: Rng): LoraSet {
+  attachLora(config: Partial<LoraConfig> & { targets?: readonly string[] }, rng: Rng): LoraSet {
+    const { targets, ...rest } = config;
+    // Short names (q, up, …) as --lora-targets accepts them; the built-in model has no gate projection.
+    const targetModules = targets?.map((t) => (/^(q|k|v|o|gate|up|down)$/.test(t) ? `${t}_proj` : t));
+    const parsed = parseOrFail(LoraConfigSchema, { ...rest, ...(targetModules ? { targetModules } : {}) }, 'LoRA settings: ');
     if (this.lora) disposeLora(this.lora);
-    this.lora = createLora(this.weights, LoraConfigSchema.parse(config), rng);
+    this.lora = createLora(this.weights, parsed, rng);
     this.setBaseFrozen(true);
     return this.lora;
   }

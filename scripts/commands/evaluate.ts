@@ -6,12 +6,14 @@ import { z } from 'zod';
 import { ENV_FLAGS, envFlagOptions, envFlagShape } from '../../envs/cli-options.ts';
 import type { EvaluateOptions } from '../../eval/job.ts';
 import { handler } from '../command.ts';
+import { checkpointAndBase } from '../checkpoint-flags.ts';
 
 const positiveInt = z.coerce.number().int().positive();
 
 const schema = z.object({
   checkpoint: z.string().min(1).optional(),
   base: z.string().min(1).optional(),
+  adapter: z.string().min(1).optional(),
   model: z.string().min(1).optional(),
   provider: z.string().min(1).optional(),
   endpoint: z.string().min(1).optional(),
@@ -46,7 +48,7 @@ type EvaluateFlags = z.infer<typeof schema>;
 
 function evaluateOptions(flags: EvaluateFlags): EvaluateOptions {
   return {
-    source: { checkpoint: flags.checkpoint, base: flags.base, model: flags.model, provider: flags.provider, endpoint: flags.endpoint, apiKeyEnv: flags['api-key-env'] },
+    source: { ...checkpointAndBase(flags), model: flags.model, provider: flags.provider, endpoint: flags.endpoint, apiKeyEnv: flags['api-key-env'] },
     domain: flags.domain,
     modality: flags.modality,
     imageRatio: flags['image-ratio'],
@@ -81,6 +83,7 @@ const command: CommandModule = {
     y
       .option('checkpoint', { type: 'string', describe: 'built-in policy: a checkpoint or training-run folder (in-process, greedy by default)' })
       .option('base', { type: 'string', describe: 'base checkpoint under a --checkpoint adapter (default: the one it names, else the shipped base)' })
+      .option('adapter', { type: 'string', describe: 'LoRA adapter (PEFT folder, run folder or run/checkpoints/step-N) on the --checkpoint base' })
       .option('model', { type: 'string', describe: 'hosted model id (with --provider or --endpoint), or baseline:game-start | baseline:random' })
       .option('provider', { type: 'string', describe: 'Hugging Face Inference Provider (e.g. together, nebius, auto); key from HF_TOKEN' })
       .option('endpoint', { type: 'string', describe: 'OpenAI-compatible endpoint URL (vLLM, TGI, llama.cpp, metrl serve), e.g. http://127.0.0.1:8000/v1' })

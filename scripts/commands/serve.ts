@@ -5,10 +5,12 @@ import type { CommandModule } from 'yargs';
 import { z } from 'zod';
 import type { ServeOptions } from '../../eval/serve/serve.ts';
 import { handler } from '../command.ts';
+import { checkpointAndBase } from '../checkpoint-flags.ts';
 
 const schema = z.object({
   checkpoint: z.string().min(1),
   base: z.string().min(1).optional(),
+  adapter: z.string().min(1).optional(),
   host: z.string().min(1),
   port: z.coerce.number().int().min(0).max(65535),
   'model-id': z.string().min(1).optional(),
@@ -19,16 +21,18 @@ const schema = z.object({
 type ServeFlags = z.infer<typeof schema>;
 
 function serveOptions(flags: ServeFlags): ServeOptions {
-  return { checkpoint: flags.checkpoint, base: flags.base, host: flags.host, port: flags.port, modelId: flags['model-id'], seed: flags.seed, backend: flags.backend };
+  const { checkpoint, base } = checkpointAndBase(flags);
+  return { checkpoint: checkpoint!, base, host: flags.host, port: flags.port, modelId: flags['model-id'], seed: flags.seed, backend: flags.backend };
 }
 
 const command: CommandModule = {
   command: 'serve',
-  describe: 'Serve a checkpoint of the built-in policy as an OpenAI-compatible /v1/chat/completions endpoint',
+  describe: 'Serve a checkpoint (the built-in policy or a Hugging Face model) as an OpenAI-compatible /v1/chat/completions endpoint',
   builder: (y) =>
     y
-      .option('checkpoint', { type: 'string', demandOption: true, describe: 'base checkpoint, LoRA adapter or training-run folder' })
+      .option('checkpoint', { type: 'string', demandOption: true, describe: 'base checkpoint (built-in or Hugging Face folder), LoRA adapter or training-run folder' })
       .option('base', { type: 'string', describe: 'base checkpoint under an adapter (default: the one it names, else the shipped base)' })
+      .option('adapter', { type: 'string', describe: 'LoRA adapter (PEFT folder, run folder or run/checkpoints/step-N) on the --checkpoint base' })
       .option('host', { type: 'string', default: '127.0.0.1', describe: 'address to bind (0.0.0.0 exposes it to the network)' })
       .option('port', { type: 'number', default: 8000, describe: 'port (0 picks a free one)' })
       .option('model-id', { type: 'string', describe: 'model name reported by /v1/models (default: the checkpoint folder name)' })

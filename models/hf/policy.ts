@@ -1,0 +1,284 @@
+// A Hugging Face checkpoint folder as a metrl Policy (models/ layer): the Sampler that `metrl train`, `evaluate` and
+// `serve` generate with, the Learner GRPO updates (LoRA adapters in PEFT layout), and the PromptFormat that turns an
+// episode into the checkpoint's own chat prompt. What it wires together:
+//   config.json           models/hf/config.ts (the architecture and its decoder settings)
+//   the network           models/hf/decoder.ts for text models; Idefics3Model / Gemma3Model for the two VLMs
+//   tokenizer + template  models/hf/chat-prompt.ts (tokenizer.json, the Jinja chat template, image placeholders)
+//   images                the architecture's image processor → pixel values → image features (vision tower frozen)
+//   log-probs             models/hf/score.ts; sampling via models/token-sampling.ts like the built-in model
+// Episodes are shown in the environment's reference wording (env.prompt, zero-shot), the words hosted chat models get,
+// and completions are scored as written (a chat model writes its own "FINAL ANSWER:" line).
+import * as tf from '@tensorflow/tfjs';
+import { join } from 'node:path';
+import type { ChatMessage } from '../../core/chat.ts';
+import type { Episode } from '../../core/episode.ts';
+import type { RawImage } from '../../core/image.ts';
+import type { Rng } from '../../core/rng.ts';
+import { UserError } from '../../core/errors.ts';
+import type { Env } from '../../envs/env.ts';
+import { finalAnswerResponse } from '../../rewards/final-answer.ts';
+import type { LoraSettings } from '../learner.ts';
+import type { Policy } from '../policy.ts';
+import { sampleToken } from '../token-sampling.ts';
+import type { Completion, EncodedPrompt, ModelInput, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
+import { chatToTemplatePrompt, envRenderer, toTemplatePrompt, type TemplatePrompt } from './chat-messages.ts';
+import { loadChatPromptKit, type ChatPromptKit } from './chat-prompt.ts';
+import type { ChatTemplateMessage } from './chat-template.ts';
+import { readHfConfig, type HfModelConfig } from './config.ts';
+import type { HfDecoder } from './decoder.ts';
+import { generate, type GenerateOptions, type GenerateResult } from './generate.ts';
+import { expandImagePlaceholders } from './image-placeholders.ts';
+import { loadHfDecoder } from './load-decoder.ts';
+import { ADAPTER_CONFIG, ADAPTER_WEIGHTS, createLora, DEFAULT_LORA_TARGETS, loadPeftAdapter, savePeftAdapter } from './peft.ts';
+import type { PixelValues } from './pixel-values.ts';
+import { completionLogProbs, type ScoreItem } from './score.ts';
+import type { VisionLanguageModel } from './vision-language-model.ts';
+
+/** The architectures this policy runs, by config.json model_type (what models/registry.ts lists). */
+export const HF_MODEL_TYPES = ['llama', 'qwen2', 'gemma3_text', 'gemma3', 'idefics3'] as const;
+
+/** Images kept encoded (vision tower output) between the passes of a step: rollouts, reference, old policy, learner. */
+const FEATURE_CACHE_SIZE = 64;
+
+/** Above this many activations per pass (tokens × hidden × layers) the learner recomputes blocks in the backward pass. */
+const RECOMPUTE_ABOVE = 2 ** 25;
+
+/** What both architectures' image processors offer (models/idefics3/processor.ts, models/gemma3/processor.ts). */
+interface ImageProcessor {
+  preprocess(images: readonly RawImage[]): PixelValues;
+}
+
+/** The [height, width] a processor resizes every image to (Idefics3: square imageSize; Gemma 3: size). */
+function processedSize(p: ImageProcessor): [number, number] {
+  const q = p as { imageSize?: number; height?: number; width?: number };
+  if (q.imageSize !== undefined) return [q.imageSize, q.imageSize];
+  return [q.height ?? 0, q.width ?? 0];
+}
+
+export class HfPolicy implements Policy {
+  readonly adapterFiles = [ADAPTER_CONFIG, ADAPTER_WEIGHTS] as const;
+  private loraSettings: LoraSettings | null = null;
+  private readonly features = new Map<Float32Array, tf.Tensor2D>();
+
+  private constructor(
+    readonly dir: string,
+    readonly config: HfModelConfig,
+    readonly decoder: HfDecoder,
+    /** The whole VLM (vision tower + merge) for image architectures; null for text-only ones. */
+    private readonly vlm: VisionLanguageModel | null,
+    private readonly processor: ImageProcessor | null,
+    readonly kit: ChatPromptKit,
+  ) {}
+
+  /** Load a checkpoint folder: config, weights (shapes checked first), tokenizer and chat template. */
+  static async load(dir: string): Promise<HfPolicy> {
+    const config = readHfConfig(dir);
+    // The tokenizer and template are checked before the weights are read: a broken tokenizer.json fails in a second.
+    const kit = loadChatPromptKit(dir, config.raw, join(dir, 'config.json'));
+    if (config.architecture === 'Idefics3ForConditionalGeneration') {
+      const model = (await import('../idefics3/model.ts')).Idefics3Model.load(dir);
+      return new HfPolicy(dir, config, model.decoder, model, model.processor, kit);
+    }
+    if (config.architecture === 'Gemma3ForConditionalGeneration') {
+      const model = (await import('../gemma3/model.ts')).Gemma3Model.load(dir);
+      return new HfPolicy(dir, config, model.decoder, model, model.processor, kit);
+    }
+    return new HfPolicy(dir, config, loadHfDecoder(dir).decoder, null, null, kit);
+  }
+
+  // ---- Sampler ---------------------------------------------------------------------------------------------------
+
+  /** max_position_embeddings of the language model (transformers' class default when the config leaves it out). */
+  get contextLimit(): number {
+    const text = (this.config.raw.text_config ?? this.config.raw) as Record<string, unknown>;
+    const value = text.max_position_embeddings;
+    return typeof value === 'number' && value > 0 ? value : this.config.text.family === 'gemma3' ? 131072 : 2048;
+  }
+
+  /** The processor's square side for image models (episodes are rendered at the chat size and resized by it); 0 else. */
+  get imageSize(): number {
+    return this.processor ? processedSize(this.processor)[1] : 0;
+  }
+
+  encode(input: ModelInput): EncodedPrompt {
+    // A bare model input is one user turn: its text and images in order.
+    const images = input.filter((p) => p.type === 'image').map((p) => p.image);
+    const content = input.map((p) => (p.type === 'text' ? { type: 'text' as const, text: p.text } : { type: 'image' as const }));
+    const message: ChatTemplateMessage = this.kit.layout
+      ? { role: 'user', content }
+      : { role: 'user', content: input.map((p) => (p.type === 'text' ? p.text : '')).join('') };
+    if (!this.kit.layout && images.length > 0) throw new UserError(`${this.dir}: ${this.config.architecture} is a text model and cannot read images`);
+    return this.encodeTemplate({ messages: [message], images });
+  }
+
+  decode(tokens: number[]): string {
+    return this.kit.tokenizer.decode(tokens, { skipSpecialTokens: true });
+  }
+
+  sampleGroup(prompt: EncodedPrompt, group: number, options: SamplingOptions, rng: Rng): Completion[] {
+    return this.sampleGroups([prompt], group, options, rng)[0];
+  }
+
+  /**
+   * All prompts decode as one left-padded batch: each prompt is prefilled once and its KV cache copied to its G rows.
+   * Tokens are drawn row by row (prompt 0's G rows first) from the caller's Rng.
+   */
+  sampleGroups(prompts: EncodedPrompt[], group: number, options: SamplingOptions, rng: Rng): Completion[][] {
+    if (prompts.length === 0) return [];
+    for (const p of prompts) this.checkLength(p.tokens.length, options.maxNewTokens);
+    const P = Math.max(...prompts.map((p) => p.tokens.length));
+    const pad = this.padId();
+    const ids = prompts.map((p) => [...new Array<number>(P - p.tokens.length).fill(pad), ...p.tokens]);
+    const attentionMask = prompts.map((p) => [...new Array<number>(P - p.tokens.length).fill(0), ...new Array<number>(p.tokens.length).fill(1)]);
+    const logProbs: number[][] = Array.from({ length: prompts.length * group }, () => []);
+    const choose = (row: Float32Array, b: number): number => {
+      const { token, logProb } = sampleToken(row, options, rng);
+      logProbs[b].push(logProb);
+      return token;
+    };
+    const generateOptions: GenerateOptions = { maxNewTokens: options.maxNewTokens, choose, stopIds: [...this.kit.tokenizer.eosIds], group };
+    const result = this.withImageFeatures(prompts, (imageFeatures) => this.generateBatch(ids, attentionMask, imageFeatures, generateOptions));
+    const eos = new Set(this.kit.tokenizer.eosIds);
+    const completions = result.tokens.map((tokens, b): Completion => {
+      const body = result.finished[b] && eos.has(tokens[tokens.length - 1]) ? tokens.slice(0, -1) : tokens;
+      return { tokens, text: this.decode(body), logProbs: Float32Array.from(logProbs[b]), finished: result.finished[b] };
+    });
+    return prompts.map((_, k) => completions.slice(k * group, (k + 1) * group));
+  }
+
+  /** Completion log-probabilities (models/hf/score.ts). Differentiable with respect to the LoRA variables. */
+  tokenLogProbs(batch: SequenceBatchItem[], options: TokenLogProbsOptions): TokenLogProbs {
+    for (const it of batch) this.checkLength(it.prompt.tokens.length, it.completion.length);
+    const longest = Math.max(0, ...batch.map((it) => it.prompt.tokens.length + it.completion.length));
+    const recompute = options.useLora && batch.length * longest * this.config.text.hiddenSize * this.config.text.numLayers > RECOMPUTE_ABOVE;
+    // tidy frees the merged prompt embeddings; the returned tensors (log-probs, mask, entropy) survive it.
+    return tf.tidy(() => {
+      const items: ScoreItem[] = batch.map((it) => ({ prompt: it.prompt.tokens, completion: it.completion, ...this.promptImages(it.prompt) }));
+      const scores = completionLogProbs(this.decoder, items, { useLora: options.useLora, temperature: options.temperature, withEntropy: options.withEntropy, recompute });
+      return { ...scores } as unknown as tf.TensorContainer;
+    }) as unknown as TokenLogProbs;
+  }
+
+  // ---- PromptFormat ----------------------------------------------------------------------------------------------
+
+  /** The environment's reference prompt (zero-shot) through the checkpoint's chat template, images at the chat size. */
+  prompt(env: Env, episode: Episode): EncodedPrompt {
+    const messages = env.prompt(episode, { style: 'zero-shot', shots: [] });
+    return this.encodeTemplate(toTemplatePrompt(messages, envRenderer(env), { content: this.kit.layout ? 'parts' : 'string' }));
+  }
+
+  async chatPrompt(messages: ChatMessage[]): Promise<EncodedPrompt> {
+    return this.encodeTemplate(await chatToTemplatePrompt(messages, { content: this.kit.layout ? 'parts' : 'string' }));
+  }
+
+  /** A chat model writes its whole answer, "FINAL ANSWER:" line included: it is scored as written. */
+  responseOf(_env: Env, completionText: string): string {
+    return completionText;
+  }
+
+  /** Tokens of "FINAL ANSWER: <target>" and EOS: the shortest complete answer (the budget adds room for reasoning). */
+  referenceTokens(_env: Env, episode: Episode): number {
+    return this.kit.tokenizer.encode(finalAnswerResponse(episode.target), { addSpecialTokens: false }).length + 1;
+  }
+
+  // ---- Learner ---------------------------------------------------------------------------------------------------
+
+  trainableVariables(scope: 'lora' | 'base'): tf.Variable[] {
+    if (scope === 'base') return this.decoder.baseVariables();
+    const variables = this.decoder.loraVariables();
+    if (variables.length === 0) throw new Error('trainableVariables("lora"): no LoRA adapters attached (call attachLora or load an adapter)');
+    return variables;
+  }
+
+  attachLora(settings: LoraSettings, rng: Rng): void {
+    createLora(this.decoder, { r: settings.r, alpha: settings.alpha, targets: settings.targets ?? DEFAULT_LORA_TARGETS }, rng);
+    this.loraSettings = { r: settings.r, alpha: settings.alpha };
+  }
+
+  saveAdapter(dir: string, options: { baseModel?: string } = {}): void {
+    if (!this.loraSettings) throw new Error('saveAdapter: no LoRA adapters attached');
+    savePeftAdapter(this.decoder, dir, { baseModelNameOrPath: options.baseModel ?? this.dir, r: this.loraSettings.r, alpha: this.loraSettings.alpha });
+  }
+
+  loadAdapter(dir: string): LoraSettings {
+    const config = loadPeftAdapter(this.decoder, dir);
+    this.loraSettings = { r: config.r, alpha: config.alpha };
+    return this.loraSettings;
+  }
+
+  dispose(): void {
+    for (const t of this.features.values()) t.dispose();
+    this.features.clear();
+    if (this.vlm) this.vlm.dispose();
+    else this.decoder.dispose();
+  }
+
+  // ---- internals -------------------------------------------------------------------------------------------------
+
+  private padId(): number {
+    return this.kit.tokenizer.padId ?? this.config.text.padTokenId ?? 0;
+  }
+
+  private checkLength(promptTokens: number, newTokens: number): void {
+    if (promptTokens + newTokens > this.contextLimit) {
+      throw new UserError(`a prompt of ${promptTokens} tokens plus ${newTokens} new tokens exceeds the model's context of ${this.contextLimit} tokens`);
+    }
+  }
+
+  /** Template messages + images → token ids and, per image, its pixel values [3 · S · S] (the processor's output). */
+  private encodeTemplate({ messages, images }: TemplatePrompt): EncodedPrompt {
+    const rendered = this.kit.template.render(messages, { addGenerationPrompt: true });
+    const text = this.kit.layout ? expandImagePlaceholders(rendered, this.kit.layout, images.length) : rendered;
+    const tokens = this.kit.tokenizer.encode(text, { addSpecialTokens: false });
+    if (images.length === 0) return { tokens, images: [] };
+    if (!this.processor) throw new UserError(`${this.dir}: ${this.config.architecture} is a text model and cannot read images`);
+    const pixels = this.processor.preprocess(images); // [n, 3, S, S]
+    const per = pixels.shape[1] * pixels.shape[2] * pixels.shape[3];
+    return { tokens, images: images.map((_, i) => pixels.data.slice(i * per, (i + 1) * per)) };
+  }
+
+  /** One image's features [tokensPerImage, H], encoded once and kept (the vision tower is frozen). */
+  private imageFeatures(pixels: Float32Array): tf.Tensor2D {
+    const kept = this.features.get(pixels);
+    if (kept) {
+      this.features.delete(pixels); // re-insert: the map's order is least recently used first
+      this.features.set(pixels, kept);
+      return kept;
+    }
+    const [height, width] = processedSize(this.processor!);
+    const encoded = tf.tidy(() => this.vlm!.images.encode({ data: pixels, shape: [1, 3, height, width] }));
+    this.features.set(pixels, tf.keep(encoded));
+    while (this.features.size > FEATURE_CACHE_SIZE) {
+      const [oldest, tensor] = this.features.entries().next().value as [Float32Array, tf.Tensor2D];
+      tensor.dispose();
+      this.features.delete(oldest);
+    }
+    return encoded;
+  }
+
+  /** Prompt embeddings [P, H] with the image rows merged (and Gemma's token types), for the learner's batch. */
+  private promptImages(prompt: EncodedPrompt): Pick<ScoreItem, 'promptEmbeds' | 'promptTokenTypeIds'> {
+    if (prompt.images.length === 0 || !this.vlm) return {};
+    const features = tf.concat(prompt.images.map((img) => this.imageFeatures(img)), 0);
+    const embeds = this.vlm.embedWithImages([prompt.tokens], { imageFeatures: features }); // [1, P, H]
+    const typeIds = this.vlm.tokenTypeIds([prompt.tokens]);
+    return { promptEmbeds: tf.reshape(embeds, [prompt.tokens.length, this.config.text.hiddenSize]) as tf.Tensor2D, ...(typeIds ? { promptTokenTypeIds: typeIds[0] } : {}) };
+  }
+
+  /** Run `f` with the batch's image features in row order ([Σ tokens, H]), or none for a text batch. */
+  private withImageFeatures<T>(prompts: EncodedPrompt[], f: (features: tf.Tensor2D | null) => T): T {
+    const all = prompts.flatMap((p) => p.images);
+    if (all.length === 0 || !this.vlm) return f(null);
+    const features = tf.concat(all.map((img) => this.imageFeatures(img)), 0) as tf.Tensor2D;
+    try {
+      return f(features);
+    } finally {
+      features.dispose();
+    }
+  }
+
+  private generateBatch(ids: number[][], attentionMask: number[][], imageFeatures: tf.Tensor2D | null, options: GenerateOptions): GenerateResult {
+    if (this.vlm) return this.vlm.generate({ ids, attentionMask, ...(imageFeatures ? { images: { imageFeatures } } : {}) }, options);
+    return generate(this.decoder, { ids, attentionMask }, options);
+  }
+}
