@@ -23,6 +23,7 @@ import type { Policy } from '../models/policy.ts';
 import type { Sampler } from '../models/sampler.ts';
 import type { Learner } from '../models/learner.ts';
 import { loadBaseModel } from '../models/registry.ts';
+import { isBaseFolder, resolveCheckpoint } from '../models/load.ts';
 import { Rng } from '../core/rng.ts';
 import { UserError } from '../core/errors.ts';
 import { appendJsonl } from '../core/files.ts';
@@ -155,12 +156,23 @@ export const otherModality = (m: Modality): Modality => (m === 'text' ? 'image' 
  * The base checkpoint in `baseModel` (any architecture in models/registry.ts) with the fresh LoRA adapters a run
  * trains, seeded from the run's seed: the `policy` and `baseModel` of a TrainingSetup.
  */
-export async function loadTrainingPolicy(baseModel: string, config: TrainConfig): Promise<{ policy: Policy; baseModel: string }> {
-  const policy = await loadBaseModel(baseModel);
+export async function loadTrainingPolicy(checkpoint: string, config: TrainConfig): Promise<{ policy: Policy; baseModel: string }> {
+  // A base folder gets fresh adapters; an adapter folder (PEFT, or a run's checkpoint) is trained on from its weights,
+  // on the base it names, which stays the reference policy.
+  const where = isBaseFolder(checkpoint) ? { base: checkpoint, adapter: null } : resolveCheckpoint(checkpoint);
+  const policy = await loadBaseModel(where.base);
+  if (where.adapter) {
+    const loaded = policy.loadAdapter(where.adapter);
+    if (loaded.r !== config.loraRank || loaded.alpha !== config.loraAlpha) {
+      policy.dispose();
+      throw new UserError(`${where.adapter}: adapter has r=${loaded.r}, alpha=${loaded.alpha}; train it with --lora-rank ${loaded.r} --lora-alpha ${loaded.alpha}`);
+    }
+    return { policy, baseModel: where.base };
+  }
   // --lora-targets q,k,v and --lora-targets q k v both work: each value may hold a comma list.
   const targets = config.loraTargets?.flatMap((t) => t.split(',')).map((t) => t.trim()).filter((t) => t !== '');
   policy.attachLora({ r: config.loraRank, alpha: config.loraAlpha, ...(targets ? { targets } : {}) }, new Rng(config.seed, 'lora-init'));
-  return { policy, baseModel };
+  return { policy, baseModel: where.base };
 }
 
 export async function train(setup: TrainingSetup): Promise<TrainingResult> {
