@@ -7,10 +7,11 @@
 // (configuration_llama.py, configuration_qwen2.py, configuration_gemma3.py; ../shared/fixtures/hf/hf_config.py lists
 // them). A top-level decoder config always carries its shape keys; those are required there, and a missing one is a
 // UserError naming config.json and the key.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { UserError, describeZodError } from '../../core/errors.ts';
+import { readJson } from '../../core/files.ts';
 
 export type DecoderFamily = 'llama' | 'qwen2' | 'gemma3';
 export type LayerType = 'full_attention' | 'sliding_attention';
@@ -299,13 +300,7 @@ export function parseHfConfig(json: unknown, source = 'config.json'): HfModelCon
 export function readHfConfig(dir: string): HfModelConfig {
   const path = join(dir, 'config.json');
   if (!existsSync(path)) throw new UserError(`${path}: no such file (a Hugging Face checkpoint folder has a config.json)`);
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(path, 'utf8'));
-  } catch {
-    throw new UserError(`${path}: not valid JSON`);
-  }
-  return parseHfConfig(json, path);
+  return parseHfConfig(readJson(path, z.unknown()), path);
 }
 
 /** Special tokens for generation: generation_config.json when present (chat models list several EOS ids there, e.g.
@@ -324,15 +319,7 @@ export function readGenerationTokens(dir: string, config: HfModelConfig): Genera
   const fallback = { bosTokenId: config.text.bosTokenId, eosTokenIds: config.text.eosTokenIds, padTokenId: config.text.padTokenId };
   const path = join(dir, 'generation_config.json');
   if (!existsSync(path)) return fallback;
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(path, 'utf8'));
-  } catch {
-    throw new UserError(`${path}: not valid JSON`);
-  }
-  const parsed = GenerationJson.safeParse(json);
-  if (!parsed.success) throw new UserError(describeZodError(parsed.error, `${path}: `, json));
-  const g = parsed.data;
+  const g = readJson(path, GenerationJson);
   return {
     bosTokenId: g.bos_token_id !== undefined ? firstToken(g.bos_token_id) : fallback.bosTokenId,
     eosTokenIds: g.eos_token_id !== undefined ? tokenList(g.eos_token_id) : fallback.eosTokenIds,

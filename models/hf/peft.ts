@@ -6,17 +6,18 @@
 // model.language_model.… for Gemma 3, whose adapters from older transformers say language_model.model.…). Each target
 // linear computes W x + (lora_alpha / r) · B (A x) (lora_alpha / sqrt(r) with use_rslora). In memory A and B are
 // tfjs variables [in, r] and [r, out] (models/layers/linear.ts), so the files hold their transposes.
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
-import { UserError, describeZodError } from '../../core/errors.ts';
+import { UserError } from '../../core/errors.ts';
 import { writeFileAtomic } from '../../core/files.ts';
 import type { Rng } from '../../core/rng.ts';
 import { encodeSafetensors, type NamedTensor } from '../safetensors.ts';
 import type { HfDecoder } from './decoder.ts';
 import { readSafetensorsHeader, CheckpointTensors } from './weights.ts';
 import type { LinearWeights } from '../layers/linear.ts';
+import { readJson } from '../../core/files.ts';
 
 export const ADAPTER_CONFIG = 'adapter_config.json';
 export const ADAPTER_WEIGHTS = 'adapter_model.safetensors';
@@ -107,15 +108,7 @@ export function createLora(decoder: HfDecoder, settings: LoraSettings, rng: Rng)
 export function readPeftConfig(dir: string): PeftAdapterConfig {
   const path = join(dir, ADAPTER_CONFIG);
   if (!existsSync(path)) throw new UserError(`${path}: no such file (a PEFT adapter folder has adapter_config.json and ${ADAPTER_WEIGHTS})`);
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(path, 'utf8'));
-  } catch {
-    throw new UserError(`${path}: not valid JSON`);
-  }
-  const parsed = AdapterConfigSchema.safeParse(json);
-  if (!parsed.success) throw new UserError(describeZodError(parsed.error, `${path}: `, json));
-  const c = parsed.data;
+  const c = readJson(path, AdapterConfigSchema);
   const refuse = (what: string) => {
     throw new UserError(`${path}: ${what} is not supported`);
   };

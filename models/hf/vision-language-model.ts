@@ -2,10 +2,10 @@
 // embeddings with image features merged in (models/hf/image-merge.ts), one forward pass, and generate()-style greedy
 // or sampled decoding whose prefill carries the images. models/idefics3/model.ts and models/gemma3/model.ts supply
 // the image encoder and, for Gemma 3, the bidirectional image block (token_type_ids).
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { UserError } from '../../core/errors.ts';
+
 import type { HfModelConfig } from './config.ts';
 import type { ForwardInput, ForwardOutput, HfDecoder } from './decoder.ts';
 import { generate, type GenerateOptions, type GenerateResult } from './generate.ts';
@@ -13,6 +13,8 @@ import { mergeImageFeatures, type TokenIds } from './image-merge.ts';
 import type { PixelValues } from './pixel-values.ts';
 import type { CheckpointTensors } from './weights.ts';
 import type { TensorLookup } from '../vision/siglip.ts';
+import { readJson } from '../../core/files.ts';
+import { z } from 'zod';
 
 /** Images -> the rows that replace image tokens ([n · tokensPerImage, text hidden], image 0 first). */
 export interface ImageEncoder {
@@ -36,11 +38,7 @@ export type VisionForwardInput = Omit<ForwardInput, 'inputsEmbeds'> & { images?:
 export function readPreprocessorConfig(dir: string): { raw: unknown; source: string } {
   const source = join(dir, 'preprocessor_config.json');
   if (!existsSync(source)) return { raw: {}, source };
-  try {
-    return { raw: JSON.parse(readFileSync(source, 'utf8')), source };
-  } catch {
-    throw new UserError(`${source}: not valid JSON`);
-  }
+  return { raw: readJson(source, z.unknown()), source };
 }
 
 /** The checkpoint's tensors as a lookup for the vision loaders. */

@@ -4,11 +4,12 @@
 // range (fs.readSync into a buffer of its own size) and upcast to float32. A file is never held whole in memory.
 //
 // Memory: weights live as float32 in tfjs, so a bf16/f16 checkpoint takes twice its file size once loaded.
-import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { z } from 'zod';
 import { UserError } from '../../core/errors.ts';
 import { halfToFloat } from '../safetensors.ts';
+import { readJson } from '../../core/files.ts';
 
 export const SINGLE_FILE = 'model.safetensors';
 export const INDEX_FILE = 'model.safetensors.index.json';
@@ -109,15 +110,7 @@ export class CheckpointTensors {
     const single = join(dir, SINGLE_FILE);
     const index = join(dir, INDEX_FILE);
     if (existsSync(index)) {
-      let json: unknown;
-      try {
-        json = JSON.parse(readFileSync(index, 'utf8'));
-      } catch {
-        throw new UserError(`${index}: not valid JSON`);
-      }
-      const parsed = IndexSchema.safeParse(json);
-      if (!parsed.success) throw new UserError(`${index}: lacks a weight_map object of tensor name → shard file`);
-      const weightMap = parsed.data.weight_map;
+      const { weight_map: weightMap } = readJson(index, IndexSchema, { invalid: 'lacks a weight_map object of tensor name → shard file' });
       const headers = new Map<string, Map<string, TensorEntry>>();
       for (const shard of new Set(Object.values(weightMap))) {
         const path = join(dir, shard);
