@@ -4,7 +4,7 @@
 import { basename, resolve } from 'node:path';
 import { UserError } from '../../core/errors.ts';
 import { loadPolicy } from '../../models/load.ts';
-import { builtinEngine } from './builtin-engine.ts';
+import { policyEngine } from './policy-engine.ts';
 import { startServer } from './server.ts';
 
 export interface ServeOptions {
@@ -27,7 +27,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   const log = (line: string) => process.stderr.write(`${line}\n`);
   const loaded = await loadPolicy(options.checkpoint, { ...(options.base ? { base: options.base } : {}), ...(options.backend ? { backend: options.backend } : {}), log });
   const modelId = options.modelId ?? basename(resolve(options.checkpoint));
-  const engine = builtinEngine(loaded.policy, modelId, options.seed);
+  const engine = policyEngine(loaded.policy, modelId, options.seed);
   const running = await startServer(engine, { host: options.host, port: options.port, log }).catch((error: NodeJS.ErrnoException) => {
     loaded.policy.dispose();
     if (error.code === 'EADDRINUSE') throw new UserError(`--port ${options.port}: already in use on ${options.host} (pick another, or 0 for any free port)`);

@@ -1,7 +1,8 @@
-// A policy as the ChatEngine behind `metrl serve`: chat messages become the model's prompt by its own chatPrompt (the
-// built-in model: models/builtin/template.ts joins texts by newlines, decodes data-URL images and resizes them to the
-// model's image size, and appends the answer marker when missing), then are generated through the BatchedGenerator,
-// so concurrent requests with the same sampling settings share one decoding batch.
+// Any policy as the ChatEngine behind `metrl serve` (eval/ layer): chat messages become the model's prompt through its
+// own chatPrompt (a Hugging Face model: its chat template and image processor; the built-in model:
+// models/builtin/template.ts joins texts by newlines, resizes images to the model's size and appends the answer
+// marker), then are generated through the BatchedGenerator, so concurrent requests with the same sampling settings
+// share one decoding batch.
 import { UserError } from '../../core/errors.ts';
 import type { ChatMessage } from '../../core/chat.ts';
 import type { Policy } from '../../models/policy.ts';
@@ -11,7 +12,7 @@ import type { ChatEngine, EngineResult, EngineSampling } from './server.ts';
 /** Room for a trace: a 5-move chess trace is about 330 characters, a 10-move one about 640; clients can ask for more. */
 const DEFAULT_MAX_TOKENS = 1024;
 
-export function builtinEngine(policy: Policy, modelId: string, seed: number): ChatEngine & { generator: BatchedGenerator } {
+export function policyEngine(policy: Policy, modelId: string, seed: number): ChatEngine & { generator: BatchedGenerator } {
   const generator = new BatchedGenerator(policy, seed);
   const maxContext = policy.contextLimit;
   return {
