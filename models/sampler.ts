@@ -10,7 +10,7 @@ import type { Completion, EncodedPrompt, ModelInput, SamplingOptions, SequenceBa
 export interface Sampler extends PromptFormat {
   /** Longest sequence (prompt + completion, in tokens) the model is used with; longer requests are refused. */
   readonly contextLimit: number;
-  /** Width and height in pixels of the images the model reads (environments render image actions at this size). */
+  /** Width and height in pixels of the images the model reads (environments render image actions at this size); 0 for a text-only model. */
   readonly imageSize: number;
   /** Tokenise a model input (text and images in order). */
   encode(input: ModelInput): EncodedPrompt;

@@ -206,10 +206,16 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
 }
 
 /** The run's data: train episodes and prompts, the fixed test split in both modalities, the completion budget. */
+/** A text-only model (imageSize 0) cannot be trained on image actions: say so before anything is written. */
+export function assertReadsModality(sampler: Sampler, modality: Modality): void {
+  if (modality === 'image' && sampler.imageSize === 0) throw new UserError('the model reads text only and cannot train on image actions: use --modality text');
+}
+
 function prepareRun(setup: TrainingSetup): Run {
   const { env, policy, config, modality, runDir } = setup;
   const sampler: Sampler = policy;
   const learner: Learner = policy;
+  assertReadsModality(sampler, modality);
   const prepare = (episodes: Episode[]): PreparedEpisode[] => episodes.map((episode) => ({ episode, prompt: sampler.prompt(env, episode) }));
   const trainSet = prepare(
     generateEpisodes(env, { n: config.trainSize, actions: config.actions, split: 'train', seed: config.seed, modality, extra: setup.envExtra }),
@@ -217,8 +223,9 @@ function prepareRun(setup: TrainingSetup): Run {
   const testEpisodes = generateEpisodes(env, { n: config.testSize, actions: config.actions, split: 'test', seed: config.testSeed, modality, extra: setup.envExtra });
   const transfer = otherModality(modality);
   const testSets: TestSet[] = [{ modality, role: 'train', items: prepare(testEpisodes.map((e) => withModality(e, modality))) }];
-  // Environments whose actions have one form only (boxes, MCST: text; MATE, REM: images) have no transfer modality.
-  if (!env.modalities || env.modalities.includes(transfer)) {
+  // Environments whose actions have one form only (boxes, MCST: text; MATE, REM: images) have no transfer modality,
+  // and a text-only model (imageSize 0) none in images.
+  if ((!env.modalities || env.modalities.includes(transfer)) && (transfer === 'text' || sampler.imageSize > 0)) {
     testSets.push({ modality: transfer, role: 'transfer', items: prepare(testEpisodes.map((e) => withModality(e, transfer))) });
   }
   // The completion budget fitted to the task: room for the longest reference completion, with a quarter to spare.

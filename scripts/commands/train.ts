@@ -17,7 +17,7 @@ import { CHECKPOINTS_DIR } from '../../core/paths.ts';
 import { getEnv } from '../../envs/registry.ts';
 import { initBackend } from '../../models/backend.ts';
 import { TrainConfigSchema, readConfigFile, resolveConfig, type TrainConfig } from '../../trainer/config.ts';
-import { loadTrainingPolicy, train, type TrainEvent } from '../../trainer/loop.ts';
+import { assertReadsModality, loadTrainingPolicy, train, type TrainEvent } from '../../trainer/loop.ts';
 import type { EvalRow } from '../../trainer/metrics.ts';
 
 /** The training config's flags, generated from TrainConfigSchema's descriptions (scripts/schema-flags.ts). */
@@ -104,6 +104,7 @@ async function run(flags: TrainFlags): Promise<void> {
   }
   const backend = await initBackend(flags.backend, flags.quiet ? null : log);
   const setup = await loadTrainingPolicy(checkpointDir, config);
+  assertReadsModality(setup.policy, modality);
   if (!flags.resume) {
     // Written before the first step so that an interrupted run can always be resumed.
     writeJsonAtomic(join(runDir, 'config.json'), {
