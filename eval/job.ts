@@ -74,6 +74,11 @@ export async function evaluate(options: EvaluateOptions): Promise<void> {
   if (options.tables) return combineTables(options.tables, options.out);
   const plan = await planRun(options);
   const source = await openModel(plan, options);
+  if (source.loaded) {
+    plan.config.loaded = source.loaded;
+    // Printed only now that the model has loaded: an error while loading is the only line on stderr.
+    if (!options.quiet) process.stderr.write(`tfjs backend: ${source.loaded.backend}\n`);
+  }
   const outcome = await runItems(plan, source, options);
   const report = reportRun(plan, outcome);
   finish(plan, outcome, report);

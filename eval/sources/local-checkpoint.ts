@@ -14,6 +14,7 @@ export async function checkpointSource(dir: string, sampling: SamplingSettings, 
   const maxContext = loaded.policy.contextLimit;
   return {
     label: dir,
+    loaded: { base: loaded.base, adapter: loaded.adapter, adapter_step: loaded.adapterStep, backend: loaded.backend },
     async complete(query): Promise<SourceReply> {
       const env = envs.get(query.episode.domain)!;
       const input = query.kind === 'track' ? compactTemplate.trackInput(env, query) : compactTemplate.perceptionInput(env, query);
