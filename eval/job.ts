@@ -188,7 +188,8 @@ function finish(plan: Plan, outcome: RunOutcome, report: RunReport): void {
   const { out } = plan;
   const done = outcome.rows.filter((r) => r.status === 'ok').length;
   if (outcome.stopped?.reason === 'fatal') {
-    throw new UserError(`stopped: ${outcome.stopped.failure.message}${hint(outcome.stopped.failure.status, plan.model)}. ${done} finished items are kept in ${out}; fix the cause and rerun with --resume --out ${out}`);
+    const why = `${outcome.stopped.failure.message}${hint(outcome.stopped.failure.status, plan.model)}`;
+    throw new UserError(`stopped: ${why}${/[.?!]$/.test(why) ? '' : '.'} ${done} finished items are kept in ${out}; fix the cause and rerun with --resume --out ${out}`);
   }
   if (outcome.stopped?.reason === 'interrupted') {
     process.stderr.write(`evaluate: interrupted; ${done} finished items kept; continue with --resume --out ${out}\n`);
