@@ -14,6 +14,41 @@ export function fail(message: string): never {
   throw new UserError(message);
 }
 
+/** What an operating-system error code means, in words a user can act on. */
+const SYSTEM_REASONS: Record<string, string> = {
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted (read-only or immutable?)',
+  EROFS: 'read-only file system',
+  ENOTDIR: 'a part of the path is a file, not a folder',
+  EISDIR: 'is a folder, a file was expected',
+  ENOSPC: 'no space left on the device',
+  EDQUOT: 'disk quota exceeded',
+  EEXIST: 'already exists',
+  ENOENT: 'no such file or folder',
+  ENAMETOOLONG: 'name too long',
+  ELOOP: 'too many levels of symbolic links',
+  EMFILE: 'too many open files',
+  EBUSY: 'busy or locked',
+  EFBIG: 'file too large',
+  EIO: 'input/output error',
+  ENOTEMPTY: 'folder not empty',
+  EXDEV: 'cannot move across file systems',
+};
+
+/**
+ * A file-system error (EACCES, ENOTDIR, ENOSPC …) as a UserError naming `path` (default: the path the error names):
+ * these come from where the user pointed an output or input, not from a bug. `action` ('cannot write') goes before the
+ * reason. Anything else is returned unchanged.
+ */
+export function systemErrorAsUserError(error: unknown, path?: string, action = ''): unknown {
+  if (error instanceof UserError || !(error instanceof Error)) return error;
+  const code = (error as NodeJS.ErrnoException).code;
+  if (typeof code !== 'string' || !Object.hasOwn(SYSTEM_REASONS, code)) return error;
+  const where = path ?? (error as NodeJS.ErrnoException).path;
+  if (typeof where !== 'string') return error;
+  return new UserError(`${where}: ${action === '' ? '' : `${action}: `}${SYSTEM_REASONS[code]} (${code})`);
+}
+
 /** The value at a zod issue's path inside the parsed input (zod 4 does not keep it in the issue by default). */
 function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
   let value = input;

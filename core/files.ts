@@ -1,21 +1,49 @@
 // File helpers for long jobs: atomic writes (temp file + rename, so a killed process never leaves half a file),
 // JSON files read through a zod schema, JSONL reading that tolerates a torn last line (the one a kill can leave) but
 // reports corruption anywhere else. Layer: core/.
-import { mkdirSync, readFileSync, renameSync, writeFileSync, existsSync, readdirSync, appendFileSync, truncateSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, writeFileSync, existsSync, readdirSync, appendFileSync, truncateSync, rmSync } from 'node:fs';
 import { dirname, basename, join } from 'node:path';
 import type { output, ZodError, ZodType } from 'zod';
-import { UserError, describeZodError } from './errors.ts';
+import { UserError, describeZodError, systemErrorAsUserError } from './errors.ts';
 
-export function ensureDir(dir: string): void {
-  mkdirSync(dir, { recursive: true });
+/**
+ * Create a folder and its parents; a folder that cannot be made is a UserError naming `named` (default: the folder),
+ * e.g. "out/x: cannot create folder: a part of the path is a file, not a folder (ENOTDIR)".
+ */
+export function ensureDir(dir: string, named = dir): void {
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (error) {
+    // mkdir -p reports a file in the way as EEXIST on that file: say what it means for the path the user gave.
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST' || code === 'ENOTDIR') throw new UserError(`${named}: cannot create folder: a part of the path is a file, not a folder (ENOTDIR)`);
+    throw systemErrorAsUserError(error, named, 'cannot create folder');
+  }
 }
 
-/** Write a file atomically: the old content or the new, never a mix. */
+/** Remove a file or folder if it is there; never throws (used on the way out of a failure). */
+export function removeQuietly(path: string): void {
+  try {
+    rmSync(path, { recursive: true, force: true });
+  } catch {
+    // nothing there, or nothing we may remove: either way nothing of ours is left to clean
+  }
+}
+
+/**
+ * Write a file atomically: the old content or the new, never a mix. A path that cannot be written (a read-only folder,
+ * a parent that is a file, a folder in the way, a full disk) is a UserError naming `path`; the temp file is removed.
+ */
 export function writeFileAtomic(path: string, data: string | Uint8Array): void {
-  ensureDir(dirname(path));
+  ensureDir(dirname(path), path);
   const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
-  writeFileSync(tmp, data);
-  renameSync(tmp, path);
+  try {
+    writeFileSync(tmp, data);
+    renameSync(tmp, path);
+  } catch (error) {
+    removeQuietly(tmp);
+    throw systemErrorAsUserError(error, path, 'cannot write');
+  }
 }
 
 export function writeJsonAtomic(path: string, value: unknown): void {
@@ -36,9 +64,15 @@ export interface ReadJsonOptions {
 export function readJson<S extends ZodType>(path: string, schema: S, options: ReadJsonOptions = {}): output<S> {
   const where = `${options.prefix ?? ''}${path}: `;
   if (!existsSync(path)) throw new UserError(`${where}no such file`);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw systemErrorAsUserError(error, `${options.prefix ?? ''}${path}`, 'cannot read');
+  }
   let value: unknown;
   try {
-    value = JSON.parse(readFileSync(path, 'utf8'));
+    value = JSON.parse(text);
   } catch {
     throw new UserError(`${where}not valid JSON`);
   }
@@ -70,7 +104,12 @@ export interface ReadJsonlOptions {
  */
 export function readJsonl<T = unknown>(path: string, options: ReadJsonlOptions = {}): { rows: JsonlRow<T>[]; repaired: boolean } {
   if (!existsSync(path)) throw new UserError(`${path}: no such file`);
-  const text = readFileSync(path, 'utf8');
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw systemErrorAsUserError(error, path, 'cannot read');
+  }
   const lines = text.split('\n');
   const endsClean = text.endsWith('\n') || text.length === 0;
   const rows: JsonlRow<T>[] = [];
@@ -99,6 +138,10 @@ export function readJsonl<T = unknown>(path: string, options: ReadJsonlOptions =
 /** Append rows to a JSONL file, one write per call so that a kill tears at most the last line. */
 export function appendJsonl(path: string, rows: unknown[]): void {
   if (rows.length === 0) return;
-  ensureDir(dirname(path));
-  appendFileSync(path, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
+  ensureDir(dirname(path), path);
+  try {
+    appendFileSync(path, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
+  } catch (error) {
+    throw systemErrorAsUserError(error, path, 'cannot write');
+  }
 }

@@ -5,7 +5,8 @@ import * as vega from 'vega';
 import * as vl from 'vega-lite';
 import type { TopLevelSpec } from 'vega-lite';
 import sharp from 'sharp';
-import { writeFileAtomic } from './files.ts';
+import { existsSync } from 'node:fs';
+import { removeQuietly, writeFileAtomic } from './files.ts';
 
 export type { TopLevelSpec } from 'vega-lite';
 
@@ -42,7 +43,14 @@ export function plotBasePath(file: string): string {
 export async function writePlot(spec: TopLevelSpec, file: string, options: RenderOptions = {}): Promise<{ svg: string; png: string }> {
   const { svg, png } = await renderVegaLite(spec, options);
   const base = plotBasePath(file);
+  const hadSvg = existsSync(`${base}.svg`);
   writeFileAtomic(`${base}.svg`, svg);
-  writeFileAtomic(`${base}.png`, png);
+  try {
+    writeFileAtomic(`${base}.png`, png);
+  } catch (error) {
+    // Both or neither: an SVG this call created is taken back when its PNG cannot be written.
+    if (!hadSvg) removeQuietly(`${base}.svg`);
+    throw error;
+  }
   return { svg: `${base}.svg`, png: `${base}.png` };
 }

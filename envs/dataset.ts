@@ -5,8 +5,8 @@
 // Few-shot examples come from the TRAIN split (never the test split), drawn deterministically from the seed.
 import { existsSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { UserError } from '../core/errors.ts';
-import { isEmptyDir } from '../core/files.ts';
+import { UserError, systemErrorAsUserError } from '../core/errors.ts';
+import { isEmptyDir, removeQuietly } from '../core/files.ts';
 import { encodePng } from '../core/image.ts';
 import { toChatMessages, type ChatContentPart, type ChatMessage } from '../core/chat.ts';
 import { generateEpisodes, type GenerateOptions } from './generate.ts';
@@ -173,9 +173,9 @@ export async function writeDataset(env: Env, options: DatasetOptions): Promise<D
   const tmp = join(dirname(out), `.${basename(out)}.tmp-${process.pid}`);
   // The first missing ancestor of the output, removed again if the run fails, so a failure leaves no trace at all.
   const createdParent = firstMissingAncestor(dirname(out));
-  rmSync(tmp, { recursive: true, force: true });
-  mkdirSync(join(tmp, IMAGES_DIR), { recursive: true });
   try {
+    rmSync(tmp, { recursive: true, force: true });
+    mkdirSync(join(tmp, IMAGES_DIR), { recursive: true });
     const pngs = new PngCache();
     let imageCount = 0;
     // An episode's images are encoded concurrently (sharp works on libuv's thread pool, so both cores are used).
@@ -210,8 +210,9 @@ export async function writeDataset(env: Env, options: DatasetOptions): Promise<D
     replaceDir(tmp, out);
     return { dir: out, rows: episodes.length, images: imageCount };
   } catch (error) {
-    rmSync(createdParent ?? tmp, { recursive: true, force: true });
-    throw error;
+    removeQuietly(createdParent ?? tmp);
+    // A folder that cannot be written (read-only, a parent that is a file, a full disk) is named as the user gave it.
+    throw systemErrorAsUserError(error, out, 'cannot write the dataset');
   }
 }
 

@@ -76,6 +76,11 @@ export async function evaluate(options: EvaluateOptions): Promise<void> {
   if (options.tables) return combineTables(options.tables, options.out);
   const plan = await planRun(options);
   const source = await openModel(plan, options);
+  if (source.loaded) {
+    plan.config.loaded = source.loaded;
+    // Printed only now that the model has loaded: an error while loading is the only line on stderr.
+    if (!options.quiet) process.stderr.write(`tfjs backend: ${source.loaded.backend}\n`);
+  }
   const outcome = await runItems(plan, source, options);
   const report = reportRun(plan, outcome);
   finish(plan, outcome, report);
@@ -188,7 +193,8 @@ function finish(plan: Plan, outcome: RunOutcome, report: RunReport): void {
   const { out } = plan;
   const done = outcome.rows.filter((r) => r.status === 'ok').length;
   if (outcome.stopped?.reason === 'fatal') {
-    throw new UserError(`stopped: ${outcome.stopped.failure.message}${hint(outcome.stopped.failure.status, plan.model)}. ${done} finished items are kept in ${out}; fix the cause and rerun with --resume --out ${out}`);
+    const why = `${outcome.stopped.failure.message}${hint(outcome.stopped.failure.status, plan.model)}`;
+    throw new UserError(`stopped: ${why}${/[.?!]$/.test(why) ? '' : '.'} ${done} finished items are kept in ${out}; fix the cause and rerun with --resume --out ${out}`);
   }
   if (outcome.stopped?.reason === 'interrupted') {
     process.stderr.write(`evaluate: interrupted; ${done} finished items kept; continue with --resume --out ${out}\n`);

@@ -7,6 +7,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { UserError } from '../core/errors.ts';
 import { appendJsonl, readJsonl, writeFileAtomic } from '../core/files.ts';
+import { redactDeep } from '../core/secrets.ts';
 import { DOMAINS, MODALITY_SETTINGS, type Domain, type ModalitySetting } from '../core/episode.ts';
 import { TASKS, type ItemRow } from './types.ts';
 
@@ -71,7 +72,7 @@ export class ResultsWriter {
   constructor(private readonly dir: string) {}
 
   append(row: ItemRow): void {
-    appendJsonl(join(this.dir, resultsFile(row.domain, row.modality)), [row]);
+    appendJsonl(join(this.dir, resultsFile(row.domain, row.modality)), [redactDeep(row)]);
   }
 
   /** Rewrite every results file with one row per item, in the given order. */

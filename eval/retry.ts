@@ -123,6 +123,33 @@ export function attemptsOf(error: unknown): number {
   return (error as { attempts?: number } | null)?.attempts ?? 1;
 }
 
+interface NetworkCause {
+  code?: string;
+  message?: string;
+  address?: string;
+  port?: number;
+  hostname?: string;
+}
+
+/** Codes that mean nobody answers at that address: a wrong --endpoint or a server that is not running. */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+
+/**
+ * The innermost error under `error.cause` (fetch wraps the socket error in "fetch failed", and clients wrap that again);
+ * for an AggregateError (both addresses of "localhost" refused) its first error.
+ */
+function networkCause(error: unknown): NetworkCause | undefined {
+  let found: NetworkCause | undefined;
+  let current: unknown = error;
+  for (let depth = 0; depth < 8 && current instanceof Error; depth++) {
+    const errors = (current as { errors?: unknown }).errors;
+    const here = current as NetworkCause;
+    if (here.code !== undefined || current.message === 'bad port') found = here;
+    current = current.cause ?? (Array.isArray(errors) ? errors[0] : undefined);
+  }
+  return found;
+}
+
 /**
  * Anything thrown by a source that is not yet a RequestFailure. Nobody listening (connection refused) or no such host
  * is a wrong --endpoint, not a hiccup: fatal, so the run stops at once instead of retrying every item for a minute.
@@ -131,10 +158,14 @@ export function attemptsOf(error: unknown): number {
 export function toFailure(error: unknown): RequestFailure {
   if (error instanceof RequestFailure) return error;
   const message = error instanceof Error ? error.message : String(error);
-  const cause = error instanceof Error ? (error.cause as { code?: string; address?: string; port?: number; hostname?: string } | undefined) : undefined;
-  if (cause?.code === 'ECONNREFUSED' || cause?.code === 'ENOTFOUND') {
+  const cause = networkCause(error);
+  if (cause?.code !== undefined && UNREACHABLE.has(cause.code)) {
     const where = cause.hostname ?? (cause.address ? `${cause.address}${cause.port ? `:${cause.port}` : ''}` : 'the endpoint');
     return new RequestFailure(`cannot reach ${where} (${cause.code}): is the server running, and the URL right?`, 'fatal');
+  }
+  if (cause?.message === 'bad port') return new RequestFailure('the endpoint\'s port is one fetch refuses to connect to (a "bad port"): choose another', 'fatal');
+  if (cause?.code !== undefined && /^(CERT_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT|UNABLE_TO_VERIFY|ERR_TLS_CERT)/.test(cause.code)) {
+    return new RequestFailure(`the endpoint's TLS certificate is not trusted (${cause.code})`, 'fatal');
   }
   if (cause?.code && /^(ECONNRESET|EPIPE|ETIMEDOUT|UND_ERR_|EAI_AGAIN)/.test(cause.code)) {
     return new RequestFailure(`${message} (${cause.code})`, 'retryable');

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { UserError } from '../core/errors.ts';
 import { readJson, writeJsonAtomic } from '../core/files.ts';
-import type { Setting } from './types.ts';
+import type { LoadedModel, Setting } from './types.ts';
 
 export type ModelDescription =
   | { kind: 'hosted'; id: string; provider?: string; endpoint?: string; api_key_env?: string }
@@ -25,6 +25,8 @@ export interface RunConfig {
   /** Environment options by domain (e.g. chess games file). */
   extra: Record<string, Record<string, unknown>>;
   runtime: { workers: number; limit: number | null; retries: number; timeout_s: number };
+  /** For a local checkpoint: the base, adapter (with its step) and tfjs backend actually loaded (not checked on resume). */
+  loaded?: LoadedModel;
 }
 
 export const CONFIG_FILE = 'config.json';

@@ -45,9 +45,19 @@ export interface SamplingSettings {
 }
 
 /** A model behind one interface: a hosted chat model, a local checkpoint, a baseline. */
+/** config.json's record of a model loaded in process. */
+export interface LoadedModel {
+  base: string;
+  adapter: string | null;
+  adapter_step: number | null;
+  backend: string;
+}
+
 export interface ModelSource {
   /** Name used in tables and plots (model id, checkpoint folder, baseline name). */
   readonly label: string;
+  /** What a local model loaded (base, adapter and its step, tfjs backend), recorded in config.json; absent for others. */
+  readonly loaded?: LoadedModel;
   complete(query: Query, signal: AbortSignal): Promise<SourceReply>;
   close?(): Promise<void>;
 }

@@ -50,6 +50,11 @@ function shortReason(error: unknown): string {
   return message.split('\n')[0].slice(0, 160);
 }
 
+/** "tfjs backend: wasm (skipped node-gpu, node)": the line commands print once their model has loaded. */
+export function backendLine(choice: BackendChoice): string {
+  return `tfjs backend: ${choice.name}${choice.skipped.length ? ` (skipped ${choice.skipped.map((s) => s.split(':')[0]).join(', ')})` : ''}`;
+}
+
 /**
  * Select the backend (once per process; later calls return the first choice). `requested` forces one name.
  * `log` receives the "tfjs backend: …" line (stderr by default; pass null for silence).
@@ -68,7 +73,7 @@ export async function initBackend(requested?: string, log: ((line: string) => vo
     try {
       await activateBackend(name);
       current = { name, tfBackend: tf.getBackend(), skipped };
-      log?.(`tfjs backend: ${name}${skipped.length ? ` (skipped ${skipped.map((s) => s.split(':')[0]).join(', ')})` : ''}`);
+      log?.(backendLine(current));
       return current;
     } catch (error) {
       if (requested) throw new UserError(`--backend ${name}: cannot load it (${shortReason(error)})`);

@@ -18,6 +18,8 @@ export interface LoadedPolicy {
   policy: Policy;
   base: string;
   adapter: string | null;
+  /** The training step of the adapter (its folder is step-N), or null for a base or an adapter named otherwise. */
+  adapterStep: number | null;
   backend: string;
 }
 
@@ -94,12 +96,22 @@ export function checkpointModelType(dir: string, base?: string): string {
   return modelTypeOf(resolveCheckpoint(dir, base).base);
 }
 
-/** Choose the backend, then load the base through the registry and attach the adapter, if any. */
+/** "…/checkpoints/step-12" or "…/step-12/adapter" → 12. */
+function adapterStepOf(adapter: string | null): number | null {
+  const match = adapter === null ? null : /(?:^|[\\/])step-(\d+)(?:[\\/]adapter)?$/.exec(adapter);
+  return match ? Number(match[1]) : null;
+}
+
+/**
+ * Choose the backend, then load the base through the registry and attach the adapter, if any. `log` gets the
+ * "tfjs backend: …" line once everything has loaded, so that a checkpoint error is the only line a user sees.
+ */
 export async function loadPolicy(dir: string, options: { base?: string; backend?: string; log?: (line: string) => void } = {}): Promise<LoadedPolicy> {
   const where = resolveCheckpoint(dir, options.base);
-  const { initBackend } = await import('./backend.ts');
-  const backend = await initBackend(options.backend, options.log ?? ((l) => process.stderr.write(l + '\n')));
+  const { initBackend, backendLine } = await import('./backend.ts');
+  const backend = await initBackend(options.backend, null);
   const policy = await loadBaseModel(where.base);
   if (where.adapter) policy.loadAdapter(where.adapter);
-  return { policy, base: where.base, adapter: where.adapter, backend: backend.name };
+  options.log?.(backendLine(backend));
+  return { policy, base: where.base, adapter: where.adapter, adapterStep: adapterStepOf(where.adapter), backend: backend.name };
 }

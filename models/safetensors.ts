@@ -2,6 +2,7 @@
 // little-endian header length N, then N bytes of JSON mapping each tensor name to {dtype, shape, data_offsets} plus an
 // optional "__metadata__" map of strings, then the raw little-endian tensor bytes. We read F32, F16 and BF16 (all
 // converted to float32) and write F32, which is what the built-in model needs.
+import { z } from 'zod';
 import { UserError } from '../core/errors.ts';
 
 export interface NamedTensor {
@@ -46,35 +47,67 @@ export function encodeSafetensors(tensors: Map<string, NamedTensor>, metadata: R
   return out;
 }
 
+/** One tensor's header entry, as the spec has it. */
+const TensorEntrySchema = z.object({
+  dtype: z.string(),
+  shape: z.array(z.number().int().min(0)),
+  data_offsets: z.tuple([z.number().int().min(0), z.number().int().min(0)]),
+});
+
+/** What a header entry is, for a message: "null", "an array", "a string". */
+function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return `a ${typeof value}`;
+}
+
 /** Parse safetensors bytes. `source` names the file in error messages. */
 export function decodeSafetensors(bytes: Uint8Array, source = 'safetensors'): SafetensorsFile {
   if (bytes.length < 8) throw new UserError(`${source}: too short to be a safetensors file`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const headerLength = Number(view.getBigUint64(0, true));
-  if (headerLength > bytes.length - 8) throw new UserError(`${source}: header length ${headerLength} exceeds the file size`);
-  let header: Record<string, unknown>;
+  // Kept as a bigint for the message: 2^60 must print as 1152921504606846976, not as a rounded float.
+  const declared = view.getBigUint64(0, true);
+  if (declared > BigInt(bytes.length - 8)) throw new UserError(`${source}: header length ${declared} exceeds the file size (${bytes.length} bytes)`);
+  const headerLength = Number(declared);
+  let parsed: unknown;
   try {
-    header = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset + 8, headerLength).toString('utf8')) as Record<string, unknown>;
+    parsed = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset + 8, headerLength).toString('utf8'));
   } catch {
     throw new UserError(`${source}: header is not valid JSON`);
   }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new UserError(`${source}: header must be a JSON object mapping tensor names to {dtype, shape, data_offsets}, got ${kindOf(parsed)}`);
+  }
+  const header = parsed as Record<string, unknown>;
   const dataStart = 8 + headerLength;
   const dataLength = bytes.length - dataStart;
   const tensors = new Map<string, NamedTensor>();
   let metadata: Record<string, string> = {};
   for (const [name, entry] of Object.entries(header)) {
     if (name === '__metadata__') {
-      metadata = (entry ?? {}) as Record<string, string>;
+      const m = z.record(z.string(), z.string()).nullable().safeParse(entry);
+      if (!m.success) throw new UserError(`${source}: __metadata__ must map names to strings`);
+      metadata = m.data ?? {};
       continue;
     }
-    const e = entry as { dtype?: string; shape?: number[]; data_offsets?: [number, number] };
-    const width = e.dtype ? BYTES_PER_ELEMENT[e.dtype] : undefined;
-    if (!width) throw new UserError(`${source}: tensor ${name} has unsupported dtype ${e.dtype} (F32, F16, BF16 are read)`);
-    if (!Array.isArray(e.shape) || !Array.isArray(e.data_offsets)) throw new UserError(`${source}: tensor ${name} lacks shape or data_offsets`);
+    if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
+      throw new UserError(`${source}: tensor ${name}: entry must be an object {dtype, shape, data_offsets}, got ${kindOf(entry)}`);
+    }
+    const checked = TensorEntrySchema.safeParse(entry);
+    if (!checked.success) {
+      const field = String(checked.error.issues[0]?.path[0] ?? 'entry');
+      const value = (entry as Record<string, unknown>)[field];
+      const shown = value === undefined ? 'missing' : `got ${JSON.stringify(value)?.slice(0, 60)}`;
+      const wanted = field === 'dtype' ? 'a string' : field === 'shape' ? 'a list of non-negative integers' : 'two non-negative integers [begin, end]';
+      throw new UserError(`${source}: tensor ${name}: ${field} must be ${wanted} (${shown})`);
+    }
+    const e = checked.data;
+    const width = Object.hasOwn(BYTES_PER_ELEMENT, e.dtype) ? BYTES_PER_ELEMENT[e.dtype] : undefined;
+    if (!width) throw new UserError(`${source}: tensor ${name} has dtype ${JSON.stringify(e.dtype)}, which metrl does not read (F32, F16 and BF16 are read)`);
     const [begin, end] = e.data_offsets;
     const count = e.shape.reduce((a, b) => a * b, 1);
-    if (!(begin >= 0 && end <= dataLength && end - begin === count * width)) {
-      throw new UserError(`${source}: tensor ${name} has data_offsets [${begin}, ${end}] inconsistent with its shape or the file size`);
+    if (!(begin <= end && end <= dataLength && end - begin === count * width)) {
+      throw new UserError(`${source}: tensor ${name} has data_offsets [${begin}, ${end}] inconsistent with its shape [${e.shape}] (${count} × ${width} bytes) or the data size (${dataLength} bytes)`);
     }
     const data = new Float32Array(count);
     const base = dataStart + begin;

@@ -107,6 +107,13 @@ interface RunState {
   /** The learner's LoRA variables, in the optimiser's order. */
   variables: tf.Variable[];
   evals: EvalRow[];
+  /**
+   * Rows already in metrics.jsonl for the step the run starts from ('baseline', 'eval:<modality>'): written before an
+   * interruption, they are kept and not computed again.
+   */
+  logged: Set<string>;
+  /** Whether a checkpoint of `step` exists (a resumed run's, or the step-0 one). */
+  checkpointed: boolean;
 }
 
 /** Phase 1: a group of completions for each prompt of the step. */
@@ -179,10 +186,13 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
   const run = prepareRun(setup);
   const state = startOrResume(run);
   setup.onEvent?.({ kind: 'start', fromStep: state.step, steps: run.config.steps, trainEpisodes: run.trainSet.length, testEpisodes: run.testEpisodes.length, maxCompletionTokens: run.maxCompletionTokens });
-  if (state.step === 0) {
-    logBaseline(run);
-    evaluate(run, state, 0);
-  }
+  // A run can be stopped at any moment and resumed: the step-0 checkpoint comes first, and the evaluation due at the
+  // step the run starts from (step 0, or a checkpoint whose evaluation was interrupted) is finished, skipping the
+  // modalities whose rows are already in metrics.jsonl.
+  if (!state.checkpointed) checkpoint(run, state);
+  if (state.step === 0 && !state.logged.has('baseline')) logBaseline(run);
+  if (evaluationDue(run, state.step)) evaluate(run, state, state.step);
+  state.logged.clear();
   const { config } = run;
   const stopAt = Math.min(config.steps, setup.stopAfterStep ?? Infinity);
   while (state.step < stopAt) {
@@ -198,8 +208,9 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
     const tUpdate = performance.now();
     const row = trainRow(run, state.step, rollouts, scored, stats, { tStart, tRollout, tReward, tLogprobs, tUpdate });
     logStep(run, state, row, sampleRows(run, state.step, rollouts, scored));
-    if (state.step % config.evalEvery === 0 || state.step === config.steps) evaluate(run, state, state.step);
+    // Checkpoint before evaluating: a run stopped during the evaluation resumes here and evaluates only what is missing.
     if (state.step % config.checkpointEvery === 0 || state.step === config.steps || state.step === stopAt) checkpoint(run, state);
+    if (evaluationDue(run, state.step)) evaluate(run, state, state.step);
   }
   state.optimizer.dispose();
   return { lastStep: state.step, evals: state.evals };
@@ -248,6 +259,10 @@ function prepareRun(setup: TrainingSetup): Run {
   };
 }
 
+function evaluationDue(run: Run, step: number): boolean {
+  return step === 0 || step % run.config.evalEvery === 0 || step === run.config.steps;
+}
+
 /** A fresh state, or the newest checkpoint's (adapter, optimiser, RNG, data order) with the logs cut back to it. */
 function startOrResume(run: Run): RunState {
   const { config, setup } = run;
@@ -255,7 +270,7 @@ function startOrResume(run: Run): RunState {
   // hold the ones that will be trained.
   const checkpoint = setup.resume ? findCheckpoint(run) : null;
   if (checkpoint) run.adapter.load(checkpoint.dir);
-  else if (existsSync(run.metricsPath)) {
+  else if (!setup.resume && existsSync(run.metricsPath)) {
     throw new UserError(`${setup.runDir} already holds a run (metrics.jsonl); use --resume to continue it or choose another --out`);
   }
   const variables = run.learner.trainableVariables('lora');
@@ -267,28 +282,39 @@ function startOrResume(run: Run): RunState {
     epsilon: config.adamEpsilon,
     weightDecay: config.weightDecay,
   });
-  const state: RunState = { step: 0, nanStreak: 0, rng: new Rng(config.seed, 'rollouts'), order: new DataOrder(run.trainSet.length, config.seed), optimizer, variables, evals: [] };
+  const state: RunState = { step: 0, nanStreak: 0, rng: new Rng(config.seed, 'rollouts'), order: new DataOrder(run.trainSet.length, config.seed), optimizer, variables, evals: [], logged: new Set(), checkpointed: checkpoint !== null };
   if (checkpoint) {
     optimizer.setState(checkpoint.optimizer);
     state.rng = Rng.fromState(checkpoint.state.rng);
     state.order.restore(checkpoint.state.dataOrder);
     state.step = checkpoint.state.step;
     state.nanStreak = checkpoint.state.nanStreak;
-    truncateLogAfterStep(run.metricsPath, state.step);
+  }
+  if (setup.resume) {
+    // Rows after the starting step are cut (they are recomputed); those of the starting step itself are kept.
+    const kept = truncateLogAfterStep<{ type: string; step: number; modality?: string }>(run.metricsPath, state.step);
     truncateLogAfterStep(run.samplesPath, state.step);
+    for (const row of kept) {
+      if (row.step !== state.step) continue;
+      if (row.type === 'baseline') state.logged.add('baseline');
+      if (row.type === 'eval') state.logged.add(`eval:${row.modality}`);
+    }
   }
   return state;
 }
 
-function findCheckpoint(run: Run): Checkpoint {
+/**
+ * The newest checkpoint, or null for a run stopped before its step-0 checkpoint was written (nothing was trained:
+ * it starts from the beginning). Training rows without any checkpoint mean the checkpoints were removed: an error.
+ */
+function findCheckpoint(run: Run): Checkpoint | null {
   const dir = latestCheckpointDir(run.checkpointsDir);
-  if (!dir) {
-    throw new UserError(
-      `--resume: no checkpoint in ${run.checkpointsDir} (the run stopped before its first one, every ${run.config.checkpointEvery} steps); ` +
-        `remove ${run.setup.runDir} and start it again`,
-    );
+  if (dir) return readCheckpoint(dir, run.adapter);
+  const trained = truncateLogAfterStep<{ type: string; step: number }>(run.metricsPath, Infinity).some((r) => r.type === 'train');
+  if (trained) {
+    throw new UserError(`--resume: ${run.metricsPath} has training steps but ${run.checkpointsDir} holds no checkpoint to continue from; start the run again in a new --out`);
   }
-  return readCheckpoint(dir, run.adapter);
+  return null;
 }
 
 /** The Game Start baseline on the test split, logged once at the start of a run. */
@@ -475,12 +501,16 @@ function logStep(run: Run, state: RunState, row: TrainRow, samples: SampleRow[])
 /** Greedy accuracy on the fixed test split, in the trained and the transfer modality. */
 function evaluate(run: Run, state: RunState, atStep: number): void {
   const { env, sampler } = run;
-  const rows = run.testSets.map(({ modality, role, items }) => {
+  // Modalities evaluated at this step before an interruption are not evaluated again.
+  const pending = run.testSets.filter(({ modality }) => !(atStep === state.step && state.logged.has(`eval:${modality}`)));
+  if (pending.length === 0) return;
+  const rows = pending.map(({ modality, role, items }) => {
     const e = evaluateSplit(sampler, env, items, modality, run.maxCompletionTokens, (text) => sampler.responseOf(env, text));
     const row: EvalRow = { type: 'eval', step: atStep, modality, role, n: e.n, accuracy: e.accuracy, low: e.low, high: e.high, exactRate: e.exactRate, validRate: e.validRate, seconds: e.seconds };
+    // Written as soon as it is known, so that a stop during the next modality keeps this one.
+    appendJsonl(run.metricsPath, [row]);
     return row;
   });
-  appendJsonl(run.metricsPath, rows);
   state.evals.push(...rows);
   run.setup.onEvent?.({ kind: 'eval', rows });
 }

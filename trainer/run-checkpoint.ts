@@ -9,8 +9,8 @@
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { UserError, describeZodError } from '../core/errors.ts';
-import { ensureDir, writeFileAtomic } from '../core/files.ts';
+import { UserError, describeZodError, systemErrorAsUserError } from '../core/errors.ts';
+import { ensureDir, removeQuietly, writeFileAtomic } from '../core/files.ts';
 import { decodeSafetensors, encodeSafetensors, type NamedTensor } from '../models/safetensors.ts';
 import type { Learner, LoraSettings } from '../models/learner.ts';
 import type { AdamWState } from './adamw.ts';
@@ -79,14 +79,19 @@ export function saveCheckpoint(root: string, adapter: AdapterStore, state: Train
   const name = checkpointName(state.step);
   const final = join(root, name);
   const tmp = join(root, `.${name}.${process.pid}.tmp`);
-  rmSync(tmp, { recursive: true, force: true });
-  ensureDir(tmp);
-  adapter.save(tmp);
-  writeFileSync(join(tmp, OPTIMIZER_FILE), encodeOptimizerState(optimizer));
-  writeFileSync(join(tmp, STATE_FILE), JSON.stringify(state, null, 2) + '\n');
-  // A checkpoint of this step may exist from before an interruption: the new one replaces it.
-  rmSync(final, { recursive: true, force: true });
-  renameSync(tmp, final);
+  try {
+    rmSync(tmp, { recursive: true, force: true });
+    ensureDir(tmp);
+    adapter.save(tmp);
+    writeFileSync(join(tmp, OPTIMIZER_FILE), encodeOptimizerState(optimizer));
+    writeFileSync(join(tmp, STATE_FILE), JSON.stringify(state, null, 2) + '\n');
+    // A checkpoint of this step may exist from before an interruption: the new one replaces it.
+    rmSync(final, { recursive: true, force: true });
+    renameSync(tmp, final);
+  } catch (error) {
+    removeQuietly(tmp);
+    throw systemErrorAsUserError(error, final, 'cannot write the checkpoint');
+  }
   writeFileAtomic(join(root, LATEST_FILE), name + '\n');
   return final;
 }

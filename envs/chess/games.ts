@@ -25,12 +25,18 @@ export type GamesFormat = 'pgn' | 'uci';
 
 const RESULT_TOKEN = /^(1-0|0-1|1\/2-1\/2|\*)$/;
 
+/**
+ * A line of UCI moves: at least half its tokens are UCI moves or a result (so that one mistyped move is reported as
+ * that move, with its game and ply, rather than the whole file as "neither PGN nor UCI"), and it is not PGN movetext.
+ */
 function isUciLine(line: string): boolean {
   const tokens = line.trim().split(/\s+/).filter((t) => t !== '');
-  return tokens.length > 0 && tokens.every((t) => UCI_PATTERN.test(t.toLowerCase()) || RESULT_TOKEN.test(t));
+  const uci = tokens.filter((t) => UCI_PATTERN.test(t.toLowerCase())).length;
+  const moves = tokens.filter((t) => UCI_PATTERN.test(t.toLowerCase()) || RESULT_TOKEN.test(t)).length;
+  return uci > 0 && moves * 2 >= tokens.length && !looksLikePgn(line);
 }
 
-/** UCI when the first non-empty line is all UCI moves; PGN when it has tag pairs or numbered movetext; else null. */
+/** UCI when the first non-empty line is (mostly) UCI moves; PGN when it has tag pairs or numbered movetext; else null. */
 export function detectGamesFormat(text: string): GamesFormat | null {
   const firstLine = text.split(/\r?\n/).find((l) => l.trim() !== '');
   if (firstLine === undefined) return null;
@@ -73,7 +79,7 @@ function gamesFromUci(text: string, label: string): Game[] {
 }
 
 function gamesFromPgn(text: string, label: string): Game[] {
-  return parsePgn(text).map((pgn, index) => {
+  return parsePgn(text, label).map((pgn, index) => {
     const number = index + 1;
     let startFen = DEFAULT_POSITION;
     if (pgn.tags.FEN !== undefined && pgn.tags.SetUp !== '0') {

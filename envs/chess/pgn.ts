@@ -3,6 +3,8 @@
 // annotation suffixes (!, ?, !?, …), % escape lines. A result token (1-0, 0-1, 1/2-1/2, *) ends a game, and so does a
 // new tag section after moves. Legality is not checked here (envs/chess/games.ts replays the moves with chess.js).
 
+import { UserError } from '../../core/errors.ts';
+
 export interface PgnGame {
   tags: Record<string, string>;
   /** Main-line moves in SAN as written (annotation marks removed). */
@@ -18,7 +20,11 @@ export function looksLikePgn(text: string): boolean {
   return /^\s*\[\s*[A-Za-z0-9_]+\s+"/m.test(text) || /(^|\s)\d+\.(\.\.)?\s*([KQRBN]?[a-h]?[1-8]?x?[a-h][1-8]|O-O)/.test(text);
 }
 
-export function parsePgn(text: string): PgnGame[] {
+/**
+ * Split PGN text into games. A `[` that does not open a complete tag pair (`[Name "value"]` on one line) is a
+ * UserError naming `label` and the line, rather than a move called '['.
+ */
+export function parsePgn(text: string, label = 'PGN'): PgnGame[] {
   const games: PgnGame[] = [];
   let current: PgnGame = { tags: {}, sans: [] };
   let inMoves = false;
@@ -31,7 +37,7 @@ export function parsePgn(text: string): PgnGame[] {
   const lines = text.replace(/^\uFEFF/, '').split(/\r?\n/);
   let depth = 0; // variation nesting
   let inComment = false;
-  for (const line of lines) {
+  for (const [lineIndex, line] of lines.entries()) {
     if (!inComment && depth === 0 && line.startsWith('%')) continue;
     let i = 0;
     while (i < line.length) {
@@ -61,6 +67,7 @@ export function parsePgn(text: string): PgnGame[] {
           i += match[0].length;
           continue;
         }
+        throw new UserError(`${label}:${lineIndex + 1}: unreadable tag pair ${JSON.stringify(line.slice(i, i + 60))} (expected [Name "value"] on one line)`);
       }
       // A token: up to the next space or bracket/comment opener.
       let j = i;

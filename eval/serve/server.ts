@@ -57,10 +57,25 @@ export interface ServeOptions {
   port: number;
   /** Largest request body accepted, in bytes. */
   maxBodyBytes?: number;
+  /** Largest prompt text (all messages' text together), in characters: a longer one is a 400 before any encoding. */
+  maxPromptChars?: number;
+  /** Time a client has to send its request headers / its whole request; a slower one is disconnected (408). */
+  headersTimeoutMs?: number;
+  requestTimeoutMs?: number;
+  /** How long a kept-alive connection may sit idle between requests. */
+  keepAliveTimeoutMs?: number;
+  /** Connections open at once; more are refused, so a flood of slow clients cannot exhaust the process. */
+  maxConnections?: number;
   log?: (line: string) => void;
 }
 
 const DEFAULT_MAX_BODY = 32 * 1024 * 1024;
+/** Far beyond any context the built-in model has (its tokenizer reads about one character per token). */
+const DEFAULT_MAX_PROMPT_CHARS = 100_000;
+const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
+const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 5_000;
+const DEFAULT_MAX_CONNECTIONS = 64;
 
 export interface RunningServer {
   server: Server;
@@ -72,7 +87,11 @@ export async function startServer(engine: ChatEngine, options: ServeOptions): Pr
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
   const created = Math.floor(Date.now() / 1000);
 
-  const server = createServer((req, res) => {
+  const headersTimeout = options.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS;
+  const requestTimeout = Math.max(headersTimeout, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
+  // Node checks the header and request deadlines on this interval (default 30 s): check often enough to honour them.
+  const checkEvery = Math.max(100, Math.min(1000, Math.floor(headersTimeout / 2)));
+  const server = createServer({ headersTimeout, requestTimeout, connectionsCheckingInterval: checkEvery, keepAliveTimeout: options.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS }, (req, res) => {
     handle(req, res).catch((error: unknown) => {
       const status = error instanceof HttpError ? error.status : 500;
       if (status >= 500) options.log?.(`serve: ${req.method} ${req.url}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
@@ -80,8 +99,11 @@ export async function startServer(engine: ChatEngine, options: ServeOptions): Pr
     });
   });
 
+  server.maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+  const maxPromptChars = options.maxPromptChars ?? DEFAULT_MAX_PROMPT_CHARS;
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '') || '/';
+    const path = routeOf(req.url);
     if (path === '/v1/models' || path === '/models') {
       allow(req, 'GET');
       return sendJson(res, 200, { object: 'list', data: [{ id: engine.modelId, object: 'model', created, owned_by: 'metrl' }] });
@@ -94,6 +116,8 @@ export async function startServer(engine: ChatEngine, options: ServeOptions): Pr
       allow(req, 'POST');
       const request = parseRequest(await readBody(req, maxBody));
       const messages = toChatMessages(request);
+      const chars = promptChars(messages);
+      if (chars > maxPromptChars) throw new HttpError(400, `messages: ${chars} characters of text, more than this server accepts (${maxPromptChars}) and far beyond the model's context`, 'messages');
       const sampling = samplingOf(request, engine);
       const result = await engine.complete(messages, sampling).catch((error: unknown) => {
         throw error instanceof UserError ? new HttpError(400, error.message) : error;
@@ -129,6 +153,27 @@ export async function startServer(engine: ChatEngine, options: ServeOptions): Pr
         server.closeIdleConnections();
       }),
   };
+}
+
+/** The path of a request target ("/v1/models", also from the absolute form); a target that is not a URL is a 400. */
+function routeOf(target: string | undefined): string {
+  let url: URL;
+  try {
+    url = new URL(target ?? '/', 'http://localhost');
+  } catch {
+    throw new HttpError(400, `malformed request target ${JSON.stringify((target ?? '').slice(0, 80))}`);
+  }
+  return url.pathname.replace(/\/+$/, '') || '/';
+}
+
+/** Characters of text in all messages (images not counted). */
+function promptChars(messages: ChatMessage[]): number {
+  let n = 0;
+  for (const m of messages) {
+    if (typeof m.content === 'string') n += m.content.length;
+    else for (const part of m.content) if (part.type === 'text') n += part.text.length;
+  }
+  return n;
 }
 
 function allow(req: IncomingMessage, method: string): void {

@@ -6,6 +6,7 @@
 import { chatCompletion, InferenceClientInputError, type InferenceProviderOrPolicy } from '@huggingface/inference';
 import { z } from 'zod';
 import type { ChatMessage } from '../../core/chat.ts';
+import { redact } from '../../core/secrets.ts';
 import { RequestFailure, kindOfStatus, parseRetryAfter, toFailure } from '../retry.ts';
 import type { ModelSource, Query, SamplingSettings, SourceReply, TokenUsage } from '../types.ts';
 
@@ -69,13 +70,19 @@ export function hostedSource(options: HostedOptions): ModelSource {
             total_tokens: reply.usage.total_tokens ?? reply.usage.prompt_tokens + reply.usage.completion_tokens,
           }
         : null;
-      return { text: reply.choices[0].message.content ?? '', usage };
+      return { text: redact(reply.choices[0].message.content ?? ''), usage };
     },
   };
 }
 
 /** Turn a library error into a RequestFailure; the message never carries request headers (the key lives there). */
 function classify(error: unknown, response: Response | null): RequestFailure {
+  const failure = classifyUnredacted(error, response);
+  const message = redact(failure.message);
+  return message === failure.message ? failure : new RequestFailure(message, failure.kind, failure.status, failure.retryAfterMs);
+}
+
+function classifyUnredacted(error: unknown, response: Response | null): RequestFailure {
   if (error instanceof RequestFailure) return error;
   if (error instanceof InferenceClientInputError) return new RequestFailure(error.message, 'fatal');
   const status = statusOf(error) ?? (response && !response.ok ? response.status : null);

@@ -3,6 +3,7 @@
 // go nowhere else: config.json records only the variable's name.
 import { PROVIDERS_OR_POLICIES } from '@huggingface/inference';
 import { UserError } from '../../core/errors.ts';
+import { registerSecret } from '../../core/secrets.ts';
 import type { Domain } from '../../core/episode.ts';
 import type { Env } from '../../envs/env.ts';
 import { queryToChat, type CompactTemplate } from '../query-to-chat.ts';
@@ -63,6 +64,9 @@ function readKey(name: string | undefined): string | undefined {
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new UserError(`--api-key-env: '${name}' is not an environment variable name`);
   const value = process.env[name];
   if (value === undefined || value.trim() === '') throw new UserError(`the environment variable ${name} is not set (it should hold the API key)`);
+  // From here on the key is hidden from everything stored or printed (an upstream may echo it in its error text).
+  registerSecret(value.trim());
+  registerSecret(value);
   return value.trim();
 }
 

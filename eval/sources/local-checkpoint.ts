@@ -25,6 +25,7 @@ export async function checkpointSource(dir: string, sampling: SamplingSettings, 
   };
   return {
     label: dir,
+    loaded: { base: loaded.base, adapter: loaded.adapter, adapter_step: loaded.adapterStep, backend: loaded.backend },
     async complete(query): Promise<SourceReply> {
       const env = envs.get(query.episode.domain)!;
       const prompt = await promptOf(env, query);

@@ -12,7 +12,7 @@ import { ArchitectureSchema, CHECKPOINT_FORMAT_VERSION, MODEL_KIND } from './con
 import { BuiltinPolicy } from './policy.ts';
 import { CharTokenizer } from './tokenizer.ts';
 import { decodeSafetensors, encodeSafetensors, type NamedTensor } from '../safetensors.ts';
-import { weightEntries } from './weights.ts';
+import { diskShapes, weightEntries } from './weights.ts';
 import { fromDisk, readJsonValue, requireFiles, sameShape, toDisk } from './checkpoint-io.ts';
 
 export const BASE_FILES = ['config.json', 'model.safetensors', 'tokenizer.json'] as const;
@@ -41,6 +41,17 @@ export function saveBaseCheckpoint(policy: BuiltinPolicy, dir: string, extra: Re
   });
 }
 
+/** Every tensor the architecture needs, present and of its shape, and no other: checked before anything is built. */
+function checkShapes(dir: string, tensors: Map<string, NamedTensor>, expected: Map<string, number[]>): void {
+  for (const [name, shape] of expected) {
+    const t = tensors.get(name);
+    if (!t) throw new UserError(`${dir}: model.safetensors lacks tensor ${name} that config.json's architecture needs (another architecture?)`);
+    if (!sameShape(t.shape, shape)) throw new UserError(`${dir}: tensor ${name} has shape [${t.shape}] but config.json's architecture needs [${shape}]`);
+  }
+  const extra = [...tensors.keys()].filter((n) => !expected.has(n));
+  if (extra.length > 0) throw new UserError(`${dir}: model.safetensors has tensors this architecture does not use (${extra.slice(0, 3).join(', ')}${extra.length > 3 ? '…' : ''})`);
+}
+
 /** Load a base checkpoint into a new policy (no adapters attached). */
 export function loadBaseCheckpoint(dir: string): BuiltinPolicy {
   requireFiles(dir, BASE_FILES, 'checkpoint');
@@ -51,6 +62,7 @@ export function loadBaseCheckpoint(dir: string): BuiltinPolicy {
   if (!arch.success) throw new UserError(describeZodError(arch.error, `${configPath}: architecture.`));
   const tokenizer = CharTokenizer.fromJson(readJsonValue(join(dir, 'tokenizer.json')), join(dir, 'tokenizer.json'));
   const file = decodeSafetensors(readFileSync(join(dir, 'model.safetensors')), join(dir, 'model.safetensors'));
+  checkShapes(dir, file.tensors, diskShapes(arch.data));
   const policy = BuiltinPolicy.create({ architecture: arch.data, tokenizer });
   const entries = weightEntries(policy.weights);
   try {

@@ -102,7 +102,8 @@ export class BuiltinPolicy implements Policy, TransformerModel {
     const tokens = [this.tokenizer.bos];
     const images: Float32Array[] = [];
     for (const part of input) {
-      if (part.type === 'text') tokens.push(...this.tokenizer.encodeText(part.text));
+      // A loop, not push(...ids): a spread of a very long text's ids overflows the call stack.
+      if (part.type === 'text') for (const id of this.tokenizer.encodeText(part.text)) tokens.push(id);
       else {
         images.push(imageToPatches(part.image, this.arch));
         for (let i = 0; i < patchesPerImage(this.arch); i++) tokens.push(this.tokenizer.img);
@@ -129,9 +130,12 @@ export class BuiltinPolicy implements Policy, TransformerModel {
     return this.encode(episodeToModelInput(env, episode));
   }
 
-  /** Texts joined by newlines, images resized to imageSize, the answer cue appended when missing (template.ts). */
+  /**
+   * Texts joined by newlines, images of exactly imageSize (the model read only its own renderings at that size; a
+   * 512-px picture shrunk to 64 is misread, so it is refused), the answer cue appended when missing (template.ts).
+   */
   async chatPrompt(messages: ChatMessage[]): Promise<EncodedPrompt> {
-    return this.encode(await chatToModelInput(messages, { imageSize: this.arch.imageSize, answerCue: true }));
+    return this.encode(await chatToModelInput(messages, { imageSize: this.arch.imageSize, answerCue: true, exactSize: true }));
   }
 
   /** The template's prompt ends with the answer cue, so the completion is the answer's tail: the cue goes back in front. */

@@ -165,13 +165,25 @@ function endsWithCue(text: string): boolean {
 /** The end of a trace-layout prompt: the trace cue, then line 0. */
 const TRACE_START_END = new RegExp(`\\n${TRACE_CUE}${START_LINE}${STEP_ARROW}[^\\n]*\\n$`);
 
-/** Decode a data: URL image (PNG, JPEG, WebP…) to RGB at size × size. */
-export async function decodeDataUrlImage(url: string, size: number): Promise<RawImage> {
+/**
+ * Decode a data: URL image (PNG, JPEG, WebP…) to RGB at size × size. With `exactSize` an image of another size is a
+ * UserError: the built-in model was trained on its own renderings at `size` pixels and misreads resized pictures.
+ */
+export async function decodeDataUrlImage(url: string, size: number, exactSize = false): Promise<RawImage> {
   const match = /^data:image\/[a-z+.-]+;base64,(.*)$/is.exec(url);
   if (!match) throw new UserError(`image_url must be a base64 data: URL (got ${url.slice(0, 40)}…)`);
+  const bytes = Buffer.from(match[1], 'base64');
+  if (exactSize) {
+    const meta = await sharp(bytes).metadata().catch(() => null);
+    if (meta && (meta.width !== size || meta.height !== size)) {
+      throw new UserError(
+        `image_url is ${meta.width}×${meta.height} pixels; the built-in model reads only metrl's own ${size}×${size} renderings of an action (metrl generate --image-size ${size}, or metrl evaluate --prompt compact), and misreads resized pictures`,
+      );
+    }
+  }
   let decoded: { data: Buffer; info: { width: number; height: number } };
   try {
-    decoded = await sharp(Buffer.from(match[1], 'base64'))
+    decoded = await sharp(bytes)
       .removeAlpha()
       .resize(size, size, { fit: 'fill' })
       .raw()
@@ -189,7 +201,7 @@ export async function decodeDataUrlImage(url: string, size: number): Promise<Raw
  * with a cue of the model's own template: the answer marker is appended unless the text already ends with it or with
  * the trace cue (a compact-layout prompt sent through `metrl serve`).
  */
-export async function chatToModelInput(messages: ChatMessage[], options: { imageSize?: number; answerCue?: boolean } = {}): Promise<ModelInput> {
+export async function chatToModelInput(messages: ChatMessage[], options: { imageSize?: number; answerCue?: boolean; exactSize?: boolean } = {}): Promise<ModelInput> {
   const size = options.imageSize ?? 64;
   const ordered: ({ type: 'text'; text: string } | { type: 'image'; url: string })[] = [];
   messages.forEach((m, i) => {
@@ -200,7 +212,7 @@ export async function chatToModelInput(messages: ChatMessage[], options: { image
   const out: ModelInputPart[] = [];
   for (const p of ordered) {
     if (p.type === 'text') push(out, p);
-    else push(out, { type: 'image', image: await decodeDataUrlImage(p.url, size) });
+    else push(out, { type: 'image', image: await decodeDataUrlImage(p.url, size, options.exactSize) });
   }
   const lastText = out[out.length - 1]?.type === 'text' ? (out[out.length - 1] as { text: string }).text : '';
   if (options.answerCue && !endsWithCue(lastText)) {

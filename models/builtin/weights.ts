@@ -76,6 +76,30 @@ export function initWeights(arch: Architecture, rng: Rng): ModelWeights {
   };
 }
 
+/**
+ * The on-disk name and shape of every base tensor for an architecture, computed without allocating anything: a
+ * checkpoint is checked against it before the model is built (a config.json that claims a larger architecture than its
+ * weights must fail at once, not after building gigabytes of random weights). Order and names as weightEntries.
+ */
+export function diskShapes(arch: Architecture): Map<string, number[]> {
+  const d = arch.dModel;
+  const shapes = new Map<string, number[]>([
+    ['model.embed_tokens.weight', [arch.vocabSize, d]],
+    ['model.vision.patch_proj.weight', [d, patchDim(arch)]], // [out, in] on disk
+    ['model.vision.patch_proj.bias', [d]],
+    ['model.vision.patch_position_embedding', [patchesPerImage(arch), d]],
+  ]);
+  const projectionShape: Record<Projection, number[]> = { q_proj: [d, d], k_proj: [d, d], v_proj: [d, d], o_proj: [d, d], up_proj: [arch.dMlp, d], down_proj: [d, arch.dMlp] };
+  for (let i = 0; i < arch.nLayers; i++) {
+    shapes.set(`model.layers.${i}.input_layernorm.weight`, [d]);
+    for (const p of PROJECTIONS) shapes.set(`${projectionModule(i, p)}.weight`, projectionShape[p]);
+    shapes.set(`model.layers.${i}.post_attention_layernorm.weight`, [d]);
+  }
+  shapes.set('model.norm.weight', [d]);
+  shapes.set('lm_head.weight', [arch.vocabSize, d]);
+  return shapes;
+}
+
 /** Every base tensor with its on-disk name. */
 export function weightEntries(w: ModelWeights): WeightEntry[] {
   const entries: WeightEntry[] = [

@@ -48,8 +48,8 @@ async function run(flags: PretrainFlags): Promise<void> {
   if (!flags.resume && existsSync(outDir) && readdirSync(outDir).length > 0 && !flags.force) {
     throw new UserError(`--out ${flags.out} exists and is not empty (use --resume to continue it or --force to overwrite)`);
   }
-  const { initBackend } = await import('../../models/backend.ts');
-  const backend = await initBackend(flags.backend, flags.quiet ? null : undefined);
+  const { initBackend, backendLine } = await import('../../models/backend.ts');
+  const backend = await initBackend(flags.backend, null);
   const envs = await Promise.all(config.domains.map((d) => getEnv(d)));
   const { pretrain } = await import('../../trainer/pretrain.ts');
   const log = (line: string) => {
@@ -65,6 +65,8 @@ async function run(flags: PretrainFlags): Promise<void> {
     provenance: { command: `metrl ${process.argv.slice(2).join(' ')}`, backend: backend.name },
     onEvent(event) {
       if (event.kind === 'start') firstStep = event.fromStep + 1;
+      // Printed once the run has started, so that an error before it is the only line a user sees.
+      if (event.kind === 'start') log(backendLine(backend));
       if (event.kind === 'start') log(`pretrain: ${event.parameters.toLocaleString('en')} parameters, steps ${event.fromStep + 1}-${event.steps}`);
       if (event.kind === 'step' && (event.row.step % 10 === 0 || event.row.step === 1)) {
         const r = event.row;

@@ -25,6 +25,17 @@ function serveOptions(flags: ServeFlags): ServeOptions {
   return { checkpoint: checkpoint!, base, host: flags.host, port: flags.port, modelId: flags['model-id'], seed: flags.seed, backend: flags.backend };
 }
 
+/**
+ * What the built-in model can read, for the help: it answers its own compact layout (not English questions) and reads
+ * only its own 64-px renderings of actions; anything else gets gibberish, so other image sizes are refused (400).
+ */
+const BUILTIN_READS = [
+  "The built-in model answers its own compact layout, not plain-English chat: send what `metrl evaluate --prompt compact` sends,",
+  'e.g. {"messages":[{"role":"user","content":"shell\\n1\\nA: 1 swap 2\\nB: 2 swap 3\\ntrace\\nstart -> 1\\n"}]}',
+  "(domain, initial state, one labelled line per action, then the trace cue). Image actions must be metrl's own 64×64",
+  'renderings (metrl generate --image-size 64); images of any other size get a 400, since resized pictures are misread.',
+].join(' ');
+
 const command: CommandModule = {
   command: 'serve',
   describe: 'Serve a checkpoint (the built-in policy or a Hugging Face model) as an OpenAI-compatible /v1/chat/completions endpoint',
@@ -38,7 +49,8 @@ const command: CommandModule = {
       .option('model-id', { type: 'string', describe: 'model name reported by /v1/models (default: the checkpoint folder name)' })
       .option('seed', { type: 'number', default: 0, describe: 'seed of the sampler for requests that do not give one' })
       .option('backend', { type: 'string', describe: 'tfjs backend: node-gpu | node | wasm | cpu (default: the fastest that loads)' })
-      .example('$0 serve --checkpoint runs/train-shell-text', 'then: metrl evaluate --model train-shell-text --endpoint http://127.0.0.1:8000/v1 --prompt compact'),
+      .example('$0 serve --checkpoint runs/train-shell-text', 'then: metrl evaluate --model train-shell-text --endpoint http://127.0.0.1:8000/v1 --prompt compact')
+      .epilog(BUILTIN_READS),
   handler: handler(schema, async (flags) => (await import('../../eval/serve/serve.ts')).serve(serveOptions(flags))),
 };
 

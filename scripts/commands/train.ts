@@ -15,7 +15,7 @@ import { UserError } from '../../core/errors.ts';
 import { readJson, writeJsonAtomic } from '../../core/files.ts';
 import { CHECKPOINTS_DIR } from '../../core/paths.ts';
 import { getEnv } from '../../envs/registry.ts';
-import { initBackend } from '../../models/backend.ts';
+import { backendLine, initBackend } from '../../models/backend.ts';
 import { TrainConfigSchema, readConfigFile, resolveConfig, type TrainConfig } from '../../trainer/config.ts';
 import { assertReadsModality, loadTrainingPolicy, train, type TrainEvent } from '../../trainer/loop.ts';
 import type { EvalRow } from '../../trainer/metrics.ts';
@@ -102,9 +102,11 @@ async function run(flags: TrainFlags): Promise<void> {
   if (env.modalities && !env.modalities.includes(modality)) {
     throw new UserError(`--modality ${modality}: ${env.domain} shows its actions as ${env.modalities.join(' or ')} only`);
   }
-  const backend = await initBackend(flags.backend, flags.quiet ? null : log);
+  const backend = await initBackend(flags.backend, null);
   const setup = await loadTrainingPolicy(checkpointDir, config);
   assertReadsModality(setup.policy, modality);
+  // Printed once the checkpoint has loaded, so that a checkpoint error is the only line a user sees.
+  if (!flags.quiet) log(backendLine(backend));
   if (!flags.resume) {
     // Written before the first step so that an interrupted run can always be resumed.
     writeJsonAtomic(join(runDir, 'config.json'), {

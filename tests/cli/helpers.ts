@@ -12,9 +12,10 @@ export interface CliResult {
   stderr: string;
 }
 
-export function metrl(args: string[], options: { cwd?: string } = {}): Promise<CliResult> {
+export function metrl(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
   return new Promise((done) => {
-    execFile(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), ...args], { cwd: options.cwd ?? PROJECT, maxBuffer: 64 << 20 }, (error, stdout, stderr) => {
+    const env = options.env ? { ...process.env, ...options.env } : process.env;
+    execFile(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), ...args], { cwd: options.cwd ?? PROJECT, maxBuffer: 64 << 20, env }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
       done({ code, stdout, stderr });
     });

@@ -94,6 +94,8 @@ describe('games files', () => {
     ['bad FEN header', '[SetUp "1"]\n[FEN "8/8/8 w - - 0 1"]\n\n1. e4 *\n', /game 1: FEN header is not a valid position/],
     ['empty', '  \n\n', /the games file is empty/],
     ['neither format', 'this is not chess\n', /neither PGN nor one game per line in UCI/],
+    ['a bad token on the first line of a UCI file', 'e2e4 e7e5 g1f3 xx99\n', /bad\.txt: game 1, ply 4: 'xx99' is not a UCI move/],
+    ['a truncated PGN tag', '[Event "a"]\n[Site "b\n\n1. e4 e5 *\n', /bad\.txt:2: unreadable tag pair "\[Site \\"b" \(expected \[Name "value"\] on one line\)/],
   ];
   for (const [name, text, message] of errors) {
     it(`reports ${name} as a UserError`, () => {

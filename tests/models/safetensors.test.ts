@@ -74,4 +74,37 @@ describe('safetensors', () => {
     bad[8] = 0x5b; // '{' → '[' breaks the JSON
     expect(() => decodeSafetensors(bad, 'f')).toThrow(/not valid JSON/);
   });
+
+  /** A file whose header is the given JSON text (padded to 8 bytes) and `data` bytes of zeros. */
+  function withHeader(json: string, data = 0): Uint8Array {
+    const header = Buffer.from(json.padEnd(Math.ceil(json.length / 8) * 8, ' '));
+    const out = new Uint8Array(8 + header.length + data);
+    new DataView(out.buffer).setBigUint64(0, BigInt(header.length), true);
+    out.set(header, 8);
+    return out;
+  }
+
+  it.each([
+    ['null', 'null', /f: header must be a JSON object .* got null/],
+    ['an array', '[1, 2]', /f: header must be a JSON object .* got an array/],
+    ['a number', '7', /f: header must be a JSON object .* got a number/],
+    ['an entry that is null', '{"w": null}', /f: tensor w: entry must be an object .* got null/],
+    ['an entry that is an array', '{"w": [1]}', /f: tensor w: entry must be an object .* got an array/],
+    ['a missing dtype', '{"w": {"shape": [1], "data_offsets": [0, 4]}}', /f: tensor w: dtype must be a string \(missing\)/],
+    ['an unknown dtype', '{"w": {"dtype": "I64", "shape": [1], "data_offsets": [0, 8]}}', /f: tensor w has dtype "I64", which metrl does not read/],
+    ['a dtype inherited from Object', '{"w": {"dtype": "constructor", "shape": [1], "data_offsets": [0, 4]}}', /dtype "constructor"/],
+    ['a negative dimension', '{"w": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}}', /f: tensor w: shape must be a list of non-negative integers/],
+    ['offsets as strings', '{"w": {"dtype": "F32", "shape": [1], "data_offsets": ["0", "4"]}}', /f: tensor w: data_offsets must be two non-negative integers/],
+    ['metadata that is not strings', '{"__metadata__": {"a": 1}}', /f: __metadata__ must map names to strings/],
+  ])('names a header that is %s in one line', (_what, json, pattern) => {
+    const bytes = withHeader(json, 8);
+    expect(() => decodeSafetensors(bytes, 'f')).toThrow(UserError);
+    expect(() => decodeSafetensors(bytes, 'f')).toThrow(pattern);
+  });
+
+  it('prints a huge declared header length exactly (2^60, not a rounded float)', () => {
+    const bytes = new Uint8Array(16);
+    new DataView(bytes.buffer).setBigUint64(0, 2n ** 60n, true);
+    expect(() => decodeSafetensors(bytes, 'f')).toThrow('f: header length 1152921504606846976 exceeds the file size (16 bytes)');
+  });
 });

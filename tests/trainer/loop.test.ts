@@ -3,7 +3,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../models/backend.ts';
 import * as tf from '@tensorflow/tfjs';
-import { mkdtempSync, readFileSync, existsSync, appendFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, existsSync, appendFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadTrainingPolicy, train } from '../../trainer/loop.ts';
@@ -98,11 +98,49 @@ describe('training loop', () => {
     expect(rows.map((r) => [r.step, r.updated, r.loss])).toEqual([[1, false, null], [2, false, null], [3, false, null]]);
   });
 
-  it('refuses --resume without a checkpoint and a second run into the same folder', async () => {
+  it('refuses a second run into the same folder, and --resume when training rows have lost their checkpoints', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'metrl-empty-'));
-    await expect(run(dir, { resume: true })).rejects.toThrow(/no checkpoint/);
     await run(dir, { stopAfterStep: 1 });
     await expect(run(dir)).rejects.toThrow(/already holds a run/);
+    rmSync(join(dir, 'checkpoints'), { recursive: true });
+    await expect(run(dir, { resume: true })).rejects.toThrow(/has training steps but .* holds no checkpoint/);
+  });
+
+  describe('resumes from any moment', () => {
+    let whole = '';
+    beforeAll(async () => {
+      whole = mkdtempSync(join(tmpdir(), 'metrl-whole0-'));
+      await run(whole);
+    });
+
+    it('stopped before anything was written: --resume starts it from the beginning', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'metrl-nothing-'));
+      await run(dir, { resume: true });
+      expect(comparable(dir)).toEqual(comparable(whole));
+    });
+
+    it('stopped during the step-0 evaluation: the finished modality is kept, the other evaluated, the run completed', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'metrl-eval0-'));
+      await run(dir, { stopAfterStep: 0 });
+      expect(readFileSync(join(dir, 'checkpoints', 'latest'), 'utf8').trim()).toBe('step-0');
+      // As a kill after the trained modality's row: drop the transfer row, and mark the kept one to see it survive.
+      const lines = readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+      expect(lines.map((r) => `${r.type}:${r.modality ?? ''}`)).toEqual(['baseline:', 'eval:image', 'eval:text']);
+      lines[1].seconds = 12345;
+      writeFileSync(join(dir, 'metrics.jsonl'), lines.slice(0, 2).map((r) => JSON.stringify(r) + '\n').join(''));
+      await run(dir, { resume: true });
+      expect(comparable(dir)).toEqual(comparable(whole));
+      const rows = readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+      expect(rows.filter((r) => r.type === 'eval' && r.step === 0).map((r) => r.seconds === 12345)).toEqual([true, false]);
+    });
+
+    it('stopped after the step-0 checkpoint, before the baseline: --resume completes the run', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'metrl-ckpt0-'));
+      await run(dir, { stopAfterStep: 0 });
+      writeFileSync(join(dir, 'metrics.jsonl'), '');
+      await run(dir, { resume: true });
+      expect(comparable(dir)).toEqual(comparable(whole));
+    });
   });
 });
 

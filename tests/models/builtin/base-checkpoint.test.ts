@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import * as tf from '@tensorflow/tfjs';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,6 +9,7 @@ import { loadBaseCheckpoint, saveBaseCheckpoint } from '../../../models/builtin/
 import { loadAdapter, saveAdapter } from '../../../models/builtin/peft-adapter.ts';
 import { decodeSafetensors } from '../../../models/safetensors.ts';
 import { loraAdapters } from '../../../models/builtin/lora.ts';
+import { diskShapes, weightEntries } from '../../../models/builtin/weights.ts';
 import { UserError } from '../../../core/errors.ts';
 import { Rng } from '../../../core/rng.ts';
 
@@ -21,6 +22,30 @@ beforeAll(async () => {
 });
 
 describe('base checkpoints', () => {
+  it('checks a config that claims a far larger architecture against the weights before building anything', () => {
+    const policy = BuiltinPolicy.create({ architecture: TINY, seed: 3 });
+    const out = join(dir(), 'claims-large');
+    saveBaseCheckpoint(policy, out);
+    policy.dispose();
+    const config = JSON.parse(readFileSync(join(out, 'config.json'), 'utf8'));
+    config.architecture = { ...config.architecture, dModel: 2048, nLayers: 32, nHeads: 16, dMlp: 8192 };
+    writeFileSync(join(out, 'config.json'), JSON.stringify(config));
+    const create = vi.spyOn(BuiltinPolicy, 'create');
+    try {
+      expect(() => loadBaseCheckpoint(out)).toThrow(/tensor model\.embed_tokens\.weight has shape \[\d+,32\] but config\.json's architecture needs \[\d+,2048\]/);
+      expect(create).not.toHaveBeenCalled();
+    } finally {
+      create.mockRestore();
+    }
+  });
+
+  it('diskShapes lists exactly the tensors and on-disk shapes the built model has', () => {
+    const policy = BuiltinPolicy.create({ architecture: TINY, seed: 3 });
+    const built = new Map(weightEntries(policy.weights).map((e) => [e.name, e.transposeOnDisk ? [...e.variable.shape].reverse() : [...e.variable.shape]]));
+    expect(diskShapes(policy.arch)).toEqual(built);
+    policy.dispose();
+  });
+
   it('round-trips weights, tokenizer and architecture', () => {
     const policy = BuiltinPolicy.create({ architecture: TINY, seed: 3 });
     const out = join(dir(), 'base');

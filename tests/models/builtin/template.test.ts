@@ -111,4 +111,11 @@ describe('prompt template', () => {
     expect(await ends('chess\nread\nA: x\nA: ')).toBe('chess\nread\nA: x\nA: ');
     expect(await ends('Where is the ball?')).toBe(`Where is the ball?${ANSWER_CUE}`);
   });
+
+  it('with exactSize refuses an image that is not the model\'s size (a resized picture is misread), naming both sizes', async () => {
+    const png = await sharp(Buffer.alloc(512 * 512 * 3, 200), { raw: { width: 512, height: 512, channels: 3 } }).png().toBuffer();
+    const message = [{ role: 'user' as const, content: [{ type: 'image_url' as const, image_url: { url: `data:image/png;base64,${png.toString('base64')}` } }] }];
+    await expect(chatToModelInput(message, { imageSize: 64, exactSize: true })).rejects.toThrow(/image_url is 512×512 pixels; the built-in model reads only metrl's own 64×64 renderings/);
+    expect((await chatToModelInput(message, { imageSize: 64 })).length).toBe(1);
+  });
 });

@@ -1,0 +1,87 @@
+// metrl serve's HTTP side under abuse, with a stand-in engine (the server's own behaviour is what is tested): malformed
+// request targets and huge prompts get a 400 JSON error, clients that stall their headers or body are disconnected at
+// the configured deadlines, and connections beyond the bound are refused. Raw sockets, so nothing is normalised away.
+import { afterEach, describe, expect, it } from 'vitest';
+import { connect } from 'node:net';
+import { startServer, type ChatEngine, type RunningServer, type ServeOptions } from '../../../eval/serve/server.ts';
+
+const engine: ChatEngine = {
+  modelId: 'stand-in',
+  maxTokensLimit: 64,
+  defaultMaxTokens: 8,
+  async complete() {
+    return { promptTokens: 3, choices: [{ text: 'ok', finishReason: 'stop', completionTokens: 1 }] };
+  },
+};
+
+let running: RunningServer | null = null;
+afterEach(async () => {
+  running?.server.closeAllConnections();
+  await running?.close();
+  running = null;
+});
+
+async function start(options: Partial<ServeOptions> = {}): Promise<number> {
+  running = await startServer(engine, { host: '127.0.0.1', port: 0, ...options });
+  return Number(new URL(running.url).port);
+}
+
+/** Send raw bytes; resolve with everything the server sent before it closed the connection. */
+function raw(port: number, data: string, endAfterWrite = false): Promise<string> {
+  return new Promise((done, fail) => {
+    const socket = connect(port, '127.0.0.1');
+    let received = '';
+    socket.on('data', (d) => (received += d.toString('utf8')));
+    socket.on('close', () => done(received));
+    socket.on('error', (e) => (received === '' ? fail(e) : done(received)));
+    socket.write(data);
+    if (endAfterWrite) socket.end();
+  });
+}
+
+const statusOf = (response: string) => Number(/^HTTP\/1\.1 (\d{3})/.exec(response)?.[1] ?? 0);
+
+describe('metrl serve under abuse', () => {
+  it.each(['//', 'http://[::1/v1/models', 'http://%zz/v1/models'])('request target %s → 400, not 500', async (target) => {
+    const port = await start();
+    const response = await raw(port, `GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    expect(statusOf(response)).toBe(400);
+    expect(response).toContain('malformed request target');
+  });
+
+  it('a prompt of 200,000 characters → 400 naming its size', async () => {
+    const port = await start();
+    const body = JSON.stringify({ messages: [{ role: 'user', content: 'x'.repeat(200_000) }] });
+    const response = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(/messages: 200000 characters of text/);
+  });
+
+  it('headers that never finish → disconnected at the header deadline', async () => {
+    const port = await start({ headersTimeoutMs: 300, requestTimeoutMs: 600 });
+    const response = await raw(port, 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n');
+    expect(response === '' || statusOf(response) === 408).toBe(true);
+  });
+
+  it('a connection that sends nothing → disconnected at the header deadline', async () => {
+    const port = await start({ headersTimeoutMs: 300, requestTimeoutMs: 600 });
+    const response = await raw(port, '');
+    expect(response === '' || statusOf(response) === 408).toBe(true);
+  });
+
+  it('a body that stalls → disconnected at the request deadline', async () => {
+    const port = await start({ headersTimeoutMs: 300, requestTimeoutMs: 600 });
+    const response = await raw(port, 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"messages":');
+    expect(response === '' || statusOf(response) === 408).toBe(true);
+  });
+
+  it('connections beyond the bound are refused while the first ones stall', async () => {
+    const port = await start({ maxConnections: 2, headersTimeoutMs: 60_000, requestTimeoutMs: 60_000 });
+    const stalled = [connect(port, '127.0.0.1'), connect(port, '127.0.0.1')];
+    await Promise.all(stalled.map((s) => new Promise((done) => s.once('connect', done))));
+    await new Promise((done) => setTimeout(done, 50)); // let the server count them
+    const extra = await raw(port, 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(extra).toBe('');
+    stalled.forEach((s) => s.destroy());
+  });
+});
