@@ -18,6 +18,7 @@ import { getEnv } from '../../envs/registry.ts';
 import { initBackend } from '../../models/backend.ts';
 import { TrainConfigSchema, readConfigFile, resolveConfig, type TrainConfig } from '../../trainer/config.ts';
 import { loadTrainingPolicy, train, type TrainEvent } from '../../trainer/loop.ts';
+import { loadRewardFunctions } from '../../trainer/reward-functions.ts';
 import type { EvalRow } from '../../trainer/metrics.ts';
 
 /** The training config's flags, generated from TrainConfigSchema's descriptions (scripts/schema-flags.ts). */
@@ -102,6 +103,8 @@ async function run(flags: TrainFlags): Promise<void> {
   if (env.modalities && !env.modalities.includes(modality)) {
     throw new UserError(`--modality ${modality}: ${env.domain} shows its actions as ${env.modalities.join(' or ')} only`);
   }
+  // Reward modules load before anything is written: a missing file or a module without a function is one line.
+  const rewards = await loadRewardFunctions(config.reward);
   const backend = await initBackend(flags.backend, flags.quiet ? null : log);
   const setup = await loadTrainingPolicy(checkpointDir, config);
   if (!flags.resume) {
@@ -119,7 +122,7 @@ async function run(flags: TrainFlags): Promise<void> {
   if (!flags.quiet) log(`run folder: ${runDir}`);
   const progress = flags.quiet ? null : progressView(config, modality, log);
   try {
-    await train({ env, ...setup, config, modality, runDir, resume: flags.resume, envExtra, onEvent: progress?.onEvent });
+    await train({ env, ...setup, config, modality, runDir, resume: flags.resume, envExtra, rewards, onEvent: progress?.onEvent });
   } finally {
     progress?.stop();
   }

@@ -91,3 +91,21 @@ describe('metrl train', () => {
     rmSync(root, { recursive: true, force: true });
   });
 });
+
+describe('metrl train: the GRPO family and reward modules, bad input', () => {
+  it('rejects unknown loss types, combinations TRL forbids and unusable reward modules with one line and exit 2', async () => {
+    const root = scratchDir('train-grpo-bad');
+    const out = join(root, 'run');
+    expectUserError(await metrl(['train', ...tiny({ 'loss-type': 'ppo' }), '--out', out]), /lossType: unknown loss type; expected one of grpo, bnpo, dr_grpo, dapo/);
+    expectUserError(await metrl(['train', ...tiny({ 'importance-sampling-level': 'sequence', 'loss-type': 'dapo' }), '--out', out]), /importanceSamplingLevel: 'sequence' \(GSPO\) needs lossType 'grpo'/);
+    expectUserError(await metrl(['train', ...tiny({ epsilon: '0.2', 'epsilon-high': '0.1' }), '--out', out]), /epsilonHigh must be at least epsilon/);
+    expectUserError(await metrl(['train', ...tiny({ reward: join(root, 'missing.ts') }), '--out', out]), /--reward .*missing\.ts: no such file/);
+    const noFunction = join(root, 'constant.ts');
+    writeFileSync(noFunction, 'export const answer = 42;\n');
+    expectUserError(await metrl(['train', ...tiny({ reward: noFunction }), '--out', out]), /constant\.ts: needs a default export .*it exports no function/);
+    expectUserError(await metrl(['train', ...tiny({ reward: `${noFunction}:score` }), '--out', out]), /exports no function named score/);
+    expectUserError(await metrl(['train', ...tiny({ reward: 'accuracy' }), '--out', out]), /--reward accuracy: neither a built-in reward/);
+    expect(existsSync(out)).toBe(false); // nothing written before the error
+    rmSync(root, { recursive: true, force: true });
+  });
+});
