@@ -20,6 +20,7 @@ import type { Env } from '../envs/env.ts';
 import type { Episode, Modality } from '../core/episode.ts';
 import type { Score } from '../core/score.ts';
 import { generateEpisodes, withModality } from '../envs/generate.ts';
+import type { Dataset, DatasetItem } from '../envs/dataset-reader.ts';
 import type { Completion, SamplingOptions, SequenceBatchItem } from '../models/types.ts';
 import type { Policy } from '../models/policy.ts';
 import type { Sampler } from '../models/sampler.ts';
@@ -64,6 +65,12 @@ export interface TrainingSetup {
   onEvent?(event: TrainEvent): void;
   /** Stop cleanly after this step (tests simulate an interruption with it). */
   stopAfterStep?: number;
+  /**
+   * Rows a user brought (--dataset, envs/dataset-reader.ts) instead of generated episodes: every train row is trained
+   * on (trainSize does not apply) and every test row evaluated; an image folder without test rows is tested on the
+   * domain's generated test split (testSize, testSeed, actions), chat rows without test rows are not evaluated.
+   */
+  dataset?: Dataset;
   /** config.reward already loaded (the CLI loads them before writing the run folder); loaded by train() otherwise. */
   rewards?: RewardFunction[];
 }
@@ -104,6 +111,8 @@ interface Run {
   maxCompletionTokens: number;
   /** The rewards of config.reward, loaded before step 1 so that a bad module stops the run before any work. */
   rewards: RewardFunction[];
+  /** Log Game Start on the test split: episodes with an initial state (not chat rows) and a test split. */
+  baseline: boolean;
 }
 
 /** What changes from step to step; everything but `evals` is saved in checkpoints. */
@@ -201,11 +210,11 @@ export async function loadTrainingPolicy(baseModel: string, config: TrainConfig)
 export async function train(setup: TrainingSetup): Promise<TrainingResult> {
   // Reward modules load first: a missing file or a module without a function stops the run before any work.
   const rewards = setup.rewards ?? (await loadRewardFunctions(setup.config.reward));
-  const run = prepareRun(setup, rewards);
+  const run = await prepareRun(setup, rewards);
   const state = startOrResume(run);
   setup.onEvent?.({ kind: 'start', fromStep: state.step, steps: run.config.steps, trainEpisodes: run.trainSet.length, testEpisodes: run.testEpisodes.length, maxCompletionTokens: run.maxCompletionTokens });
   if (state.step === 0) {
-    logBaseline(run);
+    if (run.baseline) logBaseline(run);
     evaluate(run, state, 0);
   }
   const { config } = run;
@@ -230,21 +239,41 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
   return { lastStep: state.step, evals: state.evals };
 }
 
-/** The run's data: train episodes and prompts, the fixed test split in both modalities, the completion budget. */
-function prepareRun(setup: TrainingSetup, rewards: RewardFunction[]): Run {
-  const { env, policy, config, modality, runDir } = setup;
+/**
+ * The run's data: train episodes and prompts, the fixed test split in both modalities, the completion budget. The
+ * episodes are generated from the seeds, or read from a dataset (--dataset).
+ */
+async function prepareRun(setup: TrainingSetup, rewards: RewardFunction[]): Promise<Run> {
+  const { policy, config, modality, runDir, dataset } = setup;
   const sampler: Sampler = policy;
   const learner: Learner = policy;
+  // Chat rows are prompted with their own messages, which the model's chatPrompt ends with the answer cue: the
+  // completion is the answer alone, never the domain's trace layout.
+  const env: Env = dataset?.format === 'chat' ? { ...setup.env, traceStates: undefined, traceStart: undefined } : setup.env;
   const prepare = (episodes: Episode[]): PreparedEpisode[] => episodes.map((episode) => ({ episode, prompt: sampler.prompt(env, episode) }));
-  const trainSet = prepare(
-    generateEpisodes(env, { n: config.trainSize, actions: config.actions, split: 'train', seed: config.seed, modality, extra: setup.envExtra }),
-  );
-  const testEpisodes = generateEpisodes(env, { n: config.testSize, actions: config.actions, split: 'test', seed: config.testSeed, modality, extra: setup.envExtra });
+  const prepareRows = async (items: DatasetItem[]): Promise<PreparedEpisode[]> => {
+    const out: PreparedEpisode[] = [];
+    for (const { episode, messages } of items) out.push({ episode, prompt: messages ? await sampler.chatPrompt(messages) : sampler.prompt(env, episode) });
+    return out;
+  };
+  const trainSet = dataset
+    ? await prepareRows(dataset.train)
+    : prepare(generateEpisodes(env, { n: config.trainSize, actions: config.actions, split: 'train', seed: config.seed, modality, extra: setup.envExtra }));
+  // A folder `metrl generate` wrote holds one split: without test rows, the domain's test split is generated as usual.
+  const testEpisodes = dataset && (dataset.test.length > 0 || dataset.format === 'chat')
+    ? dataset.test.map((i) => i.episode)
+    : generateEpisodes(env, { n: config.testSize, actions: config.actions, split: 'test', seed: config.testSeed, modality, extra: setup.envExtra });
   const transfer = otherModality(modality);
-  const testSets: TestSet[] = [{ modality, role: 'train', items: prepare(testEpisodes.map((e) => withModality(e, modality))) }];
-  // Environments whose actions have one form only (boxes, MCST: text; MATE, REM: images) have no transfer modality.
-  if (!env.modalities || env.modalities.includes(transfer)) {
-    testSets.push({ modality: transfer, role: 'transfer', items: prepare(testEpisodes.map((e) => withModality(e, transfer))) });
+  const testSets: TestSet[] = [];
+  if (dataset?.format === 'chat') {
+    // Free-form messages cannot be shown in the other modality: the trained one only.
+    if (dataset.test.length > 0) testSets.push({ modality, role: 'train', items: await prepareRows(dataset.test) });
+  } else if (testEpisodes.length > 0) {
+    testSets.push({ modality, role: 'train', items: prepare(testEpisodes.map((e) => withModality(e, modality))) });
+    // Environments whose actions have one form only (boxes, MCST: text; MATE, REM: images) have no transfer modality.
+    if (!env.modalities || env.modalities.includes(transfer)) {
+      testSets.push({ modality: transfer, role: 'transfer', items: prepare(testEpisodes.map((e) => withModality(e, transfer))) });
+    }
   }
   // The completion budget fitted to the task: room for the longest reference completion, with a quarter to spare.
   const referenceEpisodes = [...trainSet.map((p) => p.episode), ...testEpisodes];
@@ -264,6 +293,7 @@ function prepareRun(setup: TrainingSetup, rewards: RewardFunction[]): Run {
     testSets,
     maxCompletionTokens: config.maxCompletionTokens ?? fitted(),
     rewards,
+    baseline: testEpisodes.length > 0 && dataset?.format !== 'chat',
   };
 }
 
