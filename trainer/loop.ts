@@ -2,11 +2,13 @@
 // (_generate_and_score_completions → compute_loss → _maybe_log_save_evaluate):
 //   startRun                    episodes, prompts, completion budget; a fresh run or the newest checkpoint (resume)
 //   per step:
-//     generateRollouts          the next prompts in the data order, a group of completions each (Sampler)
-//     scoreRollouts             rewards from the environment, group-relative advantages
+//     collectGroups             rounds of generateRollouts (the next prompts in the data order, a group of
+//                               completions each; Sampler) and rewardRollouts (the environment's score, then the
+//                               reward functions of --reward, weighted); with dynamic sampling, more rounds until the
+//                               step holds enough groups with a reward spread; then group-relative advantages
 //     referenceAndOldLogProbs   learner chunks with the reference (LoRA off) and old-policy log-probs (Sampler, no grad)
-//     updatePolicy              μ passes of the clipped surrogate + KL loss, gradients summed over the chunks, one
-//                               AdamW update per pass (Learner)
+//     updatePolicy              μ passes of the objective (objective.ts: loss type, clipping, masks), gradients summed
+//                               over the chunks, one AdamW update per pass (Learner)
 //     logStep                   metrics.jsonl and samples.jsonl rows, the NaN streak
 //     evaluate, saveCheckpoint  every K steps: greedy accuracy on a fixed test split in the trained and the transfer
 //                               modality; a checkpoint that `resume` continues from, reproducing the uninterrupted run
@@ -18,6 +20,7 @@ import type { Env } from '../envs/env.ts';
 import type { Episode, Modality } from '../core/episode.ts';
 import type { Score } from '../core/score.ts';
 import { generateEpisodes, withModality } from '../envs/generate.ts';
+import type { Dataset, DatasetItem } from '../envs/dataset-reader.ts';
 import type { Completion, SamplingOptions, SequenceBatchItem } from '../models/types.ts';
 import type { Policy } from '../models/policy.ts';
 import type { Sampler } from '../models/sampler.ts';
@@ -30,6 +33,11 @@ import { appendJsonl } from '../core/files.ts';
 import type { TrainConfig } from './config.ts';
 import { groupAdvantages } from './advantages.ts';
 import { clipGradientsByGlobalNorm, grpoLoss } from './loss.ts';
+import { addLossSums, emptyLossSums, stepObjective, type StepObjective } from './objective.ts';
+import { entropyThreshold, maskedValues } from './entropy-mask.ts';
+import { dynamicSamplingRound, startTally, type DynamicSamplingTally } from './dynamic-sampling.ts';
+import { computeRewards, loadRewardFunctions, type RewardFunction } from './reward-functions.ts';
+import { trlMetrics, type StepLossSums } from './trl-metrics.ts';
 import { AdamW } from './adamw.ts';
 import { DataOrder } from './data-order.ts';
 import { completionBudget, evaluateSplit, gameStartBaseline, type PreparedEpisode } from './periodic-eval.ts';
@@ -58,6 +66,14 @@ export interface TrainingSetup {
   onEvent?(event: TrainEvent): void;
   /** Stop cleanly after this step (tests simulate an interruption with it). */
   stopAfterStep?: number;
+  /**
+   * Rows a user brought (--dataset, envs/dataset-reader.ts) instead of generated episodes: every train row is trained
+   * on (trainSize does not apply) and every test row evaluated; an image folder without test rows is tested on the
+   * domain's generated test split (testSize, testSeed, actions), chat rows without test rows are not evaluated.
+   */
+  dataset?: Dataset;
+  /** config.reward already loaded (the CLI loads them before writing the run folder); loaded by train() otherwise. */
+  rewards?: RewardFunction[];
 }
 
 export type TrainEvent =
@@ -94,6 +110,10 @@ interface Run {
   testEpisodes: Episode[];
   testSets: TestSet[];
   maxCompletionTokens: number;
+  /** The rewards of config.reward, loaded before step 1 so that a bad module stops the run before any work. */
+  rewards: RewardFunction[];
+  /** Log Game Start on the test split: episodes with an initial state (not chat rows) and a test split. */
+  baseline: boolean;
 }
 
 /** What changes from step to step; everything but `evals` is saved in checkpoints. */
@@ -122,13 +142,33 @@ interface Rollouts {
   groups: Completion[][];
 }
 
-/** Phase 2: what the environment made of them. */
-interface ScoredRollouts {
+/** Phase 2: what the environment and the reward functions made of them. */
+interface RewardedRollouts {
   scores: Score[];
+  /** The weighted total of the reward functions: what the advantages are computed from. */
   rewards: number[];
+  /** Each reward function's own values (rewards/<name>/mean and /std). */
+  byName: Record<string, number[]>;
+}
+
+/**
+ * Phases 1-2 of a step: every group drawn (all rounds of dynamic sampling, in order) and the ones trained on. Without
+ * dynamic sampling every drawn group is trained on.
+ */
+interface StepGroups {
+  drawn: Rollouts;
+  rewarded: RewardedRollouts;
+  /** Indices into drawn.groups of the groups the update uses, in order. */
+  trained: number[];
+  /** Advantages of the trained groups' completions (group after group). */
   advantages: Float32Array;
+  /** Over all drawn groups: those whose rewards are all equal, and how many there were. */
   zeroSpreadGroups: number;
   groupCount: number;
+  /** Dynamic sampling's counts; absent when it is off. */
+  tally?: DynamicSamplingTally;
+  /** Seconds spent generating and rewarding, over all rounds. */
+  seconds: { rollout: number; reward: number };
 }
 
 /** Phase 3: a learner chunk with its constants (kept tensors, disposed after the update). */
@@ -139,6 +179,8 @@ interface LearnerBatch {
   ref: tf.Tensor2D | null;
   /** [chunk, maxLen] old-policy log-probs; null when μ = 1 (taken from the gradient pass itself). */
   old: tf.Tensor2D | null;
+  /** Indices of the chunk's completions among the step's trained completions (objective.rows). */
+  indices: number[];
 }
 
 /** Phase 4: sums over the μ passes, for the step's row. */
@@ -152,6 +194,10 @@ interface UpdateStats {
   entropyTokens: number;
   gradNorm: number;
   updated: boolean;
+  /** A pass had a non-finite loss or gradient (counts toward maxNanSteps); false when there was nothing to train on. */
+  nonFinite: boolean;
+  /** The same sums in TRL's terms (clip ratios low/high/region), for trl-metrics.ts. */
+  trl: StepLossSums;
 }
 
 /** Without a reference length (no episodes), a budget that fits a FEN answer with room to spare. */
@@ -183,14 +229,16 @@ export async function loadTrainingPolicy(checkpoint: string, config: TrainConfig
 }
 
 export async function train(setup: TrainingSetup): Promise<TrainingResult> {
-  const run = prepareRun(setup);
+  // Reward modules load first: a missing file or a module without a function stops the run before any work.
+  const rewards = setup.rewards ?? (await loadRewardFunctions(setup.config.reward));
+  const run = await prepareRun(setup, rewards);
   const state = startOrResume(run);
   setup.onEvent?.({ kind: 'start', fromStep: state.step, steps: run.config.steps, trainEpisodes: run.trainSet.length, testEpisodes: run.testEpisodes.length, maxCompletionTokens: run.maxCompletionTokens });
   // A run can be stopped at any moment and resumed: the step-0 checkpoint comes first, and the evaluation due at the
   // step the run starts from (step 0, or a checkpoint whose evaluation was interrupted) is finished, skipping the
   // modalities whose rows are already in metrics.jsonl.
   if (!state.checkpointed) checkpoint(run, state);
-  if (state.step === 0 && !state.logged.has('baseline')) logBaseline(run);
+  if (state.step === 0 && run.baseline && !state.logged.has('baseline')) logBaseline(run);
   if (evaluationDue(run, state.step)) evaluate(run, state, state.step);
   state.logged.clear();
   const { config } = run;
@@ -198,16 +246,16 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
   while (state.step < stopAt) {
     state.step++;
     const tStart = performance.now();
-    const rollouts = generateRollouts(run, state);
-    const tRollout = performance.now();
-    const scored = scoreRollouts(run, rollouts);
+    const step = await collectGroups(run, state);
     const tReward = performance.now();
-    const batches = referenceAndOldLogProbs(run, rollouts, scored);
+    const trained = trainedRollouts(step);
+    const objective = stepObjective(config, trained.groups.flat().map((c) => ({ tokens: c.tokens.length, finished: c.finished })), run.maxCompletionTokens);
+    const { batches, entropyThreshold } = referenceAndOldLogProbs(run, trained, step.advantages, objective);
     const tLogprobs = performance.now();
-    const stats = updatePolicy(run, state, batches);
+    const stats = updatePolicy(run, state, batches, objective, entropyThreshold);
     const tUpdate = performance.now();
-    const row = trainRow(run, state.step, rollouts, scored, stats, { tStart, tRollout, tReward, tLogprobs, tUpdate });
-    logStep(run, state, row, sampleRows(run, state.step, rollouts, scored));
+    const row = trainRow(run, state.step, step, trained, stats, { tStart, tReward, tLogprobs, tUpdate });
+    logStep(run, state, row, stats, sampleRows(run, state.step, step));
     // Checkpoint before evaluating: a run stopped during the evaluation resumes here and evaluates only what is missing.
     if (state.step % config.checkpointEvery === 0 || state.step === config.steps || state.step === stopAt) checkpoint(run, state);
     if (evaluationDue(run, state.step)) evaluate(run, state, state.step);
@@ -216,28 +264,48 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
   return { lastStep: state.step, evals: state.evals };
 }
 
-/** The run's data: train episodes and prompts, the fixed test split in both modalities, the completion budget. */
 /** A text-only model (imageSize 0) cannot be trained on image actions: say so before anything is written. */
 export function assertReadsModality(sampler: Sampler, modality: Modality): void {
   if (modality === 'image' && sampler.imageSize === 0) throw new UserError('the model reads text only and cannot train on image actions: use --modality text');
 }
 
-function prepareRun(setup: TrainingSetup): Run {
-  const { env, policy, config, modality, runDir } = setup;
+/**
+ * The run's data: train episodes and prompts, the fixed test split in both modalities, the completion budget. The
+ * episodes are generated from the seeds, or read from a dataset (--dataset).
+ */
+async function prepareRun(setup: TrainingSetup, rewards: RewardFunction[]): Promise<Run> {
+  const { policy, config, modality, runDir, dataset } = setup;
   const sampler: Sampler = policy;
   const learner: Learner = policy;
   assertReadsModality(sampler, modality);
+  // Chat rows are prompted with their own messages, which the model's chatPrompt ends with the answer cue: the
+  // completion is the answer alone, never the domain's trace layout.
+  const env: Env = dataset?.format === 'chat' ? { ...setup.env, traceStates: undefined, traceStart: undefined } : setup.env;
   const prepare = (episodes: Episode[]): PreparedEpisode[] => episodes.map((episode) => ({ episode, prompt: sampler.prompt(env, episode) }));
-  const trainSet = prepare(
-    generateEpisodes(env, { n: config.trainSize, actions: config.actions, split: 'train', seed: config.seed, modality, extra: setup.envExtra }),
-  );
-  const testEpisodes = generateEpisodes(env, { n: config.testSize, actions: config.actions, split: 'test', seed: config.testSeed, modality, extra: setup.envExtra });
+  const prepareRows = async (items: DatasetItem[]): Promise<PreparedEpisode[]> => {
+    const out: PreparedEpisode[] = [];
+    for (const { episode, messages } of items) out.push({ episode, prompt: messages ? await sampler.chatPrompt(messages) : sampler.prompt(env, episode) });
+    return out;
+  };
+  const trainSet = dataset
+    ? await prepareRows(dataset.train)
+    : prepare(generateEpisodes(env, { n: config.trainSize, actions: config.actions, split: 'train', seed: config.seed, modality, extra: setup.envExtra }));
+  // A folder `metrl generate` wrote holds one split: without test rows, the domain's test split is generated as usual.
+  const testEpisodes = dataset && (dataset.test.length > 0 || dataset.format === 'chat')
+    ? dataset.test.map((i) => i.episode)
+    : generateEpisodes(env, { n: config.testSize, actions: config.actions, split: 'test', seed: config.testSeed, modality, extra: setup.envExtra });
   const transfer = otherModality(modality);
-  const testSets: TestSet[] = [{ modality, role: 'train', items: prepare(testEpisodes.map((e) => withModality(e, modality))) }];
-  // Environments whose actions have one form only (boxes, MCST: text; MATE, REM: images) have no transfer modality,
-  // and a text-only model (imageSize 0) none in images.
-  if ((!env.modalities || env.modalities.includes(transfer)) && (transfer === 'text' || sampler.imageSize > 0)) {
-    testSets.push({ modality: transfer, role: 'transfer', items: prepare(testEpisodes.map((e) => withModality(e, transfer))) });
+  const testSets: TestSet[] = [];
+  if (dataset?.format === 'chat') {
+    // Free-form messages cannot be shown in the other modality: the trained one only.
+    if (dataset.test.length > 0) testSets.push({ modality, role: 'train', items: await prepareRows(dataset.test) });
+  } else if (testEpisodes.length > 0) {
+    testSets.push({ modality, role: 'train', items: prepare(testEpisodes.map((e) => withModality(e, modality))) });
+    // Environments whose actions have one form only (boxes, MCST: text; MATE, REM: images) have no transfer modality,
+    // and a text-only model (imageSize 0) none in images.
+    if ((!env.modalities || env.modalities.includes(transfer)) && (transfer === 'text' || sampler.imageSize > 0)) {
+      testSets.push({ modality: transfer, role: 'transfer', items: prepare(testEpisodes.map((e) => withModality(e, transfer))) });
+    }
   }
   // The completion budget fitted to the task: room for the longest reference completion, with a quarter to spare.
   const referenceEpisodes = [...trainSet.map((p) => p.episode), ...testEpisodes];
@@ -256,6 +324,8 @@ function prepareRun(setup: TrainingSetup): Run {
     testEpisodes,
     testSets,
     maxCompletionTokens: config.maxCompletionTokens ?? fitted(),
+    rewards,
+    baseline: testEpisodes.length > 0 && dataset?.format !== 'chat',
   };
 }
 
@@ -324,74 +394,155 @@ function logBaseline(run: Run): void {
   run.setup.onEvent?.({ kind: 'baseline', row: baseline });
 }
 
-/** Rollout: G completions for each prompt of the step. */
-function generateRollouts(run: Run, state: RunState): Rollouts {
+/** Rollout: G completions for each of the next `prompts` prompts in the data order. */
+function generateRollouts(run: Run, state: RunState, prompts: number): Rollouts {
   const { config } = run;
-  const items = state.order.take(config.promptsPerStep * config.gradientAccumulation).map((i) => run.trainSet[i]);
+  const items = state.order.take(prompts).map((i) => run.trainSet[i]);
   const sampling: SamplingOptions = { temperature: config.temperature, topP: config.topP, maxNewTokens: run.maxCompletionTokens };
-  // All prompts of the step decode as one batch: on CPU a decoding step costs little more for 64 rows than for 32.
+  // All prompts of a round decode as one batch: on CPU a decoding step costs little more for 64 rows than for 32.
   const groups = run.sampler.sampleGroups(items.map((item) => item.prompt), config.groupSize, sampling, state.rng);
   return { items, groups };
 }
 
-/** Reward and advantages: every completion scored by the environment, then normalised within its group. */
-function scoreRollouts(run: Run, { items, groups }: Rollouts): ScoredRollouts {
+/**
+ * Reward: every completion scored by the environment, then the reward functions of config.reward on the response
+ * (the built-in 'domain' returns the score's reward, so by default the reward is exactly the environment's). Rewards
+ * are computed before any update: a reward that throws stops the run with nothing of the step applied.
+ */
+async function rewardRollouts(run: Run, { items, groups }: Rollouts): Promise<RewardedRollouts> {
   const { env, sampler, config } = run;
-  const scores = items.flatMap((item, k) =>
-    groups[k].map((c) => env.score({ target: item.episode.target, response: sampler.responseOf(env, c.text), initialState: item.episode.initialState, meta: item.episode.meta })),
+  const inputs = items.flatMap((item, k) =>
+    groups[k].map((c) => {
+      const completion = sampler.responseOf(env, c.text);
+      const score = env.score({ target: item.episode.target, response: completion, initialState: item.episode.initialState, meta: item.episode.meta });
+      return { completion, episode: item.episode, score };
+    }),
   );
-  const rewards = scores.map((s) => s.reward);
-  const { advantages, zeroSpreadGroups, groups: groupCount } = groupAdvantages(rewards, config.groupSize, { scaleRewards: config.scaleRewards, epsilon: config.advantageEpsilon });
-  return { scores, rewards, advantages, zeroSpreadGroups, groupCount };
+  const { total, byName } = await computeRewards(run.rewards, inputs, config.rewardWeights);
+  return { scores: inputs.map((i) => i.score), rewards: total, byName };
+}
+
+/**
+ * Phases 1-2: rollouts and rewards for the step's prompts, then group-relative advantages of the groups trained on.
+ * With dynamic sampling (DAPO), groups whose rewards are all equal are dropped and more prompts are drawn, round after
+ * round (dynamic-sampling.ts sizes each draw), until the step has promptsPerStep × gradientAccumulation groups with a
+ * spread or has made dynamicSamplingMaxDraws extra draws.
+ */
+async function collectGroups(run: Run, state: RunState): Promise<StepGroups> {
+  const { config } = run;
+  const G = config.groupSize;
+  const targetGroups = config.promptsPerStep * config.gradientAccumulation;
+  const drawn: Rollouts = { items: [], groups: [] };
+  const rewarded: RewardedRollouts = { scores: [], rewards: [], byName: {} };
+  const seconds = { rollout: 0, reward: 0 };
+  const trained: number[] = [];
+  let tally: DynamicSamplingTally | undefined = config.dynamicSampling ? startTally() : undefined;
+  for (let prompts = targetGroups; prompts > 0; ) {
+    const t0 = performance.now();
+    const round = generateRollouts(run, state, prompts);
+    const t1 = performance.now();
+    const r = await rewardRollouts(run, round);
+    seconds.rollout += (t1 - t0) / 1000;
+    seconds.reward += (performance.now() - t1) / 1000;
+    const offset = drawn.groups.length;
+    drawn.items.push(...round.items);
+    drawn.groups.push(...round.groups);
+    rewarded.scores.push(...r.scores);
+    rewarded.rewards.push(...r.rewards);
+    for (const [name, values] of Object.entries(r.byName)) (rewarded.byName[name] ??= []).push(...values);
+    if (!tally) {
+      trained.push(...round.groups.map((_, g) => offset + g));
+      break;
+    }
+    const decision = dynamicSamplingRound(tally, r.rewards, { groupSize: G, targetGroups, maxExtraDraws: config.dynamicSamplingMaxDraws });
+    trained.push(...decision.keep.map((g) => offset + g));
+    tally = decision.tally;
+    prompts = decision.drawMore;
+  }
+  const trainedRewards = trained.flatMap((g) => rewarded.rewards.slice(g * G, (g + 1) * G));
+  const advantages =
+    trained.length === 0 ? new Float32Array(0) : groupAdvantages(trainedRewards, G, { scaleRewards: config.scaleRewards, epsilon: config.advantageEpsilon }).advantages;
+  // Zero-spread groups over everything drawn, as without dynamic sampling (it drops exactly these).
+  const { zeroSpreadGroups, groups: groupCount } = groupAdvantages(rewarded.rewards, G, { scaleRewards: config.scaleRewards, epsilon: config.advantageEpsilon });
+  return { drawn, rewarded, trained, advantages, zeroSpreadGroups, groupCount, tally, seconds };
+}
+
+/** The groups the update uses, as rollouts (step order: the order their advantages are in). */
+function trainedRollouts({ drawn, trained }: StepGroups): Rollouts {
+  return { items: trained.map((g) => drawn.items[g]), groups: trained.map((g) => drawn.groups[g]) };
 }
 
 /**
  * Learner chunks of at most `learnerBatch` sequences and `learnerTokens` tokens (a memory bound only: the loss divides
  * by the step's totals, so the summed chunk gradients equal the full-batch gradient), each with the reference and old
- * log-probs, which are constants of the step.
+ * log-probs, which are constants of the step. With a top-entropy quantile below 1, the old-policy pass also gives the
+ * entropies, pooled over the step into one threshold so that the mask does not depend on the chunking.
  */
-function referenceAndOldLogProbs(run: Run, { items, groups }: Rollouts, { advantages }: ScoredRollouts): LearnerBatch[] {
+function referenceAndOldLogProbs(
+  run: Run,
+  { items, groups }: Rollouts,
+  advantages: Float32Array,
+  objective: StepObjective,
+): { batches: LearnerBatch[]; entropyThreshold?: number } {
   const { config, sampler } = run;
   const sequences: SequenceBatchItem[] = items.flatMap((item, k) => groups[k].map((c) => ({ prompt: item.prompt, completion: c.tokens })));
-  return chunksWithin(
+  const pooled: Float32Array[] = [];
+  const batches = chunksWithin(
     sequences.map((seq, i) => ({ seq, i })),
     ({ seq }) => seq.prompt.tokens.length + seq.completion.length,
     config.learnerBatch,
     config.learnerTokens,
   ).map((chunk) => {
     const seqs = chunk.map((c) => c.seq);
+    const indices = chunk.map((c) => c.i);
     const adv = Float32Array.from(chunk, (c) => advantages[c.i]);
     const ref = config.beta > 0 ? tf.keep(tf.tidy(() => sampler.tokenLogProbs(seqs, { useLora: false, temperature: config.temperature }).logProbs)) : null;
-    // With μ = 1 the old policy is the current one: its log-probs are taken from the gradient pass itself.
-    const old = config.iterations > 1 ? tf.keep(tf.tidy(() => sampler.tokenLogProbs(seqs, { useLora: true, temperature: config.temperature }).logProbs)) : null;
-    return { seqs, adv, ref, old };
+    // With μ = 1 the old policy is the current one: its log-probs are taken from the gradient pass itself, and this
+    // pass runs only when the entropy mask needs the step's entropies first.
+    let old: tf.Tensor2D | null = null;
+    if (config.numIterations > 1 || objective.needsEntropy) {
+      const lp = sampler.tokenLogProbs(seqs, { useLora: true, withEntropy: objective.needsEntropy, temperature: config.temperature });
+      if (lp.entropy) pooled.push(maskedValues(lp.entropy, lp.mask));
+      if (config.numIterations > 1) old = lp.logProbs;
+      else lp.logProbs.dispose();
+      lp.mask.dispose();
+      lp.entropy?.dispose();
+    }
+    return { seqs, adv, ref, old, indices };
   });
+  if (!objective.needsEntropy) return { batches };
+  const all = new Float32Array(pooled.reduce((n, p) => n + p.length, 0));
+  pooled.reduce((at, p) => (all.set(p, at), at + p.length), 0);
+  return { batches, entropyThreshold: entropyThreshold(all, null, config.topEntropyQuantile) };
 }
 
 /** Update: μ passes, each one AdamW step on the gradient summed over the chunks; a non-finite pass skips the rest. */
-function updatePolicy(run: Run, state: RunState, batches: LearnerBatch[]): UpdateStats {
+function updatePolicy(run: Run, state: RunState, batches: LearnerBatch[], objective: StepObjective, threshold?: number): UpdateStats {
   const { config, learner } = run;
-  const totalSequences = batches.reduce((s, b) => s + b.seqs.length, 0);
-  const stats: UpdateStats = { loss: 0, tokens: 0, kl: 0, clipped: 0, ratio: 0, entropy: 0, entropyTokens: 0, gradNorm: 0, updated: true };
-  for (let it = 0; it < config.iterations && stats.updated; it++) {
+  const stats: UpdateStats = { loss: 0, tokens: 0, kl: 0, clipped: 0, ratio: 0, entropy: 0, entropyTokens: 0, gradNorm: 0, updated: true, nonFinite: false, trl: emptyLossSums() };
+  // Dynamic sampling kept no group with a spread: nothing to learn from this step.
+  if (batches.length === 0) return { ...stats, updated: false };
+  const options = threshold === undefined ? objective.options : { ...objective.options, entropyThreshold: threshold };
+  for (let it = 0; it < config.numIterations && stats.updated; it++) {
     let summed: tf.NamedTensorMap | null = null;
     let passLoss = 0;
     for (const batch of batches) {
       const { value, grads } = tf.variableGrads(() => {
-        const lp = learner.tokenLogProbs(batch.seqs, { useLora: true, withEntropy: it === 0, temperature: config.temperature });
+        const lp = learner.tokenLogProbs(batch.seqs, { useLora: true, withEntropy: it === 0 || objective.needsEntropy, temperature: config.temperature });
         const oldLogProbs = batch.old ?? (tf.tensor(lp.logProbs.dataSync(), lp.logProbs.shape) as tf.Tensor2D);
         const out = grpoLoss(
-          { logProbs: lp.logProbs, oldLogProbs, refLogProbs: batch.ref, mask: lp.mask, advantages: tf.tensor1d(batch.adv) },
-          { epsilon: config.epsilon, beta: config.beta, lossType: config.lossType, maxCompletionTokens: run.maxCompletionTokens, totalSequences },
+          { logProbs: lp.logProbs, oldLogProbs, refLogProbs: batch.ref, mask: lp.mask, advantages: tf.tensor1d(batch.adv), entropies: lp.entropy, ...objective.rows(batch.indices) },
+          options,
         );
         stats.tokens += out.sums.tokens.dataSync()[0];
         stats.kl += out.sums.kl.dataSync()[0];
         stats.clipped += out.sums.clipped.dataSync()[0];
         stats.ratio += out.sums.ratio.dataSync()[0];
-        if (lp.entropy) {
+        if (it === 0 && lp.entropy) {
           stats.entropy += tf.sum(tf.mul(lp.entropy, lp.mask)).dataSync()[0];
           stats.entropyTokens += out.sums.tokens.dataSync()[0];
         }
+        addLossSums(stats.trl, out.sums, it === 0 ? lp.entropy : undefined, lp.mask);
         return out.loss;
       }, state.variables);
       passLoss += value.dataSync()[0];
@@ -405,6 +556,7 @@ function updatePolicy(run: Run, state: RunState, batches: LearnerBatch[]): Updat
     else stats.updated = false;
     for (const t of Object.values(clippedGrads.grads)) t.dispose();
   }
+  stats.nonFinite = !stats.updated;
   for (const b of batches) {
     b.ref?.dispose();
     b.old?.dispose();
@@ -423,23 +575,24 @@ function addGradients(a: tf.NamedTensorMap, b: tf.NamedTensorMap): tf.NamedTenso
   return sum;
 }
 
-/** The step's metrics.jsonl row. */
-function trainRow(
-  run: Run,
-  step: number,
-  { items, groups }: Rollouts,
-  { scores, rewards, zeroSpreadGroups, groupCount }: ScoredRollouts,
-  stats: UpdateStats,
-  t: { tStart: number; tRollout: number; tReward: number; tLogprobs: number; tUpdate: number },
-): TrainRow {
+/**
+ * The step's metrics.jsonl row. Rewards, validity and lengths are over every completion drawn (with dynamic sampling,
+ * all rounds: what the policy wrote); the loss statistics and learner throughput over the trained groups. `trl` holds
+ * the same step under TRL's GRPOTrainer keys (trl-metrics.ts), with dynamic_sampling/* when it is on.
+ */
+function trainRow(run: Run, step: number, groups: StepGroups, trained: Rollouts, stats: UpdateStats, t: { tStart: number; tReward: number; tLogprobs: number; tUpdate: number }): TrainRow {
   const { config } = run;
-  const completionTokens = groups.flat().reduce((s, c) => s + c.tokens.length, 0);
-  const sequenceTokens = items.reduce((s, item, k) => s + groups[k].reduce((sum, c) => sum + item.prompt.tokens.length + c.tokens.length, 0), 0);
-  const learnerPasses = config.iterations + (config.beta > 0 ? 1 : 0) + (config.iterations > 1 ? 1 : 0);
+  const { scores, rewards, byName } = groups.rewarded;
+  const completions = groups.drawn.groups.flat();
+  const completionTokens = completions.reduce((s, c) => s + c.tokens.length, 0);
+  const sequenceTokens = trained.items.reduce((s, item, k) => s + trained.groups[k].reduce((sum, c) => sum + item.prompt.tokens.length + c.tokens.length, 0), 0);
+  const passes = config.numIterations;
+  const learnerPasses = passes + (config.beta > 0 ? 1 : 0) + (passes > 1 || config.topEntropyQuantile < 1 ? 1 : 0);
   const n = rewards.length;
   const rewardMean = rewards.reduce((s, r) => s + r, 0) / n;
-  const passes = config.iterations;
   const finiteOrNull = (x: number) => (Number.isFinite(x) ? x : null);
+  const trained0 = trained.items.length === 0;
+  const { tally } = groups;
   return {
     type: 'train',
     step,
@@ -454,39 +607,56 @@ function trainRow(
     ratioMean: stats.tokens > 0 ? finiteOrNull(stats.ratio / stats.tokens) : null,
     entropy: stats.entropyTokens > 0 ? finiteOrNull(stats.entropy / stats.entropyTokens) : null,
     completionLength: completionTokens / n,
-    loss: finiteOrNull(stats.loss / passes),
-    gradNorm: finiteOrNull(stats.gradNorm / passes),
-    zeroSpreadGroups,
-    groups: groupCount,
+    loss: trained0 ? null : finiteOrNull(stats.loss / passes),
+    gradNorm: trained0 ? null : finiteOrNull(stats.gradNorm / passes),
+    zeroSpreadGroups: groups.zeroSpreadGroups,
+    groups: groups.groupCount,
     updated: stats.updated,
-    rolloutTokensPerSecond: completionTokens / Math.max(1e-9, (t.tRollout - t.tStart) / 1000),
+    rolloutTokensPerSecond: completionTokens / Math.max(1e-9, groups.seconds.rollout),
     learnerTokensPerSecond: (sequenceTokens * learnerPasses) / Math.max(1e-9, (t.tUpdate - t.tReward) / 1000),
     time: {
-      rollout: (t.tRollout - t.tStart) / 1000,
-      reward: (t.tReward - t.tRollout) / 1000,
+      rollout: groups.seconds.rollout,
+      reward: groups.seconds.reward,
       logprobs: (t.tLogprobs - t.tReward) / 1000,
       update: (t.tUpdate - t.tLogprobs) / 1000,
       total: (t.tUpdate - t.tStart) / 1000,
     },
+    trl: trlMetrics({
+      rewards,
+      groupSize: config.groupSize,
+      rewardsByName: byName,
+      completionLengths: completions.map((c) => c.tokens.length),
+      finished: completions.map((c) => c.finished),
+      beta: config.beta,
+      sums: stats.trl,
+      dynamicSampling: tally && { kept: tally.kept, drawn: tally.drawn, dropped: tally.dropped, surplus: tally.surplus, extraDraws: tally.extraDraws },
+    }),
   };
 }
 
-/** The first `samplesPerStep` completions of the step, for samples.jsonl. */
-function sampleRows(run: Run, step: number, { items, groups }: Rollouts, { scores, rewards, advantages }: ScoredRollouts): SampleRow[] {
+/**
+ * The first `samplesPerStep` completions drawn in the step, for samples.jsonl, with the advantage the update gave them
+ * (0 for a group dynamic sampling did not train on).
+ */
+function sampleRows(run: Run, step: number, { drawn, rewarded, trained, advantages }: StepGroups): SampleRow[] {
   const G = run.config.groupSize;
-  return groups.flat().slice(0, run.config.samplesPerStep).map((c, i) => {
-    const item = items[Math.floor(i / G)];
-    return { step, episode: item.episode.id, target: item.episode.target, completion: c.text, reward: rewards[i], valid: scores[i].valid, advantage: advantages[i] };
+  const { scores, rewards } = rewarded;
+  return drawn.groups.flat().slice(0, run.config.samplesPerStep).map((c, i) => {
+    const g = Math.floor(i / G);
+    const item = drawn.items[g];
+    const at = trained.indexOf(g);
+    const advantage = at < 0 ? 0 : advantages[at * G + (i % G)];
+    return { step, episode: item.episode.id, target: item.episode.target, completion: c.text, reward: rewards[i], valid: scores[i].valid, advantage };
   });
 }
 
 /** Append the step's rows and stop the run after too many non-finite losses in a row. */
-function logStep(run: Run, state: RunState, row: TrainRow, samples: SampleRow[]): void {
+function logStep(run: Run, state: RunState, row: TrainRow, stats: UpdateStats, samples: SampleRow[]): void {
   const { setup, config } = run;
-  if (!row.updated) {
+  if (stats.nonFinite) {
     state.nanStreak++;
     setup.onEvent?.({ kind: 'nan', step: state.step, streak: state.nanStreak });
-  } else state.nanStreak = 0;
+  } else if (row.updated) state.nanStreak = 0;
   appendJsonl(run.metricsPath, [row]);
   appendJsonl(run.samplesPath, samples);
   setup.onEvent?.({ kind: 'step', row });

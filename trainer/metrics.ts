@@ -36,6 +36,12 @@ export const TrainRowSchema = z.object({
   rolloutTokensPerSecond: z.number(),
   learnerTokensPerSecond: z.number(),
   time: z.object({ rollout: z.number(), reward: z.number(), logprobs: z.number(), update: z.number(), total: z.number() }),
+  /**
+   * The step under TRL's GRPOTrainer keys (trainer/trl-metrics.ts): reward, reward_std, frac_reward_zero_std,
+   * rewards/<name>/mean|std, completions/*, kl, entropy, clip_ratio/*, and dynamic_sampling/* when it is on. Absent
+   * in runs written before it.
+   */
+  trl: z.record(z.string(), z.number().nullable()).optional(),
 });
 export type TrainRow = z.infer<typeof TrainRowSchema>;
 

@@ -35,7 +35,7 @@ export interface TrlStepStats {
   beta: number;
   sums: StepLossSums;
   /** Dynamic sampling's counts, when it ran (metrl's own keys, under dynamic_sampling/). */
-  dynamicSampling?: { drawn: number; dropped: number; surplus: number; extraDraws: number };
+  dynamicSampling?: { kept: number; drawn: number; dropped: number; surplus: number; extraDraws: number };
 }
 
 export type TrlMetrics = Record<string, number | null>;

@@ -1,4 +1,5 @@
-// `metrl train`: GRPO on the built-in policy for one domain and modality. Wiring only: flags and the config file are
+// `metrl train`: GRPO on the built-in policy for one domain and modality, on generated episodes or on a dataset
+// (--dataset: envs/dataset-reader.ts). Wiring only: flags and the config file are
 // validated here (trainer/config.ts), the run folder is laid out, progress is shown; the work lives in trainer/.
 //   RUN_DIR/config.json    domain, modality, base checkpoint, tfjs backend, the full training config
 //   RUN_DIR/metrics.jsonl  one row per step (type "train") and per evaluation (type "eval", with its modality)
@@ -15,9 +16,11 @@ import { UserError } from '../../core/errors.ts';
 import { readJson, writeJsonAtomic } from '../../core/files.ts';
 import { CHECKPOINTS_DIR } from '../../core/paths.ts';
 import { getEnv } from '../../envs/registry.ts';
+import { readDataset, type Dataset } from '../../envs/dataset-reader.ts';
 import { backendLine, initBackend } from '../../models/backend.ts';
 import { TrainConfigSchema, readConfigFile, resolveConfig, type TrainConfig } from '../../trainer/config.ts';
 import { assertReadsModality, loadTrainingPolicy, train, type TrainEvent } from '../../trainer/loop.ts';
+import { loadRewardFunctions } from '../../trainer/reward-functions.ts';
 import type { EvalRow } from '../../trainer/metrics.ts';
 
 /** The training config's flags, generated from TrainConfigSchema's descriptions (scripts/schema-flags.ts). */
@@ -32,6 +35,7 @@ const schema = z.object({
   resume: z.boolean(),
   backend: z.string().min(1).optional(),
   games: z.string().min(1).optional(),
+  dataset: z.string().min(1).optional(),
   offset: z.enum(['start', 'random']).optional(),
   quiet: z.boolean(),
   ...flagShape(CONFIG_FLAGS),
@@ -46,6 +50,8 @@ const RunInfoSchema = z
     checkpoint: z.string(),
     backend: z.string(),
     envExtra: z.record(z.string(), z.unknown()),
+    /** The --dataset path (absolute), when the run trains on one. */
+    dataset: z.string().optional(),
     config: z.record(z.string(), z.unknown()),
     createdAt: z.string(),
   })
@@ -63,6 +69,8 @@ async function run(flags: TrainFlags): Promise<void> {
   let config: TrainConfig;
   let checkpointDir: string;
   let envExtra: Record<string, unknown>;
+  let datasetPath: string | undefined;
+  let dataset: Dataset | undefined;
   const flagConfig = valuesFromFlags(CONFIG_FLAGS, flags);
 
   if (flags.resume) {
@@ -73,17 +81,26 @@ async function run(flags: TrainFlags): Promise<void> {
     const info = readJson(infoPath, RunInfoSchema, { invalid: (error) => `not a training run's config (${error.issues[0]?.path.join('.')}: ${error.issues[0]?.message})` });
     // The run continues with its own settings; only --steps may change (to extend it).
     const changed = Object.keys(flagConfig).filter((k) => k !== 'steps');
-    const other = (['domain', 'modality', 'checkpoint', 'config', 'games', 'offset'] as const).filter((k) => flags[k] !== undefined && !(k === 'domain' && flags.domain === info.domain) && !(k === 'modality' && flags.modality === info.modality));
+    const other = (['domain', 'modality', 'checkpoint', 'config', 'games', 'offset', 'dataset'] as const).filter((k) => flags[k] !== undefined && !(k === 'domain' && flags.domain === info.domain) && !(k === 'modality' && flags.modality === info.modality));
     if (changed.length > 0 || other.length > 0) {
       throw new UserError(`--resume continues with ${infoPath}; drop --${[...other, ...changed].join(', --')} (only --steps may change)`);
     }
     ({ domain, modality, checkpoint: checkpointDir, envExtra } = info);
+    datasetPath = info.dataset;
+    if (datasetPath !== undefined) dataset = readDataset(datasetPath, domain);
     config = resolveConfig(info.config, flags.steps !== undefined ? { steps: flags.steps } : {}, `${infoPath}: config.`);
   } else {
-    if (!flags.domain) throw new UserError('--domain is required (chess or shell)');
-    if (!flags.modality) throw new UserError('--modality is required (text or image)');
-    domain = flags.domain;
-    modality = flags.modality;
+    if (flags.dataset !== undefined) {
+      datasetPath = resolve(flags.dataset);
+      dataset = readDataset(flags.dataset, flags.domain);
+      if ((flags.games ?? flags.offset) !== undefined) throw new UserError('--dataset: --games and --offset shape generated chess episodes; a dataset brings its own');
+    }
+    const datasetDomain = dataset?.domain ?? flags.domain;
+    if (!datasetDomain) throw new UserError(dataset ? `--dataset ${flags.dataset}: chat rows need --domain (it scores the answers)` : '--domain is required (chess, shell, boxes, mcst, mate or rem)');
+    domain = datasetDomain;
+    const datasetModality = dataset && (dataset.train.some(showsImage) ? 'image' : 'text');
+    if (!(flags.modality ?? datasetModality)) throw new UserError('--modality is required (text or image)');
+    modality = flags.modality ?? datasetModality!;
     config = resolveConfig(flags.config ? readConfigFile(flags.config) : {}, flagConfig, flags.config ? `${flags.config}: ` : '--');
     runDir = resolve(flags.out ?? join('runs', `${domain}-${modality}-${timestamp()}`));
     if (existsSync(join(runDir, 'metrics.jsonl'))) throw new UserError(`${runDir} already holds a run; add --resume to continue it, or choose another --out`);
@@ -102,6 +119,8 @@ async function run(flags: TrainFlags): Promise<void> {
   if (env.modalities && !env.modalities.includes(modality)) {
     throw new UserError(`--modality ${modality}: ${env.domain} shows its actions as ${env.modalities.join(' or ')} only`);
   }
+  // Reward modules load before anything is written: a missing file or a module without a function is one line.
+  const rewards = await loadRewardFunctions(config.reward);
   const backend = await initBackend(flags.backend, null);
   const setup = await loadTrainingPolicy(checkpointDir, config);
   assertReadsModality(setup.policy, modality);
@@ -115,6 +134,7 @@ async function run(flags: TrainFlags): Promise<void> {
       checkpoint: checkpointDir,
       backend: backend.name,
       envExtra,
+      ...(datasetPath !== undefined ? { dataset: datasetPath } : {}),
       config,
       createdAt: new Date().toISOString(),
     });
@@ -122,11 +142,17 @@ async function run(flags: TrainFlags): Promise<void> {
   if (!flags.quiet) log(`run folder: ${runDir}`);
   const progress = flags.quiet ? null : progressView(config, modality, log);
   try {
-    await train({ env, ...setup, config, modality, runDir, resume: flags.resume, envExtra, onEvent: progress?.onEvent });
+    await train({ env, ...setup, config, modality, runDir, resume: flags.resume, envExtra, rewards, dataset, onEvent: progress?.onEvent });
   } finally {
     progress?.stop();
   }
   if (!flags.quiet) log(`done: ${runDir} (plot it with: metrl plot ${runDir})`);
+}
+
+/** Does a dataset row show an image (an image action, or an image part in its messages)? */
+function showsImage({ episode, messages }: Dataset['train'][number]): boolean {
+  if (messages) return messages.some((m) => typeof m.content !== 'string' && m.content.some((p) => p.type === 'image_url'));
+  return episode.actions.some((a) => a.modality === 'image');
 }
 
 const fmt = (x: number | null | undefined, digits = 3) => (x === null || x === undefined ? '–' : x.toFixed(digits));
@@ -202,8 +228,8 @@ const command: CommandModule = {
   describe: 'GRPO-train the built-in policy on any environment (text or image actions), tracking the transfer modality',
   builder: (y) =>
     y
-      .option('domain', { type: 'string', describe: 'chess | shell | boxes | mcst | mate | rem' })
-      .option('modality', { type: 'string', describe: 'text | image: the modality trained on (the other is evaluated as transfer)' })
+      .option('domain', { type: 'string', describe: 'chess | shell | boxes | mcst | mate | rem (with --dataset: the folder\'s, or the one that scores chat rows)' })
+      .option('modality', { type: 'string', describe: 'text | image: the modality trained on (the other is evaluated as transfer; with --dataset: what its rows show)' })
       .option('out', { type: 'string', describe: 'run folder (default runs/<domain>-<modality>-<timestamp>)' })
       .option('checkpoint', { type: 'string', describe: 'base checkpoint folder (default checkpoints/base)' })
       .option('config', { type: 'string', describe: 'JSON file of training config fields (flags override it)' })
@@ -211,6 +237,10 @@ const command: CommandModule = {
       .option('backend', { type: 'string', describe: 'tfjs backend: node-gpu | node | wasm | cpu (default: the fastest that loads)' })
       .option('games', { type: 'string', describe: 'chess: PGN or UCI games file (default: the built-in generator)' })
       .option('offset', { type: 'string', describe: 'chess: start | random ply offset into each game' })
+      .option('dataset', {
+        type: 'string',
+        describe: 'train on rows you bring instead of generated episodes: a folder `metrl generate` wrote (metadata.jsonl + images), or a JSONL of chat rows {messages, target, split?}',
+      })
       .option('quiet', { type: 'boolean', default: false, describe: 'no progress output' })
       .options(configFlagOptions),
   handler: handler(schema, (flags) => run(flags as TrainFlags)),

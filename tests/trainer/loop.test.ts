@@ -73,7 +73,7 @@ describe('training loop', () => {
     // By sequence count (3 or 16 per pass) and by a token budget so small that every sequence gets a pass of its own.
     for (const [learnerBatch, learnerTokens] of [[3, 2048], [16, 2048], [16, 1]]) {
       const dir = mkdtempSync(join(tmpdir(), 'metrl-chunks-'));
-      const cfg = { ...config, steps: 1, learnerBatch, learnerTokens, iterations: 1 };
+      const cfg = { ...config, steps: 1, learnerBatch, learnerTokens, iterations: 1, numIterations: 1 };
       const setup = await loadTrainingPolicy(base, cfg);
       await train({ env: shellEnv, ...setup, config: cfg, modality: 'image', runDir: dir, resume: false });
       adapters.push(setup.policy.trainableVariables('lora').map((v) => Array.from(v.dataSync())));

@@ -13,7 +13,7 @@ describe('TRL metrics', () => {
       finished: [true, true, false, true],
       beta: 0.04,
       sums: { tokens: 100, kl: 2, clipLow: 3, clipHigh: 1, clipRegion: 4, clipUnits: 100, entropy: 150, entropyTokens: 100 },
-      dynamicSampling: { drawn: 6, dropped: 2, surplus: 0, extraDraws: 1 },
+      dynamicSampling: { kept: 4, drawn: 6, dropped: 2, surplus: 0, extraDraws: 1 },
     });
     // reward: mean 2.5 / 4; reward_std: sample std of [1, 1, 0, 0.5] = √((0.1406 + 0.1406 + 0.3906 + 0.0156) / 3) = √0.2292
     expect(m['reward']).toBeCloseTo(0.625, 12);
@@ -34,6 +34,7 @@ describe('TRL metrics', () => {
     expect(m['clip_ratio/high_mean']).toBe(0.01);
     expect(m['clip_ratio/region_mean']).toBe(0.04);
     expect(m['dynamic_sampling/dropped']).toBe(2);
+    expect(m['dynamic_sampling/kept']).toBe(4);
   });
 
   it('logs no kl without the KL term, and null where nothing was counted', () => {
