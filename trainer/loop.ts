@@ -26,7 +26,7 @@ import type { Policy } from '../models/policy.ts';
 import type { Sampler } from '../models/sampler.ts';
 import type { Learner } from '../models/learner.ts';
 import { loadBaseModel } from '../models/registry.ts';
-import { isBaseFolder, resolveCheckpoint } from '../models/load.ts';
+import { resolveCheckpoint } from '../models/load.ts';
 import { Rng } from '../core/rng.ts';
 import { UserError } from '../core/errors.ts';
 import { appendJsonl } from '../core/files.ts';
@@ -212,7 +212,7 @@ export const otherModality = (m: Modality): Modality => (m === 'text' ? 'image' 
 export async function loadTrainingPolicy(checkpoint: string, config: TrainConfig): Promise<{ policy: Policy; baseModel: string }> {
   // A base folder gets fresh adapters; an adapter folder (PEFT, or a run's checkpoint) is trained on from its weights,
   // on the base it names, which stays the reference policy.
-  const where = isBaseFolder(checkpoint) ? { base: checkpoint, adapter: null } : resolveCheckpoint(checkpoint);
+  const where = existsSync(join(checkpoint, 'adapter_config.json')) ? resolveCheckpoint(checkpoint) : { base: checkpoint, adapter: null };
   const policy = await loadBaseModel(where.base);
   if (where.adapter) {
     const loaded = policy.loadAdapter(where.adapter);
