@@ -75,6 +75,9 @@ export class HfPolicy implements Policy {
     const config = readHfConfig(dir);
     // The tokenizer and template are checked before the weights are read: a broken tokenizer.json fails in a second.
     const kit = loadChatPromptKit(dir, config.raw, join(dir, 'config.json'));
+    // So is the template: one user turn rendered now, so that a template which cannot render fails the load (one
+    // line naming its file) instead of every prompt of a run, after the run folder has been written.
+    kit.template.render([{ role: 'user', content: kit.layout ? [{ type: 'text', text: 'Hello.' }] : 'Hello.' }], { addGenerationPrompt: true });
     if (config.architecture === 'Idefics3ForConditionalGeneration') {
       const model = (await import('../idefics3/model.ts')).Idefics3Model.load(dir);
       return new HfPolicy(dir, config, model.decoder, model, model.processor, kit);
