@@ -24,8 +24,8 @@ const TOKENIZERS: Record<string, ByteTokenizerOptions> = {
 export interface CopyOptions {
   /** Where to put the copy (default: a fresh temp folder named after the fixture). */
   dir?: string;
-  /** max_position_embeddings of the language model (default 4096). */
-  context?: number;
+  /** max_position_embeddings of the language model (default 4096; null keeps the fixture's config.json as it is). */
+  context?: number | null;
   /** Tokenizer options (default: the fixture's image tokens, the default chat template). */
   tokenizer?: ByteTokenizerOptions;
 }
@@ -36,6 +36,7 @@ export function hfCheckpointCopy(name: string, options: CopyOptions = {}): strin
   cpSync(join(HF_FIXTURES, name), dir, { recursive: true, filter: (src) => !/reference\.(json|safetensors)$|[/\\]preprocess$/.test(src) });
   if (!name.endsWith('-lora')) {
     writeByteTokenizer(dir, options.tokenizer ?? TOKENIZERS[name] ?? {});
+    if (options.context === null) return dir;
     const configPath = join(dir, 'config.json');
     const config = JSON.parse(readFileSync(configPath, 'utf8'));
     (config.text_config ?? config).max_position_embeddings = options.context ?? 4096;
