@@ -187,13 +187,21 @@ export class HfPolicy implements Policy {
   // ---- Learner ---------------------------------------------------------------------------------------------------
 
   trainableVariables(scope: 'lora' | 'base'): tf.Variable[] {
-    if (scope === 'base') return this.decoder.baseVariables();
+    if (scope === 'base') {
+      // Supervised training of the whole language model (the built-in policy's contract): the weights are loaded
+      // frozen (inference, LoRA), so they are unfrozen here, and only while no adapter is attached.
+      if (this.decoder.loraVariables().length > 0) throw new Error('trainableVariables("base"): the base is frozen while LoRA adapters are attached');
+      const variables = this.decoder.baseVariables();
+      for (const v of variables) v.trainable = true;
+      return variables;
+    }
     const variables = this.decoder.loraVariables();
     if (variables.length === 0) throw new Error('trainableVariables("lora"): no LoRA adapters attached (call attachLora or load an adapter)');
     return variables;
   }
 
   attachLora(settings: LoraSettings, rng: Rng): void {
+    this.freezeBase();
     createLora(this.decoder, { r: settings.r, alpha: settings.alpha, targets: settings.targets ?? DEFAULT_LORA_TARGETS }, rng);
     this.loraSettings = { r: settings.r, alpha: settings.alpha };
   }
@@ -204,6 +212,7 @@ export class HfPolicy implements Policy {
   }
 
   loadAdapter(dir: string): LoraSettings {
+    this.freezeBase();
     const config = loadPeftAdapter(this.decoder, dir);
     this.loraSettings = { r: config.r, alpha: config.alpha };
     return this.loraSettings;
@@ -217,6 +226,11 @@ export class HfPolicy implements Policy {
   }
 
   // ---- internals -------------------------------------------------------------------------------------------------
+
+  /** Base weights frozen again (after supervised training unfroze them): GRPO updates the adapters only. */
+  private freezeBase(): void {
+    for (const v of this.decoder.baseVariables()) v.trainable = false;
+  }
 
   private padId(): number {
     return this.kit.tokenizer.padId ?? this.config.text.padTokenId ?? 0;
