@@ -2,11 +2,11 @@
 // file and the tensor or key, exit status 2, and no run folder left behind, for `evaluate`, `train` and `serve`. The
 // loaders' own unit tests check the messages in detail; this checks that the CLI path reaches them, prints nothing
 // else first (the backend line is held back until a model has loaded) and fails before anything is written.
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeSafetensors, encodeSafetensors } from '../../models/safetensors.ts';
-import { hfCheckpointCopy, shardCheckpoint } from '../helpers/hf-checkpoint-copy.ts';
+import { hfCheckpointCopy, hfScratchDir, removeHfCopies, shardCheckpoint } from '../helpers/hf-checkpoint-copy.ts';
 import { expectUserError, metrl, scratchDir } from './helpers.ts';
 
 const editJson = (path: string, edit: (json: Record<string, any>) => void) => {
@@ -147,11 +147,13 @@ const CASES: Case[] = [
   },
 ];
 
+afterAll(removeHfCopies);
+
 describe('broken Hugging Face checkpoints through the CLI', () => {
   for (const c of CASES) {
     it(`${c.name}: one line naming the file, exit 2, nothing written`, async () => {
       const { flags, error } = c.make();
-      const root = scratchDir('hf-bad');
+      const root = hfScratchDir('hf-bad');
       const evalOut = join(root, 'eval');
       const trainOut = join(root, 'train');
       // The three commands run side by side (each is a process that fails in its first seconds).
@@ -166,7 +168,6 @@ describe('broken Hugging Face checkpoints through the CLI', () => {
       expectUserError(served, error);
       expect(existsSync(evalOut)).toBe(false);
       expect(existsSync(trainOut)).toBe(false);
-      rmSync(root, { recursive: true, force: true });
     }, 60_000);
   }
 });

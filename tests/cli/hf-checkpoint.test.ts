@@ -4,11 +4,11 @@
 // update, checkpoint; a run killed after step 1 and resumed ends with the uninterrupted run's adapter, byte for byte),
 // served on 127.0.0.1, and given adapters: the trained one (`--adapter RUN/checkpoints/step-N`) and the PEFT fixture
 // llama-lora (by --adapter, and by its base_model_name_or_path "../llama" when it sits next to a folder named llama).
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { HF_FIXTURES, hfCheckpointCopy } from '../helpers/hf-checkpoint-copy.ts';
+import { HF_FIXTURES, hfCheckpointCopy, hfScratchDir, removeHfCopies } from '../helpers/hf-checkpoint-copy.ts';
 import { metrl, PROJECT, scratchDir, type CliResult } from './helpers.ts';
 
 /** The JSON rows of a jsonl file (each line must parse). */
@@ -73,6 +73,7 @@ async function chat(served: Served, content: string): Promise<Record<string, any
 afterEach(() => {
   for (const s of servers.splice(0)) if (s.child.exitCode === null) s.child.kill('SIGKILL');
 });
+afterAll(removeHfCopies);
 
 // ---- train -----------------------------------------------------------------------------------------------------
 
@@ -119,7 +120,7 @@ function comparable(runDir: string) {
 
 describe('Hugging Face checkpoints through the CLI', () => {
   it('evaluates a Llama folder: rows written as JSON, and --resume reuses every one', async () => {
-    const out = join(scratchDir('hf-eval'), 'run');
+    const out = join(hfScratchDir('hf-eval'), 'run');
     const rows = await evaluateRows(['--checkpoint', llama], out);
     expect(rows).toHaveLength(3);
     for (const r of rows) {
@@ -137,23 +138,23 @@ describe('Hugging Face checkpoints through the CLI', () => {
   }, 120_000);
 
   it('evaluates an Idefics3 folder on image episodes', async () => {
-    const out = join(scratchDir('hf-eval-image'), 'run');
+    const out = join(hfScratchDir('hf-eval-image'), 'run');
     const rows = await evaluateRows(['--checkpoint', idefics3], out, 'image');
     expect(rows).toHaveLength(3);
     for (const r of rows) expect(r).toMatchObject({ modality: 'image', image_ratio: 1, status: 'ok', error: null });
     // The same episodes in text: the image prompts differ from them (each of the 4 moves is an image, shown as the
     // fixture's 7-token block <fake_token_around_image><global-img><image>×4<fake_token_around_image>).
-    const text = await evaluateRows(['--checkpoint', idefics3], join(scratchDir('hf-eval-image'), 'run'), 'text');
+    const text = await evaluateRows(['--checkpoint', idefics3], join(hfScratchDir('hf-eval-image'), 'run'), 'text');
     expect(text.map((r) => r.episode_id)).toEqual(rows.map((r) => r.episode_id));
     expect(rows.map((r) => r.usage.prompt_tokens)).not.toEqual(text.map((r) => r.usage.prompt_tokens));
   }, 120_000);
 
   it('puts the PEFT fixture llama-lora on a Llama copy, by --adapter and by its base_model_name_or_path', async () => {
-    const root = scratchDir('hf-lora');
+    const root = hfScratchDir('hf-lora');
     const base = await evaluateRows(['--checkpoint', llama], join(root, 'base'));
     const byFlag = await evaluateRows(['--checkpoint', llama, '--adapter', join(HF_FIXTURES, 'llama-lora')], join(root, 'flag'));
     // The adapter copy sits next to a folder named llama: "../llama" in its adapter_config.json finds it.
-    const pair = scratchDir('hf-pair');
+    const pair = hfScratchDir('hf-pair');
     hfCheckpointCopy('llama', { dir: join(pair, 'llama') });
     const adapter = hfCheckpointCopy('llama-lora', { dir: join(pair, 'llama-lora') });
     const byName = await evaluateRows(['--checkpoint', adapter], join(root, 'name'));
@@ -179,7 +180,7 @@ describe('Hugging Face checkpoints through the CLI', () => {
   }, 120_000);
 
   it('trains an Idefics3 folder two steps on chess images; a killed run resumes to the same adapter, which evaluate and serve load', async () => {
-    const root = scratchDir('hf-train');
+    const root = hfScratchDir('hf-train');
     const whole = join(root, 'whole');
     const cut = join(root, 'cut');
     const full = await metrl([...TRAIN(), '--out', whole]);

@@ -15,6 +15,21 @@ import { GEMMA3_SPECIALS, IDEFICS3_SPECIALS, writeByteTokenizer, type ByteTokeni
 
 export const HF_FIXTURES = join(SHARED_DIR, 'fixtures', 'hf');
 
+/** Temp folders made here (the copies are a few MB each): removeHfCopies() deletes them after a test file. */
+const made: string[] = [];
+
+/** A fresh temp folder, deleted by removeHfCopies(); for a test's run folders beside its copies. */
+export function hfScratchDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), `metrl-hf-${prefix}-`));
+  made.push(dir);
+  return dir;
+}
+
+/** Delete every folder hfCheckpointCopy and hfScratchDir made in this process. */
+export function removeHfCopies(): void {
+  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
+
 /** The tokenizer options each fixture needs: its image tokens and the text its template writes for an image. */
 const TOKENIZERS: Record<string, ByteTokenizerOptions> = {
   idefics3: { specials: IDEFICS3_SPECIALS, imagePlaceholder: '<image>' },
@@ -32,7 +47,7 @@ export interface CopyOptions {
 
 /** Copy fixture `name` without its reference files, add a byte tokenizer and raise the context. Returns the folder. */
 export function hfCheckpointCopy(name: string, options: CopyOptions = {}): string {
-  const dir = options.dir ?? join(mkdtempSync(join(tmpdir(), `metrl-hf-${name}-`)), name);
+  const dir = options.dir ?? join(hfScratchDir(name), name);
   cpSync(join(HF_FIXTURES, name), dir, { recursive: true, filter: (src) => !/reference\.(json|safetensors)$|[/\\]preprocess$/.test(src) });
   if (!name.endsWith('-lora')) {
     writeByteTokenizer(dir, options.tokenizer ?? TOKENIZERS[name] ?? {});

@@ -14,7 +14,7 @@ import { HfPolicy } from '../../models/hf/policy.ts';
 import { loadPolicy } from '../../models/load.ts';
 import type { Policy } from '../../models/policy.ts';
 import { loadBaseModel } from '../../models/registry.ts';
-import { hfCheckpointCopy } from '../helpers/hf-checkpoint-copy.ts';
+import { hfCheckpointCopy, hfScratchDir, removeHfCopies } from '../helpers/hf-checkpoint-copy.ts';
 import { scratchDir } from '../cli/helpers.ts';
 import { TOL, readReference, textReferenceChecks, type Reference } from './hf-fixture.ts';
 
@@ -24,7 +24,10 @@ const silent = () => {};
 beforeAll(async () => {
   await initBackend('wasm', null);
 });
-afterAll(() => opened.forEach((p) => p.dispose()));
+afterAll(() => {
+  opened.forEach((p) => p.dispose());
+  removeHfCopies();
+});
 
 /** loadPolicy on a copy of fixture `name` (config.json as the fixture has it), as `--checkpoint COPY` does. */
 async function cliPolicy(name: string, dir?: string): Promise<HfPolicy> {
@@ -111,7 +114,7 @@ describe('fixture folders through the CLI loader (loadPolicy)', () => {
   });
 
   it('llama-lora: the adapter next to a folder named llama finds its base by base_model_name_or_path and meets its references', async () => {
-    const pair = scratchDir('hf-loader-lora');
+    const pair = hfScratchDir('hf-loader-lora');
     const base = hfCheckpointCopy('llama', { dir: join(pair, 'llama'), context: null });
     const adapter = hfCheckpointCopy('llama-lora', { dir: join(pair, 'llama-lora') });
     const loaded = await loadPolicy(adapter, { log: silent });

@@ -10,7 +10,7 @@
 // here keeps only the initial state and the moves (the full wording is ~750 byte tokens, too long for a test on a CPU).
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as tf from '@tensorflow/tfjs';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Episode } from '../../core/episode.ts';
@@ -122,6 +122,7 @@ describe('GRPO learning (tiny Hugging Face Llama, shell game)', () => {
     await train({ env: shellEnv, ...setup, config, modality: 'text', runDir: join(root, 'run'), resume: false });
     const after = sampledReward(setup.policy, heldOut, maxCompletionTokens);
     setup.policy.dispose();
+    rmSync(root, { recursive: true, force: true });
 
     console.info(`HF Llama held-out sampled reward ${before.reward.toFixed(3)} → ${after.reward.toFixed(3)}, valid ${before.valid.toFixed(2)} → ${after.valid.toFixed(2)} (n = ${after.n})`);
     // Reward rises by more than the 95% intervals allow for chance: the intervals do not overlap.
