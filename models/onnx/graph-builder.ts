@@ -7,6 +7,7 @@
 // Names: every node output gets a fresh name unless the caller gives one; `op` returns the output names so graphs read
 // as nested calls (`b.op('MatMul', [x, w])`). Constants become initializers (the ONNX way for small shapes and axes).
 import onnxProto from 'onnx-proto';
+import type { onnx as Onnx } from 'onnx-proto';
 
 const { onnx } = onnxProto;
 
@@ -32,7 +33,7 @@ const IR_VERSION = 8;
 /** Microsoft's contrib operators (fused attention, rotary embeddings, simplified layer norm) live in this domain. */
 export const MS_DOMAIN = 'com.microsoft';
 
-function valueInfo(name: string, type: ElementType, dims: Dim[]): onnx.IValueInfoProto {
+function valueInfo(name: string, type: ElementType, dims: Dim[]): Onnx.IValueInfoProto {
   return {
     name,
     type: {
@@ -44,7 +45,7 @@ function valueInfo(name: string, type: ElementType, dims: Dim[]): onnx.IValueInf
   };
 }
 
-function attribute(name: string, value: AttributeValue): onnx.IAttributeProto {
+function attribute(name: string, value: AttributeValue): Onnx.IAttributeProto {
   const T = onnx.AttributeProto.AttributeType;
   if (typeof value === 'string') return { name, type: T.STRING, s: new TextEncoder().encode(value) };
   if (typeof value === 'number') return { name, type: T.INT, i: value };
@@ -54,10 +55,10 @@ function attribute(name: string, value: AttributeValue): onnx.IAttributeProto {
 }
 
 export class GraphBuilder {
-  private readonly nodes: onnx.INodeProto[] = [];
-  private readonly initializers: onnx.ITensorProto[] = [];
-  private readonly inputs: onnx.IValueInfoProto[] = [];
-  private readonly outputs: onnx.IValueInfoProto[] = [];
+  private readonly nodes: Onnx.INodeProto[] = [];
+  private readonly initializers: Onnx.ITensorProto[] = [];
+  private readonly inputs: Onnx.IValueInfoProto[] = [];
+  private readonly outputs: Onnx.IValueInfoProto[] = [];
   private readonly names = new Set<string>();
   private readonly domains = new Set<string>();
   private counter = 0;
@@ -137,9 +138,9 @@ export class GraphBuilder {
 
   /** The serialised ModelProto. */
   toBytes(opset = DEFAULT_OPSET): Uint8Array {
-    const opsetImport: onnx.IOperatorSetIdProto[] = [{ domain: '', version: opset }];
+    const opsetImport: Onnx.IOperatorSetIdProto[] = [{ domain: '', version: opset }];
     for (const d of this.domains) opsetImport.push({ domain: d, version: 1 });
-    const model: onnx.IModelProto = {
+    const model: Onnx.IModelProto = {
       irVersion: IR_VERSION,
       producerName: 'metrl',
       opsetImport,
