@@ -4,7 +4,8 @@
 // as the PyTorch peer ../shared/peers/torch-grpo-step.sh forces them, so every engine does equal work), and the
 // no-grad reference log-probs of those 32 completions. tfjs on its backend (WASM here, one core), ORT at 1 and 2
 // intra-op threads. Medians of REPS (env METRL_BENCH_REPS, default 3) after one warm-up; the load average is printed
-// with each figure, as other work on the machine moves them.
+// with each figure, as other work on the machine moves them, and the rollout's CPU time beside its wall time (on a
+// shared machine the CPU time says more about the engine).
 //   npm run bench -- onnx
 import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -74,11 +75,14 @@ export async function run(): Promise<BenchRow[]> {
   for (const make of engines) {
     const engine = make();
     const rollout: number[] = [];
+    const rolloutCpu: number[] = [];
     const reference: number[] = [];
     for (let r = 0; r <= reps; r++) {
       let t = performance.now();
+      const cpu0 = process.cpuUsage();
       const groups = engine.sample(prompts, options, new Rng(r, 'bench'));
       const seconds = (performance.now() - t) / 1000;
+      const cpu = process.cpuUsage(cpu0);
       const items = groups.flatMap((g, u) => g.map((c) => ({ prompt: prompts[u], completion: c.tokens })));
       t = performance.now();
       const scored = engine.score(items, { useLora: false, temperature: 0.5 });
@@ -86,6 +90,7 @@ export async function run(): Promise<BenchRow[]> {
       tf.dispose([scored.logProbs, scored.mask]);
       if (r === 0) continue; // warm-up
       rollout.push(seconds);
+      rolloutCpu.push((cpu.user + cpu.system) / 1e6);
       reference.push(scoreSeconds);
     }
     engine.dispose();
@@ -94,9 +99,10 @@ export async function run(): Promise<BenchRow[]> {
     rows.push(
       { group, name: `${engine.name}: rollout`, value: median(rollout), unit: 's', note },
       { group, name: `${engine.name}: rollout tokens/s`, value: tokens / median(rollout), unit: 'tok/s', note: `${prompts.length}×${GROUP}×${COMPLETION_TOKENS} tokens, T 0.5` },
+      { group, name: `${engine.name}: rollout CPU time`, value: median(rolloutCpu), unit: 's', note: 'all threads; less moved by other load than wall time' },
       { group, name: `${engine.name}: reference log-probs`, value: median(reference), unit: 's', note: '32 completions, no grad' },
     );
-    process.stderr.write(`bench onnx: ${engine.name} rollout ${rollout.map((s) => s.toFixed(2)).join(' ')} s, reference ${reference.map((s) => s.toFixed(2)).join(' ')} s (load ${load()})\n`);
+    process.stderr.write(`bench onnx: ${engine.name} rollout ${rollout.map((s) => s.toFixed(2)).join(' ')} s (CPU ${rolloutCpu.map((s) => s.toFixed(2)).join(' ')} s), reference ${reference.map((s) => s.toFixed(2)).join(' ')} s (load ${load()})\n`);
   }
   policy.dispose();
   return rows;
