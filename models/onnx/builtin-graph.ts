@@ -17,9 +17,12 @@
 // [B, H, S, dh], which the caller appends to its caches. Caches too short to matter (prefill has none) are given as
 // one masked zero position, so no dimension is ever zero.
 //
-// LoRA: A [in, r] and B [r, out] of every adapted projection are graph inputs (`lora.<layer>.<proj>.a/b`), so an
-// update never rebuilds the session: the sampler feeds the learner's current values each call, and zeros for B give
-// the reference policy (x A · 0 adds exact zeros). The merged alternative (W + scale·A B re-uploaded per rollout phase)
+// q, k and v are one product with the three weights side by side (fewer, larger products: ORT's per-node cost is a
+// large part of a decoding step for a model this small).
+// LoRA: A [in, r] and B [r, out] of every adapted projection are graph inputs (`lora.<layer>.<proj>.a/b`; for q, k, v
+// one pair, A's side by side [d, 3r] and B's block-diagonal [3r, 3d]), so an update never rebuilds the session: the
+// sampler feeds the learner's current values each call (A pre-multiplied by alpha / r), and zeros for B give the
+// reference policy (x A · 0 adds exact zeros). The merged alternative (W + scale·A B re-uploaded per rollout phase)
 // would save the two small products per projection but needs the projection weights as inputs or a rebuilt session;
 // at r = 16 the adapters are 0.28 M values per call against 2.2 M weights, so the inputs win on simplicity.
 import type * as tf from '@tensorflow/tfjs';
@@ -33,7 +36,14 @@ export interface BuiltinGraphSpec {
   lora: { r: number; scale: number; targets: readonly Projection[] } | null;
 }
 
-export const loraInputName = (layer: number, projection: Projection, part: 'a' | 'b'): string => `lora.${layer}.${projection}.${part}`;
+/** The attention projections, computed as one product (and one LoRA pair) in the graph. */
+export const QKV = ['q_proj', 'k_proj', 'v_proj'] as const satisfies readonly Projection[];
+
+/**
+ * Name of a LoRA input: `lora.<layer>.<proj>.a|b` for o/up/down, `lora.<layer>.qkv.a|b` for the joined attention
+ * projections. A inputs hold scale · A (see BuiltinOrtModel.syncLora).
+ */
+export const loraInputName = (layer: number, projection: Projection | 'qkv', part: 'a' | 'b'): string => `lora.${layer}.${projection}.${part}`;
 
 const values = (v: tf.Variable | tf.Tensor): Float32Array => v.dataSync() as Float32Array;
 
@@ -99,16 +109,28 @@ export function buildBuiltinGraph(spec: BuiltinGraphSpec, weights: ModelWeights)
   const rope = (t: string) => b.op1('Add', [b.op1('Mul', [t, cos]), b.op1('Mul', [b.op1('MatMul', [t, rot]), sin])]);
   const heads = (t: string) => b.op1('Transpose', [b.op1('Reshape', [t, b.ints([0, 0, H, dh])])], { perm: [0, 2, 1, 3] }); // [B, S, d] → [B, H, S, dh]
   const qScale = b.scalar(1 / Math.sqrt(dh));
-  const loraScale = spec.lora ? b.scalar(spec.lora.scale) : '';
-
-  /** x W (+ ((x A) · scale) B, transformer.ts linear's order). */
+  /** x W (+ (x A') B with A' = scale · A, fed pre-scaled: transformer.ts linear's function, one node fewer). */
+  const withLora = (input: string, base: string, name: string, inDim: number, rank: number, outDim: number): string => {
+    const a = b.input(`lora.${name}.a`, 'float32', [inDim, rank]);
+    const bb = b.input(`lora.${name}.b`, 'float32', [rank, outDim]);
+    return b.op1('Add', [base, b.op1('MatMul', [b.op1('MatMul', [input, a]), bb])]);
+  };
   const linear = (input: string, layer: number, p: Projection, w: tf.Variable): string => {
     const [inDim, outDim] = w.shape;
     const base = b.op1('MatMul', [input, b.floats(`layers.${layer}.${p}`, values(w), [inDim, outDim])]);
     if (!spec.lora || !spec.lora.targets.includes(p)) return base;
-    const a = b.input(loraInputName(layer, p, 'a'), 'float32', [inDim, spec.lora.r]);
-    const bb = b.input(loraInputName(layer, p, 'b'), 'float32', [spec.lora.r, outDim]);
-    return b.op1('Add', [base, b.op1('MatMul', [b.op1('Mul', [b.op1('MatMul', [input, a]), loraScale]), bb])]);
+    return withLora(input, base, `${layer}.${p}`, inDim, spec.lora.r, outDim);
+  };
+  /** q, k and v in one product with W_qkv = [Wq | Wk | Wv] (and one LoRA pair: A's side by side, B's block-diagonal). */
+  const qkv = (input: string, layer: number, proj: Record<Projection, tf.Variable>): string[] => {
+    const joined = new Float32Array(d * 3 * d);
+    (['q_proj', 'k_proj', 'v_proj'] as const).forEach((p, j) => {
+      const w = values(proj[p]);
+      for (let r = 0; r < d; r++) joined.set(w.subarray(r * d, (r + 1) * d), r * 3 * d + j * d);
+    });
+    let out = b.op1('MatMul', [input, b.floats(`layers.${layer}.qkv_proj`, joined, [d, 3 * d])]);
+    if (spec.lora && QKV.some((p) => spec.lora!.targets.includes(p))) out = withLora(input, out, `${layer}.qkv`, d, 3 * spec.lora.r, 3 * d);
+    return b.op('Split', [out], { axis: -1 }, 3); // [B, S, d] each
   };
   const norm = (t: string, gain: tf.Variable, name: string) =>
     b.op1('SimplifiedLayerNormalization', [t, b.floats(name, values(gain), [d])], { axis: -1, epsilon: { float: arch.normEps } });
@@ -120,9 +142,10 @@ export function buildBuiltinGraph(spec: BuiltinGraphSpec, weights: ModelWeights)
     const ownV = b.input(`own_v.${i}`, 'float32', ['batch', H, 'own_len', dh]);
 
     const h = norm(x, layer.attnNorm, `layers.${i}.attn_norm`);
-    const q = heads(b.op1('Mul', [rope(linear(h, i, 'q_proj', layer.proj.q_proj)), qScale])); // [B, H, S, dh]
-    const k = b.op1('Identity', [heads(rope(linear(h, i, 'k_proj', layer.proj.k_proj)))], {}, `key.${i}`);
-    const v = b.op1('Identity', [heads(linear(h, i, 'v_proj', layer.proj.v_proj))], {}, `value.${i}`);
+    const [qLin, kLin, vLin] = qkv(h, i, layer.proj);
+    const q = heads(b.op1('Mul', [rope(qLin), qScale])); // [B, H, S, dh]
+    const k = b.op1('Identity', [heads(rope(kLin))], {}, `key.${i}`);
+    const v = b.op1('Identity', [heads(vLin)], {}, `value.${i}`);
 
     // Prompt part: the G rows of a prompt together, [U, H, G·S, dh] × [U, H, dh, P].
     const sPrompt = regroup(b.op1('MatMul', [regroup(q, ugHSdh, uhGSdh), promptKT]), uhGSP, bhSP); // [B, H, S, P]

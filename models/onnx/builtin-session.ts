@@ -8,7 +8,7 @@ import { headDim, patchDim, patchesPerImage, type Architecture } from '../builti
 import type { ModelWeights, Projection } from '../builtin/weights.ts';
 import type { LoraSet } from '../builtin/lora.ts';
 import { NEG } from '../builtin/transformer.ts';
-import { buildBuiltinGraph, loraInputName, loraSpec, type BuiltinGraphSpec } from './builtin-graph.ts';
+import { buildBuiltinGraph, loraSpec, QKV, type BuiltinGraphSpec } from './builtin-graph.ts';
 import { OrtSession, floatTensor, int64Tensor } from './session.ts';
 
 /** Keys (transposed) and values per layer: kT [n, H, dh, len], v [n, H, len, dh], n = prompts or rows. */
@@ -108,16 +108,39 @@ export class BuiltinOrtModel {
   syncLora(lora: LoraSet): void {
     const spec = this.spec.lora;
     if (!spec) throw new Error('the ONNX graph was built without LoRA inputs');
-    if (lora.config.r !== spec.r || lora.scale !== spec.scale) throw new Error('LoRA settings differ from those the ONNX graph was built for');
+    if (lora.config.r !== spec.r || lora.scale !== spec.scale || lora.config.targetModules.join() !== spec.targets.join()) {
+      throw new Error('LoRA settings differ from those the ONNX graph was built for');
+    }
+    const { r, scale } = spec;
+    const d = this.arch.dModel;
     const feeds: Record<string, Tensor> = {};
     const zeros: Record<string, Tensor> = {};
+    const put = (name: string, a: Float32Array, aDims: number[], b: Float32Array, bDims: number[]) => {
+      feeds[`${name}.a`] = floatTensor(a, aDims);
+      feeds[`${name}.b`] = floatTensor(b, bDims);
+      zeros[`${name}.b`] = floatTensor(new Float32Array(b.length), bDims);
+    };
     lora.layers.forEach((adapters, i) => {
+      // q, k, v: A' = [s·Aq | s·Ak | s·Av] [d, 3r], B = blockdiag(Bq, Bk, Bv) [3r, 3d]; absent adapters stay zero.
+      if (QKV.some((p) => spec.targets.includes(p))) {
+        const a = new Float32Array(d * 3 * r);
+        const b = new Float32Array(3 * r * 3 * d);
+        QKV.forEach((p, j) => {
+          const adapter = adapters[p];
+          if (!adapter) return;
+          const av = adapter.a.dataSync() as Float32Array; // [d, r]
+          const bv = adapter.b.dataSync() as Float32Array; // [r, d]
+          for (let row = 0; row < d; row++) for (let c = 0; c < r; c++) a[row * 3 * r + j * r + c] = scale * av[row * r + c];
+          for (let row = 0; row < r; row++) b.set(bv.subarray(row * d, (row + 1) * d), (j * r + row) * 3 * d + j * d);
+        });
+        put(`lora.${i}.qkv`, a, [d, 3 * r], b, [3 * r, 3 * d]);
+      }
       for (const p of spec.targets) {
-        const a = adapters[p as Projection];
-        if (!a) throw new Error(`LoRA adapter ${i}.${p} missing`);
-        feeds[loraInputName(i, p, 'a')] = floatTensor(Float32Array.from(a.a.dataSync() as Float32Array), a.a.shape);
-        feeds[loraInputName(i, p, 'b')] = floatTensor(Float32Array.from(a.b.dataSync() as Float32Array), a.b.shape);
-        zeros[loraInputName(i, p, 'b')] = floatTensor(new Float32Array(a.b.size), a.b.shape);
+        if ((QKV as readonly string[]).includes(p)) continue;
+        const adapter = adapters[p as Projection];
+        if (!adapter) throw new Error(`LoRA adapter ${i}.${p} missing`);
+        const a = Float32Array.from(adapter.a.dataSync() as Float32Array, (x) => scale * x);
+        put(`lora.${i}.${p}`, a, adapter.a.shape, Float32Array.from(adapter.b.dataSync() as Float32Array), adapter.b.shape);
       }
     });
     this.loraFeeds = feeds;

@@ -75,6 +75,19 @@ describe('ONNX Runtime engine, tiny random model (grid positions, two images, Lo
     expect(maxDiff(delta(ortWith, ortBase), delta(withLora, base))).toBeLessThan(1e-4);
   });
 
+  it('handles adapters on some projections only (q, v, up: zero blocks in the joined q/k/v pair)', () => {
+    const partial = BuiltinPolicy.create({ architecture: TINY, seed: 3, lora: { r: 2, alpha: 6, targetModules: ['q_proj', 'v_proj', 'up_proj'] } });
+    for (const [i, a] of loraAdapters(partial.lora!).entries()) a.b.assign(tf.randomNormal(a.b.shape, 0, 0.3, 'float32', 20 + i));
+    const ort = new OrtSampler(partial, { threads: 1 });
+    try {
+      expect(maxDiff(ortLogits(ort, prompt, true), partial.sequenceLogits(prompt, true).dataSync())).toBeLessThan(1e-4);
+      expect(maxDiff(ortLogits(ort, prompt, false), partial.sequenceLogits(prompt, false).dataSync())).toBeLessThan(1e-4);
+    } finally {
+      ort.dispose();
+      partial.dispose();
+    }
+  });
+
   it('follows a LoRA update after syncLora without a new session', () => {
     const a = loraAdapters(policy.lora!)[3];
     const saved = a.b.clone();
