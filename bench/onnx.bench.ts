@@ -3,9 +3,10 @@
 // step's 4 prompts in the trainer's data order, 8 completions each at T = 0.5, forced to 376 tokens (EOS never drawn,
 // as the PyTorch peer ../shared/peers/torch-grpo-step.sh forces them, so every engine does equal work), and the
 // no-grad reference log-probs of those 32 completions. tfjs on its backend (WASM here, one core), ORT at 1 and 2
-// intra-op threads. Medians of REPS (env METRL_BENCH_REPS, default 3) after one warm-up; the load average is printed
-// with each figure, as other work on the machine moves them, and the rollout's CPU time beside its wall time (on a
-// shared machine the CPU time says more about the engine).
+// intra-op threads (idle threads sleeping, and spinning as ORT does by default). Medians of REPS (env
+// METRL_BENCH_REPS, default 3) after one warm-up; the load average is printed with each figure, as other work on the
+// machine moves them, and the rollout's CPU time beside its wall time (on a shared machine it says more about the
+// engine).
 //   npm run bench -- onnx
 import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -57,12 +58,12 @@ export async function run(): Promise<BenchRow[]> {
       score: (items, o) => policy.tokenLogProbs(items, o),
       dispose: () => {},
     }),
-    ...[1, 2].map((threads) => () => {
-      const ort = new OrtSampler(policy, { threads });
+    ...([[1, false], [2, false], [2, true]] as const).map(([threads, spin]) => () => {
+      const ort = new OrtSampler(policy, { threads, spin });
       // The sampler's decode loop stops at the tokenizer's EOS: the same never-EOS view of it forces the length.
       const forced = Object.create(ort, { policy: { value: Object.create(policy, { tokenizer: { value: neverEos } }) } }) as OrtSampler;
       return {
-        name: `ORT ${threads} thread${threads > 1 ? 's' : ''}`,
+        name: `ORT ${threads} thread${threads > 1 ? 's' : ''}${spin ? ', spinning' : ''}`,
         sample: (p: EncodedPrompt[], o: SamplingOptions, rng: Rng) => forced.sampleGroups(p, GROUP, o, rng),
         score: (items: SequenceBatchItem[], o: TokenLogProbsOptions) => ort.tokenLogProbs(items, o),
         dispose: () => ort.dispose(),

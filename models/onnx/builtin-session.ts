@@ -50,6 +50,7 @@ export interface ForwardResult {
 
 export interface BuiltinOrtOptions {
   threads?: number;
+  spin?: boolean;
 }
 
 /** cos and sin [n, d] for positions, as transformer.ts ropeTables computes them (float32 inverse frequencies). */
@@ -96,7 +97,7 @@ export class BuiltinOrtModel {
   constructor(model: { arch: Architecture; weights: ModelWeights; lora: LoraSet | null }, options: BuiltinOrtOptions = {}) {
     this.arch = model.arch;
     this.spec = { arch: model.arch, lora: loraSpec(model.lora?.config ?? null) };
-    this.session = new OrtSession(buildBuiltinGraph(this.spec, model.weights), { threads: options.threads, label: 'built-in model' });
+    this.session = new OrtSession(buildBuiltinGraph(this.spec, model.weights), { threads: options.threads, spin: options.spin, label: 'built-in model' });
     if (model.lora) this.syncLora(model.lora);
   }
 

@@ -22,6 +22,8 @@ import { BuiltinOrtModel, type KVCache, type PatchSlot } from './builtin-session
 export interface OrtSamplerOptions {
   /** ORT intra-op threads (default: every core). */
   threads?: number;
+  /** Idle intra-op threads spin (see models/onnx/session.ts; default off). */
+  spin?: boolean;
 }
 
 /** Own-cache capacity grows in steps of this many positions (unfilled ones are masked). */

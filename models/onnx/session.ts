@@ -33,6 +33,12 @@ export interface SessionOptions {
   threads?: number;
   /** What the model is, for error messages. */
   label?: string;
+  /**
+   * Let idle pool threads spin for work (ORT's own default; env METRL_ORT_SPIN=1). Off by default here: on a machine
+   * shared with other jobs spinning threads lose whole time slices (measured: 2 threads at load 13, rollout 25 s
+   * spinning against 7.4 s sleeping, 1 thread 13-16 s), as PyTorch's OpenMP threads do.
+   */
+  spin?: boolean;
 }
 
 export type Feeds = Record<string, Tensor>;
@@ -51,6 +57,7 @@ export class OrtSession {
       executionMode: 'sequential',
       interOpNumThreads: 1,
       ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
+      ...((options.spin ?? process.env.METRL_ORT_SPIN === '1') ? {} : { extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } } }),
     };
     try {
       this.native.loadModel(model.buffer as ArrayBuffer, model.byteOffset, model.byteLength, sessionOptions);
