@@ -1,0 +1,65 @@
+// The project's own GRPO step with forced completion lengths, for the PyTorch peer (PEER_METRL of
+// ../shared/peers/torch-grpo-step.sh; the peer's metrl_grpo_forced.mts imports modules that have since moved).
+// trainer/loop.ts train() on the default configuration (4 prompts x 8 completions, T = 0.5, LoRA r 16, beta 0.04,
+// learnerBatch 8 / learnerTokens 2048, from checkpoints/base, WASM backend) with one change: rollouts ignore EOS, so
+// every completion is exactly N tokens long (equal work with torch_grpo_bench.py). The override wraps the policy's
+// sampleGroups with a tokenizer whose EOS id can never be drawn; nothing else is touched. Run from the checkout:
+//   node bin/run-ts.js bench/peer-grpo-forced.ts [MEASURED_STEPS=3] [chess:376,shell:101]
+// Prints one JSON line per domain: per-step rollout / reward / logprobs / update / total seconds (after 1 warm-up step).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { initBackend } from '../models/backend.ts';
+import { getEnv } from '../envs/registry.ts';
+import { resolveConfig } from '../trainer/config.ts';
+import { loadTrainingPolicy, train } from '../trainer/loop.ts';
+import { sampleGroups } from '../models/builtin/sampling.ts';
+import { BuiltinPolicy } from '../models/builtin/policy.ts';
+import { CHECKPOINTS_DIR } from '../core/paths.ts';
+import type { TrainRow } from '../trainer/metrics.ts';
+import type { EncodedPrompt, SamplingOptions } from '../models/types.ts';
+import type { Rng } from '../core/rng.ts';
+
+const measured = Number(process.argv[2] ?? 3);
+const lengths: Record<string, number> = Object.fromEntries((process.argv[3] ?? 'chess:376,shell:101').split(',').map((s) => s.split(':')).map(([d, n]) => [d, Number(n)]));
+const backend = await initBackend(process.env.METRL_BACKEND ?? 'wasm', null);
+const scratch = mkdtempSync(join(tmpdir(), 'metrl-forced-'));
+try {
+  for (const [domain, modality] of [['shell', 'text'], ['chess', 'image']] as const) {
+    if (!lengths[domain]) continue;
+    const env = await getEnv(domain);
+    const config = resolveConfig({}, { steps: 1 + measured, testSize: 2, evalEvery: 1000, checkpointEvery: 1000, maxCompletionTokens: lengths[domain] });
+    const setup = await loadTrainingPolicy(join(CHECKPOINTS_DIR, 'base'), config);
+    const policy = setup.policy;
+    if (!(policy instanceof BuiltinPolicy)) throw new Error('checkpoints/base is not the built-in model');
+    const neverEos = Object.create(policy.tokenizer, { eos: { value: -1 } });
+    policy.sampleGroups = (prompts: EncodedPrompt[], group: number, options: SamplingOptions, rng: Rng) => sampleGroups(policy, neverEos, policy.lora, prompts, group, options, rng);
+    const rows: TrainRow[] = [];
+    let cpu0 = process.cpuUsage();
+    let t0 = performance.now();
+    const cpuShare: number[] = [];
+    await train({
+      env, ...setup, config, modality, runDir: join(scratch, domain), resume: false,
+      onEvent: (e) => {
+        if (e.kind !== 'step') return;
+        rows.push(e.row);
+        const c = process.cpuUsage(cpu0);
+        cpuShare.push((c.user + c.system) / 1000 / (performance.now() - t0));
+        cpu0 = process.cpuUsage();
+        t0 = performance.now();
+      },
+    });
+    policy.dispose();
+    const m = rows.slice(1);
+    console.log(JSON.stringify({
+      domain, modality, backend: backend.name, completionTokens: lengths[domain],
+      completionLength: m.map((r) => r.completionLength),
+      rollout: m.map((r) => r.time.rollout), reward: m.map((r) => r.time.reward), logprobs: m.map((r) => r.time.logprobs),
+      update: m.map((r) => r.time.update), total: m.map((r) => r.time.total),
+      cpuCoresUsed: cpuShare.slice(1).map((x) => Number(x.toFixed(2))),
+      rolloutTokensPerSecond: m.map((r) => r.rolloutTokensPerSecond), learnerTokensPerSecond: m.map((r) => r.learnerTokensPerSecond),
+    }));
+  }
+} finally {
+  rmSync(scratch, { recursive: true, force: true });
+}

@@ -1,0 +1,151 @@
+// A small builder for ONNX graphs (models/ layer, ONNX Runtime engine): nodes, float32 / int64 initializers, inputs
+// and outputs with symbolic dimensions, serialised with onnx-proto (the ONNX protobuf schema's maintained JS bindings)
+// to the bytes of a ModelProto that ONNX Runtime opens from memory (models/onnx/session.ts). No file, no Python, no
+// conversion step: an architecture's graph (e.g. models/onnx/builtin-graph.ts) is written in TypeScript at load time
+// from its config and its weights.
+//
+// Names: every node output gets a fresh name unless the caller gives one; `op` returns the output names so graphs read
+// as nested calls (`b.op('MatMul', [x, w])`). Constants become initializers (the ONNX way for small shapes and axes).
+import onnxProto from 'onnx-proto';
+import type { onnx as Onnx } from 'onnx-proto';
+
+const { onnx } = onnxProto;
+
+/** ONNX element types this project uses. */
+export type ElementType = 'float32' | 'int64' | 'int32' | 'bool';
+
+/** A dimension: a fixed size or a symbolic name (batch, sequence, past_sequence …). */
+export type Dim = number | string;
+
+export type AttributeValue = number | string | number[] | { floats: number[] } | { float: number };
+
+const ELEMENT: Record<ElementType, number> = {
+  float32: onnx.TensorProto.DataType.FLOAT,
+  int64: onnx.TensorProto.DataType.INT64,
+  int32: onnx.TensorProto.DataType.INT32,
+  bool: onnx.TensorProto.DataType.BOOL,
+};
+
+/** The default opset of the standard domain (ONNX 1.12's, which ORT ≥ 1.12 implements; LayerNormalization etc.). */
+export const DEFAULT_OPSET = 17;
+/** IR version 8 (ONNX 1.10+), what opset 17 needs; ORT 1.30 reads up to 10. */
+const IR_VERSION = 8;
+/** Microsoft's contrib operators (fused attention, rotary embeddings, simplified layer norm) live in this domain. */
+export const MS_DOMAIN = 'com.microsoft';
+
+function valueInfo(name: string, type: ElementType, dims: Dim[]): Onnx.IValueInfoProto {
+  return {
+    name,
+    type: {
+      tensorType: {
+        elemType: ELEMENT[type],
+        shape: { dim: dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) },
+      },
+    },
+  };
+}
+
+function attribute(name: string, value: AttributeValue): Onnx.IAttributeProto {
+  const T = onnx.AttributeProto.AttributeType;
+  if (typeof value === 'string') return { name, type: T.STRING, s: new TextEncoder().encode(value) };
+  if (typeof value === 'number') return { name, type: T.INT, i: value };
+  if (Array.isArray(value)) return { name, type: T.INTS, ints: value };
+  if ('float' in value) return { name, type: T.FLOAT, f: value.float };
+  return { name, type: T.FLOATS, floats: value.floats };
+}
+
+export class GraphBuilder {
+  private readonly nodes: Onnx.INodeProto[] = [];
+  private readonly initializers: Onnx.ITensorProto[] = [];
+  private readonly inputs: Onnx.IValueInfoProto[] = [];
+  private readonly outputs: Onnx.IValueInfoProto[] = [];
+  private readonly names = new Set<string>();
+  private readonly domains = new Set<string>();
+  private counter = 0;
+
+  constructor(readonly graphName: string) {}
+
+  /** A fresh value name with a readable prefix. */
+  fresh(prefix: string): string {
+    let name: string;
+    do name = `${prefix}_${this.counter++}`;
+    while (this.names.has(name));
+    this.names.add(name);
+    return name;
+  }
+
+  private claim(name: string): string {
+    if (this.names.has(name)) throw new Error(`graph ${this.graphName}: value name ${name} used twice`);
+    this.names.add(name);
+    return name;
+  }
+
+  input(name: string, type: ElementType, dims: Dim[]): string {
+    this.inputs.push(valueInfo(this.claim(name), type, dims));
+    return name;
+  }
+
+  /** Mark a value as a graph output (its element type and dims as declared; symbolic dims are only names). */
+  output(name: string, type: ElementType, dims: Dim[]): void {
+    this.outputs.push(valueInfo(name, type, dims));
+  }
+
+  /** A float32 initializer (weights): the bytes are copied into the model as raw little-endian data. */
+  floats(name: string, data: Float32Array, dims: number[]): string {
+    const expected = dims.reduce((a, b) => a * b, 1);
+    if (data.length !== expected) throw new Error(`initializer ${name}: ${data.length} values for shape [${dims}]`);
+    this.initializers.push({ name: this.claim(name), dataType: ELEMENT.float32, dims, rawData: new Uint8Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength)) });
+    return name;
+  }
+
+  /** An int64 constant (shapes, axes, indices) as an initializer with a fresh name. */
+  ints(values: number[], dims: number[] = [values.length], prefix = 'const'): string {
+    const name = this.fresh(prefix);
+    const raw = new BigInt64Array(values.map((v) => BigInt(v)));
+    this.initializers.push({ name, dataType: ELEMENT.int64, dims, rawData: new Uint8Array(raw.buffer) });
+    return name;
+  }
+
+  /** A float32 scalar constant (shape []). */
+  scalar(value: number, prefix = 'scalar'): string {
+    const name = this.fresh(prefix);
+    this.initializers.push({ name, dataType: ELEMENT.float32, dims: [], rawData: new Uint8Array(Float32Array.of(value).buffer) });
+    return name;
+  }
+
+  /**
+   * One node. `outputs`: the number of outputs (fresh names) or their names. Returns the output names. An empty
+   * string in `inputs` is ONNX's "optional input left out".
+   */
+  op(type: string, inputs: string[], attributes: Record<string, AttributeValue> = {}, outputs: number | string[] = 1, domain = ''): string[] {
+    const outNames = typeof outputs === 'number' ? Array.from({ length: outputs }, () => this.fresh(type.toLowerCase())) : outputs.map((n) => this.claim(n));
+    if (domain) this.domains.add(domain);
+    this.nodes.push({
+      opType: type,
+      domain,
+      name: this.fresh(`n_${type}`),
+      input: inputs,
+      output: outNames,
+      attribute: Object.entries(attributes).map(([k, v]) => attribute(k, v)),
+    });
+    return outNames;
+  }
+
+  /** A node with one output (the common case). */
+  op1(type: string, inputs: string[], attributes: Record<string, AttributeValue> = {}, name?: string, domain = ''): string {
+    return this.op(type, inputs, attributes, name ? [name] : 1, domain)[0];
+  }
+
+  /** The serialised ModelProto. */
+  toBytes(opset = DEFAULT_OPSET): Uint8Array {
+    const opsetImport: Onnx.IOperatorSetIdProto[] = [{ domain: '', version: opset }];
+    for (const d of this.domains) opsetImport.push({ domain: d, version: 1 });
+    const model: Onnx.IModelProto = {
+      irVersion: IR_VERSION,
+      producerName: 'metrl',
+      opsetImport,
+      graph: { name: this.graphName, node: this.nodes, initializer: this.initializers, input: this.inputs, output: this.outputs },
+    };
+    return onnx.ModelProto.encode(onnx.ModelProto.create(model)).finish();
+  }
+}

@@ -1,0 +1,280 @@
+// A Sampler (models/sampler.ts) for the built-in model on ONNX Runtime (models/ layer, ONNX Runtime engine): rollouts
+// with KV-cache decoding (each prompt prefilled once, all prompts in one batch, its G completions attending to its
+// cache together), greedy and sampled draws through models/token-sampling.ts in the same row order and with the same
+// Rng draws as the tfjs sampler (models/builtin/sampling.ts), and no-grad completion log-probabilities (reference and
+// old policy). The prompt format, tokenizer and limits are the wrapped BuiltinPolicy's; it stays the Learner.
+// After each learner update the trainer calls syncLora() (the adapters are graph inputs: no rebuild).
+import * as tf from '@tensorflow/tfjs';
+import type { Rng } from '../../core/rng.ts';
+import type { ChatMessage } from '../../core/chat.ts';
+import type { Episode } from '../../core/episode.ts';
+import type { Env } from '../../envs/env.ts';
+import { UserError } from '../../core/errors.ts';
+import type { Sampler } from '../sampler.ts';
+import type { Completion, EncodedPrompt, ModelInput, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
+import { sampleToken } from '../token-sampling.ts';
+import type { BuiltinPolicy } from '../builtin/policy.ts';
+import { packPrompts } from '../builtin/sampling.ts';
+import { headDim } from '../builtin/config.ts';
+import type { PositionCursor } from '../builtin/positions.ts';
+import { BuiltinOrtModel, type KVCache, type PatchSlot } from './builtin-session.ts';
+
+export interface OrtSamplerOptions {
+  /** ORT intra-op threads (default: every core). */
+  threads?: number;
+  /** Idle intra-op threads spin (see models/onnx/session.ts; default off). */
+  spin?: boolean;
+}
+
+/** Own-cache capacity grows in steps of this many positions (unfilled ones are masked). */
+const OWN_CHUNK = 64;
+
+/** Prompts padded to their longest and run as one batch: tokens, positions, patch slots, end cursors, lengths. */
+interface PaddedPrompts {
+  count: number;
+  length: number;
+  tokens: Int32Array;
+  positions: Int32Array;
+  slots: PatchSlot[];
+  ends: PositionCursor[];
+  lengths: number[];
+}
+
+export class OrtSampler implements Sampler {
+  readonly model: BuiltinOrtModel;
+
+  constructor(
+    readonly policy: BuiltinPolicy,
+    options: OrtSamplerOptions = {},
+  ) {
+    this.model = new BuiltinOrtModel(policy, options);
+  }
+
+  /** Read the learner's current adapters (call after every update). */
+  syncLora(): void {
+    if (this.policy.lora) this.model.syncLora(this.policy.lora);
+  }
+
+  get contextLimit(): number {
+    return this.policy.contextLimit;
+  }
+  get imageSize(): number {
+    return this.policy.imageSize;
+  }
+  encode(input: ModelInput): EncodedPrompt {
+    return this.policy.encode(input);
+  }
+  decode(tokens: number[]): string {
+    return this.policy.decode(tokens);
+  }
+  prompt(env: Env, episode: Episode): EncodedPrompt {
+    return this.policy.prompt(env, episode);
+  }
+  chatPrompt(messages: ChatMessage[]): Promise<EncodedPrompt> {
+    return this.policy.chatPrompt(messages);
+  }
+  responseOf(env: Env, completionText: string): string {
+    return this.policy.responseOf(env, completionText);
+  }
+  referenceTokens(env: Env, episode: Episode): number {
+    return this.policy.referenceTokens(env, episode);
+  }
+
+  private checkLength(promptTokens: number, newTokens: number): void {
+    if (promptTokens + newTokens > this.policy.arch.maxContext) {
+      throw new UserError(`a prompt of ${promptTokens} tokens plus ${newTokens} new tokens exceeds the model's context of ${this.policy.arch.maxContext} tokens`);
+    }
+  }
+
+  /** Prompts right-padded to the longest, positions and image slots exactly as packPrompts gives them. */
+  private padPrompts(prompts: EncodedPrompt[]): PaddedPrompts {
+    const { batch, starts, ends } = packPrompts(this.policy, this.policy.tokenizer, prompts);
+    const lengths = prompts.map((p) => p.tokens.length);
+    const P = Math.max(...lengths);
+    const tokens = new Int32Array(prompts.length * P).fill(this.policy.tokenizer.pad);
+    const positions = new Int32Array(prompts.length * P);
+    prompts.forEach((_, u) => {
+      tokens.set(batch.tokens.subarray(starts[u], starts[u] + lengths[u]), u * P);
+      positions.set(batch.positions.subarray(starts[u], starts[u] + lengths[u]), u * P);
+    });
+    const slots: PatchSlot[] = batch.slots.map((slot) => {
+      let u = 0;
+      while (u + 1 < starts.length && starts[u + 1] <= slot.start) u++;
+      return { row: u, start: slot.start - starts[u], image: batch.images[slot.image] };
+    });
+    return { count: prompts.length, length: P, tokens, positions, slots, ends, lengths };
+  }
+
+  /** Prefill padded prompts: their caches (keys transposed) and every position's logits. */
+  private prefill(padded: PaddedPrompts, useLora: boolean): { cache: KVCache; logits: Float32Array } {
+    const { count: U, length: P } = padded;
+    const out = this.model.forward({ rows: U, seq: P, tokens: padded.tokens, positions: padded.positions, slots: padded.slots, useLora });
+    const H = this.policy.arch.nHeads;
+    const dh = headDim(this.policy.arch);
+    // keys [U, H, P, dh] → [U, H, dh, P]
+    const kT = out.keys.map((k) => {
+      const t = new Float32Array(k.length);
+      for (let m = 0; m < U * H; m++) {
+        const o = m * P * dh;
+        for (let s = 0; s < P; s++) for (let j = 0; j < dh; j++) t[o + j * P + s] = k[o + s * dh + j];
+      }
+      return t;
+    });
+    return { cache: { count: U, length: P, kT, v: out.values }, logits: out.logits };
+  }
+
+  sampleGroup(prompt: EncodedPrompt, group: number, options: SamplingOptions, rng: Rng): Completion[] {
+    return this.sampleGroups([prompt], group, options, rng)[0];
+  }
+
+  sampleGroups(prompts: EncodedPrompt[], group: number, options: SamplingOptions, rng: Rng): Completion[][] {
+    for (const p of prompts) this.checkLength(p.tokens.length, options.maxNewTokens);
+    const { arch, tokenizer } = this.policy;
+    const V = arch.vocabSize;
+    const H = arch.nHeads;
+    const dh = headDim(arch);
+    const U = prompts.length;
+    const rows = U * group;
+    const padded = this.padPrompts(prompts);
+    const { cache: promptCache, logits: prefillLogits } = this.prefill(padded, true);
+    const P = padded.length;
+    let values = prefillLogits;
+    let rowLogits = (r: number) => {
+      const u = Math.floor(r / group);
+      const o = (u * P + padded.lengths[u] - 1) * V;
+      return values.subarray(o, o + V);
+    };
+    const promptValid = Int32Array.from({ length: rows }, (_, r) => padded.lengths[Math.floor(r / group)]);
+    let own: KVCache = { count: rows, length: 0, kT: [], v: [] };
+    const grow = (capacity: number) => {
+      const size = rows * H * dh * capacity;
+      const kT = Array.from({ length: arch.nLayers }, () => new Float32Array(size));
+      const v = Array.from({ length: arch.nLayers }, () => new Float32Array(size));
+      for (let i = 0; i < own.kT.length; i++) {
+        for (let m = 0; m < rows * H; m++) {
+          for (let j = 0; j < dh; j++) kT[i].set(own.kT[i].subarray((m * dh + j) * own.length, (m * dh + j + 1) * own.length), (m * dh + j) * capacity);
+          v[i].set(own.v[i].subarray(m * own.length * dh, (m + 1) * own.length * dh), m * capacity * dh);
+        }
+      }
+      own = { count: rows, length: capacity, kT, v };
+    };
+
+    const banned = new Set([tokenizer.pad, tokenizer.bos, tokenizer.img, tokenizer.unk]);
+    const tokens: number[][] = Array.from({ length: rows }, () => []);
+    const logProbs: number[][] = Array.from({ length: rows }, () => []);
+    const finished = new Array<boolean>(rows).fill(false);
+    const cursors = Array.from({ length: rows }, (_, r) => padded.ends[Math.floor(r / group)].clone());
+    for (let step = 0; step < options.maxNewTokens; step++) {
+      const fed = new Int32Array(rows).fill(tokenizer.pad);
+      for (let r = 0; r < rows; r++) {
+        if (finished[r]) continue;
+        const { token, logProb } = sampleToken(rowLogits(r), options, rng, banned);
+        tokens[r].push(token);
+        logProbs[r].push(logProb);
+        fed[r] = token;
+        if (token === tokenizer.eos) finished[r] = true;
+      }
+      if (finished.every(Boolean) || step === options.maxNewTokens - 1) break;
+      const positions = Int32Array.from({ length: rows }, (_, r) => cursors[r].push(fed[r]));
+      if (step >= own.length) grow(own.length + OWN_CHUNK);
+      const out = this.model.forward({
+        rows, seq: 1, tokens: fed, positions, useLora: true,
+        prompt: { cache: promptCache, valid: promptValid },
+        own: { cache: own, valid: new Int32Array(rows).fill(step) },
+      });
+      // Append this step's key (transposed) and value at position `step`.
+      for (let i = 0; i < arch.nLayers; i++) {
+        const k = out.keys[i];
+        const v = out.values[i];
+        for (let m = 0; m < rows * H; m++) {
+          for (let j = 0; j < dh; j++) own.kT[i][(m * dh + j) * own.length + step] = k[m * dh + j];
+          own.v[i].set(v.subarray(m * dh, (m + 1) * dh), (m * own.length + step) * dh);
+        }
+      }
+      values = out.logits;
+      rowLogits = (r: number) => values.subarray(r * V, (r + 1) * V);
+    }
+    const completions: Completion[][] = prompts.map(() => []);
+    for (let r = 0; r < rows; r++) {
+      completions[Math.floor(r / group)].push({ tokens: tokens[r], text: tokenizer.decode(tokens[r]), logProbs: Float32Array.from(logProbs[r]), finished: finished[r] });
+    }
+    return completions;
+  }
+
+  /**
+   * Completion log-probabilities without gradients: each distinct prompt prefilled once, its completions then run as
+   * one batch attending to its cache (completion tokens 0 … L-2 are inputs, as models/builtin/scoring.ts lays them).
+   */
+  tokenLogProbs(items: SequenceBatchItem[], options: TokenLogProbsOptions): TokenLogProbs {
+    for (const it of items) this.checkLength(it.prompt.tokens.length, it.completion.length);
+    const { arch, tokenizer } = this.policy;
+    const V = arch.vocabSize;
+    const T = options.temperature ?? 1;
+    if (!(T > 0)) throw new Error(`temperature must be positive, got ${T}`);
+    const useLora = options.useLora && this.model.hasLora;
+    const B = items.length;
+    const L = Math.max(0, ...items.map((it) => it.completion.length));
+    const logp = new Float32Array(B * L);
+    const entropy = new Float32Array(B * L);
+    const mask = new Float32Array(B * L);
+    const byPrompt = new Map<EncodedPrompt, number[]>();
+    items.forEach((it, b) => byPrompt.set(it.prompt, [...(byPrompt.get(it.prompt) ?? []), b]));
+    /** log-softmax(row / T) at `target` (and the entropy of that distribution) into slot o. */
+    const score = (row: Float32Array, target: number, o: number) => {
+      let max = -Infinity;
+      for (let v = 0; v < V; v++) max = Math.max(max, row[v] / T);
+      let z = 0;
+      for (let v = 0; v < V; v++) z += Math.exp(row[v] / T - max);
+      const logZ = max + Math.log(z);
+      logp[o] = row[target] / T - logZ;
+      if (options.withEntropy) {
+        let h = 0;
+        for (let v = 0; v < V; v++) {
+          const lp = row[v] / T - logZ;
+          h -= Math.exp(lp) * lp;
+        }
+        entropy[o] = h;
+      }
+    };
+    for (const [prompt, members] of byPrompt) {
+      const Lu = Math.max(...members.map((b) => items[b].completion.length));
+      if (Lu === 0) continue;
+      const padded = this.padPrompts([prompt]);
+      const { cache, logits: first } = this.prefill(padded, useLora);
+      const lastRow = first.subarray((padded.lengths[0] - 1) * V, padded.lengths[0] * V);
+      const C = Lu - 1;
+      const n = members.length;
+      let rest: Float32Array | null = null;
+      if (C > 0) {
+        const tokens = new Int32Array(n * C).fill(tokenizer.pad);
+        const positions = new Int32Array(n * C);
+        members.forEach((b, row) => {
+          const completion = items[b].completion;
+          const cursor = padded.ends[0].clone();
+          for (let j = 0; j < C; j++) {
+            if (j < completion.length - 1) tokens[row * C + j] = completion[j];
+            positions[row * C + j] = cursor.push(tokens[row * C + j]);
+          }
+        });
+        rest = this.model.forward({ rows: n, seq: C, tokens, positions, useLora, prompt: { cache, valid: new Int32Array(n).fill(padded.lengths[0]) } }).logits;
+      }
+      members.forEach((b, row) => {
+        items[b].completion.forEach((t, j) => {
+          if (!(t >= 0 && t < V)) throw new Error(`completion token ${t} outside the vocabulary`);
+          const logits = j === 0 ? lastRow : rest!.subarray((row * C + j - 1) * V, (row * C + j) * V);
+          score(logits, t, b * L + j);
+          mask[b * L + j] = 1;
+        });
+      });
+    }
+    return {
+      logProbs: tf.tensor2d(logp, [B, L]),
+      mask: tf.tensor2d(mask, [B, L]),
+      ...(options.withEntropy ? { entropy: tf.tensor2d(entropy, [B, L]) } : {}),
+    };
+  }
+
+  dispose(): void {
+    this.model.dispose();
+  }
+}

@@ -1,0 +1,83 @@
+// An ONNX Runtime session opened from the bytes of a ModelProto (models/ layer, ONNX Runtime engine), run
+// synchronously. The Sampler contract (models/sampler.ts) is synchronous and a decode is hundreds of small runs, so
+// this goes under onnxruntime-node's promise wrapper (whose run only defers the same native, synchronous call with
+// setImmediate) to the binding it wraps. Threads: ORT's intra-op pool, `threads` of them (the machine's cores by
+// default; 1 for a single-core comparison). A model ORT refuses (an unknown operator, bad weights) is a UserError
+// naming what failed.
+import { createRequire } from 'node:module';
+import { Tensor } from 'onnxruntime-node';
+import { UserError } from '../../core/errors.ts';
+
+/** The native session object onnxruntime-node's binding exports (dist/binding.d.ts). */
+interface NativeSession {
+  loadModel(buffer: ArrayBuffer, byteOffset: number, byteLength: number, options: Record<string, unknown>): void;
+  readonly inputMetadata: { name: string }[];
+  readonly outputMetadata: { name: string }[];
+  run(feeds: Record<string, Tensor>, fetches: Record<string, null>, options: Record<string, unknown>): Record<string, Tensor>;
+  dispose(): void;
+}
+
+interface Binding {
+  binding: { InferenceSession: new () => NativeSession };
+  initOrt(): void;
+}
+
+let bindingModule: Binding | null = null;
+function nativeBinding(): Binding {
+  if (!bindingModule) bindingModule = createRequire(import.meta.url)('onnxruntime-node/dist/binding.js') as Binding;
+  return bindingModule;
+}
+
+export interface SessionOptions {
+  /** ORT intra-op threads (default: all cores ORT sees). */
+  threads?: number;
+  /** What the model is, for error messages. */
+  label?: string;
+  /**
+   * Let idle pool threads spin for work (ORT's own default; env METRL_ORT_SPIN=1). Off by default here: on a machine
+   * shared with other jobs spinning threads lose whole time slices (measured: 2 threads at load 13, rollout 25 s
+   * spinning against 7.4 s sleeping, 1 thread 13-16 s), as PyTorch's OpenMP threads do.
+   */
+  spin?: boolean;
+}
+
+export type Feeds = Record<string, Tensor>;
+
+export class OrtSession {
+  private readonly native: NativeSession;
+  readonly inputNames: string[];
+  readonly outputNames: string[];
+
+  constructor(model: Uint8Array, options: SessionOptions = {}) {
+    const { binding, initOrt } = nativeBinding();
+    initOrt();
+    this.native = new binding.InferenceSession();
+    const sessionOptions: Record<string, unknown> = {
+      graphOptimizationLevel: 'all',
+      executionMode: 'sequential',
+      interOpNumThreads: 1,
+      ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
+      ...((options.spin ?? process.env.METRL_ORT_SPIN === '1') ? {} : { extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } } }),
+    };
+    try {
+      this.native.loadModel(model.buffer as ArrayBuffer, model.byteOffset, model.byteLength, sessionOptions);
+    } catch (error) {
+      throw new UserError(`ONNX Runtime cannot build the ${options.label ?? 'model'} graph: ${(error as Error).message.split('\n')[0]}`);
+    }
+    this.inputNames = this.native.inputMetadata.map((m) => m.name);
+    this.outputNames = this.native.outputMetadata.map((m) => m.name);
+  }
+
+  /** Run the graph; returns the named outputs (all of them unless `outputs` lists some). */
+  run(feeds: Feeds, outputs: string[] = this.outputNames): Record<string, Tensor> {
+    const fetches = Object.fromEntries(outputs.map((n) => [n, null]));
+    return this.native.run(feeds, fetches, {});
+  }
+
+  dispose(): void {
+    this.native.dispose();
+  }
+}
+
+export const floatTensor = (data: Float32Array, dims: number[]): Tensor => new Tensor('float32', data, dims);
+export const int64Tensor = (data: ArrayLike<number>, dims: number[]): Tensor => new Tensor('int64', BigInt64Array.from(Array.from(data, (v) => BigInt(v))), dims);
