@@ -14,6 +14,7 @@ const modules: Array<[string, () => Promise<{ run(): Promise<BenchRow[]> }>]> = 
   ['eval', () => import('./eval.bench.ts')],
   ['grpo', () => import('./grpo.bench.ts')],
   ['model', () => import('./model.bench.ts')],
+  ['hf', () => import('./hf.bench.ts')],
 ];
 
 const filter = process.argv[2];
