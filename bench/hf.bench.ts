@@ -98,7 +98,7 @@ function wasmHeapBytes(): number | null {
 }
 
 /** Write the random-weight SmolVLM-256M folder: config, weights, preprocessor config, the real tokenizer files. */
-function writeSmolvlmFolder(dir: string): { parameters: number } {
+export function writeSmolvlmFolder(dir: string): { parameters: number } {
   const config = parseHfConfig(SMOLVLM_256M_CONFIG);
   const setup = parseIdefics3VisionSetup(SMOLVLM_256M_CONFIG);
   const tensors = randomIdefics3Tensors(config, setup, new Rng(0, 'bench-hf-init'), SMOLVLM_256M_CONFIG.text_config.initializer_range);
