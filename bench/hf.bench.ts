@@ -8,6 +8,8 @@
 // The GRPO step runs one prompt of G = 8 (1-action episodes) by default; the default configuration's step (4 prompts ×
 // 8, 5-action episodes) is then extrapolated from the measured rates, its arithmetic printed in the notes.
 // METRL_BENCH_HF_FULL=1 runs that step for real instead (tens of minutes on two CPU cores).
+// Every timed phase also notes the CPU seconds the process used: on a machine shared with other jobs wall time
+// stretches with the load, CPU time much less (the WASM backend computes on one thread).
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -87,6 +89,12 @@ const COMPLETION_TOKENS = 64;
 const GROUP_NAME = 'hf smolvlm-256m';
 
 const seconds = (since: number) => (performance.now() - since) / 1000;
+/** CPU seconds this process used since `since` (process.cpuUsage()): the WASM backend runs on one thread, so on a
+ *  machine shared with other jobs this is close to what the phase takes on an idle core, while wall time is not. */
+const cpuSeconds = (since: NodeJS.CpuUsage) => {
+  const d = process.cpuUsage(since);
+  return (d.user + d.system) / 1e6;
+};
 const mb = (bytes: number) => bytes / 2 ** 20;
 const progress = (what: string) => process.stderr.write(`bench hf: ${what} (${new Date().toISOString().slice(11, 19)})\n`);
 const peakRss = () => mb(process.resourceUsage().maxRSS * 1024);
@@ -126,16 +134,18 @@ export async function run(): Promise<BenchRow[]> {
     const dir = join(scratch, 'smolvlm-256m');
     progress('writing the random-weight checkpoint');
     let t = performance.now();
+    let c = process.cpuUsage();
     const { parameters } = writeSmolvlmFolder(dir);
-    rows.push({ group: g, name: 'write random checkpoint', value: seconds(t), unit: 's', note: `${(parameters / 1e6).toFixed(1)} M parameters, float32` });
+    rows.push({ group: g, name: 'write random checkpoint', value: seconds(t), unit: 's', note: `${(parameters / 1e6).toFixed(1)} M parameters, float32; cpu ${cpuSeconds(c).toFixed(1)} s` });
     global.gc?.();
 
     // ---- load ------------------------------------------------------------------------------------------------
     progress('loading');
     const rssBefore = process.memoryUsage().rss;
     t = performance.now();
+    c = process.cpuUsage();
     const policy = await loadBaseModel(dir);
-    rows.push({ group: g, name: 'load (loadBaseModel → HfPolicy)', value: seconds(t), unit: 's', note: 'config, tokenizer, template, safetensors → tfjs' });
+    rows.push({ group: g, name: 'load (loadBaseModel → HfPolicy)', value: seconds(t), unit: 's', note: `config, tokenizer, template, safetensors → tfjs; cpu ${cpuSeconds(c).toFixed(1)} s` });
     rows.push({ group: g, name: '  RSS after load', value: mb(process.memoryUsage().rss), unit: 'MB', note: `+${mb(process.memoryUsage().rss - rssBefore).toFixed(0)} MB over the process before loading` });
     const heap = wasmHeapBytes();
     if (heap !== null) rows.push({ group: g, name: '  WASM heap after load', value: mb(heap), unit: 'MB', note: `tfjs tensors ${mb(tf.memory().numBytes).toFixed(0)} MB` });
@@ -145,9 +155,10 @@ export async function run(): Promise<BenchRow[]> {
     const env = await getEnv('chess');
     const [episode] = generateEpisodes(env, { n: 1, actions: 1, split: 'train', seed: 0, modality: 'image' });
     t = performance.now();
+    c = process.cpuUsage();
     const prompt = policy.prompt(env, episode);
     const P = prompt.tokens.length;
-    rows.push({ group: g, name: 'prompt encode (1-image chess episode)', value: seconds(t), unit: 's', note: `${P} tokens (64 image tokens); render, template, tokenizer, 512 px Lanczos` });
+    rows.push({ group: g, name: 'prompt encode (1-image chess episode)', value: seconds(t), unit: 's', note: `${P} tokens (64 image tokens); render, template, tokenizer, 512 px Lanczos; cpu ${cpuSeconds(c).toFixed(2)} s` });
     // The default configuration's 5-action episodes, for the GRPO step's extrapolation (token count only).
     const [episode5] = generateEpisodes(env, { n: 1, actions: 5, split: 'train', seed: 0, modality: 'image' });
     const P5 = policy.prompt(env, episode5).tokens.length;
@@ -159,25 +170,31 @@ export async function run(): Promise<BenchRow[]> {
     policy.sampleGroup(prompt, 1, one, rng); // first call: vision tower + prefill, cold
     const coldFull = seconds(t);
     t = performance.now();
+    c = process.cpuUsage();
     policy.sampleGroup(prompt, 1, one, rng); // image features cached: prefill only
     const prefill = seconds(t);
+    const prefillCpu = cpuSeconds(c);
     const fresh = freshPixels(prompt);
     t = performance.now();
+    c = process.cpuUsage();
     policy.sampleGroup(fresh, 1, one, rng); // new pixel array: vision tower again, warm
     const vision = Math.max(0, seconds(t) - prefill);
-    rows.push({ group: g, name: 'vision tower + connector, one 512 px image', value: vision, unit: 's', note: `1024 patches × 12 layers → 64 tokens; cold first call (vision + prefill) ${coldFull.toFixed(1)} s` });
-    rows.push({ group: g, name: 'prefill tokens/s', value: P / prefill, unit: 'tok/s', note: `${P}-token prompt in ${prefill.toFixed(2)} s (image features cached)` });
+    const visionCpu = Math.max(0, cpuSeconds(c) - prefillCpu);
+    rows.push({ group: g, name: 'vision tower + connector, one 512 px image', value: vision, unit: 's', note: `1024 patches × 12 layers → 64 tokens; cpu ${visionCpu.toFixed(1)} s; cold first call (vision + prefill) ${coldFull.toFixed(1)} s` });
+    rows.push({ group: g, name: 'prefill tokens/s', value: P / prefill, unit: 'tok/s', note: `${P}-token prompt in ${prefill.toFixed(2)} s, cpu ${prefillCpu.toFixed(2)} s (image features cached)` });
     rows.push({ group: g, name: 'prompt → first token, image encoded', value: vision + prefill, unit: 's', note: 'vision tower + prefill' });
 
     progress('decoding at group 8');
     // ---- decode at group 8 -------------------------------------------------------------------------------------
     t = performance.now();
+    c = process.cpuUsage();
     const completions = policy.sampleGroup(prompt, GROUP, { temperature: 1, topP: 1, maxNewTokens: DECODE_TOKENS }, rng);
     const groupSeconds = seconds(t);
+    const decodeCpu = Math.max(0, cpuSeconds(c) - prefillCpu);
     const steps = Math.max(...completions.map((c) => c.tokens.length)) - 1; // the first token comes from the prefill
     const decodeSeconds = Math.max(1e-9, groupSeconds - prefill);
-    rows.push({ group: g, name: `decode tokens/s (G=${GROUP})`, value: (GROUP * steps) / decodeSeconds, unit: 'tok/s', note: `${steps} steps × ${GROUP} rows in ${decodeSeconds.toFixed(2)} s (sampleGroup ${groupSeconds.toFixed(2)} s less one prefill)` });
-    rows.push({ group: g, name: '  seconds per decode step (8 rows)', value: decodeSeconds / steps, unit: 's' });
+    rows.push({ group: g, name: `decode tokens/s (G=${GROUP})`, value: (GROUP * steps) / decodeSeconds, unit: 'tok/s', note: `${steps} steps × ${GROUP} rows in ${decodeSeconds.toFixed(2)} s, cpu ${decodeCpu.toFixed(2)} s (sampleGroup ${groupSeconds.toFixed(2)} s less one prefill)` });
+    rows.push({ group: g, name: '  seconds per decode step (8 rows)', value: decodeSeconds / steps, unit: 's', note: `cpu ${(decodeCpu / steps).toFixed(3)} s` });
 
     // ---- learner: one sequence of prompt + 64 completion tokens ------------------------------------------------
     progress('learner passes');
@@ -187,21 +204,24 @@ export async function run(): Promise<BenchRow[]> {
     const items: SequenceBatchItem[] = [{ prompt, completion }];
     const tokens = P + COMPLETION_TOKENS;
     t = performance.now();
+    c = process.cpuUsage();
     tf.tidy(() => {
       policy.tokenLogProbs(items, { useLora: false }).logProbs.dataSync();
     });
     const forward = seconds(t);
-    rows.push({ group: g, name: 'forward tokens/s (reference log-probs)', value: tokens / forward, unit: 'tok/s', note: `${P} + ${COMPLETION_TOKENS} tokens in ${forward.toFixed(2)} s` });
+    rows.push({ group: g, name: 'forward tokens/s (reference log-probs)', value: tokens / forward, unit: 'tok/s', note: `${P} + ${COMPLETION_TOKENS} tokens in ${forward.toFixed(2)} s, cpu ${cpuSeconds(c).toFixed(2)} s` });
     const vars = policy.trainableVariables('lora');
     t = performance.now();
+    c = process.cpuUsage();
     const { value, grads } = tf.variableGrads(() => {
       const r = policy.tokenLogProbs(items, { useLora: true });
       return tf.sum(tf.mul(r.logProbs, r.mask)) as tf.Scalar;
     }, vars);
     value.dataSync();
     const learn = seconds(t);
+    const learnCpu = cpuSeconds(c);
     tf.dispose([value, ...Object.values(grads)]);
-    rows.push({ group: g, name: 'learner tokens/s (fwd+bwd, LoRA r16)', value: tokens / learn, unit: 'tok/s', note: `${P} + ${COMPLETION_TOKENS} tokens in ${learn.toFixed(2)} s; ${vars.length} LoRA variables` });
+    rows.push({ group: g, name: 'learner tokens/s (fwd+bwd, LoRA r16)', value: tokens / learn, unit: 'tok/s', note: `${P} + ${COMPLETION_TOKENS} tokens in ${learn.toFixed(2)} s, cpu ${learnCpu.toFixed(2)} s; ${vars.length} LoRA variables` });
     rows.push({ group: g, name: '  RSS peak so far', value: peakRss(), unit: 'MB', note: `WASM heap ${mb(wasmHeapBytes() ?? 0).toFixed(0)} MB` });
     policy.dispose();
 
@@ -243,10 +263,16 @@ async function grpoStep(dir: string, scratch: string, rates: Rates): Promise<Ben
   const env = await getEnv('chess');
   const stepRows: TrainRow[] = [];
   let budget = 0;
+  let stepCpuFrom: NodeJS.CpuUsage | null = null;
+  let stepCpu = NaN;
   const t = performance.now();
   await train({ env, ...setup, config, modality: 'image', runDir: join(scratch, 'grpo'), resume: false, stopAfterStep: 1, onEvent: (e) => {
-    if (e.kind === 'step') stepRows.push(e.row);
     if (e.kind === 'start') budget = e.maxCompletionTokens;
+    if (e.kind === 'eval') stepCpuFrom = process.cpuUsage(); // the step-0 evaluation is over: the step starts
+    if (e.kind === 'step') {
+      stepRows.push(e.row);
+      if (stepCpuFrom) stepCpu = cpuSeconds(stepCpuFrom);
+    }
   } });
   const wall = seconds(t);
   setup.policy.dispose();
@@ -254,7 +280,7 @@ async function grpoStep(dir: string, scratch: string, rates: Rates): Promise<Ben
   const g = `grpo ${GROUP_NAME}`;
   const shape = `${config.promptsPerStep * config.gradientAccumulation}×${config.groupSize} completions, ${config.actions}-action chess image episodes, ≤${budget} new tokens`;
   const rows: BenchRow[] = [
-    { group: g, name: 'seconds per step (measured)', value: r.time.total, unit: 's', note: shape },
+    { group: g, name: 'seconds per step (measured)', value: r.time.total, unit: 's', note: `${shape}; cpu ${stepCpu.toFixed(1)} s` },
     { group: g, name: '  rollout (vision + prefill + decode)', value: r.time.rollout, unit: 's' },
     { group: g, name: '  reward', value: r.time.reward, unit: 's' },
     { group: g, name: '  log-probs (reference)', value: r.time.logprobs, unit: 's' },
@@ -287,6 +313,7 @@ async function grpoStep(dir: string, scratch: string, rates: Rates): Promise<Ben
     { group: g, name: '  decode', value: rolloutDecode, unit: 's', note: `${C.toFixed(0)} steps × ${prompts * defaults.groupSize / GROUP} groups of 8 × ${rates.decodePerStep.toFixed(2)} s` },
     { group: g, name: '  log-probs (reference)', value: logprobs, unit: 's', note: `${r.time.logprobs.toFixed(1)} s × ${seqTokens.toFixed(0)} / ${seqTokensSmall.toFixed(0)} sequence tokens` },
     { group: g, name: '  update', value: update, unit: 's', note: `${r.time.update.toFixed(1)} s × ${seqTokens.toFixed(0)} / ${seqTokensSmall.toFixed(0)} sequence tokens` },
+    { group: g, name: '  in CPU seconds (estimate)', value: total * (stepCpu / r.time.total), unit: 's', note: `× ${(stepCpu / r.time.total).toFixed(2)}, the measured step's cpu / wall: about an idle core's time` },
   );
   return rows;
 }
