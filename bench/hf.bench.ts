@@ -28,7 +28,8 @@ import { writeHfCheckpoint } from '../models/hf/write-checkpoint.ts';
 import { randomIdefics3Tensors } from '../models/idefics3/random-weights.ts';
 import type { EncodedPrompt, SequenceBatchItem } from '../models/types.ts';
 import { resolveConfig } from '../trainer/config.ts';
-import { loadTrainingPolicy, train } from '../trainer/loop.ts';
+import { train } from '../trainer/loop.ts';
+import type { Policy } from '../models/policy.ts';
 import type { TrainRow } from '../trainer/metrics.ts';
 
 /**
@@ -223,11 +224,12 @@ export async function run(): Promise<BenchRow[]> {
     tf.dispose([value, ...Object.values(grads)]);
     rows.push({ group: g, name: 'learner tokens/s (fwd+bwd, LoRA r16)', value: tokens / learn, unit: 'tok/s', note: `${P} + ${COMPLETION_TOKENS} tokens in ${learn.toFixed(2)} s, cpu ${learnCpu.toFixed(2)} s; ${vars.length} LoRA variables` });
     rows.push({ group: g, name: '  RSS peak so far', value: peakRss(), unit: 'MB', note: `WASM heap ${mb(wasmHeapBytes() ?? 0).toFixed(0)} MB` });
-    policy.dispose();
 
     progress('one GRPO step (train())');
     // ---- one GRPO step (trainer/loop.ts train()) -------------------------------------------------------------
-    rows.push(...(await grpoStep(dir, scratch, { vision, prefill, P, P5, decodePerStep: decodeSeconds / steps, forwardRate: tokens / forward, learnRate: tokens / learn })));
+    // The same policy and its r16 adapters (the training defaults): a second 1 GB load next to this one's freed
+    // heap did not fit in the WASM backend's 4 GB.
+    rows.push(...(await grpoStep(policy, dir, scratch, { vision, prefill, P, P5, decodePerStep: decodeSeconds / steps, forwardRate: tokens / forward, learnRate: tokens / learn })));
     rows.push({ group: g, name: 'peak RSS (whole bench)', value: peakRss(), unit: 'MB', note: `WASM heap ${mb(wasmHeapBytes() ?? 0).toFixed(0)} MB` });
     rows.push({ group: g, name: 'load average at end (1/5/15 min)', value: loadavg()[0], unit: '', note: loadavg().map((x) => x.toFixed(2)).join(' ') });
   } finally {
@@ -252,14 +254,16 @@ interface Rates {
  * the checkpoint fall outside the step's own time (its metrics row). Small by default, then scaled to the default
  * configuration with the arithmetic in the notes.
  */
-async function grpoStep(dir: string, scratch: string, rates: Rates): Promise<BenchRow[]> {
+async function grpoStep(policy: Policy, dir: string, scratch: string, rates: Rates): Promise<BenchRow[]> {
   const full = process.env.METRL_BENCH_HF_FULL === '1';
   const defaults = resolveConfig({}, {});
   const small = full ? {} : { promptsPerStep: 1, actions: 1 };
   const promptsPerStep = full ? defaults.promptsPerStep : 1;
   // stopAfterStep 1 of 2 steps: no evaluation after the step (only the unavoidable step-0 one).
   const config = resolveConfig({}, { ...small, steps: 2, trainSize: promptsPerStep * defaults.gradientAccumulation, testSize: 1, evalEvery: 1000, checkpointEvery: 1000 });
-  const setup = await loadTrainingPolicy(dir, config);
+  // loadTrainingPolicy's setup, on the loaded policy: its LoRA adapters are the configuration's (r 16, alpha 32).
+  if (config.loraRank !== 16 || config.loraAlpha !== 32) throw new Error('grpoStep: the default LoRA settings changed; attach them here');
+  const setup = { policy, baseModel: dir };
   const env = await getEnv('chess');
   const stepRows: TrainRow[] = [];
   let budget = 0;
