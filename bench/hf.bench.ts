@@ -130,7 +130,8 @@ export async function run(): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
   const loadText = loadavg().map((x) => x.toFixed(2)).join(' ');
   rows.push({ group: g, name: 'load average at start (1/5/15 min)', value: loadavg()[0], unit: '', note: `${loadText}; tfjs ${backend.name}` });
-  const scratch = mkdtempSync(join(tmpdir(), 'metrl-hf-bench-'));
+  // Not named metrl-*: a sweep of /tmp/metrl-* by a parallel job once removed the folder mid-run.
+  const scratch = mkdtempSync(join(tmpdir(), 'bench-hf-smolvlm-'));
   try {
     const dir = join(scratch, 'smolvlm-256m');
     progress('writing the random-weight checkpoint');
