@@ -7,7 +7,7 @@
 //
 // The GRPO step runs one prompt of G = 8 (1-action episodes) by default; the default configuration's step (4 prompts ×
 // 8, 5-action episodes) is then extrapolated from the measured rates, its arithmetic printed in the notes.
-// METRL_BENCH_HF_FULL=1 runs that step for real instead (tens of minutes on two CPU cores).
+// METRL_BENCH_HF_FULL=1 runs that step for real instead (tens of minutes on two CPU cores); METRL_BENCH_HF_GRPO=0 skips it.
 // Every timed phase also notes the CPU seconds the process used: on a machine shared with other jobs wall time
 // stretches with the load, CPU time much less (the WASM backend computes on one thread).
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -230,7 +230,8 @@ export async function run(): Promise<BenchRow[]> {
     // ---- one GRPO step (trainer/loop.ts train()) -------------------------------------------------------------
     // The same policy and its r16 adapters (the training defaults): a second 1 GB load next to this one's freed
     // heap did not fit in the WASM backend's 4 GB.
-    try {
+    if (process.env.METRL_BENCH_HF_GRPO === '0') rows.push({ group: `grpo ${GROUP_NAME}`, name: 'one GRPO step', value: NaN, unit: '', note: 'skipped (METRL_BENCH_HF_GRPO=0)' });
+    else try {
       rows.push(...(await grpoStep(policy, dir, scratch, { vision, prefill, P, P5, decodePerStep: decodeSeconds / steps, forwardRate: tokens / forward, learnRate: tokens / learn })));
     } catch (error) {
       // The WASM backend reports a full heap as an exception ("memory access out of bounds", "Aborted()"): keep the
