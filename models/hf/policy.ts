@@ -40,7 +40,13 @@ export const HF_MODEL_TYPES = ['llama', 'qwen2', 'gemma3_text', 'gemma3', 'idefi
 /** Images kept encoded (vision tower output) between the passes of a step: rollouts, reference, old policy, learner. */
 const FEATURE_CACHE_SIZE = 64;
 
-/** Above this many activations per pass (tokens × hidden × layers) the learner recomputes blocks in the backward pass. */
+/**
+ * Above this many floats held for the backward pass the learner recomputes blocks instead (score.ts `recompute`).
+ * Counted: activations (tokens × hidden × layers) plus the base parameters, because without recomputation tfjs's tape
+ * also computes a gradient for every frozen weight on the path (it differentiates every input of a recorded op: each
+ * layer's projections and the [H, vocab] head). For SmolVLM-256M (135 M text parameters) that alone filled the WASM
+ * heap on one 284-token sequence; with recomputation only the LoRA gradients are formed.
+ */
 const RECOMPUTE_ABOVE = 2 ** 25;
 
 /** What both architectures' image processors offer (models/idefics3/processor.ts, models/gemma3/processor.ts). */
@@ -153,7 +159,7 @@ export class HfPolicy implements Policy {
   tokenLogProbs(batch: SequenceBatchItem[], options: TokenLogProbsOptions): TokenLogProbs {
     for (const it of batch) this.checkLength(it.prompt.tokens.length, it.completion.length);
     const longest = Math.max(0, ...batch.map((it) => it.prompt.tokens.length + it.completion.length));
-    const recompute = options.useLora && batch.length * longest * this.config.text.hiddenSize * this.config.text.numLayers > RECOMPUTE_ABOVE;
+    const recompute = options.useLora && batch.length * longest * this.config.text.hiddenSize * this.config.text.numLayers + this.baseParameters() > RECOMPUTE_ABOVE;
     // tidy frees the merged prompt embeddings; the returned tensors (log-probs, mask, entropy) survive it.
     return tf.tidy(() => {
       const items: ScoreItem[] = batch.map((it) => ({ prompt: it.prompt.tokens, completion: it.completion, ...this.promptImages(it.prompt) }));
@@ -230,6 +236,14 @@ export class HfPolicy implements Policy {
   /** Base weights frozen again (after supervised training unfroze them): GRPO updates the adapters only. */
   private freezeBase(): void {
     for (const v of this.decoder.baseVariables()) v.trainable = false;
+  }
+
+  private baseParameterCount: number | null = null;
+
+  /** Parameters of the language model (what a non-recomputed backward pass forms gradients for). */
+  private baseParameters(): number {
+    this.baseParameterCount ??= this.decoder.baseVariables().reduce((n, v) => n + v.size, 0);
+    return this.baseParameterCount;
   }
 
   private padId(): number {

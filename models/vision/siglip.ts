@@ -236,9 +236,16 @@ export function siglipForward(weights: SiglipWeights, config: VisionConfig, pixe
     const positions = positionRows(weights.position, ids); // [L, D]
     let h: tf.Tensor2D = tf.reshape(tf.add(tf.reshape(embedPatches(pixels, weights, config), [N, L, D]), positions), [N * L, D]); // [N·L, D]
     for (const layer of weights.layers) {
-      h = tf.add<tf.Tensor2D>(h, attention(layerNorm(h, layer.layerNorm1, config.layerNormEps), layer, N, L, config));
-      const mlp = linear(gelu(linear(layerNorm(h, layer.layerNorm2, config.layerNormEps), layer.fc1), config.hiddenAct), layer.fc2);
-      h = tf.add<tf.Tensor2D>(h, mlp);
+      // One tidy per layer: a 512 px image's per-head score matrices ([L, L] = 4 MB each, L = 1024) and MLP activations
+      // come to ~200 MB a layer, and held for all 12 layers they overflowed the WASM heap next to the model's weights.
+      // (Under a gradient tape tfjs keeps its own copies of what the backward pass needs, so this is safe there too.)
+      const x = h;
+      h = tf.tidy(() => {
+        const a = tf.add<tf.Tensor2D>(x, attention(layerNorm(x, layer.layerNorm1, config.layerNormEps), layer, N, L, config));
+        const mlp = linear(gelu(linear(layerNorm(a, layer.layerNorm2, config.layerNormEps), layer.fc1), config.hiddenAct), layer.fc2);
+        return tf.add<tf.Tensor2D>(a, mlp);
+      });
+      x.dispose();
     }
     return tf.reshape(layerNorm(h, weights.postLayerNorm, config.layerNormEps), [N, L, D]);
   });
