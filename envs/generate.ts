@@ -42,6 +42,12 @@ export function assertModalitySupported(env: Env, setting: ModalitySetting): voi
 /** How many candidates we may reject per episode asked for before concluding the source cannot supply the split. */
 const MAX_REJECTIONS_PER_EPISODE = 200;
 
+/**
+ * Draws of an episode already in the split that are skipped before concluding that the source has no further distinct
+ * episodes (shell with 0 actions has three in all): only then may a split repeat an episode.
+ */
+const MAX_DUPLICATE_SKIPS = 2000;
+
 export function generateEpisodes(env: Env, options: GenerateOptions): Episode[] {
   const { n, split } = options;
   assertModalitySupported(env, options.modality);
@@ -49,6 +55,8 @@ export function generateEpisodes(env: Env, options: GenerateOptions): Episode[] 
   const modalityRng = new Rng(options.seed, env.domain, 'modalities', split);
   const episodes: Episode[] = [];
   let rejected = 0;
+  const seen = new Set<string>();
+  let duplicates = 0;
   for (const candidate of env.candidates(sampleRng, { actions: options.actions, extra: options.extra ?? {}, split })) {
     const fp = fingerprint(env.domain, candidate.initialState, candidate.actionTexts.join(' '), candidate.fingerprintExtra ?? '');
     const splitFp = candidate.splitKey !== undefined ? fingerprint(env.domain, 'split-key', candidate.splitKey) : fp;
@@ -56,6 +64,9 @@ export function generateEpisodes(env: Env, options: GenerateOptions): Episode[] 
       if (++rejected > MAX_REJECTIONS_PER_EPISODE * n) break;
       continue;
     }
+    // A split holds distinct episodes while the source has them; it repeats one only once the source seems exhausted.
+    if (seen.has(fp) && ++duplicates <= MAX_DUPLICATE_SKIPS) continue;
+    seen.add(fp);
     const fixed = env.modalities?.length === 1 ? env.modalities[0] : null;
     const modalities = fixed
       ? candidate.actionTexts.map((): Modality => fixed)
