@@ -102,6 +102,8 @@ async function run(flags: TrainFlags): Promise<void> {
     config = resolveConfig(info.config, flags.steps !== undefined ? { steps: flags.steps } : {}, `${infoPath}: config.`);
   } else {
     if (!flags.domain) throw new UserError('--domain is required (chess or shell)');
+    if ((flags.games !== undefined || flags.offset !== undefined) && flags.domain !== 'chess') throw new UserError('--games and --offset apply to --domain chess');
+    if (flags.games !== undefined && !existsSync(flags.games)) throw new UserError(`--games ${flags.games}: no such file`);
     if (!flags.modality) throw new UserError('--modality is required (text or image)');
     domain = flags.domain;
     modality = flags.modality;
@@ -125,27 +127,27 @@ async function run(flags: TrainFlags): Promise<void> {
   }
   const backend = await initBackend(flags.backend, null);
   const setup = await loadTrainingPolicy(checkpointDir, config);
-  // Printed once the checkpoint has loaded, so that a checkpoint error is the only line a user sees.
-  if (!flags.quiet) log(backendLine(backend));
-  if (!flags.resume) {
-    // Written before the first step so that an interrupted run can always be resumed.
-    writeJsonAtomic(join(runDir, 'config.json'), {
-      domain,
-      modality,
-      checkpoint: checkpointDir,
-      backend: backend.name,
-      envExtra,
-      config,
-      createdAt: new Date().toISOString(),
-    });
-  }
-  if (!flags.quiet) log(`run folder: ${runDir} (Ctrl-C stops it at any moment; --resume --out ${runDir} continues it)`);
+  // Once the run has started (the checkpoint loaded, the episodes made, a resumed state read), and not before: an error
+  // up to there is then the only line on stderr and leaves nothing on disk. config.json comes before the first
+  // checkpoint, so that an interrupted run can always be resumed.
+  const started = () => {
+    if (!flags.resume) {
+      writeJsonAtomic(join(runDir, 'config.json'), { domain, modality, checkpoint: checkpointDir, backend: backend.name, envExtra, config, createdAt: new Date().toISOString() });
+    }
+    if (!flags.quiet) {
+      log(backendLine(backend));
+      log(`run folder: ${runDir} (Ctrl-C stops it at any moment; --resume --out ${runDir} continues it)`);
+    }
+  };
   const progress = flags.quiet ? null : progressView(config, modality, log);
   // Where the run stands, for the Ctrl-C message: the last finished step and the last checkpoint written.
   let lastStep = 0;
   let lastCheckpoint: string | null = null;
   const onEvent = (event: TrainEvent) => {
-    if (event.kind === 'start') lastStep = event.fromStep;
+    if (event.kind === 'start') {
+      lastStep = event.fromStep;
+      started();
+    }
     if (event.kind === 'step') lastStep = event.row.step;
     if (event.kind === 'checkpoint') lastCheckpoint = `step-${event.step}`;
     progress?.onEvent(event);
