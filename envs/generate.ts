@@ -43,10 +43,11 @@ export function assertModalitySupported(env: Env, setting: ModalitySetting): voi
 const MAX_REJECTIONS_PER_EPISODE = 200;
 
 /**
- * Draws of an episode already in the split that are skipped before concluding that the source has no further distinct
- * episodes (shell with 0 actions has three in all): only then may a split repeat an episode.
+ * Consecutive draws of an episode already in the split after which the source is taken to have no further distinct
+ * episodes (shell with 0 actions has three in all): from then on a split may repeat one. Kept small, because every
+ * draw outside the split also counts against MAX_REJECTIONS_PER_EPISODE while distinct ones are searched for.
  */
-const MAX_DUPLICATE_SKIPS = 2000;
+const MAX_DUPLICATES_IN_A_ROW = 20;
 
 export function generateEpisodes(env: Env, options: GenerateOptions): Episode[] {
   const { n, split } = options;
@@ -56,7 +57,8 @@ export function generateEpisodes(env: Env, options: GenerateOptions): Episode[] 
   const episodes: Episode[] = [];
   let rejected = 0;
   const seen = new Set<string>();
-  let duplicates = 0;
+  let duplicatesInARow = 0;
+  let exhausted = false;
   for (const candidate of env.candidates(sampleRng, { actions: options.actions, extra: options.extra ?? {}, split })) {
     const fp = fingerprint(env.domain, candidate.initialState, candidate.actionTexts.join(' '), candidate.fingerprintExtra ?? '');
     const splitFp = candidate.splitKey !== undefined ? fingerprint(env.domain, 'split-key', candidate.splitKey) : fp;
@@ -65,7 +67,11 @@ export function generateEpisodes(env: Env, options: GenerateOptions): Episode[] 
       continue;
     }
     // A split holds distinct episodes while the source has them; it repeats one only once the source seems exhausted.
-    if (seen.has(fp) && ++duplicates <= MAX_DUPLICATE_SKIPS) continue;
+    if (seen.has(fp) && !exhausted) {
+      if (++duplicatesInARow < MAX_DUPLICATES_IN_A_ROW) continue;
+      exhausted = true;
+    }
+    duplicatesInARow = 0;
     seen.add(fp);
     const fixed = env.modalities?.length === 1 ? env.modalities[0] : null;
     const modalities = fixed

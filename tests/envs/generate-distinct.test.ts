@@ -25,4 +25,9 @@ describe('generateEpisodes: distinct episodes', () => {
     // The first episodes are the distinct ones; repeats only come after the source ran out.
     expect(new Set(episodes.slice(0, distinct.size).map(key)).size).toBe(distinct.size);
   });
+
+  it('a split with fewer distinct episodes than asked still fills up (shell, 2 actions, test seed 1234: one distinct)', () => {
+    const episodes = generateEpisodes(shellEnv, { n: 4, actions: 2, split: 'test', seed: 1234, modality: 'text' });
+    expect(episodes).toHaveLength(4);
+  });
 });
