@@ -15,7 +15,41 @@ const TINY = [
   '--checkpoint-every', '2', '--learning-rate', '0.05', '--seed', '1', '--quiet',
 ];
 
+/** Metrics without wall-clock fields. */
+function comparable(runDir: string) {
+  return readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => {
+    const { time, rolloutTokensPerSecond, learnerTokensPerSecond, seconds, ...rest } = JSON.parse(l);
+    return rest;
+  });
+}
+
 describe('metrl train: stop and continue', () => {
+  it('SIGKILL as soon as the run folder appears (before or during the step-0 evaluation) loses nothing', async () => {
+    const root = scratchDir('train-kill0');
+    const whole = join(root, 'whole');
+    const cut = join(root, 'cut');
+    const first = await metrl(['train', ...TINY, '--steps', '2', '--out', whole]);
+    expect(first.stderr).toBe('');
+    expect(first.code).toBe(0);
+    await new Promise<void>((done) => {
+      const child = spawn(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), 'train', ...TINY, '--steps', '2', '--out', cut], { cwd: PROJECT, stdio: 'ignore' });
+      const timer = setInterval(() => {
+        if (existsSync(join(cut, 'config.json'))) {
+          clearInterval(timer);
+          child.kill('SIGKILL');
+        }
+      }, 5);
+      child.on('exit', () => {
+        clearInterval(timer);
+        done();
+      });
+    });
+    const resumed = await metrl(['train', '--resume', '--out', cut, '--quiet']);
+    expect(resumed.stderr).toBe('');
+    expect(resumed.code).toBe(0);
+    expect(comparable(cut)).toEqual(comparable(whole));
+  });
+
   it('Ctrl-C names the step, the last checkpoint and the command that continues; --resume then finishes the run', async () => {
     const out = join(scratchDir('train-sigint'), 'run');
     const latest = join(out, 'checkpoints', 'latest');
