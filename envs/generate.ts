@@ -43,11 +43,11 @@ export function assertModalitySupported(env: Env, setting: ModalitySetting): voi
 const MAX_REJECTIONS_PER_EPISODE = 200;
 
 /**
- * Consecutive draws of an episode already in the split after which the source is taken to have no further distinct
- * episodes (shell with 0 actions has three in all): from then on a split may repeat one. Kept small, because every
- * draw outside the split also counts against MAX_REJECTIONS_PER_EPISODE while distinct ones are searched for.
+ * Draws (outside the split, or of an episode already in it) since the last new distinct episode, as a share of the
+ * rejection budget, after which the source is taken to have no further distinct episodes (shell with 0 actions has
+ * three in all): from then on a split may repeat one. Half the budget is left for the repeats.
  */
-const MAX_DUPLICATES_IN_A_ROW = 20;
+const EXHAUSTED_SHARE = 0.5;
 
 export function generateEpisodes(env: Env, options: GenerateOptions): Episode[] {
   const { n, split } = options;
@@ -57,21 +57,20 @@ export function generateEpisodes(env: Env, options: GenerateOptions): Episode[] 
   const episodes: Episode[] = [];
   let rejected = 0;
   const seen = new Set<string>();
-  let duplicatesInARow = 0;
+  let drawsSinceNew = 0;
   let exhausted = false;
   for (const candidate of env.candidates(sampleRng, { actions: options.actions, extra: options.extra ?? {}, split })) {
     const fp = fingerprint(env.domain, candidate.initialState, candidate.actionTexts.join(' '), candidate.fingerprintExtra ?? '');
     const splitFp = candidate.splitKey !== undefined ? fingerprint(env.domain, 'split-key', candidate.splitKey) : fp;
+    drawsSinceNew++;
+    if (!exhausted && drawsSinceNew > EXHAUSTED_SHARE * MAX_REJECTIONS_PER_EPISODE * n) exhausted = true;
     if (splitOf(splitFp) !== split) {
       if (++rejected > MAX_REJECTIONS_PER_EPISODE * n) break;
       continue;
     }
     // A split holds distinct episodes while the source has them; it repeats one only once the source seems exhausted.
-    if (seen.has(fp) && !exhausted) {
-      if (++duplicatesInARow < MAX_DUPLICATES_IN_A_ROW) continue;
-      exhausted = true;
-    }
-    duplicatesInARow = 0;
+    if (seen.has(fp) && !exhausted) continue;
+    if (!seen.has(fp)) drawsSinceNew = 0;
     seen.add(fp);
     const fixed = env.modalities?.length === 1 ? env.modalities[0] : null;
     const modalities = fixed
