@@ -18,6 +18,12 @@ export interface GenerateOptions {
   extra?: Record<string, unknown>;
   /** Return the episodes made when the source runs out before n (at least one), instead of failing. */
   allowFewer?: boolean;
+  /**
+   * Skip episodes already drawn while the source has distinct ones left (`metrl generate`'s datasets). Off by default:
+   * training and test splits keep the draws every existing run and seed was made with (evaluation picks its distinct
+   * items itself, eval/selection.ts).
+   */
+  distinct?: boolean;
 }
 
 /** Draw the modality of each of `count` actions. */
@@ -69,7 +75,7 @@ export function generateEpisodes(env: Env, options: GenerateOptions): Episode[] 
       continue;
     }
     // A split holds distinct episodes while the source has them; it repeats one only once the source seems exhausted.
-    if (seen.has(fp) && !exhausted) continue;
+    if (options.distinct && seen.has(fp) && !exhausted) continue;
     if (!seen.has(fp)) drawsSinceNew = 0;
     seen.add(fp);
     const fixed = env.modalities?.length === 1 ? env.modalities[0] : null;
