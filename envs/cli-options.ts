@@ -14,6 +14,7 @@ export interface EnvFlag {
 }
 
 export const ENV_FLAGS = [
+  { domain: 'chess', flag: 'chess-answer', describe: 'chess: reference (default: a FEN counts only on a "final answer" line, as MET-Bench) | bare-fen (also a response that is just a FEN; recorded in the summary)' },
   { domain: 'boxes', flag: 'split-kind', describe: 'boxes: base | numops | vocab | altforms | altforms-numops | ambiref | movecontents (default base)' },
   { domain: 'boxes', flag: 'prefixes', describe: 'boxes: exact (show exactly --actions operations, default) | upto (0..--actions, uniformly)' },
   { domain: 'mcst', flag: 'level', describe: 'mcst: difficulty level 1-5 (default: all levels mixed)' },

@@ -167,7 +167,7 @@ export async function writeDataset(env: Env, options: DatasetOptions): Promise<D
   const out = resolve(options.out);
   checkOutputDir(out, options.force);
   validatePromptStyle(env, options.prompt);
-  const episodes = generateEpisodes(env, options);
+  const episodes = generateEpisodes(env, { ...options, distinct: true });
   const shots = options.prompt === 'few-shot' ? fewShotExamples(env, options, options.shots) : [];
 
   const tmp = join(dirname(out), `.${basename(out)}.tmp-${process.pid}`);

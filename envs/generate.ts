@@ -18,6 +18,12 @@ export interface GenerateOptions {
   extra?: Record<string, unknown>;
   /** Return the episodes made when the source runs out before n (at least one), instead of failing. */
   allowFewer?: boolean;
+  /**
+   * Skip episodes already drawn while the source has distinct ones left (`metrl generate`'s datasets). Off by default:
+   * training and test splits keep the draws every existing run and seed was made with (evaluation picks its distinct
+   * items itself, eval/selection.ts).
+   */
+  distinct?: boolean;
 }
 
 /** Draw the modality of each of `count` actions. */
@@ -42,6 +48,13 @@ export function assertModalitySupported(env: Env, setting: ModalitySetting): voi
 /** How many candidates we may reject per episode asked for before concluding the source cannot supply the split. */
 const MAX_REJECTIONS_PER_EPISODE = 200;
 
+/**
+ * Draws (outside the split, or of an episode already in it) since the last new distinct episode, as a share of the
+ * rejection budget, after which the source is taken to have no further distinct episodes (shell with 0 actions has
+ * three in all): from then on a split may repeat one. Half the budget is left for the repeats.
+ */
+const EXHAUSTED_SHARE = 0.5;
+
 export function generateEpisodes(env: Env, options: GenerateOptions): Episode[] {
   const { n, split } = options;
   assertModalitySupported(env, options.modality);
@@ -49,13 +62,22 @@ export function generateEpisodes(env: Env, options: GenerateOptions): Episode[] 
   const modalityRng = new Rng(options.seed, env.domain, 'modalities', split);
   const episodes: Episode[] = [];
   let rejected = 0;
+  const seen = new Set<string>();
+  let drawsSinceNew = 0;
+  let exhausted = false;
   for (const candidate of env.candidates(sampleRng, { actions: options.actions, extra: options.extra ?? {}, split })) {
     const fp = fingerprint(env.domain, candidate.initialState, candidate.actionTexts.join(' '), candidate.fingerprintExtra ?? '');
     const splitFp = candidate.splitKey !== undefined ? fingerprint(env.domain, 'split-key', candidate.splitKey) : fp;
+    drawsSinceNew++;
+    if (!exhausted && drawsSinceNew > EXHAUSTED_SHARE * MAX_REJECTIONS_PER_EPISODE * n) exhausted = true;
     if (splitOf(splitFp) !== split) {
       if (++rejected > MAX_REJECTIONS_PER_EPISODE * n) break;
       continue;
     }
+    // A split holds distinct episodes while the source has them; it repeats one only once the source seems exhausted.
+    if (options.distinct && seen.has(fp) && !exhausted) continue;
+    if (!seen.has(fp)) drawsSinceNew = 0;
+    seen.add(fp);
     const fixed = env.modalities?.length === 1 ? env.modalities[0] : null;
     const modalities = fixed
       ? candidate.actionTexts.map((): Modality => fixed)

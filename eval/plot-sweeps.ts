@@ -15,6 +15,11 @@ export type SweepAxis = 'actions' | 'imageRatio';
 interface SweepPoint {
   model: string;
   panel: string;
+  /**
+   * The line a point belongs to: points of one run, model and panel that are one sweep (a length sweep; mixed
+   * settings over image ratios). A text-only or image-only setting on the image-ratio axis is a point of its own.
+   */
+  line: string;
   x: number;
   accuracy: number;
   low: number;
@@ -57,16 +62,20 @@ export function sweepAxis(reports: RunReport[]): SweepAxis {
 
 export function sweepPoints(reports: RunReport[], axis: SweepAxis): SweepPoint[] {
   const points: SweepPoint[] = [];
-  for (const report of reports) {
+  for (const [run, report] of reports.entries()) {
     for (const s of report.settings) {
       const { setting, summary } = s;
       if (summary.accuracy === null) continue;
       const prompt = setting.task === 'perception' ? 'perception' : setting.shots > 0 ? `${setting.prompt} (n=${setting.shots})` : setting.prompt;
       const panel = axis === 'actions' ? `${setting.domain}, ${setting.modality} actions` : setting.domain;
+      const model = report.baseline ? report.model : `${report.model}, ${prompt}${setting.cascade ? ', cascade' : ''}`;
+      const x = axis === 'actions' ? setting.actions : setting.modality === 'mixed' ? setting.imageRatio : setting.modality === 'image' ? 1 : 0;
+      const sweep = axis === 'actions' || setting.modality === 'mixed';
       points.push({
-        model: report.baseline ? report.model : `${report.model}, ${prompt}${setting.cascade ? ', cascade' : ''}`,
+        model,
         panel,
-        x: axis === 'actions' ? setting.actions : setting.modality === 'mixed' ? setting.imageRatio : setting.modality === 'image' ? 1 : 0,
+        line: sweep ? `${run}|${model}|${panel}` : `${run}|${model}|${panel}|${setting.modality}|${x}`,
+        x,
         accuracy: summary.accuracy,
         low: summary.ci95?.low ?? summary.accuracy,
         high: summary.ci95?.high ?? summary.accuracy,
@@ -97,19 +106,26 @@ export function sweepSpec(reports: RunReport[]): TopLevelSpec {
       height: 220,
       layer: [
         {
+          // Bands and lines join only the points of one sweep (`line`); every point also gets its own interval bar.
           mark: { type: 'errorband', opacity: 0.15 },
           encoding: {
             x,
             y: { field: 'low', type: 'quantitative', title: 'accuracy (95% CI)', scale: { domain: [0, 1] } },
             y2: { field: 'high' },
-            color: { field: 'model', type: 'nominal', title: 'model' },
+            color: { field: 'model', type: 'nominal', title: 'model', legend: { labelLimit: 420 } },
+            detail: { field: 'line', type: 'nominal' },
           },
+        },
+        {
+          mark: { type: 'rule', opacity: 0.6 },
+          encoding: { x, y: { field: 'low', type: 'quantitative' }, y2: { field: 'high' }, color: { field: 'model', type: 'nominal', title: 'model', legend: { labelLimit: 420 } } },
         },
         {
           mark: { type: 'line', point: { filled: true, size: 45 } },
           encoding: {
             x,
             y: { field: 'accuracy', type: 'quantitative' },
+            detail: { field: 'line', type: 'nominal' },
             color: { field: 'model', type: 'nominal', title: 'model', legend: { labelLimit: 420 } },
             tooltip: [{ field: 'model' }, { field: 'x' }, { field: 'accuracy', format: '.3f' }, { field: 'low', format: '.3f' }, { field: 'high', format: '.3f' }, { field: 'n' }, { field: 'invalid' }],
           },

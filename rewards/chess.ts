@@ -6,8 +6,9 @@
 // `\boxed{…}` wrappers are removed (we also remove `$`, which wraps `\boxed` in LaTeX answers, and trailing sentence
 // punctuation on each token). A line with two FENs is ambiguous and does not count; a FEN on the line *after* the
 // marker does not count either. If no line qualifies the answer is invalid and earns 0.
-// One documented extension: a response that is, as a whole, exactly one valid FEN (after the same clean-up) is
-// accepted without the marker, so a model that answers with just the FEN is not penalised for format alone.
+// That is the default, exactly, so that metrl's numbers compare with MET-Bench's. One extension is available only when
+// asked for (`acceptBareFen`, the chess environment's `--chess-answer bare-fen`, recorded in every summary): a
+// response that is, as a whole, exactly one valid FEN (after the same clean-up) is accepted without the marker.
 // `parseChessAnswer(response, { requireMarker: false })` goes further and takes the lowest line holding exactly one FEN.
 //
 // Metrics: per-square accuracy (the reward), exact FEN (all six fields, only possible for a complete FEN), exact board
@@ -19,9 +20,14 @@ import type { Score, ScoreInput } from '../core/score.ts';
 import { expandPlacement, fenFromParts, isFenField, isLegalBoard, parseFen, type Fen } from './fen.ts';
 
 export interface ChessParseOptions {
-  /** Reference behaviour (default true): a FEN counts only on a "final answer" line, or as the entire response. */
+  /** Reference behaviour (default true): a FEN counts only on a "final answer" line. */
   requireMarker?: boolean;
+  /** The extension (default false): a response that is nothing but one valid FEN counts too. */
+  acceptBareFen?: boolean;
 }
+
+/** Episode meta value that turns the bare-FEN extension on for scoring (set by `--chess-answer bare-fen`). */
+export const BARE_FEN_PARSING = 'bare-fen';
 
 export interface ChessMetrics {
   [name: string]: number | boolean | null;
@@ -72,9 +78,11 @@ export function parseChessAnswer(response: string, options: ChessParseOptions = 
     const fens = fensInLine(lines[i]);
     if (fens.length === 1) return fens[0];
   }
-  const whole = fensInLine(lines.join(' '));
-  const nonFenText = lines.join(' ').trim().replace(/\s+/g, ' ');
-  if (whole.length === 1 && stripTrailing(nonFenText) === whole[0].text) return whole[0];
+  if (options.acceptBareFen || !requireMarker) {
+    const whole = fensInLine(lines.join(' '));
+    const nonFenText = lines.join(' ').trim().replace(/\s+/g, ' ');
+    if (whole.length === 1 && stripTrailing(nonFenText) === whole[0].text) return whole[0];
+  }
   if (!requireMarker) {
     for (let i = lines.length - 1; i >= 0; i--) {
       const fens = fensInLine(lines[i]);
@@ -130,10 +138,12 @@ export function chessMetrics(prediction: Fen | null, target: Fen, initial: Fen |
 }
 
 /** Score one response. The reward is the per-square accuracy; 0 when the answer is invalid. */
+/** Score a response; the episode's meta `answerParsing: 'bare-fen'` turns the bare-FEN extension on. */
 export function scoreChess(input: ScoreInput, options: ChessParseOptions = {}): Score {
   const target = requireFen(input.target, 'target');
   const initial = input.initialState !== undefined && input.initialState !== '' ? requireFen(input.initialState, 'initial_state') : null;
-  const prediction = parseChessAnswer(input.response, options);
+  const acceptBareFen = options.acceptBareFen ?? input.meta?.answerParsing === BARE_FEN_PARSING;
+  const prediction = parseChessAnswer(input.response, { ...options, acceptBareFen });
   const metrics = chessMetrics(prediction, target, initial);
   return { reward: metrics.perSquare, valid: prediction !== null, prediction: prediction?.text ?? null, metrics };
 }

@@ -21,11 +21,11 @@ export const TrainConfigSchema = z
   .object({
     // ---- data -------------------------------------------------------------------------------------------------
     /** Training episodes (train split), drawn once from the seed and cycled through in shuffled epochs. Paper: 100. */
-    trainSize: positiveInt.default(100).describe('training episodes, as many as in the paper'),
+    trainSize: positiveInt.max(100_000).default(100).describe('training episodes, as many as in the paper'),
     /** Actions per episode, for training and for the test split. Paper: 5. */
     actions: z.number().int().min(0).max(100).default(5).describe('actions per episode, as in the paper'),
     /** Episodes in the fixed test split used for the periodic evaluation (each modality). */
-    testSize: positiveInt.default(200).describe('episodes in the fixed test split'),
+    testSize: positiveInt.max(100_000).default(200).describe('episodes in the fixed test split'),
     /** Seed of everything random: episodes, data order, sampling. The test split uses its own fixed seed. */
     seed: z.number().int().min(0).default(0).describe('seed of episodes, data order and sampling'),
     /** Seed of the test split, kept apart from `seed` so runs with different seeds are measured on the same episodes. */

@@ -40,7 +40,7 @@ import { computeRewards, loadRewardFunctions, type RewardFunction } from './rewa
 import { trlMetrics, type StepLossSums } from './trl-metrics.ts';
 import { AdamW } from './adamw.ts';
 import { DataOrder } from './data-order.ts';
-import { completionBudget, evaluateSplit, gameStartBaseline, type PreparedEpisode } from './periodic-eval.ts';
+import { completionBudget, evaluateSplitStepwise, gameStartBaseline, type PreparedEpisode } from './periodic-eval.ts';
 import { chunksWithin } from './chunks.ts';
 import { latestCheckpointDir, learnerAdapterStore, readCheckpoint, saveCheckpoint, TRAINER_STATE_VERSION, type AdapterStore, type Checkpoint } from './run-checkpoint.ts';
 import { truncateLogAfterStep, type BaselineRow, type EvalRow, type SampleRow, type TrainRow } from './metrics.ts';
@@ -77,9 +77,11 @@ export interface TrainingSetup {
 }
 
 export type TrainEvent =
-  | { kind: 'start'; fromStep: number; steps: number; trainEpisodes: number; testEpisodes: number; maxCompletionTokens: number }
+  | { kind: 'start'; fromStep: number; steps: number; trainEpisodes: number; testEpisodes: number; maxCompletionTokens: number; evaluatedModalities: number }
   | { kind: 'step'; row: TrainRow }
   | { kind: 'eval'; rows: EvalRow[] }
+  /** During an evaluation: items of `modality` answered so far at `step`. */
+  | { kind: 'eval-progress'; step: number; modality: Modality; role: 'train' | 'transfer'; done: number; total: number }
   | { kind: 'baseline'; row: BaselineRow }
   | { kind: 'checkpoint'; dir: string; step: number }
   | { kind: 'nan'; step: number; streak: number };
@@ -233,13 +235,13 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
   const rewards = setup.rewards ?? (await loadRewardFunctions(setup.config.reward));
   const run = await prepareRun(setup, rewards);
   const state = startOrResume(run);
-  setup.onEvent?.({ kind: 'start', fromStep: state.step, steps: run.config.steps, trainEpisodes: run.trainSet.length, testEpisodes: run.testEpisodes.length, maxCompletionTokens: run.maxCompletionTokens });
+  setup.onEvent?.({ kind: 'start', fromStep: state.step, steps: run.config.steps, trainEpisodes: run.trainSet.length, testEpisodes: run.testEpisodes.length, maxCompletionTokens: run.maxCompletionTokens, evaluatedModalities: run.testSets.length });
   // A run can be stopped at any moment and resumed: the step-0 checkpoint comes first, and the evaluation due at the
   // step the run starts from (step 0, or a checkpoint whose evaluation was interrupted) is finished, skipping the
   // modalities whose rows are already in metrics.jsonl.
   if (!state.checkpointed) checkpoint(run, state);
   if (state.step === 0 && run.baseline && !state.logged.has('baseline')) logBaseline(run);
-  if (evaluationDue(run, state.step)) evaluate(run, state, state.step);
+  if (evaluationDue(run, state.step)) await evaluate(run, state, state.step);
   state.logged.clear();
   const { config } = run;
   const stopAt = Math.min(config.steps, setup.stopAfterStep ?? Infinity);
@@ -258,7 +260,8 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
     logStep(run, state, row, stats, sampleRows(run, state.step, step));
     // Checkpoint before evaluating: a run stopped during the evaluation resumes here and evaluates only what is missing.
     if (state.step % config.checkpointEvery === 0 || state.step === config.steps || state.step === stopAt) checkpoint(run, state);
-    if (evaluationDue(run, state.step)) evaluate(run, state, state.step);
+    if (evaluationDue(run, state.step)) await evaluate(run, state, state.step);
+    await letEventsThrough();
   }
   state.optimizer.dispose();
   return { lastStep: state.step, evals: state.evals };
@@ -327,6 +330,11 @@ async function prepareRun(setup: TrainingSetup, rewards: RewardFunction[]): Prom
     rewards,
     baseline: testEpisodes.length > 0 && dataset?.format !== 'chat',
   };
+}
+
+/** Give the event loop a turn (a Ctrl-C handler, a progress redraw): the loop's work is otherwise synchronous. */
+function letEventsThrough(): Promise<void> {
+  return new Promise((done) => setImmediate(done));
 }
 
 function evaluationDue(run: Run, step: number): boolean {
@@ -668,19 +676,31 @@ function logStep(run: Run, state: RunState, row: TrainRow, stats: UpdateStats, s
   }
 }
 
-/** Greedy accuracy on the fixed test split, in the trained and the transfer modality. */
-function evaluate(run: Run, state: RunState, atStep: number): void {
+/**
+ * Greedy accuracy on the fixed test split, in the trained and the transfer modality. Each modality's row is written as
+ * soon as it is known; progress is reported after every decoding batch, and signals get through between batches.
+ */
+async function evaluate(run: Run, state: RunState, atStep: number): Promise<void> {
   const { env, sampler } = run;
   // Modalities evaluated at this step before an interruption are not evaluated again.
   const pending = run.testSets.filter(({ modality }) => !(atStep === state.step && state.logged.has(`eval:${modality}`)));
   if (pending.length === 0) return;
-  const rows = pending.map(({ modality, role, items }) => {
-    const e = evaluateSplit(sampler, env, items, modality, run.maxCompletionTokens, (text) => sampler.responseOf(env, text));
+  const rows: EvalRow[] = [];
+  for (const { modality, role, items } of pending) {
+    const steps = evaluateSplitStepwise(sampler, env, items, modality, run.maxCompletionTokens, (text) => sampler.responseOf(env, text));
+    run.setup.onEvent?.({ kind: 'eval-progress', step: atStep, modality, role, done: 0, total: items.length });
+    let next = steps.next();
+    while (!next.done) {
+      run.setup.onEvent?.({ kind: 'eval-progress', step: atStep, modality, role, ...next.value });
+      await letEventsThrough();
+      next = steps.next();
+    }
+    const e = next.value;
     const row: EvalRow = { type: 'eval', step: atStep, modality, role, n: e.n, accuracy: e.accuracy, low: e.low, high: e.high, exactRate: e.exactRate, validRate: e.validRate, seconds: e.seconds };
     // Written as soon as it is known, so that a stop during the next modality keeps this one.
     appendJsonl(run.metricsPath, [row]);
-    return row;
-  });
+    rows.push(row);
+  }
   state.evals.push(...rows);
   run.setup.onEvent?.({ kind: 'eval', rows });
 }

@@ -40,6 +40,12 @@ export function completionBudget(referenceLengths: number[]): number {
 /** Prompts decoded together: the built-in model batches them, and on CPU a decoding step costs little more for 64 rows than for 16. */
 const EVAL_BATCH = 64;
 
+/** Items answered so far, after each decoding batch (for progress, and a point where a caller may yield). */
+export interface SplitProgress {
+  done: number;
+  total: number;
+}
+
 export function evaluateSplit(
   sampler: Sampler,
   env: Env,
@@ -48,6 +54,25 @@ export function evaluateSplit(
   maxNewTokens: number,
   responseOf: (completionText: string) => string = (t) => t,
 ): SplitEvaluation {
+  const steps = evaluateSplitStepwise(sampler, env, items, modality, maxNewTokens, responseOf);
+  for (;;) {
+    const next = steps.next();
+    if (next.done) return next.value;
+  }
+}
+
+/**
+ * evaluateSplit one decoding batch at a time: yields the progress after each batch and returns the evaluation, so that
+ * the training loop can show progress and let signals through (Ctrl-C) during a long evaluation.
+ */
+export function* evaluateSplitStepwise(
+  sampler: Sampler,
+  env: Env,
+  items: PreparedEpisode[],
+  modality: Modality,
+  maxNewTokens: number,
+  responseOf: (completionText: string) => string = (t) => t,
+): Generator<SplitProgress, SplitEvaluation> {
   const start = performance.now();
   const rng = new Rng(0, 'greedy'); // unused by greedy decoding, but the contract asks for one
   const rows: ScoredRow[] = [];
@@ -62,6 +87,7 @@ export function evaluateSplit(
       completions.push(completion.text);
       tokens += completion.tokens.length;
     });
+    yield { done: rows.length, total: items.length };
   }
   const summary = summarizeScores(env, rows);
   const n = rows.length;

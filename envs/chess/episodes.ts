@@ -10,6 +10,7 @@ import type { Candidate, SampleOptions } from '../env.ts';
 import { Board } from './board.ts';
 import { CHECKPOINT_PLIES, readGamesFile, type Game } from './games.ts';
 import { playSyntheticMove, startBoard } from './synthetic.ts';
+import { BARE_FEN_PARSING } from '../../rewards/chess.ts';
 
 export const OFFSETS = ['start', 'random'] as const;
 export type Offset = (typeof OFFSETS)[number];
@@ -18,6 +19,8 @@ export type Offset = (typeof OFFSETS)[number];
 export const chessExtraSchema = z.looseObject({
   games: z.string().min(1).optional(),
   offset: z.enum(OFFSETS).default('start'),
+  /** How answers are parsed: as the reference evaluator (default), or also accepting a bare FEN (recorded in meta). */
+  'chess-answer': z.enum(['reference', 'bare-fen']).default('reference'),
 });
 export type ChessExtra = z.infer<typeof chessExtraSchema>;
 
@@ -73,7 +76,13 @@ export function chessCandidates(rng: Rng, options: SampleOptions): Iterable<Cand
   if (!Number.isInteger(count) || count < 0) throw new UserError(`--actions must be a non-negative integer, got ${count}`);
   const extra = parseOrFail(chessExtraSchema, options.extra, '--');
   const source = extra.games !== undefined ? fromFile(readGamesFile(extra.games), rng, count, extra.offset) : synthetic(rng, count, extra.offset);
-  return unique(source);
+  if (extra['chess-answer'] === 'reference') return unique(source);
+  // The scoring option travels with each episode (into evaluation rows too, so `metrl score` honours it).
+  return withMeta(unique(source), { answerParsing: BARE_FEN_PARSING });
+}
+
+function* withMeta(source: Iterable<Candidate>, meta: Record<string, unknown>): Generator<Candidate> {
+  for (const candidate of source) yield { ...candidate, meta: { ...candidate.meta, ...meta } };
 }
 
 /** Drop repeated (initial state, moves) pairs and games that ended early (null); end after too many in a row. */

@@ -1,6 +1,6 @@
 // The chess environment of MET-Bench: episodes from real games (a PGN or UCI file) or the built-in synthetic games,
 // moves shown as UCI text or as images of the move on an empty board, answers scored per square.
-import { scoreChess } from '../../rewards/chess.ts';
+import { BARE_FEN_PARSING, scoreChess } from '../../rewards/chess.ts';
 import type { Env } from '../env.ts';
 import { chessBaselineAnswer, randomChessMove } from './baseline.ts';
 import { Board } from './board.ts';
@@ -22,6 +22,9 @@ export const chessEnv: Env = {
   prompt: chessPrompt,
   perceptionProbe: chessPerceptionProbe,
   score: (input) => scoreChess(input),
+  // Every summary says how answers were parsed, so that a number scored with the bare-FEN extension is never taken
+  // for one comparable with MET-Bench's.
+  summarize: (rows) => ({ answerParsing: rows.some((r) => r.input.meta?.answerParsing === BARE_FEN_PARSING) ? 'bare-fen accepted (not the reference)' : 'reference' }),
   // Per-square rewards of one board are not independent: the interval is over mean board scores (clustered by board).
   intervalMethod: 'mean',
   baselineAnswer: chessBaselineAnswer,

@@ -25,7 +25,9 @@ export interface ServeOptions {
 
 export async function serve(options: ServeOptions): Promise<void> {
   const log = (line: string) => process.stderr.write(`${line}\n`);
-  const loaded = await loadPolicy(options.checkpoint, { ...(options.base ? { base: options.base } : {}), ...(options.backend ? { backend: options.backend } : {}), log });
+  // The backend line waits until the server listens: a bad --host or --port is then the only line on stderr.
+  let backendLine = '';
+  const loaded = await loadPolicy(options.checkpoint, { ...(options.base ? { base: options.base } : {}), ...(options.backend ? { backend: options.backend } : {}), log: (line) => (backendLine = line) });
   const modelId = options.modelId ?? basename(resolve(options.checkpoint));
   const engine = policyEngine(loaded.policy, modelId, options.seed);
   const running = await startServer(engine, { host: options.host, port: options.port, log }).catch((error: NodeJS.ErrnoException) => {
@@ -35,6 +37,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND') throw new UserError(`--host ${options.host}: not an address of this machine`);
     throw error;
   });
+  if (backendLine !== '') log(backendLine);
   log(`metrl serve: model ${modelId} (base ${loaded.base}${loaded.adapter ? `, adapter ${loaded.adapter}` : ''})`);
   process.stdout.write(`${running.url}\n`);
   await new Promise<void>((done) => {

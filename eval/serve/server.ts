@@ -182,6 +182,12 @@ function allow(req: IncomingMessage, method: string): void {
 
 function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
+    // A declared length over the limit is refused before any byte is read (and without waiting for them).
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > limit) {
+      reject(new HttpError(413, `request body over ${Math.round(limit / 1024 / 1024)} MB`));
+      return;
+    }
     const chunks: Buffer[] = [];
     let size = 0;
     let failed = false;

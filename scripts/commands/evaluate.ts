@@ -24,7 +24,7 @@ const schema = z.object({
   modality: z.string().min(1).optional(),
   'image-ratio': z.union([z.string(), z.number()]).optional(),
   actions: z.union([z.string(), z.number()]),
-  n: positiveInt,
+  n: positiveInt.max(100_000, 'at most 100,000 items per setting'),
   seed: z.coerce.number().int().min(0),
   task: z.enum(['track', 'perception']),
   cascade: z.boolean(),

@@ -13,8 +13,10 @@ const schema = z.object({
   domain: z.string().min(1),
   modality: z.enum(MODALITY_SETTINGS),
   'image-ratio': z.number().min(0).max(1),
-  n: z.number().int().positive(),
-  actions: z.number().int().min(0),
+  // Bounds a dataset on disk and in memory can hold (1e9 rows ran the process out of memory), and the longest
+  // episodes any benchmark uses (evaluate's --actions has the same bound).
+  n: z.number().int().positive().max(1_000_000, 'at most 1,000,000 episodes per dataset'),
+  actions: z.number().int().min(0).max(1000, 'at most 1000 actions per episode'),
   split: z.enum(['train', 'test']),
   seed: z.number().int().min(0),
   out: z.string().min(1),

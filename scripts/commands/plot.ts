@@ -32,7 +32,7 @@ const plotters: Plotter[] = [
         dirs.map((dir) => {
           const rows = readMetrics(join(dir, 'metrics.jsonl'));
           if (!rows.some((r) => r.type === 'eval')) throw new UserError(`${dir}: no evaluation rows yet in metrics.jsonl`);
-          return { label: runLabel(dir), rows };
+          return { label: runLabel(dir), domain: runDomain(dir), rows };
         }),
       ),
   },
@@ -43,6 +43,16 @@ const plotters: Plotter[] = [
     build: (dirs) => sweepSpec(dirs.map(readRunReport)),
   },
 ];
+
+/** The run's environment from its config.json, or undefined when it cannot be read. */
+function runDomain(dir: string): string | undefined {
+  try {
+    const { domain } = readJson(join(dir, 'config.json'), z.object({ domain: z.unknown() }).loose());
+    return typeof domain === 'string' ? domain : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** "shell-text-20261121-2300 (shell, text)" from the run's config.json when it has one. */
 function runLabel(dir: string): string {

@@ -57,6 +57,30 @@ const RunInfoSchema = z
   })
   .loose();
 
+/**
+ * Throw a UserError naming the first flag whose value differs from what `info` recorded ("--seed 2, but the run was
+ * started with 1"); flags equal to the recorded values, and --steps, pass.
+ */
+function refuseChanges(flags: TrainFlags, flagConfig: Record<string, unknown>, info: z.infer<typeof RunInfoSchema>, infoPath: string): void {
+  const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+  const refuse = (flag: string, given: unknown, recorded: unknown) => {
+    const show = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v) ?? 'unset');
+    throw new UserError(`--resume: --${flag} ${show(given)} differs from the run's ${show(recorded)} (${infoPath}); only --steps may change`);
+  };
+  if (flags.domain !== undefined && flags.domain !== info.domain) refuse('domain', flags.domain, info.domain);
+  if (flags.modality !== undefined && flags.modality !== info.modality) refuse('modality', flags.modality, info.modality);
+  if (flags.checkpoint !== undefined && resolve(flags.checkpoint) !== info.checkpoint) refuse('checkpoint', resolve(flags.checkpoint), info.checkpoint);
+  if (flags.games !== undefined && resolve(flags.games) !== info.envExtra.games) refuse('games', resolve(flags.games), info.envExtra.games);
+  if (flags.offset !== undefined && flags.offset !== info.envExtra.offset) refuse('offset', flags.offset, info.envExtra.offset);
+  // A --config file counts through the values it gives (flags win over it, as when the run was started).
+  const given = { ...(flags.config ? readConfigFile(flags.config) : {}), ...flagConfig };
+  for (const [key, value] of Object.entries(given)) {
+    if (key === 'steps' || same(value, info.config[key])) continue;
+    const flag = CONFIG_FLAGS.find((f) => f.key === key)?.flag ?? key;
+    refuse(Object.hasOwn(flagConfig, key) ? flag : `config ${flags.config}: ${key}`, value, info.config[key]);
+  }
+}
+
 function timestamp(): string {
   return new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
 }
@@ -79,11 +103,11 @@ async function run(flags: TrainFlags): Promise<void> {
     const infoPath = join(runDir, 'config.json');
     if (!existsSync(infoPath)) throw new UserError(`--resume: ${runDir} holds no run (config.json is missing)`);
     const info = readJson(infoPath, RunInfoSchema, { invalid: (error) => `not a training run's config (${error.issues[0]?.path.join('.')}: ${error.issues[0]?.message})` });
-    // The run continues with its own settings; only --steps may change (to extend it).
-    const changed = Object.keys(flagConfig).filter((k) => k !== 'steps');
-    const other = (['domain', 'modality', 'checkpoint', 'config', 'games', 'offset', 'dataset'] as const).filter((k) => flags[k] !== undefined && !(k === 'domain' && flags.domain === info.domain) && !(k === 'modality' && flags.modality === info.modality));
-    if (changed.length > 0 || other.length > 0) {
-      throw new UserError(`--resume continues with ${infoPath}; drop --${[...other, ...changed].join(', --')} (only --steps may change)`);
+    // The run continues with its own settings; only --steps may change (to extend it). The original command with
+    // --resume appended repeats the recorded values, which is fine: only a real change is refused.
+    refuseChanges(flags, flagConfig, info, infoPath);
+    if (flags.dataset !== undefined && resolve(flags.dataset) !== info.dataset) {
+      throw new UserError(`--resume: --dataset ${resolve(flags.dataset)} differs from the run's ${info.dataset ?? 'unset'} (${infoPath}); only --steps may change`);
     }
     ({ domain, modality, checkpoint: checkpointDir, envExtra } = info);
     datasetPath = info.dataset;
@@ -97,6 +121,8 @@ async function run(flags: TrainFlags): Promise<void> {
     }
     const datasetDomain = dataset?.domain ?? flags.domain;
     if (!datasetDomain) throw new UserError(dataset ? `--dataset ${flags.dataset}: chat rows need --domain (it scores the answers)` : '--domain is required (chess, shell, boxes, mcst, mate or rem)');
+    if ((flags.games !== undefined || flags.offset !== undefined) && datasetDomain !== 'chess') throw new UserError('--games and --offset apply to --domain chess');
+    if (flags.games !== undefined && !existsSync(flags.games)) throw new UserError(`--games ${flags.games}: no such file`);
     domain = datasetDomain;
     const datasetModality = dataset && (dataset.train.some(showsImage) ? 'image' : 'text');
     if (!(flags.modality ?? datasetModality)) throw new UserError('--modality is required (text or image)');
@@ -124,26 +150,57 @@ async function run(flags: TrainFlags): Promise<void> {
   const backend = await initBackend(flags.backend, null);
   const setup = await loadTrainingPolicy(checkpointDir, config);
   assertReadsModality(setup.policy, modality);
-  // Printed once the checkpoint has loaded, so that a checkpoint error is the only line a user sees.
-  if (!flags.quiet) log(backendLine(backend));
-  if (!flags.resume) {
-    // Written before the first step so that an interrupted run can always be resumed.
-    writeJsonAtomic(join(runDir, 'config.json'), {
-      domain,
-      modality,
-      checkpoint: checkpointDir,
-      backend: backend.name,
-      envExtra,
-      ...(datasetPath !== undefined ? { dataset: datasetPath } : {}),
-      config,
-      createdAt: new Date().toISOString(),
-    });
-  }
-  if (!flags.quiet) log(`run folder: ${runDir}`);
+  // Once the run has started (the checkpoint loaded, the episodes made, a resumed state read), and not before: an error
+  // up to there is then the only line on stderr and leaves nothing on disk. config.json comes before the first
+  // checkpoint, so that an interrupted run can always be resumed.
+  const started = () => {
+    if (!flags.resume) {
+      writeJsonAtomic(join(runDir, 'config.json'), {
+        domain,
+        modality,
+        checkpoint: checkpointDir,
+        backend: backend.name,
+        envExtra,
+        ...(datasetPath !== undefined ? { dataset: datasetPath } : {}),
+        config,
+        createdAt: new Date().toISOString(),
+      });
+    }
+    if (!flags.quiet) {
+      log(backendLine(backend));
+      log(`run folder: ${runDir} (Ctrl-C stops it at any moment; --resume --out ${runDir} continues it)`);
+    }
+  };
   const progress = flags.quiet ? null : progressView(config, modality, log);
+  // Where the run stands, for the Ctrl-C message: the last finished step and the last checkpoint written.
+  let lastStep = 0;
+  let lastCheckpoint: string | null = null;
+  const onEvent = (event: TrainEvent) => {
+    if (event.kind === 'start') {
+      lastStep = event.fromStep;
+      started();
+    }
+    if (event.kind === 'step') lastStep = event.row.step;
+    if (event.kind === 'checkpoint') lastCheckpoint = `step-${event.step}`;
+    progress?.onEvent(event);
+  };
+  // Every file of a run is written atomically or repaired on resume, so stopping between two of the loop's phases loses
+  // nothing finished: say where the run stands and how to continue, and exit 130 as a shell expects after Ctrl-C.
+  const onSignal = (signal: string) => {
+    progress?.stop();
+    const where = lastCheckpoint ? `its last checkpoint is ${lastCheckpoint}` : 'no checkpoint was written yet';
+    log(`train: ${signal === 'SIGINT' ? 'interrupted' : signal} after step ${lastStep} of ${config.steps}; ${where}, and finished evaluations are kept. Continue with: metrl train --resume --out ${runDir}`);
+    process.exit(130);
+  };
+  const onSigint = () => onSignal('SIGINT');
+  const onSigterm = () => onSignal('SIGTERM');
+  process.once('SIGINT', onSigint);
+  process.once('SIGTERM', onSigterm);
   try {
-    await train({ env, ...setup, config, modality, runDir, resume: flags.resume, envExtra, rewards, dataset, onEvent: progress?.onEvent });
+    await train({ env, ...setup, config, modality, runDir, resume: flags.resume, envExtra, rewards, dataset, onEvent });
   } finally {
+    process.off('SIGINT', onSigint);
+    process.off('SIGTERM', onSigterm);
     progress?.stop();
   }
   if (!flags.quiet) log(`done: ${runDir} (plot it with: metrl plot ${runDir})`);
@@ -158,62 +215,135 @@ function showsImage({ episode, messages }: Dataset['train'][number]): boolean {
 const fmt = (x: number | null | undefined, digits = 3) => (x === null || x === undefined ? '–' : x.toFixed(digits));
 const evalText = (r: EvalRow) => `${r.modality} (${r.role === 'train' ? 'trained' : 'transfer'}) ${fmt(r.accuracy)} [${fmt(r.low)}, ${fmt(r.high)}]`;
 
-/** A progress bar with reward, accuracy and ETA on a terminal; plain lines otherwise. */
+/** "3h05m", "12m30s", "45s"; "–" when unknown. */
+function duration(seconds: number | null): string {
+  if (seconds === null || !Number.isFinite(seconds)) return '–';
+  const s = Math.max(0, Math.round(seconds));
+  if (s >= 3600) return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+  if (s >= 60) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+  return `${s}s`;
+}
+
+/**
+ * Progress on stderr: on a terminal one bar that counts training steps, and during an evaluation (step 0 and every
+ * evalEvery steps) the evaluation's items, with the run's ETA counting both the remaining steps and the remaining
+ * evaluations; the last checkpoint is shown in the bar. Plain lines otherwise (an evaluation line at most every 10 s).
+ */
 function progressView(config: TrainConfig, modality: string, log: (line: string) => void) {
   const tty = process.stderr.isTTY === true;
   const bar = tty
     ? new cliProgress.SingleBar(
-        { format: 'GRPO {bar} {value}/{total} | reward {reward} | valid {valid} | test {test} | {sps}s/step | ETA {eta_formatted}', hideCursor: true, etaBuffer: 20, stream: process.stderr },
+        { format: '{phase} {bar} {value}/{total} ETA {eta_formatted} | reward {reward} | valid {valid} | test {test} | {sps}s/step | {ckpt} | run ETA {runEta}', hideCursor: true, stream: process.stderr },
         cliProgress.Presets.shades_classic,
       )
     : null;
-  let test = '–';
   let started = false;
-  // The bar's last values, kept when it is restarted around an evaluation line.
-  let payload = { reward: '–', valid: '–', test, sps: '–' };
+  let payload = { phase: 'GRPO step', reward: '–', valid: '–', test: '–', sps: '–', ckpt: 'no checkpoint yet', runEta: '–' };
+  let step = 0;
+  let testEpisodes = 0;
+  let modalities = 2;
+  const stepSeconds: number[] = [];
+  let itemSeconds: number | null = null; // measured during evaluations
+  let evalStarted = 0;
+  let evalDoneAtStart = 0;
+  let lastPlain = 0;
+
+  /** Evaluations still due after `step` (each of `modalities` × testEpisodes items). */
+  const evalsAfter = (from: number) => {
+    let n = 0;
+    for (let s = from + 1; s <= config.steps; s++) if (s % config.evalEvery === 0 || s === config.steps) n++;
+    return n;
+  };
+  const runEta = (evalItemsLeft: number) => {
+    const perStep = stepSeconds.length > 0 ? stepSeconds.reduce((a, b) => a + b, 0) / stepSeconds.length : null;
+    const perItem = itemSeconds;
+    if (perStep === null && config.steps > step) return null;
+    if (perItem === null) return null;
+    return (config.steps - step) * (perStep ?? 0) + (evalItemsLeft + evalsAfter(step) * modalities * testEpisodes) * perItem;
+  };
+  let drawnPhase = '';
+  const redraw = (value: number, total: number) => {
+    if (!bar) return;
+    // A new phase (the steps, an evaluation of one modality) gets a bar of its own, so that its ETA is its own; the
+    // finished one stays on screen above it.
+    if (started && drawnPhase !== payload.phase) {
+      bar.stop();
+      started = false;
+    }
+    drawnPhase = payload.phase;
+    if (!started) {
+      bar.start(total, value, payload);
+      started = true;
+    } else {
+      bar.setTotal(total);
+      bar.update(value, payload);
+    }
+  };
+
   const onEvent = (event: TrainEvent) => {
     switch (event.kind) {
       case 'start':
+        step = event.fromStep;
+        testEpisodes = event.testEpisodes;
+        modalities = event.evaluatedModalities;
         if (event.fromStep >= event.steps) {
           log(`the run is complete at step ${event.fromStep}; pass a larger --steps with --resume to continue it`);
           break;
         }
-        log(`training ${modality} on ${event.trainEpisodes} episodes, testing on ${event.testEpisodes}; steps ${event.fromStep + 1}-${event.steps}; completions up to ${event.maxCompletionTokens} tokens`);
-        if (bar) {
-          bar.start(event.steps, event.fromStep, payload);
-          started = true;
+        log(`training ${modality} on ${event.trainEpisodes} episodes, testing on ${event.testEpisodes} in ${event.evaluatedModalities} modalities; steps ${event.fromStep + 1}-${event.steps}; completions up to ${event.maxCompletionTokens} tokens`);
+        break;
+      case 'eval-progress': {
+        const now = performance.now();
+        if (event.done === 0) {
+          evalStarted = now;
+          evalDoneAtStart = 0;
+        } else if (now > evalStarted) itemSeconds = (now - evalStarted) / 1000 / (event.done - evalDoneAtStart);
+        const left = event.total - event.done;
+        const itemsLeft = left + (event.role === 'train' && modalities > 1 ? testEpisodes : 0);
+        payload = { ...payload, phase: `eval step ${event.step}, ${event.modality} (${event.role === 'train' ? 'trained' : 'transfer'}) items`, runEta: duration(runEta(itemsLeft)) };
+        if (bar) redraw(event.done, event.total);
+        else if (event.done === event.total || now - lastPlain > 10_000) {
+          lastPlain = now;
+          log(`eval step ${event.step} ${event.modality}: ${event.done}/${event.total} items, run ETA ${payload.runEta}`);
         }
         break;
+      }
       case 'step': {
         const r = event.row;
-        payload = { reward: fmt(r.rewardMean, 2), valid: fmt(r.validRate, 2), test, sps: fmt(r.time.total, 1) };
-        if (bar) bar.update(r.step, payload);
-        else log(`step ${r.step}/${config.steps} reward ${fmt(r.rewardMean)} ± ${fmt(r.rewardStd)} valid ${fmt(r.validRate, 2)} kl ${fmt(r.kl, 4)} clip ${fmt(r.clipFraction, 3)} len ${fmt(r.completionLength, 1)} zero-spread ${r.zeroSpreadGroups}/${r.groups} ${fmt(r.time.total, 1)}s`);
+        step = r.step;
+        stepSeconds.push(r.time.total);
+        if (stepSeconds.length > 20) stepSeconds.shift();
+        payload = { ...payload, phase: 'GRPO step', reward: fmt(r.rewardMean, 2), valid: fmt(r.validRate, 2), sps: fmt(r.time.total, 1), runEta: duration(runEta(0)) };
+        if (bar) redraw(r.step, config.steps);
+        else log(`step ${r.step}/${config.steps} reward ${fmt(r.rewardMean)} ± ${fmt(r.rewardStd)} valid ${fmt(r.validRate, 2)} kl ${fmt(r.kl, 4)} clip ${fmt(r.clipFraction, 3)} len ${fmt(r.completionLength, 1)} zero-spread ${r.zeroSpreadGroups}/${r.groups} ${fmt(r.time.total, 1)}s, run ETA ${payload.runEta}`);
         break;
       }
       case 'eval': {
         const trained = event.rows.find((r) => r.role === 'train');
-        test = trained ? fmt(trained.accuracy, 2) : test;
-        payload = { ...payload, test };
+        payload = { ...payload, phase: 'GRPO step', test: trained ? fmt(trained.accuracy, 2) : payload.test };
         const line = `eval step ${event.rows[0]?.step}: ${event.rows.map(evalText).join('; ')}`;
         if (bar && started) {
+          // The result line goes above the bar, which then counts steps again.
           bar.stop();
+          started = false;
           log(line);
-          if ((event.rows[0]?.step ?? 0) < config.steps) bar.start(config.steps, event.rows[0]?.step ?? 0, payload);
-          else started = false;
+          if (step < config.steps) redraw(step, config.steps);
         } else log(line);
         break;
       }
       case 'baseline':
-        // Logged before the bar starts its step-0 evaluation; the bar is restarted around eval lines anyway.
-        if (bar && started) bar.stop();
+        if (bar && started) {
+          bar.stop();
+          started = false;
+        }
         log(`Game Start baseline on the test split (answer = initial state): ${fmt(event.row.accuracy)} [${fmt(event.row.low)}, ${fmt(event.row.high)}] (n = ${event.row.n})`);
-        if (bar && started) bar.start(config.steps, 0, payload);
         break;
       case 'nan':
         log(`step ${event.step}: loss not finite, update skipped (${event.streak} in a row)`);
         break;
       case 'checkpoint':
+        payload = { ...payload, ckpt: `checkpoint step-${event.step}` };
+        if (bar && started) bar.update(payload);
         if (!bar) log(`checkpoint: ${event.dir}`);
         break;
     }

@@ -31,6 +31,10 @@ describe.concurrent('the backend line', () => {
     expectUserError(await metrl(['serve', '--checkpoint', brokenBase(), '--port', '0']), /model\.safetensors/);
   });
 
+  it('serve: an address it cannot bind is the only line', async () => {
+    expectUserError(await metrl(['serve', '--checkpoint', join(PROJECT, 'checkpoints', 'base'), '--host', '999.1.1.1', '--port', '0']), /--host 999\.1\.1\.1: not an address of this machine/);
+  });
+
   it('evaluate --quiet prints nothing; config.json records base, adapter, step and backend', async () => {
     const out = join(scratchDir('eval-quiet'), 'run');
     const result = await metrl(['evaluate', '--checkpoint', join(PROJECT, 'checkpoints', 'base'), '--domain', 'shell', '--n', '1', '--actions', '3', '--max-tokens', '4', '--quiet', '--out', out]);

@@ -17,9 +17,11 @@ describe('metrl plot', () => {
     expect(result.code).toBe(0);
     const svg = readFileSync(`${out}.svg`, 'utf8');
     expect(svg).toContain('<svg');
-    expect(svg).toContain('test accuracy (95% CI); dotted: Game Start');
-    expect(svg).toContain('shell-text');
-    expect(svg).toContain('chess-image');
+    expect(svg).toContain('95% CI; dotted: Game Start');
+    // The y-axis names each domain's metric; panels keep the order the runs were given.
+    expect(svg).toContain('chess: per-square');
+    expect(svg.indexOf("Title text 'shell-text'")).toBeLessThan(svg.indexOf("Title text 'chess-image'"));
+    expect(svg.indexOf("Title text 'shell-text'")).toBeGreaterThan(-1);
     const meta = await sharp(readFileSync(`${out}.png`)).metadata();
     expect(meta.format).toBe('png');
     expect(meta.width).toBeGreaterThan(600);

@@ -26,8 +26,9 @@ const cases: Array<[string, string, string | null]> = [
   ['FEN only in a code fence after the marker line', 'FINAL ANSWER:\n```\n' + AFTER + '\n```', null],
   ['FEN in a code fence on the marker line', 'FINAL ANSWER: ```' + AFTER + '```', AFTER],
   ['FEN without marker inside prose', `I think the board is ${AFTER} now.`, null],
-  ['bare FEN as the whole response', `  ${AFTER}  `, AFTER],
-  ['bare FEN in backticks', '`' + AFTER + '`', AFTER],
+  // The reference evaluator scores a response without the marker as invalid, even when it is just the FEN.
+  ['bare FEN as the whole response', `  ${AFTER}  `, null],
+  ['bare FEN in backticks', '`' + AFTER + '`', null],
   ['placement only', `FINAL ANSWER: ${AFTER_BOARD}`, AFTER_BOARD],
   ['placement with partial fields', `FINAL ANSWER: ${AFTER_BOARD} w KQkq`, `${AFTER_BOARD} w KQkq`],
   ['seven ranks', 'FINAL ANSWER: rnbqkbnr/pppp1ppp/8/4p3/4P3/PPPP1PPP/RNBQKBNR w KQkq - 0 2', null],
@@ -47,6 +48,15 @@ describe('parseChessAnswer', () => {
       expect(parseChessAnswer(response)?.text ?? null).toBe(expected);
     });
   }
+
+  it('accepts a bare FEN only with the explicit extension, and only as the whole response', () => {
+    expect(parseChessAnswer(`  ${AFTER}  `, { acceptBareFen: true })?.text).toBe(AFTER);
+    expect(parseChessAnswer('`' + AFTER + '`', { acceptBareFen: true })?.text).toBe(AFTER);
+    expect(parseChessAnswer(`I think the board is ${AFTER} now.`, { acceptBareFen: true })).toBeNull();
+    const bare = { target: AFTER, response: AFTER, initialState: START };
+    expect(scoreChess(bare).valid).toBe(false);
+    expect(scoreChess({ ...bare, meta: { answerParsing: 'bare-fen' } }).reward).toBe(1);
+  });
 
   it('without requireMarker takes the lowest line holding exactly one FEN', () => {
     const response = `Start: ${START}\nEnd: ${AFTER}\nThat is all.`;

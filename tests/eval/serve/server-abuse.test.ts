@@ -57,6 +57,12 @@ describe('metrl serve under abuse', () => {
     expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(/messages: 200000 characters of text/);
   });
 
+  it('a declared body over the size limit → 413 at once, without waiting for the bytes', async () => {
+    const port = await start({ maxBodyBytes: 1024, requestTimeoutMs: 60_000, headersTimeoutMs: 60_000 });
+    const response = await raw(port, 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\nConnection: close\r\n\r\n', true);
+    expect(statusOf(response)).toBe(413);
+  });
+
   it('headers that never finish → disconnected at the header deadline', async () => {
     const port = await start({ headersTimeoutMs: 300, requestTimeoutMs: 600 });
     const response = await raw(port, 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n');
