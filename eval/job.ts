@@ -10,7 +10,8 @@ import { UserError } from '../core/errors.ts';
 import { writeFileAtomic } from '../core/files.ts';
 import { envExtraFromFlags } from '../envs/cli-options.ts';
 import { getEnv } from '../envs/registry.ts';
-import type { Domain } from '../core/episode.ts';
+import { datasetFormat, readDataset } from '../envs/dataset-reader.ts';
+import type { Domain, Episode } from '../core/episode.ts';
 import type { Env } from '../envs/env.ts';
 import { isEvalRun, readRunReport } from './plot-sweeps.ts';
 import { COMPACT_STYLE, type CompactTemplate } from './query-to-chat.ts';
@@ -59,6 +60,11 @@ export interface EvaluateOptions {
   quiet: boolean;
   /** Evaluate nothing: one table from these finished run folders (written to `out` when given). */
   tables?: string[];
+  /**
+   * A folder `metrl generate` wrote (envs/dataset-reader.ts): its rows are the episodes evaluated, its domain and
+   * action count the setting's (--domain and --actions do not apply); --n caps the rows.
+   */
+  dataset?: string;
 }
 
 /** What the plan phase settles before anything is asked. */
@@ -70,6 +76,8 @@ interface Plan {
   out: string;
   config: RunConfig;
   retry: RetryPolicy;
+  /** The --dataset episodes, when given. */
+  dataset?: Episode[];
 }
 
 export async function evaluate(options: EvaluateOptions): Promise<void> {
@@ -92,7 +100,8 @@ async function planRun(options: EvaluateOptions): Promise<Plan> {
   if (options.resume && options.out === undefined) throw new UserError('--resume needs --out DIR (the folder of the run to continue)');
   if (model.kind === 'checkpoint' && !existsSync(model.path)) throw new UserError(`--checkpoint ${model.path}: no such folder`);
 
-  const domains = parseStringList<Domain>('domain', options.domain);
+  const dataset = options.dataset === undefined ? undefined : datasetEpisodes(options.dataset);
+  const domains = dataset ? [dataset[0].domain] : parseStringList<Domain>('domain', options.domain);
   const envs = new Map<Domain, Env>();
   for (const d of domains) envs.set(d, await getEnv(d));
   const task = options.task;
@@ -105,7 +114,7 @@ async function planRun(options: EvaluateOptions): Promise<Plan> {
       domains,
       modalities: options.modality !== undefined ? parseModalities(options.modality) : null,
       imageRatios: options.imageRatio !== undefined ? parseNumberList('image-ratio', options.imageRatio, (v) => v >= 0 && v <= 1, 'a number in [0, 1]') : null,
-      actions: parseNumberList('actions', options.actions, (v) => Number.isInteger(v) && v >= 0 && v <= 1000, 'a whole number of actions in [0, 1000]'),
+      actions: dataset ? [dataset[0].actions.length] : parseNumberList('actions', options.actions, (v) => Number.isInteger(v) && v >= 0 && v <= 1000, 'a whole number of actions in [0, 1000]'),
       prompts: options.prompt !== undefined ? parseStringList('prompt', options.prompt) : [defaultPrompt],
       shots: options.shots ?? null,
       task,
@@ -143,7 +152,17 @@ async function planRun(options: EvaluateOptions): Promise<Plan> {
     runtime: { workers: options.workers, limit: options.limit ?? null, retries: options.retries, timeout_s: options.timeoutSeconds },
   };
   const retry: RetryPolicy = { ...DEFAULT_RETRY, retries: options.retries, timeoutMs: options.timeoutSeconds * 1000, baseDelayMs: options.backoffSeconds * 1000 };
-  return { model, label, envs, settings, out, config, retry };
+  return { model, label, envs, settings, out, config, retry, dataset };
+}
+
+/** The episodes of a dataset folder, all with one action count (a setting has one). Chat rows have no episode to lay out. */
+function datasetEpisodes(path: string): Episode[] {
+  if (datasetFormat(path).format === 'chat') throw new UserError(`--dataset ${path}: evaluate reads folders \`metrl generate\` wrote; chat rows are trained on and tested by \`metrl train --dataset\``);
+  const dataset = readDataset(path);
+  const episodes = [...dataset.train, ...dataset.test].map((i) => i.episode);
+  const lengths = new Set(episodes.map((e) => e.actions.length));
+  if (lengths.size > 1) throw new UserError(`--dataset ${path}: rows with ${[...lengths].join(' and ')} actions; evaluate one action count at a time`);
+  return episodes;
 }
 
 /** The model behind one interface; the in-process checkpoint source and the compact template load only when used. */
@@ -166,7 +185,7 @@ async function runItems(plan: Plan, source: ModelSource, options: EvaluateOption
   process.once('SIGTERM', onSignal);
   let outcome: RunOutcome;
   try {
-    outcome = await runEvaluation({ out: plan.out, resume: options.resume, config: plan.config, envs: plan.envs, source, retry: plan.retry, progress: stderrProgress('evaluate', options.quiet), interrupt: interrupt.signal });
+    outcome = await runEvaluation({ out: plan.out, resume: options.resume, config: plan.config, envs: plan.envs, source, retry: plan.retry, progress: stderrProgress('evaluate', options.quiet), interrupt: interrupt.signal, dataset: plan.dataset });
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

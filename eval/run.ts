@@ -5,7 +5,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { UserError } from '../core/errors.ts';
 import { ensureDir, isEmptyDir } from '../core/files.ts';
-import type { Domain } from '../core/episode.ts';
+import type { Domain, Episode } from '../core/episode.ts';
 import type { Env } from '../envs/env.ts';
 import { evaluateItem } from './item.ts';
 import { runPool } from './pool.ts';
@@ -26,6 +26,8 @@ export interface RunOptions {
   progress: Progress;
   /** Aborting it stops the run like a fatal error (Ctrl-C). */
   interrupt?: AbortSignal;
+  /** Episodes of a dataset (--dataset) to evaluate instead of generated ones. */
+  dataset?: Episode[];
 }
 
 export interface RunOutcome {
@@ -55,7 +57,7 @@ export async function runEvaluation(options: RunOptions): Promise<RunOutcome> {
     throw new UserError(`--out ${out} exists and is not empty (use --resume to continue that run, or another --out)`);
   }
   // Episodes are drawn before anything is written: a source that cannot supply them leaves no half-made folder.
-  const selection = options.resume ? readSelection(out) : drawSelection(settings, envs, n, seed, config.extra as Record<Domain, Record<string, unknown>>);
+  const selection = options.resume ? readSelection(out) : drawSelection(settings, envs, n, seed, config.extra as Record<Domain, Record<string, unknown>>, options.dataset);
   const items = settings.flatMap((s) => itemsOf(s, selection, n, seed));
   ensureDir(out);
   if (!options.resume) writeSelection(out, selection);

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Rng } from '../core/rng.ts';
 import { UserError } from '../core/errors.ts';
 import { readJsonl, writeFileAtomic } from '../core/files.ts';
-import { generateEpisodes, type GenerateOptions } from '../envs/generate.ts';
+import { generateEpisodes, withModality, type GenerateOptions } from '../envs/generate.ts';
 import { DOMAINS, type Domain, type Episode } from '../core/episode.ts';
 import type { Env } from '../envs/env.ts';
 import { settingKey } from './settings.ts';
@@ -54,15 +54,30 @@ function episodesNeeded(s: Setting, n: number): number {
   return s.task === 'perception' ? Math.ceil(n / s.actions) : n;
 }
 
-export function drawSelection(settings: Setting[], envs: Map<Domain, Env>, n: number, seed: number, extra: Record<Domain, Record<string, unknown>>): Selection {
+/**
+ * `dataset`: the episodes of a dataset folder (--dataset), evaluated instead of generated test episodes: the first n,
+ * each shown in the setting's modality (as they are for 'mixed').
+ */
+export function drawSelection(
+  settings: Setting[],
+  envs: Map<Domain, Env>,
+  n: number,
+  seed: number,
+  extra: Record<Domain, Record<string, unknown>>,
+  dataset?: Episode[],
+): Selection {
   const test = new Map<string, Episode[]>();
   const train = new Map<string, Episode[]>();
   for (const s of settings) {
     const group = episodeGroup(s);
+    if (dataset) {
+      const modality = s.task === 'perception' ? 'image' : s.modality;
+      test.set(group, dataset.slice(0, episodesNeeded(s, n)).map((e) => (modality === 'mixed' ? e : withModality(e, modality))));
+    }
     const env = envs.get(s.domain)!;
     const common = { actions: s.actions, seed, modality: s.task === 'perception' ? ('image' as const) : s.modality, imageRatio: s.imageRatio, extra: extra[s.domain] ?? {} };
     const needed = episodesNeeded(s, n);
-    if ((test.get(group)?.length ?? 0) < needed) test.set(group, distinctEpisodes(env, { ...common, n: needed, split: 'test' }, group));
+    if (!dataset && (test.get(group)?.length ?? 0) < needed) test.set(group, distinctEpisodes(env, { ...common, n: needed, split: 'test' }, group));
     if (s.shots > 0) {
       const size = poolSize(s.shots, n);
       if ((train.get(group)?.length ?? 0) < size) train.set(group, generateEpisodes(env, { ...common, n: size, split: 'train' }));

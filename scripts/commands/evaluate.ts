@@ -42,6 +42,7 @@ const schema = z.object({
   ...envFlagShape,
   quiet: z.boolean(),
   tables: z.array(z.string().min(1)).min(1).optional(),
+  dataset: z.string().min(1).optional(),
 });
 
 type EvaluateFlags = z.infer<typeof schema>;
@@ -73,6 +74,7 @@ function evaluateOptions(flags: EvaluateFlags): EvaluateOptions {
     envFlags: Object.fromEntries(ENV_FLAGS.map(({ flag }) => [flag, flags[flag]])),
     quiet: flags.quiet,
     tables: flags.tables,
+    dataset: flags.dataset,
   };
 }
 
@@ -109,6 +111,7 @@ const command: CommandModule = {
       .option('out', { type: 'string', describe: 'output folder (default runs/eval-<model>-<time>)' })
       .option('games', { type: 'string', describe: 'chess: PGN or UCI games file (default: the built-in generator)' })
       .option('offset', { type: 'string', describe: 'chess: episodes start at the game start (default, as the paper) or at a random ply (needed for many short episodes)' })
+      .option('dataset', { type: 'string', describe: 'evaluate the rows of a folder `metrl generate` wrote (its domain and action count; --n caps the rows)' })
       .options(envFlagOptions())
       .option('quiet', { type: 'boolean', default: false, describe: 'no progress on stderr' })
       .option('tables', { type: 'string', array: true, describe: 'evaluate nothing: print one table from these run folders (models side by side, e.g. Table 5); --out FILE writes it' })

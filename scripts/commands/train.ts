@@ -117,6 +117,7 @@ async function run(flags: TrainFlags): Promise<void> {
     if (flags.dataset !== undefined) {
       datasetPath = resolve(flags.dataset);
       dataset = readDataset(flags.dataset, flags.domain);
+      if (dataset.train.length === 0) throw new UserError(`${dataset.file}: no rows with split "train" to train on (\`metrl generate --split train\` writes them)`);
       if ((flags.games ?? flags.offset) !== undefined) throw new UserError('--dataset: --games and --offset shape generated chess episodes; a dataset brings its own');
     }
     const datasetDomain = dataset?.domain ?? flags.domain;

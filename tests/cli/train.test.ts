@@ -16,6 +16,8 @@ const TINY_FLAGS: Record<string, string> = {
 /** The tiny run's flags, with some replaced (yargs would turn a repeated flag into a list). */
 const tiny = (overrides: Record<string, string> = {}) => [...Object.entries({ ...TINY_FLAGS, ...overrides }).flatMap(([k, v]) => [`--${k}`, v]), '--quiet'];
 const TINY = tiny();
+/** Tests that start the CLI several times: each start takes 5-8 s on a loaded two-core machine. */
+const MANY_PROCESSES = 240_000;
 
 /** Metrics without wall-clock fields. */
 function comparable(runDir: string) {
@@ -89,7 +91,7 @@ describe('metrl train', () => {
     expectUserError(await metrl(['train', '--resume', '--out', join(root, 'empty')]), /holds no run/);
     expect(existsSync(out)).toBe(false); // nothing half-written
     rmSync(root, { recursive: true, force: true });
-  });
+  }, MANY_PROCESSES);
 });
 
 describe('metrl train: the GRPO family and reward modules, bad input', () => {
@@ -107,7 +109,7 @@ describe('metrl train: the GRPO family and reward modules, bad input', () => {
     expectUserError(await metrl(['train', ...tiny({ reward: 'accuracy' }), '--out', out]), /--reward accuracy: neither a built-in reward/);
     expect(existsSync(out)).toBe(false); // nothing written before the error
     rmSync(root, { recursive: true, force: true });
-  });
+  }, MANY_PROCESSES);
 });
 
 describe('metrl train --dataset', () => {
@@ -158,7 +160,7 @@ describe('metrl train --dataset', () => {
     rmSync(root, { recursive: true, force: true });
   });
 
-  it('reports bad rows by line number and bad paths with one line and exit 2', async () => {
+  it('reports bad chat rows by line number, and chat rows without --domain, with one line and exit 2', async () => {
     const root = scratchDir('train-dataset-bad');
     const out = join(root, 'run');
     const file = join(root, 'rows.jsonl');
@@ -171,6 +173,13 @@ describe('metrl train --dataset', () => {
     expectUserError(await metrl(['train', ...TINY, '--dataset', file, '--out', out]), /rows\.jsonl:1: field 'split'/);
     writeFileSync(file, `${JSON.stringify(good)}\n`);
     expectUserError(await metrl(['train', ...noDomain(), '--dataset', file, '--out', out]), /chat rows need --domain/);
+    expect(existsSync(out)).toBe(false);
+    rmSync(root, { recursive: true, force: true });
+  }, MANY_PROCESSES);
+
+  it('reports bad image-folder rows by line number, a domain that disagrees and bad paths, with one line and exit 2', async () => {
+    const root = scratchDir('train-folder-bad');
+    const out = join(root, 'run');
     const folder = join(root, 'folder');
     mkdirSync(folder);
     writeFileSync(join(folder, 'metadata.jsonl'), `${JSON.stringify({ id: 'a', domain: 'shell', split: 'train', initial_state: '1', actions: [], modalities: [] })}\n`);
@@ -181,5 +190,5 @@ describe('metrl train --dataset', () => {
     expectUserError(await metrl(['train', ...TINY, '--dataset', root, '--out', out]), /the folder has no metadata\.jsonl/);
     expect(existsSync(out)).toBe(false);
     rmSync(root, { recursive: true, force: true });
-  });
+  }, MANY_PROCESSES);
 });
