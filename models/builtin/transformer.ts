@@ -89,8 +89,8 @@ function inverseFrequencies(arch: Architecture): Float32Array {
   return f;
 }
 
-/** cos and sin tables [rows, d] for the packed positions (heads side by side, each rotating its two halves). */
-export function ropeTables(arch: Architecture, positions: Int32Array): { cos: tf.Tensor2D; sin: tf.Tensor2D } {
+/** cos and sin values [rows, d] for the packed positions (heads side by side, each rotating its two halves). */
+export function ropeValues(arch: Architecture, positions: Int32Array): { cos: Float32Array; sin: Float32Array } {
   const d = arch.dModel;
   const dh = headDim(arch);
   const half = dh / 2;
@@ -113,7 +113,13 @@ export function ropeTables(arch: Architecture, positions: Int32Array): { cos: tf
       sin.set(s, o + half);
     }
   }
-  return { cos: tf.tensor2d(cos, [n, d]), sin: tf.tensor2d(sin, [n, d]) };
+  return { cos, sin };
+}
+
+/** The same as tensors [rows, d] (the ONNX Runtime engine feeds ropeValues to its graph instead). */
+export function ropeTables(arch: Architecture, positions: Int32Array): { cos: tf.Tensor2D; sin: tf.Tensor2D } {
+  const { cos, sin } = ropeValues(arch, positions);
+  return { cos: tf.tensor2d(cos, [positions.length, arch.dModel]), sin: tf.tensor2d(sin, [positions.length, arch.dModel]) };
 }
 
 const constantCache = new Map<string, tf.Variable>();
@@ -128,22 +134,25 @@ function constant(key: string, make: () => tf.Tensor): tf.Variable {
   return v;
 }
 
-/** R with x R = per-head rotate_half(x) = concat(-x2, x1): one product instead of slices and concats. */
-export function rotationMatrix(arch: Architecture): tf.Variable {
+/** R with x R = per-head rotate_half(x) = concat(-x2, x1), [d, d] row-major: one product instead of slices and concats. */
+export function rotationValues(arch: Architecture): Float32Array {
   const d = arch.dModel;
   const dh = headDim(arch);
-  return constant(`rot:${d}:${dh}`, () => {
-    const half = dh / 2;
-    const m = new Float32Array(d * d);
-    for (let h = 0; h < arch.nHeads; h++) {
-      const o = h * dh;
-      for (let j = 0; j < half; j++) {
-        m[(o + j + half) * d + o + j] = -1;
-        m[(o + j) * d + o + j + half] = 1;
-      }
+  const half = dh / 2;
+  const m = new Float32Array(d * d);
+  for (let h = 0; h < arch.nHeads; h++) {
+    const o = h * dh;
+    for (let j = 0; j < half; j++) {
+      m[(o + j + half) * d + o + j] = -1;
+      m[(o + j) * d + o + j + half] = 1;
     }
-    return tf.tensor2d(m, [d, d]);
-  });
+  }
+  return m;
+}
+
+/** rotationValues as a frozen variable (kept across tidy scopes). */
+export function rotationMatrix(arch: Architecture): tf.Variable {
+  return constant(`rot:${arch.dModel}:${headDim(arch)}`, () => tf.tensor2d(rotationValues(arch), [arch.dModel, arch.dModel]));
 }
 
 /** [1, H, d]: row h is 1 on head h's dimensions. */

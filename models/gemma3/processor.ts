@@ -4,7 +4,7 @@
 //
 // Default size: the class default is 224 x 224, but every Gemma 3 checkpoint's SigLIP tower takes 896 x 896 (its
 // position embedding has one row per patch of that size), so a config without `size` gets the tower's image_size
-// (`defaultSize`, 896 when not given). Pan-and-scan crops are not implemented: a config asking for them is refused.
+// (`defaultSize`, 896 when not given). Pan-and-scan crops are not supported: a config asking for them is refused.
 import { z } from 'zod';
 import type { RawImage } from '../../core/image.ts';
 import { parseOrFail, UserError } from '../../core/errors.ts';

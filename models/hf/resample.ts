@@ -59,7 +59,7 @@ const FILTERS: Record<ResampleFilter, Filter> = {
   lanczos: { support: 3, weight: (x) => (x >= -3 && x < 3 ? sinc(x) * sinc(x / 3) : 0) },
 };
 
-/** Map a preprocessor_config.json `resample` code to a filter; NEAREST is not implemented (no processor here uses it). */
+/** Map a preprocessor_config.json `resample` code to a filter; NEAREST is not supported (no processor here uses it). */
 export function filterFromPilCode(code: number): ResampleFilter | null {
   switch (code) {
     case PIL_RESAMPLE.LANCZOS:

@@ -3,7 +3,7 @@
 // square `max_image_size.longest_edge` (the vision encoder's input; the aspect ratio is not kept), both with Pillow's
 // filter (LANCZOS by default), then rescale and normalise. Layer: models (architecture idefics3).
 //
-// Splitting (a grid of tiles plus a global image) is not implemented: every image becomes one square image, and the
+// Splitting (a grid of tiles plus a global image) is not supported: every image becomes one square image, and the
 // prompt uses the no-splitting layout `<fake_token_around_image><global-img><image>×N<fake_token_around_image>`.
 // A config that asks for splitting (SmolVLM's own files do) is still read; `splitting` reports that it was ignored.
 import { z } from 'zod';

@@ -29,6 +29,7 @@ import type * as tf from '@tensorflow/tfjs';
 import { headDim, patchDim, patchesPerImage, type Architecture, type LoraConfig } from '../builtin/config.ts';
 import type { ModelWeights, Projection } from '../builtin/weights.ts';
 import { GraphBuilder } from './graph-builder.ts';
+import { rotationValues } from '../builtin/transformer.ts';
 
 /** What the graph was built for: the architecture and, when LoRA inputs exist, which projections have them. */
 export interface BuiltinGraphSpec {
@@ -47,21 +48,6 @@ export const loraInputName = (layer: number, projection: Projection | 'qkv', par
 
 const values = (v: tf.Variable | tf.Tensor): Float32Array => v.dataSync() as Float32Array;
 
-/** R with x R = per-head rotate_half(x) (transformer.ts rotationMatrix), [d, d]. */
-function rotation(arch: Architecture): Float32Array {
-  const d = arch.dModel;
-  const dh = headDim(arch);
-  const half = dh / 2;
-  const m = new Float32Array(d * d);
-  for (let h = 0; h < arch.nHeads; h++) {
-    const o = h * dh;
-    for (let j = 0; j < half; j++) {
-      m[(o + j + half) * d + o + j] = -1;
-      m[(o + j) * d + o + j + half] = 1;
-    }
-  }
-  return m;
-}
 
 export function loraSpec(config: LoraConfig | null): BuiltinGraphSpec['lora'] {
   return config ? { r: config.r, scale: config.alpha / config.r, targets: config.targetModules } : null;
@@ -105,7 +91,7 @@ export function buildBuiltinGraph(spec: BuiltinGraphSpec, weights: ModelWeights)
   const table = b.op1('Concat', [b.floats('no_patch', new Float32Array(d), [1, d]), projected], { axis: 0 }); // [1 + patches, d]
   x = b.op1('Add', [x, b.op1('Gather', [table, patchIndex])]); // [B, S, d]
 
-  const rot = b.floats('rope_rotation', rotation(arch), [d, d]);
+  const rot = b.floats('rope_rotation', rotationValues(arch), [d, d]);
   const rope = (t: string) => b.op1('Add', [b.op1('Mul', [t, cos]), b.op1('Mul', [b.op1('MatMul', [t, rot]), sin])]);
   const heads = (t: string) => b.op1('Transpose', [b.op1('Reshape', [t, b.ints([0, 0, H, dh])])], { perm: [0, 2, 1, 3] }); // [B, S, d] → [B, H, S, dh]
   const qScale = b.scalar(1 / Math.sqrt(dh));

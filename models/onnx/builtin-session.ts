@@ -10,6 +10,8 @@ import type { LoraSet } from '../builtin/lora.ts';
 import { NEG } from '../builtin/transformer.ts';
 import { buildBuiltinGraph, loraSpec, QKV, type BuiltinGraphSpec } from './builtin-graph.ts';
 import { OrtSession, floatTensor, int64Tensor } from './session.ts';
+// RoPE cos/sin come from the tfjs forward's own tables, so both engines rotate identically.
+import { ropeValues } from '../builtin/transformer.ts';
 
 /** Keys (transposed) and values per layer: kT [n, H, dh, len], v [n, H, len, dh], n = prompts or rows. */
 export interface KVCache {
@@ -53,32 +55,6 @@ export interface BuiltinOrtOptions {
   spin?: boolean;
 }
 
-/** cos and sin [n, d] for positions, as transformer.ts ropeTables computes them (float32 inverse frequencies). */
-export function ropeValues(arch: Architecture, positions: Int32Array): { cos: Float32Array; sin: Float32Array } {
-  const d = arch.dModel;
-  const dh = headDim(arch);
-  const half = dh / 2;
-  const inv = new Float32Array(half);
-  for (let i = 0; i < half; i++) inv[i] = arch.ropeBase ** (-(2 * i) / dh);
-  const cos = new Float32Array(positions.length * d);
-  const sin = new Float32Array(positions.length * d);
-  const c = new Float32Array(half);
-  const s = new Float32Array(half);
-  for (let i = 0; i < positions.length; i++) {
-    for (let j = 0; j < half; j++) {
-      c[j] = Math.cos(positions[i] * inv[j]);
-      s[j] = Math.sin(positions[i] * inv[j]);
-    }
-    for (let h = 0; h < arch.nHeads; h++) {
-      const o = i * d + h * dh;
-      cos.set(c, o);
-      cos.set(c, o + half);
-      sin.set(s, o);
-      sin.set(s, o + half);
-    }
-  }
-  return { cos, sin };
-}
 
 /** An empty cache of one masked zero position (the graph never sees a zero-sized dimension). */
 export function emptyCache(arch: Architecture, count: number, length = 1): KVCache {
