@@ -134,23 +134,12 @@ export function sampleGroups(
   tf.dispose([first, ...pieces.flatMap((p) => [...p.k, ...p.v, p.last])]);
   let rowLogits = (r: number) => values.subarray(Math.floor(r / group) * V, (Math.floor(r / group) + 1) * V);
 
-  const banned = new Set([tokenizer.pad, tokenizer.bos, tokenizer.img, tokenizer.unk]);
-  const tokens: number[][] = Array.from({ length: rows }, () => []);
-  const logProbs: number[][] = Array.from({ length: rows }, () => []);
-  const finished = new Array<boolean>(rows).fill(false);
+  const draws = new RowDraws(rows, tokenizer);
   // Each completion continues its prompt's positions (on the grid they depend on the text written so far).
   const cursors = Array.from({ length: rows }, (_, r) => promptEnds[Math.floor(r / group)].clone());
   for (let step = 0; step < options.maxNewTokens; step++) {
-    const fed = new Int32Array(rows).fill(tokenizer.pad);
-    for (let r = 0; r < rows; r++) {
-      if (finished[r]) continue;
-      const { token, logProb } = sampleToken(rowLogits(r), options, rng, banned);
-      tokens[r].push(token);
-      logProbs[r].push(logProb);
-      fed[r] = token;
-      if (token === tokenizer.eos) finished[r] = true;
-    }
-    if (finished.every(Boolean) || step === options.maxNewTokens - 1) break;
+    const fed = draws.step(rowLogits, options, rng);
+    if (draws.allFinished() || step === options.maxNewTokens - 1) break;
     const positions = Int32Array.from({ length: rows }, (_, r) => cursors[r].push(fed[r]));
     const next = decodeStep(model, decoding, fed, positions);
     values = next.dataSync() as Float32Array;
@@ -159,14 +148,59 @@ export function sampleGroups(
   }
   disposeDecodeState(decoding);
   if (merged) merged.forEach((proj, i) => Object.entries(proj).forEach(([p, t]) => t !== original.weights.layers[i].proj[p as Projection] && t.dispose()));
-  const completions: Completion[][] = prompts.map(() => []);
-  for (let r = 0; r < rows; r++) {
-    completions[Math.floor(r / group)].push({
-      tokens: tokens[r],
-      text: tokenizer.decode(tokens[r]),
-      logProbs: Float32Array.from(logProbs[r]),
-      finished: finished[r],
-    });
+  return draws.completions(prompts.length, group);
+}
+
+/**
+ * The draws of a batch of decoding rows (G rows per prompt), shared by every engine that runs the built-in model
+ * (tfjs here, ONNX Runtime in models/onnx/ort-sampler.ts), so both draw the same tokens from the same Rng.
+ */
+export class RowDraws {
+  private readonly tokens: number[][];
+  private readonly logProbs: number[][];
+  private readonly finished: boolean[];
+  /** PAD, BOS, IMG and UNK are never a valid output. */
+  private readonly banned: ReadonlySet<number>;
+
+  constructor(
+    private readonly rows: number,
+    private readonly tokenizer: CharTokenizer,
+  ) {
+    this.tokens = Array.from({ length: rows }, () => []);
+    this.logProbs = Array.from({ length: rows }, () => []);
+    this.finished = new Array<boolean>(rows).fill(false);
+    this.banned = new Set([tokenizer.pad, tokenizer.bos, tokenizer.img, tokenizer.unk]);
   }
-  return completions;
+
+  /** Each unfinished row draws its next token from its logits; returns the tokens to feed (PAD for finished rows). */
+  step(rowLogits: (row: number) => Float32Array, options: SamplingOptions, rng: Rng): Int32Array {
+    const fed = new Int32Array(this.rows).fill(this.tokenizer.pad);
+    for (let r = 0; r < this.rows; r++) {
+      if (this.finished[r]) continue;
+      const { token, logProb } = sampleToken(rowLogits(r), options, rng, this.banned);
+      this.tokens[r].push(token);
+      this.logProbs[r].push(logProb);
+      fed[r] = token;
+      if (token === this.tokenizer.eos) this.finished[r] = true;
+    }
+    return fed;
+  }
+
+  allFinished(): boolean {
+    return this.finished.every(Boolean);
+  }
+
+  /** The completions per prompt (rows prompt by prompt, `group` each). */
+  completions(prompts: number, group: number): Completion[][] {
+    const out: Completion[][] = Array.from({ length: prompts }, () => []);
+    for (let r = 0; r < this.rows; r++) {
+      out[Math.floor(r / group)].push({
+        tokens: this.tokens[r],
+        text: this.tokenizer.decode(this.tokens[r]),
+        logProbs: Float32Array.from(this.logProbs[r]),
+        finished: this.finished[r],
+      });
+    }
+    return out;
+  }
 }

@@ -12,9 +12,8 @@ import type { Env } from '../../envs/env.ts';
 import { UserError } from '../../core/errors.ts';
 import type { Sampler } from '../sampler.ts';
 import type { Completion, EncodedPrompt, ModelInput, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
-import { sampleToken } from '../token-sampling.ts';
 import type { BuiltinPolicy } from '../builtin/policy.ts';
-import { packPrompts } from '../builtin/sampling.ts';
+import { packPrompts, RowDraws } from '../builtin/sampling.ts';
 import { headDim } from '../builtin/config.ts';
 import type { PositionCursor } from '../builtin/positions.ts';
 import { BuiltinOrtModel, type KVCache, type PatchSlot } from './builtin-session.ts';
@@ -159,22 +158,11 @@ export class OrtSampler implements Sampler {
       own = { count: rows, length: capacity, kT, v };
     };
 
-    const banned = new Set([tokenizer.pad, tokenizer.bos, tokenizer.img, tokenizer.unk]);
-    const tokens: number[][] = Array.from({ length: rows }, () => []);
-    const logProbs: number[][] = Array.from({ length: rows }, () => []);
-    const finished = new Array<boolean>(rows).fill(false);
+    const draws = new RowDraws(rows, tokenizer);
     const cursors = Array.from({ length: rows }, (_, r) => padded.ends[Math.floor(r / group)].clone());
     for (let step = 0; step < options.maxNewTokens; step++) {
-      const fed = new Int32Array(rows).fill(tokenizer.pad);
-      for (let r = 0; r < rows; r++) {
-        if (finished[r]) continue;
-        const { token, logProb } = sampleToken(rowLogits(r), options, rng, banned);
-        tokens[r].push(token);
-        logProbs[r].push(logProb);
-        fed[r] = token;
-        if (token === tokenizer.eos) finished[r] = true;
-      }
-      if (finished.every(Boolean) || step === options.maxNewTokens - 1) break;
+      const fed = draws.step(rowLogits, options, rng);
+      if (draws.allFinished() || step === options.maxNewTokens - 1) break;
       const positions = Int32Array.from({ length: rows }, (_, r) => cursors[r].push(fed[r]));
       if (step >= own.length) grow(own.length + OWN_CHUNK);
       const out = this.model.forward({
@@ -194,10 +182,7 @@ export class OrtSampler implements Sampler {
       values = out.logits;
       rowLogits = (r: number) => values.subarray(r * V, (r + 1) * V);
     }
-    const completions: Completion[][] = prompts.map(() => []);
-    for (let r = 0; r < rows; r++) {
-      completions[Math.floor(r / group)].push({ tokens: tokens[r], text: tokenizer.decode(tokens[r]), logProbs: Float32Array.from(logProbs[r]), finished: finished[r] });
-    }
+    const completions = draws.completions(prompts.length, group);
     return completions;
   }
 
