@@ -19,7 +19,8 @@ import { pngDataUrl, type ChatMessage } from '../core/chat.ts';
 import { DOMAINS, type Domain, type Episode, type Split } from '../core/episode.ts';
 import { METADATA_FILE } from './dataset.ts';
 
-export type DatasetFormat = 'imagefolder' | 'chat';
+/** metbench: an official MET-Bench set's parquet shards (envs/metbench/hub.ts readOfficialTrainingSet); laid out as imagefolder rows. */
+export type DatasetFormat = 'imagefolder' | 'chat' | 'metbench';
 
 /** One row: its episode (what rewards and scores read), and for chat rows the messages that are its prompt. */
 export interface DatasetItem {

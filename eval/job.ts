@@ -120,7 +120,6 @@ async function planRun(options: EvaluateOptions): Promise<Plan> {
   // The harness's "paper" prompt: chain of thought for Minecraft, zero-shot for chess and shell.
   const defaultPrompt = builtin ? COMPACT_STYLE : domains.length === 1 && domains[0] === 'minecraft' ? 'cot' : 'zero-shot';
   if (domains.includes('minecraft')) {
-    if (model.kind === 'baseline' && model.name === 'game-start') throw new UserError('minecraft: baseline:game-start has no answer to a choice among candidates (use baseline:random)');
     if (model.kind === 'checkpoint' && (modalities ?? ['text']).some((m) => m !== 'text')) throw new UserError('minecraft: a local checkpoint reads --modality text only (the screenshots reach hosted and endpoint chat models)');
   }
   const settings = expandSettings(

@@ -8,6 +8,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { UserError } from '../../core/errors.ts';
+import type { Dataset } from '../dataset-reader.ts';
 import { RELEASES, selectOfficial, splitShards, type OfficialSelection, type OfficialSource, type SelectOptions } from './official.ts';
 
 export interface HubAddress {
@@ -48,11 +49,11 @@ const CONFIG_SHARD = /^full\/(?:(?:test|train)-[^/]*|(?:test|train)\/[^/]*)\.par
  * The local folder holding the dataset's shards at that revision: the cache snapshot when it already has the test
  * split (no request is made), else downloaded into the cache. Failures are one UserError.
  */
-export async function resolveHubDataset(address: string): Promise<{ dir: string; source: OfficialSource }> {
+export async function resolveHubDataset(address: string, splits: ('test' | 'train')[] = ['test']): Promise<{ dir: string; source: OfficialSource }> {
   const hub = parseHubAddress(address);
   const cache = hubCacheDir();
   const cached = snapshotDir(cache, hub);
-  if (COMMIT.test(hub.revision) && existsSync(cached) && splitShards(cached, 'test').length > 0) return { dir: cached, source: { repo: hub.repo, revision: hub.revision } };
+  if (COMMIT.test(hub.revision) && existsSync(cached) && splits.every((s) => splitShards(cached, s).length > 0)) return { dir: cached, source: { repo: hub.repo, revision: hub.revision } };
   if (process.env.HF_HUB_OFFLINE === '1' || process.env.HF_HUB_OFFLINE === 'true') {
     throw new UserError(`--dataset ${address}: revision ${hub.revision} of ${hub.repo} is not in the Hugging Face cache (${cache}) and HF_HUB_OFFLINE is set`);
   }
@@ -67,7 +68,7 @@ export async function resolveHubDataset(address: string): Promise<{ dir: string;
   try {
     const shards: string[] = [];
     for await (const entry of listFiles({ repo, revision: hub.revision, recursive: true, hubUrl, ...credentials })) {
-      if (entry.type === 'file' && CONFIG_SHARD.test(entry.path)) shards.push(entry.path);
+      if (entry.type === 'file' && CONFIG_SHARD.test(entry.path) && splits.some((s) => entry.path.startsWith(`full/${s}`))) shards.push(entry.path);
     }
     if (!shards.some((p) => /^full\/test[-/]/.test(p))) throw new UserError(`--dataset ${address}: the repository has no config "full" test shards at ${hub.revision}`);
     let dir = '';
@@ -96,6 +97,20 @@ function describe(error: unknown): string {
 /** A MET-Bench set named by hf:// address or local path, selected as the harness selects it. */
 export async function readOfficialDataset(path: string, options: Omit<SelectOptions, 'source'>): Promise<OfficialSelection> {
   if (!isHubAddress(path)) return selectOfficial(path, options);
-  const { dir, source } = await resolveHubDataset(path);
+  const { dir, source } = await resolveHubDataset(path, [options.split ?? 'test']);
   return selectOfficial(dir, { ...options, source });
+}
+
+/**
+ * What `metrl train --dataset` trains on from a MET-Bench set: every distinct task of its train split (cut to T, as
+ * the test tasks are), leaving out tasks that are also test tasks, and the test selection (up to `testLimit`) to
+ * measure progress on. A set without train shards is one UserError.
+ */
+export async function readOfficialTrainingSet(path: string, options: { actions: number; testLimit: number }): Promise<Dataset> {
+  const where = isHubAddress(path) ? await resolveHubDataset(path, ['test', 'train']) : { dir: path, source: undefined };
+  if (splitShards(where.dir, 'train').length === 0) throw new UserError(`--dataset ${path}: no train shards (full/train-*.parquet) to train on; the official test split is for evaluation`);
+  const common = { actions: options.actions, images: false, source: where.source, atMost: true };
+  const test = await selectOfficial(where.dir, { ...common, limit: options.testLimit });
+  const train = await selectOfficial(where.dir, { ...common, split: 'train', limit: Infinity, exclude: new Set(test.episodes.map((e) => e.meta.fingerprint as string)) });
+  return { file: path, format: 'metbench', domain: test.domain, train: train.episodes.map((episode) => ({ episode })), test: test.episodes.map((episode) => ({ episode })) };
 }

@@ -164,12 +164,19 @@ export interface SelectOptions {
   images: boolean;
   /** Repository and revision, when the caller knows them (hf://). */
   source?: OfficialSource;
+  /** The split read (default test, which the harness evaluates; train rows are for `metrl train`). */
+  split?: 'test' | 'train';
+  /** Return the distinct tasks there are when fewer than `limit` (training); the harness's selection refuses. */
+  atMost?: boolean;
+  /** Fingerprints to leave out (train tasks that are also test tasks). */
+  exclude?: Set<string>;
 }
 
 /** Read PATH's test split and select the tasks the harness would, as episodes in source order. */
 export async function selectOfficial(path: string, options: SelectOptions): Promise<OfficialSelection> {
-  const shardPaths = splitShards(path, 'test');
-  if (shardPaths.length === 0) throw new UserError(`--dataset ${path}: no test shards (expected ${CONFIG}/test-*.parquet, as the Hub stores MET-Bench)`);
+  const split = options.split ?? 'test';
+  const shardPaths = splitShards(path, split);
+  if (shardPaths.length === 0) throw new UserError(`--dataset ${path}: no ${split} shards (expected ${CONFIG}/${split}-*.parquet, as the Hub stores MET-Bench)`);
   const known = options.source ?? cacheSource(path);
   let domain: OfficialDomain | null = null;
   const episodes: Episode[] = [];
@@ -191,9 +198,10 @@ export async function selectOfficial(path: string, options: SelectOptions): Prom
       const rows = await readRows(shard, columns, start, end);
       const kept: { at: number; episode: Episode }[] = [];
       for (let i = 0; i < rows.length; i++, sourceRow++) {
-        const where = `${shardPath}: test row ${sourceRow}`;
+        const where = `${shardPath}: ${split} row ${sourceRow}`;
         const made = minecraft ? minecraftTask(rows[i], sourceRow, where) : trackTask(domain, rows[i], sourceRow, T, where);
-        if (seen.has(made.fingerprint)) continue;
+        made.episode.split = split;
+        if (seen.has(made.fingerprint) || options.exclude?.has(made.fingerprint)) continue;
         seen.add(made.fingerprint);
         kept.push({ at: i, episode: made.episode });
         if (episodes.length + kept.length === options.limit) break;
@@ -202,13 +210,14 @@ export async function selectOfficial(path: string, options: SelectOptions): Prom
         const first = start + kept[0].at;
         const last = start + kept[kept.length - 1].at;
         const imageRows = await readRows(shard, imageColumns, first, last + 1);
-        for (const { at, episode } of kept) attachImages(episode, imageRows[start + at - first], minecraft, T, `${shardPath}: test row ${episode.meta.source_row}`);
+        for (const { at, episode } of kept) attachImages(episode, imageRows[start + at - first], minecraft, T, `${shardPath}: ${split} row ${episode.meta.source_row}`);
       }
       episodes.push(...kept.map((k) => k.episode));
       if (episodes.length === options.limit) return finish(domain, known, options, episodes, sourceRow + 1);
     }
   }
-  throw new UserError(`--dataset ${path}: only ${episodes.length} distinct ${domain} tasks among its ${sourceRow} test rows, ${options.limit} asked (the harness selects ${OFFICIAL_LIMIT}; lower --n)`);
+  if (options.atMost && episodes.length > 0) return finish(domain!, known, options, episodes, sourceRow);
+  throw new UserError(`--dataset ${path}: only ${episodes.length} distinct ${domain} tasks among its ${sourceRow} ${split} rows, ${options.limit} asked (the harness selects ${OFFICIAL_LIMIT}; lower --n)`);
 }
 
 /** A chess or shell row: the task input, cut to T actions, and the state after action T. */
