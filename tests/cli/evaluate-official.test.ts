@@ -53,6 +53,26 @@ describe('metrl evaluate on the official MET-Bench sets', () => {
     rmSync(root, { recursive: true, force: true });
   });
 
+  it('an interrupted evaluation resumes without asking finished items again, the pictures read again from --dataset', async () => {
+    const root = scratchDir('official-resume');
+    const rows = shellRows();
+    const picture = await encodePng(blankImage(5, 5));
+    for (const r of rows) r.image_actions = r.actions.map(() => picture);
+    writeTrackShard(join(root, 'full', 'test-00000-of-00001.parquet'), rows, { stateKind: 'int' });
+    const out = join(root, 'out');
+    const args = ['evaluate', '--model', 'm', '--endpoint', `${upstream.url}/v1`, '--dataset', root, '--n', '3', '--actions', '3', '--modality', 'image', '--workers', '1', '--out', out, '--quiet'];
+    upstream.requests.length = 0;
+    expect((await metrl([...args, '--limit', '1'])).code).toBe(0);
+    expect(upstream.requests).toHaveLength(1);
+    const resumed = await metrl([...args, '--resume']);
+    expect(resumed.stderr).toBe('');
+    expect(resumed.code).toBe(0);
+    expect(resumed.stdout).toContain('(2 asked now, 1 reused)');
+    expect(upstream.requests).toHaveLength(3);
+    for (const r of upstream.requests) expect((r.body.messages[0].content as Part[]).filter((p) => p.type === 'image_url').map((p) => p.image_url!.url)).toEqual([dataUrl(picture), dataUrl(picture), dataUrl(picture)]);
+    rmSync(root, { recursive: true, force: true });
+  });
+
   it('minecraft: text and image prompts in the harness wording, choice parsing, Wilson intervals', async () => {
     const root = scratchDir('official-mc');
     const frames = await Promise.all([0, 1, 2, 3, 4].map((i) => encodePng(blankImage(3 + i, 3))));
