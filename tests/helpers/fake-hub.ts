@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 
 export interface FakeHub {
@@ -70,8 +70,4 @@ export async function startFakeHub(repo: string, commit: string, dir: string): P
   await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
   const { port } = server.address() as AddressInfo;
   return { url: `http://127.0.0.1:${port}`, requests, close: () => new Promise((done) => server.close(() => done())) };
-}
-
-export function folderBytes(dir: string): number {
-  return files(dir).reduce((s, f) => s + statSync(f).size, 0);
 }
