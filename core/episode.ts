@@ -5,7 +5,7 @@
 export type { Split } from './fingerprint.ts';
 import type { Split } from './fingerprint.ts';
 
-export const DOMAINS = ['chess', 'shell', 'boxes', 'mcst', 'mate', 'rem'] as const;
+export const DOMAINS = ['chess', 'shell', 'boxes', 'mcst', 'mate', 'rem', 'minecraft'] as const;
 export type Domain = (typeof DOMAINS)[number];
 
 export type Modality = 'text' | 'image';

@@ -8,8 +8,8 @@
 //                 string, or text and image_url parts; an image is a data: URL or a path relative to the JSONL file),
 //                 read as given. Such a row has no structure (no initial state or actions), so it has no transfer
 //                 modality and no Game Start baseline; its prompt is the model's chatPrompt of the messages.
-// Bad rows stop the command with their line number, as `metrl score` does. Parquet files and hf:// datasets (issue 19)
-// are further formats of datasetFormat.
+// Bad rows stop the command with their line number, as `metrl score` does. The official MET-Bench sets (parquet shards,
+// hf://) are read by envs/metbench/official.ts.
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, extname, join, resolve } from 'node:path';
 import { z, type ZodError } from 'zod';
@@ -19,7 +19,8 @@ import { pngDataUrl, type ChatMessage } from '../core/chat.ts';
 import { DOMAINS, type Domain, type Episode, type Split } from '../core/episode.ts';
 import { METADATA_FILE } from './dataset.ts';
 
-export type DatasetFormat = 'imagefolder' | 'chat';
+/** metbench: an official MET-Bench set's parquet shards (envs/metbench/hub.ts readOfficialTrainingSet); laid out as imagefolder rows. */
+export type DatasetFormat = 'imagefolder' | 'chat' | 'metbench';
 
 /** One row: its episode (what rewards and scores read), and for chat rows the messages that are its prompt. */
 export interface DatasetItem {
@@ -44,7 +45,7 @@ export function datasetFormat(path: string): { format: DatasetFormat; file: stri
   if (!existsSync(full)) throw new UserError(`--dataset ${path}: no such file or folder`);
   if (statSync(full).isDirectory()) {
     const file = join(full, METADATA_FILE);
-    if (!existsSync(file)) throw new UserError(`--dataset ${path}: the folder has no ${METADATA_FILE} (the layout \`metrl generate\` writes)`);
+    if (!existsSync(file)) throw new UserError(`--dataset ${path}: the folder has no ${METADATA_FILE} (the layout \`metrl generate\` writes) nor parquet shards (an official MET-Bench set)`);
     return { format: 'imagefolder', file };
   }
   if (extname(full) !== '.jsonl') throw new UserError(`--dataset ${path}: expected a folder with ${METADATA_FILE} or a .jsonl file of chat rows`);

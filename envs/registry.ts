@@ -11,6 +11,7 @@ const loaders: Partial<Record<Domain, () => Promise<Env>>> = {
   mcst: () => import('./mcst/index.ts').then((m) => m.mcstEnv),
   mate: () => import('./mate/index.ts').then((m) => m.mateEnv),
   rem: () => import('./rem/index.ts').then((m) => m.remEnv),
+  minecraft: () => import('./minecraft/index.ts').then((m) => m.minecraftEnv),
 };
 
 export function availableDomains(): Domain[] {

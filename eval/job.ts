@@ -11,6 +11,8 @@ import { writeFileAtomic } from '../core/files.ts';
 import { envExtraFromFlags } from '../envs/cli-options.ts';
 import { getEnv } from '../envs/registry.ts';
 import { datasetFormat, readDataset } from '../envs/dataset-reader.ts';
+import { isHubAddress, readOfficialDataset } from '../envs/metbench/hub.ts';
+import { isParquetDataset, OFFICIAL_LIMIT, type OfficialSelection } from '../envs/metbench/official.ts';
 import type { Domain, Episode } from '../core/episode.ts';
 import type { Env } from '../envs/env.ts';
 import { isEvalRun, readRunReport } from './plot-sweeps.ts';
@@ -38,8 +40,8 @@ export interface EvaluateOptions {
   shots?: number;
   task: Task;
   cascade: boolean;
-  /** Items per setting. */
-  n: number;
+  /** Items per setting (default 100; 500, the harness's selection, for an official MET-Bench set). */
+  n?: number;
   seed: number;
   temperature: number;
   maxTokens: number;
@@ -62,7 +64,9 @@ export interface EvaluateOptions {
   tables?: string[];
   /**
    * A folder `metrl generate` wrote (envs/dataset-reader.ts): its rows are the episodes evaluated, its domain and
-   * action count the setting's (--domain and --actions do not apply); --n caps the rows.
+   * action count the setting's (--domain and --actions do not apply); --n caps the rows. Or an official MET-Bench set
+   * (a local copy of its parquet shards, or hf://owner/name@revision): the harness's selection of --n tasks (500)
+   * with trajectories cut to --actions (10), recorded in <domain>-selection.json (envs/metbench/official.ts).
    */
   dataset?: string;
 }
@@ -78,6 +82,8 @@ interface Plan {
   retry: RetryPolicy;
   /** The --dataset episodes, when given. */
   dataset?: Episode[];
+  /** Files written into the run folder beside the selection (an official set's <domain>-selection.json). */
+  files?: Record<string, string>;
 }
 
 export async function evaluate(options: EvaluateOptions): Promise<void> {
@@ -100,7 +106,10 @@ async function planRun(options: EvaluateOptions): Promise<Plan> {
   if (options.resume && options.out === undefined) throw new UserError('--resume needs --out DIR (the folder of the run to continue)');
   if (model.kind === 'checkpoint' && !existsSync(model.path)) throw new UserError(`--checkpoint ${model.path}: no such folder`);
 
-  const dataset = options.dataset === undefined ? undefined : datasetEpisodes(options.dataset);
+  const modalities = options.modality !== undefined ? parseModalities(options.modality) : null;
+  const official = options.dataset !== undefined && (isHubAddress(options.dataset) || isParquetDataset(options.dataset)) ? await officialSet(options.dataset, options, modalities) : undefined;
+  const n = options.n ?? (official ? OFFICIAL_LIMIT : 100);
+  const dataset = official ? official.episodes : options.dataset === undefined ? undefined : datasetEpisodes(options.dataset);
   const domains = dataset ? [dataset[0].domain] : parseStringList<Domain>('domain', options.domain);
   const envs = new Map<Domain, Env>();
   for (const d of domains) envs.set(d, await getEnv(d));
@@ -108,11 +117,15 @@ async function planRun(options: EvaluateOptions): Promise<Plan> {
   // The built-in model reads its compact layout; a Hugging Face checkpoint reads the reference wording, as hosted
   // models do, through its own chat template.
   const builtin = model.kind === 'checkpoint' && checkpointModelType(model.path, model.base) === BUILTIN_MODEL_TYPE;
-  const defaultPrompt = builtin ? COMPACT_STYLE : 'zero-shot';
+  // The harness's "paper" prompt: chain of thought for Minecraft, zero-shot for chess and shell.
+  const defaultPrompt = builtin ? COMPACT_STYLE : domains.length === 1 && domains[0] === 'minecraft' ? 'cot' : 'zero-shot';
+  if (domains.includes('minecraft')) {
+    if (model.kind === 'checkpoint' && (modalities ?? ['text']).some((m) => m !== 'text')) throw new UserError('minecraft: a local checkpoint reads --modality text only (the screenshots reach hosted and endpoint chat models)');
+  }
   const settings = expandSettings(
     {
       domains,
-      modalities: options.modality !== undefined ? parseModalities(options.modality) : null,
+      modalities,
       imageRatios: options.imageRatio !== undefined ? parseNumberList('image-ratio', options.imageRatio, (v) => v >= 0 && v <= 1, 'a number in [0, 1]') : null,
       actions: dataset ? [dataset[0].actions.length] : parseNumberList('actions', options.actions, (v) => Number.isInteger(v) && v >= 0 && v <= 1000, 'a whole number of actions in [0, 1000]'),
       prompts: options.prompt !== undefined ? parseStringList('prompt', options.prompt) : [defaultPrompt],
@@ -137,6 +150,8 @@ async function planRun(options: EvaluateOptions): Promise<Plan> {
   }
   if (options.offset !== undefined) extra.chess = { ...extra.chess, offset: options.offset };
   for (const [domain, values] of Object.entries(envExtraFromFlags(domains, options.envFlags))) extra[domain] = { ...extra[domain], ...values };
+  // The set and its revision are part of what a resumed run must match.
+  if (official) extra[official.domain] = { ...extra[official.domain], dataset: official.source.repo, revision: official.source.revision, actions: official.actions };
   const label = model.kind === 'hosted' ? model.id : model.kind === 'baseline' ? `baseline:${model.name}` : model.path;
   const out = resolve(options.out ?? defaultOut(label));
   const config: RunConfig = {
@@ -145,14 +160,23 @@ async function planRun(options: EvaluateOptions): Promise<Plan> {
     label,
     model,
     settings,
-    n: options.n,
+    n,
     seed: options.seed,
     sampling: { temperature: options.temperature, max_tokens: options.maxTokens },
     extra,
     runtime: { workers: options.workers, limit: options.limit ?? null, retries: options.retries, timeout_s: options.timeoutSeconds },
   };
   const retry: RetryPolicy = { ...DEFAULT_RETRY, retries: options.retries, timeoutMs: options.timeoutSeconds * 1000, baseDelayMs: options.backoffSeconds * 1000 };
-  return { model, label, envs, settings, out, config, retry, dataset };
+  return { model, label, envs, settings, out, config, retry, dataset, files: official ? { [official.manifestFile]: official.manifest } : undefined };
+}
+
+/** An official MET-Bench set: the harness's selection for one T, with the pictures only when an image modality is asked. */
+async function officialSet(path: string, options: EvaluateOptions, modalities: string[] | null): Promise<OfficialSelection> {
+  const actions = parseNumberList('actions', options.actions, (v) => Number.isInteger(v) && v >= 1 && v <= 100, 'a whole number of actions in [1, 100]');
+  if (actions.length !== 1) throw new UserError(`--dataset ${path}: one --actions at a time with an official MET-Bench set (its selection depends on T)`);
+  if (options.task === 'perception' || options.cascade) throw new UserError(`--dataset ${path}: an official MET-Bench set is evaluated on --task track without --cascade`);
+  const images = (modalities ?? ['text']).some((m) => m !== 'text');
+  return readOfficialDataset(path, { limit: options.n ?? OFFICIAL_LIMIT, actions: actions[0], images });
 }
 
 /** The episodes of a dataset folder, all with one action count (a setting has one). Chat rows have no episode to lay out. */
@@ -185,7 +209,7 @@ async function runItems(plan: Plan, source: ModelSource, options: EvaluateOption
   process.once('SIGTERM', onSignal);
   let outcome: RunOutcome;
   try {
-    outcome = await runEvaluation({ out: plan.out, resume: options.resume, config: plan.config, envs: plan.envs, source, retry: plan.retry, progress: stderrProgress('evaluate', options.quiet), interrupt: interrupt.signal, dataset: plan.dataset });
+    outcome = await runEvaluation({ out: plan.out, resume: options.resume, config: plan.config, envs: plan.envs, source, retry: plan.retry, progress: stderrProgress('evaluate', options.quiet), interrupt: interrupt.signal, dataset: plan.dataset, files: plan.files });
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

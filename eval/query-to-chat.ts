@@ -1,13 +1,15 @@
 // Queries as chat messages for chat models: the environment's reference wording (zero-shot, few-shot, cot, fen-trace,
 // the perception probe), or 'compact', the built-in model's own layout written as one user message, so that a
 // checkpoint behind `metrl serve` can be evaluated over HTTP on the format it was trained on. Images become PNG data
-// URLs rendered at the environment's chat size (compact: the model's size, as the model sees them).
+// URLs rendered at the environment's chat size (compact: the model's size, as the model sees them), or, for episodes of
+// a dataset that brings its own pictures (envs/dataset-images.ts), the dataset's bytes unchanged.
 // Layer: eval/
 import { pngDataUrl, toChatMessages, type ChatContentPart, type ChatMessage } from '../core/chat.ts';
 import { encodePng } from '../core/image.ts';
 import { UserError } from '../core/errors.ts';
 import { createHash } from 'node:crypto';
 import type { Env } from '../envs/env.ts';
+import { datasetImageKey, datasetImageUrl } from '../envs/dataset-images.ts';
 import type { ImageRef, PromptMessage } from '../core/episode.ts';
 import type { RawImage } from '../core/image.ts';
 import type { ModelInput } from '../models/types.ts';
@@ -39,6 +41,10 @@ const PNG_CACHE_LIMIT = 4096;
 const pngCache = new Map<string, string>();
 
 async function imageDataUrl(env: Env, ref: ImageRef, size: number): Promise<string> {
+  // A picture the dataset brings (official MET-Bench sets) goes out as the set stores it, as the reference harness sends it.
+  const own = datasetImageUrl(ref);
+  if (own !== undefined) return own;
+  if (datasetImageKey(ref) !== undefined) throw new UserError(`${ref.episode.id}: its pictures come from the dataset; give the same --dataset again (with --resume) so they can be read`);
   const cacheable = TEXT_ONLY_IMAGES.has(env.domain);
   const key = `${env.domain}\u0000${size}\u0000${ref.episode.actions[ref.index]?.text}`;
   const hit = cacheable ? pngCache.get(key) : undefined;

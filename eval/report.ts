@@ -137,7 +137,7 @@ export function renderTable(reports: RunReport[]): string {
       lines.push(`| ${block} | ${model} | ${columns.map((c) => (cells.has(c) ? cell(cells.get(c)!) : '')).join(' | ')} |`);
     }
   }
-  const notes = ['Accuracy in % (chess: per-square; shell and perception: exact) ± half-width of the 95% interval; invalid = unparseable answers, scored 0.'];
+  const notes = ['Accuracy in % (chess: per-square; shell, minecraft and perception: exact) ± half-width of the 95% interval; invalid = unparseable answers, scored 0.'];
   const cascades = reports.flatMap((r) => r.settings.filter((s) => s.transcription));
   for (const s of cascades) {
     const t = s.transcription!;

@@ -4,7 +4,8 @@
 // reported, and the caller exits non-zero with the reason.
 import { existsSync, statSync } from 'node:fs';
 import { UserError } from '../core/errors.ts';
-import { ensureDir, isEmptyDir } from '../core/files.ts';
+import { ensureDir, isEmptyDir, writeFileAtomic } from '../core/files.ts';
+import { join } from 'node:path';
 import type { Domain, Episode } from '../core/episode.ts';
 import type { Env } from '../envs/env.ts';
 import { evaluateItem } from './item.ts';
@@ -28,6 +29,8 @@ export interface RunOptions {
   interrupt?: AbortSignal;
   /** Episodes of a dataset (--dataset) to evaluate instead of generated ones. */
   dataset?: Episode[];
+  /** Files written into the run folder with the selection (name → contents), e.g. <domain>-selection.json. */
+  files?: Record<string, string>;
 }
 
 export interface RunOutcome {
@@ -61,6 +64,7 @@ export async function runEvaluation(options: RunOptions): Promise<RunOutcome> {
   const items = settings.flatMap((s) => itemsOf(s, selection, n, seed));
   ensureDir(out);
   if (!options.resume) writeSelection(out, selection);
+  for (const [name, contents] of Object.entries(options.files ?? {})) writeFileAtomic(join(out, name), contents);
   writeRunConfig(out, config);
 
   // 2. Reused rows and the work left.

@@ -1,12 +1,14 @@
-// Chess prompts with the MET-Bench reference wording (notes/benchmarks.md section 1; paper Figure 2 and Appendix).
-// Layout of one question: the instructions and the question, "The initial state is: <FEN>", "Here are the moves
-// played:", one move per line (a text move as its UCI; an image move as the image followed by the caption "The move
-// is from the green square to the red square."), then the question again. Styles:
-//   zero-shot  the reference zero-shot question;
+// Chess prompts with the MET-Bench reference wording: the authors' harness (metbench/prompts.py of
+// github.com/vanyacohen/MET-Bench, the ICML 2026 version, which the published scores come from; notes/benchmarks.md
+// section 1 quotes the paper with elisions). Layout of one question, as the harness lays it out:
+//   "<instructions>\n\n<question>\nThe initial state is: <FEN>\nHere are the moves played:\n", one move per line (a
+//   text move as its UCI; an image move as the image, then "The move is from the green square to the red square.\n"),
+//   then "\n<question>". Styles:
+//   zero-shot  the harness's zero-shot question;
 //   few-shot   each solved example as a user turn (zero-shot layout) and an assistant turn "FINAL ANSWER: <FEN>",
 //              then the test question (the paper uses N = 5 examples from the train split);
 //   cot        "Think step by step then output the final FEN as FINAL ANSWER: [FEN HERE].";
-//   fen-trace  asks for a BOARD_AFTER_MOVE_k: <placement> line after every move, then the final FEN.
+//   fen-trace  the harness's: a BOARD_AFTER_MOVE_k: <placement> line after every move, then the final FEN.
 // Images are ImageRef placeholders resolved later (a file path in datasets, a PNG data URL for chat requests).
 // Layer: envs/
 import { UserError } from '../../core/errors.ts';
@@ -18,15 +20,18 @@ export type ChessPromptStyle = (typeof CHESS_PROMPT_STYLES)[number];
 
 export const INSTRUCTIONS = 'You are a helpful assistant that tracks chess moves in a game and produces the final FEN.';
 export const IMAGE_CAPTION = 'The move is from the green square to the red square.';
-// The notes quote the zero-shot question with an elision ("… Start the next message with FINAL ANSWER:"); we keep
-// the quoted sentences and drop the elided middle rather than invent it.
+const ZERO_SHOT =
+  'Now what is the final FEN? Only output the FEN and nothing else. If there are no moves you must still just predict ' +
+  'the FEN. Start the next message with FINAL ANSWER:';
 export const QUESTIONS: Record<ChessPromptStyle, string> = {
-  'zero-shot': 'Now what is the final FEN? Only output the FEN and nothing else. Start the next message with FINAL ANSWER:',
-  'few-shot': 'Now what is the final FEN? Only output the FEN and nothing else. Start the next message with FINAL ANSWER:',
+  'zero-shot': ZERO_SHOT,
+  'few-shot': ZERO_SHOT,
   cot: 'What is the final FEN? Think step by step then output the final FEN as FINAL ANSWER: [FEN HERE].',
   'fen-trace':
-    'What is the final FEN? After each move, write the piece placement of the board after that move on its own line as ' +
-    'BOARD_AFTER_MOVE_k: <piece placement> (k = 1, 2, ...), then output the final FEN as FINAL ANSWER: [FEN HERE].',
+    'Track the game one move at a time. After each move, write the board placement FEN using exactly this format: ' +
+    'BOARD_AFTER_MOVE_1: [board placement FEN], BOARD_AFTER_MOVE_2: [board placement FEN], and so on. A board placement ' +
+    "FEN has 8 ranks separated by '/', with digits for empty squares. After all moves, output the final full FEN as " +
+    'FINAL ANSWER: [FEN HERE].',
 };
 
 export const PERCEPTION_PROMPT = {
@@ -43,16 +48,16 @@ function isStyle(style: string): style is ChessPromptStyle {
 /** The user turn of one question: instructions, question, initial state, the moves, the question again. */
 function questionParts(episode: Episode, question: string): PromptPart[] {
   const parts: PromptPart[] = [
-    { type: 'text', text: `${INSTRUCTIONS} ${question}\nThe initial state is:\n${episode.initialState}\nHere are the moves played:\n` },
+    { type: 'text', text: `${INSTRUCTIONS}\n\n${question}\nThe initial state is: ${episode.initialState}\nHere are the moves played:\n` },
   ];
   episode.actions.forEach((action, index) => {
     if (action.modality === 'text') parts.push({ type: 'text', text: `${action.text}\n` });
     else {
       parts.push({ type: 'image', ref: { episode, index } });
-      parts.push({ type: 'text', text: `\n${IMAGE_CAPTION}\n` });
+      parts.push({ type: 'text', text: `${IMAGE_CAPTION}\n` });
     }
   });
-  parts.push({ type: 'text', text: question });
+  parts.push({ type: 'text', text: `\n${question}` });
   return parts;
 }
 

@@ -1,6 +1,7 @@
-// Shell game prompts with the MET-Bench reference wording (notes/benchmarks.md §1, paper appendix A): instructions,
-// the question, the initial state, the moves one per line (an image action is the image followed by its caption),
-// then the question again. Few-shot puts solved train-split episodes before the question as earlier chat turns whose
+// Shell game prompts with the MET-Bench reference wording: the authors' harness (metbench/prompts.py of
+// github.com/vanyacohen/MET-Bench, the ICML 2026 version, which the published scores come from; notes/benchmarks.md §1
+// quotes the paper): "<instructions>\n\n<question>\nThe initial state is: <n>\nHere are the moves played:\n", the moves
+// one per line (an image action is the image, then its caption and a newline), then "\n<question>". Few-shot puts solved train-split episodes before the question as earlier chat turns whose
 // answers are "FINAL ANSWER: n". The single-image perception probe follows the paper's Figure 9.
 // Layer: envs/
 import { UserError } from '../../core/errors.ts';
@@ -18,10 +19,10 @@ export const SHELL_INSTRUCTIONS =
 export const SHELL_IMAGE_CAPTION = 'The shells with the numbers highlighted green are being swapped.';
 
 const DIRECT_QUESTION =
-  'Now what is the final position of the ball? Only output the number 1, 2, or 3 and nothing else. Start the next ' +
-  'message with FINAL ANSWER:';
+  'Now what is the final position of the ball? Only output the final ball location as a single number 1, 2, or 3. If ' +
+  'there are no moves you must still just predict the location. Start the next message with FINAL ANSWER:';
 const COT_QUESTION =
-  'What is the final position of the ball? Think step by step then output the final position of the ball as ' +
+  'What is the final position of the ball? Think step by step then output the final ball location as ' +
   'FINAL ANSWER: [1, 2, or 3].';
 
 const QUESTIONS: Record<(typeof SHELL_PROMPT_STYLES)[number], string> = {
@@ -33,17 +34,17 @@ const QUESTIONS: Record<(typeof SHELL_PROMPT_STYLES)[number], string> = {
 /** One user turn: instructions, question, initial state, the moves, the question again. */
 function episodeTurn(episode: Episode, question: string): PromptMessage {
   const parts: PromptPart[] = [
-    { type: 'text', text: `${SHELL_INSTRUCTIONS}\n${question}\nThe initial state is: ${episode.initialState}\nHere are the moves played:\n` },
+    { type: 'text', text: `${SHELL_INSTRUCTIONS}\n\n${question}\nThe initial state is: ${episode.initialState}\nHere are the moves played:\n` },
   ];
   episode.actions.forEach((action, index) => {
     if (action.modality === 'text') {
       parts.push({ type: 'text', text: `${action.text}\n` });
     } else {
       parts.push({ type: 'image', ref: { episode, index } });
-      parts.push({ type: 'text', text: `\n${SHELL_IMAGE_CAPTION}\n` });
+      parts.push({ type: 'text', text: `${SHELL_IMAGE_CAPTION}\n` });
     }
   });
-  parts.push({ type: 'text', text: question });
+  parts.push({ type: 'text', text: `\n${question}` });
   return { role: 'user', parts };
 }
 

@@ -24,7 +24,7 @@ const schema = z.object({
   modality: z.string().min(1).optional(),
   'image-ratio': z.union([z.string(), z.number()]).optional(),
   actions: z.union([z.string(), z.number()]),
-  n: positiveInt.max(100_000, 'at most 100,000 items per setting'),
+  n: positiveInt.max(100_000, 'at most 100,000 items per setting').optional(),
   seed: z.coerce.number().int().min(0),
   task: z.enum(['track', 'perception']),
   cascade: z.boolean(),
@@ -90,13 +90,13 @@ const command: CommandModule = {
       .option('provider', { type: 'string', describe: 'Hugging Face Inference Provider (e.g. together, nebius, auto); key from HF_TOKEN' })
       .option('endpoint', { type: 'string', describe: 'OpenAI-compatible endpoint URL (vLLM, TGI, llama.cpp, metrl serve), e.g. http://127.0.0.1:8000/v1' })
       .option('api-key-env', { type: 'string', describe: 'name of the environment variable holding the API key (provider default: HF_TOKEN)' })
-      .option('domain', { type: 'string', default: 'chess', describe: 'chess | shell | boxes | mcst | mate | rem (a comma list evaluates several)' })
+      .option('domain', { type: 'string', default: 'chess', describe: 'chess | shell | boxes | mcst | mate | rem (a comma list evaluates several); minecraft comes from --dataset' })
       .option('prompt', { type: 'string', describe: 'zero-shot | few-shot | cot | fen-trace | compact (a comma list); default zero-shot, compact for --checkpoint' })
       .option('shots', { type: 'number', describe: 'few-shot examples from the train split (default 5)' })
       .option('modality', { type: 'string', describe: 'text | image | mixed (a comma list); default text' })
       .option('image-ratio', { type: 'string', describe: 'share of image actions with --modality mixed; a comma list is the Figure 6 sweep' })
       .option('actions', { type: 'string', default: '10', describe: 'actions per episode; a comma list is a length sweep (Figures 3-4), e.g. 0,5,10,20,50,100' })
-      .option('n', { type: 'number', default: 100, describe: 'items per setting (episodes; image actions for --task perception)' })
+      .option('n', { type: 'number', describe: 'items per setting (episodes; image actions for --task perception); default 100, 500 for an official MET-Bench --dataset' })
       .option('seed', { type: 'number', default: 0, describe: 'episode selection seed' })
       .option('task', { type: 'string', default: 'track', describe: 'track (final state) | perception (one image → its action, Table 4)' })
       .option('cascade', { type: 'boolean', default: false, describe: 'transcribe each image action first, then track on text (Table 3)' })
@@ -111,7 +111,7 @@ const command: CommandModule = {
       .option('out', { type: 'string', describe: 'output folder (default runs/eval-<model>-<time>)' })
       .option('games', { type: 'string', describe: 'chess: PGN or UCI games file (default: the built-in generator)' })
       .option('offset', { type: 'string', describe: 'chess: episodes start at the game start (default, as the paper) or at a random ply (needed for many short episodes)' })
-      .option('dataset', { type: 'string', describe: 'evaluate the rows of a folder `metrl generate` wrote (its domain and action count; --n caps the rows)' })
+      .option('dataset', { type: 'string', describe: 'evaluate the rows of a folder `metrl generate` wrote (its domain and action count; --n caps the rows), or an official MET-Bench set: a local copy of its parquet shards or hf://vanyacohen/MET-Bench-Chess[@revision] (-Shell, -Minecraft)' })
       .options(envFlagOptions())
       .option('quiet', { type: 'boolean', default: false, describe: 'no progress on stderr' })
       .option('tables', { type: 'string', array: true, describe: 'evaluate nothing: print one table from these run folders (models side by side, e.g. Table 5); --out FILE writes it' })

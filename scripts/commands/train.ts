@@ -17,6 +17,9 @@ import { readJson, writeJsonAtomic } from '../../core/files.ts';
 import { CHECKPOINTS_DIR } from '../../core/paths.ts';
 import { getEnv } from '../../envs/registry.ts';
 import { readDataset, type Dataset } from '../../envs/dataset-reader.ts';
+import { withModality } from '../../envs/generate.ts';
+import { isHubAddress, readOfficialTrainingSet } from '../../envs/metbench/hub.ts';
+import { isParquetDataset, OFFICIAL_LIMIT } from '../../envs/metbench/official.ts';
 import { backendLine, initBackend } from '../../models/backend.ts';
 import { TrainConfigSchema, readConfigFile, resolveConfig, type TrainConfig } from '../../trainer/config.ts';
 import { assertReadsModality, loadTrainingPolicy, train, type TrainEvent } from '../../trainer/loop.ts';
@@ -106,17 +109,18 @@ async function run(flags: TrainFlags): Promise<void> {
     // The run continues with its own settings; only --steps may change (to extend it). The original command with
     // --resume appended repeats the recorded values, which is fine: only a real change is refused.
     refuseChanges(flags, flagConfig, info, infoPath);
-    if (flags.dataset !== undefined && resolve(flags.dataset) !== info.dataset) {
-      throw new UserError(`--resume: --dataset ${resolve(flags.dataset)} differs from the run's ${info.dataset ?? 'unset'} (${infoPath}); only --steps may change`);
+    if (flags.dataset !== undefined && datasetKey(flags.dataset) !== info.dataset) {
+      throw new UserError(`--resume: --dataset ${datasetKey(flags.dataset)} differs from the run's ${info.dataset ?? 'unset'} (${infoPath}); only --steps may change`);
     }
     ({ domain, modality, checkpoint: checkpointDir, envExtra } = info);
     datasetPath = info.dataset;
-    if (datasetPath !== undefined) dataset = readDataset(datasetPath, domain);
     config = resolveConfig(info.config, flags.steps !== undefined ? { steps: flags.steps } : {}, `${infoPath}: config.`);
+    if (datasetPath !== undefined) dataset = await loadDataset(datasetPath, domain, config, modality);
   } else {
+    config = resolveConfig(flags.config ? readConfigFile(flags.config) : {}, flagConfig, flags.config ? `${flags.config}: ` : '--');
     if (flags.dataset !== undefined) {
-      datasetPath = resolve(flags.dataset);
-      dataset = readDataset(flags.dataset, flags.domain);
+      datasetPath = datasetKey(flags.dataset);
+      dataset = await loadDataset(flags.dataset, flags.domain, config, flags.modality);
       if (dataset.train.length === 0) throw new UserError(`${dataset.file}: no rows with split "train" to train on (\`metrl generate --split train\` writes them)`);
       if ((flags.games ?? flags.offset) !== undefined) throw new UserError('--dataset: --games and --offset shape generated chess episodes; a dataset brings its own');
     }
@@ -128,7 +132,6 @@ async function run(flags: TrainFlags): Promise<void> {
     const datasetModality = dataset && (dataset.train.some(showsImage) ? 'image' : 'text');
     if (!(flags.modality ?? datasetModality)) throw new UserError('--modality is required (text or image)');
     modality = flags.modality ?? datasetModality!;
-    config = resolveConfig(flags.config ? readConfigFile(flags.config) : {}, flagConfig, flags.config ? `${flags.config}: ` : '--');
     runDir = resolve(flags.out ?? join('runs', `${domain}-${modality}-${timestamp()}`));
     if (existsSync(join(runDir, 'metrics.jsonl'))) throw new UserError(`${runDir} already holds a run; add --resume to continue it, or choose another --out`);
     checkpointDir = resolve(flags.checkpoint ?? join(CHECKPOINTS_DIR, 'base'));
@@ -205,6 +208,26 @@ async function run(flags: TrainFlags): Promise<void> {
     progress?.stop();
   }
   if (!flags.quiet) log(`done: ${runDir} (plot it with: metrl plot ${runDir})`);
+}
+
+/** How a run records its dataset: an hf:// address as written, a path made absolute. */
+function datasetKey(path: string): string {
+  return isHubAddress(path) ? path : resolve(path);
+}
+
+/**
+ * A --dataset: an official MET-Bench set (parquet shards or hf://: its train split, trajectories cut to --actions, the
+ * test selection capped at --test-size, all shown in the trained modality) or a folder / chat rows
+ * (envs/dataset-reader.ts).
+ */
+async function loadDataset(path: string, domain: string | undefined, config: TrainConfig, modality: 'text' | 'image' | undefined): Promise<Dataset> {
+  if (!isHubAddress(path) && !isParquetDataset(path)) return readDataset(path, domain);
+  const dataset = await readOfficialTrainingSet(path, { actions: config.actions, testLimit: Math.min(config.testSize, OFFICIAL_LIMIT) });
+  if (dataset.domain === 'minecraft' && modality === 'image') {
+    throw new UserError(`--dataset ${path}: the built-in model reads Minecraft's JSON states (--modality text); its screenshots reach chat models only (metrl evaluate)`);
+  }
+  const shown = modality ?? 'text';
+  return { ...dataset, train: dataset.train.map((i) => ({ episode: withModality(i.episode, shown) })), test: dataset.test.map((i) => ({ episode: withModality(i.episode, shown) })) };
 }
 
 /** Does a dataset row show an image (an image action, or an image part in its messages)? */
@@ -359,7 +382,7 @@ const command: CommandModule = {
   describe: 'GRPO-train the built-in policy on any environment (text or image actions), tracking the transfer modality',
   builder: (y) =>
     y
-      .option('domain', { type: 'string', describe: 'chess | shell | boxes | mcst | mate | rem (with --dataset: the folder\'s, or the one that scores chat rows)' })
+      .option('domain', { type: 'string', describe: 'chess | shell | boxes | mcst | mate | rem (with --dataset: the folder\'s or MET-Bench set\'s, or the one that scores chat rows)' })
       .option('modality', { type: 'string', describe: 'text | image: the modality trained on (the other is evaluated as transfer; with --dataset: what its rows show)' })
       .option('out', { type: 'string', describe: 'run folder (default runs/<domain>-<modality>-<timestamp>)' })
       .option('checkpoint', { type: 'string', describe: 'base checkpoint folder (default checkpoints/base)' })
@@ -370,7 +393,7 @@ const command: CommandModule = {
       .option('offset', { type: 'string', describe: 'chess: start | random ply offset into each game' })
       .option('dataset', {
         type: 'string',
-        describe: 'train on rows you bring instead of generated episodes: a folder `metrl generate` wrote (metadata.jsonl + images), or a JSONL of chat rows {messages, target, split?}',
+        describe: 'train on rows you bring instead of generated episodes: a folder `metrl generate` wrote (metadata.jsonl + images), a JSONL of chat rows {messages, target, split?}, or a MET-Bench set with a train split (parquet shards or hf://owner/name@revision)',
       })
       .option('quiet', { type: 'boolean', default: false, describe: 'no progress output' })
       .options(configFlagOptions),

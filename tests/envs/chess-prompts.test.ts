@@ -32,9 +32,12 @@ describe('chess prompts', () => {
     const messages = chessEnv.prompt(episode, { style: 'zero-shot', shots: [] });
     expect(messages).toHaveLength(1);
     expect(messages[0].role).toBe('user');
+    // The harness's zero-shot question and layout (metbench/prompts.py, ICML 2026 version), written out.
+    const question = 'Now what is the final FEN? Only output the FEN and nothing else. If there are no moves you must still just predict the FEN. Start the next message with FINAL ANSWER:';
+    expect(QUESTIONS['zero-shot']).toBe(question);
     expect(text(messages)).toBe(
-      `${INSTRUCTIONS} ${QUESTIONS['zero-shot']}\nThe initial state is:\n${START}\nHere are the moves played:\n` +
-        `e2e4\n<image 1>\n${IMAGE_CAPTION}\n${QUESTIONS['zero-shot']}`,
+      `You are a helpful assistant that tracks chess moves in a game and produces the final FEN.\n\n${question}\nThe initial state is: ${START}\nHere are the moves played:\n` +
+        `e2e4\n<image 1>The move is from the green square to the red square.\n\n${question}`,
     );
     const image = messages[0].parts.find((p) => p.type === 'image');
     expect(image?.type === 'image' && image.ref.episode === episode && image.ref.index === 1).toBe(true);
@@ -45,7 +48,9 @@ describe('chess prompts', () => {
       'What is the final FEN? Think step by step then output the final FEN as FINAL ANSWER: [FEN HERE].',
     );
     expect(text(chessEnv.prompt(episode, { style: 'zero-shot', shots: [] }))).toContain('Start the next message with FINAL ANSWER:');
-    expect(text(chessEnv.prompt(episode, { style: 'fen-trace', shots: [] }))).toContain('BOARD_AFTER_MOVE_k:');
+    expect(text(chessEnv.prompt(episode, { style: 'fen-trace', shots: [] }))).toContain(
+      'Track the game one move at a time. After each move, write the board placement FEN using exactly this format: BOARD_AFTER_MOVE_1: [board placement FEN], BOARD_AFTER_MOVE_2: [board placement FEN], and so on.',
+    );
   });
 
   it('few-shot shows each solved example as a user turn and its answer before the question', () => {

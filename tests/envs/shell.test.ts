@@ -84,9 +84,10 @@ describe('shell prompts', () => {
   it('zero-shot: instructions, question, initial state, moves, question again', () => {
     const messages = shellEnv.prompt(episode, { style: 'zero-shot', shots: [] });
     expect(messages).toHaveLength(1);
-    const question = 'Now what is the final position of the ball? Only output the number 1, 2, or 3 and nothing else. Start the next message with FINAL ANSWER:';
+    // The harness's zero-shot question and layout (metbench/prompts.py, ICML 2026 version).
+    const question = 'Now what is the final position of the ball? Only output the final ball location as a single number 1, 2, or 3. If there are no moves you must still just predict the location. Start the next message with FINAL ANSWER:';
     expect(textOf(messages)).toBe(
-      `${SHELL_INSTRUCTIONS}\n${question}\nThe initial state is: 2\nHere are the moves played:\n1 swap 2\n<image>\n${SHELL_IMAGE_CAPTION}\n${question}`,
+      `${SHELL_INSTRUCTIONS}\n\n${question}\nThe initial state is: 2\nHere are the moves played:\n1 swap 2\n<image>The shells with the numbers highlighted green are being swapped.\n\n${question}`,
     );
   });
 
@@ -95,12 +96,12 @@ describe('shell prompts', () => {
     const parts = chat[0].content as Array<{ type: string; text?: string; image_url?: { url: string } }>;
     expect(parts.map((p) => p.type)).toEqual(['text', 'image_url', 'text']);
     expect(parts[1].image_url!.url).toBe('images/shell-test-0-1.png');
-    expect(parts[2].text!.startsWith(`\n${SHELL_IMAGE_CAPTION}\n`)).toBe(true);
+    expect(parts[2].text!.startsWith(`${SHELL_IMAGE_CAPTION}\n`)).toBe(true);
   });
 
   it('cot asks to think step by step and answer in the marker format', () => {
     expect(textOf(shellEnv.prompt(episode, { style: 'cot', shots: [] }))).toContain(
-      'Think step by step then output the final position of the ball as FINAL ANSWER: [1, 2, or 3].',
+      'What is the final position of the ball? Think step by step then output the final ball location as FINAL ANSWER: [1, 2, or 3].',
     );
   });
 

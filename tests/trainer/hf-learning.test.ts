@@ -40,7 +40,7 @@ const JSON_CONFIG = llamaConfigJson({ vocabSize: 256, hiddenSize: 32, numLayers:
  */
 const COMPACT_SHELL_TEMPLATE =
   "{% for message in messages %}{% set c = message.content %}{% if 'The initial state is: ' in c %}" +
-  "{{ c.split('The initial state is: ')[1].split('Now what')[0].replace('Here are the moves played:', '') }}" +
+  "{{ c.split('The initial state is: ')[1].split('\\nNow what')[0].replace('Here are the moves played:', '') }}" +
   '{% else %}{{ c }}{% endif %}{% endfor %}{% if add_generation_prompt %}A:{% endif %}';
 
 /** A checkpoint folder: config.json + model.safetensors (the writer), a byte tokenizer with EOS, the template above. */
