@@ -1,10 +1,11 @@
 // The "tfjs backend: …" line is printed only once the model has loaded: a checkpoint error is then the only line on
 // stderr (train, evaluate, serve), and `--quiet` silences the line. An evaluation's config.json records what was
-// loaded: base, adapter and its step, backend.
+// loaded: base, adapter and its step, backend, inference engine.
 import { describe, expect, it } from 'vitest';
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expectUserError, metrl, PROJECT, scratchDir } from './helpers.ts';
+import { DEFAULT_BUILTIN_ENGINE } from '../../models/engine.ts';
 
 /** A base checkpoint whose config.json and tokenizer are real but whose weights are not safetensors. */
 function brokenBase(): string {
@@ -41,6 +42,6 @@ describe.concurrent('the backend line', () => {
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const config = JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')) as { loaded?: Record<string, unknown> };
-    expect(config.loaded).toEqual({ base: join(PROJECT, 'checkpoints', 'base'), adapter: null, adapter_step: null, backend: expect.stringMatching(/^(node-gpu|node|wasm|cpu)$/) });
+    expect(config.loaded).toEqual({ base: join(PROJECT, 'checkpoints', 'base'), adapter: null, adapter_step: null, backend: expect.stringMatching(/^(node-gpu|node|wasm|cpu)$/), engine: DEFAULT_BUILTIN_ENGINE });
   });
 });
