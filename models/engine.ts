@@ -58,12 +58,13 @@ export function chooseEngine(requested: Engine | undefined, modelType: string, r
 }
 
 /**
- * Open `engine` on a loaded policy whose adapters (if any) are attached. The ORT device is checked first (a missing
- * provider is one UserError line naming what is missing).
+ * Open `engine` (unset: the policy's default) on a loaded policy whose adapters (if any) are attached. The ORT device is
+ * checked first (a missing provider is one UserError line naming what is missing).
  */
-export async function openEngine(policy: Policy, engine: Engine, runtime: OrtRuntime = {}): Promise<EngineSampler> {
-  if (engine === 'tfjs') return { engine, sampler: policy, syncLora: () => {}, referenceIsPolicy: () => false, dispose: () => {}, describe: 'tfjs' };
+export async function openEngine(policy: Policy, requested: Engine | undefined, runtime: OrtRuntime = {}): Promise<EngineSampler> {
   const { BuiltinPolicy } = await import('./builtin/policy.ts');
+  const engine = requested ?? (policy instanceof BuiltinPolicy ? DEFAULT_BUILTIN_ENGINE : 'tfjs');
+  if (engine === 'tfjs') return { engine, sampler: policy, syncLora: () => {}, referenceIsPolicy: () => false, dispose: () => {}, describe: 'tfjs' };
   if (!(policy instanceof BuiltinPolicy)) throw new UserError(`--engine ort: ${ORT_BUILTIN_ONLY}`);
   const device = runtime.device ?? 'cpu';
   const { checkDevice } = await import('./onnx/device.ts');

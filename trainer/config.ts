@@ -174,13 +174,14 @@ export const TrainConfigSchema = z
     /**
      * What generates: rollouts, the reference and old-policy log-probs and the periodic evaluation (models/engine.ts).
      * 'tfjs' is the policy itself; 'ort' is ONNX Runtime (models/onnx/), the built-in model only, its adapters synced
-     * from the tfjs learner after every update. The learner is tfjs either way. A Hugging Face checkpoint without
-     * this key runs on tfjs.
+     * from the tfjs learner after every update. The learner is tfjs either way. Unset: the model's default
+     * (DEFAULT_BUILTIN_ENGINE for the built-in model, tfjs for Hugging Face checkpoints); `metrl train` records the
+     * engine it chose in the run's config.json.
      */
     engine: z
       .enum(ENGINES, { error: `unknown engine; expected one of ${ENGINES.join(', ')}` })
-      .default(DEFAULT_BUILTIN_ENGINE)
-      .describe(`inference engine for rollouts, log-probs and evaluation: ${ENGINES.join(' | ')} (ONNX Runtime, built-in model only)`),
+      .optional()
+      .describe(`inference engine for rollouts, log-probs and evaluation: ${ENGINES.join(' | ')} (ONNX Runtime, built-in model only; default ${DEFAULT_BUILTIN_ENGINE} for it, tfjs for Hugging Face checkpoints)`),
 
     // ---- adapters ---------------------------------------------------------------------------------------------
     /** LoRA rank on the attention and MLP projections. Paper: 16. */

@@ -14,7 +14,8 @@ import type { EncodedPrompt } from '../../models/types.ts';
 import { COMPACT_STYLE, queryToChat } from '../query-to-chat.ts';
 
 export interface CheckpointEngine {
-  engine: Engine;
+  /** Unset: the model's default (models/engine.ts). */
+  engine?: Engine;
   ort?: OrtRuntime;
 }
 
@@ -24,7 +25,7 @@ export async function checkpointSource(
   seed: number,
   envs: Map<Domain, Env>,
   base?: string,
-  { engine: engineName, ort }: CheckpointEngine = { engine: 'tfjs' },
+  { engine: engineName, ort }: CheckpointEngine = {},
 ): Promise<ModelSource> {
   const loaded = await loadPolicy(dir, { ...(base ? { base } : {}) });
   // The adapter is loaded: an ORT session built now reads its weights (syncLora at construction).
@@ -49,8 +50,8 @@ export async function checkpointSource(
       adapter: loaded.adapter,
       adapter_step: loaded.adapterStep,
       backend: loaded.backend,
-      engine: engineName,
-      ...(engineName === 'ort' ? { ort: { device: ort?.device ?? 'cpu', threads: ort?.threads ?? null } } : {}),
+      engine: engine.engine,
+      ...(engine.engine === 'ort' ? { ort: { device: ort?.device ?? 'cpu', threads: ort?.threads ?? null } } : {}),
     },
     async complete(query): Promise<SourceReply> {
       const env = envs.get(query.episode.domain)!;

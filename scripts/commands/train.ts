@@ -19,7 +19,7 @@ import { CHECKPOINTS_DIR } from '../../core/paths.ts';
 import { getEnv } from '../../envs/registry.ts';
 import { readDataset, type Dataset } from '../../envs/dataset-reader.ts';
 import { backendLine, initBackend } from '../../models/backend.ts';
-import { chooseEngine, type Engine } from '../../models/engine.ts';
+import { chooseEngine } from '../../models/engine.ts';
 import { DEVICES } from '../../models/onnx/device.ts';
 import { resolveCheckpoint } from '../../models/load.ts';
 import { modelTypeOf } from '../../models/registry.ts';
@@ -104,8 +104,6 @@ async function run(flags: TrainFlags): Promise<void> {
   let envExtra: Record<string, unknown>;
   let datasetPath: string | undefined;
   let dataset: Dataset | undefined;
-  /** The engine named by a flag or the --config file (unnamed: the default for the checkpoint's model). */
-  let namedEngine: Engine | undefined;
   const flagConfig = valuesFromFlags(CONFIG_FLAGS, flags);
 
   if (flags.resume) {
@@ -126,7 +124,6 @@ async function run(flags: TrainFlags): Promise<void> {
     datasetPath = info.dataset;
     if (datasetPath !== undefined) dataset = readDataset(datasetPath, domain);
     config = resolveConfig(info.config, flags.steps !== undefined ? { steps: flags.steps } : {}, `${infoPath}: config.`);
-    namedEngine = config.engine;
   } else {
     if (flags.dataset !== undefined) {
       datasetPath = resolve(flags.dataset);
@@ -142,9 +139,7 @@ async function run(flags: TrainFlags): Promise<void> {
     const datasetModality = dataset && (dataset.train.some(showsImage) ? 'image' : 'text');
     if (!(flags.modality ?? datasetModality)) throw new UserError('--modality is required (text or image)');
     modality = flags.modality ?? datasetModality!;
-    const fileConfig = flags.config ? readConfigFile(flags.config) : {};
-    config = resolveConfig(fileConfig, flagConfig, flags.config ? `${flags.config}: ` : '--');
-    if (flagConfig.engine !== undefined || fileConfig.engine !== undefined) namedEngine = config.engine;
+    config = resolveConfig(flags.config ? readConfigFile(flags.config) : {}, flagConfig, flags.config ? `${flags.config}: ` : '--');
     runDir = resolve(flags.out ?? join('runs', `${domain}-${modality}-${timestamp()}`));
     if (existsSync(join(runDir, 'metrics.jsonl'))) throw new UserError(`${runDir} already holds a run; add --resume to continue it, or choose another --out`);
     checkpointDir = resolve(flags.checkpoint ?? join(CHECKPOINTS_DIR, 'base'));
@@ -164,11 +159,11 @@ async function run(flags: TrainFlags): Promise<void> {
   }
   // Reward modules load before anything is written: a missing file or a module without a function is one line.
   const rewards = await loadRewardFunctions(config.reward);
-  // The engine fits the model: ONNX Runtime runs the built-in model only (a Hugging Face checkpoint without a named
-  // engine gets tfjs); --threads and --device set ONNX Runtime and need it.
+  // The engine fits the model: ONNX Runtime runs the built-in model only (unnamed, the engine is the model's default:
+  // models/engine.ts); --threads and --device set ONNX Runtime and need it. config.json records the engine chosen.
   const ort = { threads: flags.threads, device: flags.device };
   const modelType = modelTypeOf(existsSync(join(checkpointDir, 'adapter_config.json')) ? resolveCheckpoint(checkpointDir).base : checkpointDir);
-  config = { ...config, engine: chooseEngine(namedEngine, modelType, ort) };
+  config = { ...config, engine: chooseEngine(config.engine, modelType, ort) };
   const backend = await initBackend(flags.backend, null);
   const setup = await loadTrainingPolicy(checkpointDir, config);
   assertReadsModality(setup.policy, modality);
