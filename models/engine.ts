@@ -14,7 +14,7 @@ export const ENGINES = ['tfjs', 'ort'] as const;
 export type Engine = (typeof ENGINES)[number];
 
 /** The engine a built-in model gets when none is named (Hugging Face checkpoints always get tfjs). */
-export const DEFAULT_BUILTIN_ENGINE: Engine = 'tfjs';
+export const DEFAULT_BUILTIN_ENGINE: Engine = 'ort';
 
 /** ONNX Runtime's settings: intra-op threads (default: every core) and the execution provider (default: CPU). */
 export interface OrtRuntime {

@@ -36,12 +36,19 @@ describe.concurrent('the backend line', () => {
     expectUserError(await metrl(['serve', '--checkpoint', join(PROJECT, 'checkpoints', 'base'), '--host', '999.1.1.1', '--port', '0']), /--host 999\.1\.1\.1: not an address of this machine/);
   });
 
-  it('evaluate --quiet prints nothing; config.json records base, adapter, step and backend', async () => {
+  it('evaluate --quiet prints nothing; config.json records base, adapter, step, backend and engine', async () => {
     const out = join(scratchDir('eval-quiet'), 'run');
     const result = await metrl(['evaluate', '--checkpoint', join(PROJECT, 'checkpoints', 'base'), '--domain', 'shell', '--n', '1', '--actions', '3', '--max-tokens', '4', '--quiet', '--out', out]);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const config = JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')) as { loaded?: Record<string, unknown> };
-    expect(config.loaded).toEqual({ base: join(PROJECT, 'checkpoints', 'base'), adapter: null, adapter_step: null, backend: expect.stringMatching(/^(node-gpu|node|wasm|cpu)$/), engine: DEFAULT_BUILTIN_ENGINE });
+    expect(config.loaded).toEqual({
+      base: join(PROJECT, 'checkpoints', 'base'),
+      adapter: null,
+      adapter_step: null,
+      backend: expect.stringMatching(/^(node-gpu|node|wasm|cpu)$/),
+      engine: DEFAULT_BUILTIN_ENGINE,
+      ...(DEFAULT_BUILTIN_ENGINE === 'ort' ? { ort: { device: 'cpu', threads: null } } : {}),
+    });
   });
 });

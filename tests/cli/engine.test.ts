@@ -178,7 +178,7 @@ describe('bad input', () => {
 
   it('refuses ORT flags without ORT, and ORT for a Hugging Face model or a hosted one', async () => {
     expectUserError(await metrl(['train', ...TINY, '--engine', 'tfjs', '--threads', '2', '--out', out()]), /--threads sets ONNX Runtime and applies with --engine ort/);
-    expectUserError(await metrl(['serve', '--checkpoint', base, '--port', '0', '--device', 'cpu']), /--device sets ONNX Runtime and applies with --engine ort/);
+    expectUserError(await metrl(['serve', '--checkpoint', base, '--port', '0', '--engine', 'tfjs', '--device', 'cpu']), /--device sets ONNX Runtime and applies with --engine ort/);
     const llama = join(HF_FIXTURES, 'llama');
     const run = out();
     expectUserError(await metrl(['train', '--domain', 'shell', '--modality', 'text', '--checkpoint', llama, '--engine', 'ort', '--out', run]), /--engine ort: the ONNX Runtime engine runs the built-in model only; use --engine tfjs for Hugging Face checkpoints \(this is llama\)/);
