@@ -27,6 +27,8 @@ import { describeModel, openSource, type SourceSpec } from './sources/index.ts';
 import type { ModelSource, Setting, Task } from './types.ts';
 import { checkpointModelType } from '../models/load.ts';
 import { BUILTIN_MODEL_TYPE } from '../models/registry.ts';
+import { chooseEngine, type Engine, type OrtRuntime } from '../models/engine.ts';
+import type { Device } from '../models/onnx/device.ts';
 
 /** What one evaluation is asked to do. Lists are comma lists as typed (eval/settings.ts parses and checks them). */
 export interface EvaluateOptions {
@@ -69,6 +71,10 @@ export interface EvaluateOptions {
    * with trajectories cut to --actions (10), recorded in <domain>-selection.json (envs/metbench/official.ts).
    */
   dataset?: string;
+  /** The inference engine for a --checkpoint (default: the model's, models/engine.ts), ONNX Runtime's threads and device. */
+  engine?: Engine;
+  threads?: number;
+  device?: Device;
 }
 
 /** What the plan phase settles before anything is asked. */
@@ -84,6 +90,8 @@ interface Plan {
   dataset?: Episode[];
   /** Files written into the run folder beside the selection (an official set's <domain>-selection.json). */
   files?: Record<string, string>;
+  /** The engine a --checkpoint runs on. */
+  engine: { engine: Engine; ort: OrtRuntime };
 }
 
 export async function evaluate(options: EvaluateOptions): Promise<void> {
@@ -94,6 +102,8 @@ export async function evaluate(options: EvaluateOptions): Promise<void> {
     plan.config.loaded = source.loaded;
     // Printed only now that the model has loaded: an error while loading is the only line on stderr.
     if (!options.quiet) process.stderr.write(`tfjs backend: ${source.loaded.backend}\n`);
+    const { ort } = source.loaded;
+    if (!options.quiet && ort) process.stderr.write(`inference engine: ONNX Runtime (${ort.device}, ${ort.threads === null ? 'threads: all cores' : `${ort.threads} threads`})\n`);
   }
   const outcome = await runItems(plan, source, options);
   const report = reportRun(plan, outcome);
@@ -116,7 +126,13 @@ async function planRun(options: EvaluateOptions): Promise<Plan> {
   const task = options.task;
   // The built-in model reads its compact layout; a Hugging Face checkpoint reads the reference wording, as hosted
   // models do, through its own chat template.
-  const builtin = model.kind === 'checkpoint' && checkpointModelType(model.path, model.base) === BUILTIN_MODEL_TYPE;
+  const modelType = model.kind === 'checkpoint' ? checkpointModelType(model.path, model.base) : null;
+  const builtin = modelType === BUILTIN_MODEL_TYPE;
+  const ort: OrtRuntime = { threads: options.threads, device: options.device };
+  if (modelType === null && (options.engine ?? options.threads ?? options.device) !== undefined) {
+    throw new UserError(`--${options.engine !== undefined ? 'engine' : options.threads !== undefined ? 'threads' : 'device'} applies to --checkpoint (a model run in process)`);
+  }
+  const engine = modelType === null ? 'tfjs' : chooseEngine(options.engine, modelType, ort);
   // The harness's "paper" prompt: chain of thought for Minecraft, zero-shot for chess and shell.
   const defaultPrompt = builtin ? COMPACT_STYLE : domains.length === 1 && domains[0] === 'minecraft' ? 'cot' : 'zero-shot';
   if (domains.includes('minecraft')) {
@@ -167,7 +183,7 @@ async function planRun(options: EvaluateOptions): Promise<Plan> {
     runtime: { workers: options.workers, limit: options.limit ?? null, retries: options.retries, timeout_s: options.timeoutSeconds },
   };
   const retry: RetryPolicy = { ...DEFAULT_RETRY, retries: options.retries, timeoutMs: options.timeoutSeconds * 1000, baseDelayMs: options.backoffSeconds * 1000 };
-  return { model, label, envs, settings, out, config, retry, dataset, files: official ? { [official.manifestFile]: official.manifest } : undefined };
+  return { model, label, envs, settings, out, config, retry, dataset, files: official ? { [official.manifestFile]: official.manifest } : undefined, engine: { engine, ort } };
 }
 
 /** An official MET-Bench set: the harness's selection for one T, with the pictures only when an image modality is asked. */
@@ -197,7 +213,7 @@ function openModel(plan: Plan, options: EvaluateOptions): Promise<ModelSource> {
     sampling,
     seed: options.seed,
     compact: loadCompactTemplate,
-    openCheckpoint: async (path, base) => (await import('./sources/local-checkpoint.ts')).checkpointSource(path, sampling, options.seed, plan.envs, base),
+    openCheckpoint: async (path, base) => (await import('./sources/local-checkpoint.ts')).checkpointSource(path, sampling, options.seed, plan.envs, base, plan.engine),
   });
 }
 

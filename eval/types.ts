@@ -51,6 +51,9 @@ export interface LoadedModel {
   adapter: string | null;
   adapter_step: number | null;
   backend: string;
+  /** The inference engine that generated (models/engine.ts), with ONNX Runtime's device and threads (null: every core). */
+  engine: 'tfjs' | 'ort';
+  ort?: { device: string; threads: number | null };
 }
 
 export interface ModelSource {

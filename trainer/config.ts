@@ -8,6 +8,7 @@ import { UserError, parseOrFail } from '../core/errors.ts';
 import { readJson } from '../core/files.ts';
 import { IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES } from './loss.ts';
 import { SCALE_REWARDS } from './advantages.ts';
+import { DEFAULT_BUILTIN_ENGINE, ENGINES } from '../models/engine.ts';
 
 const positiveInt = z.number().int().positive();
 
@@ -168,6 +169,19 @@ export const TrainConfigSchema = z
     maxGradNorm: z.number().min(0).default(1).describe('gradient-norm clipping, 0 = off'),
     /** Stop (exit 2) after this many consecutive steps with a non-finite loss; each such step skips its update. */
     maxNanSteps: positiveInt.default(3),
+
+    // ---- engine -----------------------------------------------------------------------------------------------
+    /**
+     * What generates: rollouts, the reference and old-policy log-probs and the periodic evaluation (models/engine.ts).
+     * 'tfjs' is the policy itself; 'ort' is ONNX Runtime (models/onnx/), the built-in model only, its adapters synced
+     * from the tfjs learner after every update. The learner is tfjs either way. Unset: the model's default
+     * (DEFAULT_BUILTIN_ENGINE for the built-in model, tfjs for Hugging Face checkpoints); `metrl train` records the
+     * engine it chose in the run's config.json.
+     */
+    engine: z
+      .enum(ENGINES, { error: `unknown engine; expected one of ${ENGINES.join(', ')}` })
+      .optional()
+      .describe(`inference engine for rollouts, log-probs and evaluation: ${ENGINES.join(' | ')} (ONNX Runtime, built-in model only; default ${DEFAULT_BUILTIN_ENGINE} for it, tfjs for Hugging Face checkpoints)`),
 
     // ---- adapters ---------------------------------------------------------------------------------------------
     /** LoRA rank on the attention and MLP projections. Paper: 16. */

@@ -1,6 +1,8 @@
 // The GRPO training loop (trainer/ layer). train() reads as its phases, in the order TRL's GRPOTrainer runs them
 // (_generate_and_score_completions → compute_loss → _maybe_log_save_evaluate):
-//   startRun                    episodes, prompts, completion budget; a fresh run or the newest checkpoint (resume)
+//   startRun                    episodes, prompts, completion budget, the inference engine (config.engine: tfjs,
+//                               or ONNX Runtime as the Sampler beside the tfjs Learner); a fresh run or the newest
+//                               checkpoint (resume)
 //   per step:
 //     collectGroups             rounds of generateRollouts (the next prompts in the data order, a group of
 //                               completions each; Sampler) and rewardRollouts (the environment's score, then the
@@ -8,7 +10,7 @@
 //                               step holds enough groups with a reward spread; then group-relative advantages
 //     referenceAndOldLogProbs   learner chunks with the reference (LoRA off) and old-policy log-probs (Sampler, no grad)
 //     updatePolicy              μ passes of the objective (objective.ts: loss type, clipping, masks), gradients summed
-//                               over the chunks, one AdamW update per pass (Learner)
+//                               over the chunks, one AdamW update per pass (Learner), the Sampler's adapters synced
 //     logStep                   metrics.jsonl and samples.jsonl rows, the NaN streak
 //     evaluate, saveCheckpoint  every K steps: greedy accuracy on a fixed test split in the trained and the transfer
 //                               modality; a checkpoint that `resume` continues from, reproducing the uninterrupted run
@@ -26,6 +28,7 @@ import type { Policy } from '../models/policy.ts';
 import type { Sampler } from '../models/sampler.ts';
 import type { Learner } from '../models/learner.ts';
 import { loadBaseModel } from '../models/registry.ts';
+import { openEngine, type EngineSampler, type OrtRuntime } from '../models/engine.ts';
 import { resolveCheckpoint } from '../models/load.ts';
 import { Rng } from '../core/rng.ts';
 import { UserError } from '../core/errors.ts';
@@ -74,10 +77,13 @@ export interface TrainingSetup {
   dataset?: Dataset;
   /** config.reward already loaded (the CLI loads them before writing the run folder); loaded by train() otherwise. */
   rewards?: RewardFunction[];
+  /** ONNX Runtime's threads and device, with config.engine 'ort' (models/engine.ts). */
+  ort?: OrtRuntime;
 }
 
 export type TrainEvent =
-  | { kind: 'start'; fromStep: number; steps: number; trainEpisodes: number; testEpisodes: number; maxCompletionTokens: number; evaluatedModalities: number }
+  /** `engine` describes the inference engine ("tfjs", "ONNX Runtime 1.30.0 (cpu, 2 threads)"). */
+  | { kind: 'start'; fromStep: number; steps: number; trainEpisodes: number; testEpisodes: number; maxCompletionTokens: number; evaluatedModalities: number; engine: string }
   | { kind: 'step'; row: TrainRow }
   | { kind: 'eval'; rows: EvalRow[] }
   /** During an evaluation: items of `modality` answered so far at `step`. */
@@ -104,6 +110,8 @@ interface Run {
   config: TrainConfig;
   sampler: Sampler;
   learner: Learner;
+  /** The engine behind `sampler`: its adapters are synced from the learner after every change (syncLora). */
+  engine: EngineSampler;
   adapter: AdapterStore;
   metricsPath: string;
   samplesPath: string;
@@ -177,8 +185,14 @@ interface StepGroups {
 interface LearnerBatch {
   seqs: SequenceBatchItem[];
   adv: Float32Array;
-  /** [chunk, maxLen] reference log-probs (LoRA off); null when β = 0. */
+  /** [chunk, maxLen] reference log-probs (LoRA off); null when β = 0 or refIsPolicy. */
   ref: tf.Tensor2D | null;
+  /**
+   * β > 0 but the adapters are exactly zero with a separate inference engine (EngineSampler.referenceIsPolicy): the
+   * reference log-probs are the first gradient pass's own, detached (set into `ref` there), as tfjs's reference pass
+   * would give them bit for bit.
+   */
+  refIsPolicy: boolean;
   /** [chunk, maxLen] old-policy log-probs; null when μ = 1 (taken from the gradient pass itself). */
   old: tf.Tensor2D | null;
   /** Indices of the chunk's completions among the step's trained completions (objective.rows). */
@@ -234,8 +248,17 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
   // Reward modules load first: a missing file or a module without a function stops the run before any work.
   const rewards = setup.rewards ?? (await loadRewardFunctions(setup.config.reward));
   const run = await prepareRun(setup, rewards);
+  try {
+    return await trainRun(run);
+  } finally {
+    run.engine.dispose();
+  }
+}
+
+async function trainRun(run: Run): Promise<TrainingResult> {
+  const { setup } = run;
   const state = startOrResume(run);
-  setup.onEvent?.({ kind: 'start', fromStep: state.step, steps: run.config.steps, trainEpisodes: run.trainSet.length, testEpisodes: run.testEpisodes.length, maxCompletionTokens: run.maxCompletionTokens, evaluatedModalities: run.testSets.length });
+  setup.onEvent?.({ kind: 'start', fromStep: state.step, steps: run.config.steps, trainEpisodes: run.trainSet.length, testEpisodes: run.testEpisodes.length, maxCompletionTokens: run.maxCompletionTokens, evaluatedModalities: run.testSets.length, engine: run.engine.describe });
   // A run can be stopped at any moment and resumed: the step-0 checkpoint comes first, and the evaluation due at the
   // step the run starts from (step 0, or a checkpoint whose evaluation was interrupted) is finished, skipping the
   // modalities whose rows are already in metrics.jsonl.
@@ -278,9 +301,11 @@ export function assertReadsModality(sampler: Sampler, modality: Modality): void 
  */
 async function prepareRun(setup: TrainingSetup, rewards: RewardFunction[]): Promise<Run> {
   const { policy, config, modality, runDir, dataset } = setup;
-  const sampler: Sampler = policy;
+  assertReadsModality(policy, modality);
+  // The Learner is the tfjs policy; the Sampler is it too, or an ONNX Runtime session reading its adapters.
   const learner: Learner = policy;
-  assertReadsModality(sampler, modality);
+  const engine = await openEngine(policy, config.engine, setup.ort);
+  const sampler: Sampler = engine.sampler;
   // Chat rows are prompted with their own messages, which the model's chatPrompt ends with the answer cue: the
   // completion is the answer alone, never the domain's trace layout.
   const env: Env = dataset?.format === 'chat' ? { ...setup.env, traceStates: undefined, traceStart: undefined } : setup.env;
@@ -319,6 +344,7 @@ async function prepareRun(setup: TrainingSetup, rewards: RewardFunction[]): Prom
     config,
     sampler,
     learner,
+    engine,
     adapter: learnerAdapterStore(learner, setup.baseModel, { r: config.loraRank, alpha: config.loraAlpha }),
     metricsPath: join(runDir, 'metrics.jsonl'),
     samplesPath: join(runDir, 'samples.jsonl'),
@@ -347,7 +373,10 @@ function startOrResume(run: Run): RunState {
   // On resume the adapter is loaded first: loading may replace the policy's LoRA variables, and the optimiser must
   // hold the ones that will be trained.
   const checkpoint = setup.resume ? findCheckpoint(run) : null;
-  if (checkpoint) run.adapter.load(checkpoint.dir);
+  if (checkpoint) {
+    run.adapter.load(checkpoint.dir);
+    run.engine.syncLora();
+  }
   else if (!setup.resume && existsSync(run.metricsPath)) {
     throw new UserError(`${setup.runDir} already holds a run (metrics.jsonl); use --resume to continue it or choose another --out`);
   }
@@ -493,6 +522,7 @@ function referenceAndOldLogProbs(
   objective: StepObjective,
 ): { batches: LearnerBatch[]; entropyThreshold?: number } {
   const { config, sampler } = run;
+  const refIsPolicy = config.beta > 0 && run.engine.referenceIsPolicy();
   const sequences: SequenceBatchItem[] = items.flatMap((item, k) => groups[k].map((c) => ({ prompt: item.prompt, completion: c.tokens })));
   const pooled: Float32Array[] = [];
   const batches = chunksWithin(
@@ -504,7 +534,7 @@ function referenceAndOldLogProbs(
     const seqs = chunk.map((c) => c.seq);
     const indices = chunk.map((c) => c.i);
     const adv = Float32Array.from(chunk, (c) => advantages[c.i]);
-    const ref = config.beta > 0 ? tf.keep(tf.tidy(() => sampler.tokenLogProbs(seqs, { useLora: false, temperature: config.temperature }).logProbs)) : null;
+    const ref = config.beta > 0 && !refIsPolicy ? tf.keep(tf.tidy(() => sampler.tokenLogProbs(seqs, { useLora: false, temperature: config.temperature }).logProbs)) : null;
     // With μ = 1 the old policy is the current one: its log-probs are taken from the gradient pass itself, and this
     // pass runs only when the entropy mask needs the step's entropies first.
     let old: tf.Tensor2D | null = null;
@@ -516,7 +546,7 @@ function referenceAndOldLogProbs(
       lp.mask.dispose();
       lp.entropy?.dispose();
     }
-    return { seqs, adv, ref, old, indices };
+    return { seqs, adv, ref, old, indices, refIsPolicy };
   });
   if (!objective.needsEntropy) return { batches };
   const all = new Float32Array(pooled.reduce((n, p) => n + p.length, 0));
@@ -537,9 +567,14 @@ function updatePolicy(run: Run, state: RunState, batches: LearnerBatch[], object
     for (const batch of batches) {
       const { value, grads } = tf.variableGrads(() => {
         const lp = learner.tokenLogProbs(batch.seqs, { useLora: true, withEntropy: it === 0 || objective.needsEntropy, temperature: config.temperature });
-        const oldLogProbs = batch.old ?? (tf.tensor(lp.logProbs.dataSync(), lp.logProbs.shape) as tf.Tensor2D);
+        const ownRef = batch.refIsPolicy && batch.ref === null;
+        const detached = batch.old === null || ownRef ? (tf.tensor(lp.logProbs.dataSync(), lp.logProbs.shape) as tf.Tensor2D) : null;
+        const oldLogProbs = batch.old ?? detached!;
+        // The first pass's own log-probs are the reference's (the adapters were zero); later passes (μ > 1) keep them.
+        if (ownRef) batch.ref = tf.keep(tf.clone(detached!));
+        const refLogProbs = batch.ref;
         const out = grpoLoss(
-          { logProbs: lp.logProbs, oldLogProbs, refLogProbs: batch.ref, mask: lp.mask, advantages: tf.tensor1d(batch.adv), entropies: lp.entropy, ...objective.rows(batch.indices) },
+          { logProbs: lp.logProbs, oldLogProbs, refLogProbs, mask: lp.mask, advantages: tf.tensor1d(batch.adv), entropies: lp.entropy, ...objective.rows(batch.indices) },
           options,
         );
         stats.tokens += out.sums.tokens.dataSync()[0];
@@ -560,8 +595,10 @@ function updatePolicy(run: Run, state: RunState, batches: LearnerBatch[], object
     const clippedGrads = clipGradientsByGlobalNorm(summed!, config.maxGradNorm);
     stats.loss += passLoss;
     stats.gradNorm += clippedGrads.norm;
-    if (Number.isFinite(passLoss) && Number.isFinite(clippedGrads.norm)) state.optimizer.apply(clippedGrads.grads);
-    else stats.updated = false;
+    if (Number.isFinite(passLoss) && Number.isFinite(clippedGrads.norm)) {
+      state.optimizer.apply(clippedGrads.grads);
+      run.engine.syncLora();
+    } else stats.updated = false;
     for (const t of Object.values(clippedGrads.grads)) t.dispose();
   }
   stats.nonFinite = !stats.updated;

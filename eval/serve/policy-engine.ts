@@ -6,14 +6,16 @@
 import { UserError } from '../../core/errors.ts';
 import type { ChatMessage } from '../../core/chat.ts';
 import type { Policy } from '../../models/policy.ts';
+import type { Sampler } from '../../models/sampler.ts';
 import { BatchedGenerator } from '../batched-generator.ts';
 import type { ChatEngine, EngineResult, EngineSampling } from './server.ts';
 
 /** Room for a trace: a 5-move chess trace is about 330 characters, a 10-move one about 640; clients can ask for more. */
 const DEFAULT_MAX_TOKENS = 1024;
 
-export function policyEngine(policy: Policy, modelId: string, seed: number): ChatEngine & { generator: BatchedGenerator } {
-  const generator = new BatchedGenerator(policy, seed);
+/** `sampler` generates (default: the policy; models/engine.ts gives ONNX Runtime's); prompts are the policy's. */
+export function policyEngine(policy: Policy, modelId: string, seed: number, sampler: Sampler = policy): ChatEngine & { generator: BatchedGenerator } {
+  const generator = new BatchedGenerator(sampler, seed);
   const maxContext = policy.contextLimit;
   return {
     modelId,

@@ -3,7 +3,9 @@
 // scripts/commands/serve.ts maps its flags onto ServeOptions.
 import { basename, resolve } from 'node:path';
 import { UserError } from '../../core/errors.ts';
-import { loadPolicy } from '../../models/load.ts';
+import { checkpointModelType, loadPolicy } from '../../models/load.ts';
+import { chooseEngine, openEngine, type Engine } from '../../models/engine.ts';
+import type { Device } from '../../models/onnx/device.ts';
 import { policyEngine } from './policy-engine.ts';
 import { startServer } from './server.ts';
 
@@ -21,16 +23,28 @@ export interface ServeOptions {
   seed: number;
   /** tfjs backend (default: the fastest that loads). */
   backend?: string;
+  /** Inference engine (default: the model's, models/engine.ts); ONNX Runtime's threads and device. */
+  engine?: Engine;
+  threads?: number;
+  device?: Device;
 }
 
 export async function serve(options: ServeOptions): Promise<void> {
   const log = (line: string) => process.stderr.write(`${line}\n`);
   // The backend line waits until the server listens: a bad --host or --port is then the only line on stderr.
   let backendLine = '';
+  const ort = { threads: options.threads, device: options.device };
+  const engineName = chooseEngine(options.engine, checkpointModelType(options.checkpoint, options.base), ort);
   const loaded = await loadPolicy(options.checkpoint, { ...(options.base ? { base: options.base } : {}), ...(options.backend ? { backend: options.backend } : {}), log: (line) => (backendLine = line) });
+  // The adapter is loaded: an ORT session built now reads its weights.
+  const inference = await openEngine(loaded.policy, engineName, ort).catch((error: unknown) => {
+    loaded.policy.dispose();
+    throw error;
+  });
   const modelId = options.modelId ?? basename(resolve(options.checkpoint));
-  const engine = policyEngine(loaded.policy, modelId, options.seed);
+  const engine = policyEngine(loaded.policy, modelId, options.seed, inference.sampler);
   const running = await startServer(engine, { host: options.host, port: options.port, log }).catch((error: NodeJS.ErrnoException) => {
+    inference.dispose();
     loaded.policy.dispose();
     if (error.code === 'EADDRINUSE') throw new UserError(`--port ${options.port}: already in use on ${options.host} (pick another, or 0 for any free port)`);
     if (error.code === 'EACCES') throw new UserError(`--port ${options.port}: not allowed to bind it on ${options.host}`);
@@ -38,6 +52,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     throw error;
   });
   if (backendLine !== '') log(backendLine);
+  if (inference.engine === 'ort') log(`inference engine: ${inference.describe}`);
   log(`metrl serve: model ${modelId} (base ${loaded.base}${loaded.adapter ? `, adapter ${loaded.adapter}` : ''})`);
   process.stdout.write(`${running.url}\n`);
   await new Promise<void>((done) => {
@@ -50,5 +65,6 @@ export async function serve(options: ServeOptions): Promise<void> {
   });
   const { batches, prompts } = engine.generator.stats;
   log(`metrl serve: answered ${prompts} prompts in ${batches} decoding batches`);
+  inference.dispose();
   loaded.policy.dispose();
 }

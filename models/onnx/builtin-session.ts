@@ -10,6 +10,7 @@ import type { LoraSet } from '../builtin/lora.ts';
 import { NEG } from '../builtin/transformer.ts';
 import { buildBuiltinGraph, loraSpec, QKV, type BuiltinGraphSpec } from './builtin-graph.ts';
 import { OrtSession, floatTensor, int64Tensor } from './session.ts';
+import type { Device } from './device.ts';
 // RoPE cos/sin come from the tfjs forward's own tables, so both engines rotate identically.
 import { ropeValues } from '../builtin/transformer.ts';
 
@@ -53,6 +54,7 @@ export interface ForwardResult {
 export interface BuiltinOrtOptions {
   threads?: number;
   spin?: boolean;
+  device?: Device;
 }
 
 
@@ -73,7 +75,7 @@ export class BuiltinOrtModel {
   constructor(model: { arch: Architecture; weights: ModelWeights; lora: LoraSet | null }, options: BuiltinOrtOptions = {}) {
     this.arch = model.arch;
     this.spec = { arch: model.arch, lora: loraSpec(model.lora?.config ?? null) };
-    this.session = new OrtSession(buildBuiltinGraph(this.spec, model.weights), { threads: options.threads, spin: options.spin, label: 'built-in model' });
+    this.session = new OrtSession(buildBuiltinGraph(this.spec, model.weights), { threads: options.threads, spin: options.spin, device: options.device, label: 'built-in model' });
     if (model.lora) this.syncLora(model.lora);
   }
 

@@ -17,12 +17,15 @@ import { packPrompts, RowDraws } from '../builtin/sampling.ts';
 import { headDim } from '../builtin/config.ts';
 import type { PositionCursor } from '../builtin/positions.ts';
 import { BuiltinOrtModel, type KVCache, type PatchSlot } from './builtin-session.ts';
+import type { Device } from './device.ts';
 
 export interface OrtSamplerOptions {
   /** ORT intra-op threads (default: every core). */
   threads?: number;
   /** Idle intra-op threads spin (see models/onnx/session.ts; default off). */
   spin?: boolean;
+  /** Execution provider (default the CPU; models/onnx/device.ts). */
+  device?: Device;
 }
 
 /** Own-cache capacity grows in steps of this many positions (unfilled ones are masked). */

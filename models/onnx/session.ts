@@ -7,6 +7,7 @@
 import { createRequire } from 'node:module';
 import { Tensor } from 'onnxruntime-node';
 import { UserError } from '../../core/errors.ts';
+import { executionProviders, type Device } from './device.ts';
 
 /** The native session object onnxruntime-node's binding exports (dist/binding.d.ts). */
 interface NativeSession {
@@ -39,6 +40,8 @@ export interface SessionOptions {
    * spinning against 7.4 s sleeping, 1 thread 13-16 s), as PyTorch's OpenMP threads do.
    */
   spin?: boolean;
+  /** Execution provider (default the CPU); check it first with checkDevice (models/onnx/device.ts). */
+  device?: Device;
 }
 
 export type Feeds = Record<string, Tensor>;
@@ -57,6 +60,7 @@ export class OrtSession {
       executionMode: 'sequential',
       interOpNumThreads: 1,
       ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
+      ...(options.device && options.device !== 'cpu' ? { executionProviders: executionProviders(options.device) } : {}),
       ...((options.spin ?? process.env.METRL_ORT_SPIN === '1') ? {} : { extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } } }),
     };
     try {

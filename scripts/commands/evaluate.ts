@@ -7,6 +7,8 @@ import { ENV_FLAGS, envFlagOptions, envFlagShape } from '../../envs/cli-options.
 import type { EvaluateOptions } from '../../eval/job.ts';
 import { handler } from '../command.ts';
 import { checkpointAndBase } from '../checkpoint-flags.ts';
+import { DEFAULT_BUILTIN_ENGINE, ENGINES } from '../../models/engine.ts';
+import { DEVICES } from '../../models/onnx/device.ts';
 
 const positiveInt = z.coerce.number().int().positive();
 
@@ -43,6 +45,9 @@ const schema = z.object({
   quiet: z.boolean(),
   tables: z.array(z.string().min(1)).min(1).optional(),
   dataset: z.string().min(1).optional(),
+  engine: z.enum(ENGINES, { error: `unknown engine; expected one of ${ENGINES.join(', ')}` }).optional(),
+  threads: z.coerce.number().int().positive().max(1024).optional(),
+  device: z.enum(DEVICES, { error: `unknown device; expected one of ${DEVICES.join(', ')}` }).optional(),
 });
 
 type EvaluateFlags = z.infer<typeof schema>;
@@ -75,6 +80,9 @@ function evaluateOptions(flags: EvaluateFlags): EvaluateOptions {
     quiet: flags.quiet,
     tables: flags.tables,
     dataset: flags.dataset,
+    engine: flags.engine,
+    threads: flags.threads,
+    device: flags.device,
   };
 }
 
@@ -112,6 +120,9 @@ const command: CommandModule = {
       .option('games', { type: 'string', describe: 'chess: PGN or UCI games file (default: the built-in generator)' })
       .option('offset', { type: 'string', describe: 'chess: episodes start at the game start (default, as the paper) or at a random ply (needed for many short episodes)' })
       .option('dataset', { type: 'string', describe: 'evaluate the rows of a folder `metrl generate` wrote (its domain and action count; --n caps the rows), or an official MET-Bench set: a local copy of its parquet shards or hf://vanyacohen/MET-Bench-Chess[@revision] (-Shell, -Minecraft)' })
+      .option('engine', { type: 'string', describe: `inference engine for --checkpoint: ${ENGINES.join(' | ')} (ort: ONNX Runtime, built-in model only; default ${DEFAULT_BUILTIN_ENGINE} for it, tfjs for Hugging Face models)` })
+      .option('threads', { type: 'number', describe: 'ONNX Runtime intra-op threads, with --engine ort (default: every core)' })
+      .option('device', { type: 'string', describe: `ONNX Runtime execution provider, with --engine ort: ${DEVICES.join(' | ')} (default cpu)` })
       .options(envFlagOptions())
       .option('quiet', { type: 'boolean', default: false, describe: 'no progress on stderr' })
       .option('tables', { type: 'string', array: true, describe: 'evaluate nothing: print one table from these run folders (models side by side, e.g. Table 5); --out FILE writes it' })

@@ -6,6 +6,8 @@ import { z } from 'zod';
 import type { ServeOptions } from '../../eval/serve/serve.ts';
 import { handler } from '../command.ts';
 import { checkpointAndBase } from '../checkpoint-flags.ts';
+import { DEFAULT_BUILTIN_ENGINE, ENGINES } from '../../models/engine.ts';
+import { DEVICES } from '../../models/onnx/device.ts';
 
 const schema = z.object({
   checkpoint: z.string().min(1),
@@ -16,13 +18,16 @@ const schema = z.object({
   'model-id': z.string().min(1).optional(),
   seed: z.coerce.number().int().min(0),
   backend: z.string().optional(),
+  engine: z.enum(ENGINES, { error: `unknown engine; expected one of ${ENGINES.join(', ')}` }).optional(),
+  threads: z.coerce.number().int().positive().max(1024).optional(),
+  device: z.enum(DEVICES, { error: `unknown device; expected one of ${DEVICES.join(', ')}` }).optional(),
 });
 
 type ServeFlags = z.infer<typeof schema>;
 
 function serveOptions(flags: ServeFlags): ServeOptions {
   const { checkpoint, base } = checkpointAndBase(flags);
-  return { checkpoint: checkpoint!, base, host: flags.host, port: flags.port, modelId: flags['model-id'], seed: flags.seed, backend: flags.backend };
+  return { checkpoint: checkpoint!, base, host: flags.host, port: flags.port, modelId: flags['model-id'], seed: flags.seed, backend: flags.backend, engine: flags.engine, threads: flags.threads, device: flags.device };
 }
 
 /**
@@ -49,6 +54,9 @@ const command: CommandModule = {
       .option('model-id', { type: 'string', describe: 'model name reported by /v1/models (default: the checkpoint folder name)' })
       .option('seed', { type: 'number', default: 0, describe: 'seed of the sampler for requests that do not give one' })
       .option('backend', { type: 'string', describe: 'tfjs backend: node-gpu | node | wasm | cpu (default: the fastest that loads)' })
+      .option('engine', { type: 'string', describe: `inference engine: ${ENGINES.join(' | ')} (ort: ONNX Runtime, built-in model only; default ${DEFAULT_BUILTIN_ENGINE} for it, tfjs for Hugging Face models)` })
+      .option('threads', { type: 'number', describe: 'ONNX Runtime intra-op threads, with --engine ort (default: every core)' })
+      .option('device', { type: 'string', describe: `ONNX Runtime execution provider, with --engine ort: ${DEVICES.join(' | ')} (default cpu)` })
       .example('$0 serve --checkpoint runs/train-shell-text', 'then: metrl evaluate --model train-shell-text --endpoint http://127.0.0.1:8000/v1 --prompt compact')
       .epilog(BUILTIN_READS),
   handler: handler(schema, async (flags) => (await import('../../eval/serve/serve.ts')).serve(serveOptions(flags))),

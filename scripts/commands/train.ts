@@ -1,7 +1,8 @@
 // `metrl train`: GRPO on the built-in policy for one domain and modality, on generated episodes or on a dataset
 // (--dataset: envs/dataset-reader.ts). Wiring only: flags and the config file are
 // validated here (trainer/config.ts), the run folder is laid out, progress is shown; the work lives in trainer/.
-//   RUN_DIR/config.json    domain, modality, base checkpoint, tfjs backend, the full training config
+//   RUN_DIR/config.json    domain, modality, base checkpoint, tfjs backend, ONNX Runtime device and threads (with
+//                          engine 'ort'), the full training config (its `engine` included)
 //   RUN_DIR/metrics.jsonl  one row per step (type "train") and per evaluation (type "eval", with its modality)
 //   RUN_DIR/samples.jsonl  sample completions with their rewards
 //   RUN_DIR/checkpoints/   step-N/ (PEFT adapter, optimizer and RNG state) and `latest`
@@ -21,6 +22,10 @@ import { withModality } from '../../envs/generate.ts';
 import { isHubAddress, readOfficialTrainingSet } from '../../envs/metbench/hub.ts';
 import { isParquetDataset, OFFICIAL_LIMIT } from '../../envs/metbench/official.ts';
 import { backendLine, initBackend } from '../../models/backend.ts';
+import { chooseEngine } from '../../models/engine.ts';
+import { DEVICES } from '../../models/onnx/device.ts';
+import { resolveCheckpoint } from '../../models/load.ts';
+import { modelTypeOf } from '../../models/registry.ts';
 import { TrainConfigSchema, readConfigFile, resolveConfig, type TrainConfig } from '../../trainer/config.ts';
 import { assertReadsModality, loadTrainingPolicy, train, type TrainEvent } from '../../trainer/loop.ts';
 import { loadRewardFunctions } from '../../trainer/reward-functions.ts';
@@ -41,6 +46,8 @@ const schema = z.object({
   dataset: z.string().min(1).optional(),
   offset: z.enum(['start', 'random']).optional(),
   quiet: z.boolean(),
+  threads: z.number().int().positive().max(1024).optional(),
+  device: z.enum(DEVICES, { error: `unknown device; expected one of ${DEVICES.join(', ')}` }).optional(),
   ...flagShape(CONFIG_FLAGS),
 });
 type TrainFlags = z.infer<typeof schema> & Record<string, unknown>;
@@ -52,6 +59,8 @@ const RunInfoSchema = z
     modality: z.enum(['text', 'image']),
     checkpoint: z.string(),
     backend: z.string(),
+    /** ONNX Runtime's execution provider and intra-op threads (null: every core), with engine 'ort'. */
+    ort: z.object({ device: z.enum(DEVICES), threads: z.number().int().positive().nullable() }).optional(),
     envExtra: z.record(z.string(), z.unknown()),
     /** The --dataset path (absolute), when the run trains on one. */
     dataset: z.string().optional(),
@@ -106,6 +115,8 @@ async function run(flags: TrainFlags): Promise<void> {
     const infoPath = join(runDir, 'config.json');
     if (!existsSync(infoPath)) throw new UserError(`--resume: ${runDir} holds no run (config.json is missing)`);
     const info = readJson(infoPath, RunInfoSchema, { invalid: (error) => `not a training run's config (${error.issues[0]?.path.join('.')}: ${error.issues[0]?.message})` });
+    // Runs recorded before the engine was a setting generated with tfjs: they continue on it.
+    info.config.engine ??= 'tfjs';
     // The run continues with its own settings; only --steps may change (to extend it). The original command with
     // --resume appended repeats the recorded values, which is fine: only a real change is refused.
     refuseChanges(flags, flagConfig, info, infoPath);
@@ -151,19 +162,25 @@ async function run(flags: TrainFlags): Promise<void> {
   }
   // Reward modules load before anything is written: a missing file or a module without a function is one line.
   const rewards = await loadRewardFunctions(config.reward);
+  // The engine fits the model: ONNX Runtime runs the built-in model only (unnamed, the engine is the model's default:
+  // models/engine.ts); --threads and --device set ONNX Runtime and need it. config.json records the engine chosen.
+  const ort = { threads: flags.threads, device: flags.device };
+  const modelType = modelTypeOf(existsSync(join(checkpointDir, 'adapter_config.json')) ? resolveCheckpoint(checkpointDir).base : checkpointDir);
+  config = { ...config, engine: chooseEngine(config.engine, modelType, ort) };
   const backend = await initBackend(flags.backend, null);
   const setup = await loadTrainingPolicy(checkpointDir, config);
   assertReadsModality(setup.policy, modality);
   // Once the run has started (the checkpoint loaded, the episodes made, a resumed state read), and not before: an error
   // up to there is then the only line on stderr and leaves nothing on disk. config.json comes before the first
   // checkpoint, so that an interrupted run can always be resumed.
-  const started = () => {
+  const started = (engineLine: string) => {
     if (!flags.resume) {
       writeJsonAtomic(join(runDir, 'config.json'), {
         domain,
         modality,
         checkpoint: checkpointDir,
         backend: backend.name,
+        ...(config.engine === 'ort' ? { ort: { device: flags.device ?? 'cpu', threads: flags.threads ?? null } } : {}),
         envExtra,
         ...(datasetPath !== undefined ? { dataset: datasetPath } : {}),
         config,
@@ -172,6 +189,7 @@ async function run(flags: TrainFlags): Promise<void> {
     }
     if (!flags.quiet) {
       log(backendLine(backend));
+      if (config.engine === 'ort') log(`inference engine: ${engineLine} (the learner: tfjs)`);
       log(`run folder: ${runDir} (Ctrl-C stops it at any moment; --resume --out ${runDir} continues it)`);
     }
   };
@@ -182,7 +200,7 @@ async function run(flags: TrainFlags): Promise<void> {
   const onEvent = (event: TrainEvent) => {
     if (event.kind === 'start') {
       lastStep = event.fromStep;
-      started();
+      started(event.engine);
     }
     if (event.kind === 'step') lastStep = event.row.step;
     if (event.kind === 'checkpoint') lastCheckpoint = `step-${event.step}`;
@@ -201,7 +219,7 @@ async function run(flags: TrainFlags): Promise<void> {
   process.once('SIGINT', onSigint);
   process.once('SIGTERM', onSigterm);
   try {
-    await train({ env, ...setup, config, modality, runDir, resume: flags.resume, envExtra, rewards, dataset, onEvent });
+    await train({ env, ...setup, config, modality, runDir, resume: flags.resume, envExtra, rewards, dataset, onEvent, ort });
   } finally {
     process.off('SIGINT', onSigint);
     process.off('SIGTERM', onSigterm);
@@ -396,6 +414,8 @@ const command: CommandModule = {
         describe: 'train on rows you bring instead of generated episodes: a folder `metrl generate` wrote (metadata.jsonl + images), a JSONL of chat rows {messages, target, split?}, or a MET-Bench set with a train split (parquet shards or hf://owner/name@revision)',
       })
       .option('quiet', { type: 'boolean', default: false, describe: 'no progress output' })
+      .option('threads', { type: 'number', describe: 'ONNX Runtime intra-op threads, with --engine ort (default: every core)' })
+      .option('device', { type: 'string', describe: `ONNX Runtime execution provider, with --engine ort: ${DEVICES.join(' | ')} (default cpu)` })
       .options(configFlagOptions),
   handler: handler(schema, (flags) => run(flags as TrainFlags)),
 };

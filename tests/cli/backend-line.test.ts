@@ -1,10 +1,11 @@
 // The "tfjs backend: …" line is printed only once the model has loaded: a checkpoint error is then the only line on
 // stderr (train, evaluate, serve), and `--quiet` silences the line. An evaluation's config.json records what was
-// loaded: base, adapter and its step, backend.
+// loaded: base, adapter and its step, backend, inference engine.
 import { describe, expect, it } from 'vitest';
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expectUserError, metrl, PROJECT, scratchDir } from './helpers.ts';
+import { DEFAULT_BUILTIN_ENGINE } from '../../models/engine.ts';
 
 /** A base checkpoint whose config.json and tokenizer are real but whose weights are not safetensors. */
 function brokenBase(): string {
@@ -35,12 +36,19 @@ describe.concurrent('the backend line', () => {
     expectUserError(await metrl(['serve', '--checkpoint', join(PROJECT, 'checkpoints', 'base'), '--host', '999.1.1.1', '--port', '0']), /--host 999\.1\.1\.1: not an address of this machine/);
   });
 
-  it('evaluate --quiet prints nothing; config.json records base, adapter, step and backend', async () => {
+  it('evaluate --quiet prints nothing; config.json records base, adapter, step, backend and engine', async () => {
     const out = join(scratchDir('eval-quiet'), 'run');
     const result = await metrl(['evaluate', '--checkpoint', join(PROJECT, 'checkpoints', 'base'), '--domain', 'shell', '--n', '1', '--actions', '3', '--max-tokens', '4', '--quiet', '--out', out]);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const config = JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')) as { loaded?: Record<string, unknown> };
-    expect(config.loaded).toEqual({ base: join(PROJECT, 'checkpoints', 'base'), adapter: null, adapter_step: null, backend: expect.stringMatching(/^(node-gpu|node|wasm|cpu)$/) });
+    expect(config.loaded).toEqual({
+      base: join(PROJECT, 'checkpoints', 'base'),
+      adapter: null,
+      adapter_step: null,
+      backend: expect.stringMatching(/^(node-gpu|node|wasm|cpu)$/),
+      engine: DEFAULT_BUILTIN_ENGINE,
+      ...(DEFAULT_BUILTIN_ENGINE === 'ort' ? { ort: { device: 'cpu', threads: null } } : {}),
+    });
   });
 });

@@ -1,0 +1,79 @@
+// The inference engine (models/ layer): what runs a policy's Sampler side (rollouts, reference and old-policy
+// log-probs, evaluation, `metrl serve`) while the policy itself stays the Learner. 'tfjs' is the policy;
+// 'ort' is ONNX Runtime (models/onnx/ort-sampler.ts), for the built-in model only, on the CPU or a GPU execution
+// provider (--device), with --threads intra-op threads. After the learner's adapters change (an optimiser update,
+// a resumed or loaded adapter) the caller calls syncLora(), which an ORT session needs and tfjs does not.
+import { createRequire } from 'node:module';
+import { UserError } from '../core/errors.ts';
+import type { Policy } from './policy.ts';
+import type { Sampler } from './sampler.ts';
+import { BUILTIN_MODEL_TYPE } from './registry.ts';
+import type { Device } from './onnx/device.ts';
+
+export const ENGINES = ['tfjs', 'ort'] as const;
+export type Engine = (typeof ENGINES)[number];
+
+/** The engine a built-in model gets when none is named (Hugging Face checkpoints always get tfjs). */
+export const DEFAULT_BUILTIN_ENGINE: Engine = 'ort';
+
+/** ONNX Runtime's settings: intra-op threads (default: every core) and the execution provider (default: CPU). */
+export interface OrtRuntime {
+  threads?: number;
+  device?: Device;
+}
+
+/** A Sampler for a policy on an engine; syncLora() re-reads the policy's adapters, dispose() frees the engine only. */
+export interface EngineSampler {
+  engine: Engine;
+  sampler: Sampler;
+  syncLora(): void;
+  /**
+   * True when the policy's adapters are exactly zero (B = 0: fresh adapters), so that the policy is the reference
+   * policy. A trainer then takes the reference log-probs from the learner's own pass rather than from this engine:
+   * two engines round differently (about 1e-6 in a log-prob), and a KL gradient made of that rounding alone is what
+   * Adam, which divides by the gradient's own size, turns into a full-size step. Always false for tfjs, whose
+   * reference pass is the learner's code and agrees with it exactly.
+   */
+  referenceIsPolicy(): boolean;
+  dispose(): void;
+  /** "ONNX Runtime 1.30.0, cpu, 2 threads" or "tfjs": for the line a command prints. */
+  describe: string;
+}
+
+const ORT_BUILTIN_ONLY = 'the ONNX Runtime engine runs the built-in model only; use --engine tfjs for Hugging Face checkpoints';
+
+/**
+ * The engine a command runs a checkpoint of `modelType` on: the one named, else the default for that model. Naming
+ * 'ort' for a Hugging Face checkpoint is a UserError; so are --threads and --device without 'ort' (they set nothing).
+ */
+export function chooseEngine(requested: Engine | undefined, modelType: string, runtime: OrtRuntime = {}): Engine {
+  const builtin = modelType === BUILTIN_MODEL_TYPE;
+  if (requested === 'ort' && !builtin) throw new UserError(`--engine ort: ${ORT_BUILTIN_ONLY} (this is ${modelType})`);
+  const engine = requested ?? (builtin ? DEFAULT_BUILTIN_ENGINE : 'tfjs');
+  if (engine !== 'ort' && (runtime.threads !== undefined || runtime.device !== undefined)) {
+    const flag = runtime.threads !== undefined ? '--threads' : '--device';
+    throw new UserError(`${flag} sets ONNX Runtime and applies with --engine ort${builtin ? '' : ', which runs the built-in model only'} (the tfjs engine's choice is --backend)`);
+  }
+  return engine;
+}
+
+/**
+ * Open `engine` (unset: the policy's default) on a loaded policy whose adapters (if any) are attached. The ORT device is
+ * checked first (a missing provider is one UserError line naming what is missing).
+ */
+export async function openEngine(policy: Policy, requested: Engine | undefined, runtime: OrtRuntime = {}): Promise<EngineSampler> {
+  const { BuiltinPolicy } = await import('./builtin/policy.ts');
+  const engine = requested ?? (policy instanceof BuiltinPolicy ? DEFAULT_BUILTIN_ENGINE : 'tfjs');
+  if (engine === 'tfjs') return { engine, sampler: policy, syncLora: () => {}, referenceIsPolicy: () => false, dispose: () => {}, describe: 'tfjs' };
+  if (!(policy instanceof BuiltinPolicy)) throw new UserError(`--engine ort: ${ORT_BUILTIN_ONLY}`);
+  const device = runtime.device ?? 'cpu';
+  const { checkDevice } = await import('./onnx/device.ts');
+  checkDevice(device);
+  const { OrtSampler } = await import('./onnx/ort-sampler.ts');
+  const sampler = new OrtSampler(policy, { threads: runtime.threads, device });
+  const { version } = createRequire(import.meta.url)('onnxruntime-node/package.json') as { version: string };
+  const threads = runtime.threads !== undefined ? `${runtime.threads} thread${runtime.threads === 1 ? '' : 's'}` : 'threads: all cores';
+  const { loraAdapters } = await import('./builtin/lora.ts');
+  const referenceIsPolicy = () => policy.lora === null || loraAdapters(policy.lora).every((a) => (a.b.dataSync() as Float32Array).every((x) => x === 0));
+  return { engine, sampler, syncLora: () => sampler.syncLora(), referenceIsPolicy, dispose: () => sampler.dispose(), describe: `ONNX Runtime ${version} (${device}, ${threads})` };
+}
