@@ -24,7 +24,7 @@ import type { Dataset, DatasetItem } from '../envs/dataset-reader.ts';
 import type { Completion, SamplingOptions, SequenceBatchItem } from '../models/types.ts';
 import type { Policy } from '../models/policy.ts';
 import type { Sampler } from '../models/sampler.ts';
-import type { Learner } from '../models/learner.ts';
+import { lossGradients, type Learner } from '../models/learner.ts';
 import { loadBaseModel } from '../models/registry.ts';
 import { resolveCheckpoint } from '../models/load.ts';
 import { Rng } from '../core/rng.ts';
@@ -535,8 +535,8 @@ function updatePolicy(run: Run, state: RunState, batches: LearnerBatch[], object
     let summed: tf.NamedTensorMap | null = null;
     let passLoss = 0;
     for (const batch of batches) {
-      const { value, grads } = tf.variableGrads(() => {
-        const lp = learner.tokenLogProbs(batch.seqs, { useLora: true, withEntropy: it === 0 || objective.needsEntropy, temperature: config.temperature });
+      const lpOptions = { useLora: true, withEntropy: it === 0 || objective.needsEntropy, temperature: config.temperature };
+      const { value, grads } = lossGradients(learner, batch.seqs, lpOptions, (lp) => {
         const oldLogProbs = batch.old ?? (tf.tensor(lp.logProbs.dataSync(), lp.logProbs.shape) as tf.Tensor2D);
         const out = grpoLoss(
           { logProbs: lp.logProbs, oldLogProbs, refLogProbs: batch.ref, mask: lp.mask, advantages: tf.tensor1d(batch.adv), entropies: lp.entropy, ...objective.rows(batch.indices) },
