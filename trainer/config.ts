@@ -169,6 +169,10 @@ export const TrainConfigSchema = z
     /** Stop (exit 2) after this many consecutive steps with a non-finite loss; each such step skips its update. */
     maxNanSteps: positiveInt.default(3),
 
+    // ---- engine -----------------------------------------------------------------------------------------------
+    /** 'ort': the built-in model's LoRA gradients computed by ONNX Runtime (models/onnx/ort-learner.ts). */
+    engine: z.enum(['tfjs', 'ort']).default('tfjs'),
+
     // ---- adapters ---------------------------------------------------------------------------------------------
     /** LoRA rank on the attention and MLP projections. Paper: 16. */
     loraRank: positiveInt.default(16).describe('LoRA rank r'),

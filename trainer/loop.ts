@@ -25,6 +25,7 @@ import type { Completion, SamplingOptions, SequenceBatchItem } from '../models/t
 import type { Policy } from '../models/policy.ts';
 import type { Sampler } from '../models/sampler.ts';
 import { lossGradients, type Learner } from '../models/learner.ts';
+import { ortLearner } from '../models/onnx/ort-learner.ts';
 import { loadBaseModel } from '../models/registry.ts';
 import { resolveCheckpoint } from '../models/load.ts';
 import { Rng } from '../core/rng.ts';
@@ -264,6 +265,7 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
     await letEventsThrough();
   }
   state.optimizer.dispose();
+  if (run.learner !== setup.policy) run.learner.dispose(); // the ORT learner's sessions (the policy is the caller's)
   return { lastStep: state.step, evals: state.evals };
 }
 
@@ -279,7 +281,7 @@ export function assertReadsModality(sampler: Sampler, modality: Modality): void 
 async function prepareRun(setup: TrainingSetup, rewards: RewardFunction[]): Promise<Run> {
   const { policy, config, modality, runDir, dataset } = setup;
   const sampler: Sampler = policy;
-  const learner: Learner = policy;
+  const learner: Learner = config.engine === 'ort' ? ortLearner(policy) : policy;
   assertReadsModality(sampler, modality);
   // Chat rows are prompted with their own messages, which the model's chatPrompt ends with the answer cue: the
   // completion is the answer alone, never the domain's trace layout.

@@ -13,7 +13,9 @@ import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../../core/rng.ts';
 import type { LogProbLoss, LossGradients, Learner, LoraSettings } from '../learner.ts';
 import type { EncodedPrompt, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
-import type { BuiltinPolicy } from '../builtin/policy.ts';
+import { BuiltinPolicy } from '../builtin/policy.ts';
+import type { Policy } from '../policy.ts';
+import { UserError } from '../../core/errors.ts';
 import type { LoraAdapter } from '../builtin/lora.ts';
 import type { Projection } from '../builtin/weights.ts';
 import { headDim, patchDim, patchesPerImage } from '../builtin/config.ts';
@@ -221,4 +223,10 @@ export class OrtLearner implements Learner {
     this.scorer?.sampler.dispose();
     this.scorer = null;
   }
+}
+
+/** The ORT learner of a policy (the built-in model only: a UserError for any other). */
+export function ortLearner(policy: Policy, options: OrtLearnerOptions = {}): OrtLearner {
+  if (!(policy instanceof BuiltinPolicy)) throw new UserError('engine ort: the ONNX Runtime learner runs the built-in model only; use engine tfjs for Hugging Face checkpoints');
+  return new OrtLearner(policy, options);
 }
