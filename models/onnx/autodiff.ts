@@ -137,6 +137,16 @@ export class DiffGraph {
     return y;
   }
 
+  /**
+   * Expand (ONNX broadcasting) along axes where x has size 1: `shape` an int64 tensor name, `axes` those axes. VJP:
+   * the sum over them.
+   */
+  expand(x: Value, shape: string, axes: number[]): Value {
+    const y = this.out(this.b.op1('Expand', [x.name, shape]), x.rank, [x]);
+    this.record([x], [y], ([dy]) => [dy ? this.b.op1('ReduceSum', [dy, this.b.ints(axes)], { keepdims: 1 }) : null]);
+    return y;
+  }
+
   // ---- composites -------------------------------------------------------------------------------------------------
 
   /** softmax over the last axis. VJP: y ⊙ (dy − Σ dy ⊙ y). */

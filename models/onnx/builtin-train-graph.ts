@@ -8,14 +8,14 @@
 //   Σ_rows Σ_v W[row, v] · log_softmax(z)[row, v]
 // with respect to every LoRA A and B (`grad.lora.<layer>.<proj>.a|b`). The learner puts g = dLoss/dlogp at each
 // completion token's (row, id), so by the chain rule these are dLoss/dA and dLoss/dB, whatever the loss (the loss
-// depends on the parameters only through the log-probs). The graph also returns log_softmax(z) [N, V].
+// depends on the parameters only through the log-probs). The graph also returns log_softmax(z) [N, V]; built without
+// the backward part it is the learner's scoring pass.
 //
 // Rows: N = P + G·C packed rows, the prompt's P tokens, then completion 0's C input tokens, completion 1's … (as
 // scoring.ts lays them: completion tokens 0 … C-1 are inputs, C = longest completion − 1). The row-wise work (norms,
 // projections, MLP, head) is one 2-D product over all N rows; attention splits them:
 //   prompt      causal self-attention over P keys                          [H, P, P]
-//   completions each attends to the prompt's keys (the G completions' queries in one product [H, G·C, P]) and
-//               causally to its own C keys ([G, H, C, C]); one softmax over the P + C scores
+//   completions each attends to the prompt's P keys and causally to its own C keys: [G, H, C, P + C], one softmax
 // The prompt's keys and values are computed once for the group and receive the gradient of all G completions, as in
 // scoring.ts. Embeddings, image patches and base weights are constants: no gradient nodes for them.
 import { headDim, patchDim, patchesPerImage, type Architecture } from '../builtin/config.ts';
@@ -32,8 +32,13 @@ export const gradName = (param: string): string => `grad.${param}`;
 
 const values = (v: tf.Variable | tf.Tensor): Float32Array => v.dataSync() as Float32Array;
 
-/** The serialised training graph for `weights` with LoRA params per spec.lora (required). */
-export function buildBuiltinTrainGraph(spec: BuiltinGraphSpec, weights: ModelWeights): Uint8Array {
+/**
+ * The serialised training graph for `weights` with LoRA params per spec.lora (required). `gradients: false` gives the
+ * same forward pass alone (log_probs only, no target_weights input): the learner's scoring pass, so the log-probs the
+ * loss sees come from the very forward the gradients differentiate.
+ */
+export function buildBuiltinTrainGraph(spec: BuiltinGraphSpec, weights: ModelWeights, options: { gradients?: boolean } = {}): Uint8Array {
+  const withGradients = options.gradients ?? true;
   const { arch } = spec;
   const lora = spec.lora;
   if (!lora) throw new Error('the training graph needs LoRA settings (it differentiates the adapters)');
@@ -56,11 +61,8 @@ export function buildBuiltinTrainGraph(spec: BuiltinGraphSpec, weights: ModelWei
   const rowSplits = b.input('row_splits', 'int64', [2]); // [P, G·C]
   const scoreSplits = b.input('score_splits', 'int64', [2]); // [P, C]
   const gChd = b.input('shape.g_c_h_dh', 'int64', [4]); // [G, C, H, dh]
-  const hgcp = b.input('shape.h_g_c_p', 'int64', [4]); // [H, G, C, P]
-  const hGCp = b.input('shape.h_gc_p', 'int64', [3]); // [H, G·C, P]
-  const hgcdh = b.input('shape.h_g_c_dh', 'int64', [4]); // [H, G, C, dh]
+  const g111 = b.input('shape.g_1_1_1', 'int64', [4]); // [G, 1, 1, 1]: the prompt's keys broadcast to G completions
   const invT = b.input('inv_temperature', 'float32', []);
-  const targetWeights = b.input('target_weights', 'float32', ['rows', V]);
 
   // Embeddings (constants): tokens by gather, image patches projected once per distinct patch and placed by a gather
   // from [0; patches] (row 0 = no patch), as builtin-graph.ts does.
@@ -93,7 +95,7 @@ export function buildBuiltinTrainGraph(spec: BuiltinGraphSpec, weights: ModelWei
   };
   const rowsToHeads = b.ints([-1, H, dh]);
   const headsToRows = b.ints([-1, d]);
-  const byHeads = b.ints([H, -1, dh]);
+  const oneHPdh = b.ints([1, H, -1, dh]);
   const thirds = b.ints([d, d, d]);
 
   weights.layers.forEach((layer, i) => {
@@ -120,17 +122,13 @@ export function buildBuiltinTrainGraph(spec: BuiltinGraphSpec, weights: ModelWei
     const pp = g.softmax(g.addConst(g.matmul(promptHeads(qp), kpH, { transB: true }), promptMask)); // [H, P, P]
     const promptOut = g.reshape(g.transpose(g.matmul(pp, vpH), [1, 0, 2]), headsToRows, 2); // [P, d]
 
-    // Completions: the prompt's keys for all G completions in one product, then their own keys causally.
-    const qcH = completionHeads(qc); // [G, H, C, dh]
-    const qcByHead = g.reshape(g.transpose(qcH, [1, 0, 2, 3]), byHeads, 3); // [H, G·C, dh]
-    const toPrompt = g.transpose(g.reshape(g.matmul(qcByHead, kpH, { transB: true }), hgcp, 4), [1, 0, 2, 3]); // [G, H, C, P]
-    const vcH = completionHeads(vc);
-    const own = g.matmul(qcH, completionHeads(kc), { transB: true }); // [G, H, C, C]
-    const probs = g.softmax(g.addConst(g.concat([toPrompt, own], 3, scoreSplits), completionMask)); // [G, H, C, P + C]
-    const [pPrompt, pOwn] = g.split(probs, 3, scoreSplits, 2);
-    const pPromptByHead = g.reshape(g.transpose(pPrompt, [1, 0, 2, 3]), hGCp, 3); // [H, G·C, P]
-    const fromPrompt = g.transpose(g.reshape(g.matmul(pPromptByHead, vpH), hgcdh, 4), [1, 0, 2, 3]); // [G, H, C, dh]
-    const mixed = g.add(fromPrompt, g.matmul(pOwn, vcH)); // [G, H, C, dh]
+    // Completions: each attends to the prompt's keys and, causally, to its own: the prompt's keys and values are
+    // broadcast to the G completions and put in front of theirs ([G, H, P + C, dh]), so one product gives the scores
+    // and one the mixture (the score matrix, the largest tensor here, is never concatenated, split or transposed).
+    const keysOf = (prompt: Value, own: Value) => g.concat([g.expand(g.reshape(prompt, oneHPdh, 4), g111, [0]), completionHeads(own)], 2, scoreSplits);
+    const scores = g.matmul(completionHeads(qc), keysOf(kpH, kc), { transB: true }); // [G, H, C, P + C]
+    const probs = g.softmax(g.addConst(scores, completionMask));
+    const mixed = g.matmul(probs, keysOf(vpH, vc)); // [G, H, C, dh]
     const completionOut = g.reshape(g.transpose(mixed, [0, 2, 1, 3]), headsToRows, 2); // [G·C, d]
 
     const attended = g.concat([promptOut, completionOut], 0, rowSplits); // [N, d]
@@ -141,7 +139,9 @@ export function buildBuiltinTrainGraph(spec: BuiltinGraphSpec, weights: ModelWei
   const z = g.mulConst(g.matmul(g.rmsNorm(x, b.floats('final_norm', values(weights.finalNorm), [d]), arch.normEps), C(b.floats('lm_head', values(weights.lmHead), [d, V]), 2)), invT);
   b.op1('LogSoftmax', [z.name], { axis: -1 }, 'log_probs');
   b.output('log_probs', 'float32', ['rows', V]);
+  if (!withGradients) return b.toBytes();
   // d/dz of Σ W ⊙ log_softmax(z) = W − softmax(z) · Σ_v W.
+  const targetWeights = b.input('target_weights', 'float32', ['rows', V]);
   const dz = b.op1('Sub', [targetWeights, b.op1('Mul', [b.op1('Softmax', [z.name], { axis: -1 }), b.op1('ReduceSum', [targetWeights, b.ints([-1])], { keepdims: 1 })])]);
   const grads = g.backward(new Map([[z.name, dz]]), params);
   for (const p of params) {

@@ -1,6 +1,7 @@
 // The built-in model's Learner on ONNX Runtime (models/ layer, ONNX Runtime engine): the LoRA gradients of a loss of
 // the completion log-probabilities, computed in three parts (issue 17's learner):
-//   1. the log-probs (and entropies when asked) by an ORT forward pass (OrtSampler.tokenLogProbs, no gradient);
+//   1. the log-probs (and entropies when asked) by an ORT forward pass: the training graph's forward alone, so they are
+//      the log-probs of the very forward that step 3 differentiates;
 //   2. the loss value and g = dLoss/dlogp in tfjs, on those small [B, L] tensors, with the caller's own loss function,
 //      so every loss type and option of trainer/loss.ts works unchanged (the loss depends on the parameters only
 //      through the log-probs);
@@ -9,6 +10,8 @@
 // The tfjs variables stay the parameters: AdamW updates them and checkpoints save them; their values are fed to ORT
 // on every call, so no session is rebuilt after an update. Everything else of the Learner contract (tfjs
 // tokenLogProbs, adapters, saving) is the wrapped BuiltinPolicy's.
+// Layout: one run per prompt group (a prompt and its completions in the batch), the prompt computed once for the
+// group, whatever chunks the caller cuts: the GRPO loop's learner chunks are a tfjs memory bound.
 import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../../core/rng.ts';
 import type { LogProbLoss, LossGradients, Learner, LoraSettings } from '../learner.ts';
@@ -24,15 +27,12 @@ import { packPrompts } from '../builtin/sampling.ts';
 import { loraSpec } from './builtin-graph.ts';
 import { buildBuiltinTrainGraph, gradName, trainLoraName } from './builtin-train-graph.ts';
 import { OrtSession, floatTensor, int64Tensor, type Feeds } from './session.ts';
-import { OrtSampler } from './ort-sampler.ts';
 
 export interface OrtLearnerOptions {
   /** ORT intra-op threads (default: every core). */
   threads?: number;
   /** Idle intra-op threads spin (models/onnx/session.ts; default off). */
   spin?: boolean;
-  /** An ORT sampler of the same policy to score with (one is created otherwise). */
-  scorer?: OrtSampler;
 }
 
 /** The LoRA settings a training graph was built for, as a key. */
@@ -43,8 +43,7 @@ const loraKey = (policy: BuiltinPolicy): string => {
 
 export class OrtLearner implements Learner {
   readonly adapterFiles: readonly string[];
-  private scorer: { key: string; sampler: OrtSampler } | null = null;
-  private train: { key: string; session: OrtSession } | null = null;
+  private sessions: { key: string; score: OrtSession; train: OrtSession } | null = null;
 
   constructor(
     readonly policy: BuiltinPolicy,
@@ -69,31 +68,17 @@ export class OrtLearner implements Learner {
     return this.policy.loadAdapter(dir);
   }
 
-  /** The scoring sampler (the caller's, or one built for the current LoRA settings), its adapters synced. */
-  private scoring(): OrtSampler {
-    const sampler = this.options.scorer ?? this.ownScorer();
-    sampler.syncLora();
-    return sampler;
-  }
-
-  private ownScorer(): OrtSampler {
+  /** The scoring and training sessions for the policy's current LoRA settings (built on first use and on a change). */
+  private session(): { score: OrtSession; train: OrtSession } {
     const key = loraKey(this.policy);
-    if (this.scorer?.key !== key) {
-      this.scorer?.sampler.dispose();
-      this.scorer = { key, sampler: new OrtSampler(this.policy, { threads: this.options.threads, spin: this.options.spin }) };
-    }
-    return this.scorer.sampler;
-  }
-
-  /** The training session for the policy's current LoRA settings (built on first use and when they change). */
-  private trainSession(): OrtSession {
-    const key = loraKey(this.policy);
-    if (this.train?.key !== key) {
-      this.train?.session.dispose();
+    if (this.sessions?.key !== key) {
+      this.dispose();
       const spec = { arch: this.policy.arch, lora: loraSpec(this.policy.lora!.config) };
-      this.train = { key, session: new OrtSession(buildBuiltinTrainGraph(spec, this.policy.weights), { threads: this.options.threads, spin: this.options.spin, label: 'built-in model training' }) };
+      const open = (gradients: boolean) =>
+        new OrtSession(buildBuiltinTrainGraph(spec, this.policy.weights, { gradients }), { threads: this.options.threads, spin: this.options.spin, label: 'built-in model training' });
+      this.sessions = { key, score: open(false), train: open(true) };
     }
-    return this.train.session;
+    return this.sessions;
   }
 
   lossGradients(batch: SequenceBatchItem[], options: TokenLogProbsOptions, loss: LogProbLoss, variables: tf.Variable[]): LossGradients {
@@ -109,15 +94,7 @@ export class OrtLearner implements Learner {
     });
     for (const v of variables) if (!paramOf.has(v.name)) throw new Error(`the ONNX Runtime learner has no gradient for ${v.name} (LoRA adapters only)`);
 
-    // 1-2. Log-probs by an ORT forward pass; value and g = dLoss/dlogp in tfjs.
-    const lp = this.scoring().tokenLogProbs(batch, options);
-    const { value, grad } = tf.valueAndGrad((logProbs: tf.Tensor) => loss({ ...lp, logProbs: logProbs as tf.Tensor2D }))(lp.logProbs);
-    const g = grad.dataSync() as Float32Array;
-    const L = lp.logProbs.shape[1];
-    tf.dispose([grad, lp.logProbs, lp.mask, ...(lp.entropy ? [lp.entropy] : [])]);
-
-    // 3. One training-graph run per prompt group, the gradients summed.
-    const session = this.trainSession();
+    const sessions = this.session();
     const loraFeeds: Feeds = {};
     lora.layers.forEach((adapters, i) => {
       for (const [p, adapter] of Object.entries(adapters) as [Projection, LoraAdapter][]) {
@@ -125,14 +102,50 @@ export class OrtLearner implements Learner {
         loraFeeds[trainLoraName(i, p, 'b')] = floatTensor(adapter.b.dataSync() as Float32Array, adapter.b.shape);
       }
     });
+    const T = options.temperature ?? 1;
+    if (!(T > 0)) throw new Error(`temperature must be positive, got ${T}`);
+    const V = this.policy.arch.vocabSize;
+    const B = batch.length;
+    const L = Math.max(0, ...batch.map((it) => it.completion.length));
+    const byPrompt = new Map<EncodedPrompt, number[]>();
+    batch.forEach((item, i) => byPrompt.set(item.prompt, [...(byPrompt.get(item.prompt) ?? []), i]));
+    const groups = [...byPrompt].flatMap(([prompt, members]) => {
+      const layout = this.groupLayout(prompt, members.map((i) => batch[i].completion), T);
+      return layout ? [{ members, layout }] : [];
+    });
+
+    // 1. Log-probs (and entropies) by the forward pass alone.
+    const logp = new Float32Array(B * L);
+    const entropy = new Float32Array(B * L);
+    const mask = new Float32Array(B * L);
+    for (const { members, layout } of groups) {
+      const rows = sessions.score.run({ ...layout.feeds, ...loraFeeds }, ['log_probs']).log_probs.data as Float32Array; // [N, V]
+      members.forEach((b, m) => {
+        batch[b].completion.forEach((t, j) => {
+          const o = layout.rowOf(m, j) * V;
+          logp[b * L + j] = rows[o + t];
+          mask[b * L + j] = 1;
+          if (options.withEntropy) {
+            let h = 0;
+            for (let v = 0; v < V; v++) h -= Math.exp(rows[o + v]) * rows[o + v];
+            entropy[b * L + j] = h;
+          }
+        });
+      });
+    }
+    // 2. The loss and g = dLoss/dlogp in tfjs.
+    const lp: TokenLogProbs = { logProbs: tf.tensor2d(logp, [B, L]), mask: tf.tensor2d(mask, [B, L]), ...(options.withEntropy ? { entropy: tf.tensor2d(entropy, [B, L]) } : {}) };
+    const { value, grad } = tf.valueAndGrad((logProbs: tf.Tensor) => loss({ ...lp, logProbs: logProbs as tf.Tensor2D }))(lp.logProbs);
+    const g = grad.dataSync() as Float32Array;
+    tf.dispose([grad, lp.logProbs, lp.mask, ...(lp.entropy ? [lp.entropy] : [])]);
+
+    // 3. One forward + backward run per prompt group with W = g at each completion token; the gradients summed.
     const wanted = variables.map((v) => gradName(paramOf.get(v.name)!));
     const sums = new Map<string, Float32Array>();
-    const groups = new Map<EncodedPrompt, number[]>();
-    batch.forEach((item, i) => groups.set(item.prompt, [...(groups.get(item.prompt) ?? []), i]));
-    for (const [prompt, members] of groups) {
-      const feeds = this.groupFeeds(prompt, members.map((i) => batch[i].completion), members.map((i) => g.subarray(i * L, (i + 1) * L)), options.temperature ?? 1);
-      if (!feeds) continue;
-      const out = session.run({ ...feeds, ...loraFeeds }, wanted);
+    for (const { members, layout } of groups) {
+      const target = new Float32Array(layout.rows * V);
+      members.forEach((b, m) => batch[b].completion.forEach((t, j) => (target[layout.rowOf(m, j) * V + t] += g[b * L + j])));
+      const out = sessions.train.run({ ...layout.feeds, ...loraFeeds, target_weights: floatTensor(target, [layout.rows, V]) }, wanted);
       for (const name of wanted) {
         const data = out[name].data as Float32Array;
         const sum = sums.get(name);
@@ -149,10 +162,10 @@ export class OrtLearner implements Learner {
   }
 
   /**
-   * The training graph's feeds for one prompt and its completions, with `weights[m][j]` = dLoss/dlogp of completion m's
-   * token j; null when every completion is empty.
+   * The graph feeds of one prompt and its completions (all but target_weights), the packed row count and the row whose
+   * logits predict completion m's token j; null when every completion is empty.
    */
-  private groupFeeds(prompt: EncodedPrompt, completions: number[][], weights: Float32Array[], temperature: number): Feeds | null {
+  private groupLayout(prompt: EncodedPrompt, completions: number[][], temperature: number): { feeds: Feeds; rows: number; rowOf: (m: number, j: number) => number } | null {
     const { arch, tokenizer } = this.policy;
     const V = arch.vocabSize;
     const H = arch.nHeads;
@@ -169,7 +182,6 @@ export class OrtLearner implements Learner {
     const positions = new Int32Array(N);
     tokens.set(batch.tokens);
     positions.set(batch.positions);
-    const target = new Float32Array(N * V);
     completions.forEach((completion, m) => {
       const cursor = ends[0].clone();
       for (let j = 0; j < Cn; j++) {
@@ -177,11 +189,7 @@ export class OrtLearner implements Learner {
         tokens[row] = j < completion.length - 1 ? completion[j] : tokenizer.pad;
         positions[row] = cursor.push(tokens[row]);
       }
-      completion.forEach((t, j) => {
-        if (!(t >= 0 && t < V)) throw new Error(`completion token ${t} outside the vocabulary`);
-        const row = j === 0 ? P - 1 : P + m * Cn + j - 1; // the row whose logits predict token j
-        target[row * V + t] += weights[m][j];
-      });
+      for (const t of completion) if (!(t >= 0 && t < V)) throw new Error(`completion token ${t} outside the vocabulary`);
     });
     // Image patches: distinct images projected once, each patch row placed by index (0 = none).
     const p = patchesPerImage(arch);
@@ -196,7 +204,7 @@ export class OrtLearner implements Learner {
     const K = P + Cn;
     const completionMask = new Float32Array(Cn * K).fill(NEG);
     for (let i = 0; i < Cn; i++) completionMask.fill(0, i * K, i * K + P + i + 1);
-    return {
+    const feeds: Feeds = {
       input_ids: int64Tensor(tokens, [N]),
       patch_pixels: floatTensor(pixels, [patchCount, patchDim(arch)]),
       patch_slots: int64Tensor(Int32Array.from({ length: patchCount }, (_, i) => i % p), [patchCount]),
@@ -208,20 +216,18 @@ export class OrtLearner implements Learner {
       row_splits: int64Tensor([P, G * Cn], [2]),
       score_splits: int64Tensor([P, Cn], [2]),
       'shape.g_c_h_dh': int64Tensor([G, Cn, H, dh], [4]),
-      'shape.h_g_c_p': int64Tensor([H, G, Cn, P], [4]),
-      'shape.h_gc_p': int64Tensor([H, G * Cn, P], [3]),
-      'shape.h_g_c_dh': int64Tensor([H, G, Cn, dh], [4]),
+      'shape.g_1_1_1': int64Tensor([G, 1, 1, 1], [4]),
       inv_temperature: floatTensor(Float32Array.of(1 / temperature), []),
-      target_weights: floatTensor(target, [N, V]),
     };
+    // Token 0 is predicted by the prompt's last row, token j ≥ 1 by completion row j − 1.
+    return { feeds, rows: N, rowOf: (m, j) => (j === 0 ? P - 1 : P + m * Cn + j - 1) };
   }
 
   /** Releases the ORT sessions; the wrapped policy stays its owner's to dispose. */
   dispose(): void {
-    this.train?.session.dispose();
-    this.train = null;
-    this.scorer?.sampler.dispose();
-    this.scorer = null;
+    this.sessions?.score.dispose();
+    this.sessions?.train.dispose();
+    this.sessions = null;
   }
 }
 

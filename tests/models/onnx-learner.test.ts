@@ -101,7 +101,21 @@ describe('ONNX Runtime learner, tiny random model (grid positions, two images pe
   });
 
   it('gives the loss value and the LoRA gradients of tfjs autodiff (every projection adapted, T = 0.7)', () => {
-    const { want, got } = compare(policy, learner, items, testLoss(5), 0.7);
+    // The log-probs, mask and entropies the loss is given: those of tfjs tokenLogProbs.
+    const seen: { logProbs: Float32Array; mask: Float32Array; entropy: Float32Array }[] = [];
+    const base = testLoss(5);
+    const recording: LogProbLoss = (lp) => {
+      seen.push({ logProbs: Float32Array.from(lp.logProbs.dataSync()), mask: Float32Array.from(lp.mask.dataSync()), entropy: Float32Array.from(lp.entropy!.dataSync()) });
+      return base(lp);
+    };
+    const { want, got } = compare(policy, learner, items, recording, 0.7);
+    expect(seen).toHaveLength(2);
+    const [tfjs, ort] = seen;
+    expect(Array.from(ort.mask)).toEqual(Array.from(tfjs.mask));
+    const close = (a: Float32Array, b: Float32Array) => a.every((x, i) => Math.abs(x - b[i]) < 1e-4);
+    expect(close(ort.logProbs, tfjs.logProbs)).toBe(true);
+    // Entropies at real tokens (tfjs pads with the pad row's entropy, the ORT learner with 0).
+    expect(close(ort.entropy.map((x, i) => x * tfjs.mask[i]), tfjs.entropy.map((x, i) => x * tfjs.mask[i]))).toBe(true);
     expect(Math.abs(got.value.dataSync()[0] - want.value.dataSync()[0])).toBeLessThan(1e-4 * Math.max(1, Math.abs(want.value.dataSync()[0])));
     expect(relativeError(got.grads, want.grads)).toBeLessThan(1e-4);
   });
