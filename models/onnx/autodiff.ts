@@ -206,23 +206,11 @@ export class DiffGraph {
     return this.b.op1(type, inputs, attributes);
   }
 
-  private marker: string | null = null;
-
-  /**
-   * Mark where the backward part starts (every node created after this is backward; graph-split.ts cuts there).
-   * Called by `backward` if not before; call it first when backward-only nodes (the seed) are built by hand.
-   */
-  beginBackward(): string {
-    this.marker ??= this.b.fresh('backward');
-    return this.marker;
-  }
-
   /**
    * Emit the gradient nodes: `seeds` gives d(objective)/d(value) for some values; returns the gradient name of every
    * param reached (a param the objective does not depend on is absent).
    */
   backward(seeds: Map<string, string>, params: Value[]): Map<string, string> {
-    this.beginBackward();
     const grads = new Map(seeds);
     const accumulate = (v: Value, g: string) => {
       const prior = grads.get(v.name);

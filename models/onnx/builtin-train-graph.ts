@@ -23,7 +23,6 @@ import type { ModelWeights, Projection } from '../builtin/weights.ts';
 import { rotationValues } from '../builtin/transformer.ts';
 import { DiffGraph, type Value } from './autodiff.ts';
 import type { BuiltinGraphSpec } from './builtin-graph.ts';
-import { splitAtMarker, type SplitGraph } from './graph-split.ts';
 import type * as tf from '@tensorflow/tfjs';
 
 /** Name of a LoRA param input (raw A [in, r] and B [r, out], as the tfjs variables hold them). */
@@ -39,20 +38,7 @@ const values = (v: tf.Variable | tf.Tensor): Float32Array => v.dataSync() as Flo
  * loss sees come from the very forward the gradients differentiate.
  */
 export function buildBuiltinTrainGraph(spec: BuiltinGraphSpec, weights: ModelWeights, options: { gradients?: boolean } = {}): Uint8Array {
-  return build(spec, weights, options.gradients ?? true).bytes;
-}
-
-/**
- * The training graph cut in two (graph-split.ts): the forward pass, returning log_probs and the intermediates the
- * backward pass reads, and the backward pass, taking those and target_weights. The learner runs the first, computes
- * g from the log-probs, and runs the second: one forward pass per update instead of two.
- */
-export function buildBuiltinTrainParts(spec: BuiltinGraphSpec, weights: ModelWeights): SplitGraph {
-  const { bytes, marker } = build(spec, weights, true);
-  return splitAtMarker(bytes, marker!, ['log_probs']);
-}
-
-function build(spec: BuiltinGraphSpec, weights: ModelWeights, withGradients: boolean): { bytes: Uint8Array; marker: string | null } {
+  const withGradients = options.gradients ?? true;
   const { arch } = spec;
   const lora = spec.lora;
   if (!lora) throw new Error('the training graph needs LoRA settings (it differentiates the adapters)');
@@ -153,8 +139,7 @@ function build(spec: BuiltinGraphSpec, weights: ModelWeights, withGradients: boo
   const z = g.mulConst(g.matmul(g.rmsNorm(x, b.floats('final_norm', values(weights.finalNorm), [d]), arch.normEps), C(b.floats('lm_head', values(weights.lmHead), [d, V]), 2)), invT);
   b.op1('LogSoftmax', [z.name], { axis: -1 }, 'log_probs');
   b.output('log_probs', 'float32', ['rows', V]);
-  if (!withGradients) return { bytes: b.toBytes(), marker: null };
-  const marker = g.beginBackward();
+  if (!withGradients) return b.toBytes();
   // d/dz of Σ W ⊙ log_softmax(z) = W − softmax(z) · Σ_v W.
   const targetWeights = b.input('target_weights', 'float32', ['rows', V]);
   const dz = b.op1('Sub', [targetWeights, b.op1('Mul', [b.op1('Softmax', [z.name], { axis: -1 }), b.op1('ReduceSum', [targetWeights, b.ints([-1])], { keepdims: 1 })])]);
@@ -165,5 +150,5 @@ function build(spec: BuiltinGraphSpec, weights: ModelWeights, withGradients: boo
     b.op1('Identity', [grad], {}, gradName(p.name));
     b.output(gradName(p.name), 'float32', paramDims.get(p.name)!);
   }
-  return { bytes: b.toBytes(), marker };
+  return b.toBytes();
 }

@@ -1,13 +1,12 @@
 // The built-in model's Learner on ONNX Runtime (models/ layer, ONNX Runtime engine): the LoRA gradients of a loss of
 // the completion log-probabilities, computed in three parts (issue 17's learner):
-//   1. the log-probs (and entropies when asked) by the training graph's forward part (graph-split.ts), which also
-//      returns the intermediates its backward part reads;
+//   1. the log-probs (and entropies when asked) by an ORT forward pass: the training graph's forward alone, so they are
+//      the log-probs of the very forward that step 3 differentiates;
 //   2. the loss value and g = dLoss/dlogp in tfjs, on those small [B, L] tensors, with the caller's own loss function,
 //      so every loss type and option of trainer/loss.ts works unchanged (the loss depends on the parameters only
 //      through the log-probs);
-//   3. per prompt group, one run of the backward part (builtin-train-graph.ts) on those intermediates, which returns
-//      the gradient of Σ g · logp with respect to every LoRA A and B: by the chain rule, dLoss/dθ. One forward pass
-//      per update, as in a framework with autograd.
+//   3. per prompt group, one run of the training graph (builtin-train-graph.ts: forward + backward) that returns the
+//      gradient of Σ g · logp with respect to every LoRA A and B, which by the chain rule is dLoss/dθ.
 // The tfjs variables stay the parameters: AdamW updates them and checkpoints save them; their values are fed to ORT
 // on every call, so no session is rebuilt after an update. Everything else of the Learner contract (tfjs
 // tokenLogProbs, adapters, saving) is the wrapped BuiltinPolicy's.
@@ -26,7 +25,7 @@ import { headDim, patchDim, patchesPerImage } from '../builtin/config.ts';
 import { NEG, ropeValues } from '../builtin/transformer.ts';
 import { packPrompts } from '../builtin/sampling.ts';
 import { loraSpec } from './builtin-graph.ts';
-import { buildBuiltinTrainParts, gradName, trainLoraName } from './builtin-train-graph.ts';
+import { buildBuiltinTrainGraph, gradName, trainLoraName } from './builtin-train-graph.ts';
 import { OrtSession, floatTensor, int64Tensor, type Feeds } from './session.ts';
 
 export interface OrtLearnerOptions {
@@ -44,7 +43,7 @@ const loraKey = (policy: BuiltinPolicy): string => {
 
 export class OrtLearner implements Learner {
   readonly adapterFiles: readonly string[];
-  private sessions: { key: string; forward: OrtSession; backward: OrtSession; carried: string[] } | null = null;
+  private sessions: { key: string; score: OrtSession; train: OrtSession } | null = null;
 
   constructor(
     readonly policy: BuiltinPolicy,
@@ -69,15 +68,15 @@ export class OrtLearner implements Learner {
     return this.policy.loadAdapter(dir);
   }
 
-  /** The forward and backward sessions for the policy's current LoRA settings (built on first use and on a change). */
-  private session(): { forward: OrtSession; backward: OrtSession; carried: string[] } {
+  /** The scoring and training sessions for the policy's current LoRA settings (built on first use and on a change). */
+  private session(): { score: OrtSession; train: OrtSession } {
     const key = loraKey(this.policy);
     if (this.sessions?.key !== key) {
       this.dispose();
       const spec = { arch: this.policy.arch, lora: loraSpec(this.policy.lora!.config) };
-      const parts = buildBuiltinTrainParts(spec, this.policy.weights);
-      const open = (bytes: Uint8Array, label: string) => new OrtSession(bytes, { threads: this.options.threads, spin: this.options.spin, label });
-      this.sessions = { key, forward: open(parts.forward, 'built-in model training (forward)'), backward: open(parts.backward, 'built-in model training (backward)'), carried: parts.carried };
+      const open = (gradients: boolean) =>
+        new OrtSession(buildBuiltinTrainGraph(spec, this.policy.weights, { gradients }), { threads: this.options.threads, spin: this.options.spin, label: 'built-in model training' });
+      this.sessions = { key, score: open(false), train: open(true) };
     }
     return this.sessions;
   }
@@ -115,16 +114,12 @@ export class OrtLearner implements Learner {
       return layout ? [{ members, layout }] : [];
     });
 
-    // 1. Log-probs (and entropies) by the forward pass, which keeps what the backward pass reads (a group of 8
-    // chess completions: about 0.3 GB until step 3).
-    const kept: Feeds[] = [];
+    // 1. Log-probs (and entropies) by the forward pass alone.
     const logp = new Float32Array(B * L);
     const entropy = new Float32Array(B * L);
     const mask = new Float32Array(B * L);
     for (const { members, layout } of groups) {
-      const out = sessions.forward.run({ ...layout.feeds, ...loraFeeds }, ['log_probs', ...sessions.carried]);
-      kept.push(Object.fromEntries(sessions.carried.map((name) => [name, out[name]])));
-      const rows = out.log_probs.data as Float32Array; // [N, V]
+      const rows = sessions.score.run({ ...layout.feeds, ...loraFeeds }, ['log_probs']).log_probs.data as Float32Array; // [N, V]
       members.forEach((b, m) => {
         batch[b].completion.forEach((t, j) => {
           const o = layout.rowOf(m, j) * V;
@@ -144,23 +139,20 @@ export class OrtLearner implements Learner {
     const g = grad.dataSync() as Float32Array;
     tf.dispose([grad, lp.logProbs, lp.mask, ...(lp.entropy ? [lp.entropy] : [])]);
 
-    // 3. The backward pass per prompt group with W = g at each completion token; the gradients summed.
+    // 3. One forward + backward run per prompt group with W = g at each completion token; the gradients summed.
     const wanted = variables.map((v) => gradName(paramOf.get(v.name)!));
     const sums = new Map<string, Float32Array>();
-    const needs = new Set(sessions.backward.inputNames);
-    groups.forEach(({ members, layout }, k) => {
+    for (const { members, layout } of groups) {
       const target = new Float32Array(layout.rows * V);
       members.forEach((b, m) => batch[b].completion.forEach((t, j) => (target[layout.rowOf(m, j) * V + t] += g[b * L + j])));
-      const all: Feeds = { ...layout.feeds, ...loraFeeds, ...kept[k], target_weights: floatTensor(target, [layout.rows, V]) };
-      kept[k] = {};
-      const out = sessions.backward.run(Object.fromEntries(Object.entries(all).filter(([name]) => needs.has(name))), wanted);
+      const out = sessions.train.run({ ...layout.feeds, ...loraFeeds, target_weights: floatTensor(target, [layout.rows, V]) }, wanted);
       for (const name of wanted) {
         const data = out[name].data as Float32Array;
         const sum = sums.get(name);
         if (sum) for (let k = 0; k < data.length; k++) sum[k] += data[k];
         else sums.set(name, Float32Array.from(data));
       }
-    });
+    }
     const grads: tf.NamedTensorMap = {};
     for (const v of variables) {
       const sum = sums.get(gradName(paramOf.get(v.name)!));
@@ -233,8 +225,8 @@ export class OrtLearner implements Learner {
 
   /** Releases the ORT sessions; the wrapped policy stays its owner's to dispose. */
   dispose(): void {
-    this.sessions?.forward.dispose();
-    this.sessions?.backward.dispose();
+    this.sessions?.score.dispose();
+    this.sessions?.train.dispose();
     this.sessions = null;
   }
 }
