@@ -149,6 +149,27 @@ export class DiffGraph {
 
   // ---- composites -------------------------------------------------------------------------------------------------
 
+  /**
+   * Attention O = softmax(q Kᵀ + mask) V over the last two axes (q [.., C, dh], K and V [.., K, dh], same rank; mask
+   * constant, broadcasting into the scores). Its VJP uses rowsum(dP ⊙ P) = rowsum(dO ⊙ O) (as FlashAttention's
+   * backward does), which reads [.., C, dh] instead of the [.., C, K] score matrix:
+   *   dV = Pᵀ dO,  dP = dO Vᵀ,  dS = P ⊙ (dP − rowsum(dO ⊙ O)),  dq = dS K,  dK = dSᵀ q.
+   */
+  attention(q: Value, keys: Value, values: Value, mask: string): Value {
+    const b = this.b;
+    const ms = (x: string, w: string, transA: number, transB: number) => b.op1('FusedMatMul', [x, w], { transA, transB }, undefined, MS_DOMAIN);
+    const probs = b.op1('Softmax', [b.op1('Add', [ms(q.name, keys.name, 0, 1), mask])], { axis: -1 });
+    const y = this.out(b.op1('MatMul', [probs, values.name]), q.rank, [q, keys, values]);
+    this.record([q, keys, values], [y], ([dy]) => {
+      if (!dy) return [null, null, null];
+      const dv = values.diff ? ms(probs, dy, 1, 0) : null;
+      const rowDot = b.op1('ReduceSum', [b.op1('Mul', [dy, y.name]), b.ints([-1])], { keepdims: 1 });
+      const ds = b.op1('Mul', [probs, b.op1('Sub', [ms(dy, values.name, 0, 1), rowDot])]);
+      return [q.diff ? b.op1('MatMul', [ds, keys.name]) : null, keys.diff ? ms(ds, q.name, 1, 0) : null, dv];
+    });
+    return y;
+  }
+
   /** softmax over the last axis. VJP: y ⊙ (dy − Σ dy ⊙ y). */
   softmax(x: Value): Value {
     const y = this.out(this.b.op1('Softmax', [x.name], { axis: -1 }), x.rank, [x]);

@@ -22,7 +22,7 @@ import { headDim, patchDim, patchesPerImage, type Architecture } from '../builti
 import type { ModelWeights, Projection } from '../builtin/weights.ts';
 import { rotationValues } from '../builtin/transformer.ts';
 import { DiffGraph, type Value } from './autodiff.ts';
-import type { BuiltinGraphSpec } from './builtin-graph.ts';
+import { QKV, type BuiltinGraphSpec } from './builtin-graph.ts';
 import type * as tf from '@tensorflow/tfjs';
 
 /** Name of a LoRA param input (raw A [in, r] and B [r, out], as the tfjs variables hold them). */
@@ -89,6 +89,30 @@ export function buildBuiltinTrainGraph(spec: BuiltinGraphSpec, weights: ModelWei
     paramDims.set(bb.name, [lora.r, outDim]);
     return g.add(base, g.matmul(g.mulConst(g.matmul(input, a), loraScale), bb));
   };
+  /**
+   * The adapters of q, k and v: their A's side by side in one product (x [A_q | A_k | A_v], [N, 3r] for the targets
+   * among them), then each part times its own B.
+   */
+  const qkvLora = (input: Value, bases: Value[], layer: number): Value[] => {
+    const targets = QKV.map((p, j) => ({ p, j })).filter(({ p }) => lora.targets.includes(p));
+    if (targets.length === 0) return bases;
+    const as = targets.map(({ p }) => {
+      const a = g.param(trainLoraName(layer, p, 'a'), [d, lora.r]);
+      paramDims.set(a.name, [d, lora.r]);
+      return a;
+    });
+    const ranks = b.ints(targets.map(() => lora.r));
+    const low = g.mulConst(g.matmul(input, as.length === 1 ? as[0] : g.concat(as, 1, ranks)), loraScale); // [N, t·r]
+    const parts = as.length === 1 ? [low] : g.split(low, 1, ranks, as.length);
+    const out = [...bases];
+    targets.forEach(({ p, j }, t) => {
+      const bb = g.param(trainLoraName(layer, p, 'b'), [lora.r, d]);
+      paramDims.set(bb.name, [lora.r, d]);
+      params.push(as[t], bb);
+      out[j] = g.add(bases[j], g.matmul(parts[t], bb));
+    });
+    return out;
+  };
   const linear = (input: Value, layer: number, p: Projection, w: tf.Variable): Value => {
     const [inDim, outDim] = w.shape;
     return withLora(input, g.matmul(input, C(b.floats(`layers.${layer}.${p}`, values(w), [inDim, outDim]), 2)), layer, p, inDim, outDim);
@@ -106,10 +130,11 @@ export function buildBuiltinTrainGraph(spec: BuiltinGraphSpec, weights: ModelWei
       const w = values(layer.proj[p]);
       for (let r = 0; r < d; r++) joined.set(w.subarray(r * d, (r + 1) * d), r * 3 * d + j * d);
     });
-    const [qBase, kBase, vBase] = g.split(g.matmul(h, C(b.floats(`layers.${i}.qkv_proj`, joined, [d, 3 * d]), 2)), 1, thirds, 3);
-    const q = g.mulConst(g.rope(withLora(h, qBase, i, 'q_proj', d, d), cos, sin, rot), qScale); // [N, d]
-    const k = g.rope(withLora(h, kBase, i, 'k_proj', d, d), cos, sin, rot);
-    const v = withLora(h, vBase, i, 'v_proj', d, d);
+    const bases = g.split(g.matmul(h, C(b.floats(`layers.${i}.qkv_proj`, joined, [d, 3 * d]), 2)), 1, thirds, 3);
+    const [qLin, kLin, vLin] = qkvLora(h, bases, i);
+    const q = g.mulConst(g.rope(qLin, cos, sin, rot), qScale); // [N, d]
+    const k = g.rope(kLin, cos, sin, rot);
+    const v = vLin;
     const [qp, qc] = g.split(q, 0, rowSplits, 2); // [P, d], [G·C, d]
     const [kp, kc] = g.split(k, 0, rowSplits, 2);
     const [vp, vc] = g.split(v, 0, rowSplits, 2);
@@ -119,16 +144,13 @@ export function buildBuiltinTrainGraph(spec: BuiltinGraphSpec, weights: ModelWei
     const vpH = promptHeads(vp);
 
     // Prompt: causal self-attention.
-    const pp = g.softmax(g.addConst(g.matmul(promptHeads(qp), kpH, { transB: true }), promptMask)); // [H, P, P]
-    const promptOut = g.reshape(g.transpose(g.matmul(pp, vpH), [1, 0, 2]), headsToRows, 2); // [P, d]
+    const promptOut = g.reshape(g.transpose(g.attention(promptHeads(qp), kpH, vpH, promptMask), [1, 0, 2]), headsToRows, 2); // [P, d]
 
     // Completions: each attends to the prompt's keys and, causally, to its own: the prompt's keys and values are
     // broadcast to the G completions and put in front of theirs ([G, H, P + C, dh]), so one product gives the scores
     // and one the mixture (the score matrix, the largest tensor here, is never concatenated, split or transposed).
     const keysOf = (prompt: Value, own: Value) => g.concat([g.expand(g.reshape(prompt, oneHPdh, 4), g111, [0]), completionHeads(own)], 2, scoreSplits);
-    const scores = g.matmul(completionHeads(qc), keysOf(kpH, kc), { transB: true }); // [G, H, C, P + C]
-    const probs = g.softmax(g.addConst(scores, completionMask));
-    const mixed = g.matmul(probs, keysOf(vpH, vc)); // [G, H, C, dh]
+    const mixed = g.attention(completionHeads(qc), keysOf(kpH, kc), keysOf(vpH, vc), completionMask); // scores [G, H, C, P + C] → [G, H, C, dh]
     const completionOut = g.reshape(g.transpose(mixed, [0, 2, 1, 3]), headsToRows, 2); // [G·C, d]
 
     const attended = g.concat([promptOut, completionOut], 0, rowSplits); // [N, d]
