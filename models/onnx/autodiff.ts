@@ -8,11 +8,11 @@
 // Only what depends on a param is differentiated: constants (weights, embeddings, masks, RoPE tables) get no gradient
 // nodes at all, which is what a LoRA learner wants (no base-weight gradients).
 // Shapes are symbolic at build time, so the ops keep broadcasting out of the differentiable path: element-wise ops
-// between two differentiated values take equal shapes, and a broadcast operand must be a constant (`addConst`,
-// `mulConst`). Reshape's VJP reshapes back to the runtime Shape of its input.
-// Composite ops (RMSNorm, RoPE, the GELU approximation, softmax) carry hand-written VJPs: fewer nodes than their
+// between two differentiated values take equal shapes, a broadcast operand must be a constant (`mulConst`), and
+// `expand` says which axes it broadcasts. Reshape's VJP reshapes back to the runtime Shape of its input.
+// Composite ops (attention, RMSNorm, RoPE, the GELU approximation) carry hand-written VJPs: fewer nodes than their
 // primitives' and the same formulas as their tfjs gradients up to float rounding.
-import { GraphBuilder, MS_DOMAIN, type AttributeValue } from './graph-builder.ts';
+import { GraphBuilder, MS_DOMAIN } from './graph-builder.ts';
 
 /** A value of the graph: its name, its rank (static) and whether it depends on a param. */
 export interface Value {
@@ -64,13 +64,6 @@ export class DiffGraph {
     return y;
   }
 
-  /** x + c with c constant (may broadcast into x). */
-  addConst(x: Value, c: string): Value {
-    const y = this.out(this.b.op1('Add', [x.name, c]), x.rank, [x]);
-    this.record([x], [y], ([dy]) => [dy]);
-    return y;
-  }
-
   /** x · c with c constant (a scalar or a tensor broadcasting into x). */
   mulConst(x: Value, c: string): Value {
     const y = this.out(this.b.op1('Mul', [x.name, c]), x.rank, [x]);
@@ -81,23 +74,16 @@ export class DiffGraph {
   // ---- products --------------------------------------------------------------------------------------------------
 
   /**
-   * a @ b (ONNX MatMul), both of the same rank (no batch broadcasting). transB: b's last two axes swapped (as
-   * FusedMatMul's transB). 2-D gradients are Gemm nodes, N-D ones FusedMatMul with transposed operands.
+   * a @ b (ONNX MatMul), both of the same rank (no batch broadcasting). 2-D gradients are Gemm nodes, N-D ones
+   * FusedMatMul with transposed operands.
    */
-  matmul(a: Value, c: Value, options: { transB?: boolean } = {}): Value {
+  matmul(a: Value, c: Value): Value {
     if (a.rank !== c.rank) throw new Error(`matmul: ranks ${a.rank} and ${c.rank} differ (no broadcasting in differentiated products)`);
-    const transB = options.transB ? 1 : 0;
-    const name = transB ? this.b.op1('FusedMatMul', [a.name, c.name], { transB: 1 }, undefined, MS_DOMAIN) : this.b.op1('MatMul', [a.name, c.name]);
-    const y = this.out(name, a.rank, [a, c]);
+    const y = this.out(this.b.op1('MatMul', [a.name, c.name]), a.rank, [a, c]);
     const product = (x: string, w: string, tA: number, tB: number): string =>
       a.rank === 2 ? this.b.op1('Gemm', [x, w], { transA: tA, transB: tB }) : this.b.op1('FusedMatMul', [x, w], { transA: tA, transB: tB }, undefined, MS_DOMAIN);
-    this.record([a, c], [y], ([dy]) => {
-      if (!dy) return [null, null];
-      // y = a b:    da = dy bᵀ,  db = aᵀ dy.      y = a bᵀ:   da = dy b,  db = dyᵀ a.
-      const da = a.diff ? (transB ? product(dy, c.name, 0, 0) : product(dy, c.name, 0, 1)) : null;
-      const db = c.diff ? (transB ? product(dy, a.name, 1, 0) : product(a.name, dy, 1, 0)) : null;
-      return [da, db];
-    });
+    // y = a b:  da = dy bᵀ,  db = aᵀ dy.
+    this.record([a, c], [y], ([dy]) => [dy && a.diff ? product(dy, c.name, 0, 1) : null, dy && c.diff ? product(a.name, dy, 1, 0) : null]);
     return y;
   }
 
@@ -170,17 +156,6 @@ export class DiffGraph {
     return y;
   }
 
-  /** softmax over the last axis. VJP: y ⊙ (dy − Σ dy ⊙ y). */
-  softmax(x: Value): Value {
-    const y = this.out(this.b.op1('Softmax', [x.name], { axis: -1 }), x.rank, [x]);
-    this.record([x], [y], ([dy]) => {
-      if (!dy) return [null];
-      const dot = this.b.op1('ReduceSum', [this.b.op1('Mul', [dy, y.name]), this.b.ints([-1])], { keepdims: 1 });
-      return [this.b.op1('Mul', [y.name, this.b.op1('Sub', [dy, dot])])];
-    });
-    return y;
-  }
-
   /**
    * RMSNorm over the last axis with a constant gain: y = x · r · g, r = 1 / sqrt(mean(x²) + eps) (transformer.ts
    * rmsNorm). VJP with u = dy · g: dx = r · (u − x · r² · mean(x · u)).
@@ -220,11 +195,6 @@ export class DiffGraph {
       return [b.op1('Mul', [dy, slope])];
     });
     return y;
-  }
-
-  /** A plain forward node whose result is not differentiated (e.g. outputs for inspection). */
-  raw(type: string, inputs: string[], attributes: Record<string, AttributeValue> = {}): string {
-    return this.b.op1(type, inputs, attributes);
   }
 
   /**
