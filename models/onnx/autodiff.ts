@@ -175,11 +175,18 @@ export class DiffGraph {
     return y;
   }
 
-  /** Rotary embedding x ⊙ cos + (x R) ⊙ sin (cos, sin, R constant; x 2-D). VJP: dy ⊙ cos + (dy ⊙ sin) Rᵀ. */
-  rope(x: Value, cos: string, sin: string, rotation: string): Value {
+  /**
+   * Rotary embedding x ⊙ cos + rotate_half(x) ⊙ sin on x [N, d] (cos, sin constant), rotate_half(x) = x R per head:
+   * (−x₂, x₁) of its two halves (transformer.ts rotationMatrix). R = swap · diag(s) with swap exchanging the halves
+   * and s = −1 on first halves, +1 on second ones, so with `signedSin` = s ⊙ sin (given, computed once):
+   *   y = x ⊙ cos + swap(x) ⊙ signedSin,   VJP: dy ⊙ cos + (dy ⊙ sin) Rᵀ = dy ⊙ cos + swap(dy ⊙ signedSin).
+   * swap is a gather of half-head blocks (x viewed [N·H, 2, dh/2]), a copy instead of a d × d product.
+   */
+  rope(x: Value, cos: string, signedSin: string, layout: { halves: string; rows: string; swap: string }): Value {
     const b = this.b;
-    const y = this.out(b.op1('Add', [b.op1('Mul', [x.name, cos]), b.op1('Mul', [b.op1('MatMul', [x.name, rotation]), sin])]), x.rank, [x]);
-    this.record([x], [y], ([dy]) => [dy ? b.op1('Add', [b.op1('Mul', [dy, cos]), b.op1('Gemm', [b.op1('Mul', [dy, sin]), rotation], { transB: 1 })]) : null]);
+    const swap = (t: string) => b.op1('Reshape', [b.op1('Gather', [b.op1('Reshape', [t, layout.halves]), layout.swap], { axis: 1 }), layout.rows]);
+    const y = this.out(b.op1('Add', [b.op1('Mul', [x.name, cos]), b.op1('Mul', [swap(x.name), signedSin])]), x.rank, [x]);
+    this.record([x], [y], ([dy]) => (dy ? [b.op1('Add', [b.op1('Mul', [dy, cos]), swap(b.op1('Mul', [dy, signedSin]))])] : [null]));
     return y;
   }
 

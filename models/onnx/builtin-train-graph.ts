@@ -20,7 +20,6 @@
 // scoring.ts. Embeddings, image patches and base weights are constants: no gradient nodes for them.
 import { headDim, patchDim, patchesPerImage, type Architecture } from '../builtin/config.ts';
 import type { ModelWeights, Projection } from '../builtin/weights.ts';
-import { rotationValues } from '../builtin/transformer.ts';
 import { DiffGraph, type Value } from './autodiff.ts';
 import { QKV, type BuiltinGraphSpec } from './builtin-graph.ts';
 import type * as tf from '@tensorflow/tfjs';
@@ -74,7 +73,12 @@ export function buildBuiltinTrainGraph(spec: BuiltinGraphSpec, weights: ModelWei
   const table = b.op1('Concat', [b.floats('no_patch', new Float32Array(d), [1, d]), projected], { axis: 0 });
   let x: Value = C(b.op1('Add', [embedded, b.op1('Gather', [table, patchIndex])]), 2); // [N, d]
 
-  const rot = b.floats('rope_rotation', rotationValues(arch), [d, d]);
+  // RoPE's rotate_half as swapped half-head blocks (autodiff.ts rope): views [N·H, 2, dh/2] and back [N, d], and
+  // sin with rotate_half's signs folded in (−1 on each head's first half), once for all layers.
+  const rot = { halves: b.ints([-1, 2, dh / 2]), rows: b.ints([-1, d]), swap: b.ints([1, 0]) };
+  const signs = new Float32Array(d);
+  for (let i = 0; i < d; i++) signs[i] = i % dh < dh / 2 ? -1 : 1;
+  const signedSin = b.op1('Mul', [sin, b.floats('rope_signs', signs, [d])]);
   const qScale = b.scalar(1 / Math.sqrt(dh));
   const loraScale = b.scalar(lora.scale);
   const params: Value[] = [];
@@ -132,8 +136,8 @@ export function buildBuiltinTrainGraph(spec: BuiltinGraphSpec, weights: ModelWei
     });
     const bases = g.split(g.matmul(h, C(b.floats(`layers.${i}.qkv_proj`, joined, [d, 3 * d]), 2)), 1, thirds, 3);
     const [qLin, kLin, vLin] = qkvLora(h, bases, i);
-    const q = g.mulConst(g.rope(qLin, cos, sin, rot), qScale); // [N, d]
-    const k = g.rope(kLin, cos, sin, rot);
+    const q = g.mulConst(g.rope(qLin, cos, signedSin, rot), qScale); // [N, d]
+    const k = g.rope(kLin, cos, signedSin, rot);
     const v = vLin;
     const [qp, qc] = g.split(q, 0, rowSplits, 2); // [P, d], [G·C, d]
     const [kp, kc] = g.split(k, 0, rowSplits, 2);
