@@ -73,17 +73,15 @@ export class DiffGraph {
 
   // ---- products --------------------------------------------------------------------------------------------------
 
-  /**
-   * a @ b (ONNX MatMul), both of the same rank (no batch broadcasting). 2-D gradients are Gemm nodes, N-D ones
-   * FusedMatMul with transposed operands.
-   */
+  /** a @ b for 2-D a and b (the row-wise products: projections, adapters, head); gradients are Gemm nodes. */
   matmul(a: Value, c: Value): Value {
-    if (a.rank !== c.rank) throw new Error(`matmul: ranks ${a.rank} and ${c.rank} differ (no broadcasting in differentiated products)`);
-    const y = this.out(this.b.op1('MatMul', [a.name, c.name]), a.rank, [a, c]);
-    const product = (x: string, w: string, tA: number, tB: number): string =>
-      a.rank === 2 ? this.b.op1('Gemm', [x, w], { transA: tA, transB: tB }) : this.b.op1('FusedMatMul', [x, w], { transA: tA, transB: tB }, undefined, MS_DOMAIN);
+    if (a.rank !== 2 || c.rank !== 2) throw new Error(`matmul: 2-D operands only (ranks ${a.rank}, ${c.rank}); attention has its own op`);
+    const y = this.out(this.b.op1('MatMul', [a.name, c.name]), 2, [a, c]);
     // y = a b:  da = dy bᵀ,  db = aᵀ dy.
-    this.record([a, c], [y], ([dy]) => [dy && a.diff ? product(dy, c.name, 0, 1) : null, dy && c.diff ? product(a.name, dy, 1, 0) : null]);
+    this.record([a, c], [y], ([dy]) => [
+      dy && a.diff ? this.b.op1('Gemm', [dy, c.name], { transB: 1 }) : null,
+      dy && c.diff ? this.b.op1('Gemm', [a.name, dy], { transA: 1 }) : null,
+    ]);
     return y;
   }
 
