@@ -59,7 +59,6 @@ function relativeError(got: tf.NamedTensorMap, want: tf.NamedTensorMap): number 
     }
     expect(scale).toBeGreaterThan(0);
     worst = Math.max(worst, diff / scale);
-    if (process.env.SHOW) console.log(name, diff / scale, scale);
   }
   return worst;
 }
