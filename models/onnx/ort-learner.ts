@@ -94,6 +94,11 @@ export class OrtLearner implements Learner {
     });
     for (const v of variables) if (!paramOf.has(v.name)) throw new Error(`the ONNX Runtime learner has no gradient for ${v.name} (LoRA adapters only)`);
 
+    for (const it of batch) {
+      if (it.prompt.tokens.length + it.completion.length > this.policy.arch.maxContext) {
+        throw new UserError(`a prompt of ${it.prompt.tokens.length} tokens plus ${it.completion.length} new tokens exceeds the model's context of ${this.policy.arch.maxContext} tokens`);
+      }
+    }
     const sessions = this.session();
     const loraFeeds: Feeds = {};
     lora.layers.forEach((adapters, i) => {

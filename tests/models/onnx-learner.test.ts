@@ -163,6 +163,15 @@ describe('ONNX Runtime learner, tiny random model (grid positions, two images pe
     }
   });
 
+  it('refuses a sequence longer than the model\'s context, as the tfjs learner does', () => {
+    const long = [{ prompt: items[0].prompt, completion: new Array(policy.arch.maxContext).fill(5) }];
+    const variables = policy.trainableVariables('lora');
+    const options = { useLora: true, temperature: 1 };
+    const tfjsError = (() => { try { policy.tokenLogProbs(long, options); } catch (e) { return e as Error; } })();
+    expect(tfjsError?.message).toMatch(/exceeds the model's context/);
+    expect(() => learner.lossGradients(long, options, testLoss(1), variables)).toThrow(tfjsError!.message);
+  });
+
   it('is what lossGradients uses for it; a learner without its own seam is differentiated by tfjs', () => {
     const variables = policy.trainableVariables('lora');
     const options = { useLora: true, temperature: 1 };
