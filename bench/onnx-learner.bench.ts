@@ -7,7 +7,9 @@
 // gradients summed, clipped and applied by AdamW. Chunks as the loop makes them (learnerBatch 8, learnerTokens 2048:
 // 3 + 3 + 2 sequences per group), and for ORT also one chunk per group (learnerTokens unbounded: the prompt computed
 // once per group). Medians of REPS (env METRL_BENCH_REPS, default 3; METRL_BENCH_TFJS_REPS for tfjs, default 1)
-// after one warm-up, wall and CPU seconds (all threads) with the load average.
+// after one warm-up, wall and CPU seconds (all threads) with the load average, and before and after them a probe of
+// how fast this machine is right now: ORT's 512² matmul in GFLOP per CPU second on one thread (141 on this machine
+// when quiet, issue 17), by which other load divides every CPU-time figure here roughly alike.
 //   npm run bench -- onnx-learner
 import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -30,10 +32,32 @@ import { grpoLoss, clipGradientsByGlobalNorm } from '../trainer/loss.ts';
 import { chunksWithin } from '../trainer/chunks.ts';
 import { AdamW } from '../trainer/adamw.ts';
 import { Rng } from '../core/rng.ts';
+import { GraphBuilder } from '../models/onnx/graph-builder.ts';
+import { OrtSession, floatTensor } from '../models/onnx/session.ts';
 import type { SequenceBatchItem } from '../models/types.ts';
 
 const COMPLETION_TOKENS = 376;
 const GROUP = 8;
+
+/** ORT's 512 × 512 fp32 matmul on one thread: GFLOP per CPU second (median of 5 runs of 20). */
+function matmulProbe(): number {
+  const n = 512;
+  const b = new GraphBuilder('probe');
+  const x = b.input('x', 'float32', [n, n]);
+  b.op1('MatMul', [x, b.floats('w', Float32Array.from({ length: n * n }, (_, i) => ((i * 7919) % 1000) / 1000), [n, n])], {}, 'y');
+  b.output('y', 'float32', [n, n]);
+  const session = new OrtSession(b.toBytes(), { threads: 1 });
+  const feeds = { x: floatTensor(Float32Array.from({ length: n * n }, (_, i) => ((i * 104729) % 1000) / 1000), [n, n]) };
+  const rates: number[] = [];
+  for (let r = 0; r < 5; r++) {
+    const c0 = process.cpuUsage();
+    for (let i = 0; i < 20; i++) session.run(feeds);
+    const c = process.cpuUsage(c0);
+    rates.push((20 * 2 * n ** 3) / ((c.user + c.system) / 1e6) / 1e9);
+  }
+  session.dispose();
+  return median(rates);
+}
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const load = () => loadavg().map((x) => x.toFixed(1)).join(' ');
@@ -107,6 +131,12 @@ export async function run(): Promise<BenchRow[]> {
   const only = process.env.METRL_BENCH_ONLY;
   const rows: BenchRow[] = [];
   const group = 'onnx chess update';
+  const probe = (when: string) => {
+    const rate = matmulProbe();
+    rows.push({ group, name: `probe ${when}: ORT 512² matmul, 1 thread`, value: rate, unit: 'GFLOP/CPU s', note: `141 quiet; load ${load()}` });
+    process.stderr.write(`bench onnx-learner: probe ${when}: ${rate.toFixed(0)} GFLOP per CPU s (load ${load()})\n`);
+  };
+  probe('before');
   for (const c of cases) {
     if (only && !c.name.includes(only)) continue;
     const learner = c.make();
@@ -129,6 +159,7 @@ export async function run(): Promise<BenchRow[]> {
     );
     process.stderr.write(`bench onnx-learner: ${c.name}: update ${wall.map((s) => s.toFixed(2)).join(' ')} s, CPU ${cpu.map((s) => s.toFixed(2)).join(' ')} s (load ${load()})\n`);
   }
+  probe('after');
   for (const chunk of [...loopChunks, ...groupChunks]) chunk.ref.dispose();
   optimizer.dispose();
   policy.dispose();
