@@ -15,6 +15,7 @@ const modules: Array<[string, () => Promise<{ run(): Promise<BenchRow[]> }>]> = 
   ['grpo', () => import('./grpo.bench.ts')],
   ['model', () => import('./model.bench.ts')],
   ['onnx', () => import('./onnx.bench.ts')],
+  ['onnx-learner', () => import('./onnx-learner.bench.ts')],
   ['hf', () => import('./hf.bench.ts')],
 ];
 

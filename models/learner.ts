@@ -2,7 +2,7 @@
 // policy, the variables an optimiser updates, and the LoRA adapters GRPO trains, saved and loaded in PEFT layout
 // (adapter_config.json + adapter_model.safetensors) so a run's checkpoints are readable by PEFT. See
 // models/sampler.ts for the generating side.
-import type * as tf from '@tensorflow/tfjs';
+import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../core/rng.ts';
 import type { SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from './types.ts';
 
@@ -12,6 +12,15 @@ export interface LoraSettings {
   alpha: number;
   /** Projections that get adapters (PEFT module names q_proj … down_proj, or q, k, v, o, gate, up, down); default: the architecture's. */
   targets?: readonly string[];
+}
+
+/** A loss of the completion log-probabilities (the GRPO objective of one learner chunk). */
+export type LogProbLoss = (lp: TokenLogProbs) => tf.Scalar;
+
+/** The loss value and its gradient per trainable variable, keyed by variable name (as tf.variableGrads gives them). */
+export interface LossGradients {
+  value: tf.Scalar;
+  grads: tf.NamedTensorMap;
 }
 
 export interface Learner {
@@ -30,5 +39,17 @@ export interface Learner {
   saveAdapter(dir: string, options?: { baseModel?: string }): void;
   /** Attach the adapters stored in `dir` (UserError when they do not fit the model); returns their settings. */
   loadAdapter(dir: string): LoraSettings;
+  /**
+   * The loss of `batch`'s log-probabilities (computed with `options`) and its gradients with respect to `variables`
+   * (trainableVariables('lora') in RL). Optional: a learner without it is differentiated by tfjs autodiff
+   * (lossGradients below); the ONNX Runtime learner (models/onnx/ort-learner.ts) computes them in ORT.
+   */
+  lossGradients?(batch: SequenceBatchItem[], options: TokenLogProbsOptions, loss: LogProbLoss, variables: tf.Variable[]): LossGradients;
   dispose(): void;
+}
+
+/** The learner's own lossGradients, or tfjs autodiff through its tokenLogProbs (the reference implementation). */
+export function lossGradients(learner: Learner, batch: SequenceBatchItem[], options: TokenLogProbsOptions, loss: LogProbLoss, variables: tf.Variable[]): LossGradients {
+  if (learner.lossGradients) return learner.lossGradients(batch, options, loss, variables);
+  return tf.variableGrads(() => loss(learner.tokenLogProbs(batch, options)), variables);
 }

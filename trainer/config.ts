@@ -174,7 +174,8 @@ export const TrainConfigSchema = z
     /**
      * What generates: rollouts, the reference and old-policy log-probs and the periodic evaluation (models/engine.ts).
      * 'tfjs' is the policy itself; 'ort' is ONNX Runtime (models/onnx/), the built-in model only, its adapters synced
-     * from the tfjs learner after every update. The learner is tfjs either way. Unset: the model's default
+     * from the tfjs variables after every update, and the learner's LoRA gradients are ONNX Runtime's too
+     * (models/onnx/ort-learner.ts; the tfjs variables stay what AdamW updates and checkpoints save). Unset: the model's default
      * (DEFAULT_BUILTIN_ENGINE for the built-in model, tfjs for Hugging Face checkpoints); `metrl train` records the
      * engine it chose in the run's config.json.
      */

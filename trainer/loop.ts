@@ -26,7 +26,8 @@ import type { Dataset, DatasetItem } from '../envs/dataset-reader.ts';
 import type { Completion, SamplingOptions, SequenceBatchItem } from '../models/types.ts';
 import type { Policy } from '../models/policy.ts';
 import type { Sampler } from '../models/sampler.ts';
-import type { Learner } from '../models/learner.ts';
+import { lossGradients, type Learner } from '../models/learner.ts';
+import { ortLearner } from '../models/onnx/ort-learner.ts';
 import { loadBaseModel } from '../models/registry.ts';
 import { openEngine, type EngineSampler, type OrtRuntime } from '../models/engine.ts';
 import { resolveCheckpoint } from '../models/load.ts';
@@ -287,6 +288,7 @@ async function trainRun(run: Run): Promise<TrainingResult> {
     await letEventsThrough();
   }
   state.optimizer.dispose();
+  if (run.learner !== setup.policy) run.learner.dispose(); // the ORT learner's sessions (the policy is the caller's)
   return { lastStep: state.step, evals: state.evals };
 }
 
@@ -302,10 +304,12 @@ export function assertReadsModality(sampler: Sampler, modality: Modality): void 
 async function prepareRun(setup: TrainingSetup, rewards: RewardFunction[]): Promise<Run> {
   const { policy, config, modality, runDir, dataset } = setup;
   assertReadsModality(policy, modality);
-  // The Learner is the tfjs policy; the Sampler is it too, or an ONNX Runtime session reading its adapters.
-  const learner: Learner = policy;
+  // One engine for both sides. tfjs: the policy samples and learns. ort: an ONNX Runtime session samples (reading the
+  // policy's adapters after each update) and ONNX Runtime computes the LoRA gradients (models/onnx/ort-learner.ts);
+  // the tfjs variables stay what AdamW updates and what checkpoints save.
   const engine = await openEngine(policy, config.engine, setup.ort);
   const sampler: Sampler = engine.sampler;
+  const learner: Learner = engine.engine === 'ort' ? ortLearner(policy, { threads: setup.ort?.threads }) : policy;
   // Chat rows are prompted with their own messages, which the model's chatPrompt ends with the answer cue: the
   // completion is the answer alone, never the domain's trace layout.
   const env: Env = dataset?.format === 'chat' ? { ...setup.env, traceStates: undefined, traceStart: undefined } : setup.env;
@@ -565,8 +569,8 @@ function updatePolicy(run: Run, state: RunState, batches: LearnerBatch[], object
     let summed: tf.NamedTensorMap | null = null;
     let passLoss = 0;
     for (const batch of batches) {
-      const { value, grads } = tf.variableGrads(() => {
-        const lp = learner.tokenLogProbs(batch.seqs, { useLora: true, withEntropy: it === 0 || objective.needsEntropy, temperature: config.temperature });
+      const lpOptions = { useLora: true, withEntropy: it === 0 || objective.needsEntropy, temperature: config.temperature };
+      const { value, grads } = lossGradients(learner, batch.seqs, lpOptions, (lp) => {
         const ownRef = batch.refIsPolicy && batch.ref === null;
         const detached = batch.old === null || ownRef ? (tf.tensor(lp.logProbs.dataSync(), lp.logProbs.shape) as tf.Tensor2D) : null;
         const oldLogProbs = batch.old ?? detached!;

@@ -1,0 +1,243 @@
+// The built-in model's Learner on ONNX Runtime (models/ layer, ONNX Runtime engine): the LoRA gradients of a loss of
+// the completion log-probabilities, computed in three parts (issue 17's learner):
+//   1. the log-probs (and entropies when asked) by an ORT forward pass: the training graph's forward alone, so they are
+//      the log-probs of the very forward that step 3 differentiates;
+//   2. the loss value and g = dLoss/dlogp in tfjs, on those small [B, L] tensors, with the caller's own loss function,
+//      so every loss type and option of trainer/loss.ts works unchanged (the loss depends on the parameters only
+//      through the log-probs);
+//   3. per prompt group, one run of the training graph (builtin-train-graph.ts: forward + backward) that returns the
+//      gradient of Σ g · logp with respect to every LoRA A and B, which by the chain rule is dLoss/dθ.
+// The tfjs variables stay the parameters: AdamW updates them and checkpoints save them; their values are fed to ORT
+// on every call, so no session is rebuilt after an update. Everything else of the Learner contract (tfjs
+// tokenLogProbs, adapters, saving) is the wrapped BuiltinPolicy's.
+// Layout: one run per prompt group (a prompt and its completions in the batch), the prompt computed once for the
+// group, whatever chunks the caller cuts: the GRPO loop's learner chunks are a tfjs memory bound.
+import * as tf from '@tensorflow/tfjs';
+import type { Rng } from '../../core/rng.ts';
+import type { LogProbLoss, LossGradients, Learner, LoraSettings } from '../learner.ts';
+import type { EncodedPrompt, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
+import { BuiltinPolicy } from '../builtin/policy.ts';
+import type { Policy } from '../policy.ts';
+import { UserError } from '../../core/errors.ts';
+import type { LoraAdapter } from '../builtin/lora.ts';
+import type { Projection } from '../builtin/weights.ts';
+import { headDim, patchDim, patchesPerImage } from '../builtin/config.ts';
+import { NEG, ropeValues } from '../builtin/transformer.ts';
+import { packPrompts } from '../builtin/sampling.ts';
+import { loraSpec } from './builtin-graph.ts';
+import { buildBuiltinTrainGraph, gradName, trainLoraName } from './builtin-train-graph.ts';
+import { OrtSession, floatTensor, int64Tensor, type Feeds } from './session.ts';
+
+export interface OrtLearnerOptions {
+  /** ORT intra-op threads (default: every core). */
+  threads?: number;
+  /** Idle intra-op threads spin (models/onnx/session.ts; default off). */
+  spin?: boolean;
+}
+
+/** The LoRA settings a training graph was built for, as a key. */
+const loraKey = (policy: BuiltinPolicy): string => {
+  const l = policy.lora!;
+  return `${l.config.r}:${l.scale}:${l.config.targetModules.join(',')}`;
+};
+
+export class OrtLearner implements Learner {
+  readonly adapterFiles: readonly string[];
+  private sessions: { key: string; score: OrtSession; train: OrtSession } | null = null;
+
+  constructor(
+    readonly policy: BuiltinPolicy,
+    private readonly options: OrtLearnerOptions = {},
+  ) {
+    this.adapterFiles = policy.adapterFiles;
+  }
+
+  tokenLogProbs(batch: SequenceBatchItem[], options: TokenLogProbsOptions): TokenLogProbs {
+    return this.policy.tokenLogProbs(batch, options);
+  }
+  trainableVariables(scope: 'lora' | 'base'): tf.Variable[] {
+    return this.policy.trainableVariables(scope);
+  }
+  attachLora(settings: LoraSettings, rng: Rng): void {
+    this.policy.attachLora(settings, rng);
+  }
+  saveAdapter(dir: string, options?: { baseModel?: string }): void {
+    this.policy.saveAdapter(dir, options);
+  }
+  loadAdapter(dir: string): LoraSettings {
+    return this.policy.loadAdapter(dir);
+  }
+
+  /** The scoring and training sessions for the policy's current LoRA settings (built on first use and on a change). */
+  private session(): { score: OrtSession; train: OrtSession } {
+    const key = loraKey(this.policy);
+    if (this.sessions?.key !== key) {
+      this.dispose();
+      const spec = { arch: this.policy.arch, lora: loraSpec(this.policy.lora!.config) };
+      const open = (gradients: boolean) =>
+        new OrtSession(buildBuiltinTrainGraph(spec, this.policy.weights, { gradients }), { threads: this.options.threads, spin: this.options.spin, label: 'built-in model training' });
+      this.sessions = { key, score: open(false), train: open(true) };
+    }
+    return this.sessions;
+  }
+
+  lossGradients(batch: SequenceBatchItem[], options: TokenLogProbsOptions, loss: LogProbLoss, variables: tf.Variable[]): LossGradients {
+    const lora = this.policy.lora;
+    if (!lora || !options.useLora) throw new Error('the ONNX Runtime learner differentiates LoRA adapters: attach them and score with useLora');
+    // Which graph param each variable is.
+    const paramOf = new Map<string, string>();
+    lora.layers.forEach((adapters, i) => {
+      for (const [p, adapter] of Object.entries(adapters) as [Projection, LoraAdapter][]) {
+        paramOf.set(adapter.a.name, trainLoraName(i, p, 'a'));
+        paramOf.set(adapter.b.name, trainLoraName(i, p, 'b'));
+      }
+    });
+    for (const v of variables) if (!paramOf.has(v.name)) throw new Error(`the ONNX Runtime learner has no gradient for ${v.name} (LoRA adapters only)`);
+
+    for (const it of batch) {
+      if (it.prompt.tokens.length + it.completion.length > this.policy.arch.maxContext) {
+        throw new UserError(`a prompt of ${it.prompt.tokens.length} tokens plus ${it.completion.length} new tokens exceeds the model's context of ${this.policy.arch.maxContext} tokens`);
+      }
+    }
+    const sessions = this.session();
+    const loraFeeds: Feeds = {};
+    lora.layers.forEach((adapters, i) => {
+      for (const [p, adapter] of Object.entries(adapters) as [Projection, LoraAdapter][]) {
+        loraFeeds[trainLoraName(i, p, 'a')] = floatTensor(adapter.a.dataSync() as Float32Array, adapter.a.shape);
+        loraFeeds[trainLoraName(i, p, 'b')] = floatTensor(adapter.b.dataSync() as Float32Array, adapter.b.shape);
+      }
+    });
+    const T = options.temperature ?? 1;
+    if (!(T > 0)) throw new Error(`temperature must be positive, got ${T}`);
+    const V = this.policy.arch.vocabSize;
+    const B = batch.length;
+    const L = Math.max(0, ...batch.map((it) => it.completion.length));
+    const byPrompt = new Map<EncodedPrompt, number[]>();
+    batch.forEach((item, i) => byPrompt.set(item.prompt, [...(byPrompt.get(item.prompt) ?? []), i]));
+    const groups = [...byPrompt].flatMap(([prompt, members]) => {
+      const layout = this.groupLayout(prompt, members.map((i) => batch[i].completion), T);
+      return layout ? [{ members, layout }] : [];
+    });
+
+    // 1. Log-probs (and entropies) by the forward pass alone.
+    const logp = new Float32Array(B * L);
+    const entropy = new Float32Array(B * L);
+    const mask = new Float32Array(B * L);
+    for (const { members, layout } of groups) {
+      const rows = sessions.score.run({ ...layout.feeds, ...loraFeeds }, ['log_probs']).log_probs.data as Float32Array; // [N, V]
+      members.forEach((b, m) => {
+        batch[b].completion.forEach((t, j) => {
+          const o = layout.rowOf(m, j) * V;
+          logp[b * L + j] = rows[o + t];
+          mask[b * L + j] = 1;
+          if (options.withEntropy) {
+            let h = 0;
+            for (let v = 0; v < V; v++) h -= Math.exp(rows[o + v]) * rows[o + v];
+            entropy[b * L + j] = h;
+          }
+        });
+      });
+    }
+    // 2. The loss and g = dLoss/dlogp in tfjs.
+    const lp: TokenLogProbs = { logProbs: tf.tensor2d(logp, [B, L]), mask: tf.tensor2d(mask, [B, L]), ...(options.withEntropy ? { entropy: tf.tensor2d(entropy, [B, L]) } : {}) };
+    const { value, grad } = tf.valueAndGrad((logProbs: tf.Tensor) => loss({ ...lp, logProbs: logProbs as tf.Tensor2D }))(lp.logProbs);
+    const g = grad.dataSync() as Float32Array;
+    tf.dispose([grad, lp.logProbs, lp.mask, ...(lp.entropy ? [lp.entropy] : [])]);
+
+    // 3. One forward + backward run per prompt group with W = g at each completion token; the gradients summed.
+    const wanted = variables.map((v) => gradName(paramOf.get(v.name)!));
+    const sums = new Map<string, Float32Array>();
+    for (const { members, layout } of groups) {
+      const target = new Float32Array(layout.rows * V);
+      members.forEach((b, m) => batch[b].completion.forEach((t, j) => (target[layout.rowOf(m, j) * V + t] += g[b * L + j])));
+      const out = sessions.train.run({ ...layout.feeds, ...loraFeeds, target_weights: floatTensor(target, [layout.rows, V]) }, wanted);
+      for (const name of wanted) {
+        const data = out[name].data as Float32Array;
+        const sum = sums.get(name);
+        if (sum) for (let k = 0; k < data.length; k++) sum[k] += data[k];
+        else sums.set(name, Float32Array.from(data));
+      }
+    }
+    const grads: tf.NamedTensorMap = {};
+    for (const v of variables) {
+      const sum = sums.get(gradName(paramOf.get(v.name)!));
+      grads[v.name] = sum ? tf.tensor(sum, v.shape) : tf.zerosLike(v);
+    }
+    return { value, grads };
+  }
+
+  /**
+   * The graph feeds of one prompt and its completions (all but target_weights), the packed row count and the row whose
+   * logits predict completion m's token j; null when every completion is empty.
+   */
+  private groupLayout(prompt: EncodedPrompt, completions: number[][], temperature: number): { feeds: Feeds; rows: number; rowOf: (m: number, j: number) => number } | null {
+    const { arch, tokenizer } = this.policy;
+    const V = arch.vocabSize;
+    const H = arch.nHeads;
+    const dh = headDim(arch);
+    const Lu = Math.max(...completions.map((c) => c.length));
+    if (Lu === 0) return null;
+    const P = prompt.tokens.length;
+    const G = completions.length;
+    // Completion tokens 0 … Lu-2 are inputs (scoring.ts's layout); at least one row, so no dimension is zero.
+    const Cn = Math.max(1, Lu - 1);
+    const N = P + G * Cn;
+    const { batch, ends } = packPrompts(this.policy, tokenizer, [prompt]);
+    const tokens = new Int32Array(N);
+    const positions = new Int32Array(N);
+    tokens.set(batch.tokens);
+    positions.set(batch.positions);
+    completions.forEach((completion, m) => {
+      const cursor = ends[0].clone();
+      for (let j = 0; j < Cn; j++) {
+        const row = P + m * Cn + j;
+        tokens[row] = j < completion.length - 1 ? completion[j] : tokenizer.pad;
+        positions[row] = cursor.push(tokens[row]);
+      }
+      for (const t of completion) if (!(t >= 0 && t < V)) throw new Error(`completion token ${t} outside the vocabulary`);
+    });
+    // Image patches: distinct images projected once, each patch row placed by index (0 = none).
+    const p = patchesPerImage(arch);
+    const patchIndex = new Int32Array(N);
+    for (const slot of batch.slots) for (let j = 0; j < p; j++) patchIndex[slot.start + j] = 1 + slot.image * p + j;
+    const patchCount = Math.max(1, batch.images.length * p);
+    const pixels = new Float32Array(patchCount * patchDim(arch));
+    batch.images.forEach((im, i) => pixels.set(im, i * p * patchDim(arch)));
+    const { cos, sin } = ropeValues(arch, positions);
+    const promptMask = new Float32Array(P * P).fill(NEG);
+    for (let i = 0; i < P; i++) promptMask.fill(0, i * P, i * P + i + 1);
+    const K = P + Cn;
+    const completionMask = new Float32Array(Cn * K).fill(NEG);
+    for (let i = 0; i < Cn; i++) completionMask.fill(0, i * K, i * K + P + i + 1);
+    const feeds: Feeds = {
+      input_ids: int64Tensor(tokens, [N]),
+      patch_pixels: floatTensor(pixels, [patchCount, patchDim(arch)]),
+      patch_slots: int64Tensor(Int32Array.from({ length: patchCount }, (_, i) => i % p), [patchCount]),
+      patch_index: int64Tensor(patchIndex, [N]),
+      rope_cos: floatTensor(cos, [N, arch.dModel]),
+      rope_sin: floatTensor(sin, [N, arch.dModel]),
+      prompt_mask: floatTensor(promptMask, [P, P]),
+      completion_mask: floatTensor(completionMask, [Cn, K]),
+      row_splits: int64Tensor([P, G * Cn], [2]),
+      score_splits: int64Tensor([P, Cn], [2]),
+      'shape.g_c_h_dh': int64Tensor([G, Cn, H, dh], [4]),
+      'shape.g_1_1_1': int64Tensor([G, 1, 1, 1], [4]),
+      inv_temperature: floatTensor(Float32Array.of(1 / temperature), []),
+    };
+    // Token 0 is predicted by the prompt's last row, token j ≥ 1 by completion row j − 1.
+    return { feeds, rows: N, rowOf: (m, j) => (j === 0 ? P - 1 : P + m * Cn + j - 1) };
+  }
+
+  /** Releases the ORT sessions; the wrapped policy stays its owner's to dispose. */
+  dispose(): void {
+    this.sessions?.score.dispose();
+    this.sessions?.train.dispose();
+    this.sessions = null;
+  }
+}
+
+/** The ORT learner of a policy (the built-in model only: a UserError for any other). */
+export function ortLearner(policy: Policy, options: OrtLearnerOptions = {}): OrtLearner {
+  if (!(policy instanceof BuiltinPolicy)) throw new UserError('engine ort: the ONNX Runtime learner runs the built-in model only; use engine tfjs for Hugging Face checkpoints');
+  return new OrtLearner(policy, options);
+}
