@@ -14,6 +14,7 @@ interface NativeSession {
   readonly inputMetadata: { name: string }[];
   readonly outputMetadata: { name: string }[];
   run(feeds: Record<string, Tensor>, fetches: Record<string, null>, options: Record<string, unknown>): Record<string, Tensor>;
+  endProfiling(): void;
   dispose(): void;
 }
 
@@ -57,6 +58,7 @@ export class OrtSession {
       executionMode: 'sequential',
       interOpNumThreads: 1,
       ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
+      ...(process.env.METRL_ORT_PROFILE ? { enableProfiling: true, profileFilePrefix: process.env.METRL_ORT_PROFILE } : {}),
       ...((options.spin ?? process.env.METRL_ORT_SPIN === '1') ? {} : { extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } } }),
     };
     try {
@@ -75,6 +77,7 @@ export class OrtSession {
   }
 
   dispose(): void {
+    if (process.env.METRL_ORT_PROFILE) this.native.endProfiling();
     this.native.dispose();
   }
 }
