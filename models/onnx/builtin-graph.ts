@@ -101,14 +101,12 @@ export function buildBuiltinGraph(arch: Architecture, weights: ModelWeights, lor
   const ids = b.input('input_ids', 'int64', ['batch', 'seq']);
   const cos = b.input('rope_cos', 'float32', ['batch', 'seq', 2 * d]);
   const sin = b.input('rope_sin', 'float32', ['batch', 'seq', 2 * d]);
-  const splits = b.input('score_splits', 'int64', [3]); // [P, T, S]
   let x = b.op1('Gather', [b.floats('embed', values(weights.embed), [V, d]), ids]); // [B, S, d]
   let bias: string;
-  let regroup: (t: string, first: string, second: string) => string = () => '';
   let shapes: Record<string, string> = {};
   if (decode) {
     bias = b.input('attn_bias', 'float32', ['prompts', 1, 'group', 'keys']);
-    shapes = { ug3hdh: b.input('shape.u_g_3h_dh', 'int64', [4]) };
+    shapes = { ug3hdh: b.input('shape.u_g_3h_dh', 'int64', [4]), splits: b.input('score_splits', 'int64', [3]) }; // [P, T, 1]
   } else {
     // Image patches (prompts only reach the general graph): projected once per distinct patch and placed by a gather
     // from [0; patches] (row 0 = no patch).
@@ -122,16 +120,9 @@ export function buildBuiltinGraph(arch: Architecture, weights: ModelWeights, lor
     ]); // [patches, d]
     const table = b.op1('Concat', [b.floats('no_patch', new Float32Array(d), [1, d]), projected], { axis: 0 }); // [1 + patches, d]
     x = b.op1('Add', [x, b.op1('Gather', [table, patchIndex])]); // [B, S, d]
-    // Reshape targets of the grouped prompt products (U prompts, G rows each, B = U·G), given by the caller:
-    // q [B, H, S, dh] → [U, G, H, S, dh] → (transposed) [U, H, G·S, dh]; scores [U, H, G·S, P] → [U, H, G, S, P] →
-    // [B, H, S, P]; probabilities back the same way to [U, H, G·S, P]; their product [U, H, G·S, dh] → [B, H, S, dh].
-    const shape = (name: string, rank: number) => b.input(`shape.${name}`, 'int64', [rank]);
-    shapes = {
-      ugHSdh: shape('u_g_h_s_dh', 5), uhGSdh: shape('u_h_gs_dh', 4), uhGSP: shape('u_h_g_s_p', 5), bhSP: shape('b_h_s_p', 4),
-      ugHSP: shape('u_g_h_s_p', 5), uhGSp: shape('u_h_gs_p', 4), uhGSdhOut: shape('u_h_g_s_dh', 5), bhSdh: shape('b_h_s_dh', 4),
-    };
-    /** Reshape, swap axes 1 and 2 of the 5-D view, reshape. */
-    regroup = (t, first, second) => b.op1('Reshape', [b.op1('Transpose', [b.op1('Reshape', [t, first])], { perm: [0, 2, 1, 3, 4] }), second]);
+    // Shapes of the prompt caches repeated for each of their G rows (B = U·G): [U, 1, H, P, dh] expanded to
+    // [U, G, H, P, dh], then read as [B, H, P, dh]; given by the caller.
+    shapes = { ughPdh: b.input('shape.u_g_h_p_dh', 'int64', [5]), bhPdh: b.input('shape.b_h_p_dh', 'int64', [4]) };
   }
 
   const eps = { float: arch.normEps };
@@ -144,7 +135,6 @@ export function buildBuiltinGraph(arch: Architecture, weights: ModelWeights, lor
   };
   /** q kᵀ over the last two axes, keys [.., len, dh] as cached (com.microsoft FusedMatMul: no transposed copy). */
   const scores = (q: string, k: string) => b.op1('FusedMatMul', [q, k], { transB: 1, alpha: { float: 1 } }, undefined, MS_DOMAIN);
-  const heads = (t: string) => b.op1('Transpose', [b.op1('Reshape', [t, b.ints([0, 0, H, dh])])], { perm: [0, 2, 1, 3] }); // [B, S, d] → [B, H, S, dh]
 
   /** x W (+ (x A') B with A' = scale · A, fed pre-scaled: transformer.ts linear's function, one node fewer). */
   const withLora = (input: string, base: string, name: string, inDim: number, rank: number, outDim: number): string => {
@@ -183,7 +173,7 @@ export function buildBuiltinGraph(arch: Architecture, weights: ModelWeights, lor
       const sOwn = b.op1('Reshape', [scores(b.op1('Reshape', [q, rows5]), ownK), flat4]); // [U, H, G, T]
       const sNew = b.op1('ReduceSum', [b.op1('Mul', [q, k]), b.ints([-1])], { keepdims: 1 }); // [U, H, G, 1]
       const probs = b.op1('Softmax', [b.op1('Add', [b.op1('Concat', [sPrompt, sOwn, sNew], { axis: -1 }), bias])], { axis: -1 });
-      const [pPrompt, pOwn, pNew] = b.op('Split', [probs, splits], { axis: -1 }, 3);
+      const [pPrompt, pOwn, pNew] = b.op('Split', [probs, shapes.splits], { axis: -1 }, 3);
       const fromOwn = b.op1('Reshape', [b.op1('MatMul', [b.op1('Reshape', [pOwn, b.ints([0, 0, 0, 1, -1])]), ownV]), flat4]); // [U, H, G, dh]
       const mixed = b.op1('Add', [b.op1('Add', [b.op1('MatMul', [pPrompt, promptV]), fromOwn]), b.op1('Mul', [pNew, vv])]); // [U, H, G, dh]
       attended = b.op1('Reshape', [b.op1('Transpose', [mixed], { perm: [0, 2, 1, 3] }), b.ints([-1, 1, d])]); // [B, 1, d]
@@ -192,21 +182,16 @@ export function buildBuiltinGraph(arch: Architecture, weights: ModelWeights, lor
     } else {
       const promptK = b.input(`prompt_k.${i}`, 'float32', ['prompts', H, 'prompt_len', dh]);
       const promptV = b.input(`prompt_v.${i}`, 'float32', ['prompts', H, 'prompt_len', dh]);
-      const ownK = b.input(`own_k.${i}`, 'float32', ['batch', H, 'own_len', dh]);
-      const ownV = b.input(`own_v.${i}`, 'float32', ['batch', H, 'own_len', dh]);
-      const [qFlat, kFlat] = b.op('Split', [qkRot], { axis: -1, num_outputs: 2 }, 2);
-      const q = heads(qFlat); // [B, H, S, dh]
-      const k = b.op1('Transpose', [b.op1('Reshape', [kFlat, b.ints([0, 0, H, dh])])], { perm: [0, 2, 1, 3] }, `key.${i}`);
+      const [q, kFlat] = b.op('Split', [qkRot], { axis: -1, num_outputs: 2 }, 2); // [B, S, d] each
+      const k = b.op1('Transpose', [b.op1('Reshape', [kFlat, b.ints([0, 0, H, dh])])], { perm: [0, 2, 1, 3] }, `key.${i}`); // [B, H, S, dh]
       const vh = b.op1('Transpose', [b.op1('Reshape', [v, b.ints([0, 0, H, dh])])], { perm: [0, 2, 1, 3] }, `value.${i}`);
-      // Prompt part: the G rows of a prompt together, [U, H, G·S, dh] × [U, H, P, dh]ᵀ.
-      const sPrompt = regroup(scores(regroup(q, shapes.ugHSdh, shapes.uhGSdh), promptK), shapes.uhGSP, shapes.bhSP); // [B, H, S, P]
-      const sOwn = scores(q, ownK); // [B, H, S, T]
-      const sNew = scores(q, k); // [B, H, S, S]
-      const probs = b.op1('Softmax', [b.op1('Add', [b.op1('Concat', [sPrompt, sOwn, sNew], { axis: -1 }), bias])], { axis: -1 });
-      const [pPrompt, pOwn, pNew] = b.op('Split', [probs, splits], { axis: -1 }, 3);
-      const fromPrompt = regroup(b.op1('MatMul', [regroup(pPrompt, shapes.ugHSP, shapes.uhGSp), promptV]), shapes.uhGSdhOut, shapes.bhSdh); // [B, H, S, dh]
-      const mixed = b.op1('Add', [b.op1('Add', [fromPrompt, b.op1('MatMul', [pOwn, ownV])]), b.op1('MatMul', [pNew, vh])]); // [B, H, S, dh]
-      attended = b.op1('Reshape', [b.op1('Transpose', [mixed], { perm: [0, 2, 1, 3] }), b.ints([0, 0, d])]); // [B, S, d]
+      // Each row's keys: its prompt's (repeated for the G rows) then this call's, [B, H, P + S, dh]; one fused
+      // attention (com.microsoft MultiHeadAttention, q pre-scaled so scale 1) with the additive mask: the [S, P + S]
+      // scores of one row and head are made, masked, normalised and used while still in cache.
+      const rows = (cache: string) => b.op1('Reshape', [b.op1('Expand', [b.op1('Unsqueeze', [cache, b.ints([1])]), shapes.ughPdh]), shapes.bhPdh]);
+      const keys = b.op1('Concat', [rows(promptK), k], { axis: 2 });
+      const vals = b.op1('Concat', [rows(promptV), vh], { axis: 2 });
+      attended = b.op1('MultiHeadAttention', [q, keys, vals, '', '', bias], { num_heads: H, scale: { float: 1 } }, undefined, MS_DOMAIN); // [B, S, d]
       b.output(`key.${i}`, 'float32', ['batch', H, 'seq', dh]);
       b.output(`value.${i}`, 'float32', ['batch', H, 'seq', dh]);
     }

@@ -37,8 +37,6 @@ export interface ForwardRequest {
   slots?: PatchSlot[];
   /** Shared prompt cache (rows = prompt.count · G, rows of one prompt consecutive) and its valid length per row. */
   prompt?: { cache: KVCache; valid: ArrayLike<number> };
-  /** Each row's own earlier keys (capacity own.cache.length) and how many are filled per row. */
-  own?: { cache: KVCache; valid: ArrayLike<number> };
   useLora: boolean;
 }
 
@@ -194,30 +192,26 @@ export class BuiltinOrtModel {
     this.zeroB = zeros;
   }
 
-  /** One pass of the general graph: S tokens per row against optional prompt and own caches. */
+  /** One pass of the general graph: S tokens per row after an optional shared prompt cache. */
   forward(req: ForwardRequest): ForwardResult {
     const { arch } = this;
     const { rows: B, seq: S } = req;
     const H = arch.nHeads;
     const dh = headDim(arch);
     const prompt = req.prompt ?? { cache: emptyCache(arch, B), valid: new Int32Array(B) };
-    const own = req.own ?? { cache: emptyCache(arch, B), valid: new Int32Array(B) };
     const U = prompt.cache.count;
     const G = B / U;
     if (!Number.isInteger(G)) throw new Error(`${B} rows do not split into ${U} prompt groups`);
     const P = prompt.cache.length;
-    const T = own.cache.length;
-    const K = P + T + S;
+    const K = P + S;
 
-    // Additive mask [B, 1, S, K]: prompt keys below the row's valid length, own keys below its filled count, new keys
-    // causally.
+    // Additive mask [B, 1, S, K]: prompt keys below the row's valid length, new keys causally.
     const bias = new Float32Array(B * S * K).fill(NEG);
     for (let r = 0; r < B; r++) {
       for (let i = 0; i < S; i++) {
         const o = (r * S + i) * K;
         bias.fill(0, o, o + prompt.valid[r]);
-        bias.fill(0, o + P, o + P + own.valid[r]);
-        bias.fill(0, o + P + T, o + P + T + i + 1);
+        bias.fill(0, o + P, o + P + i + 1);
       }
     }
     // Patches: distinct images projected once, each patch row placed by index (0 = none).
@@ -247,21 +241,12 @@ export class BuiltinOrtModel {
       patch_slots: int64Tensor(patchSlots, [patchCount]),
       patch_index: int64Tensor(patchIndex, [B, S]),
       attn_bias: floatTensor(bias, [B, 1, S, K]),
-      'shape.u_g_h_s_dh': int64Tensor([U, G, H, S, dh], [5]),
-      'shape.u_h_gs_dh': int64Tensor([U, H, G * S, dh], [4]),
-      'shape.u_h_g_s_p': int64Tensor([U, H, G, S, P], [5]),
-      'shape.b_h_s_p': int64Tensor([B, H, S, P], [4]),
-      'shape.u_g_h_s_p': int64Tensor([U, G, H, S, P], [5]),
-      'shape.u_h_gs_p': int64Tensor([U, H, G * S, P], [4]),
-      'shape.u_h_g_s_dh': int64Tensor([U, H, G, S, dh], [5]),
-      'shape.b_h_s_dh': int64Tensor([B, H, S, dh], [4]),
-      score_splits: int64Tensor([P, T, S], [3]),
+      'shape.u_g_h_p_dh': int64Tensor([U, G, H, P, dh], [5]),
+      'shape.b_h_p_dh': int64Tensor([B, H, P, dh], [4]),
     };
     for (let i = 0; i < arch.nLayers; i++) {
       feeds[`prompt_k.${i}`] = floatTensor(prompt.cache.k[i], [U, H, P, dh]);
       feeds[`prompt_v.${i}`] = floatTensor(prompt.cache.v[i], [U, H, P, dh]);
-      feeds[`own_k.${i}`] = floatTensor(own.cache.k[i], [B, H, T, dh]);
-      feeds[`own_v.${i}`] = floatTensor(own.cache.v[i], [B, H, T, dh]);
     }
     const out = (this.spec && req.useLora ? this.general : this.generalBase).run(feeds);
     return {
