@@ -129,6 +129,8 @@ export class BuiltinOrtModel {
   private loraFeeds: Record<string, Tensor> = {};
   private zeroB: Record<string, Tensor> = {};
   private readonly rope: RopeRows;
+  /** The last decode step's mask and what it was built for (see decodeStep). */
+  private decodeMask: { bias: Float32Array; B: number; P: number; T: number; valid: ArrayLike<number>; filled: number } | null = null;
 
   constructor(model: { arch: Architecture; weights: ModelWeights; lora: LoraSet | null }, options: BuiltinOrtOptions = {}) {
     this.arch = model.arch;
@@ -268,14 +270,23 @@ export class BuiltinOrtModel {
     const P = req.prompt.cache.length;
     const T = req.own.capacity;
     const K = P + T + 1;
-    // Mask [U, 1, G, K] (rows u·G + g): the prompt's valid keys, the filled own positions, the new key.
-    const bias = new Float32Array(B * K).fill(NEG);
-    for (let r = 0; r < B; r++) {
-      const o = r * K;
-      bias.fill(0, o, o + req.prompt.valid[Math.floor(r / G)]);
-      bias.fill(0, o + P, o + P + req.own.filled);
-      bias[o + P + T] = 0;
+    // Mask [U, 1, G, K] (rows u·G + g): the prompt's valid keys, the filled own positions, the new key. Kept from the
+    // previous step of the same decode (same shapes and prompt lengths), whose mask only lacks the newly filled ones.
+    const last = this.decodeMask;
+    let bias: Float32Array;
+    if (last && last.B === B && last.P === P && last.T === T && last.valid === req.prompt.valid && last.filled <= req.own.filled) {
+      bias = last.bias;
+      for (let r = 0; r < B; r++) bias.fill(0, r * K + P + last.filled, r * K + P + req.own.filled);
+    } else {
+      bias = new Float32Array(B * K).fill(NEG);
+      for (let r = 0; r < B; r++) {
+        const o = r * K;
+        bias.fill(0, o, o + req.prompt.valid[Math.floor(r / G)]);
+        bias.fill(0, o + P, o + P + req.own.filled);
+        bias[o + P + T] = 0;
+      }
     }
+    this.decodeMask = { bias, B, P, T, valid: req.prompt.valid, filled: req.own.filled };
     const feeds: Record<string, Tensor> = {
       ...(this.spec ? { ...this.loraFeeds, ...(req.useLora ? {} : this.zeroB) } : {}),
       ...this.rope.feeds(req.positions, B, 1),
