@@ -7,22 +7,20 @@
 // Two graphs over one set of weights (a model this small spends its decoding time on reading the KV caches and on
 // per-node work, not on FLOPs, so the decode step gets a graph of its own with as few nodes as the layout allows):
 //
-// `general` (prefill, scoring, the full forward): S new tokens per row attend to three kinds of keys, concatenated
-// along the score axis (so the big caches are never concatenated or copied by ORT):
-//   prompt  keys/values of a shared prompt, one per group of G rows (B = U·G): [U, H, P, dh]; the G rows' queries are
-//           multiplied against them together, as the tfjs decode does
-//   own     each row's own earlier keys/values: [B, H, T, dh] (unfilled positions are masked)
-//   new     this call's S keys/values, causally
-// The caller gives the additive mask `attn_bias` [B, 1, S, P + T + S] (0 visible, -1e9 hidden) and the reshape targets
-// of the grouped prompt product. Outputs: logits [B, S, V], this call's keys (RoPE applied) and values per layer
-// [B, H, S, dh].
+// `general` (prefill, scoring, the full forward): S new tokens per row attend to the keys/values of an optional shared
+// prompt, one per group of G rows (B = U·G), [U, H, P, dh] (repeated for each row inside the graph, a small copy), and
+// to this call's S keys causally: one com.microsoft MultiHeadAttention per layer with the additive mask `attn_bias`
+// [B, 1, S, P + S] (0 visible, -1e9 hidden), so a row's [S, P + S] scores are masked and normalised while in cache.
+// Outputs: logits [B, S, V], this call's keys (RoPE applied) and values per layer [B, H, S, dh].
 //
-// `decode` (one token per row, S = 1): the same three kinds of keys, but every attention tensor is laid out group-major
-// [U, H, G, …] so that the G rows of a prompt meet its shared cache as one [G, dh] × [dh, P] product with no regrouping,
-// and each row's own cache is [U, H, G, T, dh] (the layout the sampler writes in place); the new key is a dot product
-// (ReduceSum), not a product against a causal mask. Keys stay [.., len, dh] as computed: scores are com.microsoft
-// FusedMatMul with transB (measured faster than MatMul against keys stored transposed, and no transposing copy). Mask `attn_bias` [U, 1, G, P + T + 1];
-// outputs: logits [B, 1, V] (rows u·G + g) and keys/values per layer [U, H, G, dh].
+// `decode` (one token per row, S = 1): keys of three kinds, concatenated along the score axis (the big caches are never
+// concatenated or copied by ORT): the shared prompt's [U, H, P, dh], each row's own earlier ones (unfilled positions
+// masked) and the new one. Every attention tensor is laid out group-major [U, H, G, …], so the G rows of a prompt
+// meet its shared cache as one [G, dh] × [dh, P] product with no regrouping, and each row's own cache is
+// [U, H, G, T, dh] (the layout the sampler writes in place); the new key is a dot product (ReduceSum), not a product
+// against a causal mask. Keys stay [.., len, dh] as computed: scores are com.microsoft FusedMatMul with transB
+// (measured faster than MatMul against keys stored transposed, and no transposing copy). Mask `attn_bias`
+// [U, 1, G, P + T + 1]; outputs: logits [B, 1, V] (rows u·G + g) and keys/values per layer [U, H, G, dh].
 //
 // Both: RoPE is folded into the q/k weights. rope(x W) = (x W)·cos + (x W R)·sin with R the per-head rotate-half
 // matrix (transformer.ts rotationValues, a signed permutation, so W R is exact), so one product gives
