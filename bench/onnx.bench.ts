@@ -78,6 +78,7 @@ export async function run(): Promise<BenchRow[]> {
     const rollout: number[] = [];
     const rolloutCpu: number[] = [];
     const reference: number[] = [];
+    const referenceCpu: number[] = [];
     for (let r = 0; r <= reps; r++) {
       let t = performance.now();
       const cpu0 = process.cpuUsage();
@@ -86,13 +87,16 @@ export async function run(): Promise<BenchRow[]> {
       const cpu = process.cpuUsage(cpu0);
       const items = groups.flatMap((g, u) => g.map((c) => ({ prompt: prompts[u], completion: c.tokens })));
       t = performance.now();
+      const scoreCpu0 = process.cpuUsage();
       const scored = engine.score(items, { useLora: false, temperature: 0.5 });
       const scoreSeconds = (performance.now() - t) / 1000;
+      const scoreCpu = process.cpuUsage(scoreCpu0);
       tf.dispose([scored.logProbs, scored.mask]);
       if (r === 0) continue; // warm-up
       rollout.push(seconds);
       rolloutCpu.push((cpu.user + cpu.system) / 1e6);
       reference.push(scoreSeconds);
+      referenceCpu.push((scoreCpu.user + scoreCpu.system) / 1e6);
     }
     engine.dispose();
     const tokens = prompts.length * GROUP * COMPLETION_TOKENS;
@@ -102,8 +106,9 @@ export async function run(): Promise<BenchRow[]> {
       { group, name: `${engine.name}: rollout tokens/s`, value: tokens / median(rollout), unit: 'tok/s', note: `${prompts.length}×${GROUP}×${COMPLETION_TOKENS} tokens, T 0.5` },
       { group, name: `${engine.name}: rollout CPU time`, value: median(rolloutCpu), unit: 's', note: 'all threads; less moved by other load than wall time' },
       { group, name: `${engine.name}: reference log-probs`, value: median(reference), unit: 's', note: '32 completions, no grad' },
+      { group, name: `${engine.name}: reference log-probs CPU time`, value: median(referenceCpu), unit: 's', note: 'all threads' },
     );
-    process.stderr.write(`bench onnx: ${engine.name} rollout ${rollout.map((s) => s.toFixed(2)).join(' ')} s (CPU ${rolloutCpu.map((s) => s.toFixed(2)).join(' ')} s), reference ${reference.map((s) => s.toFixed(2)).join(' ')} s (load ${load()})\n`);
+    process.stderr.write(`bench onnx: ${engine.name} rollout ${rollout.map((s) => s.toFixed(2)).join(' ')} s (CPU ${rolloutCpu.map((s) => s.toFixed(2)).join(' ')} s), reference ${reference.map((s) => s.toFixed(2)).join(' ')} s (CPU ${referenceCpu.map((s) => s.toFixed(2)).join(' ')} s) (load ${load()})\n`);
   }
   policy.dispose();
   return rows;

@@ -4,34 +4,59 @@
 import type { Rng } from '../core/rng.ts';
 import type { SamplingOptions } from './types.ts';
 
+/** Banned sets as byte masks (a Set lookup per vocabulary entry per draw cost more than the arithmetic). */
+const masks = new WeakMap<ReadonlySet<number>, Uint8Array>();
+function maskOf(banned: ReadonlySet<number>, n: number): Uint8Array {
+  let mask = masks.get(banned);
+  if (!mask || mask.length < n) {
+    mask = new Uint8Array(n);
+    for (const t of banned) if (t >= 0 && t < n) mask[t] = 1;
+    masks.set(banned, mask);
+  }
+  return mask;
+}
+/** Scratch probabilities, reused across draws (drawing is synchronous). */
+let scratch = new Float64Array(0);
+
 /**
  * Draw one token from a logits row; returns it with its log-probability at temperature 1 (over the whole vocabulary,
  * as tokenLogProbs computes it). Tokens in `banned` (the built-in model's PAD, BOS, IMG and UNK: never a valid output) are not drawn.
+ * The arithmetic (and so every draw for a seed) is the same in every path: sums run in vocabulary order.
  */
 export function sampleToken(row: Float32Array, options: SamplingOptions, rng: Rng, banned: ReadonlySet<number> = new Set()): { token: number; logProb: number } {
   const n = row.length;
+  const isBanned = maskOf(banned, n);
   let max = -Infinity;
   let argmax = 0;
   for (let i = 0; i < n; i++) if (row[i] > max) max = row[i];
   let best = -Infinity;
-  for (let i = 0; i < n; i++) if (!banned.has(i) && row[i] > best) { best = row[i]; argmax = i; }
+  for (let i = 0; i < n; i++) if (!isBanned[i] && row[i] > best) { best = row[i]; argmax = i; }
   let z = 0;
   for (let i = 0; i < n; i++) z += Math.exp(row[i] - max);
   const logZ = max + Math.log(z);
   if (options.temperature <= 0) return { token: argmax, logProb: row[argmax] - logZ };
-  const probs = new Float64Array(n);
+  if (scratch.length < n) scratch = new Float64Array(n);
+  const probs = scratch;
   let total = 0;
-  for (let i = 0; i < n; i++) total += probs[i] = banned.has(i) ? 0 : Math.exp((row[i] - max) / options.temperature);
+  for (let i = 0; i < n; i++) total += probs[i] = isBanned[i] ? 0 : Math.exp((row[i] - max) / options.temperature);
+  if (options.topP >= 1) {
+    // The whole vocabulary in index order (what the sorted path below does with order = 0 … n-1).
+    let x = rng.next() * total;
+    let token = n - 1;
+    for (let i = 0; i < n; i++) {
+      x -= probs[i];
+      if (x < 0) { token = i; break; }
+    }
+    return { token, logProb: row[token] - logZ };
+  }
   let order: number[] = [];
   for (let i = 0; i < n; i++) order.push(i);
-  if (options.topP < 1) {
-    order.sort((a, b) => probs[b] - probs[a]);
-    let cumulative = 0;
-    let keep = 0;
-    while (keep < n && cumulative < options.topP * total) cumulative += probs[order[keep++]];
-    order = order.slice(0, Math.max(1, keep));
-    total = cumulative;
-  }
+  order.sort((a, b) => probs[b] - probs[a]);
+  let cumulative = 0;
+  let keep = 0;
+  while (keep < n && cumulative < options.topP * total) cumulative += probs[order[keep++]];
+  order = order.slice(0, Math.max(1, keep));
+  total = cumulative;
   let x = rng.next() * total;
   let token = order[order.length - 1];
   for (const i of order) {

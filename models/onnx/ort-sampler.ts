@@ -29,7 +29,7 @@ export interface OrtSamplerOptions {
 }
 
 /** Own-cache capacity grows in steps of this many positions (unfilled ones are masked). */
-const OWN_CHUNK = 64;
+const OWN_CHUNK = 16;
 
 /** Prompts padded to their longest and run as one batch: tokens, positions, patch slots, end cursors, lengths. */
 interface PaddedPrompts {
@@ -51,6 +51,16 @@ export class OrtSampler implements Sampler {
   ) {
     this.model = new BuiltinOrtModel(policy, options);
   }
+
+  /** Own-cache buffers (k and v per layer) of at least `size` values, kept across rollouts. */
+  private ownBuffers(size: number): { k: Float32Array[]; v: Float32Array[] } {
+    const layers = this.policy.arch.nLayers;
+    if (!this.own || this.own.k[0].length < size) {
+      this.own = { k: Array.from({ length: layers }, () => new Float32Array(size)), v: Array.from({ length: layers }, () => new Float32Array(size)) };
+    }
+    return this.own;
+  }
+  private own: { k: Float32Array[]; v: Float32Array[] } | null = null;
 
   /** Read the learner's current adapters (call after every update). */
   syncLora(): void {
@@ -107,22 +117,11 @@ export class OrtSampler implements Sampler {
     return { count: prompts.length, length: P, tokens, positions, slots, ends, lengths };
   }
 
-  /** Prefill padded prompts: their caches (keys transposed) and every position's logits. */
+  /** Prefill padded prompts: their caches and every position's logits. */
   private prefill(padded: PaddedPrompts, useLora: boolean): { cache: KVCache; logits: Float32Array } {
     const { count: U, length: P } = padded;
     const out = this.model.forward({ rows: U, seq: P, tokens: padded.tokens, positions: padded.positions, slots: padded.slots, useLora });
-    const H = this.policy.arch.nHeads;
-    const dh = headDim(this.policy.arch);
-    // keys [U, H, P, dh] → [U, H, dh, P]
-    const kT = out.keys.map((k) => {
-      const t = new Float32Array(k.length);
-      for (let m = 0; m < U * H; m++) {
-        const o = m * P * dh;
-        for (let s = 0; s < P; s++) for (let j = 0; j < dh; j++) t[o + j * P + s] = k[o + s * dh + j];
-      }
-      return t;
-    });
-    return { cache: { count: U, length: P, kT, v: out.values }, logits: out.logits };
+    return { cache: { count: U, length: P, k: out.keys, v: out.values }, logits: out.logits };
   }
 
   sampleGroup(prompt: EncodedPrompt, group: number, options: SamplingOptions, rng: Rng): Completion[] {
@@ -146,42 +145,47 @@ export class OrtSampler implements Sampler {
       const o = (u * P + padded.lengths[u] - 1) * V;
       return values.subarray(o, o + V);
     };
-    const promptValid = Int32Array.from({ length: rows }, (_, r) => padded.lengths[Math.floor(r / group)]);
-    let own: KVCache = { count: rows, length: 0, kT: [], v: [] };
+    const promptValid = Int32Array.from({ length: U }, (_, u) => padded.lengths[u]);
+    // Each row's own keys/values, group-major (row r = u·G + g at slot m = (u·H + h)·G + g): k and v
+    // [U·H·G, capacity, dh]; the capacity grows by OWN_CHUNK positions (unfilled ones are masked), re-laid out in place
+    // in buffers kept across rollouts (fresh arrays each time cost more in page faults and copies than the step itself).
+    const slots = rows * H;
+    const most = Math.ceil(Math.max(1, options.maxNewTokens - 1) / OWN_CHUNK) * OWN_CHUNK;
+    const buffers = this.ownBuffers(slots * most * dh);
+    const own = { k: [] as Float32Array[], v: [] as Float32Array[], capacity: 0, filled: 0 };
     const grow = (capacity: number) => {
-      const size = rows * H * dh * capacity;
-      const kT = Array.from({ length: arch.nLayers }, () => new Float32Array(size));
-      const v = Array.from({ length: arch.nLayers }, () => new Float32Array(size));
-      for (let i = 0; i < own.kT.length; i++) {
-        for (let m = 0; m < rows * H; m++) {
-          for (let j = 0; j < dh; j++) kT[i].set(own.kT[i].subarray((m * dh + j) * own.length, (m * dh + j + 1) * own.length), (m * dh + j) * capacity);
-          v[i].set(own.v[i].subarray(m * own.length * dh, (m + 1) * own.length * dh), m * capacity * dh);
-        }
+      const old = own.capacity;
+      for (const buffer of [...buffers.k, ...buffers.v]) {
+        // Last slot first: slot m moves up to m·capacity·dh, never onto a lower slot's data not yet moved.
+        for (let m = slots - 1; m >= 0; m--) buffer.copyWithin(m * capacity * dh, m * old * dh, (m * old + own.filled) * dh);
       }
-      own = { count: rows, length: capacity, kT, v };
+      own.capacity = capacity;
+      own.k = buffers.k.map((b) => b.subarray(0, slots * capacity * dh));
+      own.v = buffers.v.map((b) => b.subarray(0, slots * capacity * dh));
     };
 
     const draws = new RowDraws(rows, tokenizer);
     const cursors = Array.from({ length: rows }, (_, r) => padded.ends[Math.floor(r / group)].clone());
+    const positions = new Int32Array(rows);
     for (let step = 0; step < options.maxNewTokens; step++) {
       const fed = draws.step(rowLogits, options, rng);
       if (draws.allFinished() || step === options.maxNewTokens - 1) break;
-      const positions = Int32Array.from({ length: rows }, (_, r) => cursors[r].push(fed[r]));
-      if (step >= own.length) grow(own.length + OWN_CHUNK);
-      const out = this.model.forward({
-        rows, seq: 1, tokens: fed, positions, useLora: true,
-        prompt: { cache: promptCache, valid: promptValid },
-        own: { cache: own, valid: new Int32Array(rows).fill(step) },
-      });
-      // Append this step's key (transposed) and value at position `step`.
+      for (let r = 0; r < rows; r++) positions[r] = cursors[r].push(fed[r]);
+      if (step >= own.capacity) grow(own.capacity + OWN_CHUNK);
+      const out = this.model.decodeStep({ group, tokens: fed, positions, useLora: true, prompt: { cache: promptCache, valid: promptValid }, own });
+      // Append this step's key and value at position `step` (keys/values [U, H, G, dh] = [slots, dh]).
+      const T = own.capacity;
       for (let i = 0; i < arch.nLayers; i++) {
-        const k = out.keys[i];
-        const v = out.values[i];
-        for (let m = 0; m < rows * H; m++) {
-          for (let j = 0; j < dh; j++) own.kT[i][(m * dh + j) * own.length + step] = k[m * dh + j];
-          own.v[i].set(v.subarray(m * dh, (m + 1) * dh), (m * own.length + step) * dh);
+        const [k, v, ok, ov] = [out.keys[i], out.values[i], own.k[i], own.v[i]];
+        for (let m = 0; m < slots; m++) {
+          const o = (m * T + step) * dh;
+          for (let j = 0; j < dh; j++) {
+            ok[o + j] = k[m * dh + j];
+            ov[o + j] = v[m * dh + j];
+          }
         }
       }
+      own.filled = step + 1;
       values = out.logits;
       rowLogits = (r: number) => values.subarray(r * V, (r + 1) * V);
     }

@@ -15,6 +15,7 @@ interface NativeSession {
   readonly inputMetadata: { name: string }[];
   readonly outputMetadata: { name: string }[];
   run(feeds: Record<string, Tensor>, fetches: Record<string, null>, options: Record<string, unknown>): Record<string, Tensor>;
+  endProfiling(): void;
   dispose(): void;
 }
 
@@ -61,6 +62,7 @@ export class OrtSession {
       interOpNumThreads: 1,
       ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
       ...(options.device && options.device !== 'cpu' ? { executionProviders: executionProviders(options.device) } : {}),
+      ...(process.env.METRL_ORT_PROFILE ? { enableProfiling: true, profileFilePrefix: process.env.METRL_ORT_PROFILE } : {}),
       ...((options.spin ?? process.env.METRL_ORT_SPIN === '1') ? {} : { extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } } }),
     };
     try {
@@ -79,6 +81,7 @@ export class OrtSession {
   }
 
   dispose(): void {
+    if (process.env.METRL_ORT_PROFILE) this.native.endProfiling();
     this.native.dispose();
   }
 }

@@ -128,6 +128,24 @@ describe('ONNX Runtime engine, tiny random model (grid positions, two images, Lo
     expect(new Set(viaOrt[0].map((c) => c.tokens.join(','))).size).toBeGreaterThan(1);
   });
 
+  it('keeps its own-cache buffers and decode mask across rollouts without carrying anything over', () => {
+    // A longer, wider rollout first (its caches grow past several 16-position chunks and stay in the buffers), then a
+    // smaller one: equal to the same smaller rollout on a fresh sampler, and to tfjs.
+    const options = { temperature: 0.9, topP: 1, maxNewTokens: 45 };
+    sampler.sampleGroups([prompt, other], 3, options, new Rng(21));
+    const small = { temperature: 0.9, topP: 1, maxNewTokens: 20 };
+    const reused = sampler.sampleGroups([other], 2, small, new Rng(22));
+    const fresh = new OrtSampler(policy, { threads: 1 });
+    try {
+      const first = fresh.sampleGroups([other], 2, small, new Rng(22));
+      expect(tokensOf(reused)).toEqual(tokensOf(first));
+      reused.flat().forEach((c, i) => expect(Array.from(c.logProbs)).toEqual(Array.from(first.flat()[i].logProbs)));
+      expect(tokensOf(reused)).toEqual(tokensOf(policy.sampleGroups([other], 2, small, new Rng(22))));
+    } finally {
+      fresh.dispose();
+    }
+  });
+
   it('scores completions (no grad) as tfjs tokenLogProbs does: log-probs, entropies and mask at T = 0.5', () => {
     const completions = sampler.sampleGroups([prompt, other], 2, { temperature: 1, topP: 1, maxNewTokens: 25 }, new Rng(9));
     const items = completions.flatMap((g, u) => g.map((c) => ({ prompt: [prompt, other][u], completion: c.tokens })));

@@ -66,6 +66,22 @@ describe('sampling one token', () => {
     const cold = draws({ temperature: 0.2, topP: 1 });
     expect(cold.filter((t) => t === 3).length).toBeGreaterThan(380);
   });
+
+  it('at top-p 1 draws the inverse CDF of softmax(row / T) over the allowed tokens for the Rng\'s uniform', () => {
+    const g = new Rng(11);
+    for (let t = 0; t < 300; t++) {
+      const logits = Float32Array.from({ length: 37 }, () => (g.next() - 0.5) * 12);
+      const banned = new Set([0, 5, 9]);
+      const T = [0.5, 1, 1.7][t % 3];
+      // Reference: unnormalised weights in vocabulary order, u · total walked down (the same arithmetic, written out).
+      const max = Math.max(...logits);
+      const w = Array.from(logits, (x, i) => (banned.has(i) ? 0 : Math.exp((x - max) / T)));
+      let x = new Rng(t).next() * w.reduce((s, v) => s + v, 0);
+      let want = logits.length - 1;
+      for (let i = 0; i < w.length; i++) if ((x -= w[i]) < 0) { want = i; break; }
+      expect(sampleToken(logits, { temperature: T, topP: 1, maxNewTokens: 1 }, new Rng(t), banned).token).toBe(want);
+    }
+  });
 });
 
 describe('built-in policy', () => {
