@@ -7,7 +7,9 @@
 //
 // The GRPO step runs one prompt of G = 8 (1-action episodes) by default; the default configuration's step (4 prompts ×
 // 8, 5-action episodes) is then extrapolated from the measured rates, its arithmetic printed in the notes.
-// METRL_BENCH_HF_FULL=1 runs that step for real instead (tens of minutes on two CPU cores); METRL_BENCH_HF_GRPO=0 skips it.
+// METRL_BENCH_HF_FULL=1 runs that step for real instead (tens of minutes on two CPU cores; METRL_BENCH_HF_GROUP=N with
+// it: groups of N); METRL_BENCH_HF_GRPO=0 skips it. The step's rows split its CPU seconds by phase and count the vision
+// tower's calls against the distinct images of the step.
 // Every timed phase also notes the CPU seconds the process used: on a machine shared with other jobs wall time
 // stretches with the load, CPU time much less (the WASM backend computes on one thread).
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -266,7 +268,9 @@ interface Rates {
 async function grpoStep(policy: Policy, dir: string, scratch: string, rates: Rates): Promise<BenchRow[]> {
   const full = process.env.METRL_BENCH_HF_FULL === '1';
   const defaults = resolveConfig({}, {});
-  const small = full ? {} : { promptsPerStep: 1, actions: 1 };
+  // METRL_BENCH_HF_GROUP=N: the default configuration with a smaller group (for a machine where G = 8 takes too long).
+  const group = process.env.METRL_BENCH_HF_GROUP ? { groupSize: Number(process.env.METRL_BENCH_HF_GROUP) } : {};
+  const small = full ? group : { promptsPerStep: 1, actions: 1 };
   const promptsPerStep = full ? defaults.promptsPerStep : 1;
   // stopAfterStep 1 of 2 steps: no evaluation after the step (only the unavoidable step-0 one).
   const config = resolveConfig({}, { ...small, steps: 2, trainSize: promptsPerStep * defaults.gradientAccumulation, testSize: 1, evalEvery: 1000, checkpointEvery: 1000 });
@@ -278,10 +282,32 @@ async function grpoStep(policy: Policy, dir: string, scratch: string, rates: Rat
   let budget = 0;
   let stepCpuFrom: NodeJS.CpuUsage | null = null;
   let stepCpu = NaN;
+  // CPU seconds by phase, counted from the step's start (the step-0 evaluation resets them): the rollout (sampleGroups,
+  // vision tower included), the vision tower alone with its calls and distinct images, the reference pass (LoRA off).
+  const phase = { rollout: 0, vision: 0, visionCalls: 0, reference: 0, images: new Set<unknown>() };
+  const timed = <A extends unknown[], R>(f: (...a: A) => R, add: (cpu: number, ...a: A) => void) => (...a: A): R => {
+    const c = process.cpuUsage();
+    try {
+      return f(...a);
+    } finally {
+      add(cpuSeconds(c), ...a);
+    }
+  };
+  const p = policy as unknown as Policy & { vlm?: { images: { encode: (pixels: { data: unknown }) => unknown } } };
+  const encode = p.vlm?.images.encode.bind(p.vlm.images);
+  if (p.vlm && encode) p.vlm.images.encode = timed(encode, (cpu, pixels) => ((phase.vision += cpu), phase.visionCalls++, phase.images.add(pixels.data)));
+  p.sampleGroups = timed(p.sampleGroups.bind(p), (cpu) => (phase.rollout += cpu));
+  p.tokenLogProbs = timed(p.tokenLogProbs.bind(p), (cpu, _batch, options) => {
+    if (!options.useLora) phase.reference += cpu;
+  });
   const t = performance.now();
   await train({ env, ...setup, config, modality: 'image', runDir: join(scratch, 'grpo'), resume: false, stopAfterStep: 1, onEvent: (e) => {
     if (e.kind === 'start') budget = e.maxCompletionTokens;
-    if (e.kind === 'eval') stepCpuFrom = process.cpuUsage(); // the step-0 evaluation is over: the step starts
+    if (e.kind === 'eval') {
+      stepCpuFrom = process.cpuUsage(); // the step-0 evaluation is over: the step starts
+      Object.assign(phase, { rollout: 0, vision: 0, visionCalls: 0, reference: 0, images: new Set<unknown>() });
+      progress('step-0 evaluation done; the GRPO step starts');
+    }
     if (e.kind === 'step') {
       stepRows.push(e.row);
       if (stepCpuFrom) stepCpu = cpuSeconds(stepCpuFrom);
@@ -291,15 +317,19 @@ async function grpoStep(policy: Policy, dir: string, scratch: string, rates: Rat
   setup.policy.dispose();
   const r = stepRows[0];
   const g = `grpo ${GROUP_NAME}`;
+  const sequences = config.promptsPerStep * config.gradientAccumulation * config.groupSize;
   const shape = `${config.promptsPerStep * config.gradientAccumulation}×${config.groupSize} completions, ${config.actions}-action chess image episodes, ≤${budget} new tokens`;
+  const rest = stepCpu - phase.rollout - phase.reference;
   const rows: BenchRow[] = [
-    { group: g, name: 'seconds per step (measured)', value: r.time.total, unit: 's', note: `${shape}; cpu ${stepCpu.toFixed(1)} s` },
-    { group: g, name: '  rollout (vision + prefill + decode)', value: r.time.rollout, unit: 's' },
+    { group: g, name: full ? 'seconds per step (measured, default config)' : 'seconds per step (measured)', value: r.time.total, unit: 's', note: `${shape}; cpu ${stepCpu.toFixed(1)} s; load ${loadavg().map((x) => x.toFixed(2)).join(' ')} at its end` },
+    { group: g, name: '  rollout (vision + prefill + decode)', value: r.time.rollout, unit: 's', note: `cpu ${phase.rollout.toFixed(1)} s` },
+    { group: g, name: '    of which vision tower', value: NaN, unit: '', note: `cpu ${phase.vision.toFixed(1)} s; ${phase.visionCalls} calls for ${phase.images.size} distinct images (each encoded once a step)` },
     { group: g, name: '  reward', value: r.time.reward, unit: 's' },
-    { group: g, name: '  log-probs (reference)', value: r.time.logprobs, unit: 's' },
-    { group: g, name: '  update (fwd + bwd + AdamW)', value: r.time.update, unit: 's' },
+    { group: g, name: '  log-probs (reference)', value: r.time.logprobs, unit: 's', note: `cpu ${phase.reference.toFixed(1)} s` },
+    { group: g, name: '  update (fwd + bwd + AdamW)', value: r.time.update, unit: 's', note: `cpu ${rest.toFixed(1)} s (step cpu less rollout and reference; reward included)` },
     { group: g, name: '  rollout tokens/s', value: r.rolloutTokensPerSecond, unit: 'tok/s', note: `mean completion ${r.completionLength.toFixed(1)} tokens` },
-    { group: g, name: '  learner tokens/s', value: r.learnerTokensPerSecond, unit: 'tok/s', note: 'prompt + completion tokens through the learner passes' },
+    { group: g, name: '  learner tokens/s', value: r.learnerTokensPerSecond, unit: 'tok/s', note: `prompt + completion tokens of ${sequences} sequences through the learner passes (a shared prompt counted per sequence)` },
+    { group: g, name: '  WASM heap after the step', value: mb(wasmHeapBytes() ?? 0), unit: 'MB', note: `peak RSS ${peakRss().toFixed(0)} MB` },
     { group: g, name: '  train() wall time', value: wall, unit: 's', note: 'with prompt encoding, step-0 evaluation (testSize 1), checkpoint' },
   ];
   if (full) return rows;

@@ -29,6 +29,12 @@ export interface Learner {
    * inside tf.variableGrads / tf.grads. `useLora: false` gives the reference policy (the frozen base).
    */
   tokenLogProbs(batch: SequenceBatchItem[], options: TokenLogProbsOptions): TokenLogProbs;
+  /**
+   * Optional: the tokens one tokenLogProbs pass over `batch` runs through the network, when that is not the sum of
+   * the sequences' lengths (a Hugging Face policy runs a group's shared prompt once). The trainer bounds its learner
+   * chunks by this instead of by the sum; a learner without it (the built-in model) is chunked by the sum.
+   */
+  passTokens?(batch: readonly SequenceBatchItem[]): number;
   /** Variables the optimiser updates: the LoRA adapters in RL, all base weights in supervised pretraining. */
   trainableVariables(scope: 'lora' | 'base'): tf.Variable[];
   /** Attach fresh adapters (B = 0, so the function is unchanged), replacing any present; the base becomes frozen. */

@@ -29,3 +29,22 @@ export function chunksWithin<T>(items: readonly T[], sizeOf: (item: T) => number
   if (current.length > 0) out.push(current);
   return out;
 }
+
+/**
+ * Split a list into consecutive chunks of at most `maxItems` items whose cost, `costOf(chunk)` of the whole chunk,
+ * is at most `maxCost` (an item that alone costs more gets a chunk of its own). For costs that are not a sum over the
+ * items (a learner pass that runs a shared prompt once). With costOf = the sum of sizes it is chunksWithin.
+ */
+export function chunksByCost<T>(items: readonly T[], costOf: (chunk: readonly T[]) => number, maxItems: number, maxCost: number): T[][] {
+  const out: T[][] = [];
+  let current: T[] = [];
+  for (const item of items) {
+    if (current.length > 0 && (current.length >= maxItems || costOf([...current, item]) > maxCost)) {
+      out.push(current);
+      current = [];
+    }
+    current.push(item);
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}

@@ -45,7 +45,7 @@ import { trlMetrics, type StepLossSums } from './trl-metrics.ts';
 import { AdamW } from './adamw.ts';
 import { DataOrder } from './data-order.ts';
 import { completionBudget, evaluateSplitStepwise, gameStartBaseline, type PreparedEpisode } from './periodic-eval.ts';
-import { chunksWithin } from './chunks.ts';
+import { chunksByCost, chunksWithin } from './chunks.ts';
 import { latestCheckpointDir, learnerAdapterStore, readCheckpoint, saveCheckpoint, TRAINER_STATE_VERSION, type AdapterStore, type Checkpoint } from './run-checkpoint.ts';
 import { truncateLogAfterStep, type BaselineRow, type EvalRow, type SampleRow, type TrainRow } from './metrics.ts';
 
@@ -514,7 +514,8 @@ function trainedRollouts({ drawn, trained }: StepGroups): Rollouts {
 }
 
 /**
- * Learner chunks of at most `learnerBatch` sequences and `learnerTokens` tokens (a memory bound only: the loss divides
+ * Learner chunks of at most `learnerBatch` sequences and `learnerTokens` tokens, as the learner counts a pass
+ * (Learner.passTokens: a shared prompt once) or else summed (a memory bound only: the loss divides
  * by the step's totals, so the summed chunk gradients equal the full-batch gradient), each with the reference and old
  * log-probs, which are constants of the step. With a top-entropy quantile below 1, the old-policy pass also gives the
  * entropies, pooled over the step into one threshold so that the mask does not depend on the chunking.
@@ -529,12 +530,13 @@ function referenceAndOldLogProbs(
   const refIsPolicy = config.beta > 0 && run.engine.referenceIsPolicy();
   const sequences: SequenceBatchItem[] = items.flatMap((item, k) => groups[k].map((c) => ({ prompt: item.prompt, completion: c.tokens })));
   const pooled: Float32Array[] = [];
-  const batches = chunksWithin(
-    sequences.map((seq, i) => ({ seq, i })),
-    ({ seq }) => seq.prompt.tokens.length + seq.completion.length,
-    config.learnerBatch,
-    config.learnerTokens,
-  ).map((chunk) => {
+  const indexed = sequences.map((seq, i) => ({ seq, i }));
+  // A learner that says what a pass costs (shared prompts counted once) is chunked by that; otherwise by the sum.
+  const passTokens = run.learner.passTokens?.bind(run.learner);
+  const planned = passTokens
+    ? chunksByCost(indexed, (chunk) => passTokens(chunk.map((c) => c.seq)), config.learnerBatch, config.learnerTokens)
+    : chunksWithin(indexed, ({ seq }) => seq.prompt.tokens.length + seq.completion.length, config.learnerBatch, config.learnerTokens);
+  const batches = planned.map((chunk) => {
     const seqs = chunk.map((c) => c.seq);
     const indices = chunk.map((c) => c.i);
     const adv = Float32Array.from(chunk, (c) => advantages[c.i]);

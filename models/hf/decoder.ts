@@ -60,6 +60,11 @@ export interface ForwardInput {
   inputsEmbeds?: tf.Tensor3D;
   /** Gemma 3 [B][T]: 1 on image tokens; each run of them attends to itself bidirectionally (prefill only). */
   tokenTypeIds?: ArrayLike<number>[];
+  /**
+   * Packed rows (the learner's shared prompts; no cache): [B][T] 0 on a shared prefix, k > 0 on the k-th sequence
+   * packed after it, which sees the prefix and itself only (layers/attention.ts buildMask). Give positionIds with it.
+   */
+  segments?: ArrayLike<number>[];
   /** Earlier positions' keys and values; absent for a fresh sequence. Not disposed by forward. */
   cache?: KVCache | null;
   /** Return the cache extended by this pass (default false). */
@@ -95,6 +100,7 @@ interface PassSpec {
   positions: Int32Array;
   maskRows: number[][];
   tokenTypeIds?: number[][];
+  segments?: number[][];
 }
 
 interface PassContext extends PassSpec {
@@ -150,13 +156,14 @@ export class HfDecoder {
   /** Constants of one forward pass (RoPE tables, masks), rebuilt from plain arrays when a layer is recomputed. */
   private passContext(spec: PassSpec): PassContext {
     const c = this.config;
-    const { B, T, past, positions, maskRows, tokenTypeIds } = spec;
+    const { B, T, past, positions, maskRows, tokenTypeIds, segments } = spec;
+    const packed = segments ? { segments, positions: Array.from({ length: B }, (_, b) => Array.from(positions.subarray(b * T, (b + 1) * T))) } : {};
     return {
       ...spec,
       ropeGlobal: ropeTable(positions, inverseFrequencies(c.headDim, c.ropeTheta, c.ropeLinearFactor)),
       ropeLocal: c.ropeLocalTheta !== null ? ropeTable(positions, inverseFrequencies(c.headDim, c.ropeLocalTheta)) : null,
-      fullMask: buildMask({ batch: B, queries: T, past, attentionMask: maskRows, window: null, tokenTypeIds }),
-      slidingMask: c.layerTypes.includes('sliding_attention') ? buildMask({ batch: B, queries: T, past, attentionMask: maskRows, window: c.slidingWindow, tokenTypeIds }) : null,
+      fullMask: buildMask({ batch: B, queries: T, past, attentionMask: maskRows, window: null, tokenTypeIds, ...packed }),
+      slidingMask: c.layerTypes.includes('sliding_attention') ? buildMask({ batch: B, queries: T, past, attentionMask: maskRows, window: c.slidingWindow, tokenTypeIds, ...packed }) : null,
     };
   }
 
@@ -249,7 +256,16 @@ export class HfDecoder {
     const useLora = input.useLora ?? true;
     const recompute = input.recompute ?? false;
     if (recompute && (input.cache || input.returnCache || input.collectHidden)) throw new Error('forward: recompute is for the learner (no cache, no hidden states)');
-    const spec: PassSpec = { B, T, past, positions, maskRows: mask.map((r) => Array.from(r)), tokenTypeIds: input.tokenTypeIds?.map((r) => Array.from(r)) };
+    if (input.segments && (input.cache || input.returnCache || !input.positionIds)) throw new Error('forward: packed segments need positionIds and no cache');
+    const spec: PassSpec = {
+      B,
+      T,
+      past,
+      positions,
+      maskRows: mask.map((r) => Array.from(r)),
+      tokenTypeIds: input.tokenTypeIds?.map((r) => Array.from(r)),
+      segments: input.segments?.map((r) => Array.from(r)),
+    };
     const ctx = this.passContext(spec);
     try {
       return tf.tidy((): tf.TensorContainer => {
@@ -263,7 +279,10 @@ export class HfDecoder {
           if (recompute) {
             x = this.recomputedBlock(i, x, spec, ctx, useLora);
           } else {
-            const r = this.block(i, x, ctx, input.cache?.layers[i] ?? null, useLora);
+            // One tidy per block: without a gradient tape (reference log-probs, prefill) a block's attention scores
+            // and MLP activations are freed before the next block (a 1,900-token packed row holds ~0.5 GB of them);
+            // under a tape, tidy keeps what the backward pass saved.
+            const r = tf.tidy(() => this.block(i, x, ctx, input.cache?.layers[i] ?? null, useLora) as unknown as tf.TensorContainer) as unknown as { x: tf.Tensor2D; kv: LayerKV };
             x = r.x;
             newCache.push(r.kv);
           }
@@ -276,9 +295,7 @@ export class HfDecoder {
           const from = input.logits === 'last' ? T - 1 : (input.logitsFrom ?? 0);
           if (from < 0 || from >= T) throw new Error(`forward: logitsFrom ${from} outside 0..${T - 1}`);
           const rows = from === 0 ? hidden : (tf.reshape(tf.slice(tf.reshape(hidden, [B, T, c.hiddenSize]), [0, from, 0], [B, T - from, c.hiddenSize]), [B * (T - from), c.hiddenSize]) as tf.Tensor2D);
-          let l: tf.Tensor = mm(rows, this.weights.lmHead as tf.Tensor2D); // [B·(T - from), V]
-          if (c.finalLogitSoftcap !== null) l = tf.mul(tf.tanh(tf.div(l, c.finalLogitSoftcap)), c.finalLogitSoftcap);
-          logits = tf.reshape(l, [B, T - from, c.vocabSize]) as tf.Tensor3D;
+          logits = tf.reshape(this.head(rows), [B, T - from, c.vocabSize]) as tf.Tensor3D;
         }
         const cache = input.returnCache ? { layers: newCache, length: S } : null;
         const result: ForwardOutput = { logits, hidden, cache, ...(input.collectHidden ? { hiddenStates } : {}) };
@@ -287,6 +304,13 @@ export class HfDecoder {
     } finally {
       disposeContext(ctx);
     }
+  }
+
+  /** Logits [N, V] of final-normalised hidden rows [N, H]: the output head and Gemma's optional soft-capping. */
+  head(rows: tf.Tensor2D): tf.Tensor2D {
+    const cap = this.config.finalLogitSoftcap;
+    const l = mm(rows, this.weights.lmHead as tf.Tensor2D); // [N, V]
+    return cap === null ? l : (tf.mul(tf.tanh(tf.div(l, cap)), cap) as tf.Tensor2D);
   }
 
   /** Every linear layer of the decoder, by module path (model.layers.0.self_attn.q_proj, …): LoRA targets. */

@@ -31,7 +31,7 @@ import { expandImagePlaceholders } from './image-placeholders.ts';
 import { loadHfDecoder } from './load-decoder.ts';
 import { ADAPTER_CONFIG, ADAPTER_WEIGHTS, createLora, DEFAULT_LORA_TARGETS, loadPeftAdapter, savePeftAdapter } from './peft.ts';
 import type { PixelValues } from './pixel-values.ts';
-import { completionLogProbs, type ScoreItem } from './score.ts';
+import { completionLogProbs, promptRuns, type ScoreItem } from './score.ts';
 import type { VisionLanguageModel } from './vision-language-model.ts';
 
 /** The architectures this policy runs, by config.json model_type (what models/registry.ts lists). */
@@ -155,17 +155,39 @@ export class HfPolicy implements Policy {
     return prompts.map((_, k) => completions.slice(k * group, (k + 1) * group));
   }
 
-  /** Completion log-probabilities (models/hf/score.ts). Differentiable with respect to the LoRA variables. */
+  /**
+   * Completion log-probabilities (models/hf/score.ts). Differentiable with respect to the LoRA variables. Consecutive
+   * items with the same prompt object (a GRPO group) share one pass over the prompt, and its images are merged once.
+   */
   tokenLogProbs(batch: SequenceBatchItem[], options: TokenLogProbsOptions): TokenLogProbs {
     for (const it of batch) this.checkLength(it.prompt.tokens.length, it.completion.length);
-    const longest = Math.max(0, ...batch.map((it) => it.prompt.tokens.length + it.completion.length));
-    const recompute = options.useLora && batch.length * longest * this.config.text.hiddenSize * this.config.text.numLayers + this.baseParameters() > RECOMPUTE_ABOVE;
+    const tokens = this.passTokens(batch);
+    const recompute = options.useLora && tokens * this.config.text.hiddenSize * this.config.text.numLayers + this.baseParameters() > RECOMPUTE_ABOVE;
+    // The blockwise head forms no gradient for the output head: used whenever only LoRA variables (or none) can
+    // receive one, i.e. with recomputed blocks, or for the frozen base with LoRA off.
+    const leanHead = recompute || (!options.useLora && !this.baseTrainable());
     // tidy frees the merged prompt embeddings; the returned tensors (log-probs, mask, entropy) survive it.
     return tf.tidy(() => {
-      const items: ScoreItem[] = batch.map((it) => ({ prompt: it.prompt.tokens, completion: it.completion, ...this.promptImages(it.prompt) }));
-      const scores = completionLogProbs(this.decoder, items, { useLora: options.useLora, temperature: options.temperature, withEntropy: options.withEntropy, recompute });
+      const merged = new Map<EncodedPrompt, Pick<ScoreItem, 'prompt' | 'promptEmbeds' | 'promptTokenTypeIds'>>();
+      const items: ScoreItem[] = batch.map((it) => {
+        let prompt = merged.get(it.prompt);
+        if (!prompt) merged.set(it.prompt, (prompt = { prompt: it.prompt.tokens, ...this.promptImages(it.prompt) }));
+        return { ...prompt, completion: it.completion };
+      });
+      const scores = completionLogProbs(this.decoder, items, { useLora: options.useLora, temperature: options.temperature, withEntropy: options.withEntropy, recompute, leanHead });
       return { ...scores } as unknown as tf.TensorContainer;
     }) as unknown as TokenLogProbs;
+  }
+
+  /**
+   * Tokens one learner pass over `batch` runs through the network: each run of consecutive items with the same prompt
+   * object counts its prompt once (score.ts packs them into one row). The trainer sizes its learner chunks by this.
+   */
+  passTokens(batch: readonly SequenceBatchItem[]): number {
+    return promptRuns(batch, (a, b) => a.prompt === b.prompt).reduce(
+      (n, run) => n + batch[run[0]].prompt.tokens.length + run.reduce((c, i) => c + batch[i].completion.length, 0),
+      0,
+    );
   }
 
   // ---- PromptFormat ----------------------------------------------------------------------------------------------
@@ -236,6 +258,11 @@ export class HfPolicy implements Policy {
   /** Base weights frozen again (after supervised training unfroze them): GRPO updates the adapters only. */
   private freezeBase(): void {
     for (const v of this.decoder.baseVariables()) v.trainable = false;
+  }
+
+  /** Whether supervised training unfroze the base (trainableVariables('base')). */
+  private baseTrainable(): boolean {
+    return this.decoder.baseVariables().some((v) => v.trainable);
   }
 
   private baseParameterCount: number | null = null;

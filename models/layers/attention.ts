@@ -5,6 +5,8 @@
 // - scores = q·kᵀ · scale (optional tanh soft-capping), plus an additive mask, softmax in float32, times V.
 // - Masks (built once per forward by `buildMask`): causal on absolute (cache) indices j <= i, sliding window
 //   i - j < window, padding on keys only, and Gemma 3's bidirectional image blocks (token_type_ids) OR-ed in.
+//   Packed rows (the learner's shared prompts, models/hf/score.ts) add segments: a query sees the shared prefix
+//   (segment 0) and its own segment only, and the window is measured in positions, not indices.
 // - The KV cache holds post-RoPE keys and the values of every earlier position of every sequence: [B, kvHeads, S, d].
 import * as tf from '@tensorflow/tfjs';
 import { customGrad, mm } from '../ops.ts';
@@ -32,12 +34,20 @@ export interface MaskSpec {
   window: number | null;
   /** Gemma 3: [B][queries] 1 on image tokens; each run of consecutive 1s attends to itself bidirectionally. */
   tokenTypeIds?: number[][];
+  /**
+   * Packed rows (no cache): [B][queries] segment of each position, 0 for the shared prefix (a prompt), k > 0 for the
+   * k-th sequence packed after it (a completion). A query sees keys of segment 0 and of its own segment only.
+   */
+  segments?: number[][];
+  /** With segments: [B][queries] RoPE positions, so the sliding window compares positions (packed indices jump). */
+  positions?: number[][];
 }
 
 /** Additive mask [B, 1, T, S] (0 allowed, MASKED not), S = past + T. */
 export function buildMask(spec: MaskSpec): tf.Tensor4D {
   const { batch, queries: t, past, attentionMask, window } = spec;
   const s = past + t;
+  if (spec.segments && past > 0) throw new Error('buildMask: segments are for packed rows without a cache');
   const out = new Float32Array(batch * t * s);
   for (let b = 0; b < batch; b++) {
     const keyOk = attentionMask[b];
@@ -53,12 +63,16 @@ export function buildMask(spec: MaskSpec): tf.Tensor4D {
         if (isImage) groups[q] = g;
       }
     }
+    const seg = spec.segments?.[b];
+    const pos = spec.positions?.[b];
     for (let q = 0; q < t; q++) {
       const i = past + q;
       const row = (b * t + q) * s;
       for (let j = 0; j < s; j++) {
-        let allowed = j <= i && (window === null || i - j < window);
+        const distance = seg && pos ? pos[q] - pos[j] : i - j;
+        let allowed = j <= i && (window === null || distance < window);
         if (!allowed && groups && j >= past) allowed = groups[q] >= 0 && groups[q] === groups[j - past];
+        if (allowed && seg && seg[j] !== 0 && seg[j] !== seg[q]) allowed = false;
         if (allowed && keyOk[j] !== 1) allowed = false;
         out[row + j] = allowed ? 0 : MASKED;
       }
@@ -113,11 +127,14 @@ export function attention(q: tf.Tensor3D, k: tf.Tensor3D, v: tf.Tensor3D, mask: 
       const vBlocks = tf.unstack(v3); // [S, D] each
       const masks = tf.unstack(mask); // [1, T, S] per sequence
       o = tf.stack(
-        qBlocks.map((x, i) => {
-          const scores = mm(x as tf.Tensor2D, kBlocks[i] as tf.Tensor2D); // [rep·T, S]
-          const probs = maskedSoftmax(scores, masks[Math.floor(i / KV)], shape.scale, shape.softcap, rep, T, S);
-          return mm(probs, vBlocks[i] as tf.Tensor2D); // [rep·T, D]
-        }),
+        qBlocks.map((x, i) =>
+          // One tidy per block: only its output outlives it (and, under a tape, what the backward pass saved).
+          tf.tidy(() => {
+            const scores = mm(x as tf.Tensor2D, kBlocks[i] as tf.Tensor2D); // [rep·T, S]
+            const probs = maskedSoftmax(scores, masks[Math.floor(i / KV)], shape.scale, shape.softcap, rep, T, S);
+            return mm(probs, vBlocks[i] as tf.Tensor2D); // [rep·T, D]
+          }),
+        ),
       );
     }
     return tf.reshape(tf.transpose(tf.reshape(o, [B, H, T, D]), [0, 2, 1, 3]), [B * T, H * D]) as tf.Tensor2D;
