@@ -3,8 +3,11 @@
 // trainer/loop.ts train() on the default configuration (4 prompts x 8 completions, T = 0.5, LoRA r 16, beta 0.04,
 // learnerBatch 8 / learnerTokens 2048, from checkpoints/base, WASM backend) with one change: rollouts ignore EOS, so
 // every completion is exactly N tokens long (equal work with torch_grpo_bench.py). The override wraps the policy's
-// sampleGroups with a tokenizer whose EOS id can never be drawn; nothing else is touched. Run from the checkout:
-//   node bin/run-ts.js bench/peer-grpo-forced.ts [MEASURED_STEPS=3] [chess:376,shell:101]
+// sampleGroups (the tfjs engine's, or the ONNX Runtime sampler's) with a tokenizer whose EOS id can never be drawn;
+// nothing else is touched. Run from the checkout:
+//   [METRL_ENGINE=ort|tfjs] [METRL_THREADS=N] node bin/run-ts.js bench/peer-grpo-forced.ts [MEASURED_STEPS=3] [chess:376,shell:101]
+// METRL_ENGINE: the training engine (default: the built-in model's, ort); METRL_THREADS: ONNX Runtime's intra-op threads
+// (default every core; the tfjs WASM backend uses one core whatever it says).
 // Prints one JSON line per domain: per-step rollout / reward / logprobs / update / total seconds (after 1 warm-up step).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +18,8 @@ import { resolveConfig } from '../trainer/config.ts';
 import { loadTrainingPolicy, train } from '../trainer/loop.ts';
 import { sampleGroups } from '../models/builtin/sampling.ts';
 import { BuiltinPolicy } from '../models/builtin/policy.ts';
+import { OrtSampler } from '../models/onnx/ort-sampler.ts';
+import type { Engine } from '../models/engine.ts';
 import { CHECKPOINTS_DIR } from '../core/paths.ts';
 import type { TrainRow } from '../trainer/metrics.ts';
 import type { EncodedPrompt, SamplingOptions } from '../models/types.ts';
@@ -23,12 +28,26 @@ import type { Rng } from '../core/rng.ts';
 const measured = Number(process.argv[2] ?? 3);
 const lengths: Record<string, number> = Object.fromEntries((process.argv[3] ?? 'chess:376,shell:101').split(',').map((s) => s.split(':')).map(([d, n]) => [d, Number(n)]));
 const backend = await initBackend(process.env.METRL_BACKEND ?? 'wasm', null);
+const engine = process.env.METRL_ENGINE as Engine | undefined;
+const threads = process.env.METRL_THREADS ? Number(process.env.METRL_THREADS) : undefined;
+// The ONNX Runtime sampler draws with its policy's tokenizer: during its sampleGroups the policy's is the EOS-less one.
+const ortSampleGroups = OrtSampler.prototype.sampleGroups;
+OrtSampler.prototype.sampleGroups = function (this: OrtSampler, ...args: Parameters<OrtSampler['sampleGroups']>) {
+  const policy = this.policy;
+  const own = policy.tokenizer;
+  Object.defineProperty(policy, 'tokenizer', { value: Object.create(own, { eos: { value: -1 } }), configurable: true, writable: true });
+  try {
+    return ortSampleGroups.apply(this, args);
+  } finally {
+    Object.defineProperty(policy, 'tokenizer', { value: own, configurable: true, writable: true });
+  }
+};
 const scratch = mkdtempSync(join(tmpdir(), 'metrl-forced-'));
 try {
   for (const [domain, modality] of [['shell', 'text'], ['chess', 'image']] as const) {
     if (!lengths[domain]) continue;
     const env = await getEnv(domain);
-    const config = resolveConfig({}, { steps: 1 + measured, testSize: 2, evalEvery: 1000, checkpointEvery: 1000, maxCompletionTokens: lengths[domain] });
+    const config = resolveConfig({}, { ...(engine ? { engine } : {}), steps: 1 + measured, testSize: 2, evalEvery: 1000, checkpointEvery: 1000, maxCompletionTokens: lengths[domain] });
     const setup = await loadTrainingPolicy(join(CHECKPOINTS_DIR, 'base'), config);
     const policy = setup.policy;
     if (!(policy instanceof BuiltinPolicy)) throw new Error('checkpoints/base is not the built-in model');
@@ -39,7 +58,7 @@ try {
     let t0 = performance.now();
     const cpuShare: number[] = [];
     await train({
-      env, ...setup, config, modality, runDir: join(scratch, domain), resume: false,
+      env, ...setup, config, modality, runDir: join(scratch, domain), resume: false, ort: threads ? { threads } : undefined,
       onEvent: (e) => {
         if (e.kind !== 'step') return;
         rows.push(e.row);
@@ -52,7 +71,7 @@ try {
     policy.dispose();
     const m = rows.slice(1);
     console.log(JSON.stringify({
-      domain, modality, backend: backend.name, completionTokens: lengths[domain],
+      domain, modality, backend: backend.name, engine: engine ?? 'default (ort)', threads: threads ?? 'all', completionTokens: lengths[domain],
       completionLength: m.map((r) => r.completionLength),
       rollout: m.map((r) => r.time.rollout), reward: m.map((r) => r.time.reward), logprobs: m.map((r) => r.time.logprobs),
       update: m.map((r) => r.time.update), total: m.map((r) => r.time.total),
