@@ -3,11 +3,12 @@
 // as the in-process checkpoint source on the same items; malformed requests get a 400 with a JSON error body and the
 // server keeps serving; SIGTERM shuts it down cleanly.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startServe } from '../helpers/serve-process.ts';
+import { spawnTracked } from '../helpers/tracked-children.ts';
 import { BuiltinPolicy } from '../../models/builtin/policy.ts';
 import { saveBaseCheckpoint } from '../../models/builtin/base-checkpoint.ts';
 import { initBackend } from '../../models/backend.ts';
@@ -147,9 +148,9 @@ describe('metrl serve', () => {
     const port = new URL(url).port;
     const run = (args: string[]) =>
       new Promise<{ code: number | null; stderr: string }>((done) => {
-        const other = spawn(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), 'serve', ...args], { cwd: PROJECT });
+        const other = spawnTracked(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), 'serve', ...args], { cwd: PROJECT });
         let err = '';
-        other.stderr.on('data', (d) => (err += d));
+        other.stderr!.on('data', (d) => (err += d));
         other.on('exit', (code) => done({ code, stderr: err }));
       });
     const busy = await run(['--checkpoint', checkpoint, '--port', port]);
