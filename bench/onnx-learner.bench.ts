@@ -11,21 +11,12 @@
 // how fast this machine is right now: ORT's 512² matmul in GFLOP per CPU second on one thread (141 on this machine
 // when quiet, issue 17), by which other load divides every CPU-time figure here roughly alike.
 //   npm run bench -- onnx-learner
-import { existsSync } from 'node:fs';
-import { loadavg } from 'node:os';
-import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import type { BenchRow } from './table.ts';
-import { initBackend } from '../models/backend.ts';
-import { loadBaseCheckpoint } from '../models/builtin/base-checkpoint.ts';
-import { loraAdapters } from '../models/builtin/lora.ts';
+import { chessStep, forcedLength, load, median, COMPLETION_TOKENS, GROUP } from './chess-step.ts';
 import { OrtSampler } from '../models/onnx/ort-sampler.ts';
 import { OrtLearner } from '../models/onnx/ort-learner.ts';
 import { lossGradients, type Learner } from '../models/learner.ts';
-import { CHECKPOINTS_DIR } from '../core/paths.ts';
-import { getEnv } from '../envs/registry.ts';
-import { generateEpisodes } from '../envs/generate.ts';
-import { DataOrder } from '../trainer/data-order.ts';
 import { resolveConfig } from '../trainer/config.ts';
 import { stepObjective } from '../trainer/objective.ts';
 import { grpoLoss, clipGradientsByGlobalNorm } from '../trainer/loss.ts';
@@ -35,9 +26,6 @@ import { Rng } from '../core/rng.ts';
 import { GraphBuilder } from '../models/onnx/graph-builder.ts';
 import { OrtSession, floatTensor } from '../models/onnx/session.ts';
 import type { SequenceBatchItem } from '../models/types.ts';
-
-const COMPLETION_TOKENS = 376;
-const GROUP = 8;
 
 /** ORT's 512 × 512 fp32 matmul on one thread: GFLOP per CPU second (median of 5 runs of 20). */
 function matmulProbe(): number {
@@ -59,27 +47,17 @@ function matmulProbe(): number {
   return median(rates);
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const load = () => loadavg().map((x) => x.toFixed(1)).join(' ');
-
 export async function run(): Promise<BenchRow[]> {
   const reps = Number(process.env.METRL_BENCH_REPS ?? 3);
   const tfjsReps = Number(process.env.METRL_BENCH_TFJS_REPS ?? 1);
-  const backend = await initBackend(process.env.METRL_BACKEND, null);
-  const dir = join(CHECKPOINTS_DIR, 'base');
-  if (!existsSync(join(dir, 'model.safetensors'))) return [{ group: 'onnx learner', name: 'skipped', value: 0, unit: '', note: 'no checkpoints/base' }];
-  const policy = loadBaseCheckpoint(dir);
-  policy.attachLora({ r: 16, alpha: 32 }, new Rng(0, 'lora-init'));
-  for (const [i, a] of loraAdapters(policy.lora!).entries()) a.b.assign(tf.randomUniform(a.b.shape, -0.05, 0.05, 'float32', i));
-  const env = await getEnv('chess');
-  const train = generateEpisodes(env, { n: 100, actions: 5, split: 'train', seed: 0, modality: 'image' });
-  const prompts = new DataOrder(100, 0).take(4).map((i) => policy.prompt(env, train[i]));
+  const step = await chessStep();
+  if (step === null) return [{ group: 'onnx learner', name: 'skipped', value: 0, unit: '', note: 'no checkpoints/base' }];
+  const { policy, prompts } = step;
   const config = resolveConfig({}, { maxCompletionTokens: COMPLETION_TOKENS });
 
   // The step's data: forced-length completions, advantages, reference log-probs per chunk (constants of the step).
   const sampler = new OrtSampler(policy, { threads: 2 });
-  const neverEos = Object.create(policy.tokenizer, { eos: { value: -1 } });
-  const forced = Object.create(sampler, { policy: { value: Object.create(policy, { tokenizer: { value: neverEos } }) } }) as OrtSampler;
+  const forced = forcedLength(sampler, step);
   const groups = forced.sampleGroups(prompts, GROUP, { temperature: config.temperature, topP: 1, maxNewTokens: COMPLETION_TOKENS }, new Rng(0, 'bench'));
   const seqs: SequenceBatchItem[] = groups.flatMap((g, u) => g.map((c) => ({ prompt: prompts[u], completion: c.tokens })));
   const advantages = Float32Array.from(seqs, (_, i) => ((i * 7) % 5) / 2 - 1);
@@ -122,7 +100,7 @@ export async function run(): Promise<BenchRow[]> {
   };
 
   const cases: Array<{ name: string; make: () => Learner; chunks: typeof loopChunks; reps: number; dispose?: (l: Learner) => void }> = [
-    { name: `tfjs ${backend.name}, loop chunks`, make: () => policy, chunks: loopChunks, reps: tfjsReps },
+    { name: `tfjs ${step.backendName}, loop chunks`, make: () => policy, chunks: loopChunks, reps: tfjsReps },
     ...[1, 2].flatMap((threads) => [
       { name: `ORT ${threads} thread${threads > 1 ? 's' : ''}, loop chunks`, make: () => new OrtLearner(policy, { threads }), chunks: loopChunks, reps, dispose: (l: Learner) => l.dispose() },
       { name: `ORT ${threads} thread${threads > 1 ? 's' : ''}, a chunk per group`, make: () => new OrtLearner(policy, { threads }), chunks: groupChunks, reps, dispose: (l: Learner) => l.dispose() },

@@ -8,25 +8,13 @@
 // machine moves them, and the rollout's CPU time beside its wall time (on a shared machine it says more about the
 // engine).
 //   npm run bench -- onnx
-import { existsSync } from 'node:fs';
-import { loadavg } from 'node:os';
-import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import type { BenchRow } from './table.ts';
-import { initBackend } from '../models/backend.ts';
-import { loadBaseCheckpoint } from '../models/builtin/base-checkpoint.ts';
-import { loraAdapters } from '../models/builtin/lora.ts';
+import { chessStep, forcedLength, load, median, COMPLETION_TOKENS, GROUP } from './chess-step.ts';
 import { sampleGroups } from '../models/builtin/sampling.ts';
 import { OrtSampler } from '../models/onnx/ort-sampler.ts';
-import { CHECKPOINTS_DIR } from '../core/paths.ts';
-import { getEnv } from '../envs/registry.ts';
-import { generateEpisodes } from '../envs/generate.ts';
-import { DataOrder } from '../trainer/data-order.ts';
 import { Rng } from '../core/rng.ts';
 import type { Completion, EncodedPrompt, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../models/types.ts';
-
-const COMPLETION_TOKENS = 376;
-const GROUP = 8;
 
 interface Engine {
   name: string;
@@ -35,33 +23,22 @@ interface Engine {
   dispose(): void;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const load = () => loadavg().map((x) => x.toFixed(1)).join(' ');
-
 export async function run(): Promise<BenchRow[]> {
   const reps = Number(process.env.METRL_BENCH_REPS ?? 3);
-  const backend = await initBackend(process.env.METRL_BACKEND, null);
-  const dir = join(CHECKPOINTS_DIR, 'base');
-  if (!existsSync(join(dir, 'model.safetensors'))) return [{ group: 'onnx', name: 'skipped', value: 0, unit: '', note: 'no checkpoints/base' }];
-  const policy = loadBaseCheckpoint(dir);
-  policy.attachLora({ r: 16, alpha: 32 }, new Rng(0, 'lora-init'));
-  for (const [i, a] of loraAdapters(policy.lora!).entries()) a.b.assign(tf.randomUniform(a.b.shape, -0.05, 0.05, 'float32', i));
-  const env = await getEnv('chess');
-  const train = generateEpisodes(env, { n: 100, actions: 5, split: 'train', seed: 0, modality: 'image' });
-  const prompts = new DataOrder(100, 0).take(4).map((i) => policy.prompt(env, train[i]));
-  const neverEos = Object.create(policy.tokenizer, { eos: { value: -1 } });
-
+  const step = await chessStep();
+  if (step === null) return [{ group: 'onnx', name: 'skipped', value: 0, unit: '', note: 'no checkpoints/base' }];
+  const { policy, prompts, neverEos } = step;
   const engines: Array<() => Engine> = [
     () => ({
-      name: `tfjs ${backend.name}`,
+      name: `tfjs ${step.backendName}`,
       sample: (p, o, rng) => sampleGroups(policy, neverEos, policy.lora, p, GROUP, o, rng),
       score: (items, o) => policy.tokenLogProbs(items, o),
       dispose: () => {},
     }),
     ...([[1, false], [2, false], [2, true]] as const).map(([threads, spin]) => () => {
       const ort = new OrtSampler(policy, { threads, spin });
-      // The sampler's decode loop stops at the tokenizer's EOS: the same never-EOS view of it forces the length.
-      const forced = Object.create(ort, { policy: { value: Object.create(policy, { tokenizer: { value: neverEos } }) } }) as OrtSampler;
+      // The same never-EOS view of the tokenizer forces the length.
+      const forced = forcedLength(ort, step);
       return {
         name: `ORT ${threads} thread${threads > 1 ? 's' : ''}${spin ? ', spinning' : ''}`,
         sample: (p: EncodedPrompt[], o: SamplingOptions, rng: Rng) => forced.sampleGroups(p, GROUP, o, rng),

@@ -9,14 +9,17 @@ export interface ChatMessage {
   content: string | ChatContentPart[];
 }
 
-/** Convert structured prompt messages, resolving each image reference to a URL; adjacent text parts are merged. */
+/**
+ * Convert structured prompt messages, resolving each image reference to a URL; adjacent text parts are merged unless
+ * the later one is marked `separate`.
+ */
 export function toChatMessages(messages: PromptMessage[], imageUrl: (ref: ImageRef) => string): ChatMessage[] {
   return messages.map((m) => {
     const parts: ChatContentPart[] = [];
     for (const p of m.parts) {
       if (p.type === 'text') {
         const last = parts[parts.length - 1];
-        if (last && last.type === 'text') last.text += p.text;
+        if (last && last.type === 'text' && !p.separate) last.text += p.text;
         else parts.push({ type: 'text', text: p.text });
       } else {
         parts.push({ type: 'image_url', image_url: { url: imageUrl(p.ref) } });

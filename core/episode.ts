@@ -42,7 +42,12 @@ export interface ImageRef {
   /** Index of the action whose image this is. */
   index: number;
 }
-export type PromptPart = { type: 'text'; text: string } | { type: 'image'; ref: ImageRef };
+/**
+ * A text part is merged into the text part before it when converted to chat messages (core/chat.ts), as the MET-Bench
+ * harness builds chess and shell prompts as one text block; `separate` keeps it a part of its own, where the harness
+ * sends adjacent text parts separately (Minecraft's "Candidate next frames:" then "Choice 1:").
+ */
+export type PromptPart = { type: 'text'; text: string; separate?: boolean } | { type: 'image'; ref: ImageRef };
 export interface PromptMessage {
   role: 'system' | 'user' | 'assistant';
   parts: PromptPart[];

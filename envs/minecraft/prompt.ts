@@ -1,7 +1,8 @@
 // Minecraft forward-prediction prompts with the MET-Bench harness's wording (metbench/prompts.py of
 // github.com/vanyacohen/MET-Bench, the ICML 2026 version): a text action, the initial state and four candidate next
 // states, either as JSON game-state snapshots in one text message (text modality) or as first-person screenshots
-// (image modality: "Input frame:", the frame, "Candidate next frames:", then "Choice i:" and each frame). Styles:
+// (image modality: "Input frame:", the frame, "Candidate next frames:", then "Choice i:" and each frame, every text a
+// part of its own as the harness sends them). Styles:
 //   zero-shot  "… Output only a single number 1-4. Start the next message with FINAL ANSWER:"
 //   cot        "… Think step by step about how …, then output your answer as FINAL ANSWER: [1-4]." (the harness's
 //              "paper" setting for Minecraft)
@@ -59,7 +60,8 @@ export function minecraftPrompt(episode: Episode, options: PromptOptions): Promp
     { type: 'text', text: '\nCandidate next frames:' },
   ];
   candidates.forEach((_, i) => {
-    parts.push({ type: 'text', text: `\nChoice ${i + 1}:` });
+    // The harness sends each label as its own text part, the first right after "Candidate next frames:" unmerged.
+    parts.push({ type: 'text', text: `\nChoice ${i + 1}:`, separate: true });
     parts.push({ type: 'image', ref: { episode, index: i + 1 } });
   });
   parts.push({ type: 'text', text: `\n${question}` });

@@ -6,11 +6,12 @@
 // does. Bad input (an unknown engine, a device that is not there, ORT flags without ORT, a Hugging Face model on ORT)
 // is one line and exit status 2.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { expectUserError, metrl, scratchDir, PROJECT } from './helpers.ts';
+import { expectUserError, metrl, scratchDir } from './helpers.ts';
+import { trainAndKill } from '../helpers/train-and-kill.ts';
+import { startServe, type Served } from '../helpers/serve-process.ts';
 import { tinyBaseCheckpoint, TINY_ARCHITECTURE } from '../trainer/tiny-base.ts';
 import { BuiltinPolicy } from '../../models/builtin/policy.ts';
 import { HF_FIXTURES } from '../helpers/hf-checkpoint-copy.ts';
@@ -32,24 +33,6 @@ const TINY = [
 const rows = (runDir: string, file = 'metrics.jsonl') => readFileSync(join(runDir, file), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
 /** Metrics without wall-clock fields. */
 const comparable = (runDir: string) => rows(runDir).map(({ time, rolloutTokensPerSecond, learnerTokensPerSecond, seconds, ...rest }) => rest);
-
-/** Start `metrl train` and SIGKILL it as soon as `checkpoints/latest` names step `step`. */
-function trainAndKill(args: string[], latest: string, step: number): Promise<void> {
-  return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), ...args], { cwd: PROJECT, stdio: 'ignore' });
-    const timer = setInterval(() => {
-      if (existsSync(latest) && readFileSync(latest, 'utf8').trim() === `step-${step}`) {
-        clearInterval(timer);
-        child.kill('SIGKILL');
-      }
-    }, 20);
-    child.on('exit', (code, signal) => {
-      clearInterval(timer);
-      if (signal === 'SIGKILL') done();
-      else fail(new Error(`train ended by itself (code ${code}) before it could be killed`));
-    });
-  });
-}
 
 const tfjsRun = join(root, 'tfjs');
 const ortRun = join(root, 'ort');
@@ -130,28 +113,18 @@ describe('evaluate and serve --engine ort', () => {
   }, SLOW);
 
   describe('serve', () => {
-    const servers: ChildProcessWithoutNullStreams[] = [];
+    const servers: Served[] = [];
     const urls: Record<string, string> = {};
     beforeAll(async () => {
       for (const e of ['tfjs', 'ort']) {
-        const child = spawn(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), 'serve', '--checkpoint', ortRun, '--port', '0', '--engine', e], { cwd: PROJECT });
-        servers.push(child);
-        let stderr = '';
-        child.stderr.on('data', (d) => (stderr += d));
-        urls[e] = await new Promise<string>((done, fail) => {
-          let out = '';
-          child.stdout.on('data', (d) => {
-            out += d;
-            const line = out.split('\n').find((l) => l.startsWith('http://'));
-            if (line) done(line.trim());
-          });
-          child.on('exit', (code) => fail(new Error(`serve exited ${code}: ${stderr}`)));
-        });
-        if (e === 'ort') expect(stderr).toMatch(/inference engine: ONNX Runtime [\d.]+ \(cpu, threads: all cores\)/);
+        const served = await startServe(['--checkpoint', ortRun, '--port', '0', '--engine', e]);
+        servers.push(served);
+        urls[e] = served.url;
+        if (e === 'ort') expect(served.stderr()).toMatch(/inference engine: ONNX Runtime [\d.]+ \(cpu, threads: all cores\)/);
       }
     }, SLOW);
     afterAll(() => {
-      for (const s of servers) if (s.exitCode === null) s.kill('SIGKILL');
+      for (const s of servers) if (s.child.exitCode === null) s.child.kill('SIGKILL');
     });
 
     it('gives tfjs\'s greedy answer and, for a seed, its sampled ones', async () => {

@@ -100,7 +100,9 @@ describe('metrl evaluate on the official MET-Bench sets', () => {
     expect(image.map((p) => (p.type === 'text' ? p.text : p.image_url!.url))).toEqual([
       'You are evaluating a Minecraft gameplay trajectory. You will see a first-person screenshot from the game and an action that was performed. Your task is to identify which of the candidate images shows the correct next frame after the action was taken.\n\nAction performed: Walk forward 8 blocks\n\nInput frame:',
       dataUrl(frames[0]),
-      '\nCandidate next frames:\nChoice 1:',
+      // Separate parts, as metbench/prompts.py build_minecraft_context sends them (not merged into one text part).
+      '\nCandidate next frames:',
+      '\nChoice 1:',
       dataUrl(frames[1]),
       '\nChoice 2:',
       dataUrl(frames[2]),

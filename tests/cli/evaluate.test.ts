@@ -3,10 +3,10 @@
 // exit 2 keeping finished items; a run killed mid-way resumes without asking any finished item again (counted at the
 // upstream); a torn last line is repaired, corruption elsewhere is reported; bad flags are one line and exit 2.
 import { afterEach, describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
 import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { spawnTracked } from '../helpers/tracked-children.ts';
 import { startUpstream, type Behaviour, type Upstream } from '../eval/upstream.ts';
 
 const PROJECT = resolve(import.meta.dirname, '..', '..');
@@ -20,11 +20,11 @@ interface Result {
 }
 
 function start(args: string[], env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: PROJECT, env: { ...process.env, ...env } });
+  const child = spawnTracked(process.execPath, [BIN, ...args], { cwd: PROJECT, env: { ...process.env, ...env } });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
   const done = new Promise<Result>((resolveDone) => child.on('close', (code, signal) => resolveDone({ code, signal, stdout, stderr })));
   return { child, done };
 }

@@ -1,8 +1,9 @@
-// Run the real `metrl` binary (node bin/metrl.js) as a user would, capturing exit status, stdout and stderr.
-import { execFile } from 'node:child_process';
+// Run the real `metrl` binary (node bin/metrl.js) as a user would, capturing exit status, stdout and stderr; the child
+// does not outlive the test that started it.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { spawnTracked } from '../helpers/tracked-children.ts';
 
 export const PROJECT = resolve(import.meta.dirname, '..', '..');
 
@@ -12,13 +13,20 @@ export interface CliResult {
   stderr: string;
 }
 
+/**
+ * Run `metrl ARGS…` to the end. The child is killed (tests/helpers/tracked-children.ts) if the test ends first, e.g.
+ * by its timeout. A child ended by a signal reads as status 1.
+ */
 export function metrl(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
-  return new Promise((done) => {
+  return new Promise((done, fail) => {
     const env = options.env ? { ...process.env, ...options.env } : process.env;
-    execFile(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), ...args], { cwd: options.cwd ?? PROJECT, maxBuffer: 64 << 20, env }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-      done({ code, stdout, stderr });
-    });
+    const child = spawnTracked(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), ...args], { cwd: options.cwd ?? PROJECT, env });
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    child.stdout!.on('data', (d: Buffer) => stdout.push(d));
+    child.stderr!.on('data', (d: Buffer) => stderr.push(d));
+    child.on('error', fail);
+    child.on('close', (code) => done({ code: code ?? 1, stdout: Buffer.concat(stdout).toString('utf8'), stderr: Buffer.concat(stderr).toString('utf8') }));
   });
 }
 

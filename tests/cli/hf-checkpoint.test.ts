@@ -5,11 +5,12 @@
 // served on 127.0.0.1, and given adapters: the trained one (`--adapter RUN/checkpoints/step-N`) and the PEFT fixture
 // llama-lora (by --adapter, and by its base_model_name_or_path "../llama" when it sits next to a folder named llama).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HF_FIXTURES, hfCheckpointCopy, hfScratchDir, removeHfCopies } from '../helpers/hf-checkpoint-copy.ts';
-import { metrl, PROJECT, scratchDir, type CliResult } from './helpers.ts';
+import { metrl, scratchDir, type CliResult } from './helpers.ts';
+import { trainAndKill } from '../helpers/train-and-kill.ts';
+import { startServe, type Served } from '../helpers/serve-process.ts';
 
 /** The JSON rows of a jsonl file (each line must parse). */
 const jsonRows = (file: string): Record<string, any>[] =>
@@ -33,31 +34,13 @@ async function evaluateRows(model: string[], out: string, modality = 'text'): Pr
 
 // ---- serve -----------------------------------------------------------------------------------------------------
 
-interface Served {
-  url: string;
-  stderr: () => string;
-  child: ChildProcessWithoutNullStreams;
-}
 const servers: Served[] = [];
 
 /** Start `metrl serve` with these model flags on a free port; resolves with its URL once it listens. */
-function startServe(model: string[]): Promise<Served> {
-  const child = spawn(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), 'serve', ...model, '--port', '0', '--model-id', 'hf'], { cwd: PROJECT });
-  let err = '';
-  child.stderr.on('data', (d) => (err += d));
-  return new Promise((done, fail) => {
-    let out = '';
-    child.stdout.on('data', (d) => {
-      out += d;
-      const line = out.split('\n').find((l) => l.startsWith('http://'));
-      if (line) {
-        const served = { url: line.trim(), stderr: () => err, child };
-        servers.push(served);
-        done(served);
-      }
-    });
-    child.on('exit', (code) => fail(new Error(`serve exited ${code}: ${err}`)));
-  });
+async function startHfServe(model: string[]): Promise<Served> {
+  const served = await startServe([...model, '--port', '0', '--model-id', 'hf']);
+  servers.push(served);
+  return served;
 }
 
 async function chat(served: Served, content: string): Promise<Record<string, any>> {
@@ -94,24 +77,6 @@ const TRAIN = () => [
   '--eval-every', '1', '--checkpoint-every', '1', '--max-completion-tokens', '8', '--group-size', '2', '--prompts-per-step', '1',
   '--temperature', '1', '--learning-rate', '0.05', '--weight-decay', '1', '--seed', '3', '--quiet',
 ];
-
-/** Start `metrl train` and SIGKILL it as soon as `checkpoints/latest` names step `step`. */
-function trainAndKill(args: string[], latest: string, step: number): Promise<void> {
-  return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), ...args], { cwd: PROJECT, stdio: 'ignore' });
-    const timer = setInterval(() => {
-      if (existsSync(latest) && readFileSync(latest, 'utf8').trim() === `step-${step}`) {
-        clearInterval(timer);
-        child.kill('SIGKILL');
-      }
-    }, 20);
-    child.on('exit', (code, signal) => {
-      clearInterval(timer);
-      if (signal === 'SIGKILL') done();
-      else fail(new Error(`train ended by itself (code ${code}) before it could be killed`));
-    });
-  });
-}
 
 /** Metrics without wall-clock fields. */
 function comparable(runDir: string) {
@@ -165,14 +130,14 @@ describe('Hugging Face checkpoints through the CLI', () => {
   }, 180_000);
 
   it('serves a Llama folder on 127.0.0.1, with and without the llama-lora adapter', async () => {
-    const plain = await startServe(['--checkpoint', llama]);
+    const plain = await startHfServe(['--checkpoint', llama]);
     expect(plain.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
     const a = await chat(plain, 'Where is the ball?');
     expect(a.choices).toHaveLength(1);
     expect(typeof a.choices[0].message.content).toBe('string');
     expect(a.usage.completion_tokens).toBeGreaterThan(0);
     expect(a.usage.completion_tokens).toBeLessThanOrEqual(8);
-    const adapted = await startServe(['--checkpoint', llama, '--adapter', join(HF_FIXTURES, 'llama-lora')]);
+    const adapted = await startHfServe(['--checkpoint', llama, '--adapter', join(HF_FIXTURES, 'llama-lora')]);
     expect(adapted.stderr()).toMatch(/adapter .*llama-lora/);
     const b = await chat(adapted, 'Where is the ball?');
     expect(b.usage.prompt_tokens).toBe(a.usage.prompt_tokens);
@@ -214,7 +179,7 @@ describe('Hugging Face checkpoints through the CLI', () => {
     const rows = await evaluateRows(['--checkpoint', idefics3, '--adapter', step2], out, 'image');
     expect(rows.every((r) => r.status === 'ok')).toBe(true);
     expect(JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')).model).toEqual({ kind: 'checkpoint', path: step2, base: idefics3 });
-    const served = await startServe(['--checkpoint', idefics3, '--adapter', step2]);
+    const served = await startHfServe(['--checkpoint', idefics3, '--adapter', step2]);
     expect(served.stderr()).toContain(`adapter ${step2}`);
     expect((await chat(served, 'Which piece moved?')).choices).toHaveLength(1);
   }, 300_000);

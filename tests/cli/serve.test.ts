@@ -3,10 +3,12 @@
 // as the in-process checkpoint source on the same items; malformed requests get a 400 with a JSON error body and the
 // server keeps serving; SIGTERM shuts it down cleanly.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { startServe } from '../helpers/serve-process.ts';
+import { spawnTracked } from '../helpers/tracked-children.ts';
 import { BuiltinPolicy } from '../../models/builtin/policy.ts';
 import { saveBaseCheckpoint } from '../../models/builtin/base-checkpoint.ts';
 import { initBackend } from '../../models/backend.ts';
@@ -28,7 +30,8 @@ const silent: Progress = { start() {}, tick() {}, retry() {}, stop() {} };
 let checkpoint = '';
 let child: ChildProcessWithoutNullStreams;
 let url = '';
-let stderr = '';
+/** The server's stderr so far. */
+let stderr: () => string;
 
 beforeAll(async () => {
   await initBackend(undefined, null);
@@ -36,17 +39,9 @@ beforeAll(async () => {
   const policy = BuiltinPolicy.create({ architecture: { dModel: 32, nLayers: 1, nHeads: 2, dMlp: 64, maxContext: 512, imageSize: 64, patchSize: 16 }, seed: 7 });
   saveBaseCheckpoint(policy, checkpoint);
   policy.dispose();
-  child = spawn(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), 'serve', '--checkpoint', checkpoint, '--port', '0', '--model-id', 'tiny'], { cwd: PROJECT });
-  child.stderr.on('data', (d) => (stderr += d));
-  url = await new Promise<string>((done, fail) => {
-    let out = '';
-    child.stdout.on('data', (d) => {
-      out += d;
-      const line = out.split('\n').find((l) => l.startsWith('http://'));
-      if (line) done(line.trim());
-    });
-    child.on('exit', (code) => fail(new Error(`serve exited ${code}: ${stderr}`)));
-  });
+  const served = await startServe(['--checkpoint', checkpoint, '--port', '0', '--model-id', 'tiny']);
+  ({ child, url } = served);
+  stderr = served.stderr;
 }, 120_000);
 
 afterAll(() => {
@@ -153,9 +148,9 @@ describe('metrl serve', () => {
     const port = new URL(url).port;
     const run = (args: string[]) =>
       new Promise<{ code: number | null; stderr: string }>((done) => {
-        const other = spawn(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), 'serve', ...args], { cwd: PROJECT });
+        const other = spawnTracked(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), 'serve', ...args], { cwd: PROJECT });
         let err = '';
-        other.stderr.on('data', (d) => (err += d));
+        other.stderr!.on('data', (d) => (err += d));
         other.on('exit', (code) => done({ code, stderr: err }));
       });
     const busy = await run(['--checkpoint', checkpoint, '--port', port]);
@@ -170,6 +165,6 @@ describe('metrl serve', () => {
     const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
-    expect(stderr).toMatch(/SIGTERM, shutting down/);
+    expect(stderr()).toMatch(/SIGTERM, shutting down/);
   });
 });

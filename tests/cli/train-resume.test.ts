@@ -2,10 +2,10 @@
 // the same command with --resume appended is accepted (flags equal to the recorded ones), and a real change is refused
 // naming the old and the new value.
 import { describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expectUserError, metrl, scratchDir, PROJECT } from './helpers.ts';
+import { spawnTracked } from '../helpers/tracked-children.ts';
 import { tinyBaseCheckpoint } from '../trainer/tiny-base.ts';
 
 const base = tinyBaseCheckpoint();
@@ -32,7 +32,7 @@ describe('metrl train: stop and continue', () => {
     expect(first.stderr).toBe('');
     expect(first.code).toBe(0);
     await new Promise<void>((done) => {
-      const child = spawn(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), 'train', ...TINY, '--steps', '2', '--out', cut], { cwd: PROJECT, stdio: 'ignore' });
+      const child = spawnTracked(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), 'train', ...TINY, '--steps', '2', '--out', cut], { cwd: PROJECT, stdio: 'ignore' });
       const timer = setInterval(() => {
         if (existsSync(join(cut, 'config.json'))) {
           clearInterval(timer);
@@ -54,9 +54,9 @@ describe('metrl train: stop and continue', () => {
     const out = join(scratchDir('train-sigint'), 'run');
     const latest = join(out, 'checkpoints', 'latest');
     const result = await new Promise<{ code: number | null; stderr: string }>((done) => {
-      const child = spawn(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), 'train', ...TINY, '--steps', '400', '--out', out], { cwd: PROJECT });
+      const child = spawnTracked(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), 'train', ...TINY, '--steps', '400', '--out', out], { cwd: PROJECT });
       let stderr = '';
-      child.stderr.on('data', (d) => (stderr += d));
+      child.stderr!.on('data', (d) => (stderr += d));
       const timer = setInterval(() => {
         if (existsSync(latest) && readFileSync(latest, 'utf8').trim() === 'step-2') {
           clearInterval(timer);

@@ -1,10 +1,10 @@
 // `metrl train` through the real binary: a run killed mid-way and resumed reaches the same metrics as an
 // uninterrupted run with the same seed; bad input (checkpoints, config, --resume) is one line and exit status 2.
 import { describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync, copyFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { metrl, scratchDir, expectUserError, PROJECT } from './helpers.ts';
+import { metrl, scratchDir, expectUserError } from './helpers.ts';
+import { trainAndKill } from '../helpers/train-and-kill.ts';
 import { tinyBaseCheckpoint } from '../trainer/tiny-base.ts';
 import { BuiltinPolicy } from '../../models/builtin/policy.ts';
 
@@ -24,24 +24,6 @@ function comparable(runDir: string) {
   return readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => {
     const { time, rolloutTokensPerSecond, learnerTokensPerSecond, seconds, ...rest } = JSON.parse(l);
     return rest;
-  });
-}
-
-/** Start `metrl train` and SIGKILL it as soon as `checkpoints/latest` names step `step`. */
-function trainAndKill(args: string[], latest: string, step: number): Promise<void> {
-  return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), ...args], { cwd: PROJECT, stdio: 'ignore' });
-    const timer = setInterval(() => {
-      if (existsSync(latest) && readFileSync(latest, 'utf8').trim() === `step-${step}`) {
-        clearInterval(timer);
-        child.kill('SIGKILL');
-      }
-    }, 20);
-    child.on('exit', (code, signal) => {
-      clearInterval(timer);
-      if (signal === 'SIGKILL') done();
-      else fail(new Error(`train ended by itself (code ${code}) before it could be killed`));
-    });
   });
 }
 
