@@ -20,20 +20,28 @@ import type { Device } from './device.ts';
 import { generateOrt } from './hf-generate.ts';
 import { HfOrtModel } from './hf-session.ts';
 
+/** Most logit values one scoring run returns (2^25 floats, 128 MB). */
+const LOGIT_BUDGET = 2 ** 25;
+
 export interface HfOrtSamplerOptions {
   threads?: number;
   spin?: boolean;
   device?: Device;
+  /** Most logit values one scoring run returns (default LOGIT_BUDGET; tests make it small to exercise chunking). */
+  logitBudget?: number;
 }
 
 export class HfOrtSampler implements Sampler {
   readonly model: HfOrtModel;
+  private readonly logitBudget: number;
 
   constructor(
     readonly policy: HfPolicy,
     options: HfOrtSamplerOptions = {},
   ) {
-    this.model = new HfOrtModel(policy.decoder, options);
+    const { logitBudget, ...session } = options;
+    this.model = new HfOrtModel(policy.decoder, session);
+    this.logitBudget = logitBudget ?? LOGIT_BUDGET;
   }
 
   /** Read the learner's current adapters (after every update, or a loaded adapter). */
@@ -115,23 +123,28 @@ export class HfOrtSampler implements Sampler {
       const ids = [Array.from(prompt.tokens)];
       const first = this.model.run({ ...this.policy.prefillInputs([prompt], ids), rows: 1, seq: P, attentionMask: [new Array<number>(P).fill(1)], cache: null, logitRows: [P - 1], useLora });
       const C = Lu - 1;
-      const n = members.length;
-      let rest: Float32Array | null = null;
-      if (C > 0) {
-        // Completion tokens 0 … C-1 of every member, right-padded (a padded position only feeds rows that are never read).
-        const rows = members.map((b) => Array.from({ length: C }, (_, j) => (j < items[b].completion.length - 1 ? items[b].completion[j] : pad)));
-        const embeds = tf.tidy(() => this.policy.decoder.embed(rows).dataSync() as Float32Array).slice();
-        const cache = HfOrtModel.repeatCache(first.cache, n);
-        rest = this.model.run({ embeds, rows: n, seq: C, attentionMask: rows.map(() => new Array<number>(P + C).fill(1)), cache, useLora }).logits; // [n, C, V]
-      }
-      members.forEach((b, row) => {
-        Array.from(items[b].completion).forEach((t, j) => {
-          if (!(t >= 0 && t < V)) throw new Error(`completion token ${t} outside the vocabulary`);
-          const logits = j === 0 ? first.logits : rest!.subarray((row * C + j - 1) * V, (row * C + j) * V);
-          score(logits, t, b * L + j);
-          mask[b * L + j] = 1;
+      // Completions in chunks whose [rows, C, V] logits stay under the logit budget (at SmolVLM's 49,280-token
+      // vocabulary eight 376-token completions would be 0.6 GB at once).
+      const chunk = C > 0 ? Math.max(1, Math.floor(this.logitBudget / (C * V))) : members.length;
+      for (let start = 0; start < members.length; start += chunk) {
+        const part = members.slice(start, start + chunk);
+        let rest: Float32Array | null = null;
+        if (C > 0) {
+          // Completion tokens 0 … C-1 of every member, right-padded (a padded position only feeds rows never read).
+          const rows = part.map((b) => Array.from({ length: C }, (_, j) => (j < items[b].completion.length - 1 ? items[b].completion[j] : pad)));
+          const embeds = tf.tidy(() => this.policy.decoder.embed(rows).dataSync() as Float32Array).slice();
+          const cache = HfOrtModel.repeatCache(first.cache, part.length);
+          rest = this.model.run({ embeds, rows: part.length, seq: C, attentionMask: rows.map(() => new Array<number>(P + C).fill(1)), cache, useLora }).logits; // [rows, C, V]
+        }
+        part.forEach((b, row) => {
+          Array.from(items[b].completion).forEach((t, j) => {
+            if (!(t >= 0 && t < V)) throw new Error(`completion token ${t} outside the vocabulary`);
+            const logits = j === 0 ? first.logits : rest!.subarray((row * C + j - 1) * V, (row * C + j) * V);
+            score(logits, t, b * L + j);
+            mask[b * L + j] = 1;
+          });
         });
-      });
+      }
     }
     return {
       logProbs: tf.tensor2d(logp, [B, L]),

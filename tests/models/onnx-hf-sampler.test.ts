@@ -69,6 +69,13 @@ describe.each(['qwen2', 'idefics3', 'gemma3'])('HfOrtSampler vs HfPolicy (tfjs):
       const e = policy.tokenLogProbs(items, options);
       const g = sampler.tokenLogProbs(items, options);
       expect(g.mask.dataSync()).toEqual(e.mask.dataSync());
+      // One completion per scoring run (the chunked path) gives the same numbers.
+      const oneByOne = new HfOrtSampler(policy, { threads: 1, logitBudget: 1 });
+      const chunked = oneByOne.tokenLogProbs(items, options);
+      oneByOne.dispose();
+      expect(chunked.logProbs.dataSync()).toEqual(g.logProbs.dataSync());
+      expect(chunked.entropy!.dataSync()).toEqual(g.entropy!.dataSync());
+      tf.dispose([chunked.logProbs, chunked.mask, chunked.entropy!]);
       diffs[useLora ? 'lora' : 'base'] = Math.max(maxAbs(g.logProbs.dataSync() as Float32Array, e.logProbs.dataSync() as Float32Array), maxAbs(g.entropy!.dataSync() as Float32Array, e.entropy!.dataSync() as Float32Array));
       tf.dispose([e.logProbs, e.mask, e.entropy!, g.logProbs, g.mask, g.entropy!]);
     }
