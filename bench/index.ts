@@ -17,6 +17,7 @@ const modules: Array<[string, () => Promise<{ run(): Promise<BenchRow[]> }>]> = 
   ['onnx', () => import('./onnx.bench.ts')],
   ['onnx-learner', () => import('./onnx-learner.bench.ts')],
   ['hf', () => import('./hf.bench.ts')],
+  ['hf-ort', () => import('./hf-ort.bench.ts')],
 ];
 
 const filter = process.argv[2];

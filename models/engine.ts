@@ -1,7 +1,9 @@
 // The inference engine (models/ layer): what runs a policy's Sampler side (rollouts, reference and old-policy
 // log-probs, evaluation, `metrl serve`) while the policy itself stays the Learner. 'tfjs' is the policy;
-// 'ort' is ONNX Runtime (models/onnx/ort-sampler.ts), for the built-in model only, on the CPU or a GPU execution
-// provider (--device), with --threads intra-op threads. After the learner's adapters change (an optimiser update,
+// 'ort' is ONNX Runtime, on the CPU or a GPU execution provider (--device), with --threads intra-op threads: the
+// built-in model (models/onnx/ort-sampler.ts; its LoRA gradients too, models/onnx/ort-learner.ts) and the Hugging Face
+// decoders (models/onnx/hf-ort-sampler.ts: Llama, Qwen2, Gemma 3, and the language models of Idefics3 and Gemma 3,
+// whose vision towers stay on tfjs; tfjs stays their learner and their default engine). After the learner's adapters change (an optimiser update,
 // a resumed or loaded adapter) the caller calls syncLora(), which an ORT session needs and tfjs does not.
 import { createRequire } from 'node:module';
 import { UserError } from '../core/errors.ts';
@@ -13,8 +15,11 @@ import type { Device } from './onnx/device.ts';
 export const ENGINES = ['tfjs', 'ort'] as const;
 export type Engine = (typeof ENGINES)[number];
 
-/** The engine a built-in model gets when none is named (Hugging Face checkpoints always get tfjs). */
+/** The engine a built-in model gets when none is named (Hugging Face checkpoints get tfjs unless --engine ort). */
 export const DEFAULT_BUILTIN_ENGINE: Engine = 'ort';
+
+/** Hugging Face model types the ONNX graph builder (models/onnx/hf-graph.ts) has a graph for. */
+export const ORT_HF_MODEL_TYPES: readonly string[] = ['llama', 'qwen2', 'gemma3_text', 'gemma3', 'idefics3'];
 
 /** ONNX Runtime's settings: intra-op threads (default: every core) and the execution provider (default: CPU). */
 export interface OrtRuntime {
@@ -38,9 +43,12 @@ export interface EngineSampler {
   dispose(): void;
   /** "ONNX Runtime 1.30.0, cpu, 2 threads" or "tfjs": for the line a command prints. */
   describe: string;
+  /** Whether ONNX Runtime also computes the LoRA gradients (the built-in model's ORT learner); else tfjs learns. */
+  ortLearner: boolean;
 }
 
-const ORT_BUILTIN_ONLY = 'the ONNX Runtime engine runs the built-in model only; use --engine tfjs for Hugging Face checkpoints';
+const ortUnsupported = (modelType: string) =>
+  `--engine ort: the ONNX Runtime engine has no graph for model type ${modelType} (it runs the built-in model and ${ORT_HF_MODEL_TYPES.join(', ')}); use --engine tfjs`;
 
 /**
  * The engine a command runs a checkpoint of `modelType` on: the one named, else the default for that model. Naming
@@ -48,11 +56,11 @@ const ORT_BUILTIN_ONLY = 'the ONNX Runtime engine runs the built-in model only; 
  */
 export function chooseEngine(requested: Engine | undefined, modelType: string, runtime: OrtRuntime = {}): Engine {
   const builtin = modelType === BUILTIN_MODEL_TYPE;
-  if (requested === 'ort' && !builtin) throw new UserError(`--engine ort: ${ORT_BUILTIN_ONLY} (this is ${modelType})`);
+  if (requested === 'ort' && !builtin && !ORT_HF_MODEL_TYPES.includes(modelType)) throw new UserError(ortUnsupported(modelType));
   const engine = requested ?? (builtin ? DEFAULT_BUILTIN_ENGINE : 'tfjs');
   if (engine !== 'ort' && (runtime.threads !== undefined || runtime.device !== undefined)) {
     const flag = runtime.threads !== undefined ? '--threads' : '--device';
-    throw new UserError(`${flag} sets ONNX Runtime and applies with --engine ort${builtin ? '' : ', which runs the built-in model only'} (the tfjs engine's choice is --backend)`);
+    throw new UserError(`${flag} sets ONNX Runtime and applies with --engine ort (the tfjs engine's choice is --backend)`);
   }
   return engine;
 }
@@ -64,16 +72,25 @@ export function chooseEngine(requested: Engine | undefined, modelType: string, r
 export async function openEngine(policy: Policy, requested: Engine | undefined, runtime: OrtRuntime = {}): Promise<EngineSampler> {
   const { BuiltinPolicy } = await import('./builtin/policy.ts');
   const engine = requested ?? (policy instanceof BuiltinPolicy ? DEFAULT_BUILTIN_ENGINE : 'tfjs');
-  if (engine === 'tfjs') return { engine, sampler: policy, syncLora: () => {}, referenceIsPolicy: () => false, dispose: () => {}, describe: 'tfjs' };
-  if (!(policy instanceof BuiltinPolicy)) throw new UserError(`--engine ort: ${ORT_BUILTIN_ONLY}`);
+  if (engine === 'tfjs') return { engine, sampler: policy, syncLora: () => {}, referenceIsPolicy: () => false, dispose: () => {}, describe: 'tfjs', ortLearner: false };
+  const { HfPolicy } = await import('./hf/policy.ts');
+  if (!(policy instanceof BuiltinPolicy) && !(policy instanceof HfPolicy)) throw new UserError(ortUnsupported(policy.constructor.name));
   const device = runtime.device ?? 'cpu';
   const { checkDevice } = await import('./onnx/device.ts');
   checkDevice(device);
-  const { OrtSampler } = await import('./onnx/ort-sampler.ts');
-  const sampler = new OrtSampler(policy, { threads: runtime.threads, device });
   const { version } = createRequire(import.meta.url)('onnxruntime-node/package.json') as { version: string };
   const threads = runtime.threads !== undefined ? `${runtime.threads} thread${runtime.threads === 1 ? '' : 's'}` : 'threads: all cores';
+  const describe = `ONNX Runtime ${version} (${device}, ${threads})`;
+  const zero = (b: { dataSync(): unknown }) => (b.dataSync() as Float32Array).every((x) => x === 0);
+  if (policy instanceof HfPolicy) {
+    const { HfOrtSampler } = await import('./onnx/hf-ort-sampler.ts');
+    const sampler = new HfOrtSampler(policy, { threads: runtime.threads, device });
+    const referenceIsPolicy = () => [...policy.decoder.linears().values()].every((l) => !l.lora || zero(l.lora.b));
+    return { engine, sampler, syncLora: () => sampler.syncLora(), referenceIsPolicy, dispose: () => sampler.dispose(), describe, ortLearner: false };
+  }
+  const { OrtSampler } = await import('./onnx/ort-sampler.ts');
+  const sampler = new OrtSampler(policy, { threads: runtime.threads, device });
   const { loraAdapters } = await import('./builtin/lora.ts');
-  const referenceIsPolicy = () => policy.lora === null || loraAdapters(policy.lora).every((a) => (a.b.dataSync() as Float32Array).every((x) => x === 0));
-  return { engine, sampler, syncLora: () => sampler.syncLora(), referenceIsPolicy, dispose: () => sampler.dispose(), describe: `ONNX Runtime ${version} (${device}, ${threads})` };
+  const referenceIsPolicy = () => policy.lora === null || loraAdapters(policy.lora).every((a) => zero(a.b));
+  return { engine, sampler, syncLora: () => sampler.syncLora(), referenceIsPolicy, dispose: () => sampler.dispose(), describe, ortLearner: true };
 }

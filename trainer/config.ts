@@ -173,16 +173,16 @@ export const TrainConfigSchema = z
     // ---- engine -----------------------------------------------------------------------------------------------
     /**
      * What generates: rollouts, the reference and old-policy log-probs and the periodic evaluation (models/engine.ts).
-     * 'tfjs' is the policy itself; 'ort' is ONNX Runtime (models/onnx/), the built-in model only, its adapters synced
-     * from the tfjs variables after every update, and the learner's LoRA gradients are ONNX Runtime's too
-     * (models/onnx/ort-learner.ts; the tfjs variables stay what AdamW updates and checkpoints save). Unset: the model's default
+     * 'tfjs' is the policy itself; 'ort' is ONNX Runtime (models/onnx/): the built-in model and the Hugging Face decoders, its
+     * adapters synced from the tfjs variables after every update; for the built-in model the learner's LoRA gradients
+     * are ONNX Runtime's too (models/onnx/ort-learner.ts; the tfjs variables stay what AdamW updates and checkpoints save). Unset: the model's default
      * (DEFAULT_BUILTIN_ENGINE for the built-in model, tfjs for Hugging Face checkpoints); `metrl train` records the
      * engine it chose in the run's config.json.
      */
     engine: z
       .enum(ENGINES, { error: `unknown engine; expected one of ${ENGINES.join(', ')}` })
       .optional()
-      .describe(`inference engine for rollouts, log-probs and evaluation: ${ENGINES.join(' | ')} (ONNX Runtime, built-in model only; default ${DEFAULT_BUILTIN_ENGINE} for it, tfjs for Hugging Face checkpoints)`),
+      .describe(`inference engine for rollouts, log-probs and evaluation: ${ENGINES.join(' | ')} (ort: ONNX Runtime; default ${DEFAULT_BUILTIN_ENGINE} for the built-in model, tfjs for Hugging Face checkpoints)`),
 
     // ---- adapters ---------------------------------------------------------------------------------------------
     /** LoRA rank on the attention and MLP projections. Paper: 16. */

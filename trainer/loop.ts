@@ -309,7 +309,7 @@ async function prepareRun(setup: TrainingSetup, rewards: RewardFunction[]): Prom
   // the tfjs variables stay what AdamW updates and what checkpoints save.
   const engine = await openEngine(policy, config.engine, setup.ort);
   const sampler: Sampler = engine.sampler;
-  const learner: Learner = engine.engine === 'ort' ? ortLearner(policy, { threads: setup.ort?.threads }) : policy;
+  const learner: Learner = engine.ortLearner ? ortLearner(policy, { threads: setup.ort?.threads }) : policy;
   // Chat rows are prompted with their own messages, which the model's chatPrompt ends with the answer cue: the
   // completion is the answer alone, never the domain's trace layout.
   const env: Env = dataset?.format === 'chat' ? { ...setup.env, traceStates: undefined, traceStart: undefined } : setup.env;

@@ -1,7 +1,9 @@
 // The decoder-only language model shared by every Hugging Face architecture metrl runs (models/ layer): Llama,
 // Qwen2, Gemma 3 text, and the language models inside Idefics3 (SmolVLM) and Gemma3ForConditionalGeneration. What
 // differs between them is data (models/hf/config.ts: DecoderConfig; models/<arch>/language-model.ts: tensor names);
-// the network is this one file, written with tfjs ops that autodiff goes through (LoRA training takes gradients).
+// the network is this one file, written with tfjs ops that autodiff goes through (LoRA training takes gradients). The
+// block, final norm and head are models/hf/decoder-ops.ts's definition, executed here by TfjsDecoderOps; the ONNX
+// Runtime engine builds its graph from the same definition (models/onnx/hf-graph.ts).
 //
 // forward: ids [B, T] (left-padded batches: attention mask 0 on pads) → logits [B, T, V]
 //   x = embed(ids) (× sqrt(H) for Gemma; or caller-given inputsEmbeds, e.g. with image features merged in)
@@ -15,10 +17,13 @@ import type { TextModelLayout } from './layout.ts';
 import { attention, buildMask, type LayerKV } from '../layers/attention.ts';
 import { embeddingLookup, type EmbeddingTable } from '../layers/embedding.ts';
 import { linear, type LinearWeights } from '../layers/linear.ts';
-import { gatedMlp, type MlpWeights } from '../layers/mlp.ts';
+import { activate, type MlpWeights } from '../layers/mlp.ts';
 import { rmsNorm } from '../layers/rms-norm.ts';
 import { applyRope, disposeRope, inverseFrequencies, ropeTable, type RopeTable } from '../layers/rope.ts';
 import { customGrad, mm } from '../ops.ts';
+import { decoderBlock, decoderFinalNorm, decoderLogits, type AttentionSpec, type DecoderOps, type WeightTensor } from './decoder-ops.ts';
+import type { MlpActivation } from '../layers/mlp.ts';
+import type { NormStyle } from '../layers/rms-norm.ts';
 
 export interface DecoderLayerWeights {
   inputNorm: tf.Variable; // [H]
@@ -130,6 +135,55 @@ export function positionsFromMask(mask: ArrayLike<number>[]): Int32Array[] {
   });
 }
 
+/**
+ * The tfjs executor of the shared block (models/hf/decoder-ops.ts): rows packed as [B·T, …], LoRA from the attached
+ * variables when `useLora`, the pass's RoPE tables and masks, and a tensor KV cache ([B, nkv, S, d] per layer, `kv`
+ * after attention ran). The layer functions are the ones the tfjs forward always used (models/layers/).
+ */
+class TfjsDecoderOps implements DecoderOps<tf.Tensor> {
+  kv: LayerKV | null = null;
+  constructor(
+    private readonly ctx: PassContext | null,
+    private readonly cache: LayerKV | null,
+    private readonly useLora: boolean,
+  ) {}
+  linear(x: tf.Tensor, l: LinearWeights): tf.Tensor {
+    return linear(x as tf.Tensor2D, l, this.useLora);
+  }
+  rmsNorm(x: tf.Tensor, weight: WeightTensor, eps: number, style: NormStyle): tf.Tensor {
+    return rmsNorm(x, weight as tf.Tensor1D, eps, style);
+  }
+  heads(x: tf.Tensor, n: number, d: number): tf.Tensor {
+    return tf.reshape(x, [x.shape[0], n, d]); // [B·T, n·d] → [B·T, n, d]
+  }
+  rope(x: tf.Tensor, table: 'global' | 'local'): tf.Tensor {
+    const ctx = this.ctx!;
+    return applyRope(x as tf.Tensor3D, table === 'local' && ctx.ropeLocal ? ctx.ropeLocal : ctx.ropeGlobal);
+  }
+  attention(q: tf.Tensor, k: tf.Tensor, v: tf.Tensor, spec: AttentionSpec): tf.Tensor {
+    const ctx = this.ctx!;
+    const shape = { batch: ctx.B, queries: ctx.T, heads: spec.heads, kvHeads: spec.kvHeads, headDim: spec.headDim, scale: spec.scale, softcap: spec.softcap };
+    const { out, kv } = attention(q as tf.Tensor3D, k as tf.Tensor3D, v as tf.Tensor3D, spec.sliding ? ctx.slidingMask! : ctx.fullMask, shape, this.cache);
+    this.kv = kv;
+    return out;
+  }
+  activation(x: tf.Tensor, act: MlpActivation): tf.Tensor {
+    return activate(x, act);
+  }
+  mul(a: tf.Tensor, b: tf.Tensor): tf.Tensor {
+    return tf.mul(a, b);
+  }
+  add(a: tf.Tensor, b: tf.Tensor): tf.Tensor {
+    return tf.add(a, b);
+  }
+  project(x: tf.Tensor, w: WeightTensor): tf.Tensor {
+    return mm(x as tf.Tensor2D, w as tf.Tensor2D);
+  }
+  softcap(x: tf.Tensor, cap: number): tf.Tensor {
+    return tf.mul(tf.tanh(tf.div(x, cap)), cap);
+  }
+}
+
 export class HfDecoder {
   constructor(
     readonly config: DecoderConfig,
@@ -167,43 +221,14 @@ export class HfDecoder {
     };
   }
 
-  /** One decoder block: x [B·T, H] → x [B·T, H], and this layer's keys/values (cache included). */
+  /**
+   * One decoder block: x [B·T, H] → x [B·T, H], and this layer's keys/values (cache included). The block itself is
+   * models/hf/decoder-ops.ts's decoderBlock, the definition the ONNX graph is built from too; this is its tfjs executor.
+   */
   private block(i: number, x: tf.Tensor2D, ctx: PassContext, cache: LayerKV | null, useLora: boolean): { x: tf.Tensor2D; kv: LayerKV } {
-    const c = this.config;
-    const w = this.weights.layers[i];
-    const { B, T } = ctx;
-    const isSliding = c.layerTypes[i] === 'sliding_attention';
-    const rope = isSliding && ctx.ropeLocal ? ctx.ropeLocal : ctx.ropeGlobal;
-    const normed = rmsNorm(x, w.inputNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle);
-    let q = tf.reshape(linear(normed, w.q, useLora), [B * T, c.numHeads, c.headDim]) as tf.Tensor3D; // [B·T, nh, d]
-    let k = tf.reshape(linear(normed, w.k, useLora), [B * T, c.numKvHeads, c.headDim]) as tf.Tensor3D; // [B·T, nkv, d]
-    const v = tf.reshape(linear(normed, w.v, useLora), [B * T, c.numKvHeads, c.headDim]) as tf.Tensor3D;
-    if (w.qNorm && w.kNorm) {
-      q = rmsNorm(q, w.qNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle);
-      k = rmsNorm(k, w.kNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle);
-    }
-    q = applyRope(q, rope);
-    k = applyRope(k, rope);
-    const { out, kv } = attention(
-      q,
-      k,
-      v,
-      isSliding ? ctx.slidingMask! : ctx.fullMask,
-      { batch: B, queries: T, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: c.headDim, scale: c.attnScale, softcap: c.attnLogitSoftcap },
-      cache,
-    );
-    let a = linear(out, w.o, useLora); // [B·T, H]
-    if (c.sandwichNorm) {
-      a = rmsNorm(a, w.postAttnNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle);
-      x = tf.add(x, a);
-      let m = gatedMlp(rmsNorm(x, w.preFfnNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle), w.mlp, c.act, useLora);
-      m = rmsNorm(m, w.postFfnNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle);
-      x = tf.add(x, m);
-    } else {
-      x = tf.add(x, a);
-      x = tf.add(x, gatedMlp(rmsNorm(x, w.postAttnNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle), w.mlp, c.act, useLora));
-    }
-    return { x, kv };
+    const ops = new TfjsDecoderOps(ctx, cache, useLora);
+    const out = decoderBlock(ops, this.config, this.weights.layers[i], i, x as tf.Tensor) as tf.Tensor2D;
+    return { x: out, kv: ops.kv! };
   }
 
   /**
@@ -288,7 +313,7 @@ export class HfDecoder {
           }
           if (input.collectHidden) hiddenStates.push(x);
         }
-        const hidden = rmsNorm(x, this.weights.finalNorm as tf.Tensor1D, c.rmsNormEps, c.normStyle); // [B·T, H]
+        const hidden = decoderFinalNorm(new TfjsDecoderOps(ctx, null, false), c, this.weights, x as tf.Tensor) as tf.Tensor2D; // [B·T, H]
         if (input.collectHidden) hiddenStates.push(hidden);
         let logits: tf.Tensor3D | null = null;
         if ((input.logits ?? 'all') !== 'none') {
@@ -308,9 +333,7 @@ export class HfDecoder {
 
   /** Logits [N, V] of final-normalised hidden rows [N, H]: the output head and Gemma's optional soft-capping. */
   head(rows: tf.Tensor2D): tf.Tensor2D {
-    const cap = this.config.finalLogitSoftcap;
-    const l = mm(rows, this.weights.lmHead as tf.Tensor2D); // [N, V]
-    return cap === null ? l : (tf.mul(tf.tanh(tf.div(l, cap)), cap) as tf.Tensor2D);
+    return decoderLogits(new TfjsDecoderOps(null, null, false), this.config, this.weights, rows as tf.Tensor) as tf.Tensor2D; // [N, V]
   }
 
   /** Every linear layer of the decoder, by module path (model.layers.0.self_attn.q_proj, …): LoRA targets. */

@@ -133,6 +133,23 @@ export class HfPolicy implements Policy {
    * Tokens are drawn row by row (prompt 0's G rows first) from the caller's Rng.
    */
   sampleGroups(prompts: EncodedPrompt[], group: number, options: SamplingOptions, rng: Rng): Completion[][] {
+    return this.sampleGroupsWith(prompts, group, options, rng, (ids, attentionMask, generateOptions) =>
+      this.withImageFeatures(prompts, (imageFeatures) => this.generateBatch(ids, attentionMask, imageFeatures, generateOptions)),
+    );
+  }
+
+  /**
+   * sampleGroups around a decoding engine: the prompts left-padded (pad id, mask 0), the draws (sampleToken, row by
+   * row from `rng`), EOS handling and decoding are this policy's; `run` decodes (tfjs here, ONNX Runtime in
+   * models/onnx/hf-ort-sampler.ts), so both engines draw the same tokens from the same logits.
+   */
+  sampleGroupsWith(
+    prompts: EncodedPrompt[],
+    group: number,
+    options: SamplingOptions,
+    rng: Rng,
+    run: (ids: number[][], attentionMask: number[][], options: GenerateOptions) => GenerateResult,
+  ): Completion[][] {
     if (prompts.length === 0) return [];
     for (const p of prompts) this.checkLength(p.tokens.length, options.maxNewTokens);
     const P = Math.max(...prompts.map((p) => p.tokens.length));
@@ -146,13 +163,32 @@ export class HfPolicy implements Policy {
       return token;
     };
     const generateOptions: GenerateOptions = { maxNewTokens: options.maxNewTokens, choose, stopIds: [...this.kit.tokenizer.eosIds], group };
-    const result = this.withImageFeatures(prompts, (imageFeatures) => this.generateBatch(ids, attentionMask, imageFeatures, generateOptions));
+    const result = run(ids, attentionMask, generateOptions);
     const eos = new Set(this.kit.tokenizer.eosIds);
     const completions = result.tokens.map((tokens, b): Completion => {
       const body = result.finished[b] && eos.has(tokens[tokens.length - 1]) ? tokens.slice(0, -1) : tokens;
       return { tokens, text: this.decode(body), logProbs: Float32Array.from(logProbs[b]), finished: result.finished[b] };
     });
     return prompts.map((_, k) => completions.slice(k * group, (k + 1) * group));
+  }
+
+  /**
+   * The first pass's inputs for another engine: embeddings [B · T · H] of left-padded `ids` (one row per prompt, Gemma's
+   * scaling applied, image features merged: the vision tower runs here, on tfjs) and Gemma 3's token type ids.
+   */
+  prefillInputs(prompts: EncodedPrompt[], ids: number[][]): { embeds: Float32Array; tokenTypeIds?: ArrayLike<number>[] } {
+    return this.withImageFeatures(prompts, (imageFeatures) => {
+      const tensor = imageFeatures && this.vlm ? this.vlm.embedWithImages(ids, { imageFeatures }) : this.decoder.embed(ids);
+      const embeds = (tensor.dataSync() as Float32Array).slice();
+      tensor.dispose();
+      const tokenTypeIds = imageFeatures && this.vlm ? this.vlm.tokenTypeIds(ids) : undefined;
+      return { embeds, ...(tokenTypeIds ? { tokenTypeIds } : {}) };
+    });
+  }
+
+  /** The id left padding uses. */
+  get padTokenId(): number {
+    return this.padId();
   }
 
   /**
@@ -277,7 +313,7 @@ export class HfPolicy implements Policy {
     return this.kit.tokenizer.padId ?? this.config.text.padTokenId ?? 0;
   }
 
-  private checkLength(promptTokens: number, newTokens: number): void {
+  checkLength(promptTokens: number, newTokens: number): void {
     if (promptTokens + newTokens > this.contextLimit) {
       throw new UserError(`a prompt of ${promptTokens} tokens plus ${newTokens} new tokens exceeds the model's context of ${this.contextLimit} tokens`);
     }

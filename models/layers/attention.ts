@@ -45,6 +45,11 @@ export interface MaskSpec {
 
 /** Additive mask [B, 1, T, S] (0 allowed, MASKED not), S = past + T. */
 export function buildMask(spec: MaskSpec): tf.Tensor4D {
+  return tf.tensor4d(maskValues(spec), [spec.batch, 1, spec.queries, spec.past + spec.queries]);
+}
+
+/** buildMask's values as a plain array [B·T·S] (the ONNX engine feeds these). */
+export function maskValues(spec: MaskSpec): Float32Array {
   const { batch, queries: t, past, attentionMask, window } = spec;
   const s = past + t;
   if (spec.segments && past > 0) throw new Error('buildMask: segments are for packed rows without a cache');
@@ -78,7 +83,7 @@ export function buildMask(spec: MaskSpec): tf.Tensor4D {
       }
     }
   }
-  return tf.tensor4d(out, [batch, 1, t, s]);
+  return out;
 }
 
 export interface AttentionShape {

@@ -22,8 +22,8 @@ export interface RopeTable {
   sin: tf.Tensor3D;
 }
 
-/** cos/sin for each position (flattened [B·T] positions) → [N, 1, d]. Constants (no gradient needed). */
-export function ropeTable(positions: ArrayLike<number>, invFreq: Float32Array): RopeTable {
+/** cos/sin values for each position (flattened [B·T] positions), [N, d] row-major (the ONNX engine feeds these). */
+export function ropeValues(positions: ArrayLike<number>, invFreq: Float32Array): { cos: Float32Array; sin: Float32Array } {
   const half = invFreq.length;
   const d = half * 2;
   const cos = new Float32Array(positions.length * d);
@@ -39,6 +39,13 @@ export function ropeTable(positions: ArrayLike<number>, invFreq: Float32Array): 
       sin[n * d + half + i] = s;
     }
   }
+  return { cos, sin };
+}
+
+/** cos/sin for each position (flattened [B·T] positions) → [N, 1, d]. Constants (no gradient needed). */
+export function ropeTable(positions: ArrayLike<number>, invFreq: Float32Array): RopeTable {
+  const d = invFreq.length * 2;
+  const { cos, sin } = ropeValues(positions, invFreq);
   return { cos: tf.tensor3d(cos, [positions.length, 1, d]), sin: tf.tensor3d(sin, [positions.length, 1, d]) };
 }
 

@@ -162,8 +162,8 @@ async function run(flags: TrainFlags): Promise<void> {
   }
   // Reward modules load before anything is written: a missing file or a module without a function is one line.
   const rewards = await loadRewardFunctions(config.reward);
-  // The engine fits the model: ONNX Runtime runs the built-in model only (unnamed, the engine is the model's default:
-  // models/engine.ts); --threads and --device set ONNX Runtime and need it. config.json records the engine chosen.
+  // The engine fits the model: ONNX Runtime runs the built-in model and the Hugging Face decoders it has a graph for
+  // (unnamed, the engine is the model's default: models/engine.ts); --threads and --device set ONNX Runtime and need it. config.json records the engine chosen.
   const ort = { threads: flags.threads, device: flags.device };
   const modelType = modelTypeOf(existsSync(join(checkpointDir, 'adapter_config.json')) ? resolveCheckpoint(checkpointDir).base : checkpointDir);
   config = { ...config, engine: chooseEngine(config.engine, modelType, ort) };

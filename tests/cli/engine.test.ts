@@ -3,7 +3,7 @@
 // and logs the same rewards and evaluations, its loss statistics within float tolerance (the reference log-probs come
 // from another engine); a killed ORT run resumes to exactly the uninterrupted ORT run's metrics (the adapters are
 // synced into the session after loading the checkpoint); `evaluate` and `serve` on the trained adapter answer as tfjs
-// does. Bad input (an unknown engine, a device that is not there, ORT flags without ORT, a Hugging Face model on ORT)
+// does. Bad input (an unknown engine, a device that is not there, ORT flags without ORT, a model type without an ONNX graph)
 // is one line and exit status 2.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -14,7 +14,6 @@ import { trainAndKill } from '../helpers/train-and-kill.ts';
 import { startServe, type Served } from '../helpers/serve-process.ts';
 import { tinyBaseCheckpoint, TINY_ARCHITECTURE } from '../trainer/tiny-base.ts';
 import { BuiltinPolicy } from '../../models/builtin/policy.ts';
-import { HF_FIXTURES } from '../helpers/hf-checkpoint-copy.ts';
 
 const SLOW = 300_000;
 const root = scratchDir('engine');
@@ -154,14 +153,16 @@ describe('bad input', () => {
     expectUserError(await metrl(['train', ...TINY, '--engine', 'ort', '--device', 'tpu', '--out', out()]), /--device: unknown device; expected one of cpu, cuda, webgpu/);
   }, SLOW);
 
-  it('refuses ORT flags without ORT, and ORT for a Hugging Face model or a hosted one', async () => {
+  it('refuses ORT flags without ORT, and ORT for a model type without an ONNX graph or a hosted one', async () => {
     expectUserError(await metrl(['train', ...TINY, '--engine', 'tfjs', '--threads', '2', '--out', out()]), /--threads sets ONNX Runtime and applies with --engine ort/);
     expectUserError(await metrl(['serve', '--checkpoint', base, '--port', '0', '--engine', 'tfjs', '--device', 'cpu']), /--device sets ONNX Runtime and applies with --engine ort/);
-    const llama = join(HF_FIXTURES, 'llama');
+    // Hugging Face checkpoints run on ORT too (tests/cli/hf-engine.test.ts); a model type without an ONNX graph does not.
+    const mistral = join(scratchDir('engine-mistral'), 'mistral');
+    mkdirSync(mistral);
+    writeFileSync(join(mistral, 'config.json'), JSON.stringify({ model_type: 'mistral' }));
     const run = out();
-    expectUserError(await metrl(['train', '--domain', 'shell', '--modality', 'text', '--checkpoint', llama, '--engine', 'ort', '--out', run]), /--engine ort: the ONNX Runtime engine runs the built-in model only; use --engine tfjs for Hugging Face checkpoints \(this is llama\)/);
+    expectUserError(await metrl(['train', '--domain', 'shell', '--modality', 'text', '--checkpoint', mistral, '--engine', 'ort', '--out', run]), /--engine ort: the ONNX Runtime engine has no graph for model type mistral \(it runs the built-in model and llama, qwen2, gemma3_text, gemma3, idefics3\); use --engine tfjs/);
     expect(existsSync(run)).toBe(false);
-    expectUserError(await metrl(['evaluate', '--checkpoint', llama, '--domain', 'shell', '--engine', 'ort', '--out', out()]), /the ONNX Runtime engine runs the built-in model only/);
     expectUserError(await metrl(['evaluate', '--model', 'baseline:random', '--domain', 'shell', '--engine', 'ort', '--out', out()]), /--engine applies to --checkpoint/);
   }, SLOW);
 

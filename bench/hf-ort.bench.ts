@@ -1,0 +1,65 @@
+// Decoding speed of a Hugging Face language model on the two engines (issue 17): tfjs (WASM, one thread) against ONNX
+// Runtime (the graph of models/onnx/hf-graph.ts, 1 intra-op thread, then every core), on SmolVLM-256M-Instruct's text
+// model with random weights (SmolLM2-135M shape: 30 layers, hidden 576, 9 heads / 3 KV heads, vocabulary 49,280;
+// bench/hf.bench.ts writes the folder), with a LoRA r16 adapter on every projection (B non-zero). One prompt of
+// PROMPT tokens prefilled, its cache repeated for G rows, NEW greedy tokens each (the rollout's shape).
+// Reported: CPU seconds of the process (all threads) per generated token (G·NEW tokens), and wall seconds; on a shared
+// machine compare the CPU figures.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import type { BenchRow } from './table.ts';
+import { Rng } from '../core/rng.ts';
+import { initBackend } from '../models/backend.ts';
+import { loadHfDecoder } from '../models/hf/load-decoder.ts';
+import { generate } from '../models/hf/generate.ts';
+import { createLora } from '../models/hf/peft.ts';
+import { HfOrtModel } from '../models/onnx/hf-session.ts';
+import { generateOrt } from '../models/onnx/hf-generate.ts';
+import { writeSmolvlmFolder } from './hf.bench.ts';
+
+const PROMPT = Number(process.env.METRL_BENCH_HF_ORT_PROMPT ?? 64);
+const G = Number(process.env.METRL_BENCH_HF_ORT_GROUP ?? 8);
+const NEW = Number(process.env.METRL_BENCH_HF_ORT_NEW ?? 32);
+
+function timed<T>(f: () => T): { value: T; cpu: number; wall: number } {
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  const value = f();
+  const c = process.cpuUsage(c0);
+  return { value, cpu: (c.user + c.system) / 1e6, wall: (performance.now() - t0) / 1000 };
+}
+
+export async function run(): Promise<BenchRow[]> {
+  await initBackend('wasm', null);
+  const scratch = mkdtempSync(join(tmpdir(), 'bench-hf-ort-'));
+  try {
+    writeSmolvlmFolder(scratch);
+    const { decoder } = loadHfDecoder(scratch);
+    createLora(decoder, { r: 16, alpha: 32 }, new Rng(1, 'bench-lora'));
+    let seed = 3;
+    for (const l of decoder.linears().values()) l.lora!.b.assign(tf.randomNormal(l.lora!.b.shape, 0, 0.01, 'float32', seed++));
+    const rng = new Rng(2, 'bench-prompt');
+    const ids = [Array.from({ length: PROMPT }, () => 3 + Math.floor(rng.next() * 40000))];
+    const options = { maxNewTokens: NEW, group: G };
+    const tokens = G * NEW;
+    const rows: BenchRow[] = [];
+    const note = (t: { cpu: number; wall: number }) => `${t.cpu.toFixed(1)} CPU s, ${t.wall.toFixed(1)} s wall, load ${loadavg()[0].toFixed(1)}; prompt ${PROMPT}, G ${G}, ${NEW} new`;
+    generate(decoder, { ids }, { ...options, maxNewTokens: 2 }); // warm-up
+    const t = timed(() => generate(decoder, { ids }, options));
+    rows.push({ group: 'hf decode (SmolLM2-135M shape)', name: 'tfjs (WASM, 1 thread)', value: t.cpu / tokens, unit: 'CPU s/token', note: note(t) });
+    for (const threads of [1, undefined]) {
+      const ort = new HfOrtModel(decoder, threads ? { threads } : {});
+      generateOrt(ort, { ids }, { ...options, maxNewTokens: 2 }); // warm-up
+      const o = timed(() => generateOrt(ort, { ids }, options));
+      const same = JSON.stringify(o.value.tokens) === JSON.stringify(t.value.tokens);
+      rows.push({ group: 'hf decode (SmolLM2-135M shape)', name: `ORT (${threads ? `${threads} thread` : 'all cores'})`, value: o.cpu / tokens, unit: 'CPU s/token', note: `${note(o)}; ids ${same ? 'identical to tfjs' : 'DIFFER from tfjs'}` });
+      ort.dispose();
+    }
+    decoder.dispose();
+    return rows;
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,75 @@
+// Autoregressive decoding of a Hugging Face decoder on ONNX Runtime (models/ layer, ONNX Runtime engine), step for step
+// what models/hf/generate.ts does on tfjs: one prefill over the left-padded prompts (only the last position's logits
+// leave the graph), the prompt cache repeated for a group's G rows, then one token per step; each step appends a 1 to
+// the attention mask and takes position ids from it. Rows that emitted a stop id keep being fed it. The token
+// embeddings of each step are looked up in tfjs (HfDecoder.embed), as the graph starts at inputs_embeds.
+import * as tf from '@tensorflow/tfjs';
+import type { HfDecoder } from '../hf/decoder.ts';
+import { argmax, type GenerateOptions, type GenerateResult } from '../hf/generate.ts';
+import { HfOrtModel, type HfOrtCache } from './hf-session.ts';
+
+export interface OrtGenerateInput {
+  /** Prompts [B][T], left-padded to one length. */
+  ids: ArrayLike<number>[];
+  /** [B][T]: 0 on left padding. Default: all ones. */
+  attentionMask?: ArrayLike<number>[];
+  /** Prefill embeddings [B · T · H] (image features merged); default the token embeddings. */
+  embeds?: Float32Array;
+  /** Gemma 3 image blocks for the prefill. */
+  tokenTypeIds?: ArrayLike<number>[];
+}
+
+/** Token embeddings [B · T · H] of ids [B][T] (Gemma's scaling included), from the tfjs decoder's table. */
+export function embedIds(decoder: HfDecoder, ids: ArrayLike<number>[]): Float32Array {
+  return tf.tidy(() => decoder.embed(ids).dataSync() as Float32Array).slice();
+}
+
+export function generateOrt(model: HfOrtModel, input: OrtGenerateInput, options: GenerateOptions): GenerateResult {
+  const G = options.group ?? 1;
+  const U = input.ids.length;
+  const B = U * G;
+  const T = input.ids[0]?.length ?? 0;
+  const V = model.config.vocabSize;
+  const useLora = options.useLora ?? true;
+  const choose = options.choose ?? ((row: Float32Array) => argmax(row));
+  const stop = new Set(options.stopIds ?? []);
+  const promptMask: number[][] = (input.attentionMask ?? input.ids.map((r) => Array.from(r, () => 1))).map((r) => Array.from(r));
+  const mask: number[][] = promptMask.flatMap((r) => Array.from({ length: G }, () => [...r]));
+  const tokens: number[][] = Array.from({ length: B }, () => []);
+  const logitsKept: Float32Array[][] = Array.from({ length: B }, () => []);
+  const finished = new Array<boolean>(B).fill(false);
+  if (options.maxNewTokens <= 0) return { tokens, finished, ...(options.keepLogits ? { logits: logitsKept } : {}) };
+  const prefill = model.run({
+    embeds: input.embeds ?? embedIds(model.decoder, input.ids),
+    rows: U,
+    seq: T,
+    attentionMask: promptMask,
+    tokenTypeIds: input.tokenTypeIds,
+    cache: null,
+    logitRows: [T - 1],
+    useLora,
+  });
+  let cache: HfOrtCache = G > 1 ? HfOrtModel.repeatCache(prefill.cache, G) : prefill.cache;
+  let values = prefill.logits; // [U, 1, V]
+  let rowOf = (b: number) => Math.floor(b / G);
+  for (let step = 0; step < options.maxNewTokens; step++) {
+    const next: number[] = [];
+    for (let b = 0; b < B; b++) {
+      const r = rowOf(b);
+      const row = values.subarray(r * V, (r + 1) * V);
+      const id = finished[b] ? tokens[b][tokens[b].length - 1] : choose(row, b);
+      next.push(id);
+      if (finished[b]) continue;
+      tokens[b].push(id);
+      if (options.keepLogits) logitsKept[b].push(row.slice());
+      if (stop.has(id)) finished[b] = true;
+    }
+    if (step === options.maxNewTokens - 1 || finished.every(Boolean)) break;
+    for (const row of mask) row.push(1);
+    const out = model.run({ embeds: embedIds(model.decoder, next.map((id) => [id])), rows: B, seq: 1, attentionMask: mask, cache, logitRows: [0], useLora });
+    cache = out.cache;
+    values = out.logits; // [B, 1, V]
+    rowOf = (b: number) => b;
+  }
+  return { tokens, finished, ...(options.keepLogits ? { logits: logitsKept } : {}) };
+}

@@ -1,0 +1,159 @@
+// A Sampler (models/sampler.ts) for Hugging Face checkpoints on ONNX Runtime (models/ layer, ONNX Runtime engine): the
+// decoder's forward passes run in the graph of models/onnx/hf-graph.ts; everything else is the wrapped HfPolicy's, which
+// stays the Learner: the prompt format, tokenizer and chat template, the left padding and the token draws
+// (HfPolicy.sampleGroupsWith, so both engines draw the same tokens from logits that agree within 1e-4), and the vision
+// tower (image features are computed on tfjs and enter the graph merged into inputs_embeds).
+//   rollouts      all prompts as one left-padded batch, each prefilled once, its cache repeated for its G rows, then
+//                 KV-cache decoding (models/onnx/hf-generate.ts)
+//   log-probs     per distinct prompt: one prefill, then its completions as one batch attending to the prompt's cache
+//                 (tokens 0 … L-2 in, as models/hf/score.ts predicts token j from the position before it); no gradient
+// After each learner update the trainer calls syncLora() (the adapters are graph inputs: no rebuild).
+import * as tf from '@tensorflow/tfjs';
+import type { ChatMessage } from '../../core/chat.ts';
+import type { Episode } from '../../core/episode.ts';
+import type { Rng } from '../../core/rng.ts';
+import type { Env } from '../../envs/env.ts';
+import type { HfPolicy } from '../hf/policy.ts';
+import type { Sampler } from '../sampler.ts';
+import type { Completion, EncodedPrompt, ModelInput, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
+import type { Device } from './device.ts';
+import { generateOrt } from './hf-generate.ts';
+import { HfOrtModel } from './hf-session.ts';
+
+/** Most logit values one scoring run returns (2^25 floats, 128 MB). */
+const LOGIT_BUDGET = 2 ** 25;
+
+export interface HfOrtSamplerOptions {
+  threads?: number;
+  spin?: boolean;
+  device?: Device;
+  /** Most logit values one scoring run returns (default LOGIT_BUDGET; tests make it small to exercise chunking). */
+  logitBudget?: number;
+}
+
+export class HfOrtSampler implements Sampler {
+  readonly model: HfOrtModel;
+  private readonly logitBudget: number;
+
+  constructor(
+    readonly policy: HfPolicy,
+    options: HfOrtSamplerOptions = {},
+  ) {
+    const { logitBudget, ...session } = options;
+    this.model = new HfOrtModel(policy.decoder, session);
+    this.logitBudget = logitBudget ?? LOGIT_BUDGET;
+  }
+
+  /** Read the learner's current adapters (after every update, or a loaded adapter). */
+  syncLora(): void {
+    this.model.syncLora();
+  }
+
+  get contextLimit(): number {
+    return this.policy.contextLimit;
+  }
+  get imageSize(): number {
+    return this.policy.imageSize;
+  }
+  encode(input: ModelInput): EncodedPrompt {
+    return this.policy.encode(input);
+  }
+  decode(tokens: number[]): string {
+    return this.policy.decode(tokens);
+  }
+  prompt(env: Env, episode: Episode): EncodedPrompt {
+    return this.policy.prompt(env, episode);
+  }
+  chatPrompt(messages: ChatMessage[]): Promise<EncodedPrompt> {
+    return this.policy.chatPrompt(messages);
+  }
+  responseOf(env: Env, completionText: string): string {
+    return this.policy.responseOf(env, completionText);
+  }
+  referenceTokens(env: Env, episode: Episode): number {
+    return this.policy.referenceTokens(env, episode);
+  }
+
+  sampleGroup(prompt: EncodedPrompt, group: number, options: SamplingOptions, rng: Rng): Completion[] {
+    return this.sampleGroups([prompt], group, options, rng)[0];
+  }
+
+  sampleGroups(prompts: EncodedPrompt[], group: number, options: SamplingOptions, rng: Rng): Completion[][] {
+    return this.policy.sampleGroupsWith(prompts, group, options, rng, (ids, attentionMask, generateOptions) =>
+      generateOrt(this.model, { ids, attentionMask, ...this.policy.prefillInputs(prompts, ids) }, generateOptions),
+    );
+  }
+
+  /** Completion log-probabilities without gradients (reference and old policy), as models/hf/score.ts defines them. */
+  tokenLogProbs(items: SequenceBatchItem[], options: TokenLogProbsOptions): TokenLogProbs {
+    for (const it of items) this.policy.checkLength(it.prompt.tokens.length, it.completion.length);
+    const V = this.model.config.vocabSize;
+    const T = options.temperature ?? 1;
+    if (!(T > 0)) throw new Error(`temperature must be positive, got ${T}`);
+    const useLora = options.useLora && this.model.hasLora;
+    const B = items.length;
+    const L = Math.max(0, ...items.map((it) => it.completion.length));
+    const logp = new Float32Array(B * L);
+    const entropy = new Float32Array(B * L);
+    const mask = new Float32Array(B * L);
+    const byPrompt = new Map<EncodedPrompt, number[]>();
+    items.forEach((it, b) => byPrompt.set(it.prompt, [...(byPrompt.get(it.prompt) ?? []), b]));
+    /** log-softmax(row / T) at `target` (and the entropy of that distribution) into slot o. */
+    const score = (row: Float32Array, target: number, o: number) => {
+      let max = -Infinity;
+      for (let v = 0; v < V; v++) max = Math.max(max, row[v] / T);
+      let z = 0;
+      for (let v = 0; v < V; v++) z += Math.exp(row[v] / T - max);
+      const logZ = max + Math.log(z);
+      logp[o] = row[target] / T - logZ;
+      if (options.withEntropy) {
+        let h = 0;
+        for (let v = 0; v < V; v++) {
+          const lp = row[v] / T - logZ;
+          h -= Math.exp(lp) * lp;
+        }
+        entropy[o] = h;
+      }
+    };
+    const pad = this.policy.padTokenId;
+    for (const [prompt, members] of byPrompt) {
+      const Lu = Math.max(...members.map((b) => items[b].completion.length));
+      if (Lu === 0) continue;
+      const P = prompt.tokens.length;
+      const ids = [Array.from(prompt.tokens)];
+      const first = this.model.run({ ...this.policy.prefillInputs([prompt], ids), rows: 1, seq: P, attentionMask: [new Array<number>(P).fill(1)], cache: null, logitRows: [P - 1], useLora });
+      const C = Lu - 1;
+      // Completions in chunks whose [rows, C, V] logits stay under the logit budget (at SmolVLM's 49,280-token
+      // vocabulary eight 376-token completions would be 0.6 GB at once).
+      const chunk = C > 0 ? Math.max(1, Math.floor(this.logitBudget / (C * V))) : members.length;
+      for (let start = 0; start < members.length; start += chunk) {
+        const part = members.slice(start, start + chunk);
+        let rest: Float32Array | null = null;
+        if (C > 0) {
+          // Completion tokens 0 … C-1 of every member, right-padded (a padded position only feeds rows never read).
+          const rows = part.map((b) => Array.from({ length: C }, (_, j) => (j < items[b].completion.length - 1 ? items[b].completion[j] : pad)));
+          const embeds = tf.tidy(() => this.policy.decoder.embed(rows).dataSync() as Float32Array).slice();
+          const cache = HfOrtModel.repeatCache(first.cache, part.length);
+          rest = this.model.run({ embeds, rows: part.length, seq: C, attentionMask: rows.map(() => new Array<number>(P + C).fill(1)), cache, useLora }).logits; // [rows, C, V]
+        }
+        part.forEach((b, row) => {
+          Array.from(items[b].completion).forEach((t, j) => {
+            if (!(t >= 0 && t < V)) throw new Error(`completion token ${t} outside the vocabulary`);
+            const logits = j === 0 ? first.logits : rest!.subarray((row * C + j - 1) * V, (row * C + j) * V);
+            score(logits, t, b * L + j);
+            mask[b * L + j] = 1;
+          });
+        });
+      }
+    }
+    return {
+      logProbs: tf.tensor2d(logp, [B, L]),
+      mask: tf.tensor2d(mask, [B, L]),
+      ...(options.withEntropy ? { entropy: tf.tensor2d(entropy, [B, L]) } : {}),
+    };
+  }
+
+  dispose(): void {
+    this.model.dispose();
+  }
+}

@@ -1,0 +1,185 @@
+// A Hugging Face decoder on ONNX Runtime (models/ layer, ONNX Runtime engine): the session of models/onnx/hf-graph.ts and
+// the feeds it needs, computed in TS by the functions the tfjs forward uses (positions from the attention mask as
+// generate() makes them, layers/rope.ts ropeValues, layers/attention.ts maskValues), so both engines see the same
+// numbers. LoRA A/B are fed (syncLora reads the learner's variables; B = 0 gives the base for the reference policy);
+// a session is rebuilt only when the set of adapted modules or their ranks change (a different adapter loaded).
+// Generation and scoring on top of it live in models/onnx/hf-ort-sampler.ts.
+import type { Tensor } from 'onnxruntime-node';
+import type { DecoderConfig } from '../hf/config.ts';
+import { positionsFromMask, type HfDecoder } from '../hf/decoder.ts';
+import { maskValues } from '../layers/attention.ts';
+import { inverseFrequencies, ropeValues } from '../layers/rope.ts';
+import { buildHfDecoderGraph, loraInput, type HfLoraSpec } from './hf-graph.ts';
+import { OrtSession, floatTensor, int64Tensor, type SessionOptions } from './session.ts';
+
+/** Keys (RoPE applied) and values of every cached position, per layer [B, nkv, length, d]. */
+export interface HfOrtCache {
+  rows: number;
+  length: number;
+  k: Float32Array[];
+  v: Float32Array[];
+}
+
+export interface HfRunRequest {
+  /** Embeddings [rows · seq · H] (HfDecoder.embed or with image features merged). */
+  embeds: Float32Array;
+  rows: number;
+  seq: number;
+  /** [rows][past + seq]: 1 on real tokens, 0 on padding. */
+  attentionMask: ArrayLike<number>[];
+  /** RoPE positions [rows][seq]; default from the mask (cumsum - 1, pads at 1), as the tfjs forward does. */
+  positionIds?: ArrayLike<number>[];
+  /** Gemma 3 image blocks of a prefill ([rows][seq], 1 on image tokens). */
+  tokenTypeIds?: ArrayLike<number>[];
+  cache: HfOrtCache | null;
+  /** Positions along seq whose logits are wanted (default: all). */
+  logitRows?: number[];
+  useLora: boolean;
+}
+
+export interface HfRunResult {
+  /** [rows, logitRows, V]. */
+  logits: Float32Array;
+  /** The cache extended by this pass. */
+  cache: HfOrtCache;
+}
+
+export class HfOrtModel {
+  private session: OrtSession;
+  private spec: HfLoraSpec;
+  private loraFeeds: Record<string, Tensor> = {};
+  private baseFeeds: Record<string, Tensor> = {};
+  private readonly invGlobal: Float32Array;
+  private readonly invLocal: Float32Array | null;
+
+  constructor(
+    readonly decoder: HfDecoder,
+    private readonly options: SessionOptions = {},
+  ) {
+    const c = decoder.config;
+    this.invGlobal = inverseFrequencies(c.headDim, c.ropeTheta, c.ropeLinearFactor);
+    this.invLocal = c.ropeLocalTheta !== null ? inverseFrequencies(c.headDim, c.ropeLocalTheta) : null;
+    this.spec = this.currentSpec();
+    this.session = this.open();
+    this.readLora();
+  }
+
+  get config(): DecoderConfig {
+    return this.decoder.config;
+  }
+
+  /** Whether the graph has LoRA inputs (adapters were attached when it was built). */
+  get hasLora(): boolean {
+    return this.spec.size > 0;
+  }
+
+  private currentSpec(): Map<string, number> {
+    const spec = new Map<string, number>();
+    for (const [module, l] of this.decoder.linears()) if (l.lora) spec.set(module, l.lora.a.shape[1] as number);
+    return spec;
+  }
+
+  private open(): OrtSession {
+    return new OrtSession(buildHfDecoderGraph(this.config, this.decoder.weights, this.spec), { label: `${this.config.family} decoder`, ...this.options });
+  }
+
+  /** Read the decoder's current adapters (after every learner update, or a loaded adapter). */
+  syncLora(): void {
+    const now = this.currentSpec();
+    const same = now.size === this.spec.size && [...now].every(([m, r]) => this.spec.get(m) === r);
+    if (!same) {
+      this.session.dispose();
+      this.spec = now;
+      this.session = this.open();
+    }
+    this.readLora();
+  }
+
+  private readLora(): void {
+    this.loraFeeds = {};
+    this.baseFeeds = {};
+    for (const [module, l] of this.decoder.linears()) {
+      if (!l.lora || !this.spec.has(module)) continue;
+      const [inDim, r] = l.lora.a.shape as [number, number];
+      const outDim = l.lora.b.shape[1] as number;
+      const scale = l.lora.scale;
+      // A pre-multiplied by alpha / r: x (s·A) B is the tfjs (x A) B · s up to float rounding.
+      const a = floatTensor(Float32Array.from(l.lora.a.dataSync() as Float32Array, (x) => x * scale), [inDim, r]);
+      this.loraFeeds[loraInput(module, 'a')] = a;
+      this.loraFeeds[loraInput(module, 'b')] = floatTensor((l.lora.b.dataSync() as Float32Array).slice(), [r, outDim]);
+      this.baseFeeds[loraInput(module, 'a')] = a;
+      this.baseFeeds[loraInput(module, 'b')] = floatTensor(new Float32Array(r * outDim), [r, outDim]);
+    }
+  }
+
+  /** An empty cache for `rows` rows. */
+  emptyCache(rows: number): HfOrtCache {
+    const L = this.config.numLayers;
+    return { rows, length: 0, k: Array.from({ length: L }, () => new Float32Array(0)), v: Array.from({ length: L }, () => new Float32Array(0)) };
+  }
+
+  run(req: HfRunRequest): HfRunResult {
+    const c = this.config;
+    const { rows: B, seq: S } = req;
+    const cache = req.cache ?? this.emptyCache(B);
+    const past = cache.length;
+    const K = past + S;
+    if (cache.rows !== B) throw new Error(`HfOrtModel.run: cache of ${cache.rows} rows for ${B} rows`);
+    if (req.attentionMask.length !== B || req.attentionMask.some((r) => r.length !== K)) throw new Error(`HfOrtModel.run: attention mask must be [${B}, ${K}]`);
+    const maskRows = req.attentionMask.map((r) => Array.from(r));
+    const given = req.positionIds ?? positionsFromMask(req.attentionMask).map((r) => r.subarray(past));
+    const positions = new Int32Array(B * S);
+    given.forEach((row, b) => {
+      for (let t = 0; t < S; t++) positions[b * S + t] = row[t];
+    });
+    const d = c.headDim;
+    const tokenTypeIds = req.tokenTypeIds?.map((r) => Array.from(r));
+    const logitRows = req.logitRows ?? Array.from({ length: S }, (_, t) => t);
+    const feeds: Record<string, Tensor> = {
+      inputs_embeds: floatTensor(req.embeds, [B, S, c.hiddenSize]),
+      mask: floatTensor(maskValues({ batch: B, queries: S, past, attentionMask: maskRows, window: null, tokenTypeIds }), [B, 1, S, K]),
+      logit_rows: int64Tensor(logitRows, [logitRows.length]),
+      ...(req.useLora ? this.loraFeeds : this.baseFeeds),
+    };
+    const global = ropeValues(positions, this.invGlobal);
+    feeds.rope_cos = floatTensor(global.cos, [B, S, 1, d]);
+    feeds.rope_sin = floatTensor(global.sin, [B, S, 1, d]);
+    if (this.invLocal) {
+      const local = ropeValues(positions, this.invLocal);
+      feeds.rope_cos_local = floatTensor(local.cos, [B, S, 1, d]);
+      feeds.rope_sin_local = floatTensor(local.sin, [B, S, 1, d]);
+    }
+    if (c.layerTypes.includes('sliding_attention')) {
+      feeds.mask_sliding = floatTensor(maskValues({ batch: B, queries: S, past, attentionMask: maskRows, window: c.slidingWindow, tokenTypeIds }), [B, 1, S, K]);
+    }
+    for (let i = 0; i < c.numLayers; i++) {
+      feeds[`past_key.${i}`] = floatTensor(cache.k[i], [B, c.numKvHeads, past, d]);
+      feeds[`past_value.${i}`] = floatTensor(cache.v[i], [B, c.numKvHeads, past, d]);
+    }
+    const out = this.session.run(feeds);
+    return {
+      logits: out.logits.data as Float32Array,
+      cache: {
+        rows: B,
+        length: K,
+        k: Array.from({ length: c.numLayers }, (_, i) => out[`present_key.${i}`].data as Float32Array),
+        v: Array.from({ length: c.numLayers }, (_, i) => out[`present_value.${i}`].data as Float32Array),
+      },
+    };
+  }
+
+  /** Rows of a cache repeated: row b becomes rows b·G … b·G + G - 1 (generate()'s repeatCache). */
+  static repeatCache(cache: HfOrtCache, group: number): HfOrtCache {
+    const rep = (data: Float32Array) => {
+      const per = data.length / cache.rows;
+      const out = new Float32Array(data.length * group);
+      for (let b = 0; b < cache.rows; b++) for (let g = 0; g < group; g++) out.set(data.subarray(b * per, (b + 1) * per), (b * group + g) * per);
+      return out;
+    };
+    return { rows: cache.rows * group, length: cache.length, k: cache.k.map(rep), v: cache.v.map(rep) };
+  }
+
+  dispose(): void {
+    this.session.dispose();
+  }
+}
