@@ -5,7 +5,7 @@
 // evaluations, the loss statistics within float tolerance; `evaluate` and `serve` with --engine ort on the trained
 // adapter answer as tfjs does. A model type the ONNX builder has no graph for is one line, exit 2.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { startServe } from '../helpers/serve-process.ts';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expectUserError, metrl, PROJECT } from './helpers.ts';
@@ -80,29 +80,14 @@ describe('evaluate and serve --engine ort on a Hugging Face checkpoint', () => {
   }, SLOW);
 
   describe('serve', () => {
-    const servers: ChildProcessWithoutNullStreams[] = [];
     const urls: Record<string, string> = {};
     beforeAll(async () => {
       for (const e of ['tfjs', 'ort']) {
-        const child = spawn(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), 'serve', '--checkpoint', ortRun, '--port', '0', '--engine', e], { cwd: PROJECT });
-        servers.push(child);
-        let stderr = '';
-        child.stderr.on('data', (d) => (stderr += d));
-        urls[e] = await new Promise<string>((done, fail) => {
-          let out = '';
-          child.stdout.on('data', (d) => {
-            out += d;
-            const line = out.split('\n').find((l) => l.startsWith('http://'));
-            if (line) done(line.trim());
-          });
-          child.on('exit', (code) => fail(new Error(`serve exited ${code}: ${stderr}`)));
-        });
-        if (e === 'ort') expect(stderr).toMatch(/inference engine: ONNX Runtime [\d.]+ \(cpu, threads: all cores\)/);
+        const served = await startServe(['--checkpoint', ortRun, '--port', '0', '--engine', e]);
+        urls[e] = served.url;
+        if (e === 'ort') expect(served.stderr()).toMatch(/inference engine: ONNX Runtime [\d.]+ \(cpu, threads: all cores\)/);
       }
     }, SLOW);
-    afterAll(() => {
-      for (const s of servers) if (s.exitCode === null) s.kill('SIGKILL');
-    });
 
     it("gives tfjs's greedy answer and, for a seed, its sampled ones", async () => {
       const ask = async (e: string, body: object) => {
