@@ -1,17 +1,23 @@
 // tfjs backend choice: the fastest that loads, in the order tfjs-node-gpu (CUDA), tfjs-node (native TensorFlow on the
 // CPU), the WASM backend (SIMD), then tfjs's pure-JS cpu backend. The two native packages are optional dependencies:
 // `npm ci` succeeds without them and their import failing here just moves on to the next. `--backend NAME` forces one
-// (and fails with one line if it cannot load). Callers print and record the returned name.
+// (and fails with one line if it cannot load). Callers print and record the returned name. `--backend webgpu` (tfjs's
+// WebGPU backend on Dawn, models/webgpu.ts) is only ever forced: the automatic order never tries it, so that a
+// CPU-only machine pays nothing for it (no Dawn child process, no Vulkan probing, no software-Vulkan adapter chosen
+// over WASM).
 import * as tf from '@tensorflow/tfjs';
 import { UserError } from '../core/errors.ts';
 import { shareIdentityOnWasm } from './ops.ts';
+import { installWebGpu } from './webgpu.ts';
 
-export const BACKEND_NAMES = ['node-gpu', 'node', 'wasm', 'cpu'] as const;
+export const BACKEND_NAMES = ['node-gpu', 'node', 'webgpu', 'wasm', 'cpu'] as const;
 export type BackendName = (typeof BACKEND_NAMES)[number];
+/** The order tried without `--backend`: every name but webgpu. */
+export const AUTO_ORDER: readonly BackendName[] = BACKEND_NAMES.filter((n) => n !== 'webgpu');
 
 export interface BackendChoice {
   name: BackendName;
-  /** tfjs's own name for the active backend ('tensorflow', 'wasm', 'cpu'). */
+  /** tfjs's own name for the active backend ('tensorflow', 'webgpu', 'wasm', 'cpu'). */
   tfBackend: string;
   /** Why earlier candidates were skipped, one short line each (for --verbose output and logs). */
   skipped: string[];
@@ -32,6 +38,9 @@ export async function activateBackend(name: BackendName): Promise<void> {
       break;
     case 'node':
       await importOptional('@tensorflow/tfjs-node');
+      break;
+    case 'webgpu':
+      await installWebGpu();
       break;
     case 'wasm':
       await import('@tensorflow/tfjs-backend-wasm');
@@ -67,7 +76,7 @@ export async function initBackend(requested?: string, log: ((line: string) => vo
     if (requested && requested !== current.name) throw new UserError(`--backend ${requested}: the ${current.name} backend is already active in this process`);
     return current;
   }
-  const candidates: BackendName[] = requested ? [requested as BackendName] : [...BACKEND_NAMES];
+  const candidates: BackendName[] = requested ? [requested as BackendName] : [...AUTO_ORDER];
   const skipped: string[] = [];
   for (const name of candidates) {
     try {
@@ -76,6 +85,7 @@ export async function initBackend(requested?: string, log: ((line: string) => vo
       log?.(backendLine(current));
       return current;
     } catch (error) {
+      if (requested && error instanceof UserError) throw error; // already one line naming what is missing
       if (requested) throw new UserError(`--backend ${name}: cannot load it (${shortReason(error)})`);
       skipped.push(`${name}: ${shortReason(error)}`);
     }

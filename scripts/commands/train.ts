@@ -406,7 +406,7 @@ const command: CommandModule = {
       .option('checkpoint', { type: 'string', describe: 'base checkpoint folder (default checkpoints/base)' })
       .option('config', { type: 'string', describe: 'JSON file of training config fields (flags override it)' })
       .option('resume', { type: 'boolean', default: false, describe: 'continue the run in --out from its latest checkpoint' })
-      .option('backend', { type: 'string', describe: 'tfjs backend: node-gpu | node | wasm | cpu (default: the fastest that loads)' })
+      .option('backend', { type: 'string', describe: 'tfjs backend: node-gpu | node | webgpu | wasm | cpu (default: the fastest that loads, never webgpu)' })
       .option('games', { type: 'string', describe: 'chess: PGN or UCI games file (default: the built-in generator)' })
       .option('offset', { type: 'string', describe: 'chess: start | random ply offset into each game' })
       .option('dataset', {
