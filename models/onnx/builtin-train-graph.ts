@@ -37,22 +37,7 @@ const values = (v: tf.Variable | tf.Tensor): Float32Array => v.dataSync() as Flo
  * loss sees come from the very forward the gradients differentiate.
  */
 export function buildBuiltinTrainGraph(spec: BuiltinGraphSpec, weights: ModelWeights, options: { gradients?: boolean } = {}): Uint8Array {
-  return writeTrainGraph(spec, weights, options.gradients ?? true).b.toBytes();
-}
-
-/**
- * The training graph as two models (GraphBuilder.split): `forward` = the scoring pass (inputs as above, outputs the
- * `saved` values the backward part reads, then log_probs), `backward` = the rest (target_weights, the saved values and
- * the inputs it reads → the gradients). The learner runs forward, computes g from its log-probs, then backward on
- * the same forward's values: one forward per chunk instead of a scoring forward and a forward again for the gradients.
- */
-export function buildBuiltinTrainSplit(spec: BuiltinGraphSpec, weights: ModelWeights): { forward: Uint8Array; backward: Uint8Array; saved: string[]; backwardInputs: string[] } {
-  const { b, forwardEnd } = writeTrainGraph(spec, weights, true);
-  const parts = b.split(forwardEnd);
-  return { forward: parts.first, backward: parts.second, saved: parts.saved, backwardInputs: parts.secondInputs };
-}
-
-function writeTrainGraph(spec: BuiltinGraphSpec, weights: ModelWeights, withGradients: boolean): { b: DiffGraph['b']; forwardEnd: number } {
+  const withGradients = options.gradients ?? true;
   const { arch } = spec;
   const lora = spec.lora;
   if (!lora) throw new Error('the training graph needs LoRA settings (it differentiates the adapters)');
@@ -180,8 +165,7 @@ function writeTrainGraph(spec: BuiltinGraphSpec, weights: ModelWeights, withGrad
   const z = g.mulConst(g.matmul(g.rmsNorm(x, b.floats('final_norm', values(weights.finalNorm), [d]), arch.normEps), C(b.floats('lm_head', values(weights.lmHead), [d, V]), 2)), invT);
   b.op1('LogSoftmax', [z.name], { axis: -1 }, 'log_probs');
   b.output('log_probs', 'float32', ['rows', V]);
-  const forwardEnd = b.nodeCount;
-  if (!withGradients) return { b, forwardEnd };
+  if (!withGradients) return b.toBytes();
   // d/dz of Σ W ⊙ log_softmax(z) = W − softmax(z) · Σ_v W.
   const targetWeights = b.input('target_weights', 'float32', ['rows', V]);
   const dz = b.op1('Sub', [targetWeights, b.op1('Mul', [b.op1('Softmax', [z.name], { axis: -1 }), b.op1('ReduceSum', [targetWeights, b.ints([-1])], { keepdims: 1 })])]);
@@ -192,5 +176,5 @@ function writeTrainGraph(spec: BuiltinGraphSpec, weights: ModelWeights, withGrad
     b.op1('Identity', [grad], {}, gradName(p.name));
     b.output(gradName(p.name), 'float32', paramDims.get(p.name)!);
   }
-  return { b, forwardEnd };
+  return b.toBytes();
 }

@@ -33,13 +33,13 @@ const IR_VERSION = 8;
 /** Microsoft's contrib operators (fused attention, rotary embeddings, simplified layer norm) live in this domain. */
 export const MS_DOMAIN = 'com.microsoft';
 
-function valueInfo(name: string, type: ElementType, dims: Dim[] | null): Onnx.IValueInfoProto {
+function valueInfo(name: string, type: ElementType, dims: Dim[]): Onnx.IValueInfoProto {
   return {
     name,
     type: {
       tensorType: {
         elemType: ELEMENT[type],
-        ...(dims ? { shape: { dim: dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) } } : {}),
+        shape: { dim: dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) },
       },
     },
   };
@@ -136,43 +136,16 @@ export class GraphBuilder {
     return this.op(type, inputs, attributes, name ? [name] : 1, domain)[0];
   }
 
-  /** How many nodes the graph has so far (a place to split it, see split). */
-  get nodeCount(): number {
-    return this.nodes.length;
-  }
-
   /** The serialised ModelProto. */
   toBytes(opset = DEFAULT_OPSET): Uint8Array {
-    return this.encode(this.nodes, this.initializers, this.inputs, this.outputs, opset);
-  }
-
-  private encode(node: Onnx.INodeProto[], initializer: Onnx.ITensorProto[], input: Onnx.IValueInfoProto[], output: Onnx.IValueInfoProto[], opset: number): Uint8Array {
     const opsetImport: Onnx.IOperatorSetIdProto[] = [{ domain: '', version: opset }];
     for (const d of this.domains) opsetImport.push({ domain: d, version: 1 });
-    const model: Onnx.IModelProto = { irVersion: IR_VERSION, producerName: 'metrl', opsetImport, graph: { name: this.graphName, node, initializer, input, output } };
-    return onnx.ModelProto.encode(onnx.ModelProto.create(model)).finish();
-  }
-
-  /**
-   * The graph as two models run one after the other: `first` = the nodes before index `at`, `second` = the rest.
-   * The values of the first part that the second reads (`saved`, all float32) become outputs of the first and inputs of
-   * the second, so the second does not recompute them; each part keeps only the inputs and initializers it reads.
-   * The graph outputs produced by the first part stay its outputs (after the saved ones), the others the second's.
-   */
-  split(at: number, opset = DEFAULT_OPSET): { first: Uint8Array; second: Uint8Array; saved: string[]; firstInputs: string[]; secondInputs: string[] } {
-    const [head, tail] = [this.nodes.slice(0, at), this.nodes.slice(at)];
-    const produced = new Set(head.flatMap((n) => n.output ?? []));
-    const reads = (nodes: Onnx.INodeProto[]) => new Set(nodes.flatMap((n) => n.input ?? []));
-    const [headReads, tailReads] = [reads(head), reads(tail)];
-    const saved = [...tailReads].filter((name) => produced.has(name));
-    const outputNames = new Set(this.outputs.map((o) => o.name));
-    const firstOut = this.outputs.filter((o) => produced.has(o.name!));
-    const part = (nodes: Onnx.INodeProto[], read: Set<string>, extraInputs: Onnx.IValueInfoProto[], output: Onnx.IValueInfoProto[]) => {
-      const inputs = [...this.inputs.filter((i) => read.has(i.name!)), ...extraInputs];
-      return { bytes: this.encode(nodes, this.initializers.filter((t) => read.has(t.name!)), inputs, output, opset), inputs: inputs.map((i) => i.name!) };
+    const model: Onnx.IModelProto = {
+      irVersion: IR_VERSION,
+      producerName: 'metrl',
+      opsetImport,
+      graph: { name: this.graphName, node: this.nodes, initializer: this.initializers, input: this.inputs, output: this.outputs },
     };
-    const first = part(head, headReads, [], [...saved.filter((n) => !outputNames.has(n)).map((n) => valueInfo(n, 'float32', null)), ...firstOut]);
-    const second = part(tail, tailReads, saved.map((n) => valueInfo(n, 'float32', null)), this.outputs.filter((o) => !produced.has(o.name!)));
-    return { first: first.bytes, second: second.bytes, saved, firstInputs: first.inputs, secondInputs: second.inputs };
+    return onnx.ModelProto.encode(onnx.ModelProto.create(model)).finish();
   }
 }
