@@ -152,6 +152,8 @@ export function runJobs<J, R>(
   executors: { workers: readonly OrtWorker[]; local: (job: J) => R; remote: (worker: OrtWorker, job: J) => void; collect: (worker: OrtWorker, job: J) => R },
 ): R[] {
   const results = new Array<R>(jobs.length);
+  // A single job runs here: nothing to overlap it with, and its feeds need not cross threads.
+  if (jobs.length === 1) return [executors.local(jobs[0])];
   const running = new Map<OrtWorker, number>();
   let next = 0;
   const take = (w: OrtWorker) => {
