@@ -96,14 +96,17 @@ export class OrtLearner implements Learner {
     return this.sessions;
   }
 
-  /** `run` of every feed set on the sessions `which` (the main thread's and the workers'), results in feed order. */
-  private runAll(which: 'score' | 'train', feeds: Feeds[], outputs: string[]): Feeds[] {
+  /**
+   * `run` of every feed set on the sessions `which` (the main thread's and the workers'), results in feed order; each
+   * feed set is built when its run is handed out, so the main thread builds the next while a worker runs.
+   */
+  private runAll(which: 'score' | 'train', feeds: (() => Feeds)[], outputs: string[]): Feeds[] {
     const sessions = this.session();
     const remoteOf = new Map(sessions.remote.map((r) => [r.worker, r[which]]));
     return runJobs(feeds, {
       workers: sessions.remote.map((r) => r.worker),
-      local: (f) => sessions[which].run(f, outputs),
-      remote: (worker, f) => remoteOf.get(worker)!.start(f, outputs),
+      local: (f) => sessions[which].run(f(), outputs),
+      remote: (worker, f) => remoteOf.get(worker)!.start(f(), outputs),
       collect: (worker) => remoteOf.get(worker)!.wait(),
     });
   }
@@ -146,18 +149,21 @@ export class OrtLearner implements Learner {
       if (!(T > 0)) throw new Error(`temperature must be positive, got ${T}`);
       const byPrompt = new Map<EncodedPrompt, number[]>();
       batch.forEach((item, i) => byPrompt.set(item.prompt, [...(byPrompt.get(item.prompt) ?? []), i]));
+      // A group's feeds are built when its first run is handed out (the main thread builds them while a worker runs).
       const groups = [...byPrompt].flatMap(([prompt, members]) => {
-        const layout = this.groupLayout(prompt, members.map((i) => batch[i].completion), T);
-        return layout ? [{ members, layout }] : [];
+        if (members.every((i) => batch[i].completion.length === 0)) return [];
+        let built: NonNullable<ReturnType<OrtLearner['groupLayout']>> | null = null;
+        return [{ members, layout: () => (built ??= this.groupLayout(prompt, members.map((i) => batch[i].completion), T)!) }];
       });
       return { B: batch.length, L: Math.max(0, ...batch.map((it) => it.completion.length)), groups };
     });
     const jobs = prepared.flatMap((p, r) => p.groups.map((group) => ({ r, ...group })));
 
     // 1. Log-probs (and entropies) by the forward pass alone, every (chunk, group) run spread over the sessions.
-    const scored = this.runAll('score', jobs.map(({ layout }) => ({ ...layout.feeds, ...loraFeeds })), ['log_probs']);
+    const scored = this.runAll('score', jobs.map(({ layout }) => () => ({ ...layout().feeds, ...loraFeeds })), ['log_probs']);
     const lps = prepared.map(({ B, L }) => ({ logp: new Float32Array(B * L), entropy: new Float32Array(B * L), mask: new Float32Array(B * L) }));
-    jobs.forEach(({ r, members, layout }, k) => {
+    jobs.forEach(({ r, members, layout: lazy }, k) => {
+      const layout = lazy();
       const { batch, options } = requests[r];
       const { L } = prepared[r];
       const { logp, entropy, mask } = lps[r];
@@ -191,7 +197,8 @@ export class OrtLearner implements Learner {
     const wanted = variables.map((v) => gradName(paramOf.get(v.name)!));
     const trained = this.runAll(
       'train',
-      jobs.map(({ r, members, layout }) => {
+      jobs.map(({ r, members, layout: lazy }) => () => {
+        const layout = lazy();
         const { batch } = requests[r];
         const { L } = prepared[r];
         const { g } = losses[r];

@@ -142,39 +142,40 @@ export class RemoteSession {
 }
 
 /**
- * Runs independent jobs on a local executor (the main thread) and workers: each worker is handed the next job when it
- * is idle, the main thread does one between checks, and every result is stored at its job's index, so the outcome does
- * not depend on which executor ran what. `remote(worker, job)` posts a job's request (one reply), `collect(worker)`
- * takes it, `local(job)` runs one on the main thread.
+ * Runs independent jobs on a local executor (the main thread) and workers. Each worker is kept `depth` jobs ahead (its
+ * requests queue in its port, so it never waits for the main thread to hand it the next one); the main thread runs one
+ * job between checks and blocks only at the end. Every result is stored at its job's index, so the outcome does not
+ * depend on which executor ran what. `remote(worker, job)` posts a job's request (one reply), `collect(worker, job)`
+ * takes its reply, `local(job)` runs one on the main thread.
  */
 export function runJobs<J, R>(
   jobs: readonly J[],
   executors: { workers: readonly OrtWorker[]; local: (job: J) => R; remote: (worker: OrtWorker, job: J) => void; collect: (worker: OrtWorker, job: J) => R },
+  depth = 2,
 ): R[] {
   const results = new Array<R>(jobs.length);
   // A single job runs here: nothing to overlap it with, and its feeds need not cross threads.
-  if (jobs.length === 1) return [executors.local(jobs[0])];
-  const running = new Map<OrtWorker, number>();
+  if (jobs.length === 1 || executors.workers.length === 0) return jobs.map((job) => executors.local(job));
+  const queues = new Map(executors.workers.map((w) => [w, [] as number[]]));
   let next = 0;
   const take = (w: OrtWorker) => {
-    const j = running.get(w)!;
-    running.delete(w);
+    const j = queues.get(w)!.shift()!;
     results[j] = executors.collect(w, jobs[j]);
   };
-  while (next < jobs.length || running.size > 0) {
-    for (const w of executors.workers) {
-      if (running.has(w) && w.ready()) take(w);
-      if (!running.has(w) && next < jobs.length) {
+  while (next < jobs.length) {
+    for (const [w, queue] of queues) {
+      while (queue.length > 0 && w.ready()) take(w);
+      // A second job ahead only while enough remain for the main thread too (no worker tail at the end).
+      while (queue.length < depth && next < jobs.length && (queue.length === 0 || jobs.length - next > queues.size + 1)) {
         executors.remote(w, jobs[next]);
-        running.set(w, next++);
+        queue.push(next++);
       }
     }
     if (next < jobs.length) {
       const j = next++;
       results[j] = executors.local(jobs[j]);
-    } else {
-      for (const w of [...running.keys()]) take(w);
     }
   }
+  for (const [w, queue] of queues) while (queue.length > 0) take(w);
   return results;
 }
