@@ -538,8 +538,11 @@ function referenceAndOldLogProbs(
     : chunksWithin(indexed, ({ seq }) => seq.prompt.tokens.length + seq.completion.length, config.learnerBatch, config.learnerTokens);
   const seqsOf = planned.map((chunk) => chunk.map((c) => c.seq));
   // Every chunk's pass in one call where the sampler takes them together (it may spread them over cores).
-  const scoreAll = (options: TokenLogProbsOptions) =>
-    sampler.tokenLogProbsMany ? sampler.tokenLogProbsMany(seqsOf, options) : seqsOf.map((seqs) => sampler.tokenLogProbs(seqs, options));
+  // (tidy: a tfjs forward's intermediates go, its results stay.)
+  const scoreAll = (options: TokenLogProbsOptions): TokenLogProbs[] =>
+    sampler.tokenLogProbsMany
+      ? sampler.tokenLogProbsMany(seqsOf, options)
+      : seqsOf.map((seqs) => tf.tidy(() => sampler.tokenLogProbs(seqs, options) as unknown as tf.TensorContainer) as unknown as TokenLogProbs);
   const refs = config.beta > 0 && !refIsPolicy ? scoreAll({ useLora: false, temperature: config.temperature }).map((lp) => {
     lp.mask.dispose();
     lp.entropy?.dispose();
