@@ -7,12 +7,12 @@ import type { Tensor } from 'onnxruntime-node';
 import { headDim, patchDim, patchesPerImage, type Architecture } from '../builtin/config.ts';
 import type { ModelWeights, Projection } from '../builtin/weights.ts';
 import type { LoraSet } from '../builtin/lora.ts';
-import { NEG } from '../builtin/transformer.ts';
+// RoPE cos/sin come from the tfjs forward's own tables (rope.ts, no tfjs: worker threads load this), so both engines
+// rotate identically.
+import { NEG, ropeValues } from '../builtin/rope.ts';
 import { buildBuiltinGraph, joinQkv, loraInputName, loraSpec, QKV, type LoraSpec } from './builtin-graph.ts';
 import { OrtSession, floatTensor, int64Tensor } from './session.ts';
 import type { Device } from './device.ts';
-// RoPE cos/sin come from the tfjs forward's own tables, so both engines rotate identically.
-import { ropeValues } from '../builtin/transformer.ts';
 
 /** Keys (RoPE applied) and values per layer: k and v [n, H, len, dh], n = prompts or rows. */
 export interface KVCache {

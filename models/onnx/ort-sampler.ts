@@ -72,8 +72,9 @@ export class OrtSampler implements Sampler {
     this.part = new RolloutPart(this.model);
     this.remotes = ortWorkers(executors - 1).map((worker) => {
       const remote = { worker, model: workerObjectId(), part: workerObjectId() };
-      worker.call({ op: 'model', id: remote.model, model: this.model.prebuilt, options: { threads: 1, spin: options.spin } });
-      worker.call({ op: 'part', id: remote.part, model: remote.model });
+      // Not waited for: the worker starts and opens its sessions while the main thread goes on.
+      worker.setup({ op: 'model', id: remote.model, model: this.model.prebuilt, options: { threads: 1, spin: options.spin } });
+      worker.setup({ op: 'part', id: remote.part, model: remote.model });
       return remote;
     });
     if (policy.lora) this.syncLora();
@@ -89,7 +90,7 @@ export class OrtSampler implements Sampler {
     if (!this.policy.lora) return;
     const values = this.model.loraValues(this.policy.lora);
     this.model.setLora(values);
-    for (const r of this.remotes) r.worker.call({ op: 'lora', id: r.model, values });
+    for (const r of this.remotes) r.worker.setup({ op: 'lora', id: r.model, values });
   }
 
   get contextLimit(): number {

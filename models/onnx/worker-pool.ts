@@ -56,8 +56,25 @@ export class OrtWorker {
     this.port.unref();
   }
 
+  /** Setup requests (opening sessions, adapter values) whose replies are not yet checked. */
+  private setups = 0;
+
+  /**
+   * Sends a setup request without waiting: its reply (null, or an error) is checked before the next request's, so a
+   * worker starting or opening sessions overlaps the main thread's own work.
+   */
+  setup(message: Record<string, unknown>): void {
+    this.port.postMessage(message);
+    this.pending++;
+    this.setups++;
+  }
+
   /** Sends a request; its reply is taken, in order, by receive(). */
   post(message: Record<string, unknown>): void {
+    while (this.setups > 0) {
+      this.setups--;
+      this.receive();
+    }
     this.port.postMessage(message);
     this.pending++;
   }
@@ -66,7 +83,7 @@ export class OrtWorker {
     return this.pending > 0;
   }
 
-  /** Whether the oldest outstanding reply has arrived (never blocks). */
+  /** Whether the oldest outstanding reply (a job's: setups are settled by post) has arrived (never blocks). */
   ready(): boolean {
     return this.pending > 0 && Atomics.load(this.signal, 0) > this.received;
   }
@@ -120,7 +137,7 @@ export class RemoteSession {
     model: Uint8Array,
     options: SessionOptions,
   ) {
-    worker.call({ op: 'session', id: this.id, model, options: { ...options, threads: 1, device: undefined } });
+    worker.setup({ op: 'session', id: this.id, model, options: { ...options, threads: 1, device: undefined } });
   }
 
   start(feeds: Feeds, outputs?: string[]): void {
