@@ -31,18 +31,22 @@ import { packPrompts } from '../builtin/sampling.ts';
 import { loraSpec } from './builtin-graph.ts';
 import { buildBuiltinTrainGraph, gradName, trainLoraName } from './builtin-train-graph.ts';
 import { OrtSession, floatTensor, int64Tensor, type Feeds } from './session.ts';
-import { executorCount, ortWorkers, RemoteSession, runJobs, type OrtWorker } from './worker-pool.ts';
+import { executorCount, MIN_JOBS_WORK, ortWorkers, RemoteSession, runJobs, splitAlways, type OrtWorker } from './worker-pool.ts';
 
 export interface OrtLearnerOptions {
   /** ORT intra-op threads (default: every core). */
   threads?: number;
   /** Idle intra-op threads spin (models/onnx/session.ts; default off). */
   spin?: boolean;
-  /** Spread the runs over `threads` sessions of one thread each when threads ≥ 2 (default true; see worker-pool.ts). */
-  parallel?: boolean;
+  /**
+   * Spread the runs over `threads` sessions of one thread each when threads ≥ 2 and the work is large enough (default
+   * true; see worker-pool.ts); 'always': whatever its size (tests on tiny models).
+   */
+  parallel?: boolean | 'always';
 }
 
-type Sessions = { key: string; score: OrtSession; train: OrtSession; remote: { worker: OrtWorker; score: RemoteSession; train: RemoteSession }[] };
+type Remote = { worker: OrtWorker; score: RemoteSession; train: RemoteSession };
+type Sessions = { key: string; score: OrtSession; train: OrtSession; executors: number; graphs: { score: Uint8Array; train: Uint8Array }; remote: Remote[] | null };
 
 /** The LoRA settings a training graph was built for, as a key. */
 const loraKey = (policy: BuiltinPolicy): string => {
@@ -53,6 +57,7 @@ const loraKey = (policy: BuiltinPolicy): string => {
 export class OrtLearner implements Learner {
   readonly adapterFiles: readonly string[];
   private sessions: Sessions | null = null;
+  private params: number | undefined;
 
   constructor(
     readonly policy: BuiltinPolicy,
@@ -83,28 +88,32 @@ export class OrtLearner implements Learner {
     if (this.sessions?.key !== key) {
       this.dispose();
       const spec = { arch: this.policy.arch, lora: loraSpec(this.policy.lora!.config) };
-      const executors = executorCount(this.options.threads, 'cpu', this.options.parallel);
+      const executors = executorCount(this.options.threads, 'cpu', this.options.parallel !== false);
       const options = { threads: executors > 1 ? 1 : this.options.threads, spin: this.options.spin, label: 'built-in model training' };
       const graphs = { score: buildBuiltinTrainGraph(spec, this.policy.weights, { gradients: false }), train: buildBuiltinTrainGraph(spec, this.policy.weights, { gradients: true }) };
-      this.sessions = {
-        key,
-        score: new OrtSession(graphs.score, options),
-        train: new OrtSession(graphs.train, options),
-        remote: ortWorkers(executors - 1).map((worker) => ({ worker, score: new RemoteSession(worker, graphs.score, options), train: new RemoteSession(worker, graphs.train, options) })),
-      };
+      this.sessions = { key, score: new OrtSession(graphs.score, options), train: new OrtSession(graphs.train, options), executors, graphs, remote: null };
     }
     return this.sessions;
+  }
+
+  /** The workers' sessions, opened on first use (not waited for). */
+  private remotes(sessions: Sessions): Remote[] {
+    const options = { threads: 1, spin: this.options.spin, label: 'built-in model training' };
+    sessions.remote ??= ortWorkers(sessions.executors - 1).map((worker) => ({ worker, score: new RemoteSession(worker, sessions.graphs.score, options), train: new RemoteSession(worker, sessions.graphs.train, options) }));
+    return sessions.remote;
   }
 
   /**
    * `run` of every feed set on the sessions `which` (the main thread's and the workers'), results in feed order; each
    * feed set is built when its run is handed out, so the main thread builds the next while a worker runs.
    */
-  private runAll(which: 'score' | 'train', feeds: (() => Feeds)[], outputs: string[]): Feeds[] {
+  private runAll(which: 'score' | 'train', feeds: (() => Feeds)[], outputs: string[], work: number): Feeds[] {
     const sessions = this.session();
-    const remoteOf = new Map(sessions.remote.map((r) => [r.worker, r[which]]));
+    const split = sessions.executors > 1 && feeds.length > 1 && (splitAlways(this.options.parallel) || work >= MIN_JOBS_WORK);
+    const remote = split ? this.remotes(sessions) : [];
+    const remoteOf = new Map(remote.map((r) => [r.worker, r[which]]));
     return runJobs(feeds, {
-      workers: sessions.remote.map((r) => r.worker),
+      workers: remote.map((r) => r.worker),
       local: (f) => sessions[which].run(f(), outputs),
       remote: (worker, f) => remoteOf.get(worker)!.start(f(), outputs),
       collect: (worker) => remoteOf.get(worker)!.wait(),
@@ -158,9 +167,12 @@ export class OrtLearner implements Learner {
       return { B: batch.length, L: Math.max(0, ...batch.map((it) => it.completion.length)), groups };
     });
     const jobs = prepared.flatMap((p, r) => p.groups.map((group) => ({ r, ...group })));
+    // Token positions × parameters: whether the runs are worth spreading (worker-pool.ts MIN_JOBS_WORK).
+    this.params ??= this.policy.parameterCount;
+    const work = requests.reduce((t, { batch }) => t + batch.reduce((u, it) => u + it.prompt.tokens.length + it.completion.length, 0), 0) * this.params;
 
     // 1. Log-probs (and entropies) by the forward pass alone, every (chunk, group) run spread over the sessions.
-    const scored = this.runAll('score', jobs.map(({ layout }) => () => ({ ...layout().feeds, ...loraFeeds })), ['log_probs']);
+    const scored = this.runAll('score', jobs.map(({ layout }) => () => ({ ...layout().feeds, ...loraFeeds })), ['log_probs'], work);
     const lps = prepared.map(({ B, L }) => ({ logp: new Float32Array(B * L), entropy: new Float32Array(B * L), mask: new Float32Array(B * L) }));
     jobs.forEach(({ r, members, layout: lazy }, k) => {
       const layout = lazy();
@@ -207,6 +219,7 @@ export class OrtLearner implements Learner {
         return { ...layout.feeds, ...loraFeeds, target_weights: floatTensor(target, [layout.rows, V]) };
       }),
       wanted,
+      work,
     );
     return requests.map((_, r) => {
       const sums = new Map<string, Float32Array>();

@@ -23,7 +23,7 @@ import type { PositionCursor } from '../builtin/positions.ts';
 import { BuiltinOrtModel, type PatchSlot } from './builtin-session.ts';
 import type { Device } from './device.ts';
 import { RolloutPart, type PartPrompts } from './rollout-part.ts';
-import { executorCount, ortWorkers, runJobs, workerObjectId, type OrtWorker } from './worker-pool.ts';
+import { executorCount, MIN_JOBS_WORK, MIN_STEP_WORK, ortWorkers, runJobs, splitAlways, workerObjectId, type OrtWorker } from './worker-pool.ts';
 
 export interface OrtSamplerOptions {
   /** ORT intra-op threads (default: every core). */
@@ -34,9 +34,10 @@ export interface OrtSamplerOptions {
   device?: Device;
   /**
    * Split rollouts and scoring over `threads` sessions of one thread each (the main thread's and workers'), when
-   * threads ≥ 2 on the CPU (default true); false: one session with `threads` intra-op threads.
+   * threads ≥ 2 on the CPU and the work is large enough (worker-pool.ts; default true); 'always': whatever its size
+   * (tests on tiny models); false: one session with `threads` intra-op threads.
    */
-  parallel?: boolean;
+  parallel?: boolean | 'always';
 }
 
 /** A copy of the model in a worker: its model and rollout part ids. */
@@ -61,28 +62,43 @@ export class OrtSampler implements Sampler {
   readonly model: BuiltinOrtModel;
 
   private readonly part: RolloutPart;
-  private readonly remotes: RemoteModel[];
+  /** Sessions in all (the main thread's and workers'), and the workers' copies once a call has needed them. */
+  readonly executors: number;
+  private remoteModels: RemoteModel[] | null = null;
+  private readonly always: boolean;
+  private readonly spin?: boolean;
+  private readonly params: number;
 
   constructor(
     readonly policy: BuiltinPolicy,
     options: OrtSamplerOptions = {},
   ) {
-    const executors = executorCount(options.threads, options.device, options.parallel);
-    this.model = new BuiltinOrtModel(policy, executors > 1 ? { ...options, threads: 1 } : options);
+    this.executors = executorCount(options.threads, options.device, options.parallel !== false);
+    this.always = splitAlways(options.parallel);
+    this.spin = options.spin;
+    this.params = policy.parameterCount;
+    this.model = new BuiltinOrtModel(policy, this.executors > 1 ? { ...options, threads: 1 } : options);
     this.part = new RolloutPart(this.model);
-    this.remotes = ortWorkers(executors - 1).map((worker) => {
-      const remote = { worker, model: workerObjectId(), part: workerObjectId() };
-      // Not waited for: the worker starts and opens its sessions while the main thread goes on.
-      worker.setup({ op: 'model', id: remote.model, model: this.model.prebuilt, options: { threads: 1, spin: options.spin } });
-      worker.setup({ op: 'part', id: remote.part, model: remote.model });
-      return remote;
-    });
-    if (policy.lora) this.syncLora();
   }
 
-  /** Sessions the work is split over (1: the main thread's alone). */
-  get executors(): number {
-    return 1 + this.remotes.length;
+  /** The workers' copies of the model, started on first use (graph bytes and current adapters sent, not waited for). */
+  private get remotes(): RemoteModel[] {
+    if (!this.remoteModels) {
+      this.remoteModels = ortWorkers(this.executors - 1).map((worker) => {
+        const remote = { worker, model: workerObjectId(), part: workerObjectId() };
+        worker.setup({ op: 'model', id: remote.model, model: this.model.prebuilt, options: { threads: 1, spin: this.spin } });
+        worker.setup({ op: 'part', id: remote.part, model: remote.model });
+        if (this.policy.lora) worker.setup({ op: 'lora', id: remote.model, values: this.model.loraValues(this.policy.lora) });
+        return remote;
+      });
+    }
+    return this.remoteModels;
+  }
+
+  /** How many sessions share work that splits into `pieces` at most, each share's work (tokens × parameters) `share(n)`. */
+  private sharing(pieces: number, share: (n: number) => number, least: number): number {
+    const n = Math.min(this.executors, pieces);
+    return n > 1 && (this.always || share(n) >= least) ? n : 1;
   }
 
   /** Read the learner's current adapters (call after every update). */
@@ -90,7 +106,7 @@ export class OrtSampler implements Sampler {
     if (!this.policy.lora) return;
     const values = this.model.loraValues(this.policy.lora);
     this.model.setLora(values);
-    for (const r of this.remotes) r.worker.setup({ op: 'lora', id: r.model, values });
+    for (const r of this.remoteModels ?? []) r.worker.setup({ op: 'lora', id: r.model, values });
   }
 
   get contextLimit(): number {
@@ -161,7 +177,7 @@ export class OrtSampler implements Sampler {
     const padded = this.padPrompts(prompts);
     const P = padded.length;
     // Contiguous parts of the prompts (so of the rows u·G + g), the first on the main thread, the others in workers.
-    const n = Math.min(this.executors, U);
+    const n = this.sharing(U, (k) => (rows / k) * this.params, MIN_STEP_WORK);
     const parts = Array.from({ length: n }, (_, k) => {
       const u0 = Math.floor((k * U) / n);
       const u1 = Math.floor(((k + 1) * U) / n);
@@ -260,10 +276,12 @@ export class OrtSampler implements Sampler {
         jobs.push({ batch, members, C, args: [promptPart, { n, seq: C, tokens, positions }, useLora] });
       }
     });
+    const tokens = jobs.reduce((t, job) => t + job.args[0].length + job.args[1].n * job.args[1].seq, 0);
+    const remotes = this.sharing(jobs.length, () => tokens * this.params, MIN_JOBS_WORK) > 1 ? this.remotes : [];
     const results = runJobs(jobs, {
-      workers: this.remotes.map((r) => r.worker),
+      workers: remotes.map((r) => r.worker),
       local: (job) => this.model.scoreGroup(...job.args),
-      remote: (worker, job) => worker.post({ op: 'score', id: this.remotes.find((r) => r.worker === worker)!.model, args: job.args }),
+      remote: (worker, job) => worker.post({ op: 'score', id: remotes.find((r) => r.worker === worker)!.model, args: job.args }),
       collect: (worker) => worker.receive<{ last: Float32Array; rest: Float32Array | null }>(),
     });
 
@@ -307,7 +325,7 @@ export class OrtSampler implements Sampler {
   }
 
   dispose(): void {
-    for (const r of this.remotes) {
+    for (const r of this.remoteModels ?? []) {
       r.worker.call({ op: 'dispose', id: r.part });
       r.worker.call({ op: 'dispose', id: r.model });
     }

@@ -73,7 +73,7 @@ describe('OrtSampler on two cores', () => {
   let parallel: OrtSampler;
   beforeAll(() => {
     single = new OrtSampler(policy, { threads: 1 });
-    parallel = new OrtSampler(policy, { threads: 2 });
+    parallel = new OrtSampler(policy, { threads: 2, parallel: 'always' });
   });
   afterAll(() => {
     single.dispose();
@@ -143,7 +143,7 @@ describe('OrtLearner on two cores', () => {
       return tf.sum(tf.mul(lp.mask, tf.add(tf.mul(c, lp.logProbs), tf.mul(e, tf.exp(lp.logProbs))))) as tf.Scalar;
     };
     const single = new OrtLearner(policy, { threads: 1 });
-    const parallel = new OrtLearner(policy, { threads: 2 });
+    const parallel = new OrtLearner(policy, { threads: 2, parallel: 'always' });
     try {
       const many = parallel.lossGradientsMany(chunks.map((batch, k) => ({ batch, options, loss: lossOf(k) })), variables);
       expect(order).toEqual([0, 1, 2, 3]);

@@ -1,8 +1,9 @@
 // `metrl train` on the ONNX Runtime engine with two sessions (--threads 2: rollouts, reference and old-policy
 // log-probs and the learner spread over the main thread and a worker, models/onnx/worker-pool.ts) against one session
 // (--threads 1): the same samples, the same metrics to float rounding and the same trained adapters. β > 0 and μ = 2,
-// so the reference pass, the old-policy pass and two learner passes all take the parallel path.
-import { beforeAll, describe, expect, it } from 'vitest';
+// so the reference pass, the old-policy pass and two learner passes all take the parallel path (METRL_ORT_SPLIT=always:
+// the tiny model is below the work that a split otherwise needs).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +34,10 @@ async function run(threads: number) {
 
 beforeAll(async () => {
   await initBackend('wasm', null);
+  process.env.METRL_ORT_SPLIT = 'always';
+});
+afterAll(() => {
+  delete process.env.METRL_ORT_SPLIT;
 });
 
 describe('train on the ORT engine with --threads 2', () => {
