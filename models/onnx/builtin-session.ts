@@ -193,8 +193,12 @@ export class BuiltinOrtModel {
     this.setLora(this.loraValues(lora));
   }
 
+  /** The adapter values fed now (null before any), for a worker's copy of the model. */
+  lora: LoraValues | null = null;
+
   /** Adapter feeds as computed by loraValues (a worker's copy of the model takes them from the main thread). */
   setLora(values: LoraValues): void {
+    this.lora = values;
     const wrap = (m: Record<string, { data: Float32Array; dims: number[] }>) => Object.fromEntries(Object.entries(m).map(([k, t]) => [k, floatTensor(t.data, t.dims)]));
     this.loraFeeds = wrap(values.feeds);
     this.zeroB = wrap(values.zeros);

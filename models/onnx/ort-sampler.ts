@@ -81,14 +81,14 @@ export class OrtSampler implements Sampler {
     this.part = new RolloutPart(this.model);
   }
 
-  /** The workers' copies of the model, started on first use (graph bytes and current adapters sent, not waited for). */
+  /** The workers' copies of the model, started on first use (graph bytes and the adapters fed here sent, not waited for). */
   private get remotes(): RemoteModel[] {
     if (!this.remoteModels) {
       this.remoteModels = ortWorkers(this.executors - 1).map((worker) => {
         const remote = { worker, model: workerObjectId(), part: workerObjectId() };
         worker.setup({ op: 'model', id: remote.model, model: this.model.prebuilt, options: { threads: 1, spin: this.spin } });
         worker.setup({ op: 'part', id: remote.part, model: remote.model });
-        if (this.policy.lora) worker.setup({ op: 'lora', id: remote.model, values: this.model.loraValues(this.policy.lora) });
+        if (this.model.lora) worker.setup({ op: 'lora', id: remote.model, values: this.model.lora });
         return remote;
       });
     }
