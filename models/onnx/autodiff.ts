@@ -144,18 +144,12 @@ export class DiffGraph {
     const ms = (x: string, w: string, transA: number, transB: number) => b.op1('FusedMatMul', [x, w], { transA, transB }, undefined, MS_DOMAIN);
     const probs = b.op1('Softmax', [b.op1('Add', [ms(q.name, keys.name, 0, 1), mask])], { axis: -1 });
     const y = this.out(b.op1('MatMul', [probs, values.name]), q.rank, [q, keys, values]);
-    // dV = Pᵀ dO and dK = dSᵀ q as (dOᵀ P)ᵀ and (qᵀ dS)ᵀ: the [.., C, K] matrix stays the untransposed operand, the
-    // small [.., C, dh] one is transposed (measured: MLAS's transposed-A path over the large operand was the slowest
-    // product of the backward pass), then the [.., dh, K] result is transposed back.
-    const rank = q.rank;
-    const swapLast = Array.from({ length: rank }, (_, i) => (i === rank - 2 ? rank - 1 : i === rank - 1 ? rank - 2 : i));
-    const viaSmall = (small: string, large: string) => b.op1('Transpose', [ms(small, large, 1, 0)], { perm: swapLast });
     this.record([q, keys, values], [y], ([dy]) => {
       if (!dy) return [null, null, null];
-      const dv = values.diff ? viaSmall(dy, probs) : null;
+      const dv = values.diff ? ms(probs, dy, 1, 0) : null;
       const rowDot = b.op1('ReduceSum', [b.op1('Mul', [dy, y.name]), b.ints([-1])], { keepdims: 1 });
       const ds = b.op1('Mul', [probs, b.op1('Sub', [ms(dy, values.name, 0, 1), rowDot])]);
-      return [q.diff ? b.op1('MatMul', [ds, keys.name]) : null, keys.diff ? viaSmall(q.name, ds) : null, dv];
+      return [q.diff ? b.op1('MatMul', [ds, keys.name]) : null, keys.diff ? ms(ds, q.name, 1, 0) : null, dv];
     });
     return y;
   }
