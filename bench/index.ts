@@ -16,6 +16,7 @@ const modules: Array<[string, () => Promise<{ run(): Promise<BenchRow[]> }>]> = 
   ['model', () => import('./model.bench.ts')],
   ['onnx', () => import('./onnx.bench.ts')],
   ['onnx-learner', () => import('./onnx-learner.bench.ts')],
+  ['cores', () => import('./cores.bench.ts')],
   ['hf', () => import('./hf.bench.ts')],
   ['hf-ort', () => import('./hf-ort.bench.ts')],
 ];

@@ -6,8 +6,9 @@
 // sampleGroups (the tfjs engine's, or the ONNX Runtime sampler's) with a tokenizer whose EOS id can never be drawn;
 // nothing else is touched. Run from the checkout:
 //   [METRL_ENGINE=ort|tfjs] [METRL_THREADS=N] node bin/run-ts.js bench/peer-grpo-forced.ts [MEASURED_STEPS=3] [chess:376,shell:101]
-// METRL_ENGINE: the training engine (default: the built-in model's, ort); METRL_THREADS: ONNX Runtime's intra-op threads
-// (default every core; the tfjs WASM backend uses one core whatever it says).
+// METRL_ENGINE: the training engine (default: the built-in model's, ort); METRL_THREADS: the cores ONNX Runtime uses, as
+// --threads (default every core; N ≥ 2: N one-thread sessions on the main thread and workers, README "Threads and
+// devices"; the tfjs WASM backend uses one core whatever it says).
 // Prints one JSON line per domain: per-step rollout / reward / logprobs / update / total seconds (after 1 warm-up step).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

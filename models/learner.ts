@@ -17,6 +17,13 @@ export interface LoraSettings {
 /** A loss of the completion log-probabilities (the GRPO objective of one learner chunk). */
 export type LogProbLoss = (lp: TokenLogProbs) => tf.Scalar;
 
+/** One chunk of lossGradientsMany: its sequences, how to score them, its loss. */
+export interface LossRequest {
+  batch: SequenceBatchItem[];
+  options: TokenLogProbsOptions;
+  loss: LogProbLoss;
+}
+
 /** The loss value and its gradient per trainable variable, keyed by variable name (as tf.variableGrads gives them). */
 export interface LossGradients {
   value: tf.Scalar;
@@ -51,6 +58,11 @@ export interface Learner {
    * (lossGradients below); the ONNX Runtime learner (models/onnx/ort-learner.ts) computes them in ORT.
    */
   lossGradients?(batch: SequenceBatchItem[], options: TokenLogProbsOptions, loss: LogProbLoss, variables: tf.Variable[]): LossGradients;
+  /**
+   * Optional: lossGradients of several chunks at once, each result the one lossGradients gives for its chunk and the
+   * losses evaluated in chunk order (a learner that spreads the chunks over cores; models/onnx/ort-learner.ts).
+   */
+  lossGradientsMany?(requests: LossRequest[], variables: tf.Variable[]): LossGradients[];
   dispose(): void;
 }
 
@@ -58,4 +70,10 @@ export interface Learner {
 export function lossGradients(learner: Learner, batch: SequenceBatchItem[], options: TokenLogProbsOptions, loss: LogProbLoss, variables: tf.Variable[]): LossGradients {
   if (learner.lossGradients) return learner.lossGradients(batch, options, loss, variables);
   return tf.variableGrads(() => loss(learner.tokenLogProbs(batch, options)), variables);
+}
+
+/** lossGradients of each chunk, in chunk order: the learner's lossGradientsMany, or one chunk after another. */
+export function lossGradientsMany(learner: Learner, requests: LossRequest[], variables: tf.Variable[]): LossGradients[] {
+  if (learner.lossGradientsMany) return learner.lossGradientsMany(requests, variables);
+  return requests.map((r) => lossGradients(learner, r.batch, r.options, r.loss, variables));
 }

@@ -24,6 +24,11 @@ export interface Sampler extends PromptFormat {
   sampleGroups(prompts: EncodedPrompt[], group: number, options: SamplingOptions, rng: Rng): Completion[][];
   /** Log-probabilities of given completions, for use without gradients (reference and old policy in GRPO). */
   tokenLogProbs(batch: SequenceBatchItem[], options: TokenLogProbsOptions): TokenLogProbs;
+  /**
+   * Optional: tokenLogProbs of several batches at once (the trainer's learner chunks), each result the one tokenLogProbs
+   * gives for its batch; an engine that spreads them over cores has it (models/onnx/ort-sampler.ts).
+   */
+  tokenLogProbsMany?(batches: SequenceBatchItem[][], options: TokenLogProbsOptions): TokenLogProbs[];
   /** Free the weights (tensors, sessions). */
   dispose(): void;
 }

@@ -23,10 +23,10 @@ import type { Episode, Modality } from '../core/episode.ts';
 import type { Score } from '../core/score.ts';
 import { generateEpisodes, withModality } from '../envs/generate.ts';
 import type { Dataset, DatasetItem } from '../envs/dataset-reader.ts';
-import type { Completion, SamplingOptions, SequenceBatchItem } from '../models/types.ts';
+import type { Completion, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../models/types.ts';
 import type { Policy } from '../models/policy.ts';
 import type { Sampler } from '../models/sampler.ts';
-import { lossGradients, type Learner } from '../models/learner.ts';
+import { lossGradientsMany, type Learner } from '../models/learner.ts';
 import { ortLearner } from '../models/onnx/ort-learner.ts';
 import { loadBaseModel } from '../models/registry.ts';
 import { openEngine, type EngineSampler, type OrtRuntime } from '../models/engine.ts';
@@ -536,16 +536,29 @@ function referenceAndOldLogProbs(
   const planned = passTokens
     ? chunksByCost(indexed, (chunk) => passTokens(chunk.map((c) => c.seq)), config.learnerBatch, config.learnerTokens)
     : chunksWithin(indexed, ({ seq }) => seq.prompt.tokens.length + seq.completion.length, config.learnerBatch, config.learnerTokens);
-  const batches = planned.map((chunk) => {
-    const seqs = chunk.map((c) => c.seq);
+  const seqsOf = planned.map((chunk) => chunk.map((c) => c.seq));
+  // Every chunk's pass in one call where the sampler takes them together (it may spread them over cores).
+  // (tidy: a tfjs forward's intermediates go, its results stay.)
+  const scoreAll = (options: TokenLogProbsOptions): TokenLogProbs[] =>
+    sampler.tokenLogProbsMany
+      ? sampler.tokenLogProbsMany(seqsOf, options)
+      : seqsOf.map((seqs) => tf.tidy(() => sampler.tokenLogProbs(seqs, options) as unknown as tf.TensorContainer) as unknown as TokenLogProbs);
+  const refs = config.beta > 0 && !refIsPolicy ? scoreAll({ useLora: false, temperature: config.temperature }).map((lp) => {
+    lp.mask.dispose();
+    lp.entropy?.dispose();
+    return tf.keep(lp.logProbs);
+  }) : null;
+  // With μ = 1 the old policy is the current one: its log-probs are taken from the gradient pass itself, and this
+  // pass runs only when the entropy mask needs the step's entropies first.
+  const olds = config.numIterations > 1 || objective.needsEntropy ? scoreAll({ useLora: true, withEntropy: objective.needsEntropy, temperature: config.temperature }) : null;
+  const batches = planned.map((chunk, k) => {
+    const seqs = seqsOf[k];
     const indices = chunk.map((c) => c.i);
     const adv = Float32Array.from(chunk, (c) => advantages[c.i]);
-    const ref = config.beta > 0 && !refIsPolicy ? tf.keep(tf.tidy(() => sampler.tokenLogProbs(seqs, { useLora: false, temperature: config.temperature }).logProbs)) : null;
-    // With μ = 1 the old policy is the current one: its log-probs are taken from the gradient pass itself, and this
-    // pass runs only when the entropy mask needs the step's entropies first.
+    const ref = refs ? refs[k] : null;
     let old: tf.Tensor2D | null = null;
-    if (config.numIterations > 1 || objective.needsEntropy) {
-      const lp = sampler.tokenLogProbs(seqs, { useLora: true, withEntropy: objective.needsEntropy, temperature: config.temperature });
+    if (olds) {
+      const lp = olds[k];
       if (lp.entropy) pooled.push(maskedValues(lp.entropy, lp.mask));
       if (config.numIterations > 1) old = lp.logProbs;
       else lp.logProbs.dispose();
@@ -570,9 +583,13 @@ function updatePolicy(run: Run, state: RunState, batches: LearnerBatch[], object
   for (let it = 0; it < config.numIterations && stats.updated; it++) {
     let summed: tf.NamedTensorMap | null = null;
     let passLoss = 0;
-    for (const batch of batches) {
-      const lpOptions = { useLora: true, withEntropy: it === 0 || objective.needsEntropy, temperature: config.temperature };
-      const { value, grads } = lossGradients(learner, batch.seqs, lpOptions, (lp) => {
+    const lpOptions = { useLora: true, withEntropy: it === 0 || objective.needsEntropy, temperature: config.temperature };
+    // All chunks in one call (a learner may spread them over cores); the losses run in chunk order and the chunk
+    // gradients are summed in that order, as one chunk after another.
+    const results = lossGradientsMany(learner, batches.map((batch) => ({
+      batch: batch.seqs,
+      options: lpOptions,
+      loss: (lp: TokenLogProbs) => {
         const ownRef = batch.refIsPolicy && batch.ref === null;
         const detached = batch.old === null || ownRef ? (tf.tensor(lp.logProbs.dataSync(), lp.logProbs.shape) as tf.Tensor2D) : null;
         const oldLogProbs = batch.old ?? detached!;
@@ -593,7 +610,9 @@ function updatePolicy(run: Run, state: RunState, batches: LearnerBatch[], object
         }
         addLossSums(stats.trl, out.sums, it === 0 ? lp.entropy : undefined, lp.mask);
         return out.loss;
-      }, state.variables);
+      },
+    })), state.variables);
+    for (const { value, grads } of results) {
       passLoss += value.dataSync()[0];
       value.dispose();
       summed = summed === null ? grads : addGradients(summed, grads);

@@ -74,47 +74,8 @@ export interface ForwardResult {
   own: OwnKV[][];
 }
 
-export const NEG = -1e9;
-const invFreqCache = new Map<string, Float32Array>();
-
-function inverseFrequencies(arch: Architecture): Float32Array {
-  const key = `${headDim(arch)}:${arch.ropeBase}`;
-  let f = invFreqCache.get(key);
-  if (!f) {
-    const half = headDim(arch) / 2;
-    f = new Float32Array(half);
-    for (let i = 0; i < half; i++) f[i] = arch.ropeBase ** (-(2 * i) / headDim(arch));
-    invFreqCache.set(key, f);
-  }
-  return f;
-}
-
-/** cos and sin values [rows, d] for the packed positions (heads side by side, each rotating its two halves). */
-export function ropeValues(arch: Architecture, positions: Int32Array): { cos: Float32Array; sin: Float32Array } {
-  const d = arch.dModel;
-  const dh = headDim(arch);
-  const half = dh / 2;
-  const inv = inverseFrequencies(arch);
-  const n = positions.length;
-  const cos = new Float32Array(n * d);
-  const sin = new Float32Array(n * d);
-  const c = new Float32Array(half);
-  const s = new Float32Array(half);
-  for (let i = 0; i < n; i++) {
-    for (let j = 0; j < half; j++) {
-      c[j] = Math.cos(positions[i] * inv[j]);
-      s[j] = Math.sin(positions[i] * inv[j]);
-    }
-    for (let h = 0; h < arch.nHeads; h++) {
-      const o = i * d + h * dh;
-      cos.set(c, o);
-      cos.set(c, o + half);
-      sin.set(s, o);
-      sin.set(s, o + half);
-    }
-  }
-  return { cos, sin };
-}
+export { NEG, ropeValues, rotationValues } from './rope.ts';
+import { NEG, ropeValues, rotationValues } from './rope.ts';
 
 /** The same as tensors [rows, d] (the ONNX Runtime engine feeds ropeValues to its graph instead). */
 export function ropeTables(arch: Architecture, positions: Int32Array): { cos: tf.Tensor2D; sin: tf.Tensor2D } {
@@ -134,21 +95,6 @@ function constant(key: string, make: () => tf.Tensor): tf.Variable {
   return v;
 }
 
-/** R with x R = per-head rotate_half(x) = concat(-x2, x1), [d, d] row-major: one product instead of slices and concats. */
-export function rotationValues(arch: Architecture): Float32Array {
-  const d = arch.dModel;
-  const dh = headDim(arch);
-  const half = dh / 2;
-  const m = new Float32Array(d * d);
-  for (let h = 0; h < arch.nHeads; h++) {
-    const o = h * dh;
-    for (let j = 0; j < half; j++) {
-      m[(o + j + half) * d + o + j] = -1;
-      m[(o + j) * d + o + j + half] = 1;
-    }
-  }
-  return m;
-}
 
 /** rotationValues as a frozen variable (kept across tidy scopes). */
 export function rotationMatrix(arch: Architecture): tf.Variable {

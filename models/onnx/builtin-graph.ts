@@ -37,7 +37,7 @@ import { headDim, patchDim, patchesPerImage, type Architecture } from '../builti
 import type { ModelWeights, Projection } from '../builtin/weights.ts';
 import type { LoraConfig } from '../builtin/config.ts';
 import { GraphBuilder, MS_DOMAIN } from './graph-builder.ts';
-import { rotationValues } from '../builtin/transformer.ts';
+import { rotationValues } from '../builtin/rope.ts';
 
 export type GraphMode = 'general' | 'decode';
 

@@ -7,12 +7,12 @@ import type { Tensor } from 'onnxruntime-node';
 import { headDim, patchDim, patchesPerImage, type Architecture } from '../builtin/config.ts';
 import type { ModelWeights, Projection } from '../builtin/weights.ts';
 import type { LoraSet } from '../builtin/lora.ts';
-import { NEG } from '../builtin/transformer.ts';
+// RoPE cos/sin come from the tfjs forward's own tables (rope.ts, no tfjs: worker threads load this), so both engines
+// rotate identically.
+import { NEG, ropeValues } from '../builtin/rope.ts';
 import { buildBuiltinGraph, joinQkv, loraInputName, loraSpec, QKV, type LoraSpec } from './builtin-graph.ts';
 import { OrtSession, floatTensor, int64Tensor } from './session.ts';
 import type { Device } from './device.ts';
-// RoPE cos/sin come from the tfjs forward's own tables, so both engines rotate identically.
-import { ropeValues } from '../builtin/transformer.ts';
 
 /** Keys (RoPE applied) and values per layer: k and v [n, H, len, dh], n = prompts or rows. */
 export interface KVCache {
@@ -71,6 +71,35 @@ export interface DecodeResult {
   values: Float32Array[];
 }
 
+/** The serialised graphs of a model's sessions (general with LoRA inputs, its LoRA-free twin or null, decoder). */
+export interface BuiltinGraphs {
+  general: Uint8Array;
+  generalBase: Uint8Array | null;
+  decoder: Uint8Array;
+}
+
+/** A model's graphs built elsewhere (a worker opens the main thread's). */
+export interface PrebuiltModel {
+  arch: Architecture;
+  spec: LoraSpec | null;
+  graphs: BuiltinGraphs;
+}
+
+/** Adapter feeds as plain arrays (they cross threads). */
+export interface LoraValues {
+  feeds: Record<string, { data: Float32Array; dims: number[] }>;
+  zeros: Record<string, { data: Float32Array; dims: number[] }>;
+}
+
+function builtinGraphs(model: { arch: Architecture; weights: ModelWeights; lora: LoraSet | null }): BuiltinGraphs {
+  const spec = loraSpec(model.lora?.config ?? null);
+  return {
+    general: buildBuiltinGraph(model.arch, model.weights, spec, 'general'),
+    generalBase: spec ? buildBuiltinGraph(model.arch, model.weights, null, 'general') : null,
+    decoder: buildBuiltinGraph(model.arch, model.weights, spec, 'decode'),
+  };
+}
+
 export interface BuiltinOrtOptions {
   threads?: number;
   spin?: boolean;
@@ -127,6 +156,7 @@ export class BuiltinOrtModel {
   private readonly general: OrtSession;
   private readonly generalBase: OrtSession;
   private readonly decoder: OrtSession;
+  private readonly graphs: BuiltinGraphs;
   /** Current adapter values (fed to every call with LoRA) and zeros of the B shapes (the reference policy). */
   private loraFeeds: Record<string, Tensor> = {};
   private zeroB: Record<string, Tensor> = {};
@@ -134,16 +164,24 @@ export class BuiltinOrtModel {
   /** The last decode step's mask and what it was built for (see decodeStep). */
   private decodeMask: { bias: Float32Array; B: number; P: number; T: number; valid: ArrayLike<number>; filled: number } | null = null;
 
-  constructor(model: { arch: Architecture; weights: ModelWeights; lora: LoraSet | null }, options: BuiltinOrtOptions = {}) {
+  constructor(model: { arch: Architecture; weights: ModelWeights; lora: LoraSet | null } | PrebuiltModel, options: BuiltinOrtOptions = {}) {
     this.arch = model.arch;
-    this.spec = loraSpec(model.lora?.config ?? null);
+    const prebuilt = 'graphs' in model ? model : null;
+    this.spec = prebuilt ? prebuilt.spec : loraSpec((model as { lora: LoraSet | null }).lora?.config ?? null);
+    this.graphs = prebuilt ? prebuilt.graphs : builtinGraphs(model as { arch: Architecture; weights: ModelWeights; lora: LoraSet | null });
     this.rope = new RopeRows(model.arch);
-    const open = (lora: LoraSpec | null, mode: 'general' | 'decode') =>
-      new OrtSession(buildBuiltinGraph(model.arch, model.weights, lora, mode), { threads: options.threads, spin: options.spin, device: options.device, label: `built-in model (${mode})` });
-    this.general = open(this.spec, 'general');
-    this.generalBase = this.spec ? open(null, 'general') : this.general;
-    this.decoder = open(this.spec, 'decode');
-    if (model.lora) this.syncLora(model.lora);
+    const open = (bytes: Uint8Array, mode: 'general' | 'decode') =>
+      new OrtSession(bytes, { threads: options.threads, spin: options.spin, device: options.device, label: `built-in model (${mode})` });
+    this.general = open(this.graphs.general, 'general');
+    this.generalBase = this.graphs.generalBase ? open(this.graphs.generalBase, 'general') : this.general;
+    this.decoder = open(this.graphs.decoder, 'decode');
+    const lora = prebuilt ? null : (model as { lora: LoraSet | null }).lora;
+    if (lora) this.syncLora(lora);
+  }
+
+  /** What a worker needs to open the same sessions (models/onnx/worker-pool.ts). */
+  get prebuilt(): PrebuiltModel {
+    return { arch: this.arch, spec: this.spec, graphs: this.graphs };
   }
 
   get hasLora(): boolean {
@@ -152,6 +190,22 @@ export class BuiltinOrtModel {
 
   /** Read the adapters' current values (after each learner update); no session is rebuilt. */
   syncLora(lora: LoraSet): void {
+    this.setLora(this.loraValues(lora));
+  }
+
+  /** The adapter values fed now (null before any), for a worker's copy of the model. */
+  lora: LoraValues | null = null;
+
+  /** Adapter feeds as computed by loraValues (a worker's copy of the model takes them from the main thread). */
+  setLora(values: LoraValues): void {
+    this.lora = values;
+    const wrap = (m: Record<string, { data: Float32Array; dims: number[] }>) => Object.fromEntries(Object.entries(m).map(([k, t]) => [k, floatTensor(t.data, t.dims)]));
+    this.loraFeeds = wrap(values.feeds);
+    this.zeroB = wrap(values.zeros);
+  }
+
+  /** The adapters' feeds for the graphs (A scaled, q/k/v joined) and zeros of the B shapes (the reference policy). */
+  loraValues(lora: LoraSet): LoraValues {
     const spec = this.spec;
     if (!spec) throw new Error('the ONNX graph was built without LoRA inputs');
     if (lora.config.r !== spec.r || lora.scale !== spec.scale || lora.config.targetModules.join() !== spec.targets.join()) {
@@ -159,12 +213,12 @@ export class BuiltinOrtModel {
     }
     const { r, scale } = spec;
     const d = this.arch.dModel;
-    const feeds: Record<string, Tensor> = {};
-    const zeros: Record<string, Tensor> = {};
+    const feeds: LoraValues['feeds'] = {};
+    const zeros: LoraValues['zeros'] = {};
     const put = (layer: number, name: Projection | 'qkv', a: Float32Array, aDims: number[], b: Float32Array, bDims: number[]) => {
-      feeds[loraInputName(layer, name, 'a')] = floatTensor(a, aDims);
-      feeds[loraInputName(layer, name, 'b')] = floatTensor(b, bDims);
-      zeros[loraInputName(layer, name, 'b')] = floatTensor(new Float32Array(b.length), bDims);
+      feeds[loraInputName(layer, name, 'a')] = { data: a, dims: aDims };
+      feeds[loraInputName(layer, name, 'b')] = { data: b, dims: bDims };
+      zeros[loraInputName(layer, name, 'b')] = { data: new Float32Array(b.length), dims: bDims };
     };
     lora.layers.forEach((adapters, i) => {
       // q, k, v: A' = scale·[Aq | Ak | Av] [d, 3r]; B' [3r, 5d] in the joined weight's column layout (builtin-graph.ts);
@@ -192,8 +246,7 @@ export class BuiltinOrtModel {
         put(i, p, a, adapter.a.shape, Float32Array.from(adapter.b.dataSync() as Float32Array), adapter.b.shape);
       }
     });
-    this.loraFeeds = feeds;
-    this.zeroB = zeros;
+    return { feeds, zeros };
   }
 
   /** One pass of the general graph: S tokens per row after an optional shared prompt cache. */
@@ -258,6 +311,21 @@ export class BuiltinOrtModel {
       keys: Array.from({ length: arch.nLayers }, (_, i) => out[`key.${i}`].data as Float32Array),
       values: Array.from({ length: arch.nLayers }, (_, i) => out[`value.${i}`].data as Float32Array),
     };
+  }
+
+  /**
+   * Completion scoring for one prompt: the prompt (padded, one row) prefilled, then `rows.n` rows of `rows.seq`
+   * completion inputs attending to its cache. Returns the logits of the prompt's last token [V] and of the completion
+   * rows [n·seq, V] (null when seq is 0).
+   */
+  scoreGroup(prompt: { tokens: Int32Array; positions: Int32Array; slots: PatchSlot[]; length: number; valid: number }, rows: { n: number; seq: number; tokens: Int32Array; positions: Int32Array }, useLora: boolean): { last: Float32Array; rest: Float32Array | null } {
+    const V = this.arch.vocabSize;
+    const first = this.forward({ rows: 1, seq: prompt.length, tokens: prompt.tokens, positions: prompt.positions, slots: prompt.slots, useLora });
+    const last = first.logits.slice((prompt.valid - 1) * V, prompt.valid * V);
+    if (rows.seq === 0) return { last, rest: null };
+    const cache = { count: 1, length: prompt.length, k: first.keys, v: first.values };
+    const rest = this.forward({ rows: rows.n, seq: rows.seq, tokens: rows.tokens, positions: rows.positions, useLora, prompt: { cache, valid: new Int32Array(rows.n).fill(prompt.valid) } }).logits;
+    return { last, rest };
   }
 
   /** One token per row through the decode graph (see DecodeRequest for the cache layout). */

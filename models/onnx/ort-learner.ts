@@ -12,9 +12,13 @@
 // tokenLogProbs, adapters, saving) is the wrapped BuiltinPolicy's.
 // Layout: one run per prompt group (a prompt and its completions in the batch), the prompt computed once for the
 // group, whatever chunks the caller cuts: the GRPO loop's learner chunks are a tfjs memory bound.
+// Several cores (worker-pool.ts's rule: `threads` ≥ 2 on the CPU): lossGradientsMany takes all of a pass's chunks at
+// once, and the (chunk, group) runs of steps 1 and 3 are spread over sessions of one thread each (the main thread's
+// and workers'); step 2 runs for the chunks in their order, and each chunk's gradients are summed over its groups in
+// order, so the result is the chunk-by-chunk one.
 import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../../core/rng.ts';
-import type { LogProbLoss, LossGradients, Learner, LoraSettings } from '../learner.ts';
+import type { LogProbLoss, LossGradients, LossRequest, Learner, LoraSettings } from '../learner.ts';
 import type { EncodedPrompt, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
 import { BuiltinPolicy } from '../builtin/policy.ts';
 import type { Policy } from '../policy.ts';
@@ -27,13 +31,22 @@ import { packPrompts } from '../builtin/sampling.ts';
 import { loraSpec } from './builtin-graph.ts';
 import { buildBuiltinTrainGraph, gradName, trainLoraName } from './builtin-train-graph.ts';
 import { OrtSession, floatTensor, int64Tensor, type Feeds } from './session.ts';
+import { executorCount, MIN_JOBS_WORK, ortWorkers, RemoteSession, runJobs, splitAlways, type OrtWorker } from './worker-pool.ts';
 
 export interface OrtLearnerOptions {
   /** ORT intra-op threads (default: every core). */
   threads?: number;
   /** Idle intra-op threads spin (models/onnx/session.ts; default off). */
   spin?: boolean;
+  /**
+   * Spread the runs over `threads` sessions of one thread each when threads ≥ 2 and the work is large enough (default
+   * true; see worker-pool.ts); 'always': whatever its size (tests on tiny models).
+   */
+  parallel?: boolean | 'always';
 }
+
+type Remote = { worker: OrtWorker; score: RemoteSession; train: RemoteSession };
+type Sessions = { key: string; score: OrtSession; train: OrtSession; executors: number; graphs: { score: Uint8Array; train: Uint8Array }; remote: Remote[] | null };
 
 /** The LoRA settings a training graph was built for, as a key. */
 const loraKey = (policy: BuiltinPolicy): string => {
@@ -43,7 +56,8 @@ const loraKey = (policy: BuiltinPolicy): string => {
 
 export class OrtLearner implements Learner {
   readonly adapterFiles: readonly string[];
-  private sessions: { key: string; score: OrtSession; train: OrtSession } | null = null;
+  private sessions: Sessions | null = null;
+  private params: number | undefined;
 
   constructor(
     readonly policy: BuiltinPolicy,
@@ -69,21 +83,51 @@ export class OrtLearner implements Learner {
   }
 
   /** The scoring and training sessions for the policy's current LoRA settings (built on first use and on a change). */
-  private session(): { score: OrtSession; train: OrtSession } {
+  private session(): Sessions {
     const key = loraKey(this.policy);
     if (this.sessions?.key !== key) {
       this.dispose();
       const spec = { arch: this.policy.arch, lora: loraSpec(this.policy.lora!.config) };
-      const open = (gradients: boolean) =>
-        new OrtSession(buildBuiltinTrainGraph(spec, this.policy.weights, { gradients }), { threads: this.options.threads, spin: this.options.spin, label: 'built-in model training' });
-      this.sessions = { key, score: open(false), train: open(true) };
+      const executors = executorCount(this.options.threads, 'cpu', this.options.parallel !== false);
+      const options = { threads: executors > 1 ? 1 : this.options.threads, spin: this.options.spin, label: 'built-in model training' };
+      const graphs = { score: buildBuiltinTrainGraph(spec, this.policy.weights, { gradients: false }), train: buildBuiltinTrainGraph(spec, this.policy.weights, { gradients: true }) };
+      this.sessions = { key, score: new OrtSession(graphs.score, options), train: new OrtSession(graphs.train, options), executors, graphs, remote: null };
     }
     return this.sessions;
   }
 
+  /** The workers' sessions, opened on first use (not waited for). */
+  private remotes(sessions: Sessions): Remote[] {
+    const options = { threads: 1, spin: this.options.spin, label: 'built-in model training' };
+    sessions.remote ??= ortWorkers(sessions.executors - 1).map((worker) => ({ worker, score: new RemoteSession(worker, sessions.graphs.score, options), train: new RemoteSession(worker, sessions.graphs.train, options) }));
+    return sessions.remote;
+  }
+
+  /**
+   * `run` of every feed set on the sessions `which` (the main thread's and the workers'), results in feed order; each
+   * feed set is built when its run is handed out, so the main thread builds the next while a worker runs.
+   */
+  private runAll(which: 'score' | 'train', feeds: (() => Feeds)[], outputs: string[], work: number): Feeds[] {
+    const sessions = this.session();
+    const split = sessions.executors > 1 && feeds.length > 1 && (splitAlways(this.options.parallel) || work >= MIN_JOBS_WORK);
+    const remote = split ? this.remotes(sessions) : [];
+    const remoteOf = new Map(remote.map((r) => [r.worker, r[which]]));
+    return runJobs(feeds, {
+      workers: remote.map((r) => r.worker),
+      local: (f) => sessions[which].run(f(), outputs),
+      remote: (worker, f) => remoteOf.get(worker)!.start(f(), outputs),
+      collect: (worker) => remoteOf.get(worker)!.wait(),
+    });
+  }
+
   lossGradients(batch: SequenceBatchItem[], options: TokenLogProbsOptions, loss: LogProbLoss, variables: tf.Variable[]): LossGradients {
+    return this.lossGradientsMany([{ batch, options, loss }], variables)[0];
+  }
+
+  /** lossGradients of each request (chunk); the losses are evaluated in request order. */
+  lossGradientsMany(requests: LossRequest[], variables: tf.Variable[]): LossGradients[] {
     const lora = this.policy.lora;
-    if (!lora || !options.useLora) throw new Error('the ONNX Runtime learner differentiates LoRA adapters: attach them and score with useLora');
+    if (!lora || requests.some((r) => !r.options.useLora)) throw new Error('the ONNX Runtime learner differentiates LoRA adapters: attach them and score with useLora');
     // Which graph param each variable is.
     const paramOf = new Map<string, string>();
     lora.layers.forEach((adapters, i) => {
@@ -94,12 +138,13 @@ export class OrtLearner implements Learner {
     });
     for (const v of variables) if (!paramOf.has(v.name)) throw new Error(`the ONNX Runtime learner has no gradient for ${v.name} (LoRA adapters only)`);
 
-    for (const it of batch) {
-      if (it.prompt.tokens.length + it.completion.length > this.policy.arch.maxContext) {
-        throw new UserError(`a prompt of ${it.prompt.tokens.length} tokens plus ${it.completion.length} new tokens exceeds the model's context of ${this.policy.arch.maxContext} tokens`);
+    for (const { batch } of requests) {
+      for (const it of batch) {
+        if (it.prompt.tokens.length + it.completion.length > this.policy.arch.maxContext) {
+          throw new UserError(`a prompt of ${it.prompt.tokens.length} tokens plus ${it.completion.length} new tokens exceeds the model's context of ${this.policy.arch.maxContext} tokens`);
+        }
       }
     }
-    const sessions = this.session();
     const loraFeeds: Feeds = {};
     lora.layers.forEach((adapters, i) => {
       for (const [p, adapter] of Object.entries(adapters) as [Projection, LoraAdapter][]) {
@@ -107,24 +152,34 @@ export class OrtLearner implements Learner {
         loraFeeds[trainLoraName(i, p, 'b')] = floatTensor(adapter.b.dataSync() as Float32Array, adapter.b.shape);
       }
     });
-    const T = options.temperature ?? 1;
-    if (!(T > 0)) throw new Error(`temperature must be positive, got ${T}`);
     const V = this.policy.arch.vocabSize;
-    const B = batch.length;
-    const L = Math.max(0, ...batch.map((it) => it.completion.length));
-    const byPrompt = new Map<EncodedPrompt, number[]>();
-    batch.forEach((item, i) => byPrompt.set(item.prompt, [...(byPrompt.get(item.prompt) ?? []), i]));
-    const groups = [...byPrompt].flatMap(([prompt, members]) => {
-      const layout = this.groupLayout(prompt, members.map((i) => batch[i].completion), T);
-      return layout ? [{ members, layout }] : [];
+    const prepared = requests.map(({ batch, options }) => {
+      const T = options.temperature ?? 1;
+      if (!(T > 0)) throw new Error(`temperature must be positive, got ${T}`);
+      const byPrompt = new Map<EncodedPrompt, number[]>();
+      batch.forEach((item, i) => byPrompt.set(item.prompt, [...(byPrompt.get(item.prompt) ?? []), i]));
+      // A group's feeds are built when its first run is handed out (the main thread builds them while a worker runs).
+      const groups = [...byPrompt].flatMap(([prompt, members]) => {
+        if (members.every((i) => batch[i].completion.length === 0)) return [];
+        let built: NonNullable<ReturnType<OrtLearner['groupLayout']>> | null = null;
+        return [{ members, layout: () => (built ??= this.groupLayout(prompt, members.map((i) => batch[i].completion), T)!) }];
+      });
+      return { B: batch.length, L: Math.max(0, ...batch.map((it) => it.completion.length)), groups };
     });
+    const jobs = prepared.flatMap((p, r) => p.groups.map((group) => ({ r, ...group })));
+    // Token positions × parameters: whether the runs are worth spreading (worker-pool.ts MIN_JOBS_WORK).
+    this.params ??= this.policy.parameterCount;
+    const work = requests.reduce((t, { batch }) => t + batch.reduce((u, it) => u + it.prompt.tokens.length + it.completion.length, 0), 0) * this.params;
 
-    // 1. Log-probs (and entropies) by the forward pass alone.
-    const logp = new Float32Array(B * L);
-    const entropy = new Float32Array(B * L);
-    const mask = new Float32Array(B * L);
-    for (const { members, layout } of groups) {
-      const rows = sessions.score.run({ ...layout.feeds, ...loraFeeds }, ['log_probs']).log_probs.data as Float32Array; // [N, V]
+    // 1. Log-probs (and entropies) by the forward pass alone, every (chunk, group) run spread over the sessions.
+    const scored = this.runAll('score', jobs.map(({ layout }) => () => ({ ...layout().feeds, ...loraFeeds })), ['log_probs'], work);
+    const lps = prepared.map(({ B, L }) => ({ logp: new Float32Array(B * L), entropy: new Float32Array(B * L), mask: new Float32Array(B * L) }));
+    jobs.forEach(({ r, members, layout: lazy }, k) => {
+      const layout = lazy();
+      const { batch, options } = requests[r];
+      const { L } = prepared[r];
+      const { logp, entropy, mask } = lps[r];
+      const rows = scored[k].log_probs.data as Float32Array; // [N, V]
       members.forEach((b, m) => {
         batch[b].completion.forEach((t, j) => {
           const o = layout.rowOf(m, j) * V;
@@ -137,33 +192,53 @@ export class OrtLearner implements Learner {
           }
         });
       });
-    }
-    // 2. The loss and g = dLoss/dlogp in tfjs.
-    const lp: TokenLogProbs = { logProbs: tf.tensor2d(logp, [B, L]), mask: tf.tensor2d(mask, [B, L]), ...(options.withEntropy ? { entropy: tf.tensor2d(entropy, [B, L]) } : {}) };
-    const { value, grad } = tf.valueAndGrad((logProbs: tf.Tensor) => loss({ ...lp, logProbs: logProbs as tf.Tensor2D }))(lp.logProbs);
-    const g = grad.dataSync() as Float32Array;
-    tf.dispose([grad, lp.logProbs, lp.mask, ...(lp.entropy ? [lp.entropy] : [])]);
+    });
+    // 2. The loss and g = dLoss/dlogp in tfjs, chunk by chunk in order.
+    const losses = requests.map(({ options, loss }, r) => {
+      const { B, L } = prepared[r];
+      const { logp, entropy, mask } = lps[r];
+      const lp: TokenLogProbs = { logProbs: tf.tensor2d(logp, [B, L]), mask: tf.tensor2d(mask, [B, L]), ...(options.withEntropy ? { entropy: tf.tensor2d(entropy, [B, L]) } : {}) };
+      const { value, grad } = tf.valueAndGrad((logProbs: tf.Tensor) => loss({ ...lp, logProbs: logProbs as tf.Tensor2D }))(lp.logProbs);
+      const g = grad.dataSync() as Float32Array;
+      tf.dispose([grad, lp.logProbs, lp.mask, ...(lp.entropy ? [lp.entropy] : [])]);
+      return { value, g };
+    });
 
-    // 3. One forward + backward run per prompt group with W = g at each completion token; the gradients summed.
+    // 3. One forward + backward run per (chunk, group) with W = g at each completion token, spread over the sessions;
+    // each chunk's gradients summed over its groups in order.
     const wanted = variables.map((v) => gradName(paramOf.get(v.name)!));
-    const sums = new Map<string, Float32Array>();
-    for (const { members, layout } of groups) {
-      const target = new Float32Array(layout.rows * V);
-      members.forEach((b, m) => batch[b].completion.forEach((t, j) => (target[layout.rowOf(m, j) * V + t] += g[b * L + j])));
-      const out = sessions.train.run({ ...layout.feeds, ...loraFeeds, target_weights: floatTensor(target, [layout.rows, V]) }, wanted);
-      for (const name of wanted) {
-        const data = out[name].data as Float32Array;
-        const sum = sums.get(name);
-        if (sum) for (let k = 0; k < data.length; k++) sum[k] += data[k];
-        else sums.set(name, Float32Array.from(data));
+    const trained = this.runAll(
+      'train',
+      jobs.map(({ r, members, layout: lazy }) => () => {
+        const layout = lazy();
+        const { batch } = requests[r];
+        const { L } = prepared[r];
+        const { g } = losses[r];
+        const target = new Float32Array(layout.rows * V);
+        members.forEach((b, m) => batch[b].completion.forEach((t, j) => (target[layout.rowOf(m, j) * V + t] += g[b * L + j])));
+        return { ...layout.feeds, ...loraFeeds, target_weights: floatTensor(target, [layout.rows, V]) };
+      }),
+      wanted,
+      work,
+    );
+    return requests.map((_, r) => {
+      const sums = new Map<string, Float32Array>();
+      jobs.forEach((job, k) => {
+        if (job.r !== r) return;
+        for (const name of wanted) {
+          const data = trained[k][name].data as Float32Array;
+          const sum = sums.get(name);
+          if (sum) for (let i = 0; i < data.length; i++) sum[i] += data[i];
+          else sums.set(name, Float32Array.from(data));
+        }
+      });
+      const grads: tf.NamedTensorMap = {};
+      for (const v of variables) {
+        const sum = sums.get(gradName(paramOf.get(v.name)!));
+        grads[v.name] = sum ? tf.tensor(sum, v.shape) : tf.zerosLike(v);
       }
-    }
-    const grads: tf.NamedTensorMap = {};
-    for (const v of variables) {
-      const sum = sums.get(gradName(paramOf.get(v.name)!));
-      grads[v.name] = sum ? tf.tensor(sum, v.shape) : tf.zerosLike(v);
-    }
-    return { value, grads };
+      return { value: losses[r].value, grads };
+    });
   }
 
   /**
@@ -232,6 +307,10 @@ export class OrtLearner implements Learner {
   dispose(): void {
     this.sessions?.score.dispose();
     this.sessions?.train.dispose();
+    for (const r of this.sessions?.remote ?? []) {
+      r.score.dispose();
+      r.train.dispose();
+    }
     this.sessions = null;
   }
 }

@@ -4,6 +4,10 @@
 // Rng draws as the tfjs sampler (models/builtin/sampling.ts), and no-grad completion log-probabilities (reference and
 // old policy). The prompt format, tokenizer and limits are the wrapped BuiltinPolicy's; it stays the Learner.
 // After each learner update the trainer calls syncLora() (the adapters are graph inputs: no rebuild).
+// Several cores (worker-pool.ts's rule: `threads` ≥ 2 on the CPU): the prompts of a rollout are split into contiguous
+// parts, one per session (the main thread's and a worker's each, one intra-op thread), which prefill and decode their
+// rows in step; the draws stay here, for all rows in the single-session order, so the samples do not change. Scoring
+// (tokenLogProbsMany) spreads its (chunk, prompt) pieces the same way.
 import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../../core/rng.ts';
 import type { ChatMessage } from '../../core/chat.ts';
@@ -16,8 +20,10 @@ import type { BuiltinPolicy } from '../builtin/policy.ts';
 import { packPrompts, RowDraws } from '../builtin/sampling.ts';
 import { headDim } from '../builtin/config.ts';
 import type { PositionCursor } from '../builtin/positions.ts';
-import { BuiltinOrtModel, type KVCache, type PatchSlot } from './builtin-session.ts';
+import { BuiltinOrtModel, type PatchSlot } from './builtin-session.ts';
 import type { Device } from './device.ts';
+import { RolloutPart, type PartPrompts } from './rollout-part.ts';
+import { executorCount, MIN_JOBS_WORK, MIN_STEP_WORK, ortWorkers, runJobs, splitAlways, workerObjectId, type OrtWorker } from './worker-pool.ts';
 
 export interface OrtSamplerOptions {
   /** ORT intra-op threads (default: every core). */
@@ -26,10 +32,20 @@ export interface OrtSamplerOptions {
   spin?: boolean;
   /** Execution provider (default the CPU; models/onnx/device.ts). */
   device?: Device;
+  /**
+   * Split rollouts and scoring over `threads` sessions of one thread each (the main thread's and workers'), when
+   * threads ≥ 2 on the CPU and the work is large enough (worker-pool.ts; default true); 'always': whatever its size
+   * (tests on tiny models); false: one session with `threads` intra-op threads.
+   */
+  parallel?: boolean | 'always';
 }
 
-/** Own-cache capacity grows in steps of this many positions (unfilled ones are masked). */
-const OWN_CHUNK = 16;
+/** A copy of the model in a worker: its model and rollout part ids. */
+interface RemoteModel {
+  worker: OrtWorker;
+  model: number;
+  part: number;
+}
 
 /** Prompts padded to their longest and run as one batch: tokens, positions, patch slots, end cursors, lengths. */
 interface PaddedPrompts {
@@ -45,26 +61,52 @@ interface PaddedPrompts {
 export class OrtSampler implements Sampler {
   readonly model: BuiltinOrtModel;
 
+  private readonly part: RolloutPart;
+  /** Sessions in all (the main thread's and workers'), and the workers' copies once a call has needed them. */
+  readonly executors: number;
+  private remoteModels: RemoteModel[] | null = null;
+  private readonly always: boolean;
+  private readonly spin?: boolean;
+  private readonly params: number;
+
   constructor(
     readonly policy: BuiltinPolicy,
     options: OrtSamplerOptions = {},
   ) {
-    this.model = new BuiltinOrtModel(policy, options);
+    this.executors = executorCount(options.threads, options.device, options.parallel !== false);
+    this.always = splitAlways(options.parallel);
+    this.spin = options.spin;
+    this.params = policy.parameterCount;
+    this.model = new BuiltinOrtModel(policy, this.executors > 1 ? { ...options, threads: 1 } : options);
+    this.part = new RolloutPart(this.model);
   }
 
-  /** Own-cache buffers (k and v per layer) of at least `size` values, kept across rollouts. */
-  private ownBuffers(size: number): { k: Float32Array[]; v: Float32Array[] } {
-    const layers = this.policy.arch.nLayers;
-    if (!this.own || this.own.k[0].length < size) {
-      this.own = { k: Array.from({ length: layers }, () => new Float32Array(size)), v: Array.from({ length: layers }, () => new Float32Array(size)) };
+  /** The workers' copies of the model, started on first use (graph bytes and the adapters fed here sent, not waited for). */
+  private get remotes(): RemoteModel[] {
+    if (!this.remoteModels) {
+      this.remoteModels = ortWorkers(this.executors - 1).map((worker) => {
+        const remote = { worker, model: workerObjectId(), part: workerObjectId() };
+        worker.setup({ op: 'model', id: remote.model, model: this.model.prebuilt, options: { threads: 1, spin: this.spin } });
+        worker.setup({ op: 'part', id: remote.part, model: remote.model });
+        if (this.model.lora) worker.setup({ op: 'lora', id: remote.model, values: this.model.lora });
+        return remote;
+      });
     }
-    return this.own;
+    return this.remoteModels;
   }
-  private own: { k: Float32Array[]; v: Float32Array[] } | null = null;
+
+  /** How many sessions share work that splits into `pieces` at most, each share's work (tokens × parameters) `share(n)`. */
+  private sharing(pieces: number, share: (n: number) => number, least: number): number {
+    const n = Math.min(this.executors, pieces);
+    return n > 1 && (this.always || share(n) >= least) ? n : 1;
+  }
 
   /** Read the learner's current adapters (call after every update). */
   syncLora(): void {
-    if (this.policy.lora) this.model.syncLora(this.policy.lora);
+    if (!this.policy.lora) return;
+    const values = this.model.loraValues(this.policy.lora);
+    this.model.setLora(values);
+    for (const r of this.remoteModels ?? []) r.worker.setup({ op: 'lora', id: r.model, values });
   }
 
   get contextLimit(): number {
@@ -117,11 +159,9 @@ export class OrtSampler implements Sampler {
     return { count: prompts.length, length: P, tokens, positions, slots, ends, lengths };
   }
 
-  /** Prefill padded prompts: their caches and every position's logits. */
-  private prefill(padded: PaddedPrompts, useLora: boolean): { cache: KVCache; logits: Float32Array } {
-    const { count: U, length: P } = padded;
-    const out = this.model.forward({ rows: U, seq: P, tokens: padded.tokens, positions: padded.positions, slots: padded.slots, useLora });
-    return { cache: { count: U, length: P, k: out.keys, v: out.values }, logits: out.logits };
+  /** Prefill padded prompts on the main thread's session: every position's logits (the tests compare them with tfjs). */
+  private prefill(padded: PaddedPrompts, useLora: boolean): { logits: Float32Array } {
+    return { logits: this.model.forward({ rows: padded.count, seq: padded.length, tokens: padded.tokens, positions: padded.positions, slots: padded.slots, useLora }).logits };
   }
 
   sampleGroup(prompt: EncodedPrompt, group: number, options: SamplingOptions, rng: Rng): Completion[] {
@@ -132,65 +172,63 @@ export class OrtSampler implements Sampler {
     for (const p of prompts) this.checkLength(p.tokens.length, options.maxNewTokens);
     const { arch, tokenizer } = this.policy;
     const V = arch.vocabSize;
-    const H = arch.nHeads;
-    const dh = headDim(arch);
     const U = prompts.length;
     const rows = U * group;
     const padded = this.padPrompts(prompts);
-    const { cache: promptCache, logits: prefillLogits } = this.prefill(padded, true);
     const P = padded.length;
-    let values = prefillLogits;
-    let rowLogits = (r: number) => {
-      const u = Math.floor(r / group);
-      const o = (u * P + padded.lengths[u] - 1) * V;
-      return values.subarray(o, o + V);
+    // Contiguous parts of the prompts (so of the rows u·G + g), the first on the main thread, the others in workers.
+    const n = this.sharing(U, (k) => (rows / k) * this.params, MIN_STEP_WORK);
+    const parts = Array.from({ length: n }, (_, k) => {
+      const u0 = Math.floor((k * U) / n);
+      const u1 = Math.floor(((k + 1) * U) / n);
+      const sub: PartPrompts = {
+        count: u1 - u0,
+        length: P,
+        tokens: padded.tokens.slice(u0 * P, u1 * P),
+        positions: padded.positions.slice(u0 * P, u1 * P),
+        slots: padded.slots.filter((s) => s.row >= u0 && s.row < u1).map((s) => ({ ...s, row: s.row - u0 })),
+        lengths: padded.lengths.slice(u0, u1),
+      };
+      return { r0: u0 * group, r1: u1 * group, prompts: sub, remote: k === 0 ? null : this.remotes[k - 1], logits: new Float32Array(0) as Float32Array<ArrayBufferLike> };
+    });
+    const partOf = new Int32Array(rows);
+    parts.forEach((part, k) => partOf.fill(k, part.r0, part.r1));
+    /** Every part's call: the workers' posted first, then the main thread's run, then the workers' replies. */
+    const each = (local: () => Float32Array, remote: (r: RemoteModel, part: (typeof parts)[number]) => Record<string, unknown>) => {
+      for (const part of parts) if (part.remote) part.remote.worker.post(remote(part.remote, part));
+      parts[0].logits = local();
+      for (const part of parts) if (part.remote) part.logits = part.remote.worker.receive<Float32Array>();
     };
-    const promptValid = Int32Array.from({ length: U }, (_, u) => padded.lengths[u]);
-    // Each row's own keys/values, group-major (row r = u·G + g at slot m = (u·H + h)·G + g): k and v
-    // [U·H·G, capacity, dh]; the capacity grows by OWN_CHUNK positions (unfilled ones are masked), re-laid out in place
-    // in buffers kept across rollouts (fresh arrays each time cost more in page faults and copies than the step itself).
-    const slots = rows * H;
-    const most = Math.ceil(Math.max(1, options.maxNewTokens - 1) / OWN_CHUNK) * OWN_CHUNK;
-    const buffers = this.ownBuffers(slots * most * dh);
-    const own = { k: [] as Float32Array[], v: [] as Float32Array[], capacity: 0, filled: 0 };
-    const grow = (capacity: number) => {
-      const old = own.capacity;
-      for (const buffer of [...buffers.k, ...buffers.v]) {
-        // Last slot first: slot m moves up to m·capacity·dh, never onto a lower slot's data not yet moved.
-        for (let m = slots - 1; m >= 0; m--) buffer.copyWithin(m * capacity * dh, m * old * dh, (m * old + own.filled) * dh);
-      }
-      own.capacity = capacity;
-      own.k = buffers.k.map((b) => b.subarray(0, slots * capacity * dh));
-      own.v = buffers.v.map((b) => b.subarray(0, slots * capacity * dh));
+    each(
+      () => this.part.start(parts[0].prompts, group, options.maxNewTokens),
+      (r, part) => ({ op: 'partStart', id: r.part, prompts: part.prompts, group, maxNewTokens: options.maxNewTokens }),
+    );
+    // After the prefill a row's logits are its prompt's last; after a decode step, its own.
+    let prefilled = true;
+    const rowLogits = (r: number) => {
+      const part = parts[partOf[r]];
+      const i = prefilled ? Math.floor((r - part.r0) / group) : r - part.r0;
+      return part.logits.subarray(i * V, (i + 1) * V);
     };
 
     const draws = new RowDraws(rows, tokenizer);
     const cursors = Array.from({ length: rows }, (_, r) => padded.ends[Math.floor(r / group)].clone());
     const positions = new Int32Array(rows);
-    for (let step = 0; step < options.maxNewTokens; step++) {
-      const fed = draws.step(rowLogits, options, rng);
-      if (draws.allFinished() || step === options.maxNewTokens - 1) break;
-      for (let r = 0; r < rows; r++) positions[r] = cursors[r].push(fed[r]);
-      if (step >= own.capacity) grow(own.capacity + OWN_CHUNK);
-      const out = this.model.decodeStep({ group, tokens: fed, positions, useLora: true, prompt: { cache: promptCache, valid: promptValid }, own });
-      // Append this step's key and value at position `step` (keys/values [U, H, G, dh] = [slots, dh]).
-      const T = own.capacity;
-      for (let i = 0; i < arch.nLayers; i++) {
-        const [k, v, ok, ov] = [out.keys[i], out.values[i], own.k[i], own.v[i]];
-        for (let m = 0; m < slots; m++) {
-          const o = (m * T + step) * dh;
-          for (let j = 0; j < dh; j++) {
-            ok[o + j] = k[m * dh + j];
-            ov[o + j] = v[m * dh + j];
-          }
-        }
+    try {
+      for (let step = 0; step < options.maxNewTokens; step++) {
+        const fed = draws.step(rowLogits, options, rng);
+        if (draws.allFinished() || step === options.maxNewTokens - 1) break;
+        for (let r = 0; r < rows; r++) positions[r] = cursors[r].push(fed[r]);
+        each(
+          () => this.part.step(step, fed.subarray(parts[0].r0, parts[0].r1), positions.subarray(parts[0].r0, parts[0].r1)),
+          (r, part) => ({ op: 'partStep', id: r.part, step, tokens: fed.slice(part.r0, part.r1), positions: positions.slice(part.r0, part.r1) }),
+        );
+        prefilled = false;
       }
-      own.filled = step + 1;
-      values = out.logits;
-      rowLogits = (r: number) => values.subarray(r * V, (r + 1) * V);
+    } finally {
+      this.part.finish();
     }
-    const completions = draws.completions(prompts.length, group);
-    return completions;
+    return draws.completions(prompts.length, group);
   }
 
   /**
@@ -198,75 +236,100 @@ export class OrtSampler implements Sampler {
    * one batch attending to its cache (completion tokens 0 … L-2 are inputs, as models/builtin/scoring.ts lays them).
    */
   tokenLogProbs(items: SequenceBatchItem[], options: TokenLogProbsOptions): TokenLogProbs {
-    for (const it of items) this.checkLength(it.prompt.tokens.length, it.completion.length);
+    return this.tokenLogProbsMany([items], options)[0];
+  }
+
+  /**
+   * tokenLogProbs of several batches (the trainer's learner chunks) at once: every (batch, prompt) piece is one job,
+   * spread over the sessions; each batch's result is what tokenLogProbs gives for it.
+   */
+  tokenLogProbsMany(batches: SequenceBatchItem[][], options: TokenLogProbsOptions): TokenLogProbs[] {
+    for (const items of batches) for (const it of items) this.checkLength(it.prompt.tokens.length, it.completion.length);
     const { arch, tokenizer } = this.policy;
     const V = arch.vocabSize;
     const T = options.temperature ?? 1;
     if (!(T > 0)) throw new Error(`temperature must be positive, got ${T}`);
     const useLora = options.useLora && this.model.hasLora;
-    const B = items.length;
-    const L = Math.max(0, ...items.map((it) => it.completion.length));
-    const logp = new Float32Array(B * L);
-    const entropy = new Float32Array(B * L);
-    const mask = new Float32Array(B * L);
-    const byPrompt = new Map<EncodedPrompt, number[]>();
-    items.forEach((it, b) => byPrompt.set(it.prompt, [...(byPrompt.get(it.prompt) ?? []), b]));
-    /** log-softmax(row / T) at `target` (and the entropy of that distribution) into slot o. */
-    const score = (row: Float32Array, target: number, o: number) => {
-      let max = -Infinity;
-      for (let v = 0; v < V; v++) max = Math.max(max, row[v] / T);
-      let z = 0;
-      for (let v = 0; v < V; v++) z += Math.exp(row[v] / T - max);
-      const logZ = max + Math.log(z);
-      logp[o] = row[target] / T - logZ;
-      if (options.withEntropy) {
-        let h = 0;
-        for (let v = 0; v < V; v++) {
-          const lp = row[v] / T - logZ;
-          h -= Math.exp(lp) * lp;
-        }
-        entropy[o] = h;
-      }
-    };
-    for (const [prompt, members] of byPrompt) {
-      const Lu = Math.max(...members.map((b) => items[b].completion.length));
-      if (Lu === 0) continue;
-      const padded = this.padPrompts([prompt]);
-      const { cache, logits: first } = this.prefill(padded, useLora);
-      const lastRow = first.subarray((padded.lengths[0] - 1) * V, padded.lengths[0] * V);
-      const C = Lu - 1;
-      const n = members.length;
-      let rest: Float32Array | null = null;
-      if (C > 0) {
+    type Job = { batch: number; members: number[]; C: number; args: Parameters<BuiltinOrtModel['scoreGroup']> };
+    const jobs: Job[] = [];
+    batches.forEach((items, batch) => {
+      const byPrompt = new Map<EncodedPrompt, number[]>();
+      items.forEach((it, b) => byPrompt.set(it.prompt, [...(byPrompt.get(it.prompt) ?? []), b]));
+      for (const [prompt, members] of byPrompt) {
+        const Lu = Math.max(...members.map((b) => items[b].completion.length));
+        if (Lu === 0) continue;
+        const padded = this.padPrompts([prompt]);
+        const C = Lu - 1;
+        const n = members.length;
         const tokens = new Int32Array(n * C).fill(tokenizer.pad);
         const positions = new Int32Array(n * C);
         members.forEach((b, row) => {
           const completion = items[b].completion;
+          for (const t of completion) if (!(t >= 0 && t < V)) throw new Error(`completion token ${t} outside the vocabulary`);
           const cursor = padded.ends[0].clone();
           for (let j = 0; j < C; j++) {
             if (j < completion.length - 1) tokens[row * C + j] = completion[j];
             positions[row * C + j] = cursor.push(tokens[row * C + j]);
           }
         });
-        rest = this.model.forward({ rows: n, seq: C, tokens, positions, useLora, prompt: { cache, valid: new Int32Array(n).fill(padded.lengths[0]) } }).logits;
+        const promptPart = { tokens: padded.tokens, positions: padded.positions, slots: padded.slots, length: padded.length, valid: padded.lengths[0] };
+        jobs.push({ batch, members, C, args: [promptPart, { n, seq: C, tokens, positions }, useLora] });
       }
-      members.forEach((b, row) => {
-        items[b].completion.forEach((t, j) => {
-          if (!(t >= 0 && t < V)) throw new Error(`completion token ${t} outside the vocabulary`);
-          const logits = j === 0 ? lastRow : rest!.subarray((row * C + j - 1) * V, (row * C + j) * V);
+    });
+    const tokens = jobs.reduce((t, job) => t + job.args[0].length + job.args[1].n * job.args[1].seq, 0);
+    const remotes = this.sharing(jobs.length, () => tokens * this.params, MIN_JOBS_WORK) > 1 ? this.remotes : [];
+    const results = runJobs(jobs, {
+      workers: remotes.map((r) => r.worker),
+      local: (job) => this.model.scoreGroup(...job.args),
+      remote: (worker, job) => worker.post({ op: 'score', id: remotes.find((r) => r.worker === worker)!.model, args: job.args }),
+      collect: (worker) => worker.receive<{ last: Float32Array; rest: Float32Array | null }>(),
+    });
+
+    const out = batches.map((items) => {
+      const L = Math.max(0, ...items.map((it) => it.completion.length));
+      return { L, logp: new Float32Array(items.length * L), entropy: new Float32Array(items.length * L), mask: new Float32Array(items.length * L) };
+    });
+    jobs.forEach((job, k) => {
+      const { last, rest } = results[k];
+      const { L, logp, entropy, mask } = out[job.batch];
+      /** log-softmax(row / T) at `target` (and the entropy of that distribution) into slot o. */
+      const score = (row: Float32Array, target: number, o: number) => {
+        let max = -Infinity;
+        for (let v = 0; v < V; v++) max = Math.max(max, row[v] / T);
+        let z = 0;
+        for (let v = 0; v < V; v++) z += Math.exp(row[v] / T - max);
+        const logZ = max + Math.log(z);
+        logp[o] = row[target] / T - logZ;
+        if (options.withEntropy) {
+          let h = 0;
+          for (let v = 0; v < V; v++) {
+            const lp = row[v] / T - logZ;
+            h -= Math.exp(lp) * lp;
+          }
+          entropy[o] = h;
+        }
+      };
+      job.members.forEach((b, row) => {
+        batches[job.batch][b].completion.forEach((t, j) => {
+          const logits = j === 0 ? last : rest!.subarray((row * job.C + j - 1) * V, (row * job.C + j) * V);
           score(logits, t, b * L + j);
           mask[b * L + j] = 1;
         });
       });
-    }
-    return {
-      logProbs: tf.tensor2d(logp, [B, L]),
-      mask: tf.tensor2d(mask, [B, L]),
-      ...(options.withEntropy ? { entropy: tf.tensor2d(entropy, [B, L]) } : {}),
-    };
+    });
+    return batches.map((items, i) => ({
+      logProbs: tf.tensor2d(out[i].logp, [items.length, out[i].L]),
+      mask: tf.tensor2d(out[i].mask, [items.length, out[i].L]),
+      ...(options.withEntropy ? { entropy: tf.tensor2d(out[i].entropy, [items.length, out[i].L]) } : {}),
+    }));
   }
 
   dispose(): void {
+    for (const r of this.remoteModels ?? []) {
+      r.worker.call({ op: 'dispose', id: r.part });
+      r.worker.call({ op: 'dispose', id: r.model });
+    }
+    this.part.finish();
     this.model.dispose();
   }
 }

@@ -1,0 +1,163 @@
+// The ONNX Runtime engine on several cores (models/onnx/worker-pool.ts: sessions of one thread on the main thread and
+// in worker threads) against one session on the main thread: rollouts split by prompt give the same completions (the
+// same tokens, log-probs and texts) for a seed; scoring several batches at once gives each batch's single-session
+// log-probs and entropies; the learner's lossGradientsMany over several chunks gives, per chunk, the single-session
+// lossGradients (loss and LoRA gradients within 1e-6 relative) and the tfjs autodiff ones (1e-4, the learner test's
+// bound), with the losses called in chunk order. A tiny random model with images and LoRA.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as tf from '@tensorflow/tfjs';
+import { initBackend } from '../../models/backend.ts';
+import { BuiltinPolicy } from '../../models/builtin/policy.ts';
+import { loraAdapters } from '../../models/builtin/lora.ts';
+import { OrtSampler } from '../../models/onnx/ort-sampler.ts';
+import { OrtLearner } from '../../models/onnx/ort-learner.ts';
+import { executorCount } from '../../models/onnx/worker-pool.ts';
+import type { LogProbLoss } from '../../models/learner.ts';
+import { Rng } from '../../core/rng.ts';
+import type { RawImage } from '../../core/image.ts';
+import type { EncodedPrompt, SequenceBatchItem, TokenLogProbs } from '../../models/types.ts';
+
+const TINY = { dModel: 32, nLayers: 2, nHeads: 2, dMlp: 64, imageSize: 16, patchSize: 8, positions: 'grid' as const };
+
+function randomImage(seed: number): RawImage {
+  const rng = new Rng(seed, 'image');
+  return { width: 16, height: 16, channels: 3, data: Uint8Array.from({ length: 16 * 16 * 3 }, () => rng.int(256)) };
+}
+
+/** max |a − b| / max |b| over every variable. */
+function relativeError(got: tf.NamedTensorMap, want: tf.NamedTensorMap): number {
+  expect(Object.keys(got).sort()).toEqual(Object.keys(want).sort());
+  let worst = 0;
+  for (const name of Object.keys(want)) {
+    const a = got[name].dataSync();
+    const b = want[name].dataSync();
+    let diff = 0;
+    let scale = 0;
+    for (let i = 0; i < b.length; i++) {
+      diff = Math.max(diff, Math.abs(a[i] - b[i]));
+      scale = Math.max(scale, Math.abs(b[i]));
+    }
+    expect(scale).toBeGreaterThan(0);
+    worst = Math.max(worst, diff / scale);
+  }
+  return worst;
+}
+
+let policy: BuiltinPolicy;
+let prompts: EncodedPrompt[];
+
+beforeAll(async () => {
+  await initBackend('wasm', null);
+  policy = BuiltinPolicy.create({ architecture: TINY, seed: 3, lora: { r: 4, alpha: 8 } });
+  for (const [i, a] of loraAdapters(policy.lora!).entries()) a.b.assign(tf.randomNormal(a.b.shape, 0, 0.3, 'float32', 40 + i));
+  // Prompts of unequal lengths (padding differs per part), with and without images.
+  prompts = [
+    policy.encode([{ type: 'text', text: 'chess\n8/8/8/8/8/8/8/8 w - - 0 1\n' }, { type: 'image', image: randomImage(1) }, { type: 'text', text: '\nFINAL ANSWER: ' }]),
+    policy.encode([{ type: 'text', text: 'boxes\nno image\nFINAL ANSWER: ' }]),
+    policy.encode([{ type: 'text', text: 'shell\n2\n' }, { type: 'image', image: randomImage(2) }, { type: 'image', image: randomImage(3) }, { type: 'text', text: '\nFINAL ANSWER: ' }]),
+  ];
+});
+
+describe('the rule', () => {
+  it('uses sessions of one thread for --threads N ≥ 2 on the CPU, one session otherwise', () => {
+    expect(executorCount(1, 'cpu')).toBe(1);
+    expect(executorCount(2, 'cpu')).toBe(2);
+    expect(executorCount(3, undefined)).toBe(3);
+    expect(executorCount(2, 'cuda')).toBe(1);
+    expect(executorCount(2, 'cpu', false)).toBe(1);
+  });
+});
+
+describe('OrtSampler on two cores', () => {
+  let single: OrtSampler;
+  let parallel: OrtSampler;
+  beforeAll(() => {
+    single = new OrtSampler(policy, { threads: 1 });
+    parallel = new OrtSampler(policy, { threads: 2, parallel: 'always' });
+  });
+  afterAll(() => {
+    single.dispose();
+    parallel.dispose();
+  });
+
+  it('splits the work over two sessions', () => {
+    expect(single.executors).toBe(1);
+    expect(parallel.executors).toBe(2);
+  });
+
+  it('draws the single session\'s completions for a seed (3 prompts × 4, temperature 0.9, top-p 0.95)', () => {
+    const options = { temperature: 0.9, topP: 0.95, maxNewTokens: 40 };
+    const one = single.sampleGroups(prompts, 4, options, new Rng(5, 'rollout'));
+    const two = parallel.sampleGroups(prompts, 4, options, new Rng(5, 'rollout'));
+    expect(two).toEqual(one);
+    // Sampled, not degenerate: the completions of a group differ.
+    expect(new Set(one[0].map((c) => c.tokens.join())).size).toBeGreaterThan(1);
+    expect(one.flat().some((c) => c.tokens.length > 20)).toBe(true);
+    // Again after an adapter change (the workers read the new adapters) and with two prompts.
+    loraAdapters(policy.lora!)[0].b.assign(tf.randomNormal(loraAdapters(policy.lora!)[0].b.shape, 0, 0.5, 'float32', 99));
+    single.syncLora();
+    parallel.syncLora();
+    const a = single.sampleGroups(prompts.slice(1), 3, options, new Rng(6));
+    expect(parallel.sampleGroups(prompts.slice(1), 3, options, new Rng(6))).toEqual(a);
+    expect(a).not.toEqual(one.slice(1).map((g) => g.slice(0, 3)));
+  });
+
+  it('scores several batches at once as one session scores each (log-probs and entropies)', () => {
+    const rng = new Rng(8, 'completions');
+    const V = policy.arch.vocabSize;
+    const seq = (p: EncodedPrompt, n: number): SequenceBatchItem => ({ prompt: p, completion: Array.from({ length: n }, () => 3 + rng.int(V - 3)) });
+    const batches = [[seq(prompts[0], 9), seq(prompts[0], 4), seq(prompts[1], 7)], [seq(prompts[2], 11)], [seq(prompts[1], 1), seq(prompts[2], 5)]];
+    for (const useLora of [true, false]) {
+      const options = { useLora, withEntropy: true, temperature: 0.7 };
+      const many = parallel.tokenLogProbsMany(batches, options);
+      batches.forEach((batch, i) => {
+        const want = single.tokenLogProbs(batch, options);
+        for (const key of ['logProbs', 'mask', 'entropy'] as const) {
+          const a = many[i][key]!.dataSync();
+          const b = want[key]!.dataSync();
+          expect(a.length).toBe(b.length);
+          a.forEach((x, j) => expect(Math.abs(x - b[j])).toBeLessThanOrEqual(1e-6 * Math.max(1, Math.abs(b[j]))));
+        }
+      });
+    }
+  });
+});
+
+describe('OrtLearner on two cores', () => {
+  it('gives per chunk the single session\'s loss and gradients (1e-6) and tfjs autodiff\'s (1e-4), losses in chunk order', () => {
+    const rng = new Rng(12, 'completions');
+    const V = policy.arch.vocabSize;
+    const seq = (p: EncodedPrompt, n: number): SequenceBatchItem => ({ prompt: p, completion: Array.from({ length: n }, () => 3 + rng.int(V - 3)) });
+    const chunks = [[seq(prompts[0], 13), seq(prompts[0], 6)], [seq(prompts[0], 9), seq(prompts[1], 12)], [seq(prompts[2], 8)], [seq(prompts[1], 2), seq(prompts[1], 10)]];
+    const variables = policy.trainableVariables('lora');
+    const options = { useLora: true, withEntropy: true, temperature: 0.8 };
+    const order: number[] = [];
+    const lossOf = (k: number): LogProbLoss => (lp: TokenLogProbs) => {
+      order.push(k);
+      const [B, L] = lp.logProbs.shape;
+      const c = tf.randomNormal([B, L], 0, 1, 'float32', 30 + k);
+      const e = tf.randomNormal([B, L], 0, 1, 'float32', 60 + k);
+      // Nonlinear in the log-probs (g depends on them); the entropies only checked to be given (the ORT learner
+      // differentiates through the log-probs alone, as trainer/loss.ts needs).
+      expect(lp.entropy).toBeDefined();
+      return tf.sum(tf.mul(lp.mask, tf.add(tf.mul(c, lp.logProbs), tf.mul(e, tf.exp(lp.logProbs))))) as tf.Scalar;
+    };
+    const single = new OrtLearner(policy, { threads: 1 });
+    const parallel = new OrtLearner(policy, { threads: 2, parallel: 'always' });
+    try {
+      const many = parallel.lossGradientsMany(chunks.map((batch, k) => ({ batch, options, loss: lossOf(k) })), variables);
+      expect(order).toEqual([0, 1, 2, 3]);
+      chunks.forEach((batch, k) => {
+        const one = single.lossGradients(batch, options, lossOf(k), variables);
+        const value = one.value.dataSync()[0];
+        expect(Math.abs(many[k].value.dataSync()[0] - value)).toBeLessThanOrEqual(1e-6 * Math.max(1, Math.abs(value)));
+        expect(relativeError(many[k].grads, one.grads)).toBeLessThanOrEqual(1e-6);
+        const want = tf.variableGrads(() => lossOf(k)(policy.tokenLogProbs(batch, options)), variables);
+        expect(relativeError(many[k].grads, want.grads)).toBeLessThan(1e-4);
+      });
+    } finally {
+      single.dispose();
+      parallel.dispose();
+    }
+  });
+});
