@@ -1,6 +1,7 @@
 // The inference engine (models/ layer): what runs a policy's Sampler side (rollouts, reference and old-policy
 // log-probs, evaluation, `metrl serve`) while the policy itself stays the Learner. 'tfjs' is the policy;
-// 'ort' is ONNX Runtime, on the CPU or a GPU execution provider (--device), with --threads intra-op threads: the
+// 'ort' is ONNX Runtime, on the CPU or a GPU execution provider (--device), on --threads N cores (the built-in model on
+// the CPU: N one-thread sessions, models/onnx/worker-pool.ts; otherwise one session of N intra-op threads): the
 // built-in model (models/onnx/ort-sampler.ts; its LoRA gradients too, models/onnx/ort-learner.ts) and the Hugging Face
 // decoders (models/onnx/hf-ort-sampler.ts: Llama, Qwen2, Gemma 3, and the language models of Idefics3 and Gemma 3,
 // whose vision towers stay on tfjs; tfjs stays their learner and their default engine). After the learner's adapters change (an optimiser update,
@@ -52,7 +53,8 @@ const ortUnsupported = (modelType: string) =>
 
 /**
  * The engine a command runs a checkpoint of `modelType` on: the one named, else the default for that model. Naming
- * 'ort' for a Hugging Face checkpoint is a UserError; so are --threads and --device without 'ort' (they set nothing).
+ * 'ort' for a model type without an ONNX graph is a UserError; so are --threads and --device without 'ort' (they set
+ * nothing).
  */
 export function chooseEngine(requested: Engine | undefined, modelType: string, runtime: OrtRuntime = {}): Engine {
   const builtin = modelType === BUILTIN_MODEL_TYPE;
