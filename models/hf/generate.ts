@@ -44,6 +44,34 @@ export function argmax(row: Float32Array): number {
   return best;
 }
 
+/** What a decoding loop keeps per row: the ids so far, the logits that chose them (keepLogits), and whether it stopped. */
+export interface DecodeRows {
+  tokens: number[][];
+  logitsKept: Float32Array[][];
+  finished: boolean[];
+}
+
+/**
+ * One decoding step of every row, the same for both engines (this file's tfjs loop, models/onnx/hf-generate.ts):
+ * row b's logits are row rowOf(b) of `values` [rows, V]; a running row appends its choice (and stops on a stop id), a
+ * finished row is fed its last id again. Returns the ids to feed next, one per row.
+ */
+export function chooseNext(values: Float32Array, V: number, rowOf: (b: number) => number, rows: DecodeRows, choose: (logits: Float32Array, row: number) => number, stop: Set<number>, keepLogits: boolean): number[] {
+  const { tokens, logitsKept, finished } = rows;
+  const next: number[] = [];
+  for (let b = 0; b < tokens.length; b++) {
+    const r = rowOf(b);
+    const row = values.subarray(r * V, (r + 1) * V);
+    const id = finished[b] ? tokens[b][tokens[b].length - 1] : choose(row, b);
+    next.push(id);
+    if (finished[b]) continue;
+    tokens[b].push(id);
+    if (keepLogits) logitsKept[b].push(row.slice());
+    if (stop.has(id)) finished[b] = true;
+  }
+  return next;
+}
+
 /** Rows of a cache repeated: row b becomes rows b·G … b·G + G - 1. Disposes nothing. */
 export function repeatCache(cache: KVCache, group: number): KVCache {
   const rows = cache.layers[0]?.k.shape[0] ?? 0;
@@ -90,16 +118,7 @@ export function generate(model: HfDecoder, input: GenerateInput, options: Genera
       out.hidden.dispose();
       const values = out.logits!.dataSync() as Float32Array; // [B, 1, V]
       out.logits!.dispose();
-      const next: number[] = [];
-      for (let b = 0; b < B; b++) {
-        const row = values.subarray(b * V, (b + 1) * V);
-        const id = finished[b] ? tokens[b][tokens[b].length - 1] : choose(row, b);
-        next.push(id);
-        if (finished[b]) continue;
-        tokens[b].push(id);
-        if (options.keepLogits) logitsKept[b].push(row.slice());
-        if (stop.has(id)) finished[b] = true;
-      }
+      const next = chooseNext(values, V, (b) => b, { tokens, logitsKept, finished }, choose, stop, options.keepLogits ?? false);
       if (step === options.maxNewTokens - 1 || finished.every(Boolean)) break;
       for (const row of mask) row.push(1);
       const prev: KVCache | null = cache;

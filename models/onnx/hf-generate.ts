@@ -5,7 +5,7 @@
 // embeddings of each step are looked up in tfjs (HfDecoder.embed), as the graph starts at inputs_embeds.
 import * as tf from '@tensorflow/tfjs';
 import type { HfDecoder } from '../hf/decoder.ts';
-import { argmax, type GenerateOptions, type GenerateResult } from '../hf/generate.ts';
+import { argmax, chooseNext, type GenerateOptions, type GenerateResult } from '../hf/generate.ts';
 import { HfOrtModel, type HfOrtCache } from './hf-session.ts';
 
 export interface OrtGenerateInput {
@@ -53,17 +53,7 @@ export function generateOrt(model: HfOrtModel, input: OrtGenerateInput, options:
   let values = prefill.logits; // [U, 1, V]
   let rowOf = (b: number) => Math.floor(b / G);
   for (let step = 0; step < options.maxNewTokens; step++) {
-    const next: number[] = [];
-    for (let b = 0; b < B; b++) {
-      const r = rowOf(b);
-      const row = values.subarray(r * V, (r + 1) * V);
-      const id = finished[b] ? tokens[b][tokens[b].length - 1] : choose(row, b);
-      next.push(id);
-      if (finished[b]) continue;
-      tokens[b].push(id);
-      if (options.keepLogits) logitsKept[b].push(row.slice());
-      if (stop.has(id)) finished[b] = true;
-    }
+    const next = chooseNext(values, V, rowOf, { tokens, logitsKept, finished }, choose, stop, options.keepLogits ?? false);
     if (step === options.maxNewTokens - 1 || finished.every(Boolean)) break;
     for (const row of mask) row.push(1);
     const out = model.run({ embeds: embedIds(model.decoder, next.map((id) => [id])), rows: B, seq: 1, attentionMask: mask, cache, logitRows: [0], useLora });

@@ -9,13 +9,11 @@
 //                 (tokens 0 … L-2 in, as models/hf/score.ts predicts token j from the position before it); no gradient
 // After each learner update the trainer calls syncLora() (the adapters are graph inputs: no rebuild).
 import * as tf from '@tensorflow/tfjs';
-import type { ChatMessage } from '../../core/chat.ts';
-import type { Episode } from '../../core/episode.ts';
 import type { Rng } from '../../core/rng.ts';
-import type { Env } from '../../envs/env.ts';
 import type { HfPolicy } from '../hf/policy.ts';
 import type { Sampler } from '../sampler.ts';
-import type { Completion, EncodedPrompt, ModelInput, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
+import { PolicyFront } from './policy-front.ts';
+import type { Completion, EncodedPrompt, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
 import type { Device } from './device.ts';
 import { generateOrt } from './hf-generate.ts';
 import { HfOrtModel } from './hf-session.ts';
@@ -31,14 +29,12 @@ export interface HfOrtSamplerOptions {
   logitBudget?: number;
 }
 
-export class HfOrtSampler implements Sampler {
+export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
   readonly model: HfOrtModel;
   private readonly logitBudget: number;
 
-  constructor(
-    readonly policy: HfPolicy,
-    options: HfOrtSamplerOptions = {},
-  ) {
+  constructor(policy: HfPolicy, options: HfOrtSamplerOptions = {}) {
+    super(policy);
     const { logitBudget, ...session } = options;
     this.model = new HfOrtModel(policy.decoder, session);
     this.logitBudget = logitBudget ?? LOGIT_BUDGET;
@@ -47,31 +43,6 @@ export class HfOrtSampler implements Sampler {
   /** Read the learner's current adapters (after every update, or a loaded adapter). */
   syncLora(): void {
     this.model.syncLora();
-  }
-
-  get contextLimit(): number {
-    return this.policy.contextLimit;
-  }
-  get imageSize(): number {
-    return this.policy.imageSize;
-  }
-  encode(input: ModelInput): EncodedPrompt {
-    return this.policy.encode(input);
-  }
-  decode(tokens: number[]): string {
-    return this.policy.decode(tokens);
-  }
-  prompt(env: Env, episode: Episode): EncodedPrompt {
-    return this.policy.prompt(env, episode);
-  }
-  chatPrompt(messages: ChatMessage[]): Promise<EncodedPrompt> {
-    return this.policy.chatPrompt(messages);
-  }
-  responseOf(env: Env, completionText: string): string {
-    return this.policy.responseOf(env, completionText);
-  }
-  referenceTokens(env: Env, episode: Episode): number {
-    return this.policy.referenceTokens(env, episode);
   }
 
   sampleGroup(prompt: EncodedPrompt, group: number, options: SamplingOptions, rng: Rng): Completion[] {

@@ -10,12 +10,10 @@
 // (tokenLogProbsMany) spreads its (chunk, prompt) pieces the same way.
 import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../../core/rng.ts';
-import type { ChatMessage } from '../../core/chat.ts';
-import type { Episode } from '../../core/episode.ts';
-import type { Env } from '../../envs/env.ts';
 import { UserError } from '../../core/errors.ts';
 import type { Sampler } from '../sampler.ts';
-import type { Completion, EncodedPrompt, ModelInput, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
+import { PolicyFront } from './policy-front.ts';
+import type { Completion, EncodedPrompt, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
 import type { BuiltinPolicy } from '../builtin/policy.ts';
 import { packPrompts, RowDraws } from '../builtin/sampling.ts';
 import { headDim } from '../builtin/config.ts';
@@ -58,7 +56,7 @@ interface PaddedPrompts {
   lengths: number[];
 }
 
-export class OrtSampler implements Sampler {
+export class OrtSampler extends PolicyFront<BuiltinPolicy> implements Sampler {
   readonly model: BuiltinOrtModel;
 
   private readonly part: RolloutPart;
@@ -69,10 +67,8 @@ export class OrtSampler implements Sampler {
   private readonly spin?: boolean;
   private readonly params: number;
 
-  constructor(
-    readonly policy: BuiltinPolicy,
-    options: OrtSamplerOptions = {},
-  ) {
+  constructor(policy: BuiltinPolicy, options: OrtSamplerOptions = {}) {
+    super(policy);
     this.executors = executorCount(options.threads, options.device, options.parallel !== false);
     this.always = splitAlways(options.parallel);
     this.spin = options.spin;
@@ -107,31 +103,6 @@ export class OrtSampler implements Sampler {
     const values = this.model.loraValues(this.policy.lora);
     this.model.setLora(values);
     for (const r of this.remoteModels ?? []) r.worker.setup({ op: 'lora', id: r.model, values });
-  }
-
-  get contextLimit(): number {
-    return this.policy.contextLimit;
-  }
-  get imageSize(): number {
-    return this.policy.imageSize;
-  }
-  encode(input: ModelInput): EncodedPrompt {
-    return this.policy.encode(input);
-  }
-  decode(tokens: number[]): string {
-    return this.policy.decode(tokens);
-  }
-  prompt(env: Env, episode: Episode): EncodedPrompt {
-    return this.policy.prompt(env, episode);
-  }
-  chatPrompt(messages: ChatMessage[]): Promise<EncodedPrompt> {
-    return this.policy.chatPrompt(messages);
-  }
-  responseOf(env: Env, completionText: string): string {
-    return this.policy.responseOf(env, completionText);
-  }
-  referenceTokens(env: Env, episode: Episode): number {
-    return this.policy.referenceTokens(env, episode);
   }
 
   private checkLength(promptTokens: number, newTokens: number): void {
