@@ -65,3 +65,23 @@ export function sampleToken(row: Float32Array, options: SamplingOptions, rng: Rn
   }
   return { token, logProb: row[token] - logZ };
 }
+
+/**
+ * log-softmax(row / T) at `target`, and with `withEntropy` the entropy of that distribution (else 0): a token's
+ * log-prob as the samplers score a completion (max-subtracted, float64 sums). V: the entries of `row` that count.
+ */
+export function scoreToken(row: Float32Array, target: number, T: number, withEntropy: boolean, V = row.length): { logp: number; entropy: number } {
+  let max = -Infinity;
+  for (let v = 0; v < V; v++) max = Math.max(max, row[v] / T);
+  let z = 0;
+  for (let v = 0; v < V; v++) z += Math.exp(row[v] / T - max);
+  const logZ = max + Math.log(z);
+  let entropy = 0;
+  if (withEntropy) {
+    for (let v = 0; v < V; v++) {
+      const lp = row[v] / T - logZ;
+      entropy -= Math.exp(lp) * lp;
+    }
+  }
+  return { logp: row[target] / T - logZ, entropy };
+}

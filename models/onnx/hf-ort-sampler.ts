@@ -13,6 +13,7 @@ import type { Rng } from '../../core/rng.ts';
 import type { HfPolicy } from '../hf/policy.ts';
 import type { Sampler } from '../sampler.ts';
 import { PolicyFront } from './policy-front.ts';
+import { scoreToken } from '../token-sampling.ts';
 import type { Completion, EncodedPrompt, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
 import type { Device } from './device.ts';
 import { generateOrt } from './hf-generate.ts';
@@ -71,20 +72,9 @@ export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
     items.forEach((it, b) => byPrompt.set(it.prompt, [...(byPrompt.get(it.prompt) ?? []), b]));
     /** log-softmax(row / T) at `target` (and the entropy of that distribution) into slot o. */
     const score = (row: Float32Array, target: number, o: number) => {
-      let max = -Infinity;
-      for (let v = 0; v < V; v++) max = Math.max(max, row[v] / T);
-      let z = 0;
-      for (let v = 0; v < V; v++) z += Math.exp(row[v] / T - max);
-      const logZ = max + Math.log(z);
-      logp[o] = row[target] / T - logZ;
-      if (options.withEntropy) {
-        let h = 0;
-        for (let v = 0; v < V; v++) {
-          const lp = row[v] / T - logZ;
-          h -= Math.exp(lp) * lp;
-        }
-        entropy[o] = h;
-      }
+      const scored = scoreToken(row, target, T, options.withEntropy ?? false, V);
+      logp[o] = scored.logp;
+      if (options.withEntropy) entropy[o] = scored.entropy;
     };
     const pad = this.policy.padTokenId;
     for (const [prompt, members] of byPrompt) {

@@ -13,6 +13,7 @@ import type { Rng } from '../../core/rng.ts';
 import { UserError } from '../../core/errors.ts';
 import type { Sampler } from '../sampler.ts';
 import { PolicyFront } from './policy-front.ts';
+import { scoreToken } from '../token-sampling.ts';
 import type { Completion, EncodedPrompt, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
 import type { BuiltinPolicy } from '../builtin/policy.ts';
 import { packPrompts, RowDraws } from '../builtin/sampling.ts';
@@ -265,20 +266,9 @@ export class OrtSampler extends PolicyFront<BuiltinPolicy> implements Sampler {
       const { L, logp, entropy, mask } = out[job.batch];
       /** log-softmax(row / T) at `target` (and the entropy of that distribution) into slot o. */
       const score = (row: Float32Array, target: number, o: number) => {
-        let max = -Infinity;
-        for (let v = 0; v < V; v++) max = Math.max(max, row[v] / T);
-        let z = 0;
-        for (let v = 0; v < V; v++) z += Math.exp(row[v] / T - max);
-        const logZ = max + Math.log(z);
-        logp[o] = row[target] / T - logZ;
-        if (options.withEntropy) {
-          let h = 0;
-          for (let v = 0; v < V; v++) {
-            const lp = row[v] / T - logZ;
-            h -= Math.exp(lp) * lp;
-          }
-          entropy[o] = h;
-        }
+        const scored = scoreToken(row, target, T, options.withEntropy ?? false, V);
+        logp[o] = scored.logp;
+        if (options.withEntropy) entropy[o] = scored.entropy;
       };
       job.members.forEach((b, row) => {
         batches[job.batch][b].completion.forEach((t, j) => {
