@@ -51,6 +51,25 @@ export interface DecodeRows {
   finished: boolean[];
 }
 
+/** What both engines' decoding loops start from: group size, rows, the prompt mask and each row's own copy, the rows' state. */
+export function decodeSetup(input: { ids: ArrayLike<number>[]; attentionMask?: ArrayLike<number>[] }, options: GenerateOptions) {
+  const G = options.group ?? 1;
+  const B = input.ids.length * G;
+  const promptMask: number[][] = (input.attentionMask ?? input.ids.map((r) => Array.from(r, () => 1))).map((r) => Array.from(r));
+  const rows: DecodeRows = { tokens: Array.from({ length: B }, () => []), logitsKept: Array.from({ length: B }, () => []), finished: new Array<boolean>(B).fill(false) };
+  return {
+    G,
+    B,
+    T: input.ids[0]?.length ?? 0,
+    choose: options.choose ?? ((row: Float32Array) => argmax(row)),
+    stop: new Set(options.stopIds ?? []),
+    promptMask,
+    /** [B][T] growing by one per step: row b's attention mask (its prompt's, repeated for the G rows). */
+    mask: promptMask.flatMap((r) => Array.from({ length: G }, () => [...r])),
+    ...rows,
+  };
+}
+
 /**
  * One decoding step of every row, the same for both engines (this file's tfjs loop, models/onnx/hf-generate.ts):
  * row b's logits are row rowOf(b) of `values` [rows, V]; a running row appends its choice (and stops on a stop id), a
@@ -83,17 +102,8 @@ export function repeatCache(cache: KVCache, group: number): KVCache {
 }
 
 export function generate(model: HfDecoder, input: GenerateInput, options: GenerateOptions): GenerateResult {
-  const G = options.group ?? 1;
-  const B = input.ids.length * G;
-  const T = input.ids[0]?.length ?? 0;
+  const { G, B, T, choose, stop, promptMask, mask, tokens, logitsKept, finished } = decodeSetup(input, options);
   const V = model.config.vocabSize;
-  const choose = options.choose ?? ((row: Float32Array) => argmax(row));
-  const stop = new Set(options.stopIds ?? []);
-  const promptMask: number[][] = (input.attentionMask ?? input.ids.map((r) => Array.from(r, () => 1))).map((r) => Array.from(r));
-  const mask: number[][] = promptMask.flatMap((r) => Array.from({ length: G }, () => [...r]));
-  const tokens: number[][] = Array.from({ length: B }, () => []);
-  const logitsKept: Float32Array[][] = Array.from({ length: B }, () => []);
-  const finished = new Array<boolean>(B).fill(false);
   let cache: KVCache | null = null;
   if (options.maxNewTokens <= 0) return { tokens, finished, ...(options.keepLogits ? { logits: logitsKept } : {}) };
   try {

@@ -5,7 +5,7 @@
 // embeddings of each step are looked up in tfjs (HfDecoder.embed), as the graph starts at inputs_embeds.
 import * as tf from '@tensorflow/tfjs';
 import type { HfDecoder } from '../hf/decoder.ts';
-import { argmax, chooseNext, type GenerateOptions, type GenerateResult } from '../hf/generate.ts';
+import { chooseNext, decodeSetup, type GenerateOptions, type GenerateResult } from '../hf/generate.ts';
 import { HfOrtModel, type HfOrtCache } from './hf-session.ts';
 
 export interface OrtGenerateInput {
@@ -25,19 +25,10 @@ export function embedIds(decoder: HfDecoder, ids: ArrayLike<number>[]): Float32A
 }
 
 export function generateOrt(model: HfOrtModel, input: OrtGenerateInput, options: GenerateOptions): GenerateResult {
-  const G = options.group ?? 1;
+  const { G, B, T, choose, stop, promptMask, mask, tokens, logitsKept, finished } = decodeSetup(input, options);
   const U = input.ids.length;
-  const B = U * G;
-  const T = input.ids[0]?.length ?? 0;
   const V = model.config.vocabSize;
   const useLora = options.useLora ?? true;
-  const choose = options.choose ?? ((row: Float32Array) => argmax(row));
-  const stop = new Set(options.stopIds ?? []);
-  const promptMask: number[][] = (input.attentionMask ?? input.ids.map((r) => Array.from(r, () => 1))).map((r) => Array.from(r));
-  const mask: number[][] = promptMask.flatMap((r) => Array.from({ length: G }, () => [...r]));
-  const tokens: number[][] = Array.from({ length: B }, () => []);
-  const logitsKept: Float32Array[][] = Array.from({ length: B }, () => []);
-  const finished = new Array<boolean>(B).fill(false);
   if (options.maxNewTokens <= 0) return { tokens, finished, ...(options.keepLogits ? { logits: logitsKept } : {}) };
   const prefill = model.run({
     embeds: input.embeds ?? embedIds(model.decoder, input.ids),
