@@ -22,6 +22,7 @@ import { generateEpisodes } from '../../envs/generate.ts';
 import { Rng } from '../../core/rng.ts';
 import type { RawImage } from '../../core/image.ts';
 import type { EncodedPrompt, SequenceBatchItem, TokenLogProbs } from '../../models/types.ts';
+import { relativeError } from '../helpers/relative-error.ts';
 
 const TINY = { dModel: 32, nLayers: 2, nHeads: 2, dMlp: 64, imageSize: 16, patchSize: 8, positions: 'grid' as const };
 
@@ -44,24 +45,6 @@ function testLoss(seed: number): LogProbLoss {
   };
 }
 
-/** max |a − b| / max |b| per variable, the largest over the variables. */
-function relativeError(got: tf.NamedTensorMap, want: tf.NamedTensorMap): number {
-  let worst = 0;
-  expect(Object.keys(got).sort()).toEqual(Object.keys(want).sort());
-  for (const name of Object.keys(want)) {
-    const a = got[name].dataSync();
-    const b = want[name].dataSync();
-    let diff = 0;
-    let scale = 0;
-    for (let i = 0; i < b.length; i++) {
-      diff = Math.max(diff, Math.abs(a[i] - b[i]));
-      scale = Math.max(scale, Math.abs(b[i]));
-    }
-    expect(scale).toBeGreaterThan(0);
-    worst = Math.max(worst, diff / scale);
-  }
-  return worst;
-}
 
 function compare(policy: BuiltinPolicy, learner: OrtLearner, items: SequenceBatchItem[], loss: LogProbLoss, temperature: number) {
   const variables = policy.trainableVariables('lora');

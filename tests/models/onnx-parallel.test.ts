@@ -16,6 +16,7 @@ import type { LogProbLoss } from '../../models/learner.ts';
 import { Rng } from '../../core/rng.ts';
 import type { RawImage } from '../../core/image.ts';
 import type { EncodedPrompt, SequenceBatchItem, TokenLogProbs } from '../../models/types.ts';
+import { relativeError } from '../helpers/relative-error.ts';
 
 const TINY = { dModel: 32, nLayers: 2, nHeads: 2, dMlp: 64, imageSize: 16, patchSize: 8, positions: 'grid' as const };
 
@@ -24,24 +25,6 @@ function randomImage(seed: number): RawImage {
   return { width: 16, height: 16, channels: 3, data: Uint8Array.from({ length: 16 * 16 * 3 }, () => rng.int(256)) };
 }
 
-/** max |a − b| / max |b| over every variable. */
-function relativeError(got: tf.NamedTensorMap, want: tf.NamedTensorMap): number {
-  expect(Object.keys(got).sort()).toEqual(Object.keys(want).sort());
-  let worst = 0;
-  for (const name of Object.keys(want)) {
-    const a = got[name].dataSync();
-    const b = want[name].dataSync();
-    let diff = 0;
-    let scale = 0;
-    for (let i = 0; i < b.length; i++) {
-      diff = Math.max(diff, Math.abs(a[i] - b[i]));
-      scale = Math.max(scale, Math.abs(b[i]));
-    }
-    expect(scale).toBeGreaterThan(0);
-    worst = Math.max(worst, diff / scale);
-  }
-  return worst;
-}
 
 let policy: BuiltinPolicy;
 let prompts: EncodedPrompt[];
