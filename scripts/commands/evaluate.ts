@@ -121,7 +121,7 @@ const command: CommandModule = {
       .option('offset', { type: 'string', describe: 'chess: episodes start at the game start (default, as the paper) or at a random ply (needed for many short episodes)' })
       .option('dataset', { type: 'string', describe: 'evaluate the rows of a folder `metrl generate` wrote (its domain and action count; --n caps the rows), or an official MET-Bench set: a local copy of its parquet shards or hf://vanyacohen/MET-Bench-Chess[@revision] (-Shell, -Minecraft)' })
       .option('engine', { type: 'string', describe: `inference engine for --checkpoint: ${ENGINES.join(' | ')} (ort: ONNX Runtime; default ${DEFAULT_BUILTIN_ENGINE} for the built-in model, tfjs for Hugging Face models)` })
-      .option('threads', { type: 'number', describe: 'ONNX Runtime intra-op threads, with --engine ort (default: every core)' })
+      .option('threads', { type: 'number', describe: 'cores ONNX Runtime uses, with --engine ort: N one-thread sessions for the built-in model on the CPU, else N intra-op threads (default: every core)' })
       .option('device', { type: 'string', describe: `ONNX Runtime execution provider, with --engine ort: ${DEVICES.join(' | ')} (default cpu)` })
       .options(envFlagOptions())
       .option('quiet', { type: 'boolean', default: false, describe: 'no progress on stderr' })

@@ -55,7 +55,7 @@ const command: CommandModule = {
       .option('seed', { type: 'number', default: 0, describe: 'seed of the sampler for requests that do not give one' })
       .option('backend', { type: 'string', describe: 'tfjs backend: node-gpu | node | webgpu | wasm | cpu (default: the fastest that loads, never webgpu)' })
       .option('engine', { type: 'string', describe: `inference engine: ${ENGINES.join(' | ')} (ort: ONNX Runtime; default ${DEFAULT_BUILTIN_ENGINE} for the built-in model, tfjs for Hugging Face models)` })
-      .option('threads', { type: 'number', describe: 'ONNX Runtime intra-op threads, with --engine ort (default: every core)' })
+      .option('threads', { type: 'number', describe: 'cores ONNX Runtime uses, with --engine ort: N one-thread sessions for the built-in model on the CPU, else N intra-op threads (default: every core)' })
       .option('device', { type: 'string', describe: `ONNX Runtime execution provider, with --engine ort: ${DEVICES.join(' | ')} (default cpu)` })
       .example('$0 serve --checkpoint runs/train-shell-text', 'then: metrl evaluate --model train-shell-text --endpoint http://127.0.0.1:8000/v1 --prompt compact')
       .epilog(BUILTIN_READS),

@@ -414,7 +414,7 @@ const command: CommandModule = {
         describe: 'train on rows you bring instead of generated episodes: a folder `metrl generate` wrote (metadata.jsonl + images), a JSONL of chat rows {messages, target, split?}, or a MET-Bench set with a train split (parquet shards or hf://owner/name@revision)',
       })
       .option('quiet', { type: 'boolean', default: false, describe: 'no progress output' })
-      .option('threads', { type: 'number', describe: 'ONNX Runtime intra-op threads, with --engine ort (default: every core)' })
+      .option('threads', { type: 'number', describe: 'cores ONNX Runtime uses, with --engine ort: N one-thread sessions for the built-in model on the CPU, else N intra-op threads (default: every core)' })
       .option('device', { type: 'string', describe: `ONNX Runtime execution provider, with --engine ort: ${DEVICES.join(' | ')} (default cpu)` })
       .options(configFlagOptions),
   handler: handler(schema, (flags) => run(flags as TrainFlags)),
