@@ -72,8 +72,15 @@ export function lossGradients(learner: Learner, batch: SequenceBatchItem[], opti
   return tf.variableGrads(() => loss(learner.tokenLogProbs(batch, options)), variables);
 }
 
-/** lossGradients of each chunk, in chunk order: the learner's lossGradientsMany, or one chunk after another. */
-export function lossGradientsMany(learner: Learner, requests: LossRequest[], variables: tf.Variable[]): LossGradients[] {
-  if (learner.lossGradientsMany) return learner.lossGradientsMany(requests, variables);
-  return requests.map((r) => lossGradients(learner, r.batch, r.options, r.loss, variables));
+/**
+ * lossGradients of each chunk, handed to `use` in chunk order (which owns and disposes them): the learner's
+ * lossGradientsMany, or one chunk after another, so that a learner without it (tfjs, Hugging Face models, whose
+ * LoRA gradients per chunk are tens of MB of a tight WASM heap) holds one chunk's gradients at a time.
+ */
+export function eachLossGradients(learner: Learner, requests: LossRequest[], variables: tf.Variable[], use: (result: LossGradients) => void): void {
+  if (learner.lossGradientsMany) {
+    learner.lossGradientsMany(requests, variables).forEach((r) => use(r));
+    return;
+  }
+  for (const r of requests) use(lossGradients(learner, r.batch, r.options, r.loss, variables));
 }

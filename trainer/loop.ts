@@ -26,7 +26,7 @@ import type { Dataset, DatasetItem } from '../envs/dataset-reader.ts';
 import type { Completion, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../models/types.ts';
 import type { Policy } from '../models/policy.ts';
 import type { Sampler } from '../models/sampler.ts';
-import { lossGradientsMany, type Learner } from '../models/learner.ts';
+import { eachLossGradients, type Learner } from '../models/learner.ts';
 import { ortLearner } from '../models/onnx/ort-learner.ts';
 import { loadBaseModel } from '../models/registry.ts';
 import { openEngine, type EngineSampler, type OrtRuntime } from '../models/engine.ts';
@@ -586,7 +586,7 @@ function updatePolicy(run: Run, state: RunState, batches: LearnerBatch[], object
     const lpOptions = { useLora: true, withEntropy: it === 0 || objective.needsEntropy, temperature: config.temperature };
     // All chunks in one call (a learner may spread them over cores); the losses run in chunk order and the chunk
     // gradients are summed in that order, as one chunk after another.
-    const results = lossGradientsMany(learner, batches.map((batch) => ({
+    eachLossGradients(learner, batches.map((batch) => ({
       batch: batch.seqs,
       options: lpOptions,
       loss: (lp: TokenLogProbs) => {
@@ -611,12 +611,11 @@ function updatePolicy(run: Run, state: RunState, batches: LearnerBatch[], object
         addLossSums(stats.trl, out.sums, it === 0 ? lp.entropy : undefined, lp.mask);
         return out.loss;
       },
-    })), state.variables);
-    for (const { value, grads } of results) {
+    })), state.variables, ({ value, grads }) => {
       passLoss += value.dataSync()[0];
       value.dispose();
       summed = summed === null ? grads : addGradients(summed, grads);
-    }
+    });
     const clippedGrads = clipGradientsByGlobalNorm(summed!, config.maxGradNorm);
     stats.loss += passLoss;
     stats.gradNorm += clippedGrads.norm;
