@@ -1,7 +1,8 @@
-// The gated MLP of every supported decoder (models/ layer, shared decoder pieces): down(act(gate(x)) · up(x)), with
-// SiLU (SwiGLU: Llama, Qwen2, Idefics3's text model) or the tanh approximation of GELU (GeGLU: Gemma 3).
+// The gated MLP's weights and activations (models/ layer, shared decoder pieces): down(act(gate(x)) · up(x)), with
+// SiLU (SwiGLU: Llama, Qwen2, Idefics3's text model) or the tanh approximation of GELU (GeGLU: Gemma 3). The MLP
+// itself is written once in models/hf/decoder-ops.ts (gatedMlp), which both engines execute.
 import * as tf from '@tensorflow/tfjs';
-import { linear, type LinearWeights } from './linear.ts';
+import type { LinearWeights } from './linear.ts';
 
 export type MlpActivation = 'silu' | 'gelu_tanh';
 
@@ -23,12 +24,4 @@ export function geluTanh(x: tf.Tensor): tf.Tensor {
 
 export function activate(x: tf.Tensor, act: MlpActivation): tf.Tensor {
   return act === 'silu' ? tf.mul(x, tf.sigmoid(x)) : geluTanh(x);
-}
-
-/** x [N, hidden] → [N, hidden]. */
-export function gatedMlp(x: tf.Tensor2D, w: MlpWeights, act: MlpActivation, useLora: boolean): tf.Tensor2D {
-  return tf.tidy(() => {
-    const h = tf.mul(activate(linear(x, w.gate, useLora), act), linear(x, w.up, useLora)) as tf.Tensor2D; // [N, I]
-    return linear(h, w.down, useLora);
-  });
 }
