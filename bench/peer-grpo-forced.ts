@@ -5,10 +5,11 @@
 // every completion is exactly N tokens long (equal work with torch_grpo_bench.py). The override wraps the policy's
 // sampleGroups (the tfjs engine's, or the ONNX Runtime sampler's) with a tokenizer whose EOS id can never be drawn;
 // nothing else is touched. Run from the checkout:
-//   [METRL_ENGINE=ort|tfjs] [METRL_THREADS=N] node bin/run-ts.js bench/peer-grpo-forced.ts [MEASURED_STEPS=3] [chess:376,shell:101]
+//   [METRL_ENGINE=ort|tfjs] [METRL_THREADS=N] [METRL_DEVICE=cpu|cuda|webgpu] node bin/run-ts.js bench/peer-grpo-forced.ts [MEASURED_STEPS=3] [chess:376,shell:101]
 // METRL_ENGINE: the training engine (default: the built-in model's, ort); METRL_THREADS: the cores ONNX Runtime uses, as
 // --threads (default every core; N ≥ 2: N one-thread sessions on the main thread and workers, README "Threads and
-// devices"; the tfjs WASM backend uses one core whatever it says).
+// devices"; the tfjs WASM backend uses one core whatever it says); METRL_DEVICE: ONNX Runtime's device, as --device
+// (METRL_BACKEND: the tfjs backend, as --backend).
 // Prints one JSON line per domain: per-step rollout / reward / logprobs / update / total seconds (after 1 warm-up step).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,6 +22,7 @@ import { sampleGroups } from '../models/builtin/sampling.ts';
 import { BuiltinPolicy } from '../models/builtin/policy.ts';
 import { OrtSampler } from '../models/onnx/ort-sampler.ts';
 import type { Engine } from '../models/engine.ts';
+import { checkDevice, type Device } from '../models/onnx/device.ts';
 import { CHECKPOINTS_DIR } from '../core/paths.ts';
 import type { TrainRow } from '../trainer/metrics.ts';
 import type { EncodedPrompt, SamplingOptions } from '../models/types.ts';
@@ -31,6 +33,8 @@ const lengths: Record<string, number> = Object.fromEntries((process.argv[3] ?? '
 const backend = await initBackend(process.env.METRL_BACKEND ?? 'wasm', null);
 const engine = process.env.METRL_ENGINE as Engine | undefined;
 const threads = process.env.METRL_THREADS ? Number(process.env.METRL_THREADS) : undefined;
+const device = process.env.METRL_DEVICE as Device | undefined;
+if (device) checkDevice(device);
 // The ONNX Runtime sampler draws with its policy's tokenizer: during its sampleGroups the policy's is the EOS-less one.
 const ortSampleGroups = OrtSampler.prototype.sampleGroups;
 OrtSampler.prototype.sampleGroups = function (this: OrtSampler, ...args: Parameters<OrtSampler['sampleGroups']>) {
@@ -59,7 +63,7 @@ try {
     let t0 = performance.now();
     const cpuShare: number[] = [];
     await train({
-      env, ...setup, config, modality, runDir: join(scratch, domain), resume: false, ort: threads ? { threads } : undefined,
+      env, ...setup, config, modality, runDir: join(scratch, domain), resume: false, ort: threads || device ? { threads, device } : undefined,
       onEvent: (e) => {
         if (e.kind !== 'step') return;
         rows.push(e.row);
@@ -72,7 +76,7 @@ try {
     policy.dispose();
     const m = rows.slice(1);
     console.log(JSON.stringify({
-      domain, modality, backend: backend.name, engine: engine ?? 'default (ort)', threads: threads ?? 'all', completionTokens: lengths[domain],
+      domain, modality, backend: backend.name, engine: engine ?? 'default (ort)', device: device ?? 'cpu', threads: threads ?? 'all', completionTokens: lengths[domain],
       completionLength: m.map((r) => r.completionLength),
       rollout: m.map((r) => r.time.rollout), reward: m.map((r) => r.time.reward), logprobs: m.map((r) => r.time.logprobs),
       update: m.map((r) => r.time.update), total: m.map((r) => r.time.total),

@@ -32,6 +32,7 @@ import { loraSpec } from './builtin-graph.ts';
 import { buildBuiltinTrainGraph, gradName, trainLoraName } from './builtin-train-graph.ts';
 import { OrtSession, floatTensor, int64Tensor, type Feeds } from './session.ts';
 import { executorCount, MIN_JOBS_WORK, ortWorkers, RemoteSession, runJobs, splitAlways, type OrtWorker } from './worker-pool.ts';
+import type { Device } from './device.ts';
 
 export interface OrtLearnerOptions {
   /** ORT intra-op threads (default: every core). */
@@ -43,6 +44,8 @@ export interface OrtLearnerOptions {
    * true; see worker-pool.ts); 'always': whatever its size (tests on tiny models).
    */
   parallel?: boolean | 'always';
+  /** Execution provider (default the CPU; models/onnx/device.ts): one session, no split, on a GPU. */
+  device?: Device;
 }
 
 type Remote = { worker: OrtWorker; score: RemoteSession; train: RemoteSession };
@@ -88,8 +91,8 @@ export class OrtLearner implements Learner {
     if (this.sessions?.key !== key) {
       this.dispose();
       const spec = { arch: this.policy.arch, lora: loraSpec(this.policy.lora!.config) };
-      const executors = executorCount(this.options.threads, 'cpu', this.options.parallel !== false);
-      const options = { threads: executors > 1 ? 1 : this.options.threads, spin: this.options.spin, label: 'built-in model training' };
+      const executors = executorCount(this.options.threads, this.options.device ?? 'cpu', this.options.parallel !== false);
+      const options = { threads: executors > 1 ? 1 : this.options.threads, spin: this.options.spin, device: this.options.device, label: 'built-in model training' };
       const graphs = { score: buildBuiltinTrainGraph(spec, this.policy.weights, { gradients: false }), train: buildBuiltinTrainGraph(spec, this.policy.weights, { gradients: true }) };
       this.sessions = { key, score: new OrtSession(graphs.score, options), train: new OrtSession(graphs.train, options), executors, graphs, remote: null };
     }

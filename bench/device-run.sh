@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# What ran on the GPU machine (the `device` tool's: no network, no Node): unpack the Vulkan loader (.gl, carried Debian
+# packages) and .dev (bench/device-bundle.sh), then the GPU checks, each under its own time limit so that one that hangs
+# does not take the others with it; the log goes to $OUT/device-PHASE.log. From the checkout's root:
+#   bash bench/device-run.sh checks    # the machine, --device cuda's line, bench/device-check.ts, a trial run on webgpu
+#   bash bench/device-run.sh timings   # the GRPO step (bench/peer-grpo-forced.ts) on webgpu and on the machine's CPU
+set -uo pipefail
+phase=${1:-checks}
+out=${OUT:-/tmp/device-out}; mkdir -p "$out"
+for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+[ -e /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] && export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+[ -f .dev/native.tar.xz ] && bash .dev/unpack.sh
+N=.dev/node
+log() { echo "== $* ($(date +%T), load $(cut -d' ' -f1-3 /proc/loadavg))"; }
+{
+  if [ "$phase" = checks ]; then
+    log machine; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nproc; $N --version
+    ls /usr/local/nvidia/share/vulkan/icd.d/ /usr/share/vulkan/icd.d/ /etc/vulkan/icd.d/ 2>&1
+    vulkaninfo --summary 2>&1 | grep -E "deviceName|driverName|apiVersion|ERROR|rror" | head -8
+    log "--device cuda (the CUDA provider's libraries are not in the npm package: its one-line error)"
+    timeout 40 $N .dev/metrl.mjs train --domain shell --modality text --steps 1 --device cuda --out /tmp/r-cuda; echo "exit $?"
+    log "device-check"
+    timeout 170 $N .dev/device-check.mjs 64
+    log "trial run on --device webgpu"
+    timeout 80 $N .dev/metrl.mjs train --domain shell --modality text --steps 3 --test-size 16 --eval-every 3 --device webgpu --out "$out/trial-webgpu"; echo "exit $?"
+  else
+    log "GRPO step, --device webgpu (rollout, reference log-probs on the GPU; learner on the CPU)"
+    METRL_DEVICE=webgpu timeout 110 $N .dev/peer-grpo-forced.mjs 2
+    log "GRPO step, CPU, --threads 1"
+    METRL_THREADS=1 timeout 60 $N .dev/peer-grpo-forced.mjs 2
+    log "GRPO step, CPU, --threads 8"
+    METRL_THREADS=8 timeout 50 $N .dev/peer-grpo-forced.mjs 2
+    log "tfjs engine on --backend webgpu, shell"
+    METRL_ENGINE=tfjs METRL_BACKEND=webgpu timeout 50 $N .dev/peer-grpo-forced.mjs 1 shell:101
+  fi
+  log end
+} 2>&1 | tee "$out/device-$phase.log"
