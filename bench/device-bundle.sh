@@ -16,7 +16,8 @@ rm -rf "$out" && mkdir -p "$out/node_modules/@img" "$out/node_modules/webgpu/dis
 esb() {
   node_modules/.bin/esbuild "$1" --bundle --platform=node --format=esm --target=node20 --outfile="$out/$2" --minify-whitespace --minify-syntax \
     --external:onnxruntime-node --external:webgpu --external:sharp --external:@tensorflow/tfjs-node --external:@tensorflow/tfjs-node-gpu \
-    --banner:js="import { createRequire as __metrlRequire } from 'module'; const require = __metrlRequire(import.meta.url);" --log-level=error
+    --log-level=error \
+    --banner:js="import { createRequire as __metrlRequire } from 'module'; import { fileURLToPath as __metrlPath } from 'url'; const require = __metrlRequire(import.meta.url); const __filename = __metrlPath(import.meta.url); const __dirname = __filename.replace(/[\\/][^\\/]*$/, '');"
 }
 esb scripts/cli.ts metrl.mjs
 esb models/onnx/ort-worker-main.ts ort-worker.mjs
@@ -24,7 +25,7 @@ for b in "$@"; do esb "bench/$b.ts" "$b.mjs"; done
 cp node_modules/@tensorflow/tfjs-backend-wasm/dist/*.wasm "$out/"
 # Native packages, linux-x64 binaries only.
 m=node_modules
-cp -r $m/onnxruntime-common "$out/node_modules/"
+cp -r $m/onnxruntime-common $m/detect-libc $m/semver "$out/node_modules/"
 mkdir -p "$out/node_modules/onnxruntime-node/bin/napi-v6/linux"
 cp -r $m/onnxruntime-node/{dist,lib,package.json} "$out/node_modules/onnxruntime-node/"
 cp -r $m/onnxruntime-node/bin/napi-v6/linux/x64 "$out/node_modules/onnxruntime-node/bin/napi-v6/linux/"
