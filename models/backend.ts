@@ -1,23 +1,28 @@
 // tfjs backend choice: the fastest that loads, in the order tfjs-node-gpu (CUDA), tfjs-node (native TensorFlow on the
 // CPU), the WASM backend (SIMD), then tfjs's pure-JS cpu backend. The two native packages are optional dependencies:
 // `npm ci` succeeds without them and their import failing here just moves on to the next. `--backend NAME` forces one
-// (and fails with one line if it cannot load). Callers print and record the returned name. `--backend webgpu` (tfjs's
-// WebGPU backend on Dawn, models/webgpu.ts) is only ever forced: the automatic order never tries it, so that a
-// CPU-only machine pays nothing for it (no Dawn child process, no Vulkan probing, no software-Vulkan adapter chosen
-// over WASM).
+// (and fails with one line if it cannot load). Callers print and record the returned name.
+// No WebGPU backend: tfjs's (@tensorflow/tfjs-backend-webgpu on Dawn's Node bindings) was run on an NVIDIA H200
+// (2026-11-26): the adapter opens, then the first synchronous read (dataSync, which metrl's tfjs code uses throughout)
+// fails, because that backend reads GPU buffers synchronously by drawing them into an OffscreenCanvas, which Node does
+// not have. `--backend webgpu` therefore says so in one line and points to ONNX Runtime's WebGPU provider
+// (`--device webgpu`, models/onnx/device.ts), which ran there and agrees with the CPU.
 import * as tf from '@tensorflow/tfjs';
 import { UserError } from '../core/errors.ts';
 import { shareIdentityOnWasm } from './ops.ts';
-import { installWebGpu } from './webgpu.ts';
 
-export const BACKEND_NAMES = ['node-gpu', 'node', 'webgpu', 'wasm', 'cpu'] as const;
+export const BACKEND_NAMES = ['node-gpu', 'node', 'wasm', 'cpu'] as const;
 export type BackendName = (typeof BACKEND_NAMES)[number];
-/** The order tried without `--backend`: every name but webgpu. */
-export const AUTO_ORDER: readonly BackendName[] = BACKEND_NAMES.filter((n) => n !== 'webgpu');
+/** The order tried without `--backend`. */
+export const AUTO_ORDER: readonly BackendName[] = BACKEND_NAMES;
+
+/** Why `--backend webgpu` is refused (see the header), and the GPU path to use instead. */
+export const NO_WEBGPU_BACKEND =
+  "--backend webgpu: tfjs's WebGPU backend cannot run in Node (it reads GPU results synchronously through OffscreenCanvas, which Node lacks); for a GPU use ONNX Runtime's WebGPU provider: --device webgpu (the built-in model, or a Hugging Face checkpoint with --engine ort)";
 
 export interface BackendChoice {
   name: BackendName;
-  /** tfjs's own name for the active backend ('tensorflow', 'webgpu', 'wasm', 'cpu'). */
+  /** tfjs's own name for the active backend ('tensorflow', 'wasm', 'cpu'). */
   tfBackend: string;
   /** Why earlier candidates were skipped, one short line each (for --verbose output and logs). */
   skipped: string[];
@@ -38,9 +43,6 @@ export async function activateBackend(name: BackendName): Promise<void> {
       break;
     case 'node':
       await importOptional('@tensorflow/tfjs-node');
-      break;
-    case 'webgpu':
-      await installWebGpu();
       break;
     case 'wasm':
       await import('@tensorflow/tfjs-backend-wasm');
@@ -69,6 +71,7 @@ export function backendLine(choice: BackendChoice): string {
  * `log` receives the "tfjs backend: …" line (stderr by default; pass null for silence).
  */
 export async function initBackend(requested?: string, log: ((line: string) => void) | null = (l) => process.stderr.write(l + '\n')): Promise<BackendChoice> {
+  if (requested === 'webgpu') throw new UserError(NO_WEBGPU_BACKEND);
   if (requested !== undefined && !(BACKEND_NAMES as readonly string[]).includes(requested)) {
     throw new UserError(`--backend: unknown backend '${requested}' (choose from ${BACKEND_NAMES.join(', ')})`);
   }

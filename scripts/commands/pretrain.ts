@@ -100,7 +100,7 @@ const command: CommandModule = {
       .option('config', { type: 'string', describe: 'JSON file with pretraining config fields (see trainer/pretrain-config.ts)' })
       .option('resume', { type: 'boolean', default: false, describe: 'continue from the last checkpoint in --out' })
       .option('force', { type: 'boolean', default: false, describe: 'overwrite a non-empty --out' })
-      .option('backend', { type: 'string', describe: 'tfjs backend: node-gpu, node, webgpu, wasm or cpu (default: best that loads, never webgpu)' })
+      .option('backend', { type: 'string', describe: 'tfjs backend: node-gpu, node, wasm or cpu (default: best that loads)' })
       .option('quiet', { type: 'boolean', default: false, describe: 'no progress lines' }),
   handler: handler(schema, run) as never,
 };

@@ -53,7 +53,7 @@ const command: CommandModule = {
       .option('port', { type: 'number', default: 8000, describe: 'port (0 picks a free one)' })
       .option('model-id', { type: 'string', describe: 'model name reported by /v1/models (default: the checkpoint folder name)' })
       .option('seed', { type: 'number', default: 0, describe: 'seed of the sampler for requests that do not give one' })
-      .option('backend', { type: 'string', describe: 'tfjs backend: node-gpu | node | webgpu | wasm | cpu (default: the fastest that loads, never webgpu)' })
+      .option('backend', { type: 'string', describe: 'tfjs backend: node-gpu | node | wasm | cpu (default: the fastest that loads)' })
       .option('engine', { type: 'string', describe: `inference engine: ${ENGINES.join(' | ')} (ort: ONNX Runtime; default ${DEFAULT_BUILTIN_ENGINE} for the built-in model, tfjs for Hugging Face models)` })
       .option('threads', { type: 'number', describe: 'cores ONNX Runtime uses, with --engine ort: N one-thread sessions for the built-in model on the CPU, else N intra-op threads (default: every core)' })
       .option('device', { type: 'string', describe: `ONNX Runtime execution provider, with --engine ort: ${DEVICES.join(' | ')} (default cpu)` })

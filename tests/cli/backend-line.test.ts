@@ -2,7 +2,7 @@
 // stderr (train, evaluate, serve), and `--quiet` silences the line. An evaluation's config.json records what was
 // loaded: base, adapter and its step, backend, inference engine.
 import { describe, expect, it } from 'vitest';
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expectUserError, metrl, PROJECT, scratchDir } from './helpers.ts';
 import { DEFAULT_BUILTIN_ENGINE } from '../../models/engine.ts';
@@ -18,6 +18,14 @@ function brokenBase(): string {
 }
 
 describe.concurrent('the backend line', () => {
+  it('--backend webgpu: one line saying why not and naming --device webgpu, exit 2, nothing written', async () => {
+    const out = join(scratchDir('backend-webgpu'), 'base');
+    const result = await metrl(['pretrain', '--out', out, '--backend', 'webgpu', '--steps', '1']);
+    expectUserError(result, /^metrl: error: --backend webgpu: tfjs's WebGPU backend cannot run in Node \(.+OffscreenCanvas.+\); for a GPU use ONNX Runtime's WebGPU provider: --device webgpu/);
+    expect(result.stdout).toBe('');
+    expect(existsSync(out)).toBe(false);
+  });
+
   it('train: a broken checkpoint is the only line', async () => {
     const out = join(scratchDir('train-broken'), 'run');
     expectUserError(await metrl(['train', '--domain', 'shell', '--modality', 'text', '--steps', '1', '--checkpoint', brokenBase(), '--out', out]), /model\.safetensors/);
