@@ -83,8 +83,8 @@ export interface TrainingSetup {
 }
 
 export type TrainEvent =
-  /** `engine` describes the inference engine ("tfjs", "ONNX Runtime 1.30.0 (cpu, 2 threads)"). */
-  | { kind: 'start'; fromStep: number; steps: number; trainEpisodes: number; testEpisodes: number; maxCompletionTokens: number; evaluatedModalities: number; engine: string }
+  /** `engine` describes the inference engine ("tfjs", "ONNX Runtime 1.30.0 (cpu, 2 threads)"), `learner` what computes the gradients. */
+  | { kind: 'start'; fromStep: number; steps: number; trainEpisodes: number; testEpisodes: number; maxCompletionTokens: number; evaluatedModalities: number; engine: string; learner: 'ONNX Runtime' | 'tfjs' }
   | { kind: 'step'; row: TrainRow }
   | { kind: 'eval'; rows: EvalRow[] }
   /** During an evaluation: items of `modality` answered so far at `step`. */
@@ -259,7 +259,7 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
 async function trainRun(run: Run): Promise<TrainingResult> {
   const { setup } = run;
   const state = startOrResume(run);
-  setup.onEvent?.({ kind: 'start', fromStep: state.step, steps: run.config.steps, trainEpisodes: run.trainSet.length, testEpisodes: run.testEpisodes.length, maxCompletionTokens: run.maxCompletionTokens, evaluatedModalities: run.testSets.length, engine: run.engine.describe });
+  setup.onEvent?.({ kind: 'start', fromStep: state.step, steps: run.config.steps, trainEpisodes: run.trainSet.length, testEpisodes: run.testEpisodes.length, maxCompletionTokens: run.maxCompletionTokens, evaluatedModalities: run.testSets.length, engine: run.engine.describe, learner: run.engine.ortLearner ? 'ONNX Runtime' : 'tfjs' });
   // A run can be stopped at any moment and resumed: the step-0 checkpoint comes first, and the evaluation due at the
   // step the run starts from (step 0, or a checkpoint whose evaluation was interrupted) is finished, skipping the
   // modalities whose rows are already in metrics.jsonl.
@@ -309,7 +309,7 @@ async function prepareRun(setup: TrainingSetup, rewards: RewardFunction[]): Prom
   // the tfjs variables stay what AdamW updates and what checkpoints save.
   const engine = await openEngine(policy, config.engine, setup.ort);
   const sampler: Sampler = engine.sampler;
-  const learner: Learner = engine.ortLearner ? ortLearner(policy, { threads: setup.ort?.threads }) : policy;
+  const learner: Learner = engine.ortLearner ? ortLearner(policy, { threads: setup.ort?.threads, device: setup.ort?.device }) : policy;
   // Chat rows are prompted with their own messages, which the model's chatPrompt ends with the answer cue: the
   // completion is the answer alone, never the domain's trace layout.
   const env: Env = dataset?.format === 'chat' ? { ...setup.env, traceStates: undefined, traceStart: undefined } : setup.env;

@@ -173,7 +173,7 @@ async function run(flags: TrainFlags): Promise<void> {
   // Once the run has started (the checkpoint loaded, the episodes made, a resumed state read), and not before: an error
   // up to there is then the only line on stderr and leaves nothing on disk. config.json comes before the first
   // checkpoint, so that an interrupted run can always be resumed.
-  const started = (engineLine: string) => {
+  const started = (engineLine: string, learner: string) => {
     if (!flags.resume) {
       writeJsonAtomic(join(runDir, 'config.json'), {
         domain,
@@ -189,7 +189,7 @@ async function run(flags: TrainFlags): Promise<void> {
     }
     if (!flags.quiet) {
       log(backendLine(backend));
-      if (config.engine === 'ort') log(`inference engine: ${engineLine} (the learner: tfjs)`);
+      if (config.engine === 'ort') log(`inference engine: ${engineLine} (the learner: ${learner})`);
       log(`run folder: ${runDir} (Ctrl-C stops it at any moment; --resume --out ${runDir} continues it)`);
     }
   };
@@ -200,7 +200,7 @@ async function run(flags: TrainFlags): Promise<void> {
   const onEvent = (event: TrainEvent) => {
     if (event.kind === 'start') {
       lastStep = event.fromStep;
-      started(event.engine);
+      started(event.engine, event.learner);
     }
     if (event.kind === 'step') lastStep = event.row.step;
     if (event.kind === 'checkpoint') lastCheckpoint = `step-${event.step}`;
@@ -406,7 +406,7 @@ const command: CommandModule = {
       .option('checkpoint', { type: 'string', describe: 'base checkpoint folder (default checkpoints/base)' })
       .option('config', { type: 'string', describe: 'JSON file of training config fields (flags override it)' })
       .option('resume', { type: 'boolean', default: false, describe: 'continue the run in --out from its latest checkpoint' })
-      .option('backend', { type: 'string', describe: 'tfjs backend: node-gpu | node | webgpu | wasm | cpu (default: the fastest that loads, never webgpu)' })
+      .option('backend', { type: 'string', describe: 'tfjs backend: node-gpu | node | wasm | cpu (default: the fastest that loads)' })
       .option('games', { type: 'string', describe: 'chess: PGN or UCI games file (default: the built-in generator)' })
       .option('offset', { type: 'string', describe: 'chess: start | random ply offset into each game' })
       .option('dataset', {
