@@ -12,10 +12,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.dev
-rm -rf "$out" && mkdir -p "$out/node_modules/@img" "$out/node_modules/webgpu/dist"
+rm -rf "$out" && mkdir -p "$out/node_modules/@img"
 esb() {
   node_modules/.bin/esbuild "$1" --bundle --platform=node --format=esm --target=node20 --outfile="$out/$2" --minify-whitespace --minify-syntax \
-    --external:onnxruntime-node --external:webgpu --external:sharp --external:@tensorflow/tfjs-node --external:@tensorflow/tfjs-node-gpu \
+    --external:onnxruntime-node --external:sharp --external:@tensorflow/tfjs-node --external:@tensorflow/tfjs-node-gpu \
     --log-level=error \
     --banner:js="import { createRequire as __metrlRequire } from 'module'; import { fileURLToPath as __metrlPath } from 'url'; const require = __metrlRequire(import.meta.url); const __filename = __metrlPath(import.meta.url); const __dirname = __filename.replace(/[\\/][^\\/]*$/, '');"
 }
@@ -29,7 +29,6 @@ cp -r $m/onnxruntime-common $m/detect-libc $m/semver "$out/node_modules/"
 mkdir -p "$out/node_modules/onnxruntime-node/bin/napi-v6/linux"
 cp -r $m/onnxruntime-node/{dist,lib,package.json} "$out/node_modules/onnxruntime-node/"
 cp -r $m/onnxruntime-node/bin/napi-v6/linux/x64 "$out/node_modules/onnxruntime-node/bin/napi-v6/linux/"
-cp $m/webgpu/{index.js,package.json} "$out/node_modules/webgpu/" && cp -r $m/webgpu/dist/linux-x64 "$out/node_modules/webgpu/dist/"
 cp -r $m/sharp $m/@img/colour $m/@img/sharp-linux-x64 $m/@img/sharp-libvips-linux-x64 "$out/node_modules/" 2>/dev/null || true
 mv "$out/node_modules/colour" "$out/node_modules/sharp-linux-x64" "$out/node_modules/sharp-libvips-linux-x64" "$out/node_modules/@img/"
 cp "$(command -v node)" "$out/node"

@@ -4,6 +4,8 @@
 # does not take the others with it; the log goes to $OUT/device-PHASE.log. From the checkout's root:
 #   bash bench/device-run.sh checks    # the machine, --device cuda's line, bench/device-check.ts, a trial run on webgpu
 #   bash bench/device-run.sh timings   # the GRPO step (bench/peer-grpo-forced.ts) on webgpu and on the machine's CPU
+#   bash bench/device-run.sh more      # --backend webgpu's refusal, a trial run with the learner on webgpu, the chess
+#                                      # step on webgpu, a 135M-parameter Hugging Face decoder on webgpu and the CPU
 set -uo pipefail
 phase=${1:-checks}
 out=${OUT:-/tmp/device-out}; mkdir -p "$out"
@@ -23,6 +25,15 @@ log() { echo "== $* ($(date +%T), load $(cut -d' ' -f1-3 /proc/loadavg))"; }
     timeout 170 $N .dev/device-check.mjs 64
     log "trial run on --device webgpu"
     timeout 80 $N .dev/metrl.mjs train --domain shell --modality text --steps 3 --test-size 16 --eval-every 3 --device webgpu --out "$out/trial-webgpu"; echo "exit $?"
+  elif [ "$phase" = more ]; then
+    log "--backend webgpu (refused: tfjs's WebGPU backend needs OffscreenCanvas for synchronous reads)"
+    timeout 30 $N .dev/metrl.mjs pretrain --out /tmp/p-webgpu --backend webgpu --steps 1; echo "exit $?"
+    log "trial run on --device webgpu, learner there too"
+    timeout 80 $N .dev/metrl.mjs train --domain shell --modality text --steps 3 --test-size 16 --eval-every 3 --device webgpu --out "$out/trial-webgpu"; echo "exit $?"
+    log "GRPO step, chess, --device webgpu"
+    METRL_DEVICE=webgpu timeout 150 $N .dev/peer-grpo-forced.mjs 1 chess:376
+    log "Hugging Face decoder (SmolLM2-135M shape) on tfjs, ORT CPU and ORT webgpu"
+    METRL_BENCH_HF_ORT_DEVICE=webgpu timeout 150 $N .dev/index.mjs hf-ort
   else
     log "GRPO step, --device webgpu (rollout, reference log-probs on the GPU; learner on the CPU)"
     METRL_DEVICE=webgpu timeout 110 $N .dev/peer-grpo-forced.mjs 2

@@ -4,7 +4,8 @@
 // bench/hf.bench.ts writes the folder), with a LoRA r16 adapter on every projection (B non-zero). One prompt of
 // PROMPT tokens prefilled, its cache repeated for G rows, NEW greedy tokens each (the rollout's shape).
 // Reported: CPU seconds of the process (all threads) per generated token (G·NEW tokens), and wall seconds; on a shared
-// machine compare the CPU figures.
+// machine compare the CPU figures. METRL_BENCH_HF_ORT_DEVICE=webgpu|cuda adds ORT on that device (wall seconds per
+// token: the GPU's time is not the process's CPU time).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,11 +18,13 @@ import { generate } from '../models/hf/generate.ts';
 import { createLora } from '../models/hf/peft.ts';
 import { HfOrtModel } from '../models/onnx/hf-session.ts';
 import { generateOrt } from '../models/onnx/hf-generate.ts';
+import { checkDevice, type Device } from '../models/onnx/device.ts';
 import { writeSmolvlmFolder } from './hf.bench.ts';
 
 const PROMPT = Number(process.env.METRL_BENCH_HF_ORT_PROMPT ?? 64);
 const G = Number(process.env.METRL_BENCH_HF_ORT_GROUP ?? 8);
 const NEW = Number(process.env.METRL_BENCH_HF_ORT_NEW ?? 32);
+const DEVICE = process.env.METRL_BENCH_HF_ORT_DEVICE as Device | undefined;
 
 function timed<T>(f: () => T): { value: T; cpu: number; wall: number } {
   const c0 = process.cpuUsage();
@@ -55,6 +58,15 @@ export async function run(): Promise<BenchRow[]> {
       const o = timed(() => generateOrt(ort, { ids }, options));
       const same = JSON.stringify(o.value.tokens) === JSON.stringify(t.value.tokens);
       rows.push({ group: 'hf decode (SmolLM2-135M shape)', name: `ORT (${threads ? `${threads} thread` : 'all cores'})`, value: o.cpu / tokens, unit: 'CPU s/token', note: `${note(o)}; ids ${same ? 'identical to tfjs' : 'DIFFER from tfjs'}` });
+      ort.dispose();
+    }
+    if (DEVICE) {
+      checkDevice(DEVICE);
+      const ort = new HfOrtModel(decoder, { device: DEVICE });
+      generateOrt(ort, { ids }, { ...options, maxNewTokens: 2 }); // warm-up (kernel compilation)
+      const o = timed(() => generateOrt(ort, { ids }, options));
+      const same = JSON.stringify(o.value.tokens) === JSON.stringify(t.value.tokens);
+      rows.push({ group: 'hf decode (SmolLM2-135M shape)', name: `ORT (${DEVICE})`, value: o.wall / tokens, unit: 's/token (wall)', note: `${note(o)}; ids ${same ? 'identical to tfjs' : 'DIFFER from tfjs'}` });
       ort.dispose();
     }
     decoder.dispose();
