@@ -33,6 +33,8 @@ log() { echo "== $* ($(date +%T), load $(cut -d' ' -f1-3 /proc/loadavg))"; }
     log "GRPO step, chess, --device webgpu"
     METRL_DEVICE=webgpu timeout 150 $N .dev/peer-grpo-forced.mjs 1 chess:376
     log "Hugging Face decoder (SmolLM2-135M shape) on tfjs, ORT CPU and ORT webgpu"
+    # hf.bench.ts copies the real SmolVLM tokenizer from ../shared, which does not travel: carried as .devshared.
+    [ -d ../shared ] || { mkdir -p ../shared && cp -r .devshared/fixtures ../shared/; }
     METRL_BENCH_HF_ORT_DEVICE=webgpu timeout 150 $N .dev/index.mjs hf-ort
   else
     log "GRPO step, --device webgpu (rollout, reference log-probs on the GPU; learner on the CPU)"
@@ -41,8 +43,6 @@ log() { echo "== $* ($(date +%T), load $(cut -d' ' -f1-3 /proc/loadavg))"; }
     METRL_THREADS=1 timeout 60 $N .dev/peer-grpo-forced.mjs 2
     log "GRPO step, CPU, --threads 8"
     METRL_THREADS=8 timeout 50 $N .dev/peer-grpo-forced.mjs 2
-    log "tfjs engine on --backend webgpu, shell"
-    METRL_ENGINE=tfjs METRL_BACKEND=webgpu timeout 50 $N .dev/peer-grpo-forced.mjs 1 shell:101
   fi
   log end
 } 2>&1 | tee "$out/device-$phase.log"
