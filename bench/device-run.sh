@@ -31,11 +31,11 @@ log() { echo "== $* ($(date +%T), load $(cut -d' ' -f1-3 /proc/loadavg))"; }
     log "trial run on --device webgpu, learner there too"
     timeout 80 $N .dev/metrl.mjs train --domain shell --modality text --steps 3 --test-size 16 --eval-every 3 --device webgpu --out "$out/trial-webgpu"; echo "exit $?"
     log "GRPO step, chess, --device webgpu"
-    METRL_DEVICE=webgpu timeout 150 $N .dev/peer-grpo-forced.mjs 1 chess:376
+    METRL_DEVICE=webgpu timeout 120 $N .dev/peer-grpo-forced.mjs 1 chess:376
     log "Hugging Face decoder (SmolLM2-135M shape) on tfjs, ORT CPU and ORT webgpu"
     # hf.bench.ts copies the real SmolVLM tokenizer from ../shared, which does not travel: carried as .devshared.
     [ -d ../shared ] || { mkdir -p ../shared && cp -r .devshared/fixtures ../shared/; }
-    METRL_BENCH_HF_ORT_DEVICE=webgpu timeout 150 $N .dev/index.mjs hf-ort
+    METRL_BENCH_HF_ORT_DEVICE=webgpu timeout 130 $N .dev/index.mjs hf-ort
   else
     log "GRPO step, --device webgpu (rollout, reference log-probs on the GPU; learner on the CPU)"
     METRL_DEVICE=webgpu timeout 110 $N .dev/peer-grpo-forced.mjs 2
