@@ -30,10 +30,11 @@ async function run(engine: 'tfjs' | 'ort') {
   // A reward with a spread in most groups (the tiny model's answers are all wrong together): a sum over the answer's
   // characters (boxes asks for the answer alone, so the reward sees the whole completion).
   const rewards = [{ name: 'length', source: 'test', compute: ({ completion }: { completion: string }) => [...completion].reduce((s, c) => s + (c.charCodeAt(0) % 3), 0) }];
-  await train({ env: boxesEnv, ...setup, config, modality: 'text', runDir: dir, resume: false, rewards });
+  let learner = '';
+  await train({ env: boxesEnv, ...setup, config, modality: 'text', runDir: dir, resume: false, rewards, onEvent: (e) => (e.kind === 'start' ? (learner = e.learner) : undefined) });
   const rows = readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).filter((r) => r.type === 'train');
   const adapter = readFileSync(join(dir, 'checkpoints', 'step-3', 'adapter_model.safetensors'));
-  return { rows, adapter };
+  return { rows, adapter, learner };
 }
 
 /** The float32 values of a safetensors file (all tensors, in file order). */
@@ -52,6 +53,8 @@ describe('train with engine ort', () => {
     const tfjs = await run('tfjs');
     const ort = await run('ort');
     expect(ort.rows.map((r) => r.step)).toEqual([1, 2, 3]);
+    // What `train` prints as "(the learner: …)".
+    expect([tfjs.learner, ort.learner]).toEqual(['tfjs', 'ONNX Runtime']);
     ort.rows.forEach((row, i) => {
       const want = tfjs.rows[i];
       expect(row.rewardMean).toBe(want.rewardMean);
