@@ -100,7 +100,7 @@ function constant(key: string, make: () => tf.Tensor): tf.Variable {
 
 
 /** rotationValues as a frozen variable (kept across tidy scopes). */
-export function rotationMatrix(arch: Architecture): tf.Variable {
+function rotationMatrix(arch: Architecture): tf.Variable {
   return constant(`rot:${arch.dModel}:${headDim(arch)}`, () => tf.tensor2d(rotationValues(arch), [arch.dModel, arch.dModel]));
 }
 
@@ -115,11 +115,11 @@ function headMask(arch: Architecture): tf.Variable {
   });
 }
 
-export function applyRope(x: tf.Tensor2D, cos: tf.Tensor2D, sin: tf.Tensor2D, r: tf.Variable): tf.Tensor2D {
+function applyRope(x: tf.Tensor2D, cos: tf.Tensor2D, sin: tf.Tensor2D, r: tf.Variable): tf.Tensor2D {
   return tf.add(tf.mul(x, cos), tf.mul(mm(x, r as tf.Tensor2D), sin));
 }
 
-export function rmsNorm(x: tf.Tensor2D, gain: tf.Variable, eps: number): tf.Tensor2D {
+function rmsNorm(x: tf.Tensor2D, gain: tf.Variable, eps: number): tf.Tensor2D {
   const ms = tf.mean(tf.square(x), -1, true);
   return tf.mul(tf.mul(x, tf.rsqrt(tf.add(ms, eps))), gain);
 }
