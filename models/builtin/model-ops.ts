@@ -23,8 +23,8 @@
 //
 // Not an extension of DecoderOps: the two share only the names of a few ops. This model's MLP is not gated, its
 // embedding has learned image patches, RoPE, the scale and the q/k/v projections are one fused op here (the built-in
-// executors fold RoPE into the weights, the Hugging Face ones cannot: GQA, q/k norms, per-layer RoPE tables), and its
-// weights are plain tensors whose LoRA adapters the executor looks up by (layer, projection) rather than modules that
+// ONNX executor folds RoPE into the weights; the Hugging Face block keeps them apart, as Gemma's q/k norms sit between
+// the projection and RoPE), and its weights are plain tensors whose LoRA adapters the executor looks up by (layer, projection) rather than modules that
 // carry their own. A common base would make both interfaces larger for no shared executor.
 import type * as tf from '@tensorflow/tfjs';
 import { headDim, type Architecture } from './config.ts';
