@@ -3,10 +3,11 @@
 // the longest prompt, so every step's attention is a fixed handful of batched products whatever U is: evaluation
 // decodes 64 prompts together, and a per-prompt loop of small products cost far more in call overhead than in
 // arithmetic there. Decoding needs no gradient; LoRA, if any, is already folded into the weights (models/builtin/lora.ts).
+// The step is the model's one definition (models/builtin/model-ops.ts) executed by tfjs with this attention.
 import * as tf from '@tensorflow/tfjs';
-import { headDim } from './config.ts';
-import { linear } from './lora.ts';
-import { applyRope, embedTokens, logits, NEG, rmsNorm, ropeTables, rotationMatrix, type ForwardResult, type TransformerModel } from './transformer.ts';
+import { headDim, type Architecture } from './config.ts';
+import { block, embed, head } from './model-ops.ts';
+import { NEG, ropeTables, TfjsRowOps, type ForwardResult, type PassRows, type TfjsQkv, type TransformerModel } from './transformer.ts';
 
 export interface DecodeState {
   prompts: number;
@@ -57,59 +58,70 @@ export function decodeState(model: TransformerModel, keys: tf.Tensor3D[], values
 }
 
 /**
+ * decodeStep's attention, the rest of the step being the tfjs row-wise executor of the model's definition
+ * (model-ops.ts, transformer.ts TfjsRowOps): the G queries of each prompt against its stacked keys, each completion's
+ * query against its own keys so far (this step's appended), one softmax over both. Keeps each layer's own keys/values.
+ */
+class DecodeOps extends TfjsRowOps {
+  readonly ownK: tf.Tensor3D[] = [];
+  readonly ownV: tf.Tensor3D[] = [];
+
+  constructor(
+    arch: Architecture,
+    rows: PassRows,
+    private readonly state: DecodeState,
+  ) {
+    super(arch, rows, null);
+  }
+
+  attention({ q, k, v }: TfjsQkv, i: number): tf.Tensor2D {
+    const state = this.state;
+    const U = state.prompts;
+    const G = state.group;
+    const rows = U * G;
+    const H = this.arch.nHeads;
+    const d = this.arch.dModel;
+    const dh = headDim(this.arch);
+    const P = state.prefixLength;
+    // Prompt part: per (prompt, head), the G queries against that prompt's keys.
+    const qByPrompt = tf.reshape(tf.transpose(tf.reshape(q, [U, G, H, dh]), [0, 2, 1, 3]), [U * H, G, dh]);
+    // With one query per prompt and head (G = 1, evaluation) a broadcast product and a sum beat WASM's slow batched
+    // matMul (measured ~3× on 64 prompts); with a group of queries the product amortises better.
+    const rawScores = G === 1 ? tf.sum(tf.mul(qByPrompt, state.prefixKT[i]), -1) : tf.matMul(qByPrompt, state.prefixKT[i]);
+    const prefixScores = tf.add(tf.reshape(rawScores, [U, H, G, P]), state.prefixMask);
+    const prefixRows = tf.reshape(tf.transpose(prefixScores, [0, 2, 1, 3]), [rows, H, P]);
+    // Own part: per (completion, head), the query against the completion's own keys so far.
+    const kNew = tf.reshape(k, [rows * H, 1, dh]) as tf.Tensor3D;
+    const vNew = tf.reshape(v, [rows * H, 1, dh]) as tf.Tensor3D;
+    const keys = state.ownK ? tf.concat([state.ownK[i], kNew], 1) : kNew;
+    const values = state.ownV ? tf.concat([state.ownV[i], vNew], 1) : vNew;
+    this.ownK.push(keys);
+    this.ownV.push(values);
+    const t = keys.shape[1];
+    const ownScores = tf.reshape(tf.matMul(tf.reshape(q, [rows * H, 1, dh]), keys, false, true), [rows, H, t]);
+    const probs = tf.softmax(tf.concat([prefixRows, ownScores], 2));
+    const prefixProbs = tf.reshape(tf.transpose(tf.reshape(tf.slice(probs, [0, 0, 0], [-1, -1, P]), [U, G, H, P]), [0, 2, 1, 3]), [U * H, G, P]);
+    const mixed = G === 1 ? tf.sum(tf.mul(tf.reshape(prefixProbs, [U * H, P, 1]), state.prefixV[i]), 1) : tf.matMul(prefixProbs, state.prefixV[i]);
+    const fromPrompt = tf.reshape(tf.transpose(tf.reshape(mixed, [U, H, G, dh]), [0, 2, 1, 3]), [rows, d]);
+    const fromOwn = tf.reshape(tf.matMul(tf.reshape(tf.slice(probs, [0, 0, P], [-1, -1, -1]), [rows * H, 1, t]), values), [rows, d]);
+    return tf.add(fromPrompt, fromOwn) as tf.Tensor2D;
+  }
+}
+
+/**
  * Feed one token per completion (rows ordered prompt by prompt) at the given positions. Returns next-token logits
  * [rows, vocab] and the state with the new keys/values appended (the previous own tensors are disposed).
  */
 export function decodeStep(model: TransformerModel, state: DecodeState, tokens: Int32Array, positions: Int32Array): tf.Tensor2D {
   const { arch, weights } = model;
-  const U = state.prompts;
-  const G = state.group;
-  const rows = U * G;
-  const H = arch.nHeads;
-  const d = arch.dModel;
-  const dh = headDim(arch);
-  const P = state.prefixLength;
   const past = { k: state.ownK, v: state.ownV };
   const out = tf.tidy(() => {
-    let x = embedTokens(model, tokens);
-    const { cos, sin } = ropeTables(arch, positions);
-    const r = rotationMatrix(arch);
-    const ownK: tf.Tensor3D[] = [];
-    const ownV: tf.Tensor3D[] = [];
+    const ops = new DecodeOps(arch, { tokens, images: [], slots: [], rope: ropeTables(arch, positions) }, state);
+    let x = embed(ops, weights);
     weights.layers.forEach((layer, i) => {
-      const h = rmsNorm(x, layer.attnNorm, arch.normEps);
-      const q = tf.mul(applyRope(linear(h, layer.proj.q_proj, undefined, 0), cos, sin, r), 1 / Math.sqrt(dh)) as tf.Tensor2D;
-      const k = applyRope(linear(h, layer.proj.k_proj, undefined, 0), cos, sin, r);
-      const v = linear(h, layer.proj.v_proj, undefined, 0);
-      // Prompt part: per (prompt, head), the G queries against that prompt's keys.
-      const qByPrompt = tf.reshape(tf.transpose(tf.reshape(q, [U, G, H, dh]), [0, 2, 1, 3]), [U * H, G, dh]);
-      // With one query per prompt and head (G = 1, evaluation) a broadcast product and a sum beat WASM's slow batched
-      // matMul (measured ~3× on 64 prompts); with a group of queries the product amortises better.
-      const rawScores = G === 1 ? tf.sum(tf.mul(qByPrompt, state.prefixKT[i]), -1) : tf.matMul(qByPrompt, state.prefixKT[i]);
-      const prefixScores = tf.add(tf.reshape(rawScores, [U, H, G, P]), state.prefixMask);
-      const prefixRows = tf.reshape(tf.transpose(prefixScores, [0, 2, 1, 3]), [rows, H, P]);
-      // Own part: per (completion, head), the query against the completion's own keys so far.
-      const kNew = tf.reshape(k, [rows * H, 1, dh]) as tf.Tensor3D;
-      const vNew = tf.reshape(v, [rows * H, 1, dh]) as tf.Tensor3D;
-      const keys = past.k ? tf.concat([past.k[i], kNew], 1) : kNew;
-      const values = past.v ? tf.concat([past.v[i], vNew], 1) : vNew;
-      ownK.push(keys);
-      ownV.push(values);
-      const t = keys.shape[1];
-      const ownScores = tf.reshape(tf.matMul(tf.reshape(q, [rows * H, 1, dh]), keys, false, true), [rows, H, t]);
-      const probs = tf.softmax(tf.concat([prefixRows, ownScores], 2));
-      const prefixProbs = tf.reshape(tf.transpose(tf.reshape(tf.slice(probs, [0, 0, 0], [-1, -1, P]), [U, G, H, P]), [0, 2, 1, 3]), [U * H, G, P]);
-      const mixed = G === 1 ? tf.sum(tf.mul(tf.reshape(prefixProbs, [U * H, P, 1]), state.prefixV[i]), 1) : tf.matMul(prefixProbs, state.prefixV[i]);
-      const fromPrompt = tf.reshape(tf.transpose(tf.reshape(mixed, [U, H, G, dh]), [0, 2, 1, 3]), [rows, d]);
-      const fromOwn = tf.reshape(tf.matMul(tf.reshape(tf.slice(probs, [0, 0, P], [-1, -1, -1]), [rows * H, 1, t]), values), [rows, d]);
-      const attended = tf.add(fromPrompt, fromOwn) as tf.Tensor2D;
-      x = tf.add(x, linear(attended, layer.proj.o_proj, undefined, 0));
-      const m = rmsNorm(x, layer.mlpNorm, arch.normEps);
-      const up = linear(m, layer.proj.up_proj, undefined, 0);
-      const act = tf.mul(up, tf.sigmoid(tf.mul(up, 1.702))) as tf.Tensor2D;
-      x = tf.add(x, linear(act, layer.proj.down_proj, undefined, 0));
+      x = block(ops, arch, layer, i, x);
     });
-    return { logits: logits(model, x), ownK, ownV } as unknown as tf.TensorContainer;
+    return { logits: head(ops, arch, weights, x), ownK: ops.ownK, ownV: ops.ownV } as unknown as tf.TensorContainer;
   }) as unknown as { logits: tf.Tensor2D; ownK: tf.Tensor3D[]; ownV: tf.Tensor3D[] };
   if (past.k) tf.dispose([...past.k, ...past.v!]);
   state.ownK = out.ownK;

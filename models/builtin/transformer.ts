@@ -1,6 +1,8 @@
-// The built-in model's forward pass: a decoder-only, pre-norm transformer (RMSNorm, rotary position embeddings,
-// GELU MLP, untied output head) whose input sequence mixes character tokens and image patches. One function serves
-// training, prompt prefill and cached incremental decoding.
+// The built-in model's tfjs forward pass: the tfjs executor of its one definition (models/builtin/model-ops.ts: a
+// decoder-only, pre-norm transformer with RMSNorm, rotary position embeddings, GELU MLP and an untied output head, whose
+// input sequence mixes character tokens and image patches). One function serves training, prompt prefill, scoring and
+// cached incremental decoding; the ONNX Runtime engine executes the same definition (models/onnx/builtin-graph.ts,
+// builtin-train-graph.ts) and is tested against this one.
 //
 // Layout, chosen for the tfjs WASM backend (whose only fast kernel is the plain 2-D matrix product; batched or
 // transposed products, gathers and unstacks are 10-1000× slower there):
@@ -17,7 +19,8 @@ import * as tf from '@tensorflow/tfjs';
 import { headDim, patchDim, patchesPerImage, type Architecture } from './config.ts';
 import { linear, type LoraSet } from './lora.ts';
 import { customGrad, mm, selectRows } from '../ops.ts';
-import type { ModelWeights } from './weights.ts';
+import type { LayerWeights, ModelWeights, Projection } from './weights.ts';
+import { block, embed, head, type BuiltinOps, type Weight } from './model-ops.ts';
 
 /** Keys (RoPE applied, transposed) and values of a shared prompt for one layer: kT [d, P], v [P, d]. */
 export interface SharedKV {
@@ -97,7 +100,7 @@ function constant(key: string, make: () => tf.Tensor): tf.Variable {
 
 
 /** rotationValues as a frozen variable (kept across tidy scopes). */
-export function rotationMatrix(arch: Architecture): tf.Variable {
+function rotationMatrix(arch: Architecture): tf.Variable {
   return constant(`rot:${arch.dModel}:${headDim(arch)}`, () => tf.tensor2d(rotationValues(arch), [arch.dModel, arch.dModel]));
 }
 
@@ -112,61 +115,13 @@ function headMask(arch: Architecture): tf.Variable {
   });
 }
 
-export function applyRope(x: tf.Tensor2D, cos: tf.Tensor2D, sin: tf.Tensor2D, r: tf.Variable): tf.Tensor2D {
+function applyRope(x: tf.Tensor2D, cos: tf.Tensor2D, sin: tf.Tensor2D, r: tf.Variable): tf.Tensor2D {
   return tf.add(tf.mul(x, cos), tf.mul(mm(x, r as tf.Tensor2D), sin));
 }
 
-export function rmsNorm(x: tf.Tensor2D, gain: tf.Variable, eps: number): tf.Tensor2D {
+function rmsNorm(x: tf.Tensor2D, gain: tf.Variable, eps: number): tf.Tensor2D {
   const ms = tf.mean(tf.square(x), -1, true);
   return tf.mul(tf.mul(x, tf.rsqrt(tf.add(ms, eps))), gain);
-}
-
-/** Token embeddings: one-hot rows times the embedding table (differentiable on every backend). */
-export function embedTokens(model: TransformerModel, tokens: Int32Array): tf.Tensor2D {
-  const v = model.arch.vocabSize;
-  const oneHot = new Float32Array(tokens.length * v);
-  for (let i = 0; i < tokens.length; i++) oneHot[i * v + tokens[i]] = 1;
-  return selectRows(oneHot, tokens.length, model.weights.embed as tf.Tensor2D);
-}
-
-/**
- * Patch embeddings placed at their rows ([rows, d], zero elsewhere). Each distinct image is projected once;
- * occurrences share it. The placement is a gather from [0; patch rows]; its gradient gathers the output gradient back
- * at the patch rows and sums occurrences of the same image with a small matrix product.
- */
-function embedImages(model: TransformerModel, batch: PackedBatch): tf.Tensor2D | null {
-  if (batch.slots.length === 0) return null;
-  const { arch, weights } = model;
-  const p = patchesPerImage(arch);
-  const d = arch.dModel;
-  const u = batch.images.length;
-  const n = batch.tokens.length;
-  const occurrences = batch.slots.length;
-  const pixels = new Float32Array(u * p * patchDim(arch));
-  batch.images.forEach((img, i) => pixels.set(img, i * p * patchDim(arch)));
-  const projected = tf.add(
-    tf.add(mm(tf.sub(tf.tensor2d(pixels, [u * p, patchDim(arch)]), 0.5), weights.patchProj as tf.Tensor2D), weights.patchBias),
-    tf.tile(weights.patchPos, [u, 1]),
-  ) as tf.Tensor2D; // [u * p, d]
-
-  const source = new Int32Array(n); // 0 = no patch here, 1 + r = patch row r
-  const targets = new Int32Array(occurrences * p); // packed row of each occurrence's patches
-  const selection = new Float32Array(u * occurrences); // [u, occurrences] one-hot
-  batch.slots.forEach((slot, o) => {
-    for (let j = 0; j < p; j++) {
-      source[slot.start + j] = 1 + slot.image * p + j;
-      targets[o * p + j] = slot.start + j;
-    }
-    selection[slot.image * occurrences + o] = 1;
-  });
-  const place = customGrad((rows: tf.Tensor) => ({
-    value: tf.gather(tf.concat([tf.zeros([1, d]), rows as tf.Tensor2D], 0), tf.tensor1d(source, 'int32')),
-    gradFunc: (dy: tf.Tensor) => {
-      const perOccurrence = tf.reshape(tf.gather(dy, tf.tensor1d(targets, 'int32')), [occurrences, p * d]) as tf.Tensor2D;
-      return tf.reshape(tf.matMul(tf.tensor2d(selection, [u, occurrences]), perOccurrence), [u * p, d]);
-    },
-  }));
-  return place(projected) as tf.Tensor2D;
 }
 
 /**
@@ -279,52 +234,184 @@ function groupAttention(arch: Architecture, group: Group, layer: number, q: tf.T
   return { out, own };
 }
 
+/** What travels from the tfjs executors' `qkv` to their `attention`: q (RoPE applied, scaled), k (RoPE applied), v. */
+export interface TfjsQkv {
+  q: tf.Tensor2D;
+  k: tf.Tensor2D;
+  v: tf.Tensor2D;
+}
+
+/** What a pass's row-wise steps read: its tokens, images (empty when it has none) and RoPE tables [rows, d]. */
+export interface PassRows {
+  tokens: Int32Array;
+  images: Float32Array[];
+  slots: ImageSlot[];
+  rope: { cos: tf.Tensor2D; sin: tf.Tensor2D } | null;
+}
+
+/**
+ * The tfjs executors of the built-in model's definition (model-ops.ts), row-wise part: rows packed [rows, d] so every
+ * step is a 2-D product or element-wise op; LoRA from a LoraSet's variables (lora.ts linear: x W + ((x A) · scale) B);
+ * RoPE by the rotation matrix (applyRope). Attention, and with it the layout of keys and values, is a subclass's:
+ * TfjsForwardOps here (groups, shared prompts, training), decode.ts's batched decoding step.
+ */
+export abstract class TfjsRowOps implements BuiltinOps<tf.Tensor2D, TfjsQkv> {
+  constructor(
+    protected readonly arch: Architecture,
+    protected readonly rows: PassRows | null,
+    private readonly lora: LoraSet | null,
+  ) {}
+
+  /** One-hot rows times the table (differentiable on every backend; no UnsortedSegmentSum in the backward pass). */
+  embedTokens(table: Weight): tf.Tensor2D {
+    const { tokens } = this.rows!;
+    const v = this.arch.vocabSize;
+    const oneHot = new Float32Array(tokens.length * v);
+    for (let i = 0; i < tokens.length; i++) oneHot[i * v + tokens[i]] = 1;
+    return selectRows(oneHot, tokens.length, table as tf.Tensor2D);
+  }
+
+  /** The distinct images' patches, [u · patchesPerImage, patchDim]. */
+  patchPixels(): tf.Tensor2D | null {
+    const { images, slots } = this.rows!;
+    if (slots.length === 0) return null;
+    const size = patchesPerImage(this.arch) * patchDim(this.arch);
+    const pixels = new Float32Array(images.length * size);
+    images.forEach((img, i) => pixels.set(img, i * size));
+    return tf.tensor2d(pixels, [images.length * patchesPerImage(this.arch), patchDim(this.arch)]);
+  }
+
+  patchPositions(table: Weight): tf.Tensor2D {
+    return tf.tile(table, [this.rows!.images.length, 1]) as tf.Tensor2D;
+  }
+
+  /**
+   * Each image is projected once; occurrences share it. The placement is a gather from [0; patch rows]; its gradient
+   * gathers the output gradient back at the patch rows and sums occurrences of the same image with a small product.
+   */
+  placePatches(x: tf.Tensor2D, patches: tf.Tensor2D): tf.Tensor2D {
+    const { images, slots, tokens } = this.rows!;
+    const p = patchesPerImage(this.arch);
+    const d = this.arch.dModel;
+    const u = images.length;
+    const occurrences = slots.length;
+    const source = new Int32Array(tokens.length); // 0 = no patch here, 1 + r = patch row r
+    const targets = new Int32Array(occurrences * p); // packed row of each occurrence's patches
+    const selection = new Float32Array(u * occurrences); // [u, occurrences] one-hot
+    slots.forEach((slot, o) => {
+      for (let j = 0; j < p; j++) {
+        source[slot.start + j] = 1 + slot.image * p + j;
+        targets[o * p + j] = slot.start + j;
+      }
+      selection[slot.image * occurrences + o] = 1;
+    });
+    const place = customGrad((rows: tf.Tensor) => ({
+      value: tf.gather(tf.concat([tf.zeros([1, d]), rows as tf.Tensor2D], 0), tf.tensor1d(source, 'int32')),
+      gradFunc: (dy: tf.Tensor) => {
+        const perOccurrence = tf.reshape(tf.gather(dy, tf.tensor1d(targets, 'int32')), [occurrences, p * d]) as tf.Tensor2D;
+        return tf.reshape(tf.matMul(tf.tensor2d(selection, [u, occurrences]), perOccurrence), [u * p, d]);
+      },
+    }));
+    return tf.add(x, place(patches));
+  }
+
+  subScalar(x: tf.Tensor2D, c: number): tf.Tensor2D {
+    return tf.sub(x, c);
+  }
+
+  project(x: tf.Tensor2D, w: Weight): tf.Tensor2D {
+    return mm(x, w as tf.Tensor2D);
+  }
+
+  linear(x: tf.Tensor2D, w: Weight, layer: number, projection: Projection): tf.Tensor2D {
+    return linear(x, w, this.lora?.layers[layer]?.[projection], this.lora?.scale ?? 0);
+  }
+
+  addBias(x: tf.Tensor2D, b: Weight): tf.Tensor2D {
+    return tf.add(x, b);
+  }
+
+  add(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
+    return tf.add(a, b);
+  }
+
+  rmsNorm(x: tf.Tensor2D, gain: Weight, eps: number): tf.Tensor2D {
+    return rmsNorm(x, gain as tf.Variable, eps);
+  }
+
+  sigmoidGelu(x: tf.Tensor2D, k: number): tf.Tensor2D {
+    return tf.mul(x, tf.sigmoid(tf.mul(x, k)));
+  }
+
+  qkv(h: tf.Tensor2D, w: LayerWeights, layer: number, qScale: number): TfjsQkv {
+    const { cos, sin } = this.rows!.rope!;
+    const r = rotationMatrix(this.arch);
+    return {
+      q: tf.mul(applyRope(this.linear(h, w.proj.q_proj, layer, 'q_proj'), cos, sin, r), qScale),
+      k: applyRope(this.linear(h, w.proj.k_proj, layer, 'k_proj'), cos, sin, r),
+      v: this.linear(h, w.proj.v_proj, layer, 'v_proj'),
+    };
+  }
+
+  abstract attention(qkv: TfjsQkv, layer: number): tf.Tensor2D;
+}
+
+/** The forward pass's attention: group by group (groupAttention); keeps each layer's keys, values and own caches. */
+class TfjsForwardOps extends TfjsRowOps {
+  /** The last attention's keys and values [rows, d] and each group's own keys/values (ForwardResult's, per layer). */
+  keys: tf.Tensor2D | null = null;
+  values: tf.Tensor2D | null = null;
+  own: OwnKV[] = [];
+
+  constructor(
+    arch: Architecture,
+    rows: PassRows | null,
+    lora: LoraSet | null,
+    private readonly groups: Group[],
+    private readonly masks: tf.Tensor2D[],
+  ) {
+    super(arch, rows, lora);
+  }
+
+  attention({ q, k, v }: TfjsQkv, layer: number): tf.Tensor2D {
+    this.keys = k;
+    this.values = v;
+    const outs: tf.Tensor2D[] = [];
+    this.own = [];
+    this.groups.forEach((group, g) => {
+      const rows = group.count * group.length;
+      const result = tf.tidy(() => {
+        const slice = (t: tf.Tensor2D) => (this.groups.length === 1 ? t : (tf.slice(t, [group.start, 0], [rows, -1]) as tf.Tensor2D));
+        return groupAttention(this.arch, group, layer, slice(q), slice(k), slice(v), this.masks[g]) as unknown as tf.TensorContainer;
+      }) as unknown as { out: tf.Tensor2D; own: OwnKV };
+      outs.push(result.out);
+      this.own.push(result.own);
+    });
+    return outs.length === 1 ? outs[0] : tf.concat(outs, 0);
+  }
+}
+
 export function forward(model: TransformerModel, batch: PackedBatch, lora: LoraSet | null): ForwardResult {
   const { arch, weights } = model;
-  const scale = lora?.scale ?? 0;
-  const qScale = 1 / Math.sqrt(headDim(arch));
-  let x = embedTokens(model, batch.tokens);
-  const images = embedImages(model, batch);
-  if (images) x = tf.add(x, images);
-  const { cos, sin } = ropeTables(arch, batch.positions);
-  const r = rotationMatrix(arch);
-  const keys: tf.Tensor2D[] = [];
-  const values: tf.Tensor2D[] = [];
-  const own: OwnKV[][] = [];
   // Each group's own-key mask is the same in every layer: build it once, outside the per-layer scopes.
   const masks = batch.groups.map((g) => {
     const past = g.past?.[0]?.k.shape[1] ?? 0;
     const perSequence = g.count > 1 && g.length > 1;
     return perSequence ? ownMask(1, g.length, past + g.length, arch.nHeads, past) : ownMask(g.count, g.length, past + g.length, arch.nHeads, past);
   });
+  const rows: PassRows = { tokens: batch.tokens, images: batch.images, slots: batch.slots, rope: ropeTables(arch, batch.positions) };
+  const ops = new TfjsForwardOps(arch, rows, lora, batch.groups, masks);
+  let x = embed(ops, weights);
+  const keys: tf.Tensor2D[] = [];
+  const values: tf.Tensor2D[] = [];
+  const own: OwnKV[][] = [];
   weights.layers.forEach((layer, i) => {
     // One scope per layer (and per group): intermediates the backward pass does not keep are freed as soon as the
     // layer is done, instead of at the end of the whole pass (tfjs keeps what gradients need on its own).
     const input = x;
     const step = tf.tidy(() => {
-      const adapters = lora?.layers[i] ?? {};
-      const h = rmsNorm(input, layer.attnNorm, arch.normEps);
-      const q = tf.mul(applyRope(linear(h, layer.proj.q_proj, adapters.q_proj, scale), cos, sin, r), qScale) as tf.Tensor2D;
-      const k = applyRope(linear(h, layer.proj.k_proj, adapters.k_proj, scale), cos, sin, r) as tf.Tensor2D;
-      const v = linear(h, layer.proj.v_proj, adapters.v_proj, scale);
-      const outs: tf.Tensor2D[] = [];
-      const layerOwn: OwnKV[] = [];
-      batch.groups.forEach((group, g) => {
-        const rows = group.count * group.length;
-        const result = tf.tidy(() => {
-          const slice = (t: tf.Tensor2D) => (batch.groups.length === 1 ? t : (tf.slice(t, [group.start, 0], [rows, -1]) as tf.Tensor2D));
-          return groupAttention(arch, group, i, slice(q), slice(k), slice(v), masks[g]) as unknown as tf.TensorContainer;
-        }) as unknown as { out: tf.Tensor2D; own: OwnKV };
-        outs.push(result.out);
-        layerOwn.push(result.own);
-      });
-      const attended = outs.length === 1 ? outs[0] : tf.concat(outs, 0);
-      const mid = tf.add(input, linear(attended, layer.proj.o_proj, adapters.o_proj, scale)) as tf.Tensor2D;
-      const m = rmsNorm(mid, layer.mlpNorm, arch.normEps);
-      const up = linear(m, layer.proj.up_proj, adapters.up_proj, scale);
-      const act = tf.mul(up, tf.sigmoid(tf.mul(up, 1.702))) as tf.Tensor2D; // GELU, sigmoid approximation
-      const out = tf.add(mid, linear(act, layer.proj.down_proj, adapters.down_proj, scale));
-      return { x: out, k, v, own: layerOwn } as unknown as tf.TensorContainer;
+      const out = block(ops, arch, layer, i, input);
+      return { x: out, k: ops.keys!, v: ops.values!, own: ops.own } as unknown as tf.TensorContainer;
     }) as unknown as { x: tf.Tensor2D; k: tf.Tensor2D; v: tf.Tensor2D; own: OwnKV[] };
     x = step.x;
     keys.push(step.k);
@@ -336,7 +423,7 @@ export function forward(model: TransformerModel, batch: PackedBatch, lora: LoraS
 
 /** Next-token logits of hidden states [n, d] → [n, vocab]. */
 export function logits(model: TransformerModel, hidden: tf.Tensor2D): tf.Tensor2D {
-  return mm(rmsNorm(hidden, model.weights.finalNorm, model.arch.normEps), model.weights.lmHead as tf.Tensor2D);
+  return head(new TfjsForwardOps(model.arch, null, null, [], []), model.arch, model.weights, hidden);
 }
 
 /** The shared keys/values of rows [start, start + length) of a forward pass: a prompt, for the groups that follow it. */

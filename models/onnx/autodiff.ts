@@ -188,10 +188,10 @@ export class DiffGraph {
     return y;
   }
 
-  /** GELU, sigmoid approximation: y = x σ(1.702 x). VJP: dy · (s + 1.702 x s (1 − s)). */
-  gelu(x: Value): Value {
+  /** GELU, sigmoid approximation: y = x σ(k x) (the built-in model's k = 1.702). VJP: dy · (s + k x s (1 − s)). */
+  gelu(x: Value, kValue: number): Value {
     const b = this.b;
-    const k = b.scalar(1.702);
+    const k = b.scalar(kValue);
     const s = b.op1('Sigmoid', [b.op1('Mul', [x.name, k])]);
     const y = this.out(b.op1('Mul', [x.name, s]), x.rank, [x]);
     this.record([x], [y], ([dy]) => {

@@ -1,8 +1,9 @@
-// The built-in model's forward pass as ONNX graphs (models/ layer, ONNX Runtime engine), built from the same
-// architecture config and the same weights as the tfjs forward (models/builtin/transformer.ts), which stays the
-// reference it is tested against (tests/models/onnx-builtin.test.ts). Not yet generated from one shared op-level
-// description (issue 17's "one definition, two executions"): the graphs mirror transformer.ts step by step, with the
-// same RoPE rotation, GELU approximation and LoRA product order, so the two agree to float rounding.
+// The built-in model's forward pass as ONNX graphs (models/ layer, ONNX Runtime engine), generated from the model's
+// one definition (models/builtin/model-ops.ts), which the tfjs forward (models/builtin/transformer.ts) executes too:
+// this file is that definition's ONNX inference executor (OnnxBuiltinOps emits each op as nodes through GraphBuilder)
+// and the graphs' inputs and outputs around it. tfjs stays the reference the graphs are tested against
+// (tests/models/onnx-builtin.test.ts); the executors share the RoPE rotation, GELU constant, query scale and LoRA
+// product order through the definition, so the two agree to float rounding.
 //
 // Two graphs over one set of weights (a model this small spends its decoding time on reading the KV caches and on
 // per-node work, not on FLOPs, so the decode step gets a graph of its own with as few nodes as the layout allows):
@@ -22,19 +23,21 @@
 // (measured faster than MatMul against keys stored transposed, and no transposing copy). Mask `attn_bias`
 // [U, 1, G, P + T + 1]; outputs: logits [B, 1, V] (rows u·G + g) and keys/values per layer [U, H, G, dh].
 //
-// Both: RoPE is folded into the q/k weights. rope(x W) = (x W)·cos + (x W R)·sin with R the per-head rotate-half
+// Both (the executor's fusions, each behind one op of the definition): `qkv` folds RoPE into the q/k weights. rope(x W) = (x W)·cos + (x W R)·sin with R the per-head rotate-half
 // matrix (transformer.ts rotationValues, a signed permutation, so W R is exact), so one product gives
 // [q | k | q R | k R | v] = x [Wq·s | Wk | Wq R·s | Wk R | Wv] (s = 1/√dh, the query scale) and RoPE is two Muls and an
-// Add on [B, S, 2d] with the tables [cos | cos], [sin | sin] (ropeValues, fed by the caller). Residual adds are fused
-// into the next norm (com.microsoft SkipSimplifiedLayerNormalization); ORT fuses the sigmoid GELU into QuickGelu.
+// Add on [B, S, 2d] with the tables [cos | cos], [sin | sin] (ropeValues, fed by the caller). `add` returns a pending
+// residual sum that the next `rmsNorm` fuses into one node (com.microsoft SkipSimplifiedLayerNormalization); ORT
+// fuses the sigmoid GELU into QuickGelu.
 // The base weights are initializers, which ORT prepacks for its GEMM (fed as inputs instead, the same products ran 2×
 // slower: measured, see README). LoRA: A [in, r] and B [r, out] of every adapted projection are graph inputs
 // (`lora.<layer>.<proj>.a/b`; for q, k, v one pair, A' = scale·[Aq | Ak | Av] [d, 3r] and B' [3r, 5d] laid out as the
 // joined weight: rows of Aq → [Bq·s | 0 | Bq R·s | 0 | 0], of Ak → [0 | Bk | 0 | Bk R | 0], of Av → [0 | 0 | 0 | 0 | Bv]),
 // so an update never rebuilds a session: the caller feeds the learner's current values (A pre-multiplied by alpha / r).
 // A graph built without LoRA serves the reference policy (no zero-B products).
-import { headDim, patchDim, patchesPerImage, type Architecture } from '../builtin/config.ts';
-import type { ModelWeights, Projection } from '../builtin/weights.ts';
+import { headDim, patchDim, type Architecture } from '../builtin/config.ts';
+import type { LayerWeights, ModelWeights, Projection } from '../builtin/weights.ts';
+import { block, embed, head, type BuiltinOps, type Weight } from '../builtin/model-ops.ts';
 import type { LoraConfig } from '../builtin/config.ts';
 import { GraphBuilder, MS_DOMAIN } from './graph-builder.ts';
 import { rotationValues } from '../builtin/rope.ts';
@@ -77,10 +80,10 @@ function matmul(a: Float32Array, b: Float32Array, n: number, k: number, m: numbe
   return out;
 }
 
-/** Columns [q·s | k | q R·s | k R | v] of the joined q/k/v weight from q, k, v blocks [rows, d] (see the header). */
-export function joinQkv(arch: Architecture, q: Float32Array, k: Float32Array, v: Float32Array, rows: number): Float32Array {
+/** Columns [q·s | k | q R·s | k R | v] of the joined q/k/v weight from q, k, v blocks [rows, d] (see the header; s is
+ *  the definition's query scale, model-ops.ts queryScale). */
+export function joinQkv(arch: Architecture, q: Float32Array, k: Float32Array, v: Float32Array, rows: number, s: number): Float32Array {
   const d = arch.dModel;
-  const s = 1 / Math.sqrt(headDim(arch));
   const rot = rotationValues(arch);
   const qs = Float32Array.from(q, (x) => x * s);
   const blocks = [qs, k, matmul(qs, rot, rows, d, d), matmul(k, rot, rows, d, d), v];
@@ -91,81 +94,176 @@ export function joinQkv(arch: Architecture, q: Float32Array, k: Float32Array, v:
   return joined;
 }
 
-const values = (v: { dataSync(): unknown }): Float32Array => v.dataSync() as Float32Array;
+const values = (v: Weight): Float32Array => v.dataSync() as Float32Array;
 
-/** The serialised model for `weights` (read once from the tfjs variables; LoRA adapters are inputs, not weights). */
-export function buildBuiltinGraph(arch: Architecture, weights: ModelWeights, lora: LoraSpec | null, mode: GraphMode): Uint8Array {
-  const d = arch.dModel;
-  const H = arch.nHeads;
-  const dh = headDim(arch);
-  const V = arch.vocabSize;
-  const decode = mode === 'decode';
-  const b = new GraphBuilder(`metrl-vlm-${mode}`);
+/**
+ * The initializer name of every base weight (the names both ONNX executors give them; the LoRA inputs' and the
+ * session's feeds do not depend on them). Read from the structure, without importing tfjs (worker threads load this).
+ */
+export function weightNames(weights: ModelWeights): Map<Weight, string> {
+  const names = new Map<Weight, string>([
+    [weights.embed, 'embed'],
+    [weights.patchProj, 'patch_proj'],
+    [weights.patchBias, 'patch_bias'],
+    [weights.patchPos, 'patch_pos'],
+    [weights.finalNorm, 'final_norm'],
+    [weights.lmHead, 'lm_head'],
+  ]);
+  weights.layers.forEach((layer, i) => {
+    names.set(layer.attnNorm, `layers.${i}.attn_norm`);
+    names.set(layer.mlpNorm, `layers.${i}.mlp_norm`);
+    for (const [p, w] of Object.entries(layer.proj)) names.set(w, `layers.${i}.${p}`);
+  });
+  return names;
+}
 
-  const ids = b.input('input_ids', 'int64', ['batch', 'seq']);
-  const cos = b.input('rope_cos', 'float32', ['batch', 'seq', 2 * d]);
-  const sin = b.input('rope_sin', 'float32', ['batch', 'seq', 2 * d]);
-  let x = b.op1('Gather', [b.floats('embed', values(weights.embed), [V, d]), ids]); // [B, S, d]
-  let bias: string;
-  let shapes: Record<string, string> = {};
-  if (decode) {
-    bias = b.input('attn_bias', 'float32', ['prompts', 1, 'group', 'keys']);
-    shapes = { ug3hdh: b.input('shape.u_g_3h_dh', 'int64', [4]), splits: b.input('score_splits', 'int64', [3]) }; // [P, T, 1]
-  } else {
-    // Image patches (prompts only reach the general graph): projected once per distinct patch and placed by a gather
-    // from [0; patches] (row 0 = no patch).
-    const pixels = b.input('patch_pixels', 'float32', ['patches', patchDim(arch)]);
-    const slots = b.input('patch_slots', 'int64', ['patches']);
-    const patchIndex = b.input('patch_index', 'int64', ['batch', 'seq']);
-    bias = b.input('attn_bias', 'float32', ['batch', 1, 'seq', 'keys']);
-    const projected = b.op1('Add', [
-      b.op1('Add', [b.op1('MatMul', [b.op1('Sub', [pixels, b.scalar(0.5)]), b.floats('patch_proj', values(weights.patchProj), [patchDim(arch), d])]), b.floats('patch_bias', values(weights.patchBias), [d])]),
-      b.op1('Gather', [b.floats('patch_pos', values(weights.patchPos), [patchesPerImage(arch), d]), slots]),
-    ]); // [patches, d]
-    const table = b.op1('Concat', [b.floats('no_patch', new Float32Array(d), [1, d]), projected], { axis: 0 }); // [1 + patches, d]
-    x = b.op1('Add', [x, b.op1('Gather', [table, patchIndex])]); // [B, S, d]
-    // Shapes of the prompt caches repeated for each of their G rows (B = U·G): [U, 1, H, P, dh] expanded to
-    // [U, G, H, P, dh], then read as [B, H, P, dh]; given by the caller.
-    shapes = { ughPdh: b.input('shape.u_g_h_p_dh', 'int64', [5]), bhPdh: b.input('shape.b_h_p_dh', 'int64', [4]) };
+/** What travels from this executor's `qkv` to its `attention`: [q·s | k] with RoPE applied [B, S, 2d], and v [B, S, d]. */
+interface OnnxQkv {
+  qk: string;
+  v: string;
+}
+
+/** The graph inputs the ops read (declared before the definition runs, so the graph's input order is fixed). */
+interface PassInputs {
+  ids: string;
+  cos: string;
+  sin: string;
+  bias: string;
+  /** general mode: the image patches and where they go; null in decode mode. */
+  patches: { pixels: string; slots: string; index: string } | null;
+  shapes: Record<string, string>;
+}
+
+/**
+ * The ONNX inference executor of the built-in model's definition (models/builtin/model-ops.ts): values are graph value
+ * names, rows [B, S, …]. `add` returns a pending sum (a key of `pending`, never a graph name): the RMSNorm that reads it
+ * emits SkipSimplifiedLayerNormalization (the norm and the sum in one node), any other reader materialises it as an Add.
+ */
+class OnnxBuiltinOps implements BuiltinOps<string, OnnxQkv> {
+  private readonly pending = new Map<string, { a: string; b: string; sum: string | null }>();
+  private readonly names: Map<Weight, string>;
+
+  constructor(
+    private readonly b: GraphBuilder,
+    private readonly arch: Architecture,
+    weights: ModelWeights,
+    private readonly lora: LoraSpec | null,
+    private readonly mode: GraphMode,
+    private readonly inputs: PassInputs,
+  ) {
+    this.names = weightNames(weights);
   }
 
-  const eps = { float: arch.normEps };
-  /** norm(a + r) and a + r in one node (r = '' : a plain norm, the sum is a). */
-  const addNorm = (a: string, r: string, gain: { dataSync(): unknown }, name: string): [string, string] => {
-    const g = b.floats(name, values(gain), [d]);
-    if (!r) return [b.op1('SimplifiedLayerNormalization', [a, g], { axis: -1, epsilon: eps }), a];
-    const [normed, , , sum] = b.op('SkipSimplifiedLayerNormalization', [a, r, g], { epsilon: eps }, 4, MS_DOMAIN);
-    return [normed, sum];
-  };
-  /** q kᵀ over the last two axes, keys [.., len, dh] as cached (com.microsoft FusedMatMul: no transposed copy). */
-  const scores = (q: string, k: string) => b.op1('FusedMatMul', [q, k], { transB: 1, alpha: { float: 1 } }, undefined, MS_DOMAIN);
+  /** A value name, materialising a pending sum. */
+  private val(x: string): string {
+    const p = this.pending.get(x);
+    if (!p) return x;
+    if (p.sum === null) p.sum = this.b.op1('Add', [this.val(p.a), this.val(p.b)]);
+    return p.sum;
+  }
 
-  /** x W (+ (x A') B with A' = scale · A, fed pre-scaled: transformer.ts linear's function, one node fewer). */
-  const withLora = (input: string, base: string, name: string, inDim: number, rank: number, outDim: number): string => {
+  private weight(w: Weight): string {
+    const name = this.names.get(w);
+    if (name === undefined) throw new Error('builtin-graph: a weight outside the model');
+    return this.b.floats(name, values(w), w.shape);
+  }
+
+  embedTokens(table: Weight): string {
+    return this.b.op1('Gather', [this.weight(table), this.inputs.ids]); // [B, S, d]
+  }
+
+  patchPixels(): string | null {
+    return this.inputs.patches?.pixels ?? null;
+  }
+
+  patchPositions(table: Weight): string {
+    return this.b.op1('Gather', [this.weight(table), this.inputs.patches!.slots]);
+  }
+
+  /** Patches projected once per distinct patch, placed by a gather from [0; patches] (row 0 = no patch). */
+  placePatches(x: string, patches: string): string {
+    const b = this.b;
+    const table = b.op1('Concat', [b.floats('no_patch', new Float32Array(this.arch.dModel), [1, this.arch.dModel]), this.val(patches)], { axis: 0 }); // [1 + patches, d]
+    return b.op1('Add', [this.val(x), b.op1('Gather', [table, this.inputs.patches!.index])]); // [B, S, d]
+  }
+
+  subScalar(x: string, c: number): string {
+    return this.b.op1('Sub', [this.val(x), this.b.scalar(c)]);
+  }
+
+  /** The output head's product is the graph output `logits`. */
+  project(x: string, w: Weight): string {
+    return this.b.op1('MatMul', [this.val(x), this.weight(w)], {}, this.names.get(w) === 'lm_head' ? 'logits' : undefined);
+  }
+
+  /** x W (+ (x A') B with A' = scale · A, fed pre-scaled: lora.ts linear's function, one node fewer). */
+  private withLora(input: string, base: string, name: string, inDim: number, rank: number, outDim: number): string {
+    const b = this.b;
     const a = b.input(`lora.${name}.a`, 'float32', [inDim, rank]);
     const bb = b.input(`lora.${name}.b`, 'float32', [rank, outDim]);
     return b.op1('Add', [base, b.op1('MatMul', [b.op1('MatMul', [input, a]), bb])]);
-  };
-  const linear = (input: string, layer: number, p: Projection, w: { shape: number[]; dataSync(): unknown }): string => {
-    const [inDim, outDim] = w.shape;
-    const base = b.op1('MatMul', [input, b.floats(`layers.${layer}.${p}`, values(w), [inDim, outDim])]);
-    if (!lora || !lora.targets.includes(p)) return base;
-    return withLora(input, base, `${layer}.${p}`, inDim, lora.r, outDim);
-  };
+  }
 
-  let residual = ''; // the branch output still to be added to x (fused into the next norm)
-  weights.layers.forEach((layer, i) => {
-    const [h, xi] = addNorm(x, residual, layer.attnNorm, `layers.${i}.attn_norm`);
-    x = xi;
-    const joined = joinQkv(arch, values(layer.proj.q_proj), values(layer.proj.k_proj), values(layer.proj.v_proj), d);
-    let qkv = b.op1('MatMul', [h, b.floats(`layers.${i}.qkv_proj`, joined, [d, 5 * d])]); // [B, S, 5d]
-    if (lora && QKV.some((p) => lora.targets.includes(p))) qkv = withLora(h, qkv, `${i}.qkv`, d, 3 * lora.r, 5 * d);
+  linear(x: string, w: Weight, layer: number, projection: Projection): string {
+    const input = this.val(x);
+    const [inDim, outDim] = w.shape;
+    const base = this.b.op1('MatMul', [input, this.weight(w)]);
+    if (!this.lora || !this.lora.targets.includes(projection)) return base;
+    return this.withLora(input, base, `${layer}.${projection}`, inDim, this.lora.r, outDim);
+  }
+
+  addBias(x: string, bias: Weight): string {
+    return this.b.op1('Add', [this.val(x), this.weight(bias)]);
+  }
+
+  add(a: string, c: string): string {
+    const key = `pending:${this.pending.size}`;
+    this.pending.set(key, { a, b: c, sum: null });
+    return key;
+  }
+
+  rmsNorm(x: string, gain: Weight, eps: number): string {
+    const g = this.weight(gain);
+    const p = this.pending.get(x);
+    if (p && p.sum === null) {
+      const [normed, , , sum] = this.b.op('SkipSimplifiedLayerNormalization', [this.val(p.a), this.val(p.b), g], { epsilon: { float: eps } }, 4, MS_DOMAIN);
+      p.sum = sum;
+      return normed;
+    }
+    return this.b.op1('SimplifiedLayerNormalization', [this.val(x), g], { axis: -1, epsilon: { float: eps } });
+  }
+
+  sigmoidGelu(x: string, k: number): string {
+    const b = this.b;
+    const input = this.val(x);
+    return b.op1('Mul', [input, b.op1('Sigmoid', [b.op1('Mul', [input, b.scalar(k)])])]); // ORT fuses it into QuickGelu
+  }
+
+  /** One product with the joined weight [q·s | k | q R·s | k R | v] (see the header), RoPE as two Muls and an Add. */
+  qkv(h: string, w: LayerWeights, layer: number, qScale: number): OnnxQkv {
+    const b = this.b;
+    const d = this.arch.dModel;
+    const input = this.val(h);
+    const joined = joinQkv(this.arch, values(w.proj.q_proj), values(w.proj.k_proj), values(w.proj.v_proj), d, qScale);
+    let qkv = b.op1('MatMul', [input, b.floats(`layers.${layer}.qkv_proj`, joined, [d, 5 * d])]); // [B, S, 5d]
+    const lora = this.lora;
+    if (lora && QKV.some((p) => lora.targets.includes(p))) qkv = this.withLora(input, qkv, `${layer}.qkv`, d, 3 * lora.r, 5 * d);
     const [qk, qkR, v] = b.op('Split', [qkv, b.ints([2 * d, 2 * d, d])], { axis: -1 }, 3);
-    const qkRot = b.op1('Add', [b.op1('Mul', [qk, cos]), b.op1('Mul', [qkR, sin])]); // [B, S, 2d]: q (scaled) and k, RoPE applied
-    let attended: string;
-    if (decode) {
-      const promptK = b.input(`prompt_k.${i}`, 'float32', ['prompts', H, 'prompt_len', dh]);
-      const promptV = b.input(`prompt_v.${i}`, 'float32', ['prompts', H, 'prompt_len', dh]);
+    const qkRot = b.op1('Add', [b.op1('Mul', [qk, this.inputs.cos]), b.op1('Mul', [qkR, this.inputs.sin])]); // [B, S, 2d]: q (scaled) and k, RoPE applied
+    return { qk: qkRot, v };
+  }
+
+  attention({ qk: qkRot, v }: OnnxQkv, i: number): string {
+    const b = this.b;
+    const d = this.arch.dModel;
+    const H = this.arch.nHeads;
+    const dh = headDim(this.arch);
+    const { bias, shapes } = this.inputs;
+    /** q kᵀ over the last two axes, keys [.., len, dh] as cached (com.microsoft FusedMatMul: no transposed copy). */
+    const scores = (q: string, k: string) => b.op1('FusedMatMul', [q, k], { transB: 1, alpha: { float: 1 } }, undefined, MS_DOMAIN);
+    const promptK = b.input(`prompt_k.${i}`, 'float32', ['prompts', H, 'prompt_len', dh]);
+    const promptV = b.input(`prompt_v.${i}`, 'float32', ['prompts', H, 'prompt_len', dh]);
+    if (this.mode === 'decode') {
       const ownK = b.input(`own_k.${i}`, 'float32', ['prompts', H, 'group', 'own_len', dh]);
       const ownV = b.input(`own_v.${i}`, 'float32', ['prompts', H, 'group', 'own_len', dh]);
       // [B, 1, 3d] → [U, G, 3H, dh] → [U, 3H, G, dh] → q, k, v [U, H, G, dh]
@@ -180,33 +278,57 @@ export function buildBuiltinGraph(arch: Architecture, weights: ModelWeights, lor
       const [pPrompt, pOwn, pNew] = b.op('Split', [probs, shapes.splits], { axis: -1 }, 3);
       const fromOwn = b.op1('Reshape', [b.op1('MatMul', [b.op1('Reshape', [pOwn, b.ints([0, 0, 0, 1, -1])]), ownV]), flat4]); // [U, H, G, dh]
       const mixed = b.op1('Add', [b.op1('Add', [b.op1('MatMul', [pPrompt, promptV]), fromOwn]), b.op1('Mul', [pNew, vv])]); // [U, H, G, dh]
-      attended = b.op1('Reshape', [b.op1('Transpose', [mixed], { perm: [0, 2, 1, 3] }), b.ints([-1, 1, d])]); // [B, 1, d]
       b.output(`key.${i}`, 'float32', ['prompts', H, 'group', dh]);
       b.output(`value.${i}`, 'float32', ['prompts', H, 'group', dh]);
-    } else {
-      const promptK = b.input(`prompt_k.${i}`, 'float32', ['prompts', H, 'prompt_len', dh]);
-      const promptV = b.input(`prompt_v.${i}`, 'float32', ['prompts', H, 'prompt_len', dh]);
-      const [q, kFlat] = b.op('Split', [qkRot], { axis: -1, num_outputs: 2 }, 2); // [B, S, d] each
-      const k = b.op1('Transpose', [b.op1('Reshape', [kFlat, b.ints([0, 0, H, dh])])], { perm: [0, 2, 1, 3] }, `key.${i}`); // [B, H, S, dh]
-      const vh = b.op1('Transpose', [b.op1('Reshape', [v, b.ints([0, 0, H, dh])])], { perm: [0, 2, 1, 3] }, `value.${i}`);
-      // Each row's keys: its prompt's (repeated for the G rows) then this call's, [B, H, P + S, dh]; one fused
-      // attention (com.microsoft MultiHeadAttention, q pre-scaled so scale 1) with the additive mask: the [S, P + S]
-      // scores of one row and head are made, masked, normalised and used while still in cache.
-      const rows = (cache: string) => b.op1('Reshape', [b.op1('Expand', [b.op1('Unsqueeze', [cache, b.ints([1])]), shapes.ughPdh]), shapes.bhPdh]);
-      const keys = b.op1('Concat', [rows(promptK), k], { axis: 2 });
-      const vals = b.op1('Concat', [rows(promptV), vh], { axis: 2 });
-      attended = b.op1('MultiHeadAttention', [q, keys, vals, '', '', bias], { num_heads: H, scale: { float: 1 } }, undefined, MS_DOMAIN); // [B, S, d]
-      b.output(`key.${i}`, 'float32', ['batch', H, 'seq', dh]);
-      b.output(`value.${i}`, 'float32', ['batch', H, 'seq', dh]);
+      return b.op1('Reshape', [b.op1('Transpose', [mixed], { perm: [0, 2, 1, 3] }), b.ints([-1, 1, d])]); // [B, 1, d]
     }
-    const [h2, mid] = addNorm(x, linear(attended, i, 'o_proj', layer.proj.o_proj), layer.mlpNorm, `layers.${i}.mlp_norm`);
-    x = mid;
-    const up = linear(h2, i, 'up_proj', layer.proj.up_proj);
-    const act = b.op1('Mul', [up, b.op1('Sigmoid', [b.op1('Mul', [up, b.scalar(1.702)])])]); // GELU, sigmoid approximation
-    residual = linear(act, i, 'down_proj', layer.proj.down_proj);
+    const [q, kFlat] = b.op('Split', [qkRot], { axis: -1, num_outputs: 2 }, 2); // [B, S, d] each
+    const k = b.op1('Transpose', [b.op1('Reshape', [kFlat, b.ints([0, 0, H, dh])])], { perm: [0, 2, 1, 3] }, `key.${i}`); // [B, H, S, dh]
+    const vh = b.op1('Transpose', [b.op1('Reshape', [v, b.ints([0, 0, H, dh])])], { perm: [0, 2, 1, 3] }, `value.${i}`);
+    // Each row's keys: its prompt's (repeated for the G rows) then this call's, [B, H, P + S, dh]; one fused
+    // attention (com.microsoft MultiHeadAttention, q pre-scaled so scale 1) with the additive mask: the [S, P + S]
+    // scores of one row and head are made, masked, normalised and used while still in cache.
+    const rows = (cache: string) => b.op1('Reshape', [b.op1('Expand', [b.op1('Unsqueeze', [cache, b.ints([1])]), shapes.ughPdh]), shapes.bhPdh]);
+    const keys = b.op1('Concat', [rows(promptK), k], { axis: 2 });
+    const vals = b.op1('Concat', [rows(promptV), vh], { axis: 2 });
+    b.output(`key.${i}`, 'float32', ['batch', H, 'seq', dh]);
+    b.output(`value.${i}`, 'float32', ['batch', H, 'seq', dh]);
+    return b.op1('MultiHeadAttention', [q, keys, vals, '', '', bias], { num_heads: H, scale: { float: 1 } }, undefined, MS_DOMAIN); // [B, S, d]
+  }
+}
+
+/** The serialised model for `weights` (read once from the tfjs variables; LoRA adapters are inputs, not weights). */
+export function buildBuiltinGraph(arch: Architecture, weights: ModelWeights, lora: LoraSpec | null, mode: GraphMode): Uint8Array {
+  const d = arch.dModel;
+  const b = new GraphBuilder(`metrl-vlm-${mode}`);
+  const ids = b.input('input_ids', 'int64', ['batch', 'seq']);
+  const cos = b.input('rope_cos', 'float32', ['batch', 'seq', 2 * d]);
+  const sin = b.input('rope_sin', 'float32', ['batch', 'seq', 2 * d]);
+  let inputs: PassInputs;
+  if (mode === 'decode') {
+    const bias = b.input('attn_bias', 'float32', ['prompts', 1, 'group', 'keys']);
+    const shapes = { ug3hdh: b.input('shape.u_g_3h_dh', 'int64', [4]), splits: b.input('score_splits', 'int64', [3]) }; // [P, T, 1]
+    inputs = { ids, cos, sin, bias, patches: null, shapes };
+  } else {
+    // Image patches (prompts only reach the general graph): every distinct patch's pixels, its index in its image, and
+    // per token 1 + the patch row it shows (0: none).
+    const patches = {
+      pixels: b.input('patch_pixels', 'float32', ['patches', patchDim(arch)]),
+      slots: b.input('patch_slots', 'int64', ['patches']),
+      index: b.input('patch_index', 'int64', ['batch', 'seq']),
+    };
+    const bias = b.input('attn_bias', 'float32', ['batch', 1, 'seq', 'keys']);
+    // Shapes of the prompt caches repeated for each of their G rows (B = U·G): [U, 1, H, P, dh] expanded to
+    // [U, G, H, P, dh], then read as [B, H, P, dh]; given by the caller.
+    const shapes = { ughPdh: b.input('shape.u_g_h_p_dh', 'int64', [5]), bhPdh: b.input('shape.b_h_p_dh', 'int64', [4]) };
+    inputs = { ids, cos, sin, bias, patches, shapes };
+  }
+  const ops = new OnnxBuiltinOps(b, arch, weights, lora, mode, inputs);
+  let x = embed(ops, weights);
+  weights.layers.forEach((layer, i) => {
+    x = block(ops, arch, layer, i, x);
   });
-  const [final] = addNorm(x, residual, weights.finalNorm, 'final_norm');
-  b.op1('MatMul', [final, b.floats('lm_head', values(weights.lmHead), [d, V])], {}, 'logits');
-  b.output('logits', 'float32', ['batch', 'seq', V]);
+  head(ops, arch, weights, x); // the node named `logits`
+  b.output('logits', 'float32', ['batch', 'seq', arch.vocabSize]);
   return b.toBytes(18);
 }

@@ -10,6 +10,7 @@ import type { LoraSet } from '../builtin/lora.ts';
 // RoPE cos/sin come from the tfjs forward's own tables (rope.ts, no tfjs: worker threads load this), so both engines
 // rotate identically.
 import { NEG, ropeValues } from '../builtin/rope.ts';
+import { queryScale } from '../builtin/model-ops.ts';
 import { buildBuiltinGraph, joinQkv, loraInputName, loraSpec, QKV, type LoraSpec } from './builtin-graph.ts';
 import { OrtSession, floatTensor, int64Tensor } from './session.ts';
 import type { Device } from './device.ts';
@@ -234,7 +235,7 @@ export class BuiltinOrtModel {
           const bv = adapter.b.dataSync() as Float32Array; // [r, d]
           for (let row = 0; row < d; row++) for (let c = 0; c < r; c++) a[row * 3 * r + j * r + c] = scale * av[row * r + c];
           const blocks = QKV.map((_, k) => (k === j ? bv : none));
-          b.set(joinQkv(this.arch, blocks[0], blocks[1], blocks[2], r), j * r * 5 * d);
+          b.set(joinQkv(this.arch, blocks[0], blocks[1], blocks[2], r, queryScale(this.arch)), j * r * 5 * d);
         });
         put(i, 'qkv', a, [d, 3 * r], b, [3 * r, 5 * d]);
       }

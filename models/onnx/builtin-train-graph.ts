@@ -1,8 +1,9 @@
 // The built-in model's LoRA gradients as one ONNX graph (models/ layer, ONNX Runtime engine): the forward pass of one
-// prompt group (a prompt and its G completions) written once with the differentiating builder (autodiff.ts), which
-// appends the backward pass. The tfjs forward (models/builtin/transformer.ts, scoring.ts) stays the reference: same
-// RoPE tables and rotation, RMSNorm, GELU approximation and LoRA product order ((x A) · scale) B; the gradients are
-// tested against tfjs autodiff and finite differences (tests/models/onnx-learner.test.ts).
+// prompt group (a prompt and its G completions) is the model's one definition (models/builtin/model-ops.ts) executed
+// over the differentiating builder (autodiff.ts, TrainOps below), which appends the backward pass. The tfjs forward
+// (models/builtin/transformer.ts, scoring.ts) executes the same definition and stays the reference: same RoPE tables
+// and rotation, RMSNorm, GELU approximation and LoRA product order ((x A) · scale) B; the gradients are tested against
+// tfjs autodiff and finite differences (tests/models/onnx-learner.test.ts).
 //
 // What it computes: with logits z = (final hidden · lm_head) / T and W = `target_weights` [N, V], the gradient of
 //   Σ_rows Σ_v W[row, v] · log_softmax(z)[row, v]
@@ -18,18 +19,222 @@
 //   completions each attends to the prompt's P keys and causally to its own C keys: [G, H, C, P + C], one softmax
 // The prompt's keys and values are computed once for the group and receive the gradient of all G completions, as in
 // scoring.ts. Embeddings, image patches and base weights are constants: no gradient nodes for them.
-import { headDim, patchDim, patchesPerImage, type Architecture } from '../builtin/config.ts';
-import type { ModelWeights, Projection } from '../builtin/weights.ts';
+import { headDim, patchDim, type Architecture } from '../builtin/config.ts';
+import type { LayerWeights, ModelWeights, Projection } from '../builtin/weights.ts';
+import { block, embed, head, type BuiltinOps, type Weight } from '../builtin/model-ops.ts';
 import { DiffGraph, type Value } from './autodiff.ts';
-import { QKV, type BuiltinGraphSpec } from './builtin-graph.ts';
-import type * as tf from '@tensorflow/tfjs';
+import { QKV, weightNames, type BuiltinGraphSpec, type LoraSpec } from './builtin-graph.ts';
+import type { GraphBuilder } from './graph-builder.ts';
 
 /** Name of a LoRA param input (raw A [in, r] and B [r, out], as the tfjs variables hold them). */
 export const trainLoraName = (layer: number, projection: Projection, part: 'a' | 'b'): string => `lora.${layer}.${projection}.${part}`;
 /** Name of the gradient output of a LoRA param. */
 export const gradName = (param: string): string => `grad.${param}`;
 
-const values = (v: tf.Variable | tf.Tensor): Float32Array => v.dataSync() as Float32Array;
+const values = (v: Weight): Float32Array => v.dataSync() as Float32Array;
+
+/** What travels from this executor's `qkv` to its `attention`: q (RoPE applied, scaled), k (RoPE applied), v, [N, d]. */
+interface TrainQkv {
+  q: Value;
+  k: Value;
+  v: Value;
+}
+
+/** The graph inputs the ops read (declared before the definition runs, so the graph's input order is fixed). */
+interface TrainInputs {
+  ids: string;
+  pixels: string;
+  slots: string;
+  patchIndex: string;
+  cos: string;
+  sin: string;
+  promptMask: string;
+  completionMask: string;
+  rowSplits: string;
+  scoreSplits: string;
+  gChd: string;
+  g111: string;
+}
+
+/**
+ * The differentiating executor of the built-in model's definition (models/builtin/model-ops.ts): values are DiffGraph
+ * values over N packed rows [N, …]; LoRA A and B are params (the gradients' targets), embeddings and base weights
+ * constants. Records every LoRA param it creates (`params`, `paramDims`) for the backward pass and the outputs.
+ */
+class TrainOps implements BuiltinOps<Value, TrainQkv> {
+  readonly params: Value[] = [];
+  readonly paramDims = new Map<string, number[]>();
+  private readonly names: Map<Weight, string>;
+  private readonly b: GraphBuilder;
+  private readonly d: number;
+  private readonly rot: { halves: string; rows: string; swap: string };
+  private readonly signedSin: string;
+  private readonly scalars = new Map<number, string>();
+  private readonly shapes: { rowsToHeads: string; headsToRows: string; oneHPdh: string; thirds: string };
+
+  constructor(
+    private readonly g: DiffGraph,
+    arch: Architecture,
+    weights: ModelWeights,
+    private readonly lora: LoraSpec,
+    private readonly inputs: TrainInputs,
+  ) {
+    const b = (this.b = g.b);
+    const d = (this.d = arch.dModel);
+    const H = arch.nHeads;
+    const dh = headDim(arch);
+    this.names = weightNames(weights);
+    // RoPE's rotate_half as swapped half-head blocks (autodiff.ts rope): views [N·H, 2, dh/2] and back [N, d], and
+    // sin with rotate_half's signs folded in (−1 on each head's first half), once for all layers.
+    this.rot = { halves: b.ints([-1, 2, dh / 2]), rows: b.ints([-1, d]), swap: b.ints([1, 0]) };
+    const signs = new Float32Array(d);
+    for (let i = 0; i < d; i++) signs[i] = i % dh < dh / 2 ? -1 : 1;
+    this.signedSin = b.op1('Mul', [inputs.sin, b.floats('rope_signs', signs, [d])]);
+    this.shapes = { rowsToHeads: b.ints([-1, H, dh]), headsToRows: b.ints([-1, d]), oneHPdh: b.ints([1, H, -1, dh]), thirds: b.ints([d, d, d]) };
+  }
+
+  /** A float32 scalar initializer, one per value. */
+  private scalar(c: number): string {
+    let name = this.scalars.get(c);
+    if (name === undefined) this.scalars.set(c, (name = this.b.scalar(c)));
+    return name;
+  }
+
+  private weight(w: Weight): Value {
+    const name = this.names.get(w);
+    if (name === undefined) throw new Error('builtin-train-graph: a weight outside the model');
+    return this.initializer(name, values(w), w.shape);
+  }
+
+  private initializer(name: string, data: Float32Array, dims: number[]): Value {
+    return this.g.constant(this.b.floats(name, data, dims), dims.length);
+  }
+
+  /** A node of constants only (embeddings, image patches): no gradient nodes. */
+  private constant(x: string, rank: number): Value {
+    return this.g.constant(x, rank);
+  }
+
+  embedTokens(table: Weight): Value {
+    return this.constant(this.b.op1('Gather', [this.weight(table).name, this.inputs.ids]), 2);
+  }
+
+  patchPixels(): Value {
+    return this.constant(this.inputs.pixels, 2);
+  }
+
+  patchPositions(table: Weight): Value {
+    return this.constant(this.b.op1('Gather', [this.weight(table).name, this.inputs.slots]), 2);
+  }
+
+  /** Patches projected once per distinct patch, placed by a gather from [0; patches] (row 0 = no patch). */
+  placePatches(x: Value, patches: Value): Value {
+    if (x.diff || patches.diff) throw new Error('builtin-train-graph: embeddings are constants here');
+    const b = this.b;
+    const table = b.op1('Concat', [b.floats('no_patch', new Float32Array(this.d), [1, this.d]), patches.name], { axis: 0 });
+    return this.constant(b.op1('Add', [x.name, b.op1('Gather', [table, this.inputs.patchIndex])]), 2); // [N, d]
+  }
+
+  subScalar(x: Value, c: number): Value {
+    if (x.diff) throw new Error('builtin-train-graph: subScalar of a differentiated value');
+    return this.constant(this.b.op1('Sub', [x.name, this.b.scalar(c)]), x.rank);
+  }
+
+  project(x: Value, w: Weight): Value {
+    return this.g.matmul(x, this.weight(w));
+  }
+
+  /** base (+ ((input A) · scale) B when p is a target): lora.ts linear's order. */
+  private withLora(input: Value, base: Value, layer: number, p: Projection, inDim: number, outDim: number): Value {
+    const { g, lora } = this;
+    if (!lora.targets.includes(p)) return base;
+    const a = this.param(layer, p, 'a', [inDim, lora.r]);
+    const bb = this.param(layer, p, 'b', [lora.r, outDim]);
+    this.params.push(a, bb);
+    return g.add(base, g.matmul(g.mulConst(g.matmul(input, a), this.scalar(lora.scale)), bb));
+  }
+
+  private param(layer: number, p: Projection, part: 'a' | 'b', dims: number[]): Value {
+    const v = this.g.param(trainLoraName(layer, p, part), dims);
+    this.paramDims.set(v.name, dims);
+    return v;
+  }
+
+  linear(x: Value, w: Weight, layer: number, projection: Projection): Value {
+    const [inDim, outDim] = w.shape;
+    return this.withLora(x, this.g.matmul(x, this.weight(w)), layer, projection, inDim, outDim);
+  }
+
+  addBias(x: Value, bias: Weight): Value {
+    return this.g.add(x, this.weight(bias));
+  }
+
+  add(a: Value, c: Value): Value {
+    return this.g.add(a, c);
+  }
+
+  rmsNorm(x: Value, gain: Weight, eps: number): Value {
+    return this.g.rmsNorm(x, this.weight(gain).name, eps);
+  }
+
+  sigmoidGelu(x: Value, k: number): Value {
+    return this.g.gelu(x, k);
+  }
+
+  /**
+   * q, k, v: one base product with W_qkv = [Wq | Wk | Wv], split; the adapters' A's side by side in one product
+   * (x [A_q | A_k | A_v], [N, 3r] for the targets among them), then each part times its own B; RoPE on q and k.
+   */
+  qkv(h: Value, w: LayerWeights, layer: number, qScale: number): TrainQkv {
+    const { g, b, d, lora } = this;
+    const joined = new Float32Array(d * 3 * d);
+    QKV.forEach((p, j) => {
+      const wp = values(w.proj[p]);
+      for (let r = 0; r < d; r++) joined.set(wp.subarray(r * d, (r + 1) * d), r * 3 * d + j * d);
+    });
+    const bases = g.split(g.matmul(h, this.initializer(`layers.${layer}.qkv_proj`, joined, [d, 3 * d])), 1, this.shapes.thirds, 3);
+    const out = [...bases];
+    const targets = QKV.map((p, j) => ({ p, j })).filter(({ p }) => lora.targets.includes(p));
+    if (targets.length > 0) {
+      const as = targets.map(({ p }) => this.param(layer, p, 'a', [d, lora.r]));
+      const ranks = b.ints(targets.map(() => lora.r));
+      const low = g.mulConst(g.matmul(h, as.length === 1 ? as[0] : g.concat(as, 1, ranks)), this.scalar(lora.scale)); // [N, t·r]
+      const parts = as.length === 1 ? [low] : g.split(low, 1, ranks, as.length);
+      targets.forEach(({ p, j }, t) => {
+        const bb = this.param(layer, p, 'b', [lora.r, d]);
+        this.params.push(as[t], bb);
+        out[j] = g.add(bases[j], g.matmul(parts[t], bb));
+      });
+    }
+    const [qLin, kLin, v] = out;
+    const { cos } = this.inputs;
+    return { q: g.mulConst(g.rope(qLin, cos, this.signedSin, this.rot), this.scalar(qScale)), k: g.rope(kLin, cos, this.signedSin, this.rot), v };
+  }
+
+  /**
+   * The prompt's causal self-attention, and each completion's attention to the prompt's keys and, causally, its own:
+   * the prompt's keys and values are broadcast to the G completions and put in front of theirs ([G, H, P + C, dh]), so
+   * one product gives the scores and one the mixture (the score matrix, the largest tensor here, is never
+   * concatenated, split or transposed).
+   */
+  attention({ q, k, v }: TrainQkv): Value {
+    const { g } = this;
+    const { rowSplits, scoreSplits, gChd, g111, promptMask, completionMask } = this.inputs;
+    const { rowsToHeads, headsToRows, oneHPdh } = this.shapes;
+    const [qp, qc] = g.split(q, 0, rowSplits, 2); // [P, d], [G·C, d]
+    const [kp, kc] = g.split(k, 0, rowSplits, 2);
+    const [vp, vc] = g.split(v, 0, rowSplits, 2);
+    const promptHeads = (t: Value) => g.transpose(g.reshape(t, rowsToHeads, 3), [1, 0, 2]); // [P, d] → [H, P, dh]
+    const completionHeads = (t: Value) => g.transpose(g.reshape(t, gChd, 4), [0, 2, 1, 3]); // [G·C, d] → [G, H, C, dh]
+    const kpH = promptHeads(kp);
+    const vpH = promptHeads(vp);
+    const promptOut = g.reshape(g.transpose(g.attention(promptHeads(qp), kpH, vpH, promptMask), [1, 0, 2]), headsToRows, 2); // [P, d]
+    const keysOf = (prompt: Value, own: Value) => g.concat([g.expand(g.reshape(prompt, oneHPdh, 4), g111, [0]), completionHeads(own)], 2, scoreSplits);
+    const mixed = g.attention(completionHeads(qc), keysOf(kpH, kc), keysOf(vpH, vc), completionMask); // scores [G, H, C, P + C] → [G, H, C, dh]
+    const completionOut = g.reshape(g.transpose(mixed, [0, 2, 1, 3]), headsToRows, 2); // [G·C, d]
+    return g.concat([promptOut, completionOut], 0, rowSplits); // [N, d]
+  }
+}
 
 /**
  * The serialised training graph for `weights` with LoRA params per spec.lora (required). `gradients: false` gives the
@@ -42,139 +247,42 @@ export function buildBuiltinTrainGraph(spec: BuiltinGraphSpec, weights: ModelWei
   const lora = spec.lora;
   if (!lora) throw new Error('the training graph needs LoRA settings (it differentiates the adapters)');
   const d = arch.dModel;
-  const H = arch.nHeads;
-  const dh = headDim(arch);
   const V = arch.vocabSize;
   const g = new DiffGraph('metrl-vlm-train');
   const b = g.b;
-  const C = (name: string, rank: number) => g.constant(name, rank);
-
-  const ids = b.input('input_ids', 'int64', ['rows']);
-  const pixels = b.input('patch_pixels', 'float32', ['patches', patchDim(arch)]);
-  const slots = b.input('patch_slots', 'int64', ['patches']);
-  const patchIndex = b.input('patch_index', 'int64', ['rows']);
-  const cos = b.input('rope_cos', 'float32', ['rows', d]);
-  const sin = b.input('rope_sin', 'float32', ['rows', d]);
-  const promptMask = b.input('prompt_mask', 'float32', ['prompt', 'prompt']); // additive, causal
-  const completionMask = b.input('completion_mask', 'float32', ['completion', 'keys']); // [C, P + C] additive
-  const rowSplits = b.input('row_splits', 'int64', [2]); // [P, G·C]
-  const scoreSplits = b.input('score_splits', 'int64', [2]); // [P, C]
-  const gChd = b.input('shape.g_c_h_dh', 'int64', [4]); // [G, C, H, dh]
-  const g111 = b.input('shape.g_1_1_1', 'int64', [4]); // [G, 1, 1, 1]: the prompt's keys broadcast to G completions
+  const inputs: TrainInputs = {
+    ids: b.input('input_ids', 'int64', ['rows']),
+    pixels: b.input('patch_pixels', 'float32', ['patches', patchDim(arch)]),
+    slots: b.input('patch_slots', 'int64', ['patches']),
+    patchIndex: b.input('patch_index', 'int64', ['rows']),
+    cos: b.input('rope_cos', 'float32', ['rows', d]),
+    sin: b.input('rope_sin', 'float32', ['rows', d]),
+    promptMask: b.input('prompt_mask', 'float32', ['prompt', 'prompt']), // additive, causal
+    completionMask: b.input('completion_mask', 'float32', ['completion', 'keys']), // [C, P + C] additive
+    rowSplits: b.input('row_splits', 'int64', [2]), // [P, G·C]
+    scoreSplits: b.input('score_splits', 'int64', [2]), // [P, C]
+    gChd: b.input('shape.g_c_h_dh', 'int64', [4]), // [G, C, H, dh]
+    g111: b.input('shape.g_1_1_1', 'int64', [4]), // [G, 1, 1, 1]: the prompt's keys broadcast to G completions
+  };
   const invT = b.input('inv_temperature', 'float32', []);
-
-  // Embeddings (constants): tokens by gather, image patches projected once per distinct patch and placed by a gather
-  // from [0; patches] (row 0 = no patch), as builtin-graph.ts does.
-  const embedded = b.op1('Gather', [b.floats('embed', values(weights.embed), [V, d]), ids]);
-  const projected = b.op1('Add', [
-    b.op1('Add', [b.op1('MatMul', [b.op1('Sub', [pixels, b.scalar(0.5)]), b.floats('patch_proj', values(weights.patchProj), [patchDim(arch), d])]), b.floats('patch_bias', values(weights.patchBias), [d])]),
-    b.op1('Gather', [b.floats('patch_pos', values(weights.patchPos), [patchesPerImage(arch), d]), slots]),
-  ]);
-  const table = b.op1('Concat', [b.floats('no_patch', new Float32Array(d), [1, d]), projected], { axis: 0 });
-  let x: Value = C(b.op1('Add', [embedded, b.op1('Gather', [table, patchIndex])]), 2); // [N, d]
-
-  // RoPE's rotate_half as swapped half-head blocks (autodiff.ts rope): views [N·H, 2, dh/2] and back [N, d], and
-  // sin with rotate_half's signs folded in (−1 on each head's first half), once for all layers.
-  const rot = { halves: b.ints([-1, 2, dh / 2]), rows: b.ints([-1, d]), swap: b.ints([1, 0]) };
-  const signs = new Float32Array(d);
-  for (let i = 0; i < d; i++) signs[i] = i % dh < dh / 2 ? -1 : 1;
-  const signedSin = b.op1('Mul', [sin, b.floats('rope_signs', signs, [d])]);
-  const qScale = b.scalar(1 / Math.sqrt(dh));
-  const loraScale = b.scalar(lora.scale);
-  const params: Value[] = [];
-  const paramDims = new Map<string, number[]>();
-  /** base (+ ((input A) · scale) B when p is a target): transformer.ts linear's order. */
-  const withLora = (input: Value, base: Value, layer: number, p: Projection, inDim: number, outDim: number): Value => {
-    if (!lora.targets.includes(p)) return base;
-    const a = g.param(trainLoraName(layer, p, 'a'), [inDim, lora.r]);
-    const bb = g.param(trainLoraName(layer, p, 'b'), [lora.r, outDim]);
-    params.push(a, bb);
-    paramDims.set(a.name, [inDim, lora.r]);
-    paramDims.set(bb.name, [lora.r, outDim]);
-    return g.add(base, g.matmul(g.mulConst(g.matmul(input, a), loraScale), bb));
-  };
-  /**
-   * The adapters of q, k and v: their A's side by side in one product (x [A_q | A_k | A_v], [N, 3r] for the targets
-   * among them), then each part times its own B.
-   */
-  const qkvLora = (input: Value, bases: Value[], layer: number): Value[] => {
-    const targets = QKV.map((p, j) => ({ p, j })).filter(({ p }) => lora.targets.includes(p));
-    if (targets.length === 0) return bases;
-    const as = targets.map(({ p }) => {
-      const a = g.param(trainLoraName(layer, p, 'a'), [d, lora.r]);
-      paramDims.set(a.name, [d, lora.r]);
-      return a;
-    });
-    const ranks = b.ints(targets.map(() => lora.r));
-    const low = g.mulConst(g.matmul(input, as.length === 1 ? as[0] : g.concat(as, 1, ranks)), loraScale); // [N, t·r]
-    const parts = as.length === 1 ? [low] : g.split(low, 1, ranks, as.length);
-    const out = [...bases];
-    targets.forEach(({ p, j }, t) => {
-      const bb = g.param(trainLoraName(layer, p, 'b'), [lora.r, d]);
-      paramDims.set(bb.name, [lora.r, d]);
-      params.push(as[t], bb);
-      out[j] = g.add(bases[j], g.matmul(parts[t], bb));
-    });
-    return out;
-  };
-  const linear = (input: Value, layer: number, p: Projection, w: tf.Variable): Value => {
-    const [inDim, outDim] = w.shape;
-    return withLora(input, g.matmul(input, C(b.floats(`layers.${layer}.${p}`, values(w), [inDim, outDim]), 2)), layer, p, inDim, outDim);
-  };
-  const rowsToHeads = b.ints([-1, H, dh]);
-  const headsToRows = b.ints([-1, d]);
-  const oneHPdh = b.ints([1, H, -1, dh]);
-  const thirds = b.ints([d, d, d]);
-
+  const ops = new TrainOps(g, arch, weights, lora, inputs);
+  let x = embed(ops, weights); // [N, d]
   weights.layers.forEach((layer, i) => {
-    const h = g.rmsNorm(x, b.floats(`layers.${i}.attn_norm`, values(layer.attnNorm), [d]), arch.normEps);
-    // q, k, v: one base product with W_qkv = [Wq | Wk | Wv], split, each with its own adapter.
-    const joined = new Float32Array(d * 3 * d);
-    (['q_proj', 'k_proj', 'v_proj'] as const).forEach((p, j) => {
-      const w = values(layer.proj[p]);
-      for (let r = 0; r < d; r++) joined.set(w.subarray(r * d, (r + 1) * d), r * 3 * d + j * d);
-    });
-    const bases = g.split(g.matmul(h, C(b.floats(`layers.${i}.qkv_proj`, joined, [d, 3 * d]), 2)), 1, thirds, 3);
-    const [qLin, kLin, vLin] = qkvLora(h, bases, i);
-    const q = g.mulConst(g.rope(qLin, cos, signedSin, rot), qScale); // [N, d]
-    const k = g.rope(kLin, cos, signedSin, rot);
-    const v = vLin;
-    const [qp, qc] = g.split(q, 0, rowSplits, 2); // [P, d], [G·C, d]
-    const [kp, kc] = g.split(k, 0, rowSplits, 2);
-    const [vp, vc] = g.split(v, 0, rowSplits, 2);
-    const promptHeads = (t: Value) => g.transpose(g.reshape(t, rowsToHeads, 3), [1, 0, 2]); // [P, d] → [H, P, dh]
-    const completionHeads = (t: Value) => g.transpose(g.reshape(t, gChd, 4), [0, 2, 1, 3]); // [G·C, d] → [G, H, C, dh]
-    const kpH = promptHeads(kp);
-    const vpH = promptHeads(vp);
-
-    // Prompt: causal self-attention.
-    const promptOut = g.reshape(g.transpose(g.attention(promptHeads(qp), kpH, vpH, promptMask), [1, 0, 2]), headsToRows, 2); // [P, d]
-
-    // Completions: each attends to the prompt's keys and, causally, to its own: the prompt's keys and values are
-    // broadcast to the G completions and put in front of theirs ([G, H, P + C, dh]), so one product gives the scores
-    // and one the mixture (the score matrix, the largest tensor here, is never concatenated, split or transposed).
-    const keysOf = (prompt: Value, own: Value) => g.concat([g.expand(g.reshape(prompt, oneHPdh, 4), g111, [0]), completionHeads(own)], 2, scoreSplits);
-    const mixed = g.attention(completionHeads(qc), keysOf(kpH, kc), keysOf(vpH, vc), completionMask); // scores [G, H, C, P + C] → [G, H, C, dh]
-    const completionOut = g.reshape(g.transpose(mixed, [0, 2, 1, 3]), headsToRows, 2); // [G·C, d]
-
-    const attended = g.concat([promptOut, completionOut], 0, rowSplits); // [N, d]
-    const mid = g.add(x, linear(attended, i, 'o_proj', layer.proj.o_proj));
-    const up = linear(g.rmsNorm(mid, b.floats(`layers.${i}.mlp_norm`, values(layer.mlpNorm), [d]), arch.normEps), i, 'up_proj', layer.proj.up_proj);
-    x = g.add(mid, linear(g.gelu(up), i, 'down_proj', layer.proj.down_proj));
+    x = block(ops, arch, layer, i, x);
   });
-  const z = g.mulConst(g.matmul(g.rmsNorm(x, b.floats('final_norm', values(weights.finalNorm), [d]), arch.normEps), C(b.floats('lm_head', values(weights.lmHead), [d, V]), 2)), invT);
+  const z = g.mulConst(head(ops, arch, weights, x), invT);
   b.op1('LogSoftmax', [z.name], { axis: -1 }, 'log_probs');
   b.output('log_probs', 'float32', ['rows', V]);
   if (!withGradients) return b.toBytes();
   // d/dz of Σ W ⊙ log_softmax(z) = W − softmax(z) · Σ_v W.
   const targetWeights = b.input('target_weights', 'float32', ['rows', V]);
   const dz = b.op1('Sub', [targetWeights, b.op1('Mul', [b.op1('Softmax', [z.name], { axis: -1 }), b.op1('ReduceSum', [targetWeights, b.ints([-1])], { keepdims: 1 })])]);
-  const grads = g.backward(new Map([[z.name, dz]]), params);
-  for (const p of params) {
+  const grads = g.backward(new Map([[z.name, dz]]), ops.params);
+  for (const p of ops.params) {
     const grad = grads.get(p.name);
     if (!grad) throw new Error(`no gradient reaches ${p.name}`);
     b.op1('Identity', [grad], {}, gradName(p.name));
-    b.output(gradName(p.name), 'float32', paramDims.get(p.name)!);
+    b.output(gradName(p.name), 'float32', ops.paramDims.get(p.name)!);
   }
   return b.toBytes();
 }
