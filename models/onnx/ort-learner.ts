@@ -277,8 +277,10 @@ export class OrtLearner implements Learner {
     if (Lu === 0) return null;
     const P = prompt.tokens.length;
     const G = completions.length;
-    // Completion tokens 0 … Lu-2 are inputs (scoring.ts's layout); at least one row, so no dimension is zero.
-    const Cn = Math.max(1, Lu - 1);
+    // Completion tokens 0 … Lu-2 are inputs (scoring.ts's layout); at least two rows (the graph's two query blocks), so
+    // no dimension is zero.
+    const Cn = Math.max(2, Lu - 1);
+    const C0 = Cn >> 1;
     const N = P + G * Cn;
     const { batch, ends } = packPrompts(this.policy, tokenizer, [prompt]);
     const tokens = new Int32Array(N);
@@ -304,9 +306,13 @@ export class OrtLearner implements Learner {
     const { cos, sin } = ropeValues(arch, positions);
     const promptMask = new Float32Array(P * P).fill(NEG);
     for (let i = 0; i < P; i++) promptMask.fill(0, i * P, i * P + i + 1);
-    const K = P + Cn;
-    const completionMask = new Float32Array(Cn * K).fill(NEG);
-    for (let i = 0; i < Cn; i++) completionMask.fill(0, i * K, i * K + P + i + 1);
+    // Completion row i sees the prompt and its own rows 0 … i; query block 0 (rows 0 … C₀-1) has keys P + C₀, block 1
+    // all P + Cn, rows numbered from its first.
+    const blockMask = (from: number, rows: number, K: number) => {
+      const mask = new Float32Array(rows * K).fill(NEG);
+      for (let i = 0; i < rows; i++) mask.fill(0, i * K, i * K + P + from + i + 1);
+      return floatTensor(mask, [rows, K]);
+    };
     const feeds: Feeds = {
       input_ids: int64Tensor(tokens, [N]),
       patch_pixels: floatTensor(pixels, [patchCount, patchDim(arch)]),
@@ -315,7 +321,10 @@ export class OrtLearner implements Learner {
       rope_cos: floatTensor(cos, [N, arch.dModel]),
       rope_sin: floatTensor(sin, [N, arch.dModel]),
       prompt_mask: floatTensor(promptMask, [P, P]),
-      completion_mask: floatTensor(completionMask, [Cn, K]),
+      completion_mask_0: blockMask(0, C0, P + C0),
+      completion_mask_1: blockMask(C0, Cn - C0, P + Cn),
+      query_splits: int64Tensor([C0, Cn - C0], [2]),
+      key_splits: int64Tensor([P + C0, Cn - C0], [2]),
       row_splits: int64Tensor([P, G * Cn], [2]),
       score_splits: int64Tensor([P, Cn], [2]),
       'shape.g_c_h_dh': int64Tensor([G, Cn, H, dh], [4]),
