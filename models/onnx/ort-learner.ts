@@ -30,7 +30,7 @@ import { headDim, patchDim, patchesPerImage } from '../builtin/config.ts';
 import { NEG, ropeValues } from '../builtin/transformer.ts';
 import { packPrompts } from '../builtin/sampling.ts';
 import { loraSpec } from './builtin-graph.ts';
-import { buildBuiltinTrainGraph, gradName, trainLoraName } from './builtin-train-graph.ts';
+import { buildBuiltinTrainGraph, gradName, QUERY_BLOCKS, trainLoraName } from './builtin-train-graph.ts';
 import { OrtSession, floatTensor, int64Tensor, type Feeds } from './session.ts';
 import { executorCount, MIN_JOBS_WORK, ortWorkers, RemoteSession, runJobs, splitAlways, type OrtWorker } from './worker-pool.ts';
 
@@ -277,10 +277,10 @@ export class OrtLearner implements Learner {
     if (Lu === 0) return null;
     const P = prompt.tokens.length;
     const G = completions.length;
-    // Completion tokens 0 … Lu-2 are inputs (scoring.ts's layout); at least two rows (the graph's two query blocks), so
-    // no dimension is zero.
-    const Cn = Math.max(2, Lu - 1);
-    const C0 = Cn >> 1;
+    // Completion tokens 0 … Lu-2 are inputs (scoring.ts's layout); at least a row per query block of the graph, so no
+    // dimension is zero. Block i holds rows blockEnds[i-1] … blockEnds[i]-1.
+    const Cn = Math.max(QUERY_BLOCKS, Lu - 1);
+    const blockEnds = Array.from({ length: QUERY_BLOCKS }, (_, i) => Math.round((Cn * (i + 1)) / QUERY_BLOCKS));
     const N = P + G * Cn;
     const { batch, ends } = packPrompts(this.policy, tokenizer, [prompt]);
     const tokens = new Int32Array(N);
@@ -306,8 +306,8 @@ export class OrtLearner implements Learner {
     const { cos, sin } = ropeValues(arch, positions);
     const promptMask = new Float32Array(P * P).fill(NEG);
     for (let i = 0; i < P; i++) promptMask.fill(0, i * P, i * P + i + 1);
-    // Completion row i sees the prompt and its own rows 0 … i; query block 0 (rows 0 … C₀-1) has keys P + C₀, block 1
-    // all P + Cn, rows numbered from its first.
+    // Completion row i sees the prompt and its own rows 0 … i; a query block ending at row e has keys P + e.
+    const starts = [0, ...blockEnds.slice(0, -1)];
     const blockMask = (from: number, rows: number, K: number) => {
       const mask = new Float32Array(rows * K).fill(NEG);
       for (let i = 0; i < rows; i++) mask.fill(0, i * K, i * K + P + from + i + 1);
@@ -321,10 +321,9 @@ export class OrtLearner implements Learner {
       rope_cos: floatTensor(cos, [N, arch.dModel]),
       rope_sin: floatTensor(sin, [N, arch.dModel]),
       prompt_mask: floatTensor(promptMask, [P, P]),
-      completion_mask_0: blockMask(0, C0, P + C0),
-      completion_mask_1: blockMask(C0, Cn - C0, P + Cn),
-      query_splits: int64Tensor([C0, Cn - C0], [2]),
-      key_splits: int64Tensor([P + C0, Cn - C0], [2]),
+      ...Object.fromEntries(blockEnds.map((end, i) => [`completion_mask.${i}`, blockMask(starts[i], end - starts[i], P + end)])),
+      ...Object.fromEntries(blockEnds.slice(0, -1).map((end, i) => [`key_splits.${i}`, int64Tensor([P + end, Cn - end], [2])])),
+      query_splits: int64Tensor(blockEnds.map((end, i) => end - starts[i]), [QUERY_BLOCKS]),
       row_splits: int64Tensor([P, G * Cn], [2]),
       score_splits: int64Tensor([P, Cn], [2]),
       'shape.g_c_h_dh': int64Tensor([G, Cn, H, dh], [4]),
