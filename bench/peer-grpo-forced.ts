@@ -9,7 +9,8 @@
 // METRL_ENGINE: the training engine (default: the built-in model's, ort); METRL_THREADS: the cores ONNX Runtime uses, as
 // --threads (default every core; N ≥ 2: N one-thread sessions on the main thread and workers, README "Threads and
 // devices"; the tfjs WASM backend uses one core whatever it says).
-// Prints one JSON line per domain: per-step rollout / reward / logprobs / update / total seconds (after 1 warm-up step).
+// Prints one JSON line per domain: per-step rollout / reward / logprobs / update / total seconds (after 1 warm-up step),
+// and the CPU seconds of rollout, logprobs and update (the ORT sampler's calls; the update: the rest of the step).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,6 +44,24 @@ OrtSampler.prototype.sampleGroups = function (this: OrtSampler, ...args: Paramet
     Object.defineProperty(policy, 'tokenizer', { value: own, configurable: true, writable: true });
   }
 };
+// CPU seconds (process.cpuUsage: every thread of this process) spent in rollouts and in reference log-probs; the update's
+// are the step's CPU seconds less those (the reward is microseconds). For a loaded machine, where wall times say little.
+const cpuSeconds = () => {
+  const c = process.cpuUsage();
+  return (c.user + c.system) / 1e6;
+};
+const phaseCpu = { rollout: 0, logprobs: 0 };
+const timed = <A extends unknown[], R>(phase: keyof typeof phaseCpu, f: (this: unknown, ...args: A) => R) =>
+  function (this: unknown, ...args: A): R {
+    const c0 = cpuSeconds();
+    try {
+      return f.apply(this, args);
+    } finally {
+      phaseCpu[phase] += cpuSeconds() - c0;
+    }
+  };
+OrtSampler.prototype.sampleGroups = timed('rollout', OrtSampler.prototype.sampleGroups);
+OrtSampler.prototype.tokenLogProbsMany = timed('logprobs', OrtSampler.prototype.tokenLogProbsMany);
 const scratch = mkdtempSync(join(tmpdir(), 'metrl-forced-'));
 try {
   for (const [domain, modality] of [['shell', 'text'], ['chess', 'image']] as const) {
@@ -55,6 +74,7 @@ try {
     const neverEos = Object.create(policy.tokenizer, { eos: { value: -1 } });
     policy.sampleGroups = (prompts: EncodedPrompt[], group: number, options: SamplingOptions, rng: Rng) => sampleGroups(policy, neverEos, policy.lora, prompts, group, options, rng);
     const rows: TrainRow[] = [];
+    const cpu: { rollout: number; logprobs: number; update: number }[] = [];
     let cpu0 = process.cpuUsage();
     let t0 = performance.now();
     const cpuShare: number[] = [];
@@ -65,6 +85,9 @@ try {
         rows.push(e.row);
         const c = process.cpuUsage(cpu0);
         cpuShare.push((c.user + c.system) / 1000 / (performance.now() - t0));
+        const step = (c.user + c.system) / 1e6;
+        cpu.push({ rollout: phaseCpu.rollout, logprobs: phaseCpu.logprobs, update: step - phaseCpu.rollout - phaseCpu.logprobs });
+        phaseCpu.rollout = phaseCpu.logprobs = 0;
         cpu0 = process.cpuUsage();
         t0 = performance.now();
       },
@@ -77,6 +100,7 @@ try {
       rollout: m.map((r) => r.time.rollout), reward: m.map((r) => r.time.reward), logprobs: m.map((r) => r.time.logprobs),
       update: m.map((r) => r.time.update), total: m.map((r) => r.time.total),
       cpuCoresUsed: cpuShare.slice(1).map((x) => Number(x.toFixed(2))),
+      cpuSeconds: Object.fromEntries((['rollout', 'logprobs', 'update'] as const).map((k) => [k, cpu.slice(1).map((x) => Number(x[k].toFixed(2)))])),
       rolloutTokensPerSecond: m.map((r) => r.rolloutTokensPerSecond), learnerTokensPerSecond: m.map((r) => r.learnerTokensPerSecond),
     }));
   }
