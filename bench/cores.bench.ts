@@ -76,10 +76,10 @@ export async function run(): Promise<BenchRow[]> {
         const cuts = domain === 'chess' ? [[0, 3], [3, 6], [6, 8]] : [[0, 8]];
         const chunks = prompts.flatMap((_, k) => cuts.map(([a, b]) => seqs.slice(k * 8 + a, k * 8 + b)));
         time('reference', () => s.sampler.tokenLogProbsMany(chunks, { useLora: false, temperature: 0.5 }).forEach((lp) => tf.dispose([lp.logProbs, lp.mask])));
-        time('update (no AdamW)', () => s.learner.lossGradientsMany(chunks.map((batch) => ({ batch, options: { useLora: true, withEntropy: true, temperature: 0.5 }, loss })), variables).forEach((r) => {
-          r.value.dispose();
-          tf.dispose(Object.values(r.grads));
-        }));
+        time('update (no AdamW)', () => {
+          const r = s.learner.lossGradientsSum(chunks.map((batch) => ({ batch, options: { useLora: true, withEntropy: true, temperature: 0.5 }, loss })), variables);
+          tf.dispose([...r.values, ...Object.values(r.grads)]);
+        });
       }
     }
     const load = loadavg()[0].toFixed(1);

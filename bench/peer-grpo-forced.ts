@@ -10,7 +10,9 @@
 // --threads (default every core; N ≥ 2: N one-thread sessions on the main thread and workers, README "Threads and
 // devices"; the tfjs WASM backend uses one core whatever it says); METRL_DEVICE: ONNX Runtime's device, as --device
 // (METRL_BACKEND: the tfjs backend, as --backend).
-// Prints one JSON line per domain: per-step rollout / reward / logprobs / update / total seconds (after 1 warm-up step).
+// Prints one JSON line per domain: per-step rollout / reward / logprobs / update / total seconds (after 1 warm-up step),
+// and the CPU seconds of rollout, logprobs and update (the ORT sampler's calls; the update: the rest of the step) and of
+// the ORT learner's gradient pass within the update.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,6 +23,7 @@ import { loadTrainingPolicy, train } from '../trainer/loop.ts';
 import { sampleGroups } from '../models/builtin/sampling.ts';
 import { BuiltinPolicy } from '../models/builtin/policy.ts';
 import { OrtSampler } from '../models/onnx/ort-sampler.ts';
+import { OrtLearner } from '../models/onnx/ort-learner.ts';
 import type { Engine } from '../models/engine.ts';
 import { checkDevice, type Device } from '../models/onnx/device.ts';
 import { CHECKPOINTS_DIR } from '../core/paths.ts';
@@ -47,6 +50,26 @@ OrtSampler.prototype.sampleGroups = function (this: OrtSampler, ...args: Paramet
     Object.defineProperty(policy, 'tokenizer', { value: own, configurable: true, writable: true });
   }
 };
+// CPU seconds (process.cpuUsage: every thread of this process) spent in rollouts and in reference log-probs; the update's
+// are the step's CPU seconds less those (the reward is microseconds). For a loaded machine, where wall times say little.
+const cpuSeconds = () => {
+  const c = process.cpuUsage();
+  return (c.user + c.system) / 1e6;
+};
+const phaseCpu = { rollout: 0, logprobs: 0, gradients: 0 };
+const timed = <A extends unknown[], R>(phase: keyof typeof phaseCpu, f: (this: unknown, ...args: A) => R) =>
+  function (this: unknown, ...args: A): R {
+    const c0 = cpuSeconds();
+    try {
+      return f.apply(this, args);
+    } finally {
+      phaseCpu[phase] += cpuSeconds() - c0;
+    }
+  };
+OrtSampler.prototype.sampleGroups = timed('rollout', OrtSampler.prototype.sampleGroups);
+OrtSampler.prototype.tokenLogProbsMany = timed('logprobs', OrtSampler.prototype.tokenLogProbsMany);
+// Within the update: the learner's gradient pass (the rest is the loss closures' bookkeeping, AdamW, the sampler's LoRA sync).
+OrtLearner.prototype.lossGradientsSum = timed('gradients', OrtLearner.prototype.lossGradientsSum);
 const scratch = mkdtempSync(join(tmpdir(), 'metrl-forced-'));
 try {
   for (const [domain, modality] of [['shell', 'text'], ['chess', 'image']] as const) {
@@ -59,6 +82,7 @@ try {
     const neverEos = Object.create(policy.tokenizer, { eos: { value: -1 } });
     policy.sampleGroups = (prompts: EncodedPrompt[], group: number, options: SamplingOptions, rng: Rng) => sampleGroups(policy, neverEos, policy.lora, prompts, group, options, rng);
     const rows: TrainRow[] = [];
+    const cpu: { rollout: number; logprobs: number; update: number; gradients: number }[] = [];
     let cpu0 = process.cpuUsage();
     let t0 = performance.now();
     const cpuShare: number[] = [];
@@ -69,6 +93,9 @@ try {
         rows.push(e.row);
         const c = process.cpuUsage(cpu0);
         cpuShare.push((c.user + c.system) / 1000 / (performance.now() - t0));
+        const step = (c.user + c.system) / 1e6;
+        cpu.push({ rollout: phaseCpu.rollout, logprobs: phaseCpu.logprobs, update: step - phaseCpu.rollout - phaseCpu.logprobs, gradients: phaseCpu.gradients });
+        phaseCpu.rollout = phaseCpu.logprobs = phaseCpu.gradients = 0;
         cpu0 = process.cpuUsage();
         t0 = performance.now();
       },
@@ -81,6 +108,7 @@ try {
       rollout: m.map((r) => r.time.rollout), reward: m.map((r) => r.time.reward), logprobs: m.map((r) => r.time.logprobs),
       update: m.map((r) => r.time.update), total: m.map((r) => r.time.total),
       cpuCoresUsed: cpuShare.slice(1).map((x) => Number(x.toFixed(2))),
+      cpuSeconds: Object.fromEntries((['rollout', 'logprobs', 'update', 'gradients'] as const).map((k) => [k, cpu.slice(1).map((x) => Number(x[k].toFixed(2)))])),
       rolloutTokensPerSecond: m.map((r) => r.rolloutTokensPerSecond), learnerTokensPerSecond: m.map((r) => r.learnerTokensPerSecond),
     }));
   }

@@ -17,7 +17,7 @@ export interface LoraSettings {
 /** A loss of the completion log-probabilities (the GRPO objective of one learner chunk). */
 export type LogProbLoss = (lp: TokenLogProbs) => tf.Scalar;
 
-/** One chunk of lossGradientsMany: its sequences, how to score them, its loss. */
+/** One chunk of lossGradientsSum: its sequences, how to score them, its loss. */
 export interface LossRequest {
   batch: SequenceBatchItem[];
   options: TokenLogProbsOptions;
@@ -27,6 +27,12 @@ export interface LossRequest {
 /** The loss value and its gradient per trainable variable, keyed by variable name (as tf.variableGrads gives them). */
 export interface LossGradients {
   value: tf.Scalar;
+  grads: tf.NamedTensorMap;
+}
+
+/** The losses of several chunks, in chunk order, and the gradient of their sum per trainable variable. */
+export interface SummedLossGradients {
+  values: tf.Scalar[];
   grads: tf.NamedTensorMap;
 }
 
@@ -59,10 +65,11 @@ export interface Learner {
    */
   lossGradients?(batch: SequenceBatchItem[], options: TokenLogProbsOptions, loss: LogProbLoss, variables: tf.Variable[]): LossGradients;
   /**
-   * Optional: lossGradients of several chunks at once, each result the one lossGradients gives for its chunk and the
-   * losses evaluated in chunk order (a learner that spreads the chunks over cores; models/onnx/ort-learner.ts).
+   * Optional: the losses of several chunks at once (evaluated in chunk order) and the gradient of their sum, which is
+   * what one pass of the trainer needs: a learner may then run a prompt group whose completions fall in several
+   * chunks once (its prompt computed once a pass), or spread the work over cores (models/onnx/ort-learner.ts).
    */
-  lossGradientsMany?(requests: LossRequest[], variables: tf.Variable[]): LossGradients[];
+  lossGradientsSum?(requests: LossRequest[], variables: tf.Variable[]): SummedLossGradients;
   dispose(): void;
 }
 
@@ -73,14 +80,25 @@ export function lossGradients(learner: Learner, batch: SequenceBatchItem[], opti
 }
 
 /**
- * lossGradients of each chunk, handed to `use` in chunk order (which owns and disposes them): the learner's
- * lossGradientsMany, or one chunk after another, so that a learner without it (tfjs, Hugging Face models, whose
- * LoRA gradients per chunk are tens of MB of a tight WASM heap) holds one chunk's gradients at a time.
+ * The losses of the chunks (in chunk order) and the sum of their gradients: the learner's lossGradientsSum, or one chunk
+ * after another, each chunk's gradients added to the running sum and disposed, so that a learner without it (tfjs,
+ * Hugging Face models, whose LoRA gradients per chunk are tens of MB of a tight WASM heap) holds one chunk's gradients
+ * besides the sum.
  */
-export function eachLossGradients(learner: Learner, requests: LossRequest[], variables: tf.Variable[], use: (result: LossGradients) => void): void {
-  if (learner.lossGradientsMany) {
-    learner.lossGradientsMany(requests, variables).forEach((r) => use(r));
-    return;
+export function summedLossGradients(learner: Learner, requests: LossRequest[], variables: tf.Variable[]): SummedLossGradients {
+  if (learner.lossGradientsSum) return learner.lossGradientsSum(requests, variables);
+  const values: tf.Scalar[] = [];
+  let grads: tf.NamedTensorMap | null = null;
+  for (const r of requests) {
+    const one = lossGradients(learner, r.batch, r.options, r.loss, variables);
+    values.push(one.value);
+    if (grads === null) grads = one.grads;
+    else {
+      const sum: tf.NamedTensorMap = {};
+      for (const name of Object.keys(one.grads)) sum[name] = tf.add(grads[name], one.grads[name]);
+      tf.dispose([...Object.values(grads), ...Object.values(one.grads)]);
+      grads = sum;
+    }
   }
-  for (const r of requests) use(lossGradients(learner, r.batch, r.options, r.loss, variables));
+  return { values, grads: grads ?? {} };
 }

@@ -26,7 +26,7 @@ import type { Dataset, DatasetItem } from '../envs/dataset-reader.ts';
 import type { Completion, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../models/types.ts';
 import type { Policy } from '../models/policy.ts';
 import type { Sampler } from '../models/sampler.ts';
-import { eachLossGradients, type Learner } from '../models/learner.ts';
+import { summedLossGradients, type Learner } from '../models/learner.ts';
 import { ortLearner } from '../models/onnx/ort-learner.ts';
 import { loadBaseModel } from '../models/registry.ts';
 import { openEngine, type EngineSampler, type OrtRuntime } from '../models/engine.ts';
@@ -581,12 +581,10 @@ function updatePolicy(run: Run, state: RunState, batches: LearnerBatch[], object
   if (batches.length === 0) return { ...stats, updated: false };
   const options = threshold === undefined ? objective.options : { ...objective.options, entropyThreshold: threshold };
   for (let it = 0; it < config.numIterations && stats.updated; it++) {
-    let summed: tf.NamedTensorMap | null = null;
-    let passLoss = 0;
     const lpOptions = { useLora: true, withEntropy: it === 0 || objective.needsEntropy, temperature: config.temperature };
-    // All chunks in one call (a learner may spread them over cores); the losses run in chunk order and the chunk
-    // gradients are summed in that order, as one chunk after another.
-    eachLossGradients(learner, batches.map((batch) => ({
+    // All chunks in one call (a learner may run a prompt group split over chunks once, or spread the work over cores);
+    // the losses run in chunk order, and the pass's gradient is the sum of the chunks'.
+    const { values, grads: summed } = summedLossGradients(learner, batches.map((batch) => ({
       batch: batch.seqs,
       options: lpOptions,
       loss: (lp: TokenLogProbs) => {
@@ -611,12 +609,10 @@ function updatePolicy(run: Run, state: RunState, batches: LearnerBatch[], object
         addLossSums(stats.trl, out.sums, it === 0 ? lp.entropy : undefined, lp.mask);
         return out.loss;
       },
-    })), state.variables, ({ value, grads }) => {
-      passLoss += value.dataSync()[0];
-      value.dispose();
-      summed = summed === null ? grads : addGradients(summed, grads);
-    });
-    const clippedGrads = clipGradientsByGlobalNorm(summed!, config.maxGradNorm);
+    })), state.variables);
+    const passLoss = values.reduce((sum, value) => sum + value.dataSync()[0], 0);
+    tf.dispose(values);
+    const clippedGrads = clipGradientsByGlobalNorm(summed, config.maxGradNorm);
     stats.loss += passLoss;
     stats.gradNorm += clippedGrads.norm;
     if (Number.isFinite(passLoss) && Number.isFinite(clippedGrads.norm)) {
@@ -631,17 +627,6 @@ function updatePolicy(run: Run, state: RunState, batches: LearnerBatch[], object
     b.old?.dispose();
   }
   return stats;
-}
-
-/** a + b per variable; both inputs are disposed. */
-function addGradients(a: tf.NamedTensorMap, b: tf.NamedTensorMap): tf.NamedTensorMap {
-  const sum: tf.NamedTensorMap = {};
-  for (const name of Object.keys(b)) {
-    sum[name] = tf.add(a[name], b[name]);
-    a[name].dispose();
-    b[name].dispose();
-  }
-  return sum;
 }
 
 /**

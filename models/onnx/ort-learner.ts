@@ -10,15 +10,16 @@
 // The tfjs variables stay the parameters: AdamW updates them and checkpoints save them; their values are fed to ORT
 // on every call, so no session is rebuilt after an update. Everything else of the Learner contract (tfjs
 // tokenLogProbs, adapters, saving) is the wrapped BuiltinPolicy's.
-// Layout: one run per prompt group (a prompt and its completions in the batch), the prompt computed once for the
-// group, whatever chunks the caller cuts: the GRPO loop's learner chunks are a tfjs memory bound.
-// Several cores (worker-pool.ts's rule: `threads` ≥ 2 on the CPU): lossGradientsMany takes all of a pass's chunks at
-// once, and the (chunk, group) runs of steps 1 and 3 are spread over sessions of one thread each (the main thread's
-// and workers'); step 2 runs for the chunks in their order, and each chunk's gradients are summed over its groups in
-// order, so the result is the chunk-by-chunk one.
+// Layout: lossGradientsSum takes all of a pass's chunks at once and returns their losses and the sum of their
+// gradients, so one run per prompt group (a prompt and its completions over every chunk), the prompt computed once
+// per pass whatever chunks the caller cuts (the GRPO loop's learner chunks are a tfjs memory bound: its chess chunks
+// of 3 sequences had the prompt run 13 times a pass for 4 groups).
+// Several cores (worker-pool.ts's rule: `threads` ≥ 2 on the CPU): the group runs of steps 1 and 3 are spread over
+// sessions of one thread each (the main thread's and workers'); step 2 runs for the chunks in their order, and the
+// gradients are summed over the groups in order, so the result does not depend on which session ran what.
 import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../../core/rng.ts';
-import type { LogProbLoss, LossGradients, LossRequest, Learner, LoraSettings } from '../learner.ts';
+import type { LogProbLoss, LossGradients, LossRequest, Learner, LoraSettings, SummedLossGradients } from '../learner.ts';
 import type { EncodedPrompt, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
 import { BuiltinPolicy } from '../builtin/policy.ts';
 import type { Policy } from '../policy.ts';
@@ -29,7 +30,7 @@ import { headDim, patchDim, patchesPerImage } from '../builtin/config.ts';
 import { NEG, ropeValues } from '../builtin/transformer.ts';
 import { packPrompts } from '../builtin/sampling.ts';
 import { loraSpec } from './builtin-graph.ts';
-import { buildBuiltinTrainGraph, gradName, trainLoraName } from './builtin-train-graph.ts';
+import { buildBuiltinTrainGraph, gradName, QUERY_BLOCKS, trainLoraName } from './builtin-train-graph.ts';
 import { OrtSession, floatTensor, int64Tensor, type Feeds } from './session.ts';
 import { executorCount, MIN_JOBS_WORK, ortWorkers, RemoteSession, runJobs, splitAlways, type OrtWorker } from './worker-pool.ts';
 import type { Device } from './device.ts';
@@ -49,7 +50,16 @@ export interface OrtLearnerOptions {
 }
 
 type Remote = { worker: OrtWorker; score: RemoteSession; train: RemoteSession };
-type Sessions = { key: string; score: OrtSession; train: OrtSession; executors: number; graphs: { score: Uint8Array; train: Uint8Array }; remote: Remote[] | null };
+type Sessions = {
+  key: string;
+  executors: number;
+  options: { threads?: number; spin?: boolean; label: string };
+  graphs: { score: Uint8Array; train: Uint8Array };
+  /** The main thread's sessions, opened on first use. */
+  score: OrtSession | null;
+  train: OrtSession | null;
+  remote: Remote[] | null;
+};
 
 /** The LoRA settings a training graph was built for, as a key. */
 const loraKey = (policy: BuiltinPolicy): string => {
@@ -94,9 +104,15 @@ export class OrtLearner implements Learner {
       const executors = executorCount(this.options.threads, this.options.device ?? 'cpu', this.options.parallel !== false);
       const options = { threads: executors > 1 ? 1 : this.options.threads, spin: this.options.spin, device: this.options.device, label: 'built-in model training' };
       const graphs = { score: buildBuiltinTrainGraph(spec, this.policy.weights, { gradients: false }), train: buildBuiltinTrainGraph(spec, this.policy.weights, { gradients: true }) };
-      this.sessions = { key, score: new OrtSession(graphs.score, options), train: new OrtSession(graphs.train, options), executors, graphs, remote: null };
+      this.sessions = { key, executors, options, graphs, score: null, train: null, remote: null };
     }
     return this.sessions;
+  }
+
+  /** The main thread's session of the scoring or the whole training graph. */
+  private local(which: 'score' | 'train'): OrtSession {
+    const sessions = this.session();
+    return (sessions[which] ??= new OrtSession(sessions.graphs[which], sessions.options));
   }
 
   /** The workers' sessions, opened on first use (not waited for). */
@@ -117,18 +133,19 @@ export class OrtLearner implements Learner {
     const remoteOf = new Map(remote.map((r) => [r.worker, r[which]]));
     return runJobs(feeds, {
       workers: remote.map((r) => r.worker),
-      local: (f) => sessions[which].run(f(), outputs),
+      local: (f) => this.local(which).run(f(), outputs),
       remote: (worker, f) => remoteOf.get(worker)!.start(f(), outputs),
       collect: (worker) => remoteOf.get(worker)!.wait(),
     });
   }
 
   lossGradients(batch: SequenceBatchItem[], options: TokenLogProbsOptions, loss: LogProbLoss, variables: tf.Variable[]): LossGradients {
-    return this.lossGradientsMany([{ batch, options, loss }], variables)[0];
+    const { values, grads } = this.lossGradientsSum([{ batch, options, loss }], variables);
+    return { value: values[0], grads };
   }
 
-  /** lossGradients of each request (chunk); the losses are evaluated in request order. */
-  lossGradientsMany(requests: LossRequest[], variables: tf.Variable[]): LossGradients[] {
+  /** The losses of the requests (chunks), evaluated in request order, and the gradient of their sum. */
+  lossGradientsSum(requests: LossRequest[], variables: tf.Variable[]): SummedLossGradients {
     const lora = this.policy.lora;
     if (!lora || requests.some((r) => !r.options.useLora)) throw new Error('the ONNX Runtime learner differentiates LoRA adapters: attach them and score with useLora');
     // Which graph param each variable is.
@@ -156,92 +173,98 @@ export class OrtLearner implements Learner {
       }
     });
     const V = this.policy.arch.vocabSize;
-    const prepared = requests.map(({ batch, options }) => {
+    const temperatures = requests.map(({ options }) => {
       const T = options.temperature ?? 1;
       if (!(T > 0)) throw new Error(`temperature must be positive, got ${T}`);
-      const byPrompt = new Map<EncodedPrompt, number[]>();
-      batch.forEach((item, i) => byPrompt.set(item.prompt, [...(byPrompt.get(item.prompt) ?? []), i]));
-      // A group's feeds are built when its first run is handed out (the main thread builds them while a worker runs).
-      const groups = [...byPrompt].flatMap(([prompt, members]) => {
-        if (members.every((i) => batch[i].completion.length === 0)) return [];
-        let built: NonNullable<ReturnType<OrtLearner['groupLayout']>> | null = null;
-        return [{ members, layout: () => (built ??= this.groupLayout(prompt, members.map((i) => batch[i].completion), T)!) }];
-      });
-      return { B: batch.length, L: Math.max(0, ...batch.map((it) => it.completion.length)), groups };
+      return T;
     });
-    const jobs = prepared.flatMap((p, r) => p.groups.map((group) => ({ r, ...group })));
+    const shapes = requests.map(({ batch }) => ({ B: batch.length, L: Math.max(0, ...batch.map((it) => it.completion.length)) }));
+    // Jobs: one per prompt group (a prompt and a temperature) over all the requests, so a group whose completions fall
+    // in several chunks runs its prompt once a pass; members in request order. A group's feeds are built when its
+    // first run is handed out (the main thread builds them while a worker runs).
+    const byGroup = new Map<EncodedPrompt, Map<number, { r: number; b: number }[]>>();
+    requests.forEach(({ batch }, r) => batch.forEach((item, b) => {
+      const byT = byGroup.get(item.prompt) ?? byGroup.set(item.prompt, new Map()).get(item.prompt)!;
+      const members = byT.get(temperatures[r]) ?? byT.set(temperatures[r], []).get(temperatures[r])!;
+      members.push({ r, b });
+    }));
+    const jobs = [...byGroup].flatMap(([prompt, byT]) => [...byT].flatMap(([T, members]) => {
+      const completions = members.map(({ r, b }) => requests[r].batch[b].completion);
+      if (completions.every((c) => c.length === 0)) return [];
+      let built: NonNullable<ReturnType<OrtLearner['groupLayout']>> | null = null;
+      return [{ members, layout: () => (built ??= this.groupLayout(prompt, completions, T)!) }];
+    }));
     // Token positions × parameters: whether the runs are worth spreading (worker-pool.ts MIN_JOBS_WORK).
     this.params ??= this.policy.parameterCount;
     const work = requests.reduce((t, { batch }) => t + batch.reduce((u, it) => u + it.prompt.tokens.length + it.completion.length, 0), 0) * this.params;
 
-    // 1. Log-probs (and entropies) by the forward pass alone, every (chunk, group) run spread over the sessions.
-    const scored = this.runAll('score', jobs.map(({ layout }) => () => ({ ...layout().feeds, ...loraFeeds })), ['log_probs'], work);
-    const lps = prepared.map(({ B, L }) => ({ logp: new Float32Array(B * L), entropy: new Float32Array(B * L), mask: new Float32Array(B * L) }));
-    jobs.forEach(({ r, members, layout: lazy }, k) => {
+    const lps = shapes.map(({ B, L }) => ({ logp: new Float32Array(B * L), entropy: new Float32Array(B * L), mask: new Float32Array(B * L) }));
+    /** A job's log-probs (and entropies) from its forward's log_probs [N, V] into its requests' [B, L] arrays. */
+    const scoreJob = (k: number, rows: Float32Array) => {
+      const { members, layout: lazy } = jobs[k];
       const layout = lazy();
-      const { batch, options } = requests[r];
-      const { L } = prepared[r];
-      const { logp, entropy, mask } = lps[r];
-      const rows = scored[k].log_probs.data as Float32Array; // [N, V]
-      members.forEach((b, m) => {
-        batch[b].completion.forEach((t, j) => {
+      members.forEach(({ r, b }, m) => {
+        const { L } = shapes[r];
+        const { logp, entropy, mask } = lps[r];
+        requests[r].batch[b].completion.forEach((t, j) => {
           const o = layout.rowOf(m, j) * V;
           logp[b * L + j] = rows[o + t];
           mask[b * L + j] = 1;
-          if (options.withEntropy) {
+          if (requests[r].options.withEntropy) {
             let h = 0;
             for (let v = 0; v < V; v++) h -= Math.exp(rows[o + v]) * rows[o + v];
             entropy[b * L + j] = h;
           }
         });
       });
-    });
-    // 2. The loss and g = dLoss/dlogp in tfjs, chunk by chunk in order.
-    const losses = requests.map(({ options, loss }, r) => {
-      const { B, L } = prepared[r];
+    };
+    /** A request's loss and g = dLoss/dlogp, in tfjs. */
+    const lossOf = (r: number) => {
+      const { B, L } = shapes[r];
       const { logp, entropy, mask } = lps[r];
+      const { options, loss } = requests[r];
       const lp: TokenLogProbs = { logProbs: tf.tensor2d(logp, [B, L]), mask: tf.tensor2d(mask, [B, L]), ...(options.withEntropy ? { entropy: tf.tensor2d(entropy, [B, L]) } : {}) };
       const { value, grad } = tf.valueAndGrad((logProbs: tf.Tensor) => loss({ ...lp, logProbs: logProbs as tf.Tensor2D }))(lp.logProbs);
       const g = grad.dataSync() as Float32Array;
       tf.dispose([grad, lp.logProbs, lp.mask, ...(lp.entropy ? [lp.entropy] : [])]);
       return { value, g };
-    });
-
-    // 3. One forward + backward run per (chunk, group) with W = g at each completion token, spread over the sessions;
-    // each chunk's gradients summed over its groups in order.
-    const wanted = variables.map((v) => gradName(paramOf.get(v.name)!));
-    const trained = this.runAll(
-      'train',
-      jobs.map(({ r, members, layout: lazy }) => () => {
-        const layout = lazy();
-        const { batch } = requests[r];
-        const { L } = prepared[r];
+    };
+    /** A job's target_weights [N, V]: g at each completion token's (row, id). */
+    const targetOf = (k: number, losses: { g: Float32Array }[]) => {
+      const { members, layout: lazy } = jobs[k];
+      const layout = lazy();
+      const target = new Float32Array(layout.rows * V);
+      members.forEach(({ r, b }, m) => {
+        const { L } = shapes[r];
         const { g } = losses[r];
-        const target = new Float32Array(layout.rows * V);
-        members.forEach((b, m) => batch[b].completion.forEach((t, j) => (target[layout.rowOf(m, j) * V + t] += g[b * L + j])));
-        return { ...layout.feeds, ...loraFeeds, target_weights: floatTensor(target, [layout.rows, V]) };
-      }),
-      wanted,
-      work,
-    );
-    return requests.map((_, r) => {
-      const sums = new Map<string, Float32Array>();
-      jobs.forEach((job, k) => {
-        if (job.r !== r) return;
-        for (const name of wanted) {
-          const data = trained[k][name].data as Float32Array;
-          const sum = sums.get(name);
-          if (sum) for (let i = 0; i < data.length; i++) sum[i] += data[i];
-          else sums.set(name, Float32Array.from(data));
-        }
+        requests[r].batch[b].completion.forEach((t, j) => (target[layout.rowOf(m, j) * V + t] += g[b * L + j]));
       });
-      const grads: tf.NamedTensorMap = {};
-      for (const v of variables) {
-        const sum = sums.get(gradName(paramOf.get(v.name)!));
-        grads[v.name] = sum ? tf.tensor(sum, v.shape) : tf.zerosLike(v);
+      return floatTensor(target, [layout.rows, V]);
+    };
+    const wanted = variables.map((v) => gradName(paramOf.get(v.name)!));
+    const sums = new Map<string, Float32Array>();
+    const add = (grads: Feeds) => {
+      for (const name of wanted) {
+        const data = grads[name].data as Float32Array;
+        const sum = sums.get(name);
+        if (sum) for (let i = 0; i < data.length; i++) sum[i] += data[i];
+        else sums.set(name, Float32Array.from(data));
       }
-      return { value: losses[r].value, grads };
-    });
+    };
+
+    // 1. Every job's forward (the scoring graph), 2. the losses in request order, 3. every job's forward + backward (the
+    // training graph), the gradients summed in job order; steps 1 and 3 spread over the sessions.
+    const scored = this.runAll('score', jobs.map(({ layout }) => () => ({ ...layout().feeds, ...loraFeeds })), ['log_probs'], work);
+    scored.forEach((out, k) => scoreJob(k, out.log_probs.data as Float32Array));
+    const losses = requests.map((_, r) => lossOf(r));
+    const trained = this.runAll('train', jobs.map(({ layout }, k) => () => ({ ...layout().feeds, ...loraFeeds, target_weights: targetOf(k, losses) })), wanted, work);
+    trained.forEach(add);
+    const grads: tf.NamedTensorMap = {};
+    for (const v of variables) {
+      const sum = sums.get(gradName(paramOf.get(v.name)!));
+      grads[v.name] = sum ? tf.tensor(sum, v.shape) : tf.zerosLike(v);
+    }
+    return { values: losses.map(({ value }) => value), grads };
   }
 
   /**
@@ -257,8 +280,10 @@ export class OrtLearner implements Learner {
     if (Lu === 0) return null;
     const P = prompt.tokens.length;
     const G = completions.length;
-    // Completion tokens 0 … Lu-2 are inputs (scoring.ts's layout); at least one row, so no dimension is zero.
-    const Cn = Math.max(1, Lu - 1);
+    // Completion tokens 0 … Lu-2 are inputs (scoring.ts's layout); at least a row per query block of the graph, so no
+    // dimension is zero. Block i holds rows blockEnds[i-1] … blockEnds[i]-1.
+    const Cn = Math.max(QUERY_BLOCKS, Lu - 1);
+    const blockEnds = Array.from({ length: QUERY_BLOCKS }, (_, i) => Math.round((Cn * (i + 1)) / QUERY_BLOCKS));
     const N = P + G * Cn;
     const { batch, ends } = packPrompts(this.policy, tokenizer, [prompt]);
     const tokens = new Int32Array(N);
@@ -284,9 +309,13 @@ export class OrtLearner implements Learner {
     const { cos, sin } = ropeValues(arch, positions);
     const promptMask = new Float32Array(P * P).fill(NEG);
     for (let i = 0; i < P; i++) promptMask.fill(0, i * P, i * P + i + 1);
-    const K = P + Cn;
-    const completionMask = new Float32Array(Cn * K).fill(NEG);
-    for (let i = 0; i < Cn; i++) completionMask.fill(0, i * K, i * K + P + i + 1);
+    // Completion row i sees the prompt and its own rows 0 … i; a query block ending at row e has keys P + e.
+    const starts = [0, ...blockEnds.slice(0, -1)];
+    const blockMask = (from: number, rows: number, K: number) => {
+      const mask = new Float32Array(rows * K).fill(NEG);
+      for (let i = 0; i < rows; i++) mask.fill(0, i * K, i * K + P + from + i + 1);
+      return floatTensor(mask, [rows, K]);
+    };
     const feeds: Feeds = {
       input_ids: int64Tensor(tokens, [N]),
       patch_pixels: floatTensor(pixels, [patchCount, patchDim(arch)]),
@@ -295,7 +324,9 @@ export class OrtLearner implements Learner {
       rope_cos: floatTensor(cos, [N, arch.dModel]),
       rope_sin: floatTensor(sin, [N, arch.dModel]),
       prompt_mask: floatTensor(promptMask, [P, P]),
-      completion_mask: floatTensor(completionMask, [Cn, K]),
+      ...Object.fromEntries(blockEnds.map((end, i) => [`completion_mask.${i}`, blockMask(starts[i], end - starts[i], P + end)])),
+      ...Object.fromEntries(blockEnds.slice(0, -1).map((end, i) => [`key_splits.${i}`, int64Tensor([P + end, Cn - end], [2])])),
+      query_splits: int64Tensor(blockEnds.map((end, i) => end - starts[i]), [QUERY_BLOCKS]),
       row_splits: int64Tensor([P, G * Cn], [2]),
       score_splits: int64Tensor([P, Cn], [2]),
       'shape.g_c_h_dh': int64Tensor([G, Cn, H, dh], [4]),
@@ -308,8 +339,8 @@ export class OrtLearner implements Learner {
 
   /** Releases the ORT sessions; the wrapped policy stays its owner's to dispose. */
   dispose(): void {
-    this.sessions?.score.dispose();
-    this.sessions?.train.dispose();
+    this.sessions?.score?.dispose();
+    this.sessions?.train?.dispose();
     for (const r of this.sessions?.remote ?? []) {
       r.score.dispose();
       r.train.dispose();
