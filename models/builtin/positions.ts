@@ -11,7 +11,7 @@
 // rotary embeddings can find directly; the previous line's state is at a fixed distance too (one row up).
 // Lines longer than ROW_STRIDE spill into the next row's positions; nothing breaks, the alignment just weakens.
 import type { CharTokenizer } from './tokenizer.ts';
-import { TRACE_CUE } from './template.ts';
+import { TRACE_CUE } from './trace-cue.ts';
 
 export type PositionScheme = 'sequence' | 'grid';
 
@@ -21,6 +21,17 @@ export const ROW_STRIDE = 128;
 export const TRACE_FIRST_ROW = 1;
 /** The text of the line after which trace rows start again: the template's trace cue without its newline. */
 const TRACE_LINE = TRACE_CUE.slice(0, -1);
+
+/** What a cursor reads of its tokenizer (a worker thread's cursors read a stand-in built from the texts of the ids). */
+export type CursorTokenizer = Pick<CharTokenizer, 'bos' | 'decode' | 'encodeText'>;
+
+/** A cursor as plain data (it crosses threads): where it stands after the tokens pushed so far. */
+export interface CursorState {
+  index: number;
+  row: number;
+  column: number;
+  line: string | null;
+}
 
 /** Walks a token sequence and gives each token its position; cloned to continue one prompt into several completions. */
 export class PositionCursor {
@@ -32,8 +43,8 @@ export class PositionCursor {
 
   constructor(
     private readonly scheme: PositionScheme,
-    private readonly tokenizer: CharTokenizer,
-    private readonly newline: number = tokenizer.encodeText('\n')[0],
+    private readonly tokenizer: CursorTokenizer,
+    readonly newline: number = tokenizer.encodeText('\n')[0],
   ) {}
 
   /** The position of `token`, placed after every token pushed so far. */
@@ -61,8 +72,17 @@ export class PositionCursor {
   }
 
   clone(): PositionCursor {
-    const copy = new PositionCursor(this.scheme, this.tokenizer, this.newline);
-    Object.assign(copy, { index: this.index, row: this.row, column: this.column, line: this.line });
-    return copy;
+    return PositionCursor.resume(this.scheme, this.tokenizer, this.newline, this.state());
+  }
+
+  state(): CursorState {
+    return { index: this.index, row: this.row, column: this.column, line: this.line };
+  }
+
+  /** A cursor that continues from `state` (another cursor's, possibly on another thread). */
+  static resume(scheme: PositionScheme, tokenizer: CursorTokenizer, newline: number, state: CursorState): PositionCursor {
+    const cursor = new PositionCursor(scheme, tokenizer, newline);
+    Object.assign(cursor, { index: state.index, row: state.row, column: state.column, line: state.line });
+    return cursor;
   }
 }

@@ -6,7 +6,6 @@
 import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../../core/rng.ts';
 import type { Completion, EncodedPrompt, SamplingOptions } from '../types.ts';
-import { sampleToken } from '../token-sampling.ts';
 import type { CharTokenizer } from './tokenizer.ts';
 import { forward, logits, type Group, type PackedBatch, type TransformerModel } from './transformer.ts';
 import { decodeState, decodeStep, disposeDecodeState, stackPrompts, type DecodeState } from './decode.ts';
@@ -14,6 +13,7 @@ import { mergedProjections, type LoraSet } from './lora.ts';
 import type { ModelWeights, Projection } from './weights.ts';
 import { patchesPerImage } from './config.ts';
 import { PositionCursor } from './positions.ts';
+import { RowDraws } from './row-draws.ts';
 
 /** Prompts per prefill pass. */
 const PREFILL_PROMPTS = 8;
@@ -148,59 +148,5 @@ export function sampleGroups(
   }
   disposeDecodeState(decoding);
   if (merged) merged.forEach((proj, i) => Object.entries(proj).forEach(([p, t]) => t !== original.weights.layers[i].proj[p as Projection] && t.dispose()));
-  return draws.completions(prompts.length, group);
-}
-
-/**
- * The draws of a batch of decoding rows (G rows per prompt), shared by every engine that runs the built-in model
- * (tfjs here, ONNX Runtime in models/onnx/ort-sampler.ts), so both draw the same tokens from the same Rng.
- */
-export class RowDraws {
-  private readonly tokens: number[][];
-  private readonly logProbs: number[][];
-  private readonly finished: boolean[];
-  /** PAD, BOS, IMG and UNK are never a valid output. */
-  private readonly banned: ReadonlySet<number>;
-
-  constructor(
-    private readonly rows: number,
-    private readonly tokenizer: CharTokenizer,
-  ) {
-    this.tokens = Array.from({ length: rows }, () => []);
-    this.logProbs = Array.from({ length: rows }, () => []);
-    this.finished = new Array<boolean>(rows).fill(false);
-    this.banned = new Set([tokenizer.pad, tokenizer.bos, tokenizer.img, tokenizer.unk]);
-  }
-
-  /** Each unfinished row draws its next token from its logits; returns the tokens to feed (PAD for finished rows). */
-  step(rowLogits: (row: number) => Float32Array, options: SamplingOptions, rng: Rng): Int32Array {
-    const fed = new Int32Array(this.rows).fill(this.tokenizer.pad);
-    for (let r = 0; r < this.rows; r++) {
-      if (this.finished[r]) continue;
-      const { token, logProb } = sampleToken(rowLogits(r), options, rng, this.banned);
-      this.tokens[r].push(token);
-      this.logProbs[r].push(logProb);
-      fed[r] = token;
-      if (token === this.tokenizer.eos) this.finished[r] = true;
-    }
-    return fed;
-  }
-
-  allFinished(): boolean {
-    return this.finished.every(Boolean);
-  }
-
-  /** The completions per prompt (rows prompt by prompt, `group` each). */
-  completions(prompts: number, group: number): Completion[][] {
-    const out: Completion[][] = Array.from({ length: prompts }, () => []);
-    for (let r = 0; r < this.rows; r++) {
-      out[Math.floor(r / group)].push({
-        tokens: this.tokens[r],
-        text: this.tokenizer.decode(this.tokens[r]),
-        logProbs: Float32Array.from(this.logProbs[r]),
-        finished: this.finished[r],
-      });
-    }
-    return out;
-  }
+  return draws.completions(prompts.length, group, tokenizer);
 }

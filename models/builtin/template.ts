@@ -30,10 +30,10 @@ import type { RawImage } from '../../core/image.ts';
 import type { ChatMessage } from '../../core/chat.ts';
 import { UserError } from '../../core/errors.ts';
 import type { ModelInput, ModelInputPart } from '../types.ts';
+import { TRACE_CUE } from './trace-cue.ts';
 
 export const ANSWER_CUE = 'FINAL ANSWER: ';
-/** Last line of a trace-layout prompt: the model starts its trace after it. */
-export const TRACE_CUE = 'trace\n';
+export { TRACE_CUE };
 /** Between an action and the state it leads to, in a trace line. */
 const STEP_ARROW = ' -> ';
 /** The trace's line 0, which the prompt gives: the state before the first action. */

@@ -5,9 +5,10 @@
 // old policy). The prompt format, tokenizer and limits are the wrapped BuiltinPolicy's; it stays the Learner.
 // After each learner update the trainer calls syncLora() (the adapters are graph inputs: no rebuild).
 // Several cores (worker-pool.ts's rule: `threads` ≥ 2 on the CPU): the prompts of a rollout are split into contiguous
-// parts, one per session (the main thread's and a worker's each, one intra-op thread), which prefill and decode their
-// rows in step; the draws stay here, for all rows in the single-session order, so the samples do not change. Scoring
-// (tokenLogProbsMany) spreads its (chunk, prompt) pieces the same way.
+// parts, one per session (the main thread's and a worker's each, one intra-op thread); each part prefills, draws and
+// decodes its own rows on its own, taking its draws from the rollout's Rng stream where the single session takes them
+// (rollout-part.ts, rollout-board.ts), so the samples do not change and the parts never wait for each other's decode.
+// Scoring (tokenLogProbsMany) spreads its (chunk, prompt) pieces over the sessions as jobs.
 import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../../core/rng.ts';
 import { UserError } from '../../core/errors.ts';
@@ -16,12 +17,13 @@ import { PolicyFront } from './policy-front.ts';
 import { scoreToken } from '../token-sampling.ts';
 import type { Completion, EncodedPrompt, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
 import type { BuiltinPolicy } from '../builtin/policy.ts';
-import { packPrompts, RowDraws } from '../builtin/sampling.ts';
-import { headDim } from '../builtin/config.ts';
+import { packPrompts } from '../builtin/sampling.ts';
+import { completionsOf, RowDraws, type DrawnRows } from '../builtin/row-draws.ts';
 import type { PositionCursor } from '../builtin/positions.ts';
 import { BuiltinOrtModel, type PatchSlot } from './builtin-session.ts';
 import type { Device } from './device.ts';
-import { RolloutPart, type PartPrompts } from './rollout-part.ts';
+import { RolloutPart, type PartPlan, type PartPrompts } from './rollout-part.ts';
+import { RolloutBoard } from './rollout-board.ts';
 import { executorCount, MIN_JOBS_WORK, MIN_STEP_WORK, ortWorkers, runJobs, splitAlways, workerObjectId, type OrtWorker } from './worker-pool.ts';
 
 export interface OrtSamplerOptions {
@@ -142,47 +144,23 @@ export class OrtSampler extends PolicyFront<BuiltinPolicy> implements Sampler {
 
   sampleGroups(prompts: EncodedPrompt[], group: number, options: SamplingOptions, rng: Rng): Completion[][] {
     for (const p of prompts) this.checkLength(p.tokens.length, options.maxNewTokens);
-    const { arch, tokenizer } = this.policy;
-    const V = arch.vocabSize;
     const U = prompts.length;
     const rows = U * group;
     const padded = this.padPrompts(prompts);
-    const P = padded.length;
     // Contiguous parts of the prompts (so of the rows u·G + g), the first on the main thread, the others in workers.
     const n = this.sharing(U, (k) => (rows / k) * this.params, MIN_STEP_WORK);
-    const parts = Array.from({ length: n }, (_, k) => {
-      const u0 = Math.floor((k * U) / n);
-      const u1 = Math.floor(((k + 1) * U) / n);
-      const sub: PartPrompts = {
-        count: u1 - u0,
-        length: P,
-        tokens: padded.tokens.slice(u0 * P, u1 * P),
-        positions: padded.positions.slice(u0 * P, u1 * P),
-        slots: padded.slots.filter((s) => s.row >= u0 && s.row < u1).map((s) => ({ ...s, row: s.row - u0 })),
-        lengths: padded.lengths.slice(u0, u1),
-      };
-      return { r0: u0 * group, r1: u1 * group, prompts: sub, remote: k === 0 ? null : this.remotes[k - 1], logits: new Float32Array(0) as Float32Array<ArrayBufferLike> };
-    });
-    const partOf = new Int32Array(rows);
-    parts.forEach((part, k) => partOf.fill(k, part.r0, part.r1));
-    /** Every part's call: the workers' posted first, then the main thread's run, then the workers' replies. */
-    const each = (local: () => Float32Array, remote: (r: RemoteModel, part: (typeof parts)[number]) => Record<string, unknown>) => {
-      for (const part of parts) if (part.remote) part.remote.worker.post(remote(part.remote, part));
-      parts[0].logits = local();
-      for (const part of parts) if (part.remote) part.logits = part.remote.worker.receive<Float32Array>();
-    };
-    each(
-      () => this.part.start(parts[0].prompts, group, options.maxNewTokens),
-      (r, part) => ({ op: 'partStart', id: r.part, prompts: part.prompts, group, maxNewTokens: options.maxNewTokens }),
-    );
-    // After the prefill a row's logits are its prompt's last; after a decode step, its own.
-    let prefilled = true;
-    const rowLogits = (r: number) => {
-      const part = parts[partOf[r]];
-      const i = prefilled ? Math.floor((r - part.r0) / group) : r - part.r0;
-      return part.logits.subarray(i * V, (i + 1) * V);
-    };
+    return n === 1 ? this.sampleOnePart(prompts, padded, group, options, rng) : this.sampleParts(prompts, padded, group, options, rng, n);
+  }
 
+  /** The rollout on the main thread's session alone: draw every row, decode them all, step by step. */
+  private sampleOnePart(prompts: EncodedPrompt[], padded: PaddedPrompts, group: number, options: SamplingOptions, rng: Rng): Completion[][] {
+    const { arch, tokenizer } = this.policy;
+    const V = arch.vocabSize;
+    const rows = prompts.length * group;
+    const all: PartPrompts = { count: padded.count, length: padded.length, tokens: padded.tokens, positions: padded.positions, slots: padded.slots, lengths: padded.lengths };
+    let logits = this.part.start(all, group, options.maxNewTokens);
+    // After the prefill a row's logits are its prompt's last; after a decode step, its own.
+    let rowLogits = (r: number) => logits.subarray(Math.floor(r / group) * V, (Math.floor(r / group) + 1) * V);
     const draws = new RowDraws(rows, tokenizer);
     const cursors = Array.from({ length: rows }, (_, r) => padded.ends[Math.floor(r / group)].clone());
     const positions = new Int32Array(rows);
@@ -191,16 +169,76 @@ export class OrtSampler extends PolicyFront<BuiltinPolicy> implements Sampler {
         const fed = draws.step(rowLogits, options, rng);
         if (draws.allFinished() || step === options.maxNewTokens - 1) break;
         for (let r = 0; r < rows; r++) positions[r] = cursors[r].push(fed[r]);
-        each(
-          () => this.part.step(step, fed.subarray(parts[0].r0, parts[0].r1), positions.subarray(parts[0].r0, parts[0].r1)),
-          (r, part) => ({ op: 'partStep', id: r.part, step, tokens: fed.slice(part.r0, part.r1), positions: positions.slice(part.r0, part.r1) }),
-        );
-        prefilled = false;
+        logits = this.part.step(step, fed, positions);
+        rowLogits = (r: number) => logits.subarray(r * V, (r + 1) * V);
       }
     } finally {
       this.part.finish();
     }
-    return draws.completions(prompts.length, group);
+    return draws.completions(prompts.length, group, tokenizer);
+  }
+
+  /**
+   * The rollout split into `n` parts of contiguous prompts: each part (the first on the main thread, the others in
+   * workers) prefills, draws and decodes its own rows (RolloutPart.rollout), meeting the others only on the shared
+   * board; the rows' draws come out as the single session's, and `rng` ends where the single session leaves it.
+   */
+  private sampleParts(prompts: EncodedPrompt[], padded: PaddedPrompts, group: number, options: SamplingOptions, rng: Rng, n: number): Completion[][] {
+    const { arch, tokenizer } = this.policy;
+    const U = prompts.length;
+    const P = padded.length;
+    const bounds = Array.from({ length: n + 1 }, (_, k) => Math.floor((k * U) / n));
+    const rowCounts = Array.from({ length: n }, (_, k) => (bounds[k + 1] - bounds[k]) * group);
+    const board = RolloutBoard.create(rowCounts, options.maxNewTokens);
+    const texts = Array.from({ length: arch.vocabSize }, (_, id) => tokenizer.decode([id]));
+    const newline = padded.ends[0].newline;
+    const part = (k: number): { prompts: PartPrompts; plan: PartPlan } => {
+      const [u0, u1] = [bounds[k], bounds[k + 1]];
+      return {
+        prompts: {
+          count: u1 - u0,
+          length: P,
+          tokens: padded.tokens.slice(u0 * P, u1 * P),
+          positions: padded.positions.slice(u0 * P, u1 * P),
+          slots: padded.slots.filter((s) => s.row >= u0 && s.row < u1).map((s) => ({ ...s, row: s.row - u0 })),
+          lengths: padded.lengths.slice(u0, u1),
+        },
+        plan: {
+          index: k,
+          rows: rowCounts,
+          group,
+          options: { temperature: options.temperature, topP: options.topP, maxNewTokens: options.maxNewTokens },
+          rng: rng.state(),
+          tokens: { pad: tokenizer.pad, bos: tokenizer.bos, eos: tokenizer.eos, img: tokenizer.img, unk: tokenizer.unk },
+          positions: { scheme: arch.positions, newline, texts, ends: padded.ends.slice(u0, u1).map((c) => c.state()) },
+          board: board.cells,
+        },
+      };
+    };
+    const remotes = this.remotes.slice(0, n - 1);
+    remotes.forEach((r, i) => r.worker.post({ op: 'partRollout', id: r.part, ...part(i + 1) }));
+    let local: DrawnRows | null = null;
+    let failure: unknown = null;
+    try {
+      const own = part(0);
+      local = this.part.rollout(own.prompts, own.plan);
+    } catch (error) {
+      failure = error;
+    }
+    // Every worker's reply is taken, even after a failure here, so that the channels stay in step.
+    const drawn: DrawnRows[] = [];
+    for (const r of remotes) {
+      try {
+        drawn.push(r.worker.receive<DrawnRows>());
+      } catch (error) {
+        failure ??= error;
+      }
+    }
+    if (failure !== null) throw failure;
+    drawn.unshift(local!);
+    for (let i = board.valuesDrawn(options.temperature > 0 ? 1 : 0); i > 0; i--) rng.next();
+    const rows: DrawnRows = { tokens: drawn.flatMap((d) => d.tokens), logProbs: drawn.flatMap((d) => d.logProbs), finished: drawn.flatMap((d) => d.finished) };
+    return completionsOf(rows, U, group, tokenizer);
   }
 
   /**

@@ -6,7 +6,7 @@ import { workerData, type MessagePort } from 'node:worker_threads';
 import { UserError } from '../../core/errors.ts';
 import { OrtSession, type SessionOptions } from './session.ts';
 import { BuiltinOrtModel, type BuiltinOrtOptions, type LoraValues, type PrebuiltModel } from './builtin-session.ts';
-import { RolloutPart, type PartPrompts } from './rollout-part.ts';
+import { RolloutPart, type PartPlan, type PartPrompts } from './rollout-part.ts';
 import { fromWire, toWire, type WireTensor } from './worker-pool.ts';
 
 const { port, signal } = workerData as { port: MessagePort; signal: Int32Array };
@@ -24,8 +24,7 @@ type Request =
   | { op: 'model'; id: number; model: PrebuiltModel; options: BuiltinOrtOptions }
   | { op: 'lora'; id: number; values: LoraValues }
   | { op: 'part'; id: number; model: number }
-  | { op: 'partStart'; id: number; prompts: PartPrompts; group: number; maxNewTokens: number }
-  | { op: 'partStep'; id: number; step: number; tokens: Int32Array; positions: Int32Array }
+  | { op: 'partRollout'; id: number; prompts: PartPrompts; plan: PartPlan }
   | { op: 'score'; id: number; args: Parameters<BuiltinOrtModel['scoreGroup']> }
   | { op: 'dispose'; id: number };
 
@@ -45,10 +44,8 @@ function handle(req: Request): unknown {
     case 'part':
       objects.set(req.id, new RolloutPart(get(req.model, BuiltinOrtModel)));
       return null;
-    case 'partStart':
-      return get(req.id, RolloutPart).start(req.prompts, req.group, req.maxNewTokens);
-    case 'partStep':
-      return get(req.id, RolloutPart).step(req.step, req.tokens, req.positions);
+    case 'partRollout':
+      return get(req.id, RolloutPart).rollout(req.prompts, req.plan);
     case 'score':
       return get(req.id, BuiltinOrtModel).scoreGroup(...req.args);
     case 'dispose': {

@@ -1,11 +1,17 @@
 // The model side of a rollout for some of its prompts (models/ layer, ONNX Runtime engine): prefill, then one decode
-// step per drawn token, with each row's own key/value cache kept here. The sampler (ort-sampler.ts) draws the tokens
-// for every row itself, in the single-session order, and gives each part its rows' tokens; a part runs on the main
-// thread or in a worker (ort-worker-main.ts), so the prompts of a rollout decode on several cores while the draws,
-// and so the samples, stay those of one session. Prompts are padded to the whole rollout's longest prompt, so a part's
+// step per drawn token, with each row's own key/value cache kept here. A rollout split over sessions (ort-sampler.ts)
+// gives each part contiguous prompts; a part runs on the main thread or in a worker (ort-worker-main.ts) and, with
+// rollout(), draws its own rows too, from its own copy of the rollout's Rng stream at the place the single session's
+// draws of those rows take (rollout-board.ts says how the parts learn it), so the samples are those of one session
+// while the parts decode on their own cores. Prompts are padded to the whole rollout's longest prompt, so a part's
 // rows see exactly the shapes and masks they would in one batch.
 import { headDim } from '../builtin/config.ts';
+import { Rng, type RngState } from '../../core/rng.ts';
+import type { SamplingOptions } from '../types.ts';
+import { PositionCursor, type CursorState, type CursorTokenizer, type PositionScheme } from '../builtin/positions.ts';
+import { RowDraws, type DrawnRows, type DrawTokens } from '../builtin/row-draws.ts';
 import type { BuiltinOrtModel, KVCache, PatchSlot } from './builtin-session.ts';
+import { RolloutBoard } from './rollout-board.ts';
 
 /** Prompts right-padded to `length` (at least the longest) with positions and image slots (rows within the part). */
 export interface PartPrompts {
@@ -15,6 +21,34 @@ export interface PartPrompts {
   positions: Int32Array;
   slots: PatchSlot[];
   lengths: number[];
+}
+
+/** How a part draws its rows (plain data: it crosses threads). */
+export interface PartPlan {
+  /** This part's place among the rollout's parts (row order) and every part's row count. */
+  index: number;
+  rows: number[];
+  group: number;
+  options: SamplingOptions;
+  /** The rollout's Rng state at its start: every part walks the same stream. */
+  rng: RngState;
+  tokens: DrawTokens;
+  /** How positions continue: the scheme, the tokenizer as the text of each id, and the part's prompts' end cursors. */
+  positions: { scheme: PositionScheme; newline: number; texts: string[]; ends: CursorState[] };
+  /** The rollout's board (rollout-board.ts), shared by every part. */
+  board: Int32Array;
+}
+
+/** A tokenizer for position cursors from the text of each id (what decode gives for it alone). */
+function textTokenizer(texts: string[], tokens: DrawTokens): CursorTokenizer {
+  return {
+    bos: tokens.bos,
+    decode: (ids: number[]) => ids.map((id) => texts[id] ?? '').join(''),
+    encodeText: (text: string) => Array.from(text, (ch) => {
+      const id = texts.indexOf(ch);
+      return id < 0 ? tokens.unk : id;
+    }),
+  };
 }
 
 /** Own-cache capacity grows in steps of this many positions (unfilled ones are masked). */
@@ -101,6 +135,52 @@ export class RolloutPart {
     }
     own.filled = step + 1;
     return out.logits;
+  }
+
+  /**
+   * The whole rollout of this part's rows: prefill, then draw and decode step by step until every row has drawn EOS or
+   * `maxNewTokens` tokens, each step's draws taken from the Rng stream where the single session takes them (the
+   * board says how many draws come before). Returns what the rows drew.
+   */
+  rollout(prompts: PartPrompts, plan: PartPlan): DrawnRows {
+    const { index: k, group, options } = plan;
+    const V = this.model.arch.vocabSize;
+    const n = plan.rows.length;
+    const board = new RolloutBoard(plan.board, n, options.maxNewTokens);
+    const rows = plan.rows[k];
+    const draws = new RowDraws(rows, plan.tokens);
+    const tokenizer = textTokenizer(plan.positions.texts, plan.tokens);
+    const cursors = Array.from({ length: rows }, (_, r) => PositionCursor.resume(plan.positions.scheme, tokenizer, plan.positions.newline, plan.positions.ends[Math.floor(r / group)]));
+    const rng = Rng.fromState(plan.rng);
+    // Values of the stream this part's copy has passed, and each draw's (sampleToken takes one unless greedy).
+    let taken = 0;
+    const perDraw = options.temperature > 0 ? 1 : 0;
+    // Draws of the steps before this one, all parts.
+    let before = 0;
+    const positions = new Int32Array(rows);
+    try {
+      let logits: Float32Array = this.start(prompts, group, options.maxNewTokens);
+      // After the prefill a row's logits are its prompt's last; after a decode step, its own.
+      let rowLogits = (r: number) => logits.subarray(Math.floor(r / group) * V, (Math.floor(r / group) + 1) * V);
+      for (let step = 0; step < options.maxNewTokens; step++) {
+        for (let j = 0; j < n; j++) if (j !== k) board.waitFor(j, j < k ? step : step - 1);
+        if (step > 0) for (let j = 0; j < n; j++) before += board.unfinished(j, step - 1);
+        let first = before;
+        for (let j = 0; j < k; j++) first += board.unfinished(j, step);
+        for (; taken < first * perDraw; taken++) rng.next();
+        taken += draws.unfinished() * perDraw;
+        const fed = draws.step(rowLogits, options, rng);
+        board.publish(k, step + 1, draws.unfinished());
+        if (draws.allFinished() || step === options.maxNewTokens - 1) break;
+        for (let r = 0; r < rows; r++) positions[r] = cursors[r].push(fed[r]);
+        logits = this.step(step, fed, positions);
+        rowLogits = (r: number) => logits.subarray(r * V, (r + 1) * V);
+      }
+    } finally {
+      board.done(k);
+      this.finish();
+    }
+    return draws.data;
   }
 
   /** Drops the rollout's caches (the buffers stay for the next). */

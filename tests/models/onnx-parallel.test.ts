@@ -1,9 +1,11 @@
 // The ONNX Runtime engine on several cores (models/onnx/worker-pool.ts: sessions of one thread on the main thread and
-// in worker threads) against one session on the main thread: rollouts split by prompt give the same completions (the
-// same tokens, log-probs and texts) for a seed; scoring several batches at once gives each batch's single-session
-// log-probs and entropies; the learner's lossGradientsSum over several chunks (prompt groups split over chunks) gives
-// the single session's losses and summed LoRA gradients (within 1e-6 relative) and tfjs autodiff's, chunk by chunk
-// summed (1e-4, the learner test's bound), with the losses called in chunk order. A tiny random model with images and LoRA.
+// in worker threads) against one session on the main thread: rollouts split by prompt, each part drawing its own rows,
+// give the same completions (the same tokens, log-probs and texts) for a seed and leave the Rng in the same state
+// (two and three parts, sampled and greedy, rows finishing at different steps); scoring several batches at once gives
+// each batch's single-session log-probs and entropies; the learner's lossGradientsSum over several chunks (prompt
+// groups split over chunks) gives the single session's losses and summed LoRA gradients (within 1e-6 relative) and
+// tfjs autodiff's, chunk by chunk summed (1e-4, the learner test's bound), with the losses called in chunk order. A
+// tiny random model with images and LoRA.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
@@ -83,6 +85,38 @@ describe('OrtSampler on two cores', () => {
     const a = single.sampleGroups(prompts.slice(1), 3, options, new Rng(6));
     expect(parallel.sampleGroups(prompts.slice(1), 3, options, new Rng(6))).toEqual(a);
     expect(a).not.toEqual(one.slice(1).map((g) => g.slice(0, 3)));
+  });
+
+  it('leaves the Rng where the single session does, over rollouts of rows that finish at different steps', () => {
+    const options = { temperature: 0.9, topP: 1, maxNewTokens: 30 };
+    const [a, b] = [new Rng(21, 'rollout'), new Rng(21, 'rollout')];
+    const lengths = new Set<number>();
+    for (let round = 0; round < 3; round++) {
+      const one = single.sampleGroups(prompts, 3, options, a);
+      expect(parallel.sampleGroups(prompts, 3, options, b)).toEqual(one);
+      expect(b.state()).toEqual(a.state());
+      for (const c of one.flat()) if (c.finished) lengths.add(c.tokens.length);
+    }
+    // Rows stopped at EOS at several steps (so the parts' draws per step changed during the rollouts).
+    expect(lengths.size).toBeGreaterThan(2);
+  });
+
+  it('splits over three sessions (a middle part waits on both sides) and draws greedily the same way', () => {
+    const three = new OrtSampler(policy, { threads: 3, parallel: 'always' });
+    try {
+      expect(three.executors).toBe(3);
+      for (const options of [{ temperature: 0.8, topP: 0.9, maxNewTokens: 25 }, { temperature: 0, topP: 1, maxNewTokens: 25 }]) {
+        const [a, b] = [new Rng(31), new Rng(31)];
+        const one = single.sampleGroups(prompts, 2, options, a);
+        expect(three.sampleGroups(prompts, 2, options, b)).toEqual(one);
+        expect(b.state()).toEqual(a.state());
+        // Greedy draws take no values; sampled ones do.
+        if (options.temperature === 0) expect(a.state()).toEqual(new Rng(31).state());
+        else expect(a.state()).not.toEqual(new Rng(31).state());
+      }
+    } finally {
+      three.dispose();
+    }
   });
 
   it('scores several batches at once as one session scores each (log-probs and entropies)', () => {
