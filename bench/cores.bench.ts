@@ -1,28 +1,26 @@
-// The ONNX Runtime engine on one core and on two (README "Threads and devices"): one GRPO step's three ORT phases of
-// the default configuration from the shipped base (4 prompts × 8 completions forced to 376 tokens for chess image and
-// 101 for shell text, EOS never drawn; reference log-probs and the learner over the loop's chunks: 3 + 3 + 2 sequences
-// per chess group, one chunk per shell group), on one session (--threads 1) and on two one-thread sessions
-// (--threads 2: the main thread and a worker), interleaved, METRL_BENCH_REPS times (default 2) after a warm-up.
+// The ONNX Runtime engine on one core and on two (README "Threads and devices"): one GRPO step's three ORT phases
+// (bench/cores-workload.ts: the default configuration from the shipped base, completions forced to 376 tokens for
+// chess image and 101 for shell text) on one session (--threads 1), on two one-thread sessions (--threads 2: the main
+// thread and a worker), and, as the machine's ceiling, split between two separate processes of one thread each
+// (bench/cores-half.ts: half the prompts each, started together per phase; the slower one's wall time), interleaved,
+// METRL_BENCH_REPS times (default 2) after a warm-up.
 // Per phase: wall seconds, process CPU seconds, and the CPU seconds of the busiest thread (read from
 // /proc/self/task/*/stat). Why the last: on a machine shared with other jobs Linux's autogroup scheduler gives this
 // process one share of the cores however many threads it runs, so two threads show their speed-up in wall time only on
 // a quiet machine; the busiest thread's CPU time is what the phase's wall time is bounded by when the cores are free.
+// Why the ceiling: when two cores of a shared virtual machine both work, each can run slower than one alone (caches
+// and memory bandwidth shared with the host's other tenants); two processes that share nothing but the machine show
+// how much of --threads 2's shortfall from 2× is the machine's.
 //   npm run bench -- cores
+import { fork, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { join } from 'node:path';
-import * as tf from '@tensorflow/tfjs';
+import { fileURLToPath } from 'node:url';
 import type { BenchRow } from './table.ts';
 import { initBackend } from '../models/backend.ts';
-import { loadBaseCheckpoint } from '../models/builtin/base-checkpoint.ts';
-import { loraAdapters } from '../models/builtin/lora.ts';
 import { OrtLearner } from '../models/onnx/ort-learner.ts';
 import { OrtSampler } from '../models/onnx/ort-sampler.ts';
-import { CHECKPOINTS_DIR } from '../core/paths.ts';
-import { getEnv } from '../envs/registry.ts';
-import { generateEpisodes } from '../envs/generate.ts';
-import { Rng } from '../core/rng.ts';
-import type { TokenLogProbs } from '../models/types.ts';
+import { CORES_DOMAINS, CORES_PHASES, coresWorkload, type CoresPhase } from './cores-workload.ts';
 
 /** CPU seconds of each thread of this process. */
 function threadCpu(): Map<string, number> {
@@ -41,46 +39,72 @@ const processCpu = () => {
 };
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
+/** The two half-work processes of a domain, ready for phases. */
+class Halves {
+  private constructor(private readonly children: ChildProcess[]) {}
+
+  static async start(domain: string): Promise<Halves> {
+    const runTs = fileURLToPath(new URL('../bin/run-ts.js', import.meta.url));
+    const half = fileURLToPath(new URL('./cores-half.ts', import.meta.url));
+    const children = [0, 1].map((k) => fork(runTs, [half, domain, String(k)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+    await Promise.all(children.map((c) => Halves.reply(c)));
+    return new Halves(children);
+  }
+
+  private static reply(child: ChildProcess): Promise<{ wall?: number }> {
+    return new Promise((resolve, reject) => {
+      const onExit = (code: number | null) => reject(new Error(`cores bench: a half-work process exited (status ${code})`));
+      child.once('exit', onExit);
+      child.once('message', (m) => {
+        child.off('exit', onExit);
+        resolve(m as { wall?: number });
+      });
+    });
+  }
+
+  /** Both halves run `phase` at once; the slower one's wall seconds. */
+  async phase(phase: CoresPhase, rep: number): Promise<number> {
+    const replies = this.children.map((c) => Halves.reply(c));
+    for (const c of this.children) c.send({ phase, rep });
+    return Math.max(...(await Promise.all(replies)).map((r) => r.wall!));
+  }
+
+  stop(): void {
+    for (const c of this.children) c.send({ exit: true });
+  }
+}
+
 export async function run(): Promise<BenchRow[]> {
   await initBackend('wasm', null);
   const reps = Number(process.env.METRL_BENCH_REPS ?? 2);
   const rows: BenchRow[] = [];
-  for (const [domain, modality, tokens] of [['shell', 'text', 101], ['chess', 'image', 376]] as const) {
-    const policy = loadBaseCheckpoint(join(CHECKPOINTS_DIR, 'base'));
-    policy.attachLora({ r: 16, alpha: 32 }, new Rng(7, 'lora'));
-    // Adapters that do something (fresh ones have B = 0), the same in every run.
-    for (const [i, a] of loraAdapters(policy.lora!).entries()) a.b.assign(tf.randomUniform(a.b.shape, -0.05, 0.05, 'float32', 11 + i));
-    const env = await getEnv(domain);
-    const prompts = generateEpisodes(env, { n: 4, actions: 5, split: 'train', seed: 0, modality }).map((e) => policy.prompt(env, e));
-    Object.defineProperty(policy, 'tokenizer', { value: Object.create(policy.tokenizer, { eos: { value: -1 } }), configurable: true, writable: true });
-    const variables = policy.trainableVariables('lora');
-    const loss = (lp: TokenLogProbs) => tf.sum(tf.mul(lp.mask, tf.add(tf.mul(lp.logProbs, 0.3), tf.exp(lp.logProbs)))) as tf.Scalar;
-    const setups = [1, 2].map((threads) => ({ threads, sampler: new OrtSampler(policy, { threads }), learner: new OrtLearner(policy, { threads }), m: {} as Record<string, { wall: number[]; cpu: number[]; busiest: number[] }> }));
-    for (let rep = 0; rep <= reps; rep++) {
-      for (const s of setups) {
-        const time = <T>(phase: string, f: () => T): T => {
-          const [th0, c0, t0] = [threadCpu(), processCpu(), performance.now()];
-          const r = f();
-          const [wall, cpu, th1] = [(performance.now() - t0) / 1000, processCpu() - c0, threadCpu()];
-          const busiest = Math.max(...[...th1].map(([t, v]) => v - (th0.get(t) ?? 0)));
-          if (rep > 0) {
+  for (const [domain] of CORES_DOMAINS) {
+    const work = await coresWorkload(domain);
+    const setups = [1, 2].map((threads) => ({ threads, sampler: new OrtSampler(work.policy, { threads }), learner: new OrtLearner(work.policy, { threads }), m: {} as Record<string, { wall: number[]; cpu: number[]; busiest: number[] }> }));
+    const halves = await Halves.start(domain);
+    const ceiling: Record<string, number[]> = {};
+    try {
+      for (let rep = 0; rep <= reps; rep++) {
+        for (const s of setups) {
+          for (const phase of CORES_PHASES) {
+            const [th0, c0, t0] = [threadCpu(), processCpu(), performance.now()];
+            work.phase(phase, rep, s.sampler, s.learner);
+            const [wall, cpu, th1] = [(performance.now() - t0) / 1000, processCpu() - c0, threadCpu()];
+            const busiest = Math.max(...[...th1].map(([t, v]) => v - (th0.get(t) ?? 0)));
+            if (rep === 0) continue;
             const m = (s.m[phase] ??= { wall: [], cpu: [], busiest: [] });
             m.wall.push(wall);
             m.cpu.push(cpu);
             m.busiest.push(busiest);
           }
-          return r;
-        };
-        const groups = time('rollout', () => s.sampler.sampleGroups(prompts, 8, { temperature: 0.5, topP: 1, maxNewTokens: tokens }, new Rng(rep)));
-        const seqs = prompts.flatMap((p, k) => groups[k].map((c) => ({ prompt: p, completion: c.tokens })));
-        const cuts = domain === 'chess' ? [[0, 3], [3, 6], [6, 8]] : [[0, 8]];
-        const chunks = prompts.flatMap((_, k) => cuts.map(([a, b]) => seqs.slice(k * 8 + a, k * 8 + b)));
-        time('reference', () => s.sampler.tokenLogProbsMany(chunks, { useLora: false, temperature: 0.5 }).forEach((lp) => tf.dispose([lp.logProbs, lp.mask])));
-        time('update (no AdamW)', () => {
-          const r = s.learner.lossGradientsSum(chunks.map((batch) => ({ batch, options: { useLora: true, withEntropy: true, temperature: 0.5 }, loss })), variables);
-          tf.dispose([...r.values, ...Object.values(r.grads)]);
-        });
+        }
+        for (const phase of CORES_PHASES) {
+          const wall = await halves.phase(phase, rep);
+          if (rep > 0) (ceiling[phase] ??= []).push(wall);
+        }
       }
+    } finally {
+      halves.stop();
     }
     const load = loadavg()[0].toFixed(1);
     for (const s of setups) {
@@ -93,7 +117,17 @@ export async function run(): Promise<BenchRow[]> {
       s.sampler.dispose();
       s.learner.dispose();
     }
-    policy.dispose();
+    const one = (phase: string) => median(setups[0].m[phase].wall);
+    for (const phase of CORES_PHASES) {
+      const note = `two processes of one thread, half the prompts each, the slower's wall; ${(one(phase) / median(ceiling[phase])).toFixed(2)}× --threads 1; medians of ${reps}; load ${load}`;
+      rows.push({ group: `cores ${domain}`, name: `${phase}, machine ceiling: wall`, value: median(ceiling[phase]), unit: 's', note });
+    }
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    const total = (f: (phase: CoresPhase) => number) => sum(CORES_PHASES.map(f));
+    const [t1, t2, tc] = [total(one), total((p) => median(setups[1].m[p].wall)), total((p) => median(ceiling[p]))];
+    rows.push({ group: `cores ${domain}`, name: 'three phases, --threads 2 against 1', value: t1 / t2, unit: '×', note: `sum of the phases' median walls: ${t1.toFixed(2)} s / ${t2.toFixed(2)} s` });
+    rows.push({ group: `cores ${domain}`, name: 'three phases, machine ceiling against 1', value: t1 / tc, unit: '×', note: `${t1.toFixed(2)} s / ${tc.toFixed(2)} s` });
+    work.policy.dispose();
   }
   return rows;
 }
