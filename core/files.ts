@@ -21,6 +21,31 @@ export function ensureDir(dir: string, named = dir): void {
   }
 }
 
+/**
+ * ensureDir for a job's output folder, made before its set-up so that a path that cannot be written fails at once.
+ * Returns an undo for the way out of a failure: it removes the folders this call made, if nothing was written in them.
+ */
+export function claimDir(dir: string, named = dir): () => void {
+  let top: string | null = null;
+  for (let d = dir; !existsSync(d); d = dirname(d)) {
+    top = d;
+    if (dirname(d) === d) break;
+  }
+  ensureDir(dir, named);
+  return () => {
+    if (top !== null && isEmptyTree(top)) removeQuietly(top);
+  };
+}
+
+/** Whether a folder holds no files at any depth (empty folders only). */
+function isEmptyTree(dir: string): boolean {
+  try {
+    return readdirSync(dir, { withFileTypes: true }).every((e) => e.isDirectory() && isEmptyTree(join(dir, e.name)));
+  } catch {
+    return false;
+  }
+}
+
 /** Remove a file or folder if it is there; never throws (used on the way out of a failure). */
 export function removeQuietly(path: string): void {
   try {

@@ -5,6 +5,7 @@
 import type { CommandModule } from 'yargs';
 import { z } from 'zod';
 import { existsSync, readdirSync } from 'node:fs';
+import { claimDir } from '../../core/files.ts';
 import { join, resolve } from 'node:path';
 import { handler } from '../command.ts';
 import { UserError } from '../../core/errors.ts';
@@ -48,6 +49,18 @@ async function run(flags: PretrainFlags): Promise<void> {
   if (!flags.resume && existsSync(outDir) && readdirSync(outDir).length > 0 && !flags.force) {
     throw new UserError(`--out ${flags.out} exists and is not empty (use --resume to continue it or --force to overwrite)`);
   }
+  // The folder is made before the backend, the environments and the model (seconds of set-up), so that an --out that
+  // cannot be written is the first thing said; a run that fails before writing anything leaves no folder behind.
+  const release = claimDir(outDir, flags.out);
+  try {
+    await pretrainInto(outDir, flags, config);
+  } catch (error) {
+    release();
+    throw error;
+  }
+}
+
+async function pretrainInto(outDir: string, flags: PretrainFlags, config: ReturnType<typeof loadPretrainConfig>): Promise<void> {
   const { initBackend, backendLine } = await import('../../models/backend.ts');
   const backend = await initBackend(flags.backend, null);
   const envs = await Promise.all(config.domains.map((d) => getEnv(d)));

@@ -42,26 +42,19 @@ afterAll(() => {
 });
 const before = snapshot();
 
-/**
- * `pretrain` sets up for about 11 CPU seconds before it meets the unwritable path (score: 1.4 s); measured under
- * nice -n 10 at load 7-9 on the 2-core machine, its cases took 27-42 s of wall time beside the others, close to
- * vitest's 60 s default.
- */
-const timeoutOf = (name: string) => (name === 'pretrain' ? 180_000 : undefined);
-
 describe.concurrent('metrl: outputs that cannot be written', () => {
   for (const [name, args] of commands) {
     it(`${name} --out under a file → one line naming it, nothing left`, async () => {
       const out = join(file, 'out');
       expectUserError(await metrl([...args, out]), new RegExp(`${out.replaceAll('/', '\\/')}.*not a folder \\(ENOTDIR\\)`));
-    }, timeoutOf(name));
+    });
   }
 
   for (const [name, args] of commands) {
     it.runIf(canFreeze)(`${name} --out in an immutable folder → one line naming it, nothing left`, async () => {
       const out = join(immutable, 'out');
       expectUserError(await metrl([...args, out]), /immutable.*(EPERM|EACCES)/);
-    }, timeoutOf(name));
+    });
   }
 
   it('score --out a folder → one line naming it, no temp file left', async () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { appendJsonl, readJson, readJsonl, writeFileAtomic, writeJsonAtomic } from '../../core/files.ts';
+import { appendJsonl, claimDir, readJson, readJsonl, writeFileAtomic, writeJsonAtomic } from '../../core/files.ts';
 import { z } from 'zod';
 import { UserError } from '../../core/errors.ts';
 import { fingerprint, splitOf } from '../../core/fingerprint.ts';
@@ -68,5 +68,33 @@ describe('fingerprint splits', () => {
     expect(test / 5000).toBeGreaterThan(0.17);
     expect(test / 5000).toBeLessThan(0.23);
     expect(splitOf(fingerprint('a', 'b'))).toBe(splitOf(fingerprint('a', 'b')));
+  });
+});
+
+describe('claimDir', () => {
+  it('makes the folder and its missing parents; the undo removes them while nothing was written', () => {
+    const root = dir();
+    const release = claimDir(join(root, 'a', 'b', 'c'));
+    expect(existsSync(join(root, 'a', 'b', 'c'))).toBe(true);
+    release();
+    expect(existsSync(join(root, 'a'))).toBe(false);
+    expect(existsSync(root)).toBe(true);
+  });
+
+  it('keeps what holds a file, and a folder that was there before', () => {
+    const root = dir();
+    const release = claimDir(join(root, 'x', 'y'));
+    writeFileSync(join(root, 'x', 'y', 'metrics.jsonl'), '{}\n');
+    release();
+    expect(existsSync(join(root, 'x', 'y', 'metrics.jsonl'))).toBe(true);
+    mkdirSync(join(root, 'before'));
+    claimDir(join(root, 'before'))();
+    expect(existsSync(join(root, 'before'))).toBe(true);
+  });
+
+  it('a path under a file is one UserError naming the path as given', () => {
+    const root = dir();
+    writeFileSync(join(root, 'f'), '');
+    expect(() => claimDir(join(root, 'f', 'out'), 'f/out')).toThrow(/^f\/out: cannot create folder: .*ENOTDIR/);
   });
 });
