@@ -6,6 +6,8 @@
 // Reported: CPU seconds of the process (all threads) per generated token (G·NEW tokens), and wall seconds; on a shared
 // machine compare the CPU figures. METRL_BENCH_HF_ORT_DEVICE=webgpu|cuda adds ORT on that device (wall seconds per
 // token: the GPU's time is not the process's CPU time).
+// Then the same folder's SigLIP vision tower (SigLIP base: 12 layers, hidden 768, 1,024 patches of a 512 px image) on
+// one random image: tfjs against ONNX Runtime (models/onnx/siglip-graph.ts), CPU and wall seconds, and how far apart.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +22,9 @@ import { HfOrtModel } from '../models/onnx/hf-session.ts';
 import { generateOrt } from '../models/onnx/hf-generate.ts';
 import { checkDevice, type Device } from '../models/onnx/device.ts';
 import { writeSmolvlmFolder } from './hf.bench.ts';
+import { Idefics3Model } from '../models/idefics3/model.ts';
+import { siglipForward } from '../models/vision/siglip.ts';
+import { SiglipOrtTower } from '../models/onnx/siglip-session.ts';
 
 const PROMPT = Number(process.env.METRL_BENCH_HF_ORT_PROMPT ?? 64);
 const G = Number(process.env.METRL_BENCH_HF_ORT_GROUP ?? 8);
@@ -32,6 +37,32 @@ function timed<T>(f: () => T): { value: T; cpu: number; wall: number } {
   const value = f();
   const c = process.cpuUsage(c0);
   return { value, cpu: (c.user + c.system) / 1e6, wall: (performance.now() - t0) / 1000 };
+}
+
+/** The folder's SigLIP tower on one random image: tfjs, then ORT on 1 thread and on every core. */
+function visionTower(dir: string): BenchRow[] {
+  const model = Idefics3Model.load(dir);
+  const { tower, towerConfig: config } = model.images;
+  const S = config.imageSize;
+  const pixels = tf.randomUniform([1, 3, S, S], -1, 1, 'float32', 9) as tf.Tensor4D;
+  const group = `hf vision tower (SigLIP base, ${S} px)`;
+  const note = (t: { cpu: number; wall: number }) => `${t.cpu.toFixed(1)} CPU s, ${t.wall.toFixed(1)} s wall, load ${loadavg()[0].toFixed(1)}; one image`;
+  const t = timed(() => siglipForward(tower, config, pixels));
+  const rows: BenchRow[] = [{ group, name: 'tfjs (WASM, 1 thread)', value: t.cpu, unit: 'CPU s/image', note: note(t) }];
+  const expected = t.value.dataSync();
+  for (const threads of [1, undefined]) {
+    const ort = new SiglipOrtTower(tower, config, threads ? { threads } : {});
+    tf.dispose(ort.forward(pixels)); // warm-up
+    const o = timed(() => ort.forward(pixels));
+    const got = o.value.dataSync() as Float32Array;
+    const diff = got.reduce((m, x, i) => Math.max(m, Math.abs(x - expected[i])), 0);
+    rows.push({ group, name: `ORT (${threads ? `${threads} thread` : 'all cores'})`, value: o.cpu, unit: 'CPU s/image', note: `${note(o)}; max |ORT − tfjs| ${diff.toExponential(1)}` });
+    tf.dispose(o.value);
+    ort.dispose();
+  }
+  tf.dispose([pixels, t.value]);
+  model.dispose();
+  return rows;
 }
 
 export async function run(): Promise<BenchRow[]> {
@@ -70,6 +101,7 @@ export async function run(): Promise<BenchRow[]> {
       ort.dispose();
     }
     decoder.dispose();
+    rows.push(...visionTower(scratch));
     return rows;
   } finally {
     rmSync(scratch, { recursive: true, force: true });

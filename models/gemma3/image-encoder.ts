@@ -8,6 +8,8 @@ import { disposeSiglip, loadSiglipWeights, SIGLIP_PREFIX, siglipForward, type Si
 import { GEMMA3_PROJECTOR_PREFIX, gemma3Project, loadGemma3Projector, type Gemma3ProjectorWeights } from './projector.ts';
 
 export class Gemma3ImageEncoder {
+  runTower = (pixels: tf.Tensor4D): tf.Tensor3D => siglipForward(this.tower, this.setup.vision, pixels);
+
   private constructor(
     readonly setup: Gemma3VisionSetup,
     readonly tower: SiglipWeights,
@@ -26,6 +28,10 @@ export class Gemma3ImageEncoder {
     return new Gemma3ImageEncoder(setup, tower, loadGemma3Projector(get, setup.vision.hiddenSize, textHidden, source, lead + GEMMA3_PROJECTOR_PREFIX));
   }
 
+  get towerConfig() {
+    return this.setup.vision;
+  }
+
   get tokensPerImage(): number {
     return this.setup.mmTokensPerImage;
   }
@@ -34,7 +40,7 @@ export class Gemma3ImageEncoder {
   encode(pixels: PixelValues | tf.Tensor4D): tf.Tensor2D {
     return tf.tidy(() => {
       const input = pixels instanceof tf.Tensor ? pixels : tf.tensor4d(pixels.data, pixels.shape);
-      const vision = siglipForward(this.tower, this.setup.vision, input);
+      const vision = this.runTower(input);
       const features = gemma3Project(this.projector, vision, this.setup.mmTokensPerImage, this.setup.vision.layerNormEps); // [n, tokens, text hidden]
       const [n, t, d] = features.shape;
       return tf.reshape(features, [n * t, d]) as tf.Tensor2D;

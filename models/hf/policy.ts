@@ -32,7 +32,7 @@ import { loadHfDecoder } from './load-decoder.ts';
 import { ADAPTER_CONFIG, ADAPTER_WEIGHTS, createLora, DEFAULT_LORA_TARGETS, loadPeftAdapter, savePeftAdapter } from './peft.ts';
 import type { PixelValues } from './pixel-values.ts';
 import { completionLogProbs, promptRuns, type ScoreItem } from './score.ts';
-import type { VisionLanguageModel } from './vision-language-model.ts';
+import type { ImageEncoder, VisionLanguageModel } from './vision-language-model.ts';
 
 /** The architectures this policy runs, by config.json model_type (what models/registry.ts lists). */
 export const HF_MODEL_TYPES = ['llama', 'qwen2', 'gemma3_text', 'gemma3', 'idefics3'] as const;
@@ -65,6 +65,9 @@ export class HfPolicy implements Policy {
   readonly adapterFiles = [ADAPTER_CONFIG, ADAPTER_WEIGHTS] as const;
   private loraSettings: LoraSettings | null = null;
   private readonly features = new Map<Float32Array, tf.Tensor2D>();
+  /** The image encoder's own (tfjs) tower, and the towers engines asked for, the last in use (useVisionTower). */
+  private tfjsTower: ((pixels: tf.Tensor4D) => tf.Tensor3D) | null = null;
+  private readonly towers: { run: (pixels: tf.Tensor4D) => tf.Tensor3D }[] = [];
 
   private constructor(
     readonly dir: string,
@@ -287,6 +290,35 @@ export class HfPolicy implements Policy {
     this.features.clear();
     if (this.vlm) this.vlm.dispose();
     else this.decoder.dispose();
+  }
+
+  /** The VLM's image encoder (null for text-only models): an engine may run its tower elsewhere (useVisionTower). */
+  get imageEncoder(): ImageEncoder | null {
+    return this.vlm?.images ?? null;
+  }
+
+  /**
+   * Run the vision tower with `run` until the returned release is called (then the tower that ran before, tfjs at the
+   * bottom). Features already encoded are dropped at each change, so every pass reads features of the tower now in use.
+   */
+  useVisionTower(run: (pixels: tf.Tensor4D) => tf.Tensor3D): () => void {
+    const encoder = this.vlm?.images;
+    if (!encoder) return () => {};
+    const entry = { run };
+    this.towers.push(entry);
+    const apply = () => {
+      encoder.runTower = this.towers.at(-1)?.run ?? this.tfjsTower!;
+      for (const t of this.features.values()) t.dispose();
+      this.features.clear();
+    };
+    this.tfjsTower ??= encoder.runTower;
+    apply();
+    return () => {
+      const at = this.towers.indexOf(entry);
+      if (at < 0) return;
+      this.towers.splice(at, 1);
+      apply();
+    };
   }
 
   // ---- internals -------------------------------------------------------------------------------------------------

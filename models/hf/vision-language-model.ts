@@ -12,7 +12,8 @@ import { generate, type GenerateOptions, type GenerateResult } from './generate.
 import { mergeImageFeatures, type TokenIds } from './image-merge.ts';
 import type { PixelValues } from './pixel-values.ts';
 import type { CheckpointTensors } from './weights.ts';
-import type { TensorLookup } from '../vision/siglip.ts';
+import type { SiglipWeights, TensorLookup } from '../vision/siglip.ts';
+import type { VisionConfig } from './vision-config.ts';
 import { readJson } from '../../core/files.ts';
 import { z } from 'zod';
 
@@ -20,6 +21,11 @@ import { z } from 'zod';
 export interface ImageEncoder {
   readonly tokensPerImage: number;
   encode(pixels: PixelValues | tf.Tensor4D): tf.Tensor2D;
+  /** The SigLIP tower inside (an engine may run it elsewhere: models/onnx/siglip-session.ts). */
+  readonly tower: SiglipWeights;
+  readonly towerConfig: VisionConfig;
+  /** Runs the tower on pixels [n, C, S, S] → [n, L, D] for encode: tfjs's siglipForward unless an engine set another. */
+  runTower: (pixels: tf.Tensor4D) => tf.Tensor3D;
   dispose(): void;
 }
 

@@ -8,6 +8,8 @@ import { disposeSiglip, loadSiglipWeights, SIGLIP_PREFIX, siglipForward, type Si
 import { idefics3Connect, loadIdefics3Connector, type Idefics3ConnectorWeights } from './connector.ts';
 
 export class Idefics3ImageEncoder {
+  runTower = (pixels: tf.Tensor4D): tf.Tensor3D => siglipForward(this.tower, this.setup.vision, pixels);
+
   private constructor(
     readonly setup: Idefics3VisionSetup,
     readonly tower: SiglipWeights,
@@ -21,6 +23,10 @@ export class Idefics3ImageEncoder {
   }
 
   /** `<image>` tokens per image: (image_size / patch_size / scale_factor)². */
+  get towerConfig() {
+    return this.setup.vision;
+  }
+
   get tokensPerImage(): number {
     return idefics3ImageSeqLen(this.setup);
   }
@@ -29,7 +35,7 @@ export class Idefics3ImageEncoder {
   encode(pixels: PixelValues | tf.Tensor4D): tf.Tensor2D {
     return tf.tidy(() => {
       const input = pixels instanceof tf.Tensor ? pixels : tf.tensor4d(pixels.data, pixels.shape);
-      const features = idefics3Connect(this.connector, siglipForward(this.tower, this.setup.vision, input), this.setup.scaleFactor); // [n, tokens, text hidden]
+      const features = idefics3Connect(this.connector, this.runTower(input), this.setup.scaleFactor); // [n, tokens, text hidden]
       const [n, t, d] = features.shape;
       return tf.reshape(features, [n * t, d]) as tf.Tensor2D;
     });

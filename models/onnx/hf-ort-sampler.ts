@@ -1,8 +1,10 @@
 // A Sampler (models/sampler.ts) for Hugging Face checkpoints on ONNX Runtime (models/ layer, ONNX Runtime engine): the
 // decoder's forward passes run in the graph of models/onnx/hf-graph.ts; everything else is the wrapped HfPolicy's, which
 // stays the Learner: the prompt format, tokenizer and chat template, the left padding and the token draws
-// (HfPolicy.sampleGroupsWith, so both engines draw the same tokens from logits that agree within 1e-4), and the vision
-// tower (image features are computed on tfjs and enter the graph merged into inputs_embeds).
+// (HfPolicy.sampleGroupsWith, so both engines draw the same tokens from logits that agree within 1e-4). A VLM's SigLIP
+// tower runs on ONNX Runtime too (models/onnx/siglip-session.ts, installed in the policy's image encoder while this
+// sampler lives, so the learner's passes read the same features); its connector or projector and the merge into the
+// token embeddings stay on tfjs, and the merged rows enter the decoder graph as inputs_embeds.
 //   rollouts      all prompts as one left-padded batch, each prefilled once, its cache repeated for its G rows, then
 //                 KV-cache decoding (models/onnx/hf-generate.ts)
 //   log-probs     per distinct prompt: one prefill, then its completions as one batch attending to the prompt's cache
@@ -18,6 +20,7 @@ import type { Completion, EncodedPrompt, SamplingOptions, SequenceBatchItem, Tok
 import type { Device } from './device.ts';
 import { generateOrt } from './hf-generate.ts';
 import { HfOrtModel } from './hf-session.ts';
+import { SiglipOrtTower } from './siglip-session.ts';
 
 /** Most logit values one scoring run returns (2^25 floats, 128 MB). */
 const LOGIT_BUDGET = 2 ** 25;
@@ -32,12 +35,18 @@ export interface HfOrtSamplerOptions {
 
 export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
   readonly model: HfOrtModel;
+  /** The VLM's vision tower on ONNX Runtime (null for text-only models). */
+  readonly tower: SiglipOrtTower | null;
+  private readonly releaseTower: () => void;
   private readonly logitBudget: number;
 
   constructor(policy: HfPolicy, options: HfOrtSamplerOptions = {}) {
     super(policy);
     const { logitBudget, ...session } = options;
     this.model = new HfOrtModel(policy.decoder, session);
+    const encoder = policy.imageEncoder;
+    this.tower = encoder ? new SiglipOrtTower(encoder.tower, encoder.towerConfig, session) : null;
+    this.releaseTower = this.tower ? policy.useVisionTower((pixels) => this.tower!.forward(pixels)) : () => {};
     this.logitBudget = logitBudget ?? LOGIT_BUDGET;
   }
 
@@ -116,5 +125,7 @@ export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
 
   dispose(): void {
     this.model.dispose();
+    this.releaseTower();
+    this.tower?.dispose();
   }
 }

@@ -1,7 +1,9 @@
 // The SigLIP vision transformer that both Hugging Face vision-language models here use: Gemma 3's vision tower
 // (SiglipVisionModel, weights `vision_tower.vision_model.*` on disk) and Idefics3/SmolVLM's (Idefics3VisionTransformer,
 // `model.vision_model.*`), which differ only in how patches find their position embedding. Layer: models (shared
-// vision piece). Every op is a differentiable tfjs op, so gradients flow through it when a caller wants them.
+// vision piece). The tower is written once, siglipTower over SiglipOps, and run by two executors: the tfjs one here
+// (every op differentiable, so gradients flow through it when a caller wants them) and models/onnx/siglip-graph.ts,
+// which emits it as an ONNX graph for the ONNX Runtime engine.
 //
 //   pixels [N, C, H, W] -> patches [N·L, C·P·P] @ W_patch + b     (the Conv2d with stride = kernel = P, L = (H/P)(W/P))
 //   + position_embedding[position_ids]                          (row-major patch order)
@@ -22,11 +24,11 @@ export interface HostTensor {
 /** Look a tensor up by its on-disk name (undefined when absent). */
 export type TensorLookup = (name: string) => HostTensor | undefined;
 
-interface LayerNormWeights {
+export interface LayerNormWeights {
   weight: tf.Tensor1D;
   bias: tf.Tensor1D;
 }
-interface LinearWeights {
+export interface LinearWeights {
   /** [in, out] */
   weight: tf.Tensor2D;
   bias: tf.Tensor1D;
@@ -177,27 +179,97 @@ export function gelu(x: tf.Tensor2D, kind: 'gelu_tanh' | 'gelu'): tf.Tensor2D {
 }
 
 /**
- * Multi-head self-attention over each image's patches (no mask). x: [N·L, D]. One image and one head at a time with
- * plain 2-D products on an explicitly transposed key block: on the WASM backend the batched product [N·H, L, hd] is
- * about 6x slower (measured 1.8 s against 0.29 s for L = 1024, 12 heads of 64).
+ * How an engine runs the tower's steps: values are [N·L, D] rows (N images of L patches, image-major) for every op but
+ * attention's inside. What the tower computes, and in which order, is siglipTower's; how, the executor's.
  */
-function attention(x: tf.Tensor2D, layer: SiglipLayerWeights, n: number, length: number, config: VisionConfig): tf.Tensor2D {
-  const H = config.numAttentionHeads;
-  const hd = config.hiddenSize / H;
-  const q = linear(x, layer.q); // [N·L, D], head h in columns h·hd .. (h+1)·hd
-  const k = linear(x, layer.k);
-  const v = linear(x, layer.v);
-  const images: tf.Tensor2D[] = [];
-  for (let img = 0; img < n; img++) {
-    const heads: tf.Tensor2D[] = [];
-    for (let h = 0; h < H; h++) {
-      const block = (t: tf.Tensor2D) => tf.slice(t, [img * length, h * hd], [length, hd]); // [L, hd]
-      const scores = tf.mul(tf.matMul(block(q), tf.transpose(block(k))), hd ** -0.5); // [L, L]
-      heads.push(tf.matMul(tf.softmax(scores, -1), block(v))); // [L, hd]
-    }
-    images.push(H === 1 ? heads[0] : tf.concat(heads, 1)); // [L, D]
+export interface SiglipOps<T> {
+  /** The patch embedding plus the position rows: [N·L, D]. */
+  embed(): T;
+  layerNorm(x: T, w: LayerNormWeights, eps: number): T;
+  /** x @ W + b. */
+  linear(x: T, w: LinearWeights): T;
+  /** softmax(q kᵀ · scale) v within each image, head by head (no mask); q, k, v and the result [N·L, heads · hd]. */
+  attention(q: T, k: T, v: T, heads: number, scale: number): T;
+  gelu(x: T, kind: VisionConfig['hiddenAct']): T;
+  add(a: T, b: T): T;
+  /** One encoder layer applied to `x` (tfjs: in a scope of its own, which frees the layer's intermediates). */
+  layer(x: T, f: (x: T) => T): T;
+}
+
+/**
+ * The SigLIP encoder, written once: embeddings, then per layer h += out_proj(attn(LN1(h))); h += fc2(act(fc1(LN2(h)))),
+ * then post_layernorm. Returns the last hidden state [N·L, D].
+ */
+export function siglipTower<T>(ops: SiglipOps<T>, weights: SiglipWeights, config: VisionConfig): T {
+  const eps = config.layerNormEps;
+  const heads = config.numAttentionHeads;
+  const scale = (config.hiddenSize / heads) ** -0.5;
+  let h = ops.embed();
+  for (const layer of weights.layers) {
+    h = ops.layer(h, (x) => {
+      const n1 = ops.layerNorm(x, layer.layerNorm1, eps);
+      const attended = ops.attention(ops.linear(n1, layer.q), ops.linear(n1, layer.k), ops.linear(n1, layer.v), heads, scale);
+      const a = ops.add(x, ops.linear(attended, layer.out));
+      const mlp = ops.linear(ops.gelu(ops.linear(ops.layerNorm(a, layer.layerNorm2, eps), layer.fc1), config.hiddenAct), layer.fc2);
+      return ops.add(a, mlp);
+    });
   }
-  return linear(n === 1 ? images[0] : tf.concat(images, 0), layer.out); // [N·L, D]
+  return ops.layerNorm(h, weights.postLayerNorm, eps);
+}
+
+/** The tfjs executor of siglipTower for `n` images of `length` patches whose embedded rows `embed` makes. */
+class TfjsSiglipOps implements SiglipOps<tf.Tensor2D> {
+  constructor(
+    private readonly n: number,
+    private readonly length: number,
+    readonly embed: () => tf.Tensor2D,
+  ) {}
+
+  layerNorm(x: tf.Tensor2D, w: LayerNormWeights, eps: number): tf.Tensor2D {
+    return layerNorm(x, w, eps);
+  }
+
+  linear(x: tf.Tensor2D, w: LinearWeights): tf.Tensor2D {
+    return linear(x, w);
+  }
+
+  /**
+   * One image and one head at a time with plain 2-D products on an explicitly transposed key block: on the WASM
+   * backend the batched product [N·H, L, hd] is about 6x slower (measured 1.8 s against 0.29 s for L = 1024, 12 heads
+   * of 64).
+   */
+  attention(q: tf.Tensor2D, k: tf.Tensor2D, v: tf.Tensor2D, heads: number, scale: number): tf.Tensor2D {
+    const { n, length } = this;
+    const hd = q.shape[1] / heads;
+    const images: tf.Tensor2D[] = [];
+    for (let img = 0; img < n; img++) {
+      const perHead: tf.Tensor2D[] = [];
+      for (let h = 0; h < heads; h++) {
+        const block = (t: tf.Tensor2D) => tf.slice(t, [img * length, h * hd], [length, hd]); // [L, hd]
+        const scores = tf.mul(tf.matMul(block(q), tf.transpose(block(k))), scale); // [L, L]
+        perHead.push(tf.matMul(tf.softmax(scores, -1), block(v))); // [L, hd]
+      }
+      images.push(heads === 1 ? perHead[0] : tf.concat(perHead, 1)); // [L, D]
+    }
+    return n === 1 ? images[0] : tf.concat(images, 0); // [N·L, D]
+  }
+
+  gelu(x: tf.Tensor2D, kind: VisionConfig['hiddenAct']): tf.Tensor2D {
+    return gelu(x, kind);
+  }
+
+  add(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
+    return tf.add(a, b);
+  }
+
+  layer(x: tf.Tensor2D, f: (x: tf.Tensor2D) => tf.Tensor2D): tf.Tensor2D {
+    // One tidy per layer: a 512 px image's per-head score matrices ([L, L] = 4 MB each, L = 1024) and MLP activations
+    // come to ~200 MB a layer, and held for all 12 layers they overflowed the WASM heap next to the model's weights.
+    // (Under a gradient tape tfjs keeps its own copies of what the backward pass needs, so this is safe there too.)
+    const out = tf.tidy(() => f(x));
+    x.dispose();
+    return out;
+  }
 }
 
 /**
@@ -233,20 +305,8 @@ export function siglipForward(weights: SiglipWeights, config: VisionConfig, pixe
   if (ids.some((id) => id < 0 || id >= weights.position.shape[0])) throw new Error(`siglipForward: a position id is outside the ${weights.position.shape[0]}-row table`);
   return tf.tidy(() => {
     const D = config.hiddenSize;
-    const positions = positionRows(weights.position, ids); // [L, D]
-    let h: tf.Tensor2D = tf.reshape(tf.add(tf.reshape(embedPatches(pixels, weights, config), [N, L, D]), positions), [N * L, D]); // [N·L, D]
-    for (const layer of weights.layers) {
-      // One tidy per layer: a 512 px image's per-head score matrices ([L, L] = 4 MB each, L = 1024) and MLP activations
-      // come to ~200 MB a layer, and held for all 12 layers they overflowed the WASM heap next to the model's weights.
-      // (Under a gradient tape tfjs keeps its own copies of what the backward pass needs, so this is safe there too.)
-      const x = h;
-      h = tf.tidy(() => {
-        const a = tf.add<tf.Tensor2D>(x, attention(layerNorm(x, layer.layerNorm1, config.layerNormEps), layer, N, L, config));
-        const mlp = linear(gelu(linear(layerNorm(a, layer.layerNorm2, config.layerNormEps), layer.fc1), config.hiddenAct), layer.fc2);
-        return tf.add<tf.Tensor2D>(a, mlp);
-      });
-      x.dispose();
-    }
-    return tf.reshape(layerNorm(h, weights.postLayerNorm, config.layerNormEps), [N, L, D]);
+    // Patch rows plus position rows: [N, L, D] + [L, D], as [N·L, D].
+    const embed = () => tf.reshape(tf.add(tf.reshape(embedPatches(pixels, weights, config), [N, L, D]), positionRows(weights.position, ids)), [N * L, D]) as tf.Tensor2D;
+    return tf.reshape(siglipTower(new TfjsSiglipOps(N, L, embed), weights, config), [N, L, D]);
   });
 }

@@ -1,6 +1,7 @@
 // HfOrtSampler (models/onnx/hf-ort-sampler.ts), the Sampler side of Hugging Face checkpoints on ONNX Runtime, against
 // the HfPolicy it wraps (the tfjs engine): for a text model (qwen2) and both vision-language models (idefics3, gemma3:
-// image prompts whose features are merged on tfjs), with a non-zero LoRA adapter, sampled rollouts of several
+// image prompts; while the sampler lives both sides read the features of its SigLIP tower on ONNX Runtime, which
+// tests/models/onnx-siglip.test.ts checks against the references), with a non-zero LoRA adapter, sampled rollouts of several
 // prompts in groups draw the same tokens from the same Rng (log-probs of the draws within 1e-4), and the no-grad
 // completion log-probs and entropies (policy and reference, a temperature) agree within 1e-4; after the adapter
 // changes, syncLora makes the session follow.

@@ -1,0 +1,34 @@
+// The SigLIP vision tower on ONNX Runtime (models/ layer, ONNX Runtime engine): the session of
+// models/onnx/siglip-graph.ts, run where tfjs's siglipForward would be. The ONNX Runtime engine installs it in a
+// Hugging Face VLM's image encoder (ImageEncoder.runTower) for its lifetime; the connector or projector after the
+// tower stays on tfjs (one small product). The tower is frozen, so no gradient is asked of it.
+import * as tf from '@tensorflow/tfjs';
+import type { VisionConfig } from '../hf/vision-config.ts';
+import type { SiglipWeights } from '../vision/siglip.ts';
+import { buildSiglipGraph } from './siglip-graph.ts';
+import { OrtSession, floatTensor, type SessionOptions } from './session.ts';
+
+export class SiglipOrtTower {
+  private readonly session: OrtSession;
+
+  constructor(
+    weights: SiglipWeights,
+    private readonly config: VisionConfig,
+    options: SessionOptions = {},
+  ) {
+    this.session = new OrtSession(buildSiglipGraph(weights, config), { label: 'SigLIP vision tower', ...options });
+  }
+
+  /** Pixel values [N, C, S, S] → the last hidden state [N, L, D], as siglipForward gives it (within float rounding). */
+  forward(pixels: tf.Tensor4D): tf.Tensor3D {
+    const [N, C, H, W] = pixels.shape;
+    const { numChannels, imageSize: S, patchSize: P, hiddenSize: D } = this.config;
+    if (C !== numChannels || H !== S || W !== S) throw new Error(`SigLIP on ONNX Runtime: pixel values [${pixels.shape}] are not [N, ${numChannels}, ${S}, ${S}]`);
+    const out = this.session.run({ pixel_values: floatTensor(pixels.dataSync() as Float32Array, [N, C, H, W]) });
+    return tf.tensor3d(out.last_hidden_state.data as Float32Array, [N, (S / P) ** 2, D]);
+  }
+
+  dispose(): void {
+    this.session.dispose();
+  }
+}
