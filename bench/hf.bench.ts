@@ -9,7 +9,8 @@
 // 8, 5-action episodes) is then extrapolated from the measured rates, its arithmetic printed in the notes.
 // METRL_BENCH_HF_FULL=1 runs that step for real instead (tens of minutes on two CPU cores; METRL_BENCH_HF_GROUP=N with
 // it: groups of N); METRL_BENCH_HF_GRPO=0 skips it. The step's rows split its CPU seconds by phase and count the vision
-// tower's calls against the distinct images of the step.
+// tower's calls against the distinct images of the step. METRL_BENCH_HF_ENGINE=ort runs the step on the ONNX Runtime
+// engine instead of tfjs.
 // Every timed phase also notes the CPU seconds the process used: on a machine shared with other jobs wall time
 // stretches with the load, CPU time much less (the WASM backend computes on one thread).
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -273,7 +274,9 @@ async function grpoStep(policy: Policy, dir: string, scratch: string, rates: Rat
   const small = full ? group : { promptsPerStep: 1, actions: 1 };
   const promptsPerStep = full ? defaults.promptsPerStep : 1;
   // stopAfterStep 1 of 2 steps: no evaluation after the step (only the unavoidable step-0 one).
-  const config = resolveConfig({}, { ...small, steps: 2, trainSize: promptsPerStep * defaults.gradientAccumulation, testSize: 1, evalEvery: 1000, checkpointEvery: 1000 });
+  // METRL_BENCH_HF_ENGINE=ort: the step on the ONNX Runtime engine (rollouts, vision tower, reference; the learner is tfjs).
+  const engine = process.env.METRL_BENCH_HF_ENGINE === 'ort' ? { engine: 'ort' as const } : {};
+  const config = resolveConfig({}, { ...small, ...engine, steps: 2, trainSize: promptsPerStep * defaults.gradientAccumulation, testSize: 1, evalEvery: 1000, checkpointEvery: 1000 });
   // loadTrainingPolicy's setup, on the loaded policy: its LoRA adapters are the configuration's (r 16, alpha 32).
   if (config.loraRank !== 16 || config.loraAlpha !== 32) throw new Error('grpoStep: the default LoRA settings changed; attach them here');
   const setup = { policy, baseModel: dir };
@@ -332,7 +335,8 @@ async function grpoStep(policy: Policy, dir: string, scratch: string, rates: Rat
     { group: g, name: '  WASM heap after the step', value: mb(wasmHeapBytes() ?? 0), unit: 'MB', note: `peak RSS ${peakRss().toFixed(0)} MB` },
     { group: g, name: '  train() wall time', value: wall, unit: 's', note: 'with prompt encoding, step-0 evaluation (testSize 1), checkpoint' },
   ];
-  if (full) return rows;
+  // The estimate below scales this bench's tfjs phase rates, which say nothing of the ONNX Runtime engine's.
+  if (full || engine.engine) return rows;
 
   // The default configuration's step from the measured phases: vision per image, prefill and decode scaled by the
   // token counts; the learner passes scaled from this step's own learner rate. Assumes cost linear in tokens (attention
