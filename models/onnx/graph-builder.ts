@@ -28,6 +28,23 @@ const ELEMENT: Record<ElementType, number> = {
 
 /** The default opset of the standard domain (ONNX 1.12's, which ORT ≥ 1.12 implements; LayerNormalization etc.). */
 export const DEFAULT_OPSET = 17;
+/**
+ * Initializer bytes a serialised model holds inline at most. A ModelProto must stay under protobuf's 2 GiB, so a larger
+ * model (a Hugging Face checkpoint of more than about 400 M float32 parameters) keeps its weights in an external data
+ * file beside it (toModel; OrtSession writes both to a temporary folder and opens the model from there).
+ */
+export const MAX_INLINE_BYTES = 1.5 * 2 ** 30;
+/** External data offsets are aligned to this (a page, so ORT may map the file). */
+const EXTERNAL_ALIGN = 4096;
+/** The external data file's name, beside the model. */
+export const EXTERNAL_FILE = 'weights.bin';
+
+/** A serialised model: the ModelProto's bytes and, for a large one, its external weights in file order. */
+export interface SerializedModel {
+  model: Uint8Array;
+  external: { pieces: { offset: number; bytes: Uint8Array }[]; length: number } | null;
+}
+
 /** IR version 8 (ONNX 1.10+), what opset 17 needs; ORT 1.30 reads up to 10. */
 const IR_VERSION = 8;
 /** Microsoft's contrib operators (fused attention, rotary embeddings, simplified layer norm) live in this domain. */
@@ -57,6 +74,8 @@ function attribute(name: string, value: AttributeValue): Onnx.IAttributeProto {
 export class GraphBuilder {
   private readonly nodes: Onnx.INodeProto[] = [];
   private readonly initializers: Onnx.ITensorProto[] = [];
+  /** The float32 initializers' bytes (views of the caller's arrays), set into their protos when serialised. */
+  private readonly weightBytes = new Map<Onnx.ITensorProto, Uint8Array>();
   private readonly inputs: Onnx.IValueInfoProto[] = [];
   private readonly outputs: Onnx.IValueInfoProto[] = [];
   private readonly names = new Set<string>();
@@ -90,11 +109,16 @@ export class GraphBuilder {
     this.outputs.push(valueInfo(name, type, dims));
   }
 
-  /** A float32 initializer (weights): the bytes are copied into the model as raw little-endian data. */
+  /**
+   * A float32 initializer (weights), written into the model as raw little-endian data when it is serialised: `data` is
+   * kept, not copied (a large model's weights are not held twice), so it must not change before then.
+   */
   floats(name: string, data: Float32Array, dims: number[]): string {
     const expected = dims.reduce((a, b) => a * b, 1);
     if (data.length !== expected) throw new Error(`initializer ${name}: ${data.length} values for shape [${dims}]`);
-    this.initializers.push({ name: this.claim(name), dataType: ELEMENT.float32, dims, rawData: new Uint8Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength)) });
+    const proto: Onnx.ITensorProto = { name: this.claim(name), dataType: ELEMENT.float32, dims };
+    this.initializers.push(proto);
+    this.weightBytes.set(proto, new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
     return name;
   }
 
@@ -136,16 +160,42 @@ export class GraphBuilder {
     return this.op(type, inputs, attributes, name ? [name] : 1, domain)[0];
   }
 
-  /** The serialised ModelProto. */
+  /** The serialised ModelProto, every initializer inline (models under MAX_INLINE_BYTES: see toModel). */
   toBytes(opset = DEFAULT_OPSET): Uint8Array {
+    const { model, external } = this.toModel(opset, Infinity);
+    if (external) throw new Error('unreachable: an inline model has no external data');
+    return model;
+  }
+
+  /**
+   * The serialised model. When its weights come to more than `maxInlineBytes`, every float32 initializer goes to the
+   * external data file EXTERNAL_FILE instead (ONNX's external data: location, offset and length on the tensor), in
+   * the order they were made, each at an offset aligned to EXTERNAL_ALIGN.
+   */
+  toModel(opset = DEFAULT_OPSET, maxInlineBytes = MAX_INLINE_BYTES): SerializedModel {
+    let total = 0;
+    for (const bytes of this.weightBytes.values()) total += bytes.byteLength;
+    const outside = total > maxInlineBytes;
+    const pieces: { offset: number; bytes: Uint8Array }[] = [];
+    let length = 0;
+    const initializer = this.initializers.map((proto) => {
+      const bytes = this.weightBytes.get(proto);
+      if (!bytes) return proto;
+      if (!outside) return { ...proto, rawData: bytes };
+      const offset = Math.ceil(length / EXTERNAL_ALIGN) * EXTERNAL_ALIGN;
+      pieces.push({ offset, bytes });
+      length = offset + bytes.byteLength;
+      const entry = (key: string, value: string | number) => ({ key, value: String(value) });
+      return { ...proto, dataLocation: onnx.TensorProto.DataLocation.EXTERNAL, externalData: [entry('location', EXTERNAL_FILE), entry('offset', offset), entry('length', bytes.byteLength)] };
+    });
     const opsetImport: Onnx.IOperatorSetIdProto[] = [{ domain: '', version: opset }];
     for (const d of this.domains) opsetImport.push({ domain: d, version: 1 });
     const model: Onnx.IModelProto = {
       irVersion: IR_VERSION,
       producerName: 'metrl',
       opsetImport,
-      graph: { name: this.graphName, node: this.nodes, initializer: this.initializers, input: this.inputs, output: this.outputs },
+      graph: { name: this.graphName, node: this.nodes, initializer, input: this.inputs, output: this.outputs },
     };
-    return onnx.ModelProto.encode(onnx.ModelProto.create(model)).finish();
+    return { model: onnx.ModelProto.encode(onnx.ModelProto.create(model)).finish(), external: outside ? { pieces, length } : null };
   }
 }

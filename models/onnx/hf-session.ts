@@ -54,7 +54,8 @@ export class HfOrtModel {
 
   constructor(
     readonly decoder: HfDecoder,
-    private readonly options: SessionOptions = {},
+    /** Session options, and (tests) the weight bytes past which the graph keeps them in an external data file. */
+    private readonly options: SessionOptions & { maxInlineBytes?: number } = {},
   ) {
     const c = decoder.config;
     this.invGlobal = inverseFrequencies(c.headDim, c.ropeTheta, c.ropeLinearFactor);
@@ -80,7 +81,8 @@ export class HfOrtModel {
   }
 
   private open(): OrtSession {
-    return new OrtSession(buildHfDecoderGraph(this.config, this.decoder.weights, this.spec), { label: `${this.config.family} decoder`, ...this.options });
+    const { maxInlineBytes, ...session } = this.options;
+    return new OrtSession(buildHfDecoderGraph(this.config, this.decoder.weights, this.spec, maxInlineBytes), { label: `${this.config.family} decoder`, ...session });
   }
 
   /** Read the decoder's current adapters (after every learner update, or a loaded adapter). */

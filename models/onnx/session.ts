@@ -3,15 +3,21 @@
 // this goes under onnxruntime-node's promise wrapper (whose run only defers the same native, synchronous call with
 // setImmediate) to the binding it wraps. Threads: ORT's intra-op pool, `threads` of them (the machine's cores by
 // default; 1 for a single-core comparison). A model ORT refuses (an unknown operator, bad weights) is a UserError
-// naming what failed.
+// naming what failed. A model too large for one protobuf comes with external weights (graph-builder.ts toModel): both
+// are written to a temporary folder, opened from there, and the folder removed once ORT has read them.
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Tensor } from 'onnxruntime-node';
-import { UserError } from '../../core/errors.ts';
+import { systemErrorAsUserError, UserError } from '../../core/errors.ts';
 import { executionProviders, type Device } from './device.ts';
+import { EXTERNAL_FILE, type SerializedModel } from './graph-builder.ts';
 
 /** The native session object onnxruntime-node's binding exports (dist/binding.d.ts). */
 interface NativeSession {
   loadModel(buffer: ArrayBuffer, byteOffset: number, byteLength: number, options: Record<string, unknown>): void;
+  loadModel(path: string, options: Record<string, unknown>): void;
   readonly inputMetadata: { name: string }[];
   readonly outputMetadata: { name: string }[];
   run(feeds: Record<string, Tensor>, fetches: Record<string, null>, options: Record<string, unknown>): Record<string, Tensor>;
@@ -52,7 +58,7 @@ export class OrtSession {
   readonly inputNames: string[];
   readonly outputNames: string[];
 
-  constructor(model: Uint8Array, options: SessionOptions = {}) {
+  constructor(model: Uint8Array | SerializedModel, options: SessionOptions = {}) {
     const { binding, initOrt } = nativeBinding();
     initOrt();
     this.native = new binding.InferenceSession();
@@ -65,10 +71,15 @@ export class OrtSession {
       ...(process.env.METRL_ORT_PROFILE ? { enableProfiling: true, profileFilePrefix: process.env.METRL_ORT_PROFILE } : {}),
       ...((options.spin ?? process.env.METRL_ORT_SPIN === '1') ? {} : { extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } } }),
     };
+    const serialized = model instanceof Uint8Array ? { model, external: null } : model;
+    const folder = serialized.external ? writeWithExternalWeights(serialized, options.label ?? 'model') : null;
     try {
-      this.native.loadModel(model.buffer as ArrayBuffer, model.byteOffset, model.byteLength, sessionOptions);
+      if (folder) this.native.loadModel(join(folder, 'model.onnx'), sessionOptions);
+      else this.native.loadModel(serialized.model.buffer as ArrayBuffer, serialized.model.byteOffset, serialized.model.byteLength, sessionOptions);
     } catch (error) {
       throw new UserError(`ONNX Runtime cannot build the ${options.label ?? 'model'} graph: ${(error as Error).message.split('\n')[0]}`);
+    } finally {
+      if (folder) rmSync(folder, { recursive: true, force: true });
     }
     this.inputNames = this.native.inputMetadata.map((m) => m.name);
     this.outputNames = this.native.outputMetadata.map((m) => m.name);
@@ -83,6 +94,26 @@ export class OrtSession {
   dispose(): void {
     if (process.env.METRL_ORT_PROFILE) this.native.endProfiling();
     this.native.dispose();
+  }
+}
+
+/** A model and its external weights written to a fresh temporary folder (model.onnx, EXTERNAL_FILE); returns the folder. */
+function writeWithExternalWeights(serialized: SerializedModel, label: string): string {
+  const folder = mkdtempSync(join(tmpdir(), 'metrl-onnx-'));
+  try {
+    writeFileSync(join(folder, 'model.onnx'), serialized.model);
+    const fd = openSync(join(folder, EXTERNAL_FILE), 'w');
+    try {
+      for (const { offset, bytes } of serialized.external!.pieces) {
+        for (let done = 0; done < bytes.byteLength; ) done += writeSync(fd, bytes, done, bytes.byteLength - done, offset + done);
+      }
+    } finally {
+      closeSync(fd);
+    }
+    return folder;
+  } catch (error) {
+    rmSync(folder, { recursive: true, force: true });
+    throw systemErrorAsUserError(error, folder, `cannot write the ${label} graph's weights (${(serialized.external!.length / 2 ** 30).toFixed(1)} GiB)`);
   }
 }
 

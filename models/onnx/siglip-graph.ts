@@ -9,7 +9,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { VisionConfig } from '../hf/vision-config.ts';
 import { siglipTower, type LayerNormWeights, type LinearWeights, type SiglipOps, type SiglipWeights } from '../vision/siglip.ts';
-import { GraphBuilder } from './graph-builder.ts';
+import { GraphBuilder, MAX_INLINE_BYTES, type SerializedModel } from './graph-builder.ts';
 
 const values = (t: tf.Tensor): Float32Array => t.dataSync() as Float32Array;
 
@@ -78,11 +78,11 @@ class OnnxSiglipOps implements SiglipOps<string> {
   }
 }
 
-/** The serialised model of a SigLIP tower (see the header for its input and output). */
-export function buildSiglipGraph(weights: SiglipWeights, config: VisionConfig): Uint8Array {
+/** The serialised model of a SigLIP tower (see the header for its input and output; large towers: graph-builder.ts toModel). */
+export function buildSiglipGraph(weights: SiglipWeights, config: VisionConfig, maxInlineBytes = MAX_INLINE_BYTES): SerializedModel {
   const b = new GraphBuilder('metrl-siglip');
   const hidden = siglipTower(new OnnxSiglipOps(b, weights, config), weights, config);
   b.op1('Identity', [hidden], {}, 'last_hidden_state');
   b.output('last_hidden_state', 'float32', ['rows', config.hiddenSize]);
-  return b.toBytes();
+  return b.toModel(undefined, maxInlineBytes);
 }

@@ -2,7 +2,8 @@
 // models/hf/decoder-ops.ts) against the tfjs forward, which the fixtures' PyTorch references pin (tests/models/hf-*):
 // for every architecture (llama with the PEFT fixture adapter, qwen2, gemma3's and idefics3's language models with
 // random non-zero adapters), a left-padded batched prefill's logits within 1e-4, the base (LoRA off) too, and cached
-// greedy decoding of left-padded prompts in groups with identical ids and step logits within 1e-4.
+// greedy decoding of left-padded prompts in groups with identical ids and step logits within 1e-4; a graph whose
+// weights are kept in an external data file (what a model past protobuf's 2 GiB gets) gives the same logits.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
@@ -90,6 +91,14 @@ describe.each(CASES)('ONNX Runtime vs tfjs: $name', ({ folder, adapter, prefix }
   });
 
   if (adapter === 'peft') {
+    it('with its weights in an external data file (a model past protobuf\'s 2 GiB), gives the same logits', () => {
+      const { ids, mask } = batch();
+      const external = new HfOrtModel(m.decoder, { threads: 1, maxInlineBytes: 0 });
+      const request = { embeds: embedIds(m.decoder, ids), rows: ids.length, seq: ids[0].length, attentionMask: mask, cache: null, useLora: true };
+      expect(Array.from(external.run(request).logits)).toEqual(Array.from(ort.run(request).logits));
+      external.dispose();
+    });
+
     it("reproduces the PEFT fixture's own greedy references (batched, cached)", () => {
       const ref = readReference('llama-lora');
       const gb = ref.json.greedy_batch;
