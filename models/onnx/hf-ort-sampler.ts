@@ -35,8 +35,8 @@ export interface HfOrtSamplerOptions {
 
 export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
   readonly model: HfOrtModel;
-  /** The VLM's vision tower on ONNX Runtime (null for text-only models). */
-  readonly tower: SiglipOrtTower | null;
+  /** The VLM's vision tower on ONNX Runtime, opened at its first image (a text-only run never builds it). */
+  private tower: SiglipOrtTower | null = null;
   private readonly releaseTower: () => void;
   private readonly logitBudget: number;
 
@@ -45,8 +45,7 @@ export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
     const { logitBudget, ...session } = options;
     this.model = new HfOrtModel(policy.decoder, session);
     const encoder = policy.imageEncoder;
-    this.tower = encoder ? new SiglipOrtTower(encoder.tower, encoder.towerConfig, session) : null;
-    this.releaseTower = this.tower ? policy.useVisionTower((pixels) => this.tower!.forward(pixels)) : () => {};
+    this.releaseTower = encoder ? policy.useVisionTower((pixels) => (this.tower ??= new SiglipOrtTower(encoder.tower, encoder.towerConfig, session)).forward(pixels)) : () => {};
     this.logitBudget = logitBudget ?? LOGIT_BUDGET;
   }
 
