@@ -154,27 +154,11 @@ export class OrtSampler extends PolicyFront<BuiltinPolicy> implements Sampler {
 
   /** The rollout on the main thread's session alone: draw every row, decode them all, step by step. */
   private sampleOnePart(prompts: EncodedPrompt[], padded: PaddedPrompts, group: number, options: SamplingOptions, rng: Rng): Completion[][] {
-    const { arch, tokenizer } = this.policy;
-    const V = arch.vocabSize;
+    const { tokenizer } = this.policy;
     const rows = prompts.length * group;
-    const all: PartPrompts = { count: padded.count, length: padded.length, tokens: padded.tokens, positions: padded.positions, slots: padded.slots, lengths: padded.lengths };
-    let logits = this.part.start(all, group, options.maxNewTokens);
-    // After the prefill a row's logits are its prompt's last; after a decode step, its own.
-    let rowLogits = (r: number) => logits.subarray(Math.floor(r / group) * V, (Math.floor(r / group) + 1) * V);
     const draws = new RowDraws(rows, tokenizer);
     const cursors = Array.from({ length: rows }, (_, r) => padded.ends[Math.floor(r / group)].clone());
-    const positions = new Int32Array(rows);
-    try {
-      for (let step = 0; step < options.maxNewTokens; step++) {
-        const fed = draws.step(rowLogits, options, rng);
-        if (draws.allFinished() || step === options.maxNewTokens - 1) break;
-        for (let r = 0; r < rows; r++) positions[r] = cursors[r].push(fed[r]);
-        logits = this.part.step(step, fed, positions);
-        rowLogits = (r: number) => logits.subarray(r * V, (r + 1) * V);
-      }
-    } finally {
-      this.part.finish();
-    }
+    this.part.decode(padded, group, options.maxNewTokens, cursors, (rowLogits) => draws.step(rowLogits, options, rng), () => draws.allFinished());
     return draws.completions(prompts.length, group, tokenizer);
   }
 

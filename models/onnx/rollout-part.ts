@@ -138,13 +138,34 @@ export class RolloutPart {
   }
 
   /**
-   * The whole rollout of this part's rows: prefill, then draw and decode step by step until every row has drawn EOS or
-   * `maxNewTokens` tokens, each step's draws taken from the Rng stream where the single session takes them (the
-   * board says how many draws come before). Returns what the rows drew.
+   * Prefill `prompts`, then step by step: `draw` gives the tokens the rows feed from their logits (after the prefill a
+   * row's logits are its prompt's last, after a decode step its own), and the rows decode them, until `finished()` or
+   * the `maxNewTokens`-th draw. Both rollouts run this loop: the single session's (ort-sampler.ts) and a part's (rollout).
+   */
+  decode(prompts: PartPrompts, group: number, maxNewTokens: number, cursors: PositionCursor[], draw: (rowLogits: (row: number) => Float32Array, step: number) => Int32Array, finished: () => boolean): void {
+    const V = this.model.arch.vocabSize;
+    const positions = new Int32Array(cursors.length);
+    try {
+      let logits = this.start(prompts, group, maxNewTokens);
+      let rowLogits = (r: number) => logits.subarray(Math.floor(r / group) * V, (Math.floor(r / group) + 1) * V);
+      for (let step = 0; step < maxNewTokens; step++) {
+        const fed = draw(rowLogits, step);
+        if (finished() || step === maxNewTokens - 1) break;
+        for (let r = 0; r < cursors.length; r++) positions[r] = cursors[r].push(fed[r]);
+        logits = this.step(step, fed, positions);
+        rowLogits = (r: number) => logits.subarray(r * V, (r + 1) * V);
+      }
+    } finally {
+      this.finish();
+    }
+  }
+
+  /**
+   * The whole rollout of this part's rows (decode), each step's draws taken from the Rng stream where the single
+   * session takes them (the board says how many draws come before). Returns what the rows drew.
    */
   rollout(prompts: PartPrompts, plan: PartPlan): DrawnRows {
     const { index: k, group, options } = plan;
-    const V = this.model.arch.vocabSize;
     const n = plan.rows.length;
     const board = new RolloutBoard(plan.board, n, options.maxNewTokens);
     const rows = plan.rows[k];
@@ -157,28 +178,21 @@ export class RolloutPart {
     const perDraw = options.temperature > 0 ? 1 : 0;
     // Draws of the steps before this one, all parts.
     let before = 0;
-    const positions = new Int32Array(rows);
+    const draw = (rowLogits: (row: number) => Float32Array, step: number): Int32Array => {
+      for (let j = 0; j < n; j++) if (j !== k) board.waitFor(j, j < k ? step : step - 1);
+      if (step > 0) for (let j = 0; j < n; j++) before += board.unfinished(j, step - 1);
+      let first = before;
+      for (let j = 0; j < k; j++) first += board.unfinished(j, step);
+      for (; taken < first * perDraw; taken++) rng.next();
+      taken += draws.unfinished() * perDraw;
+      const fed = draws.step(rowLogits, options, rng);
+      board.publish(k, step + 1, draws.unfinished());
+      return fed;
+    };
     try {
-      let logits: Float32Array = this.start(prompts, group, options.maxNewTokens);
-      // After the prefill a row's logits are its prompt's last; after a decode step, its own.
-      let rowLogits = (r: number) => logits.subarray(Math.floor(r / group) * V, (Math.floor(r / group) + 1) * V);
-      for (let step = 0; step < options.maxNewTokens; step++) {
-        for (let j = 0; j < n; j++) if (j !== k) board.waitFor(j, j < k ? step : step - 1);
-        if (step > 0) for (let j = 0; j < n; j++) before += board.unfinished(j, step - 1);
-        let first = before;
-        for (let j = 0; j < k; j++) first += board.unfinished(j, step);
-        for (; taken < first * perDraw; taken++) rng.next();
-        taken += draws.unfinished() * perDraw;
-        const fed = draws.step(rowLogits, options, rng);
-        board.publish(k, step + 1, draws.unfinished());
-        if (draws.allFinished() || step === options.maxNewTokens - 1) break;
-        for (let r = 0; r < rows; r++) positions[r] = cursors[r].push(fed[r]);
-        logits = this.step(step, fed, positions);
-        rowLogits = (r: number) => logits.subarray(r * V, (r + 1) * V);
-      }
+      this.decode(prompts, group, options.maxNewTokens, cursors, draw, () => draws.allFinished());
     } finally {
       board.done(k);
-      this.finish();
     }
     return draws.data;
   }
