@@ -22,11 +22,11 @@ export class Idefics3ImageEncoder {
     return new Idefics3ImageEncoder(setup, tower, loadIdefics3Connector(get, setup.vision.hiddenSize, setup.scaleFactor, textHidden, source));
   }
 
-  /** `<image>` tokens per image: (image_size / patch_size / scale_factor)². */
   get towerConfig() {
     return this.setup.vision;
   }
 
+  /** `<image>` tokens per image: (image_size / patch_size / scale_factor)². */
   get tokensPerImage(): number {
     return idefics3ImageSeqLen(this.setup);
   }

@@ -36,8 +36,7 @@ class OnnxSiglipOps implements SiglipOps<string> {
     // Conv2d kernel's order, patches row-major.
     const grid = b.op1('Transpose', [b.op1('Reshape', [pixels, b.ints([-1, C, n, P, n, P])])], { perm: [0, 2, 4, 1, 3, 5] });
     const patches = this.linear(b.op1('Reshape', [grid, b.ints([-1, C * P * P])]), this.weights.patch); // [N·L, D]
-    const table = this.weights.position;
-    const positions = table.shape[0] === L ? this.tensor(table, 'position') : this.b.floats(`position.${this.count++}`, values(table).subarray(0, L * D), [L, D]);
+    const positions = this.tensor(this.weights.position, 'position'); // [L, D]: loadSiglipWeights reads (S/P)² rows
     return b.op1('Reshape', [b.op1('Add', [b.op1('Reshape', [patches, b.ints([-1, L, D])]), positions]), b.ints([-1, D])]); // [N·L, D]
   }
 
