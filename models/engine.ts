@@ -4,7 +4,7 @@
 // the CPU: N one-thread sessions, models/onnx/worker-pool.ts; otherwise one session of N intra-op threads): the
 // built-in model (models/onnx/ort-sampler.ts; its LoRA gradients too, models/onnx/ort-learner.ts) and the Hugging Face
 // decoders (models/onnx/hf-ort-sampler.ts: Llama, Qwen2, Gemma 3, and the language models of Idefics3 and Gemma 3,
-// whose vision towers stay on tfjs; tfjs stays their learner and their default engine). After the learner's adapters change (an optimiser update,
+// their SigLIP towers too; their LoRA gradients in models/onnx/hf-ort-learner.ts). After the learner's adapters change (an optimiser update,
 // a resumed or loaded adapter) the caller calls syncLora(), which an ORT session needs and tfjs does not.
 import { createRequire } from 'node:module';
 import { UserError } from '../core/errors.ts';
@@ -88,7 +88,7 @@ export async function openEngine(policy: Policy, requested: Engine | undefined, 
     const { HfOrtSampler } = await import('./onnx/hf-ort-sampler.ts');
     const sampler = new HfOrtSampler(policy, { threads: runtime.threads, device });
     const referenceIsPolicy = () => [...policy.decoder.linears().values()].every((l) => !l.lora || zero(l.lora.b));
-    return { engine, sampler, syncLora: () => sampler.syncLora(), referenceIsPolicy, dispose: () => sampler.dispose(), describe, ortLearner: false };
+    return { engine, sampler, syncLora: () => sampler.syncLora(), referenceIsPolicy, dispose: () => sampler.dispose(), describe, ortLearner: true };
   }
   const { OrtSampler } = await import('./onnx/ort-sampler.ts');
   const sampler = new OrtSampler(policy, { threads: runtime.threads, device });

@@ -71,6 +71,43 @@ export class DiffGraph {
     return y;
   }
 
+  /** a ⊙ b, equal shapes, both possibly differentiated (the gated MLP's act(gate) ⊙ up). VJP: [dy ⊙ b, dy ⊙ a]. */
+  mul(a: Value, c: Value): Value {
+    const y = this.out(this.b.op1('Mul', [a.name, c.name]), Math.max(a.rank, c.rank), [a, c]);
+    this.record([a, c], [y], ([dy]) => [dy && a.diff ? this.b.op1('Mul', [dy, c.name]) : null, dy && c.diff ? this.b.op1('Mul', [dy, a.name]) : null]);
+    return y;
+  }
+
+  /** Soft-capping y = cap · tanh(x / cap) (Gemma's logits). VJP: dy · (1 − tanh²(x / cap)). */
+  softcap(x: Value, cap: number): Value {
+    const b = this.b;
+    const t = b.op1('Tanh', [b.op1('Div', [x.name, b.scalar(cap)])]);
+    const y = this.out(b.op1('Mul', [t, b.scalar(cap)]), x.rank, [x]);
+    this.record([x], [y], ([dy]) => [dy ? b.op1('Mul', [dy, b.op1('Sub', [b.scalar(1), b.op1('Mul', [t, t])])]) : null]);
+    return y;
+  }
+
+  /**
+   * GELU, tanh approximation (layers/mlp.ts geluTanh): y = ½ x (1 + t), t = tanh(u), u = √(2/π) (x + 0.044715 x³).
+   * VJP: dy · (½ (1 + t) + ½ x (1 − t²) √(2/π) (1 + 3 · 0.044715 x²)).
+   */
+  geluTanh(x: Value): Value {
+    const b = this.b;
+    const c = Math.sqrt(2 / Math.PI);
+    const x2 = b.op1('Mul', [x.name, x.name]);
+    const inner = b.op1('Mul', [b.op1('Add', [x.name, b.op1('Mul', [b.op1('Mul', [x2, x.name]), b.scalar(0.044715)])]), b.scalar(c)]);
+    const t = b.op1('Tanh', [inner]);
+    const onePlusT = b.op1('Add', [t, b.scalar(1)]);
+    const y = this.out(b.op1('Mul', [b.op1('Mul', [x.name, b.scalar(0.5)]), onePlusT]), x.rank, [x]);
+    this.record([x], [y], ([dy]) => {
+      if (!dy) return [null];
+      const du = b.op1('Mul', [b.op1('Add', [b.scalar(1), b.op1('Mul', [x2, b.scalar(3 * 0.044715)])]), b.scalar(c)]);
+      const dt = b.op1('Mul', [b.op1('Mul', [b.op1('Mul', [x.name, b.scalar(0.5)]), b.op1('Sub', [b.scalar(1), b.op1('Mul', [t, t])])]), du]);
+      return [b.op1('Mul', [dy, b.op1('Add', [b.op1('Mul', [onePlusT, b.scalar(0.5)]), dt])])];
+    });
+    return y;
+  }
+
   // ---- products --------------------------------------------------------------------------------------------------
 
   /** a @ b for 2-D a and b (the row-wise products: projections, adapters, head); gradients are Gemm nodes. */
@@ -128,6 +165,21 @@ export class DiffGraph {
   expand(x: Value, shape: string, axes: number[]): Value {
     const y = this.out(this.b.op1('Expand', [x.name, shape]), x.rank, [x]);
     this.record([x], [y], ([dy]) => [dy ? this.b.op1('ReduceSum', [dy, this.b.ints(axes)], { keepdims: 1 }) : null]);
+    return y;
+  }
+
+  /**
+   * Rows of a 2-D x (`rows` an int64 [R] tensor name; a row may repeat). VJP: the rows' gradients added back into
+   * zeros of x's shape (ScatterND with reduction add, which sums repeated rows).
+   */
+  gatherRows(x: Value, rows: string): Value {
+    const b = this.b;
+    const y = this.out(b.op1('Gather', [x.name, rows], { axis: 0 }), x.rank, [x]);
+    this.record([x], [y], ([dy]) => {
+      if (!dy) return [null];
+      const zeros = b.op1('ConstantOfShape', [b.op1('Shape', [x.name])]);
+      return [b.op1('ScatterND', [zeros, b.op1('Unsqueeze', [rows, b.ints([1])]), dy], { reduction: 'add' })];
+    });
     return y;
   }
 

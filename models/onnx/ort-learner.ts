@@ -22,6 +22,8 @@ import type { Rng } from '../../core/rng.ts';
 import type { LogProbLoss, LossGradients, LossRequest, Learner, LoraSettings, SummedLossGradients } from '../learner.ts';
 import type { EncodedPrompt, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
 import { BuiltinPolicy } from '../builtin/policy.ts';
+import { HfPolicy } from '../hf/policy.ts';
+import { HfOrtLearner } from './hf-ort-learner.ts';
 import type { Policy } from '../policy.ts';
 import { UserError } from '../../core/errors.ts';
 import type { LoraAdapter } from '../builtin/lora.ts';
@@ -349,8 +351,9 @@ export class OrtLearner implements Learner {
   }
 }
 
-/** The ORT learner of a policy (the built-in model only: a UserError for any other). */
-export function ortLearner(policy: Policy, options: OrtLearnerOptions = {}): OrtLearner {
-  if (!(policy instanceof BuiltinPolicy)) throw new UserError('engine ort: the ONNX Runtime learner runs the built-in model only; use engine tfjs for Hugging Face checkpoints');
+/** The ORT learner of a policy: the built-in model's, or a Hugging Face checkpoint's (hf-ort-learner.ts). */
+export function ortLearner(policy: Policy, options: OrtLearnerOptions = {}): Learner {
+  if (policy instanceof HfPolicy) return new HfOrtLearner(policy, { threads: options.threads, spin: options.spin, device: options.device });
+  if (!(policy instanceof BuiltinPolicy)) throw new UserError(`engine ort: the ONNX Runtime learner has no graph for ${policy.constructor.name}; use engine tfjs`);
   return new OrtLearner(policy, options);
 }

@@ -1,6 +1,6 @@
-// Hugging Face checkpoints on `--engine ort` through the real binary (issue 17): ONNX Runtime generates (rollouts,
-// reference and old-policy log-probs, evaluation, serve; the graph of models/onnx/hf-graph.ts) while tfjs learns and
-// runs the vision tower. Checked against the tfjs engine on the tiny idefics3 fixture with chess image prompts and a
+// Hugging Face checkpoints on `--engine ort` through the real binary: ONNX Runtime generates (rollouts, reference and
+// old-policy log-probs, evaluation, serve; the graph of models/onnx/hf-graph.ts), runs the vision tower and computes
+// the LoRA gradients (models/onnx/hf-ort-learner.ts); tfjs keeps the adapters' variables and AdamW. Checked against the tfjs engine on the tiny idefics3 fixture with chess image prompts and a
 // reward with a spread (so the adapters move and the reference log-probs matter): the same completions, rewards and
 // evaluations, the loss statistics within float tolerance; `evaluate` and `serve` with --engine ort on the trained
 // adapter answer as tfjs does. A model type the ONNX builder has no graph for is one line, exit 2.
@@ -52,8 +52,9 @@ describe('metrl train --checkpoint <Hugging Face> --engine ort', () => {
       const { kl, loss, gradNorm, entropy, ratioMean, trl, ...same } = tr;
       const { kl: okl, loss: oloss, gradNorm: ograd, entropy: oent, ratioMean: oratio, trl: otrl, ...osame } = or;
       expect(osame).toEqual(same);
-      // The learner is tfjs under both engines; only the reference log-probs (from step 2 on, when the adapters are no
-      // longer zero) come from ORT, whose kernels round differently (logits within 1e-4, tests/models/onnx-hf.test.ts).
+      // The learner's log-probs and gradients and (from step 2 on, when the adapters are no longer zero) the reference
+      // log-probs come from ORT, whose kernels round differently (logits within 1e-4, tests/models/onnx-hf.test.ts;
+      // gradients within 1e-4 relative, tests/models/onnx-hf-learner.test.ts).
       expect(Math.abs(okl - kl)).toBeLessThan(1e-2 * kl + 1e-6);
       expect(oloss).toBeCloseTo(loss, 4);
       expect(oent).toBeCloseTo(entropy, 4);
