@@ -1,4 +1,4 @@
-// Every relative link and image in README.md and docs/*.md points at a file that exists and, with a #anchor, at a
+// Every relative link and image in README.md, docs/*.md and checkpoints/README.md points at a file that exists and, with a #anchor, at a
 // heading of that file (GitHub's slugs). Moving a section breaks links silently; this test names each broken one.
 // External links (http, https, mailto) are not checked: the test runs offline.
 import { describe, expect, it } from 'vitest';
@@ -93,6 +93,7 @@ export function brokenLinks(file: string): string[] {
 const docsDir = join(root, 'docs');
 const pages = [
   join(root, 'README.md'),
+  join(root, 'checkpoints', 'README.md'),
   ...readdirSync(docsDir)
     .filter((f) => f.endsWith('.md'))
     .map((f) => join(docsDir, f)),
