@@ -1,4 +1,5 @@
-// The ONNX Runtime engine on one core and on two (README "Threads and devices"): one GRPO step's three ORT phases
+// The ONNX Runtime engine on one core and on two (docs/engines.md "Threads", docs/performance.md "One core and two"):
+// one GRPO step's three ORT phases
 // (bench/cores-workload.ts: the default configuration from the shipped base, completions forced to 376 tokens for
 // chess image and 101 for shell text) on one session (--threads 1), on two one-thread sessions (--threads 2: the main
 // thread and a worker), and, as the machine's ceiling, split between two separate processes of one thread each

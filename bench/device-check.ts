@@ -1,10 +1,11 @@
-// The GPU paths checked against the CPU on a machine that has a GPU (the `device` tool's machine; README "Threads and
-// devices"): the default chess image step's model (the shipped base with perturbed LoRA adapters, bench/chess-step.ts)
+// The GPU paths checked against the CPU on a machine that has a GPU (the `device` tool's machine; docs/engines.md
+// "Devices"): the default chess image step's model (the shipped base with perturbed LoRA adapters, bench/chess-step.ts)
 // run on ONNX Runtime's CPU provider and on its WebGPU provider (`--device webgpu`): the largest difference of the
 // completion log-probs of the same sequences, whether greedy completions are identical, how many tokens of a seeded
 // sampled rollout are identical, the learner's LoRA gradients for one group, and the time of each; and the tfjs WASM
 // forward against ORT's CPU one. Nothing here is a pass/fail test (this machine has no GPU, so the suite cannot hold one); it prints
-// the figures the README reports, one JSON line per check, and names a check that could not run instead of stopping.
+// the figures docs/engines.md and docs/performance.md report, one JSON line per check, and names a check that could
+// not run instead of stopping.
 //   node bin/run-ts.js bench/device-check.ts [GREEDY_TOKENS=64]
 import * as tf from '@tensorflow/tfjs';
 import { checkDevice, type Device } from '../models/onnx/device.ts';

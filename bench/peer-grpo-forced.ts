@@ -7,8 +7,8 @@
 // nothing else is touched. Run from the checkout:
 //   [METRL_ENGINE=ort|tfjs] [METRL_THREADS=N] [METRL_DEVICE=cpu|cuda|webgpu] node bin/run-ts.js bench/peer-grpo-forced.ts [MEASURED_STEPS=3] [chess:376,shell:101]
 // METRL_ENGINE: the training engine (default: the built-in model's, ort); METRL_THREADS: the cores ONNX Runtime uses, as
-// --threads (default every core; N ≥ 2: N one-thread sessions on the main thread and workers, README "Threads and
-// devices"; the tfjs WASM backend uses one core whatever it says); METRL_DEVICE: ONNX Runtime's device, as --device
+// --threads (default every core; N ≥ 2: N one-thread sessions on the main thread and workers, docs/engines.md
+// "Threads"; the tfjs WASM backend uses one core whatever it says); METRL_DEVICE: ONNX Runtime's device, as --device
 // (METRL_BACKEND: the tfjs backend, as --backend).
 // Prints one JSON line per domain: per-step rollout / reward / logprobs / update / total seconds (after 1 warm-up step),
 // and the CPU seconds of rollout, logprobs and update (the ORT sampler's calls; the update: the rest of the step) and of

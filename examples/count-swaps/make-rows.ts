@@ -1,4 +1,4 @@
-// A tiny custom task for `metrl train --dataset` (the README's worked example): a list of one to three shell-game swaps
+// A tiny custom task for `metrl train --dataset` (docs/training.md's worked example): a list of one to three shell-game swaps
 // ("1 swap 3", the actions the shell game writes) and the question how many swaps are listed; the answer is the count.
 // Writes OUT/rows.jsonl: chat rows with the question as a text message, target "1"-"3", split train or test.
 //   Usage: node bin/run-ts.js examples/count-swaps/make-rows.ts OUT [TRAIN_ROWS] [TEST_ROWS]
