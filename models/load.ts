@@ -106,11 +106,12 @@ function adapterStepOf(adapter: string | null): number | null {
  * Choose the backend, then load the base through the registry and attach the adapter, if any. `log` gets the
  * "tfjs backend: …" line once everything has loaded, so that a checkpoint error is the only line a user sees.
  */
-export async function loadPolicy(dir: string, options: { base?: string; backend?: string; log?: (line: string) => void } = {}): Promise<LoadedPolicy> {
+export async function loadPolicy(dir: string, options: { base?: string; backend?: string; log?: (line: string) => void; hostWeights?: boolean } = {}): Promise<LoadedPolicy> {
   const where = resolveCheckpoint(dir, options.base);
   const { initBackend, backendLine } = await import('./backend.ts');
   const backend = await initBackend(options.backend, null);
-  const policy = await loadBaseModel(where.base);
+  // ONNX Runtime reads a Hugging Face checkpoint's weights from host arrays (registry.ts LoadOptions).
+  const policy = await loadBaseModel(where.base, { hostWeights: options.hostWeights });
   if (where.adapter) policy.loadAdapter(where.adapter);
   options.log?.(backendLine(backend));
   return { policy, base: where.base, adapter: where.adapter, adapterStep: adapterStepOf(where.adapter), backend: backend.name };

@@ -12,11 +12,20 @@ import { MODEL_KIND } from './builtin/config.ts';
 import type { Policy } from './policy.ts';
 import { readJson } from '../core/files.ts';
 
-/** Reads a base checkpoint folder into a policy without adapters (UserError when it is incomplete or malformed). */
-export type PolicyLoader = (dir: string) => Promise<Policy>;
+/** How a loader places the weights. */
+export interface LoadOptions {
+  /**
+   * The policy will run on ONNX Runtime (--engine ort): a Hugging Face checkpoint's weights are held in host memory
+   * (tfjs's CPU backend, plain arrays the ORT graphs are built from) rather than in the WASM heap, which caps at 4 GB.
+   */
+  hostWeights?: boolean;
+}
 
-async function hfPolicy(dir: string): Promise<Policy> {
-  return (await import('./hf/policy.ts')).HfPolicy.load(dir);
+/** Reads a base checkpoint folder into a policy without adapters (UserError when it is incomplete or malformed). */
+export type PolicyLoader = (dir: string, options?: LoadOptions) => Promise<Policy>;
+
+async function hfPolicy(dir: string, options: LoadOptions = {}): Promise<Policy> {
+  return (await import('./hf/policy.ts')).HfPolicy.load(dir, options);
 }
 
 /** model_type → loader. The built-in model's model_type is its config.json `format`. */
@@ -59,9 +68,9 @@ export function modelTypeOf(dir: string): string {
 }
 
 /** Load the base model in `dir` with the loader its model_type names. */
-export async function loadBaseModel(dir: string): Promise<Policy> {
+export async function loadBaseModel(dir: string, options: LoadOptions = {}): Promise<Policy> {
   const modelType = modelTypeOf(dir);
   const loader = ARCHITECTURES[modelType];
   if (!loader) throw new UserError(`${dir}: unsupported architecture ${modelType} (supported: ${supportedModelTypes().join(', ')})`);
-  return loader(dir);
+  return loader(dir, options);
 }

@@ -230,7 +230,8 @@ export async function loadTrainingPolicy(checkpoint: string, config: TrainConfig
   // A base folder gets fresh adapters; an adapter folder (PEFT, or a run's checkpoint) is trained on from its weights,
   // on the base it names, which stays the reference policy.
   const where = existsSync(join(checkpoint, 'adapter_config.json')) ? resolveCheckpoint(checkpoint) : { base: checkpoint, adapter: null };
-  const policy = await loadBaseModel(where.base);
+  // ONNX Runtime reads a Hugging Face checkpoint's weights from host arrays (models/registry.ts LoadOptions).
+  const policy = await loadBaseModel(where.base, { hostWeights: config.engine === 'ort' });
   if (where.adapter) {
     const loaded = policy.loadAdapter(where.adapter);
     if (loaded.r !== config.loraRank || loaded.alpha !== config.loraAlpha) {

@@ -35,7 +35,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   let backendLine = '';
   const ort = { threads: options.threads, device: options.device };
   const engineName = chooseEngine(options.engine, checkpointModelType(options.checkpoint, options.base), ort);
-  const loaded = await loadPolicy(options.checkpoint, { ...(options.base ? { base: options.base } : {}), ...(options.backend ? { backend: options.backend } : {}), log: (line) => (backendLine = line) });
+  const loaded = await loadPolicy(options.checkpoint, { ...(options.base ? { base: options.base } : {}), ...(options.backend ? { backend: options.backend } : {}), log: (line) => (backendLine = line), hostWeights: engineName === 'ort' });
   // The adapter is loaded: an ORT session built now reads its weights.
   const inference = await openEngine(loaded.policy, engineName, ort).catch((error: unknown) => {
     loaded.policy.dispose();

@@ -27,7 +27,7 @@ export async function checkpointSource(
   base?: string,
   { engine: engineName, ort }: CheckpointEngine = {},
 ): Promise<ModelSource> {
-  const loaded = await loadPolicy(dir, { ...(base ? { base } : {}) });
+  const loaded = await loadPolicy(dir, { ...(base ? { base } : {}), hostWeights: engineName === 'ort' });
   // The adapter is loaded: an ORT session built now reads its weights (syncLora at construction).
   const engine = await openEngine(loaded.policy, engineName, ort).catch((error: unknown) => {
     loaded.policy.dispose();

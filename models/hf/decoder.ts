@@ -189,6 +189,11 @@ export class HfDecoder {
     readonly config: DecoderConfig,
     readonly layout: TextModelLayout,
     readonly weights: DecoderWeights,
+    /**
+     * The weights live on tfjs's CPU backend (plain host arrays: HfPolicy.load's hostWeights): embed gathers rows in
+     * TypeScript rather than moving the whole table into the active backend.
+     */
+    readonly hostWeights = false,
   ) {}
 
   /** Token embeddings [B, T, H], Gemma's sqrt(H) scaling applied (the rows image features replace). */
@@ -200,11 +205,30 @@ export class HfDecoder {
       if (row.length !== T) throw new Error(`embed: sequence ${b} has ${row.length} ids, sequence 0 has ${T}`);
       for (let t = 0; t < T; t++) flat[b * T + t] = row[t];
     });
+    if (this.hostWeights) return this.hostEmbed(flat, B, T);
     return tf.tidy(() => {
       let x = embeddingLookup(this.weights.embed, flat); // [B·T, H]
       if (this.config.embedScale !== null) x = tf.mul(x, this.config.embedScale);
       return tf.reshape(x, [B, T, this.config.hiddenSize]) as tf.Tensor3D;
     });
+  }
+
+  /** embed's lookup on a host-held table (dataSync gives the CPU backend's own array: no copy), as tfjs computes it. */
+  private hostEmbed(ids: Int32Array, B: number, T: number): tf.Tensor3D {
+    const H = this.config.hiddenSize;
+    const V = this.config.vocabSize;
+    const { table, layout } = this.weights.embed;
+    const data = table.dataSync() as Float32Array; // rows [V, H] or columns [H, V]
+    const scale = this.config.embedScale === null ? null : Math.fround(this.config.embedScale);
+    const out = new Float32Array(ids.length * H);
+    ids.forEach((id, n) => {
+      if (!(id >= 0 && id < V)) throw new Error(`embed: token ${id} outside the vocabulary`);
+      for (let h = 0; h < H; h++) {
+        const x = layout === 'rows' ? data[id * H + h] : data[h * V + id];
+        out[n * H + h] = scale === null ? x : Math.fround(x * scale);
+      }
+    });
+    return tf.tensor3d(out, [B, T, H]);
   }
 
   /** Constants of one forward pass (RoPE tables, masks), rebuilt from plain arrays when a layer is recomputed. */

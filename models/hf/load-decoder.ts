@@ -148,7 +148,7 @@ export function buildDecoder(c: DecoderConfig, layout: TextModelLayout, tensors:
       finalNorm: vector(`${p}norm.weight`),
       lmHead: c.tieWordEmbeddings ? embed.table : matrixT(layout.lmHead),
     };
-    return new HfDecoder(c, layout, weights);
+    return new HfDecoder(c, layout, weights, tf.getBackend() === 'cpu');
   } catch (error) {
     for (const v of created) v.dispose();
     throw error;

@@ -23,6 +23,7 @@ import { sampleToken } from '../token-sampling.ts';
 import type { Completion, EncodedPrompt, ModelInput, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
 import { chatToTemplatePrompt, envRenderer, toTemplatePrompt, type TemplatePrompt } from './chat-messages.ts';
 import { loadChatPromptKit, type ChatPromptKit } from './chat-prompt.ts';
+import type { LoadOptions } from '../registry.ts';
 import type { ChatTemplateMessage } from './chat-template.ts';
 import { readHfConfig, type HfModelConfig } from './config.ts';
 import type { HfDecoder } from './decoder.ts';
@@ -79,8 +80,27 @@ export class HfPolicy implements Policy {
     readonly kit: ChatPromptKit,
   ) {}
 
-  /** Load a checkpoint folder: config, weights (shapes checked first), tokenizer and chat template. */
-  static async load(dir: string): Promise<HfPolicy> {
+  /**
+   * Load a checkpoint folder: config, weights (shapes checked first), tokenizer and chat template. `hostWeights`: the
+   * weights go to tfjs's CPU backend (host arrays, read by the ONNX Runtime graphs without a copy) instead of the
+   * active backend, whose WASM heap caps at 4 GB; ops that need them there move them on first use.
+   */
+  static async load(dir: string, options: LoadOptions = {}): Promise<HfPolicy> {
+    const previous = tf.getBackend();
+    const onHost = options.hostWeights === true && previous !== 'cpu';
+    if (onHost) {
+      await tf.setBackend('cpu');
+      // Its first write prints a banner recommending tfjs-node on stderr; here it only holds arrays, so say nothing.
+      (tf.findBackend('cpu') as unknown as { firstUse?: boolean }).firstUse = false;
+    }
+    try {
+      return await HfPolicy.read(dir);
+    } finally {
+      if (onHost) await tf.setBackend(previous);
+    }
+  }
+
+  private static async read(dir: string): Promise<HfPolicy> {
     const config = readHfConfig(dir);
     // The tokenizer and template are checked before the weights are read: a broken tokenizer.json fails in a second.
     const kit = loadChatPromptKit(dir, config.raw, join(dir, 'config.json'));
