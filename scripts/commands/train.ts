@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import cliProgress from 'cli-progress';
 import { handler } from '../command.ts';
+import { threadsFlag } from '../threads-flag.ts';
 import { flagOptions, flagShape, schemaFlags, valuesFromFlags } from '../schema-flags.ts';
 import { UserError } from '../../core/errors.ts';
 import { readJson, writeJsonAtomic } from '../../core/files.ts';
@@ -46,7 +47,7 @@ const schema = z.object({
   dataset: z.string().min(1).optional(),
   offset: z.enum(['start', 'random']).optional(),
   quiet: z.boolean(),
-  threads: z.number().int().positive().max(1024).optional(),
+  threads: threadsFlag(false),
   device: z.enum(DEVICES, { error: `unknown device; expected one of ${DEVICES.join(', ')}` }).optional(),
   ...flagShape(CONFIG_FLAGS),
 });
