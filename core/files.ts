@@ -1,8 +1,8 @@
 // File helpers for long jobs: atomic writes (temp file + rename, so a killed process never leaves half a file),
 // JSON files read through a zod schema, JSONL reading that tolerates a torn last line (the one a kill can leave) but
 // reports corruption anywhere else. Layer: core/.
-import { mkdirSync, readFileSync, renameSync, writeFileSync, existsSync, readdirSync, appendFileSync, truncateSync, rmSync } from 'node:fs';
-import { dirname, basename, join } from 'node:path';
+import { mkdirSync, readFileSync, renameSync, writeFileSync, existsSync, readdirSync, appendFileSync, truncateSync, rmSync, statSync } from 'node:fs';
+import { dirname, basename, join, resolve } from 'node:path';
 import type { output, ZodError, ZodType } from 'zod';
 import { UserError, describeZodError, systemErrorAsUserError } from './errors.ts';
 
@@ -12,12 +12,34 @@ import { UserError, describeZodError, systemErrorAsUserError } from './errors.ts
  */
 export function ensureDir(dir: string, named = dir): void {
   try {
-    mkdirSync(dir, { recursive: true });
+    makeDirs(dir);
   } catch (error) {
     // mkdir -p reports a file in the way as EEXIST on that file: say what it means for the path the user gave.
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EEXIST' || code === 'ENOTDIR') throw new UserError(`${named}: cannot create folder: a part of the path is a file, not a folder (ENOTDIR)`);
     throw systemErrorAsUserError(error, named, 'cannot create folder');
+  }
+}
+
+/**
+ * mkdir -p that ends. Node's `mkdirSync(dir, { recursive: true })` retries for ever when the kernel answers ENOENT for
+ * a folder whose parent exists (procfs: /proc/self/x), spinning a core; here each missing folder is made once, from the
+ * first existing ancestor down, and any failure is thrown as the system reported it.
+ */
+export function makeDirs(dir: string): void {
+  const missing: string[] = [];
+  for (let d = resolve(dir); !existsSync(d); d = dirname(d)) {
+    missing.push(d);
+    if (dirname(d) === d) break;
+  }
+  for (const d of missing.reverse()) {
+    try {
+      mkdirSync(d);
+    } catch (error) {
+      // Made by someone else meanwhile (two workers, two processes): that is what was wanted.
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST' && statSync(d).isDirectory()) continue;
+      throw error;
+    }
   }
 }
 

@@ -18,6 +18,7 @@ import { readJsonl } from '../core/files.ts';
 import { pngDataUrl, type ChatMessage } from '../core/chat.ts';
 import { DOMAINS, type Domain, type Episode, type Split } from '../core/episode.ts';
 import { METADATA_FILE } from './dataset.ts';
+import { imageMime } from './dataset-images.ts';
 
 /** metbench: an official MET-Bench set's parquet shards (envs/metbench/hub.ts readOfficialTrainingSet); laid out as imagefolder rows. */
 export type DatasetFormat = 'imagefolder' | 'chat' | 'metbench';
@@ -121,9 +122,22 @@ const ChatRowSchema = z.object({
   meta: z.record(z.string(), z.unknown()).default({}),
 });
 
+/**
+ * The most text one chat row may hold, in characters, checked as the row is read: far above any prompt a model metrl
+ * trains can take (the built-in model's context is 2,048 tokens, and a token is at least a character or so), and far
+ * below the 40 MB row that was once tokenised for 78 s before the run failed, after its first files were written.
+ */
+export const MAX_ROW_TEXT_CHARS = 262_144;
+/** The largest image one data: URL or image file of a row may hold (its decoded bytes). */
+export const MAX_ROW_IMAGE_BYTES = 16 * 1024 * 1024;
+
 function chatItem(file: string, line: number, value: unknown, domain: string | undefined): DatasetItem {
   const parsed = ChatRowSchema.safeParse(value);
   if (!parsed.success) throw new UserError(`${file}:${line}: ${describeRowError(parsed.error, value)}`);
+  const text = parsed.data.messages.reduce((n, m) => n + (typeof m.content === 'string' ? m.content.length : m.content.reduce((k, p) => k + (p.type === 'text' ? p.text.length : 0), 0)), 0);
+  if (text > MAX_ROW_TEXT_CHARS) {
+    throw new UserError(`${file}:${line}: the row's messages hold ${text.toLocaleString('en-US')} characters of text; a row may hold at most ${MAX_ROW_TEXT_CHARS.toLocaleString('en-US')} (no model's context takes more)`);
+  }
   if (domain === undefined) {
     throw new UserError(`${file}: chat rows need --domain: it scores the answers (--reward domain) and the test split`);
   }
@@ -146,14 +160,32 @@ function chatItem(file: string, line: number, value: unknown, domain: string | u
 
 /** An image part's URL as a data: URL: data URLs as given, paths read relative to the JSONL file. */
 function imageUrl(file: string, line: number, url: string): string {
-  if (url.startsWith('data:image/')) return url;
+  if (url.startsWith('data:')) return checkedDataUrl(file, line, url);
   if (/^[a-z]+:\/\//i.test(url)) throw new UserError(`${file}:${line}: image ${url}: only data: URLs and paths relative to the file are read`);
   const path = resolve(dirname(file), url);
   if (!existsSync(path)) throw new UserError(`${file}:${line}: image ${url} not found (looked for ${path})`);
+  if (statSync(path).size > MAX_ROW_IMAGE_BYTES) throw new UserError(`${file}:${line}: image ${url}: larger than ${MAX_ROW_IMAGE_BYTES / 1024 / 1024} MB`);
   const bytes = readFileSync(path);
   const ext = extname(path).toLowerCase();
   if (ext === '.png') return pngDataUrl(bytes);
   const mime = ext === '.jpg' || ext === '.jpeg' ? 'jpeg' : ext === '.webp' ? 'webp' : ext === '.gif' ? 'gif' : null;
   if (mime === null) throw new UserError(`${file}:${line}: image ${url}: expected a .png, .jpg, .webp or .gif file`);
   return `data:image/${mime};base64,${bytes.toString('base64')}`;
+}
+
+/**
+ * A data: URL checked as the row is read, so that one that cannot be an image is named by its file and line rather
+ * than found when the model decodes it: base64 data of an image type, within MAX_ROW_IMAGE_BYTES, whose bytes start
+ * like a PNG, JPEG, WebP or GIF file. (Whether every pixel decodes is sharp's to say when the model reads it.)
+ */
+function checkedDataUrl(file: string, line: number, url: string): string {
+  const where = `${file}:${line}: image data: URL`;
+  const match = /^data:(image\/[a-z+.-]+);base64,(.*)$/is.exec(url);
+  if (!match) throw new UserError(`${where}: expected data:image/<type>;base64,<data> (got ${JSON.stringify(url.slice(0, 30))}…)`);
+  const data = match[2].replace(/\s+/g, '');
+  if (data.length > (MAX_ROW_IMAGE_BYTES * 4) / 3 + 4) throw new UserError(`${where}: larger than ${MAX_ROW_IMAGE_BYTES / 1024 / 1024} MB`);
+  if (data.length === 0 || data.length % 4 === 1 || !/^[A-Za-z0-9+/]*={0,2}$/.test(data)) throw new UserError(`${where}: its data is not valid base64`);
+  const mime = imageMime(Buffer.from(data, 'base64'));
+  if (mime === null) throw new UserError(`${where}: its bytes are no PNG, JPEG, WebP or GIF image`);
+  return url;
 }

@@ -3,10 +3,10 @@
 // OpenAI-style chat client can replay (each row's `messages` reference the images by path relative to DIR).
 // The directory appears complete or not at all: everything is written into a temporary sibling and renamed at the end.
 // Few-shot examples come from the TRAIN split (never the test split), drawn deterministically from the seed.
-import { existsSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UserError, systemErrorAsUserError } from '../core/errors.ts';
-import { isEmptyDir, removeQuietly } from '../core/files.ts';
+import { isEmptyDir, makeDirs, removeQuietly } from '../core/files.ts';
 import { encodePng } from '../core/image.ts';
 import { toChatMessages, type ChatContentPart, type ChatMessage } from '../core/chat.ts';
 import { generateEpisodes, type GenerateOptions } from './generate.ts';
@@ -175,7 +175,7 @@ export async function writeDataset(env: Env, options: DatasetOptions): Promise<D
   const createdParent = firstMissingAncestor(dirname(out));
   try {
     rmSync(tmp, { recursive: true, force: true });
-    mkdirSync(join(tmp, IMAGES_DIR), { recursive: true });
+    makeDirs(join(tmp, IMAGES_DIR));
     const pngs = new PngCache();
     let imageCount = 0;
     // An episode's images are encoded concurrently (sharp works on libuv's thread pool, so both cores are used).
@@ -230,7 +230,7 @@ function replaceDir(tmp: string, out: string): void {
     renameSync(tmp, out);
     rmSync(old, { recursive: true, force: true });
   } else {
-    mkdirSync(dirname(out), { recursive: true });
+    makeDirs(dirname(out));
     renameSync(tmp, out);
   }
 }

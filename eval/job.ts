@@ -1,13 +1,15 @@
 // The `metrl evaluate` job, in named phases: plan (options → environments, settings, model and run config), open the
 // model source, run the items (resumable, interruptible), report (summary.json, table.md, the table on stdout) and
 // finish (the exit status). Layer: eval/; scripts/commands/evaluate.ts maps its flags onto EvaluateOptions.
-// Exit status: 0 when every item was answered (wrong answers included), 1 when some items failed after their
-// retries (their rows say why; --resume retries them), 2 for bad input and for a fatal stop (401/403/404 or an
-// endpoint nobody answers at: every finished item is kept, the reason is printed), 130 after Ctrl-C.
-import { resolve } from 'node:path';
-import { existsSync, statSync } from 'node:fs';
+// Exit status: 0 when every item was answered (wrong answers included); 1 for a partial result, some items failed
+// after their retries (their rows say why, the report scores the rest, one `metrl: error:` line says how many; --resume
+// retries them); 2 for bad input and for a fatal stop (401/403/404 or an endpoint nobody answers at: every finished
+// item is kept, the reason is printed; a stop before any answer leaves no run folder); 130 after Ctrl-C.
+import { dirname, join, resolve } from 'node:path';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { UserError } from '../core/errors.ts';
-import { writeFileAtomic } from '../core/files.ts';
+import { removeQuietly, writeFileAtomic } from '../core/files.ts';
+import { redact } from '../core/secrets.ts';
 import { envExtraFromFlags } from '../envs/cli-options.ts';
 import { getEnv } from '../envs/registry.ts';
 import { datasetFormat, readDataset } from '../envs/dataset-reader.ts';
@@ -19,7 +21,7 @@ import { isEvalRun, readRunReport } from './plot-sweeps.ts';
 import { COMPACT_STYLE, type CompactTemplate } from './query-to-chat.ts';
 import { stderrProgress } from './progress.ts';
 import { buildReport, renderTable, writeReport, SUMMARY_FILE, TABLE_FILE, type RunReport } from './report.ts';
-import { DEFAULT_RETRY, type RetryPolicy } from './retry.ts';
+import { DEFAULT_RETRY, type RequestFailure, type RetryPolicy } from './retry.ts';
 import { readRunConfig, type ModelDescription, type RunConfig } from './run-config.ts';
 import { runEvaluation, type RunOutcome } from './run.ts';
 import { expandSettings, parseModalities, parseNumberList, parseStringList, settingKey } from './settings.ts';
@@ -105,9 +107,32 @@ export async function evaluate(options: EvaluateOptions): Promise<void> {
     const { ort } = source.loaded;
     if (!options.quiet && ort) process.stderr.write(`inference engine: ONNX Runtime (${ort.device}, ${ort.threads === null ? 'threads: all cores' : `${ort.threads} threads`})\n`);
   }
+  // What exists of the output before the run, so that a run stopped before it answered anything can leave no trace.
+  const firstMade = firstMissing(plan.out);
   const outcome = await runItems(plan, source, options);
+  if (outcome.stopped?.reason === 'fatal' && !options.resume && !outcome.rows.some((r) => r.status === 'ok')) {
+    if (firstMade !== null) removeQuietly(firstMade);
+    else for (const name of readdirSync(plan.out)) removeQuietly(join(plan.out, name));
+    throw new UserError(`stopped: ${fatalReason(plan, outcome.stopped.failure)} Nothing was answered, so nothing was written`);
+  }
   const report = reportRun(plan, outcome);
   finish(plan, outcome, report);
+}
+
+/** The highest folder of `path` that does not exist yet (null when `path` exists): what a run creates. */
+function firstMissing(path: string): string | null {
+  let missing: string | null = null;
+  for (let d = path; !existsSync(d); d = dirname(d)) {
+    missing = d;
+    if (dirname(d) === d) break;
+  }
+  return missing;
+}
+
+/** A fatal stop's reason with its hint, as a sentence. */
+function fatalReason(plan: Plan, failure: RequestFailure): string {
+  const why = `${failure.message}${hint(failure.status, plan.model)}`;
+  return `${why}${/[.?!]$/.test(why) ? '' : '.'}`;
 }
 
 /** Check the options against each other and the environments; settle the settings, the output folder and config.json. */
@@ -252,16 +277,21 @@ function finish(plan: Plan, outcome: RunOutcome, report: RunReport): void {
   const { out } = plan;
   const done = outcome.rows.filter((r) => r.status === 'ok').length;
   if (outcome.stopped?.reason === 'fatal') {
-    const why = `${outcome.stopped.failure.message}${hint(outcome.stopped.failure.status, plan.model)}`;
-    throw new UserError(`stopped: ${why}${/[.?!]$/.test(why) ? '' : '.'} ${done} finished items are kept in ${out}; fix the cause and rerun with --resume --out ${out}`);
+    throw new UserError(`stopped: ${fatalReason(plan, outcome.stopped.failure)} ${done} finished items are kept in ${out}; fix the cause and rerun with --resume --out ${out}`);
   }
   if (outcome.stopped?.reason === 'interrupted') {
     process.stderr.write(`evaluate: interrupted; ${done} finished items kept; continue with --resume --out ${out}\n`);
     process.exit(130);
   }
-  const failed = report.settings.reduce((s, r) => s + r.errors, 0);
-  if (failed > 0) {
-    process.stderr.write(`evaluate: ${failed} items failed after retries (see the error field of their rows); rerun with --resume --out ${out} to retry them\n`);
+  // A partial result: the items answered are scored and reported (the table marks the run incomplete), the others
+  // are rows with their error, which --resume retries. One error line, and exit status 1 to tell it from a full run.
+  const failed = outcome.rows.filter((r) => r.status === 'error');
+  if (failed.length > 0) {
+    const first = failed[0].error ?? 'no reason recorded';
+    process.stderr.write(
+      `metrl: error: ${failed.length} of ${outcome.items.length} items could not be answered after their retries (first: ${redact(first.split('\n')[0])}); ` +
+        `the ${done} answered are scored in ${out}; rerun with --resume --out ${out} to retry the others\n`,
+    );
     process.exitCode = 1;
   }
 }

@@ -1,8 +1,9 @@
 // Finding and loading the policy behind `--checkpoint DIR`, for evaluation and `metrl serve` (models/ layer). DIR may be
 //   a base checkpoint            config.json + model.safetensors (+ tokenizer.json); its architecture is looked up in
 //                                models/registry.ts by config.json
-//   a LoRA adapter (PEFT)        adapter_config.json + adapter_model.safetensors, on the base named by its
-//                                base_model_name_or_path, by --base, or the shipped base (checkpoints/base)
+//   a LoRA adapter (PEFT)        adapter_config.json + adapter_model.safetensors, on --base, else the base named by
+//                                its base_model_name_or_path (a name that is no folder here is refused), else the
+//                                shipped base (checkpoints/base) for an adapter that names none
 //   a training run folder        its checkpoints/latest adapter, on the base the run started from
 // The tfjs backend is chosen first (and printed); the result says which files were used, for config.json.
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
@@ -83,9 +84,15 @@ export function resolveCheckpoint(dir: string, base?: string): { base: string; a
   let adapter: string | null = has(path, 'adapter_config.json') ? path : runAdapter(path);
   if (!adapter) throw new UserError(`--checkpoint ${dir}: neither a base checkpoint, a LoRA adapter nor a training run with checkpoints`);
   adapter = resolve(adapter);
-  const fromAdapter = namedBase(readJsonOr(join(adapter, 'adapter_config.json'))?.base_model_name_or_path, adapter);
+  const named = readJsonOr(join(adapter, 'adapter_config.json'))?.base_model_name_or_path;
+  const fromAdapter = namedBase(named, adapter);
   const runConfig = readJsonOr(join(path, 'config.json'));
   const fromRun = namedBase(runConfig?.checkpoint ?? runConfig?.base ?? runConfig?.baseCheckpoint, path);
+  // An adapter that names a base which is not here was trained on another model: the shipped base would load and then
+  // fail on its target modules, far from the cause. Only an adapter that names no base falls back to the shipped one.
+  if (base === undefined && fromAdapter === null && fromRun === null && typeof named === 'string' && named.trim() !== '') {
+    throw new UserError(`--checkpoint ${dir}: the adapter's base model ${named} (base_model_name_or_path in adapter_config.json) is not a folder here; name the base model folder with --base DIR`);
+  }
   const chosen = base !== undefined ? resolve(base) : (fromAdapter ?? fromRun ?? shippedBase());
   if (!chosen) throw new UserError(`--checkpoint ${dir}: an adapter needs its base model; name it with --base DIR`);
   return { base: chosen, adapter };

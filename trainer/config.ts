@@ -150,6 +150,12 @@ export const TrainConfigSchema = z
     reward: z.array(z.string().min(1)).min(1).default(['domain']).describe('rewards summed for GRPO, repeatable: domain, format or module.ts[:export]'),
     /** Weight of each reward in `reward`, in order (TRL's reward_weights). Unset: 1 each. */
     rewardWeights: z.array(z.number()).optional().describe('weight of each --reward, in order (default 1 each)'),
+    /**
+     * Seconds one call of a reward module may take before the run stops with one line naming the module and the
+     * episode (a promise that never settles would otherwise end the process silently, or hang it). The calls of a step
+     * run concurrently, so this bounds the step's reward phase too. The one setting besides `steps` a --resume may change.
+     */
+    rewardTimeout: z.number().positive().max(86_400).default(60).describe('seconds one reward-module call may take before the run stops'),
 
     // ---- optimiser (AdamW on the LoRA weights only) -----------------------------------------------------------
     /**

@@ -248,7 +248,7 @@ export async function loadTrainingPolicy(checkpoint: string, config: TrainConfig
 
 export async function train(setup: TrainingSetup): Promise<TrainingResult> {
   // Reward modules load first: a missing file or a module without a function stops the run before any work.
-  const rewards = setup.rewards ?? (await loadRewardFunctions(setup.config.reward));
+  const rewards = setup.rewards ?? (await loadRewardFunctions(setup.config.reward, process.cwd(), setup.config.rewardTimeout));
   const run = await prepareRun(setup, rewards);
   try {
     return await trainRun(run);

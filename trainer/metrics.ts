@@ -102,8 +102,11 @@ export function truncateLogAfterStep<T extends { step: number }>(path: string, s
   return kept;
 }
 
-/** Read a run's metrics (for plots): every row validated; a torn last line (a run still writing) is ignored. */
-export function readMetrics(path: string): MetricsRow[] {
+/**
+ * Read a run's metrics (for plots): every row validated; a torn last line (a run killed or still writing) is left out,
+ * the file untouched, and `onTornTail` told its line number so the reader can say so.
+ */
+export function readMetrics(path: string, onTornTail?: (line: number) => void): MetricsRow[] {
   if (!existsSync(path)) throw new UserError(`${path}: no such file`);
   const text = readFileSync(path, 'utf8');
   const lines = text.split('\n');
@@ -114,7 +117,7 @@ export function readMetrics(path: string): MetricsRow[] {
     try {
       value = JSON.parse(line);
     } catch {
-      if (i === lines.length - 1) return; // torn tail: the writer was killed or is mid-line
+      if (i === lines.length - 1) return onTornTail?.(i + 1); // torn tail: the writer was killed or is mid-line
       throw new UserError(`${path}:${i + 1}: not valid JSON`);
     }
     const parsed = MetricsRowSchema.safeParse(value);

@@ -7,9 +7,9 @@
 //                         `(completion: string, episode: Episode) => number | Promise<number>`: the export `fn`, else
 //                         the default export, else the module's only exported function. Named after `fn`, or the file.
 // A module that is missing, does not load or exports no such function is a UserError at load time; a reward that throws
-// or returns anything but a finite number is a UserError naming the reward and the episode, raised before the step's
-// update so nothing already trained is lost. Modules load through tsx's scoped loader (tsImport), so a .ts file works
-// wherever it lives, under the CLI and under vitest alike.
+// or returns anything but a finite number, or does not answer within its time limit (--reward-timeout), is a UserError
+// naming the reward and the episode, raised before the step's update so nothing already trained is lost. Modules load
+// through tsx's scoped loader (tsImport), so a .ts file works wherever it lives, under the CLI and under vitest alike.
 import { existsSync } from 'node:fs';
 import { basename, extname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -34,7 +34,12 @@ export interface RewardFunction {
   /** Where it came from, for error messages: 'domain', or 'path/mod.ts:fn'. */
   source: string;
   compute(input: RewardInput): number | Promise<number>;
+  /** Milliseconds one call may take (modules only; the built-ins answer at once). */
+  timeoutMs?: number;
 }
+
+/** The default bound of one reward-module call, in seconds (TrainConfig.rewardTimeout). */
+export const DEFAULT_REWARD_TIMEOUT_S = 60;
 
 export const BUILTIN_REWARDS: Record<string, Omit<RewardFunction, 'source'>> = {
   domain: { name: 'domain', compute: ({ score }) => score.reward },
@@ -53,8 +58,8 @@ export function parseRewardSpec(spec: string): { builtin: string } | { path: str
   return { path: match[1], exportName: match[2] ?? null };
 }
 
-/** Load one SPEC; module paths are resolved against `cwd`. */
-export async function loadRewardFunction(spec: string, cwd = process.cwd()): Promise<RewardFunction> {
+/** Load one SPEC; module paths are resolved against `cwd`; a module's calls are bounded by `timeoutSeconds`. */
+export async function loadRewardFunction(spec: string, cwd = process.cwd(), timeoutSeconds = DEFAULT_REWARD_TIMEOUT_S): Promise<RewardFunction> {
   const parsed = parseRewardSpec(spec);
   if ('builtin' in parsed) return { ...BUILTIN_REWARDS[parsed.builtin], source: parsed.builtin };
   const file = resolve(cwd, parsed.path);
@@ -81,15 +86,15 @@ export async function loadRewardFunction(spec: string, cwd = process.cwd()): Pro
   }
   const name = exportName === 'default' ? basename(parsed.path, extname(parsed.path)) : exportName;
   const user = fn as UserRewardFunction;
-  return { name, source: spec, compute: ({ completion, episode }) => user(completion, episode) };
+  return { name, source: spec, compute: ({ completion, episode }) => user(completion, episode), timeoutMs: timeoutSeconds * 1000 };
 }
 
 /** Load every SPEC, in order; two rewards with the same name would share a log key, so that is a UserError. */
-export async function loadRewardFunctions(specs: readonly string[], cwd = process.cwd()): Promise<RewardFunction[]> {
+export async function loadRewardFunctions(specs: readonly string[], cwd = process.cwd(), timeoutSeconds = DEFAULT_REWARD_TIMEOUT_S): Promise<RewardFunction[]> {
   if (specs.length === 0) throw new UserError('--reward: at least one reward is needed (for instance: domain)');
   const out: RewardFunction[] = [];
   for (const spec of specs) {
-    const reward = await loadRewardFunction(spec, cwd);
+    const reward = await loadRewardFunction(spec, cwd, timeoutSeconds);
     const clash = out.find((r) => r.name === reward.name);
     if (clash) throw new UserError(`--reward ${spec}: its name ${reward.name} is already taken by --reward ${clash.source}; export the function under another name`);
     out.push(reward);
@@ -115,9 +120,12 @@ export async function computeRewards(rewards: readonly RewardFunction[], inputs:
   const total = new Array<number>(inputs.length).fill(0);
   const byName: Record<string, number[]> = {};
   for (const [k, reward] of rewards.entries()) {
-    const settled = await Promise.allSettled(inputs.map(async (input) => reward.compute(input)));
+    const settled = await Promise.allSettled(inputs.map((input) => bounded(reward, input)));
     const values = settled.map((result, i) => {
       const id = inputs[i].episode.id;
+      if (result.status === 'rejected' && result.reason === TIMED_OUT) {
+        throw new UserError(`--reward ${reward.source}: no answer within ${reward.timeoutMs! / 1000} s on episode ${id} (--reward-timeout)`);
+      }
       if (result.status === 'rejected') throw new UserError(`--reward ${reward.source}: threw on episode ${id}: ${firstLine(result.reason)}`);
       const value = result.value;
       if (typeof value !== 'number' || !Number.isFinite(value)) {
@@ -130,6 +138,23 @@ export async function computeRewards(rewards: readonly RewardFunction[], inputs:
     values.forEach((v, i) => (total[i] += w * v));
   }
   return { total, byName };
+}
+
+const TIMED_OUT = Symbol('timed out');
+
+/**
+ * One call of a reward, raced against its time limit. The timer is what keeps the process alive while a module's
+ * promise is pending: without it a promise that never settles empties the event loop and Node exits with status 13.
+ */
+async function bounded(reward: RewardFunction, input: RewardInput): Promise<number> {
+  if (reward.timeoutMs === undefined) return reward.compute(input);
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(TIMED_OUT), reward.timeoutMs)));
+  try {
+    return await Promise.race([Promise.resolve().then(() => reward.compute(input)), limit]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**

@@ -3,12 +3,13 @@
 // tools share downloads), fetched with @huggingface/hub when they are not there yet. Without @revision the harness's
 // pinned revision is used (envs/metbench/official.ts RELEASES). HF_TOKEN, when set, authenticates the requests and is
 // never written anywhere; HF_ENDPOINT points at another server (a mirror, or the tests' local one); HF_HUB_OFFLINE=1
-// reads the cache only. Only config "full" is fetched (its test split, and its train split when it has one).
+// reads the cache only; HF_HUB_DOWNLOAD_TIMEOUT bounds each wait on the server (seconds, default 10; bounded-fetch.ts). Only config "full" is fetched (its test split, and its train split when it has one).
 // Layer: envs/.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { UserError } from '../../core/errors.ts';
 import type { Dataset } from '../dataset-reader.ts';
+import { boundedFetch, hubTimeoutIn, hubTimeoutSeconds } from './bounded-fetch.ts';
 import { RELEASES, selectOfficial, splitShards, type OfficialSelection, type OfficialSource, type SelectOptions } from './official.ts';
 
 export interface HubAddress {
@@ -62,18 +63,21 @@ export async function resolveHubDataset(address: string, splits: ('test' | 'trai
   const hubUrl = process.env.HF_ENDPOINT?.replace(/\/+$/, '') || undefined;
   const accessToken = process.env.HF_TOKEN || undefined;
   const credentials = accessToken ? { accessToken } : {};
+  // Every request bounded (HF_HUB_DOWNLOAD_TIMEOUT): Node's own fetch limit is 300 s for the headers, none for a body.
+  const timeoutSeconds = hubTimeoutSeconds();
+  const fetch = boundedFetch(timeoutSeconds * 1000);
   // @huggingface/hub announces each download with console.debug, on stdout where the results table goes.
   const debug = console.debug;
   console.debug = () => {};
   try {
     const shards: string[] = [];
-    for await (const entry of listFiles({ repo, revision: hub.revision, recursive: true, hubUrl, ...credentials })) {
+    for await (const entry of listFiles({ repo, revision: hub.revision, recursive: true, hubUrl, fetch, ...credentials })) {
       if (entry.type === 'file' && CONFIG_SHARD.test(entry.path) && splits.some((s) => entry.path.startsWith(`full/${s}`))) shards.push(entry.path);
     }
     if (!shards.some((p) => /^full\/test[-/]/.test(p))) throw new UserError(`--dataset ${address}: the repository has no config "full" test shards at ${hub.revision}`);
     let dir = '';
     for (const path of shards.sort()) {
-      const local = await downloadFileToCacheDir({ repo, path, revision: hub.revision, hubUrl, cacheDir: cache, ...credentials });
+      const local = await downloadFileToCacheDir({ repo, path, revision: hub.revision, hubUrl, cacheDir: cache, fetch, ...credentials });
       // The snapshot folder the shards land in (a branch name resolves to its commit there).
       if (!dir) dir = local.slice(0, local.length - path.length - 1);
     }
@@ -81,6 +85,8 @@ export async function resolveHubDataset(address: string, splits: ('test' | 'trai
     return { dir, source: { repo: hub.repo, revision } };
   } catch (error) {
     if (error instanceof UserError) throw error;
+    const timeout = hubTimeoutIn(error);
+    if (timeout) throw new UserError(`--dataset ${address}: cannot download: ${timeout.message} (HF_HUB_DOWNLOAD_TIMEOUT=${timeoutSeconds})`);
     throw new UserError(`--dataset ${address}: cannot download (${describe(error)})`);
   } finally {
     console.debug = debug;

@@ -98,6 +98,20 @@ function toCell(value: unknown, node: SchemaTree): CellValue {
     case 'BOOLEAN':
       return Boolean(value);
     default:
-      return typeof value === 'string' ? value : (value as Uint8Array);
+      // A JSON-annotated column arrives parsed (hyparquet): numbers, objects, lists, as JSON.parse made them.
+      return value instanceof Uint8Array ? value : fromJson(value);
   }
+}
+
+/**
+ * A value JSON.parse made, with Python's types: whole numbers as int (bigint), others as float, lists and dicts
+ * element by element. (JSON.parse has already read 2.0 as 2: such a float comes back an int.) Left as it was, a number
+ * became the target "{}" (a JS number is no PyValue).
+ */
+function fromJson(value: unknown): CellValue {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean' || typeof value === 'bigint') return value;
+  if (typeof value === 'number') return Number.isInteger(value) ? BigInt(value) : new PyFloat(value);
+  if (Array.isArray(value)) return value.map(fromJson);
+  if (typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, fromJson(v)]));
+  throw new UserError(`a parquet value of JavaScript type ${typeof value}, which no MET-Bench column holds`);
 }

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { chatRequestSchema, isImageDataUrl, type ChatRequest } from './schema.ts';
 import type { ChatMessage } from '../../core/chat.ts';
 import { UserError } from '../../core/errors.ts';
+import { limitConnections } from './connection-limit.ts';
 
 export interface EngineSampling {
   temperature: number;
@@ -64,7 +65,10 @@ export interface ServeOptions {
   requestTimeoutMs?: number;
   /** How long a kept-alive connection may sit idle between requests. */
   keepAliveTimeoutMs?: number;
-  /** Connections open at once; more are refused, so a flood of slow clients cannot exhaust the process. */
+  /**
+   * Connections open at once, so a flood of slow clients cannot exhaust the process: a connection over it takes the
+   * slot of the oldest one not being answered, or gets 503 with Retry-After when all are (connection-limit.ts).
+   */
   maxConnections?: number;
   log?: (line: string) => void;
 }
@@ -92,6 +96,7 @@ export async function startServer(engine: ChatEngine, options: ServeOptions): Pr
   // Node checks the header and request deadlines on this interval (default 30 s): check often enough to honour them.
   const checkEvery = Math.max(100, Math.min(1000, Math.floor(headersTimeout / 2)));
   const server = createServer({ headersTimeout, requestTimeout, connectionsCheckingInterval: checkEvery, keepAliveTimeout: options.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS }, (req, res) => {
+    if (connections.refused(req.socket)) return; // already told 503; the connection is closing
     handle(req, res).catch((error: unknown) => {
       const status = error instanceof HttpError ? error.status : 500;
       if (status >= 500) options.log?.(`serve: ${req.method} ${req.url}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
@@ -99,7 +104,8 @@ export async function startServer(engine: ChatEngine, options: ServeOptions): Pr
     });
   });
 
-  server.maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+  // Not server.maxConnections, which resets every connection over it: slow clients then lock normal ones out.
+  const connections = limitConnections(server, options.maxConnections ?? DEFAULT_MAX_CONNECTIONS);
   const maxPromptChars = options.maxPromptChars ?? DEFAULT_MAX_PROMPT_CHARS;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -2,11 +2,11 @@
 // names and layouts (nn.Linear [out, in]; a tied output head not stored), float32, `__metadata__ {"format": "pt"}`.
 // Used to save a decoder trained in full (supervised warm start) and to make random-weight models of a real shape
 // (tests, benchmarks). The safetensors file is streamed tensor by tensor into a temporary file renamed into place.
-import { closeSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, openSync, renameSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../../core/rng.ts';
-import { writeJsonAtomic } from '../../core/files.ts';
+import { makeDirs, writeJsonAtomic } from '../../core/files.ts';
 import type { DecoderConfig } from './config.ts';
 import type { HfDecoder } from './decoder.ts';
 import type { TextModelLayout } from './layout.ts';
@@ -31,7 +31,7 @@ export function writeSafetensorsFile(path: string, tensors: Map<string, HostTens
   }
   let json = JSON.stringify(header);
   while ((8 + Buffer.byteLength(json)) % 8 !== 0) json += ' ';
-  mkdirSync(dirname(path), { recursive: true });
+  makeDirs(dirname(path));
   const tmp = `${path}.${process.pid}.tmp`;
   const fd = openSync(tmp, 'w');
   try {

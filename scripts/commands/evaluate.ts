@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { ENV_FLAGS, envFlagOptions, envFlagShape } from '../../envs/cli-options.ts';
 import type { EvaluateOptions } from '../../eval/job.ts';
 import { handler } from '../command.ts';
+import { threadsFlag } from '../threads-flag.ts';
 import { checkpointAndBase } from '../checkpoint-flags.ts';
 import { DEFAULT_BUILTIN_ENGINE, ENGINES } from '../../models/engine.ts';
 import { DEVICES } from '../../models/onnx/device.ts';
@@ -46,7 +47,7 @@ const schema = z.object({
   tables: z.array(z.string().min(1)).min(1).optional(),
   dataset: z.string().min(1).optional(),
   engine: z.enum(ENGINES, { error: `unknown engine; expected one of ${ENGINES.join(', ')}` }).optional(),
-  threads: z.coerce.number().int().positive().max(1024).optional(),
+  threads: threadsFlag(true),
   device: z.enum(DEVICES, { error: `unknown device; expected one of ${DEVICES.join(', ')}` }).optional(),
 });
 

@@ -30,7 +30,9 @@ const plotters: Plotter[] = [
     build: (dirs) =>
       learningCurveSpec(
         dirs.map((dir) => {
-          const rows = readMetrics(join(dir, 'metrics.jsonl'));
+          const path = join(dir, 'metrics.jsonl');
+          // A kill leaves a torn last line; the curves are drawn without it, and the user is told what was left out.
+          const rows = readMetrics(path, (line) => process.stderr.write(`plot: ${path}:${line}: left out a torn last line (what a killed or still running training leaves)\n`));
           if (!rows.some((r) => r.type === 'eval')) throw new UserError(`${dir}: no evaluation rows yet in metrics.jsonl`);
           return { label: runLabel(dir), domain: runDomain(dir), rows };
         }),

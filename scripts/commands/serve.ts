@@ -5,6 +5,7 @@ import type { CommandModule } from 'yargs';
 import { z } from 'zod';
 import type { ServeOptions } from '../../eval/serve/serve.ts';
 import { handler } from '../command.ts';
+import { threadsFlag } from '../threads-flag.ts';
 import { checkpointAndBase } from '../checkpoint-flags.ts';
 import { DEFAULT_BUILTIN_ENGINE, ENGINES } from '../../models/engine.ts';
 import { DEVICES } from '../../models/onnx/device.ts';
@@ -19,7 +20,7 @@ const schema = z.object({
   seed: z.coerce.number().int().min(0),
   backend: z.string().optional(),
   engine: z.enum(ENGINES, { error: `unknown engine; expected one of ${ENGINES.join(', ')}` }).optional(),
-  threads: z.coerce.number().int().positive().max(1024).optional(),
+  threads: threadsFlag(true),
   device: z.enum(DEVICES, { error: `unknown device; expected one of ${DEVICES.join(', ')}` }).optional(),
 });
 

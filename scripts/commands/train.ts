@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import cliProgress from 'cli-progress';
 import { handler } from '../command.ts';
+import { threadsFlag } from '../threads-flag.ts';
 import { flagOptions, flagShape, schemaFlags, valuesFromFlags } from '../schema-flags.ts';
 import { UserError } from '../../core/errors.ts';
 import { readJson, writeJsonAtomic } from '../../core/files.ts';
@@ -46,7 +47,7 @@ const schema = z.object({
   dataset: z.string().min(1).optional(),
   offset: z.enum(['start', 'random']).optional(),
   quiet: z.boolean(),
-  threads: z.number().int().positive().max(1024).optional(),
+  threads: threadsFlag(false),
   device: z.enum(DEVICES, { error: `unknown device; expected one of ${DEVICES.join(', ')}` }).optional(),
   ...flagShape(CONFIG_FLAGS),
 });
@@ -69,6 +70,9 @@ const RunInfoSchema = z
   })
   .loose();
 
+/** Settings a --resume may change: --steps extends a run, --reward-timeout lets a run a slow reward stopped go on. */
+const RESUME_MAY_CHANGE = new Set(['steps', 'rewardTimeout']);
+
 /**
  * Throw a UserError naming the first flag whose value differs from what `info` recorded ("--seed 2, but the run was
  * started with 1"); flags equal to the recorded values, and --steps, pass.
@@ -77,7 +81,7 @@ function refuseChanges(flags: TrainFlags, flagConfig: Record<string, unknown>, i
   const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
   const refuse = (flag: string, given: unknown, recorded: unknown) => {
     const show = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v) ?? 'unset');
-    throw new UserError(`--resume: --${flag} ${show(given)} differs from the run's ${show(recorded)} (${infoPath}); only --steps may change`);
+    throw new UserError(`--resume: --${flag} ${show(given)} differs from the run's ${show(recorded)} (${infoPath}); only --steps may change (and --reward-timeout)`);
   };
   if (flags.domain !== undefined && flags.domain !== info.domain) refuse('domain', flags.domain, info.domain);
   if (flags.modality !== undefined && flags.modality !== info.modality) refuse('modality', flags.modality, info.modality);
@@ -87,7 +91,7 @@ function refuseChanges(flags: TrainFlags, flagConfig: Record<string, unknown>, i
   // A --config file counts through the values it gives (flags win over it, as when the run was started).
   const given = { ...(flags.config ? readConfigFile(flags.config) : {}), ...flagConfig };
   for (const [key, value] of Object.entries(given)) {
-    if (key === 'steps' || same(value, info.config[key])) continue;
+    if (RESUME_MAY_CHANGE.has(key) || same(value, info.config[key])) continue;
     const flag = CONFIG_FLAGS.find((f) => f.key === key)?.flag ?? key;
     refuse(Object.hasOwn(flagConfig, key) ? flag : `config ${flags.config}: ${key}`, value, info.config[key]);
   }
@@ -117,15 +121,16 @@ async function run(flags: TrainFlags): Promise<void> {
     const info = readJson(infoPath, RunInfoSchema, { invalid: (error) => `not a training run's config (${error.issues[0]?.path.join('.')}: ${error.issues[0]?.message})` });
     // Runs recorded before the engine was a setting generated with tfjs: they continue on it.
     info.config.engine ??= 'tfjs';
-    // The run continues with its own settings; only --steps may change (to extend it). The original command with
+    // The run continues with its own settings; only --steps (to extend it) and --reward-timeout may change. The original command with
     // --resume appended repeats the recorded values, which is fine: only a real change is refused.
     refuseChanges(flags, flagConfig, info, infoPath);
     if (flags.dataset !== undefined && datasetKey(flags.dataset) !== info.dataset) {
-      throw new UserError(`--resume: --dataset ${datasetKey(flags.dataset)} differs from the run's ${info.dataset ?? 'unset'} (${infoPath}); only --steps may change`);
+      throw new UserError(`--resume: --dataset ${datasetKey(flags.dataset)} differs from the run's ${info.dataset ?? 'unset'} (${infoPath}); only --steps may change (and --reward-timeout)`);
     }
     ({ domain, modality, checkpoint: checkpointDir, envExtra } = info);
     datasetPath = info.dataset;
-    config = resolveConfig(info.config, flags.steps !== undefined ? { steps: flags.steps } : {}, `${infoPath}: config.`);
+    const changed = Object.fromEntries([...RESUME_MAY_CHANGE].filter((k) => flagConfig[k] !== undefined).map((k) => [k, flagConfig[k]]));
+    config = resolveConfig(info.config, changed, `${infoPath}: config.`);
     if (datasetPath !== undefined) dataset = await loadDataset(datasetPath, domain, config, modality);
   } else {
     config = resolveConfig(flags.config ? readConfigFile(flags.config) : {}, flagConfig, flags.config ? `${flags.config}: ` : '--');
@@ -161,7 +166,7 @@ async function run(flags: TrainFlags): Promise<void> {
     throw new UserError(`--modality ${modality}: ${env.domain} shows its actions as ${env.modalities.join(' or ')} only`);
   }
   // Reward modules load before anything is written: a missing file or a module without a function is one line.
-  const rewards = await loadRewardFunctions(config.reward);
+  const rewards = await loadRewardFunctions(config.reward, process.cwd(), config.rewardTimeout);
   // The engine fits the model: ONNX Runtime runs the built-in model and the Hugging Face decoders it has a graph for
   // (unnamed, the engine is the model's default: models/engine.ts); --threads and --device set ONNX Runtime and need it. config.json records the engine chosen.
   const ort = { threads: flags.threads, device: flags.device };

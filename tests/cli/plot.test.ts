@@ -1,6 +1,6 @@
 // `metrl plot`: learning curves of training runs as SVG and PNG through the real binary, and its bad-input lines.
 import { describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { metrl, scratchDir, expectUserError } from './helpers.ts';
@@ -25,6 +25,18 @@ describe('metrl plot', () => {
     const meta = await sharp(readFileSync(`${out}.png`)).metadata();
     expect(meta.format).toBe('png');
     expect(meta.width).toBeGreaterThan(600);
+  });
+
+  it('says in one line on stderr that it left out a torn last line, and still plots', async () => {
+    const root = scratchDir('plot-torn');
+    const run = join(root, 'shell-text');
+    fakeRun(run, 'shell', 'text', 0.02);
+    appendFileSync(join(run, 'metrics.jsonl'), '{"type":"train","step":21,"rewa');
+    const lines = readFileSync(join(run, 'metrics.jsonl'), 'utf8').split('\n').length;
+    const result = await metrl(['plot', run]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe(`plot: ${join(run, 'metrics.jsonl')}:${lines}: left out a torn last line (what a killed or still running training leaves)\n`);
+    expect(existsSync(join(run, 'curves.svg'))).toBe(true);
   });
 
   it('names a folder that is not a run, with exit status 2', async () => {

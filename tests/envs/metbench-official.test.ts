@@ -107,4 +107,16 @@ describe('official MET-Bench selection', () => {
     rmSync(root, { recursive: true, force: true });
     rmSync(other, { recursive: true, force: true });
   });
+
+  it('reads a states column of JSON numbers (a JSON-annotated parquet column) as the integers they are', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'metrl-official-json-'));
+    const rows = shellRows();
+    writeTrackShard(join(root, 'full', 'test-00000-of-00001.parquet'), rows.slice(0, 4), { stateKind: 'json', images: false });
+    const got = await selectOfficial(root, { limit: 3, actions: 3, images: false });
+    expect(got.episodes.map((e) => e.target)).toEqual([String(rows[0].states[3]), String(rows[2].states[3]), String(rows[3].states[3])]);
+    expect(got.episodes[0].initialState).toBe('1');
+    // The same task as the int64 set: the fingerprint reads the JSON integer as Python's int.
+    expect(got.episodes[0].meta.fingerprint).toBe('48a1e20dd0373386adb04973a7b203c650a1f4256a9524e9f68cb264bc168c28');
+    rmSync(root, { recursive: true, force: true });
+  });
 });

@@ -25,7 +25,8 @@ export interface MinecraftRow {
 }
 
 const str = (name: string) => ({ name, type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'OPTIONAL' });
-const scalar = (name: string, kind: 'string' | 'int') => (kind === 'string' ? str(name) : { name, type: 'INT64', repetition_type: 'OPTIONAL' });
+const scalar = (name: string, kind: 'string' | 'int' | 'json') =>
+  kind === 'string' ? str(name) : kind === 'json' ? { name, type: 'BYTE_ARRAY', converted_type: 'JSON', repetition_type: 'OPTIONAL' } : { name, type: 'INT64', repetition_type: 'OPTIONAL' };
 const list = (name: string, element: Record<string, unknown>[]) => [
   { name, repetition_type: 'OPTIONAL', converted_type: 'LIST', num_children: 1 },
   { name: 'list', repetition_type: 'REPEATED', num_children: 1 },
@@ -40,16 +41,16 @@ function write(path: string, schema: Record<string, unknown>[], columnData: { na
   writeFileSync(path, new Uint8Array(parquetWriteBuffer({ schema: [root, ...schema], columnData, rowGroupSize } as never)));
 }
 
-/** A chess or shell shard; shell states as int64 when `stateKind` is 'int' (chess: FEN strings). */
-export function writeTrackShard(path: string, rows: TrackRow[], options: { stateKind?: 'string' | 'int'; images?: boolean; rowGroupSize?: number; omit?: string[] } = {}): void {
+/** A chess or shell shard; shell states as int64 when `stateKind` is 'int', JSON numbers when 'json' (chess: FEN strings). */
+export function writeTrackShard(path: string, rows: TrackRow[], options: { stateKind?: 'string' | 'int' | 'json'; images?: boolean; rowGroupSize?: number; omit?: string[] } = {}): void {
   const kind = options.stateKind ?? 'string';
   const images = options.images ?? true;
   const columns = [
     { schema: [str('example_id')], data: { name: 'example_id', data: rows.map((r) => r.example_id) } },
-    { schema: [scalar('initial_state', kind)], data: { name: 'initial_state', data: rows.map((r) => (kind === 'int' ? BigInt(r.initial_state) : r.initial_state)) } },
+    { schema: [scalar('initial_state', kind)], data: { name: 'initial_state', data: rows.map((r) => (kind === 'int' ? BigInt(r.initial_state) : kind === 'json' ? Number(r.initial_state) : r.initial_state)) } },
     { schema: list('actions', [str('element')]), data: { name: 'actions', data: rows.map((r) => r.actions) } },
-    { schema: list('states', [scalar('element', kind)]), data: { name: 'states', data: rows.map((r) => r.states.map((s) => (kind === 'int' ? BigInt(s) : s))) } },
-    { schema: [scalar('final_state', kind)], data: { name: 'final_state', data: rows.map((r) => (kind === 'int' ? BigInt(r.states.at(-1)!) : r.states.at(-1))) } },
+    { schema: list('states', [scalar('element', kind)]), data: { name: 'states', data: rows.map((r) => r.states.map((s) => (kind === 'int' ? BigInt(s) : kind === 'json' ? Number(s) : s))) } },
+    { schema: [scalar('final_state', kind)], data: { name: 'final_state', data: rows.map((r) => (kind === 'int' ? BigInt(r.states.at(-1)!) : kind === 'json' ? Number(r.states.at(-1)) : r.states.at(-1))) } },
     ...(images ? [{ schema: list('image_actions', imageStruct('element')), data: { name: 'image_actions', data: rows.map((r) => (r.image_actions ?? []).map(image)) } }] : []),
   ].filter((c) => !(options.omit ?? []).includes(c.data.name));
   write(path, columns.flatMap((c) => c.schema), columns.map((c) => c.data), options.rowGroupSize ?? 2);

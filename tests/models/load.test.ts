@@ -62,6 +62,12 @@ describe('--checkpoint resolution', () => {
     expect(() => resolveCheckpoint(join(root, 'nope'))).toThrow(/no such folder/);
     expect(() => resolveCheckpoint(root)).toThrow(/neither a base checkpoint, a LoRA adapter nor a training run/);
     expect(() => resolveCheckpoint(base, base)).toThrow(/--base applies to adapters/);
+    // An adapter whose named base is not here is refused, naming the base and --base (not put on the shipped base).
+    const elsewhere = join(root, 'adapter-elsewhere');
+    mkdirSync(elsewhere);
+    writeFileSync(join(elsewhere, 'adapter_config.json'), JSON.stringify({ peft_type: 'LORA', r: 4, lora_alpha: 8, target_modules: ['q_proj'], base_model_name_or_path: 'HuggingFaceTB/SmolLM2-135M' }));
+    expect(() => resolveCheckpoint(elsewhere)).toThrow(/the adapter's base model HuggingFaceTB\/SmolLM2-135M \(base_model_name_or_path in adapter_config\.json\) is not a folder here; name the base model folder with --base DIR/);
+    expect(resolveCheckpoint(elsewhere, base)).toEqual({ base, adapter: elsewhere });
   });
 
   it('loads the adapter onto its base: the same logits as the policy that saved it', async () => {

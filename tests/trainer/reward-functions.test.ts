@@ -30,6 +30,9 @@ beforeAll(() => {
     'string.ts': "export default (): unknown => 'high';\n",
     'nan.ts': 'export default (): number => Number.NaN;\n',
     'broken.ts': 'export default (completion: string => 1;\n',
+    // A promise that never settles (Node then exits with status 13 once nothing else is pending), and a long timer.
+    'never.ts': 'export default (): Promise<number> => new Promise(() => {});\n',
+    'slow.ts': 'export default (): Promise<number> => new Promise((done) => setTimeout(() => done(1), 3_600_000).unref());\n',
   };
   for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
 });
@@ -109,6 +112,12 @@ describe('bad rewards: one line naming the module (and the episode)', () => {
   it('a reward that returns a non-number or a non-finite number', async () => {
     await rejects(values('string.ts'), /^--reward string\.ts: returned "high" on episode shell-test-aaa; a reward must be a finite number$/);
     await rejects(values('nan.ts'), /returned NaN on episode shell-test-aaa/);
+  });
+
+  it('a reward that does not answer within its time limit, naming the episode', async () => {
+    const bounded = async (spec: string) => (await computeRewards([await loadRewardFunction(spec, dir, 0.05)], inputs)).total;
+    await rejects(bounded('never.ts'), /^--reward never\.ts: no answer within 0\.05 s on episode shell-test-aaa \(--reward-timeout\)$/);
+    await rejects(bounded('slow.ts'), /^--reward slow\.ts: no answer within 0\.05 s on episode shell-test-aaa/);
   });
 
   it('two rewards under one name, and weights that do not match the rewards', async () => {

@@ -1,6 +1,7 @@
 // metrl serve's HTTP side under abuse, with a stand-in engine (the server's own behaviour is what is tested): malformed
 // request targets and huge prompts get a 400 JSON error, clients that stall their headers or body are disconnected at
-// the configured deadlines, and connections beyond the bound are refused. Raw sockets, so nothing is normalised away.
+// the configured deadlines, a connection beyond the bound takes a stalled one's slot (503 with Retry-After when every
+// connection is being answered). Raw sockets, so nothing is normalised away.
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect } from 'node:net';
 import { startServer, type ChatEngine, type RunningServer, type ServeOptions } from '../../../eval/serve/server.ts';
@@ -81,13 +82,57 @@ describe('metrl serve under abuse', () => {
     expect(response === '' || statusOf(response) === 408).toBe(true);
   });
 
-  it('connections beyond the bound are refused while the first ones stall', async () => {
+  it('a connection beyond the bound takes the slot of a stalled one, and is answered', async () => {
     const port = await start({ maxConnections: 2, headersTimeoutMs: 60_000, requestTimeoutMs: 60_000 });
     const stalled = [connect(port, '127.0.0.1'), connect(port, '127.0.0.1')];
     await Promise.all(stalled.map((s) => new Promise((done) => s.once('connect', done))));
+    const cut = Promise.race(stalled.map((s) => new Promise((done) => s.once('close', done))));
     await new Promise((done) => setTimeout(done, 50)); // let the server count them
-    const extra = await raw(port, 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n');
-    expect(extra).toBe('');
+    const extra = await raw(port, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    expect(statusOf(extra)).toBe(200);
+    await cut; // the oldest stalled connection lost its slot
     stalled.forEach((s) => s.destroy());
+  });
+
+  it('slow-header clients that reconnect whenever cut do not lock normal clients out', async () => {
+    const port = await start({ maxConnections: 8, headersTimeoutMs: 60_000, requestTimeoutMs: 60_000 });
+    // Eight slow clients, each sending half a request line and reconnecting when closed; 200 connections at most.
+    let budget = 200;
+    const slow = new Set<ReturnType<typeof connect>>();
+    let stopping = false;
+    const slowClient = () => {
+      if (stopping || budget-- <= 0) return;
+      const socket = connect(port, '127.0.0.1', () => socket.write('GET /health HT'));
+      slow.add(socket);
+      socket.on('error', () => {});
+      socket.on('close', () => {
+        slow.delete(socket);
+        slowClient();
+      });
+    };
+    for (let i = 0; i < 8; i++) slowClient();
+    await new Promise((done) => setTimeout(done, 100));
+    const statuses: number[] = [];
+    for (let i = 0; i < 20; i++) statuses.push(statusOf(await raw(port, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n').catch(() => '')));
+    stopping = true;
+    slow.forEach((s) => s.destroy());
+    expect(statuses).toEqual(new Array(20).fill(200));
+  });
+
+  it('when every connection is being answered, a new one gets 503 with Retry-After', async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((done) => (release = done));
+    const slowEngine: ChatEngine = { ...engine, complete: async (...args) => (await gate, engine.complete(...args)) };
+    running = await startServer(slowEngine, { host: '127.0.0.1', port: 0, maxConnections: 2 });
+    const port = Number(new URL(running.url).port);
+    const body = JSON.stringify({ model: 'stand-in', messages: [{ role: 'user', content: 'hi' }] });
+    const post = `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`;
+    const answering = [raw(port, post), raw(port, post)];
+    await new Promise((done) => setTimeout(done, 100)); // both requests are in the engine
+    const busy = await raw(port, 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(statusOf(busy)).toBe(503);
+    expect(busy).toMatch(/\r\nRetry-After: 1\r\n/);
+    release();
+    expect((await Promise.all(answering)).map(statusOf)).toEqual([200, 200]);
   });
 });
