@@ -36,7 +36,10 @@ export function trainFlagOptions(y: Argv) {
     .option('domain', { type: 'string', describe: 'chess | shell | boxes | mcst | mate | rem (with --dataset: the folder\'s or MET-Bench set\'s, or the one that scores chat rows)' })
     .option('modality', { type: 'string', describe: 'text | image: the modality trained on (the other is evaluated as transfer; with --dataset: what its rows show)' })
     .option('out', { type: 'string', describe: 'run folder (default runs/<domain>-<modality>-<timestamp>)' })
-    .option('checkpoint', { type: 'string', describe: 'base checkpoint folder (default checkpoints/base)' })
+    .option('checkpoint', {
+      type: 'string',
+      describe: 'checkpoint to train: a base folder (the built-in model or a Hugging Face save_pretrained folder) that gets fresh LoRA adapters, or an adapter folder (PEFT, or a run\'s checkpoints/step-N) trained on from its weights (default checkpoints/base)',
+    })
     .option('config', { type: 'string', describe: 'JSON file of training config fields (flags override it)' })
     .option('resume', { type: 'boolean', default: false, describe: 'continue the run in --out from its latest checkpoint' })
     .option('backend', { type: 'string', describe: 'tfjs backend: node-gpu | node | wasm | cpu (default: the fastest that loads)' })

@@ -107,8 +107,12 @@ async function run(flags: TrainFlags): Promise<void> {
 
 const command: CommandModule = {
   command: 'train',
-  describe: 'GRPO-train the built-in policy on any environment (text or image actions), tracking the transfer modality',
-  builder: (y) => trainFlagOptions(y),
+  describe: 'GRPO-train LoRA adapters on the built-in policy or a Hugging Face checkpoint, on any environment (text or image actions) or a --dataset, tracking the transfer modality',
+  builder: (y) =>
+    trainFlagOptions(y)
+      .example('$0 train --domain chess --modality image --out runs/chess-image', 'the built-in policy from checkpoints/base; text is the transfer modality')
+      .example('$0 train --checkpoint path/to/SmolVLM-256M-Instruct --domain chess --modality image', 'LoRA on a Hugging Face checkpoint (a save_pretrained folder)')
+      .example('$0 train --resume --out runs/chess-image --steps 80', 'continue a stopped run from its last checkpoint (--steps may extend it)'),
   handler: handler(TrainFlagsSchema, (flags) => run(flags as TrainFlags)),
 };
 
