@@ -2,7 +2,7 @@
 // GRPO step's update phase: the shipped base (checkpoints/base) with LoRA r 16 / alpha 32 (B perturbed so the
 // adapters do something), the first step's 4 prompts in the trainer's data order, 8 completions each drawn at T = 0.5
 // and forced to 376 tokens (EOS never drawn, as ../shared/peers/torch-grpo-step.sh forces them), advantages of a
-// reward spread, reference log-probs (β 0.04) computed once. One update = what trainer/loop.ts updatePolicy does with
+// reward spread, reference log-probs (β 0.04) computed once. One update = what update-policy.ts updatePolicy does with
 // the default config (μ = 1): per learner chunk lossGradients with the GRPO loss (dapo … as configured), the chunk
 // gradients summed, clipped and applied by AdamW. Chunks as the loop makes them (learnerBatch 8, learnerTokens 2048:
 // 3 + 3 + 2 sequences per group), and for ORT also one chunk per group (learnerTokens unbounded: the prompt computed

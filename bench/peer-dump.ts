@@ -39,7 +39,7 @@ await initBackend('wasm', null);
 const policy = loadBaseCheckpoint(join(CHECKPOINTS_DIR, 'base'));
 const tok = policy.tokenizer;
 
-// Prompts of a GRPO step exactly as trainer/loop.ts picks them (train split, seed 0, DataOrder seed 0).
+// Prompts of a GRPO step exactly as trainer/collect-groups.ts picks them (train split, seed 0, DataOrder seed 0).
 let chessPrompts: EncodedPrompt[] = [];
 for (const [domain, modality] of [['chess', 'image'], ['shell', 'text']] as const) {
   const env = await getEnv(domain);

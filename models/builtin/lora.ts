@@ -24,6 +24,18 @@ export interface LoraSet {
   layers: Partial<Record<Projection, LoraAdapter>>[];
 }
 
+/**
+ * A model that carries adapters (BuiltinPolicy): what peft-adapter.ts needs to save and load them, so that the PEFT
+ * files and the policy that calls them do not import each other.
+ */
+export interface LoraHost {
+  readonly lora: LoraSet | null;
+  /** Add fresh adapters (replacing any present). */
+  attachLora(config: LoraConfig, rng: Rng): LoraSet;
+  /** Remove the adapters (without merging). */
+  detachLora(): void;
+}
+
 /** Adapters for every target projection: A ~ U(-1/sqrt(in), 1/sqrt(in)) (PEFT's default bound), B = 0. */
 export function createLora(weights: ModelWeights, config: LoraConfig, rng: Rng): LoraSet {
   const layers = weights.layers.map((layer, i) => {

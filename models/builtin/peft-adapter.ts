@@ -10,9 +10,8 @@ import { UserError, describeZodError } from '../../core/errors.ts';
 import { writeFileAtomic, writeJsonAtomic } from '../../core/files.ts';
 import { Rng } from '../../core/rng.ts';
 import { LoraConfigSchema, type LoraConfig } from './config.ts';
-import type { BuiltinPolicy } from './policy.ts';
 import { decodeSafetensors, encodeSafetensors, type NamedTensor } from '../safetensors.ts';
-import { loraAdapters } from './lora.ts';
+import { loraAdapters, type LoraHost } from './lora.ts';
 import { fromDisk, readJsonValue, requireFiles, sameShape, toDisk } from './checkpoint-io.ts';
 
 export const ADAPTER_FILES = ['adapter_config.json', 'adapter_model.safetensors'] as const;
@@ -30,7 +29,7 @@ const AdapterConfigSchema = z
   .loose();
 
 /** Write the policy's LoRA adapters in PEFT layout. */
-export function saveAdapter(policy: BuiltinPolicy, dir: string, options: { baseModel?: string } = {}): void {
+export function saveAdapter(policy: LoraHost, dir: string, options: { baseModel?: string } = {}): void {
   if (!policy.lora) throw new Error('saveAdapter: the policy has no LoRA adapters');
   const tensors = new Map<string, NamedTensor>();
   for (const a of loraAdapters(policy.lora)) {
@@ -57,7 +56,7 @@ export function saveAdapter(policy: BuiltinPolicy, dir: string, options: { baseM
 }
 
 /** Attach the adapters stored in a PEFT folder to the policy (replacing any present). */
-export function loadAdapter(policy: BuiltinPolicy, dir: string): LoraConfig {
+export function loadAdapter(policy: LoraHost, dir: string): LoraConfig {
   requireFiles(dir, ADAPTER_FILES, 'adapter');
   const configPath = join(dir, 'adapter_config.json');
   const parsed = AdapterConfigSchema.safeParse(readJsonValue(configPath));

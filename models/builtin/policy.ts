@@ -14,7 +14,7 @@ import type { Policy } from '../policy.ts';
 import { ArchitectureSchema, LoraConfigSchema, patchesPerImage, type Architecture, type LoraConfig } from './config.ts';
 import { CharTokenizer } from './tokenizer.ts';
 import { initWeights, weightEntries, countParameters, type ModelWeights } from './weights.ts';
-import { createLora, disposeLora, loraVariables, mergeLora, type LoraSet } from './lora.ts';
+import { createLora, disposeLora, loraVariables, mergeLora, type LoraHost, type LoraSet } from './lora.ts';
 import { forward, logits, type TransformerModel } from './transformer.ts';
 import { packPrompts, sampleGroups } from './sampling.ts';
 import { completionLogProbs } from './scoring.ts';
@@ -30,7 +30,7 @@ export interface CreatePolicyOptions {
   tokenizer?: CharTokenizer;
 }
 
-export class BuiltinPolicy implements Policy, TransformerModel {
+export class BuiltinPolicy implements Policy, TransformerModel, LoraHost {
   readonly arch: Architecture;
   readonly tokenizer: CharTokenizer;
   readonly weights: ModelWeights;

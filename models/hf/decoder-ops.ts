@@ -13,7 +13,7 @@
 // additive mask is applied. Those are execution choices, not architecture, so `attention` is one op whose cache is the
 // executor's business; it receives q, k, v after RoPE and returns the heads' outputs, concatenated.
 import type { DecoderConfig } from './config.ts';
-import type { DecoderLayerWeights, DecoderWeights } from './decoder.ts';
+import type { DecoderLayerWeights, DecoderWeights } from './decoder-weights.ts';
 import type { LinearWeights } from '../layers/linear.ts';
 import type { MlpActivation, MlpWeights } from '../layers/mlp.ts';
 import type { NormStyle } from '../layers/rms-norm.ts';

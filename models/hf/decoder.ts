@@ -15,37 +15,16 @@ import * as tf from '@tensorflow/tfjs';
 import type { DecoderConfig } from './config.ts';
 import type { TextModelLayout } from './layout.ts';
 import { attention, buildMask, type LayerKV } from '../layers/attention.ts';
-import { embeddingLookup, type EmbeddingTable } from '../layers/embedding.ts';
+import { embeddingLookup } from '../layers/embedding.ts';
 import { linear, type LinearWeights } from '../layers/linear.ts';
-import { activate, type MlpWeights } from '../layers/mlp.ts';
+import { activate } from '../layers/mlp.ts';
 import { rmsNorm } from '../layers/rms-norm.ts';
 import { applyRope, disposeRope, inverseFrequencies, ropeTable, type RopeTable } from '../layers/rope.ts';
 import { customGrad, mm } from '../ops.ts';
 import { decoderBlock, decoderFinalNorm, decoderLogits, type AttentionSpec, type DecoderOps, type WeightTensor } from './decoder-ops.ts';
+import type { DecoderWeights } from './decoder-weights.ts';
 import type { MlpActivation } from '../layers/mlp.ts';
 import type { NormStyle } from '../layers/rms-norm.ts';
-
-export interface DecoderLayerWeights {
-  inputNorm: tf.Variable; // [H]
-  postAttnNorm: tf.Variable; // [H]: Llama's pre-MLP norm; Gemma's norm of the attention output
-  preFfnNorm?: tf.Variable; // [H] Gemma
-  postFfnNorm?: tf.Variable; // [H] Gemma
-  qNorm?: tf.Variable; // [d] Gemma
-  kNorm?: tf.Variable; // [d] Gemma
-  q: LinearWeights; // H → nh·d
-  k: LinearWeights; // H → nkv·d
-  v: LinearWeights; // H → nkv·d
-  o: LinearWeights; // nh·d → H
-  mlp: MlpWeights;
-}
-
-export interface DecoderWeights {
-  embed: EmbeddingTable;
-  layers: DecoderLayerWeights[];
-  finalNorm: tf.Variable; // [H]
-  /** Output head [H, V]; when tied this is the embedding table itself (layout 'columns'). */
-  lmHead: tf.Variable;
-}
 
 /** Per layer: keys and values of every position so far, [B, nkv, S, d]. */
 export interface KVCache {

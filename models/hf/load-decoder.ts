@@ -5,7 +5,8 @@
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { readHfConfig, type DecoderConfig, type HfModelConfig } from './config.ts';
-import { HfDecoder, type DecoderLayerWeights, type DecoderWeights } from './decoder.ts';
+import { HfDecoder } from './decoder.ts';
+import type { DecoderLayerWeights, DecoderWeights } from './decoder-weights.ts';
 import type { TextModelLayout } from './layout.ts';
 import { CheckpointTensors } from './weights.ts';
 import type { LinearWeights } from '../layers/linear.ts';

@@ -23,7 +23,7 @@
 // rows go through the output head ([R, V] logits, not [N, V]).
 import type { DecoderConfig } from '../hf/config.ts';
 import { decoderBlock, decoderFinalNorm, decoderLogits, type AttentionSpec, type DecoderOps, type WeightTensor } from '../hf/decoder-ops.ts';
-import type { DecoderWeights } from '../hf/decoder.ts';
+import type { DecoderWeights } from '../hf/decoder-weights.ts';
 import type { LinearWeights } from '../layers/linear.ts';
 import type { MlpActivation } from '../layers/mlp.ts';
 import type { NormStyle } from '../layers/rms-norm.ts';

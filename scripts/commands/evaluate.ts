@@ -92,7 +92,7 @@ const command: CommandModule = {
   describe: 'Evaluate a checkpoint, a hosted chat model or a baseline on MET-Bench settings (tables, sweeps, perception, cascade)',
   builder: (y) =>
     y
-      .option('checkpoint', { type: 'string', describe: 'built-in policy: a checkpoint or training-run folder (in-process, greedy by default)' })
+      .option('checkpoint', { type: 'string', describe: 'a model run in process: a base checkpoint (built-in or Hugging Face folder), LoRA adapter or training-run folder (greedy by default)' })
       .option('base', { type: 'string', describe: 'base checkpoint under a --checkpoint adapter (default: the one it names, else the shipped base)' })
       .option('adapter', { type: 'string', describe: 'LoRA adapter (PEFT folder, run folder or run/checkpoints/step-N) on the --checkpoint base' })
       .option('model', { type: 'string', describe: 'hosted model id (with --provider or --endpoint), or baseline:game-start | baseline:random' })
@@ -100,9 +100,9 @@ const command: CommandModule = {
       .option('endpoint', { type: 'string', describe: 'OpenAI-compatible endpoint URL (vLLM, TGI, llama.cpp, metrl serve), e.g. http://127.0.0.1:8000/v1' })
       .option('api-key-env', { type: 'string', describe: 'name of the environment variable holding the API key (provider default: HF_TOKEN)' })
       .option('domain', { type: 'string', default: 'chess', describe: 'chess | shell | boxes | mcst | mate | rem (a comma list evaluates several); minecraft comes from --dataset' })
-      .option('prompt', { type: 'string', describe: 'zero-shot | few-shot | cot | fen-trace | compact (a comma list); default zero-shot, compact for --checkpoint' })
+      .option('prompt', { type: 'string', describe: 'zero-shot | few-shot | cot | fen-trace (chess) | direct | state-tracking | stp (mcst) | compact (the built-in model\'s layout); a comma list; default zero-shot (cot for minecraft), compact for a built-in --checkpoint' })
       .option('shots', { type: 'number', describe: 'few-shot examples from the train split (default 5)' })
-      .option('modality', { type: 'string', describe: 'text | image | mixed (a comma list); default text' })
+      .option('modality', { type: 'string', describe: 'text | image | mixed (a comma list); default text (image for --task perception, mixed with --image-ratio)' })
       .option('image-ratio', { type: 'string', describe: 'share of image actions with --modality mixed; a comma list is the Figure 6 sweep' })
       .option('actions', { type: 'string', default: '10', describe: 'actions per episode; a comma list is a length sweep (Figures 3-4), e.g. 0,5,10,20,50,100' })
       .option('n', { type: 'number', describe: 'items per setting (episodes; image actions for --task perception); default 100, 500 for an official MET-Bench --dataset' })

@@ -1,7 +1,8 @@
 // `metrl plot RUN_DIR… [--out FILE]`: figures from run folders, written as FILE.svg and FILE.png. Each kind of run
 // folder has a plotter that recognises it and builds a Vega-Lite spec; all folders given must be of one kind.
-// Today: training runs (learning curves, the paper's Figure 5). Wiring only: specs live beside the code that writes
-// the data (trainer/curves.ts), rendering in core/plot.ts.
+// Today: training runs (learning curves, the paper's Figure 5) and `metrl evaluate` sweeps (accuracy against the
+// number of actions or the share of image actions). Wiring only: specs live beside the code that writes the data
+// (trainer/curves.ts, eval/plot-sweeps.ts), rendering in core/plot.ts.
 import type { CommandModule } from 'yargs';
 import { existsSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
@@ -77,7 +78,7 @@ export async function plotRuns(dirs: string[], out?: string): Promise<{ svg: str
   for (const dir of dirs) if (!existsSync(dir)) throw new UserError(`${dir}: no such run folder`);
   const kinds = dirs.map((dir) => plotters.find((p) => p.recognises(dir)));
   const unknown = dirs.find((_, i) => !kinds[i]);
-  if (unknown !== undefined) throw new UserError(`${unknown}: not a run folder metrl can plot (no metrics.jsonl)`);
+  if (unknown !== undefined) throw new UserError(`${unknown}: not a run folder metrl can plot (neither a training run's metrics.jsonl nor an evaluation run)`);
   const plotter = kinds[0]!;
   if (kinds.some((k) => k !== plotter)) throw new UserError('plot runs of one kind at a time');
   const file = out ?? join(dirs.length === 1 ? dirs[0] : '.', dirs.length === 1 ? 'curves' : 'runs-curves');
@@ -86,11 +87,13 @@ export async function plotRuns(dirs: string[], out?: string): Promise<{ svg: str
 
 const command: CommandModule = {
   command: 'plot <runs..>',
-  describe: 'Plot run folders as SVG and PNG: learning curves of training runs (test accuracy of both modalities with 95% CIs)',
+  describe: 'Plot run folders as SVG and PNG: learning curves of training runs (test accuracy of both modalities with 95% CIs), or accuracy against length or image share for `metrl evaluate` sweeps',
   builder: (y) =>
     y
       .positional('runs', { type: 'string', array: true, describe: 'run folders (several are drawn side by side)' })
-      .option('out', { type: 'string', describe: 'output path without extension (default: RUN_DIR/curves, or ./runs-curves for several runs)' }),
+      .option('out', { type: 'string', describe: 'output path without extension (default: RUN_DIR/curves, or ./runs-curves for several runs)' })
+      .example('$0 plot runs/chess-image', 'learning curves: runs/chess-image/curves.svg and .png')
+      .example('$0 plot runs/eval-a runs/eval-b --out sweep', 'two evaluation sweeps side by side: sweep.svg and sweep.png'),
   handler: handler(schema, async ({ runs, out }) => {
     const written = await plotRuns(runs, out);
     process.stdout.write(`wrote ${written.svg} and ${written.png}\n`);

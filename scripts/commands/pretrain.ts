@@ -100,7 +100,7 @@ async function pretrainInto(outDir: string, flags: PretrainFlags, config: Return
 
 const command: CommandModule = {
   command: 'pretrain',
-  describe: 'Rebuild the base checkpoint of the built-in policy by supervised pretraining (perception + short text tracking)',
+  describe: 'Rebuild the base checkpoint of the built-in policy by supervised pretraining on chess and the shell game (perception: an image action → its text; tracking: short traces of states)',
   builder: (y) =>
     y
       .option('out', { type: 'string', default: join(CHECKPOINTS_DIR, 'base'), describe: 'checkpoint folder to write' })

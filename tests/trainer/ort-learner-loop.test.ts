@@ -3,7 +3,7 @@
 // batches per step; the rollouts are the tfjs policy's in both runs, so the runs draw the same completions, and the
 // loss, gradient norm, entropy and the trained adapters agree to float rounding.
 // β = 0 here: with β > 0 and the adapters still exactly zero (the first step), the reference log-probs must be the
-// learner's own (the ort-engine branch's referenceIsPolicy in trainer/loop.ts does this): a reference pass on
+// learner's own (the ort-engine branch's referenceIsPolicy in trainer/reference-logprobs.ts does this): a reference pass on
 // another engine differs from the ORT learner's by rounding (~1e-6), and on a step without a reward spread that
 // rounding is the whole gradient, which Adam scales up to a real step.
 import { beforeAll, describe, expect, it } from 'vitest';
