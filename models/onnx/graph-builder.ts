@@ -17,7 +17,7 @@ export type ElementType = 'float32' | 'int64' | 'int32' | 'bool';
 /** A dimension: a fixed size or a symbolic name (batch, sequence, past_sequence …). */
 export type Dim = number | string;
 
-export type AttributeValue = number | string | number[] | { floats: number[] } | { float: number };
+export type AttributeValue = number | string | number[] | { floats: number[] } | { float: number } | { graph: Onnx.IGraphProto };
 
 const ELEMENT: Record<ElementType, number> = {
   float32: onnx.TensorProto.DataType.FLOAT,
@@ -68,11 +68,14 @@ function attribute(name: string, value: AttributeValue): Onnx.IAttributeProto {
   if (typeof value === 'number') return { name, type: T.INT, i: value };
   if (Array.isArray(value)) return { name, type: T.INTS, ints: value };
   if ('float' in value) return { name, type: T.FLOAT, f: value.float };
+  if ('graph' in value) return { name, type: T.GRAPH, g: value.graph };
   return { name, type: T.FLOATS, floats: value.floats };
 }
 
 export class GraphBuilder {
   private readonly nodes: Onnx.INodeProto[] = [];
+  /** Where op() puts nodes: the graph's own list, or a subgraph's while subgraph() builds one. */
+  private sink: Onnx.INodeProto[] = this.nodes;
   private readonly initializers: Onnx.ITensorProto[] = [];
   /** The float32 initializers' bytes (views of the caller's arrays), set into their protos when serialised. */
   private readonly weightBytes = new Map<Onnx.ITensorProto, Uint8Array>();
@@ -144,7 +147,7 @@ export class GraphBuilder {
   op(type: string, inputs: string[], attributes: Record<string, AttributeValue> = {}, outputs: number | string[] = 1, domain = ''): string[] {
     const outNames = typeof outputs === 'number' ? Array.from({ length: outputs }, () => this.fresh(type.toLowerCase())) : outputs.map((n) => this.claim(n));
     if (domain) this.domains.add(domain);
-    this.nodes.push({
+    this.sink.push({
       opType: type,
       domain,
       name: this.fresh(`n_${type}`),
@@ -153,6 +156,22 @@ export class GraphBuilder {
       attribute: Object.entries(attributes).map(([k, v]) => attribute(k, v)),
     });
     return outNames;
+  }
+
+  /**
+   * A subgraph (an If node's branch): the nodes `build` emits go into it, and the values it returns are its outputs.
+   * Its nodes may read any value of the enclosing graph; initializers made meanwhile stay the enclosing graph's.
+   */
+  subgraph(name: string, build: () => { name: string; type: ElementType; dims: Dim[] }[]): Onnx.IGraphProto {
+    const outer = this.sink;
+    const nodes: Onnx.INodeProto[] = [];
+    this.sink = nodes;
+    try {
+      const outputs = build();
+      return { name, node: nodes, input: [], initializer: [], output: outputs.map((o) => valueInfo(o.name, o.type, o.dims)) };
+    } finally {
+      this.sink = outer;
+    }
   }
 
   /** A node with one output (the common case). */

@@ -8,7 +8,7 @@
 // the completion's own row j − 1 (`predict_rows` [R]), its id is `targets` [R]. With z = head(final hidden) / T:
 //   token_logp [R]     log_softmax(z)[target]
 //   token_entropy [R]  the entropy of softmax(z) (no gradient flows through it: the trainer's losses use it as a mask)
-// and, built with gradients, the gradient of Σ_r g_r · token_logp_r (`target_grads` g [R]) with respect to every LoRA A
+// and, fed with_gradients true, the gradient of Σ_r g_r · token_logp_r (`target_grads` g [R]) with respect to every LoRA A
 // and B (`grad.lora.<module>.a|b`): the learner puts g = dLoss/dlogp there, so by the chain rule these are dLoss/dA
 // and dLoss/dB whatever the loss (it depends on the adapters only through the log-probs).
 //
@@ -204,12 +204,11 @@ class HfTrainOps implements DecoderOps<Value> {
 
 /**
  * The serialised training graph of a decoder (weights read from its tfjs variables) with LoRA params for `lora`'s
- * modules. `gradients: false` gives the forward alone (token_logp, token_entropy; no target_grads input): the
- * learner's scoring pass, so the log-probs the loss sees come from the very forward the gradients differentiate.
+ * modules. Fed `with_gradients` false it is the forward alone (token_logp, token_entropy): the learner's scoring pass,
+ * so the log-probs the loss sees come from the very forward the gradients differentiate.
  */
-export function buildHfTrainGraph(c: DecoderConfig, weights: DecoderWeights, lora: HfTrainLoraSpec, options: { gradients?: boolean; maxInlineBytes?: number } = {}): SerializedModel {
+export function buildHfTrainGraph(c: DecoderConfig, weights: DecoderWeights, lora: HfTrainLoraSpec, options: { maxInlineBytes?: number } = {}): SerializedModel {
   if (lora.size === 0) throw new Error('the training graph needs LoRA adapters (it differentiates them)');
-  const withGradients = options.gradients ?? true;
   const g = new DiffGraph(`metrl-hf-${c.family}-train`);
   const b = g.b;
   const d = c.headDim;
@@ -249,18 +248,24 @@ export function buildHfTrainGraph(c: DecoderConfig, weights: DecoderWeights, lor
   b.output('token_logp', 'float32', ['predicted']);
   b.op1('Neg', [b.op1('ReduceSum', [b.op1('Mul', [b.op1('Exp', [logp]), logp]), b.ints([-1])], { keepdims: 0 })], {}, 'token_entropy');
   b.output('token_entropy', 'float32', ['predicted']);
-  if (withGradients) {
+  // The backward part runs only when `with_gradients` is true (an If node): the scoring pass and the gradient pass are
+  // one session, so the weights are held once for both. Without gradients every grad output is an empty tensor.
+  const withGradients = b.input('with_gradients', 'bool', []);
+  const targetGrads = b.input('target_grads', 'float32', ['predicted']);
+  const gradients = b.subgraph('gradients', () => {
     // d/dz of Σ_r g_r log_softmax(z)[r, target_r] = g_r (onehot(target_r) − softmax(z)_r).
-    const targetGrads = b.input('target_grads', 'float32', ['predicted']);
     const onehot = b.op1('OneHot', [targets, b.ints([c.vocabSize], []), b.floats('onehot_values', Float32Array.of(0, 1), [2])], { axis: -1 });
     const dz = b.op1('Mul', [b.op1('Sub', [onehot, b.op1('Exp', [logp])]), b.op1('Unsqueeze', [targetGrads, b.ints([1])])]);
     const grads = g.backward(new Map([[z.name, dz]]), ops.params);
-    for (const p of ops.params) {
+    return ops.params.map((p) => {
       const grad = grads.get(p.name);
       if (!grad) throw new Error(`no gradient reaches ${p.name}`);
-      b.op1('Identity', [grad], {}, hfGradName(p.name));
-      b.output(hfGradName(p.name), 'float32', ops.paramDims.get(p.name)!);
-    }
-  }
+      return { name: b.op1('Identity', [grad]), type: 'float32' as const, dims: ops.paramDims.get(p.name)! };
+    });
+  });
+  const none = b.subgraph('no_gradients', () => ops.params.map(() => ({ name: b.op1('ConstantOfShape', [b.ints([0])]), type: 'float32' as const, dims: [0] })));
+  const names = ops.params.map((p) => hfGradName(p.name));
+  b.op('If', [withGradients], { then_branch: { graph: gradients }, else_branch: { graph: none } }, names);
+  names.forEach((name) => b.output(name, 'float32', [`${name}.rows`, `${name}.cols`]));
   return b.toModel(17, options.maxInlineBytes ?? MAX_INLINE_BYTES);
 }

@@ -49,6 +49,17 @@ export interface SessionOptions {
   spin?: boolean;
   /** Execution provider (default the CPU); check it first with checkDevice (models/onnx/device.ts). */
   device?: Device;
+  /**
+   * ORT's CPU memory arena and memory patterns (default on). Off, a run's buffers are freed when it ends instead of
+   * kept for the next one: the HF learner's forward + backward buffers are large and its runs vary in size.
+   */
+  arena?: boolean;
+  /**
+   * Prepacking constant weights into each product's own layout (default on). Off, every product reads the one copy of
+   * a weight: the HF learner's weights are read by a forward MatMul and a backward Gemm, each of which would keep a
+   * packed copy; its products have hundreds of rows, where unpacked weights cost little.
+   */
+  prepack?: boolean;
 }
 
 export type Feeds = Record<string, Tensor>;
@@ -65,11 +76,15 @@ export class OrtSession {
     const sessionOptions: Record<string, unknown> = {
       graphOptimizationLevel: 'all',
       executionMode: 'sequential',
+      // Errors only: ORT's warnings are notes on its own optimiser's choices (an If branch's inputs it could not
+      // rename, say), not something the user can act on, and stderr is kept for metrl's one error line.
+      logSeverityLevel: 3,
+      ...(options.arena === false ? { enableCpuMemArena: false, enableMemPattern: false } : {}),
       interOpNumThreads: 1,
       ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
       ...(options.device && options.device !== 'cpu' ? { executionProviders: executionProviders(options.device) } : {}),
       ...(process.env.METRL_ORT_PROFILE ? { enableProfiling: true, profileFilePrefix: process.env.METRL_ORT_PROFILE } : {}),
-      ...((options.spin ?? process.env.METRL_ORT_SPIN === '1') ? {} : { extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } } }),
+      extra: { session: { ...((options.spin ?? process.env.METRL_ORT_SPIN === '1') ? {} : { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } }), ...(options.prepack === false ? { disable_prepacking: '1' } : {}) } },
     };
     const serialized = model instanceof Uint8Array ? { model, external: null } : model;
     const folder = serialized.external ? writeWithExternalWeights(serialized, options.label ?? 'model') : null;
