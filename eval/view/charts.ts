@@ -89,10 +89,14 @@ function evalTable(folder: ViewedFolder): { final: boolean; table: EvalTableRow[
   return { final: false, table: [...bySetting.values()], report: null };
 }
 
+/** Text blue, image red (as in the learning curves), mixed purple. */
+const MODALITY_COLORS: Record<string, string> = { text: '#1f77b4', image: '#d62728', mixed: '#9467bd' };
+
 /** Accuracy per setting with its 95% interval, coloured by modality. */
 function settingsSpec(table: EvalTableRow[]): TopLevelSpec | null {
   const values = table.filter((r) => r.accuracy !== null).map((r) => ({ ...r, low: r.low ?? r.accuracy, high: r.high ?? r.accuracy }));
   if (values.length === 0) return null;
+  const present = ['text', 'image', 'mixed'].filter((m) => values.some((v) => v.modality === m));
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     data: { values },
@@ -100,12 +104,12 @@ function settingsSpec(table: EvalTableRow[]): TopLevelSpec | null {
     height: { step: 22 },
     encoding: { y: { field: 'setting', type: 'nominal', title: null, sort: null, axis: { labelLimit: 260 } } },
     layer: [
-      { mark: { type: 'rule' }, encoding: { x: { field: 'low', type: 'quantitative', scale: { domain: [0, 1] }, title: 'accuracy (95% CI)' }, x2: { field: 'high' }, color: { field: 'modality', type: 'nominal' } } },
+      { mark: { type: 'rule' }, encoding: { x: { field: 'low', type: 'quantitative', scale: { domain: [0, 1] }, title: 'accuracy (95% CI)' }, x2: { field: 'high' }, color: { field: 'modality', type: 'nominal', legend: null } } },
       {
         mark: { type: 'point', filled: true, size: 60 },
         encoding: {
           x: { field: 'accuracy', type: 'quantitative' },
-          color: { field: 'modality', type: 'nominal', scale: { domain: ['text', 'image', 'mixed'], range: ['#1f77b4', '#d62728', '#9467bd'] } },
+          color: { field: 'modality', type: 'nominal', scale: { domain: present, range: present.map((m) => MODALITY_COLORS[m] ?? '#777') } },
           tooltip: [{ field: 'setting' }, { field: 'accuracy', format: '.3f' }, { field: 'low', format: '.3f' }, { field: 'high', format: '.3f' }, { field: 'n' }, { field: 'invalid' }],
         },
       },

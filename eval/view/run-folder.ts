@@ -63,7 +63,7 @@ export function lacks(folder: ViewedFolder): string[] {
   if (!has(CONFIG_FILE)) out.push(`no ${CONFIG_FILE}: the episodes cannot be rebuilt, so prompts and images are not shown`);
   if (folder.kind === 'train') {
     if (!has(METRICS_FILE)) out.push(`no ${METRICS_FILE} yet: no curves (the run has not finished its first evaluation)`);
-    if (!has(SAMPLES_FILE)) out.push(`no ${SAMPLES_FILE} yet: no sampled completions (none logged until the first step ends, or --samples-per-step 0)`);
+    if (!has(SAMPLES_FILE)) out.push(`no ${SAMPLES_FILE} yet: no sampled completions (none until the first step ends, or the run has --samples-per-step 0)`);
   } else {
     if (!has(EPISODES_FILE)) out.push(`no ${EPISODES_FILE}: prompts and images are not shown`);
     if (!has(SUMMARY_FILE)) out.push(`no ${SUMMARY_FILE}: the evaluation has not finished (or was stopped); rows written so far are shown`);

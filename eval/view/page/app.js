@@ -104,7 +104,7 @@ function promptCell(folder, row) {
     if (part.type === 'text') cell.append(part.text);
     else {
       const src = `/api/folders/${folder}/image?e=${encodeURIComponent(row.episodeKey)}&a=${part.action}&layout=${row.layout}`;
-      cell.append(el('img', { class: 'action', src, alt: `action ${part.action + 1}`, title: `action ${part.action + 1}` }));
+      cell.append(el('img', { class: `action ${row.layout}`, src, alt: `action ${part.action + 1}`, title: `action ${part.action + 1}` }));
     }
   }
   return cell;
