@@ -14,6 +14,7 @@ const commandFiles: Record<string, () => Promise<{ default: CommandModule }>> = 
   score: () => import('./commands/score.ts'),
   serve: () => import('./commands/serve.ts'),
   train: () => import('./commands/train.ts'),
+  view: () => import('./commands/view.ts'),
 };
 
 const args = hideBin(process.argv);
