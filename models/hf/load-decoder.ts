@@ -104,9 +104,10 @@ export function buildDecoder(c: DecoderConfig, layout: TextModelLayout, tensors:
     return v;
   };
   const vector = (name: string) => variable(tf.tensor1d(tensors.read(name).data));
-  /** nn.Linear [out, in] on disk → [in, out] in memory. */
+  /** nn.Linear [out, in] on disk → [in, out] in memory (read through one scratch buffer: the transpose copies it). */
+  const scratch = { buffer: null as ArrayBuffer | null };
   const matrixT = (name: string) => {
-    const { shape, data } = tensors.read(name);
+    const { shape, data } = tensors.read(name, scratch);
     return variable(tf.tensor2d(transpose2d(data, shape[0], shape[1]), [shape[1], shape[0]]));
   };
   const p = layout.weightPrefix;
@@ -118,7 +119,7 @@ export function buildDecoder(c: DecoderConfig, layout: TextModelLayout, tensors:
   });
   try {
     const embedName = `${p}embed_tokens.weight`;
-    const embedEntry = tensors.read(embedName);
+    const embedEntry = tensors.read(embedName, c.tieWordEmbeddings ? scratch : undefined); // tied: transposed below
     // Tied: hold the matrix once, as the output head's [H, V]; lookups gather its columns.
     const embed = c.tieWordEmbeddings
       ? { table: variable(tf.tensor2d(transpose2d(embedEntry.data, c.vocabSize, c.hiddenSize), [c.hiddenSize, c.vocabSize])), layout: 'columns' as const }

@@ -165,15 +165,22 @@ export class CheckpointTensors {
     }
   }
 
-  /** Read one tensor as float32 (F32, F16 and BF16 on disk). */
-  read(name: string): { shape: number[]; data: Float32Array } {
+  /**
+   * Read one tensor as float32 (F32, F16 and BF16 on disk). With `scratch`, the bytes are read into its buffer (grown
+   * when too small) instead of a fresh one: the returned data is then valid only until the next read with it, for a
+   * caller that copies it at once (a transpose). A large checkpoint then leaves one scratch buffer behind for the
+   * garbage collector instead of one buffer per tensor (4 GB of them for a 1 B-parameter model).
+   */
+  read(name: string, scratch?: { buffer: ArrayBuffer | null }): { shape: number[]; data: Float32Array } {
     const e = this.entry(name);
     const width = READABLE_DTYPES[e.dtype];
     if (!width) throw new UserError(`${e.file}: tensor ${name} has dtype ${e.dtype} (F32, F16 and BF16 are read)`);
     const count = e.shape.reduce((a, b) => a * b, 1);
     if (e.end - e.begin !== count * width) throw new UserError(`${e.file}: tensor ${name} has ${e.end - e.begin} bytes, its shape and ${e.dtype} need ${count * width}`);
     // A fresh ArrayBuffer is aligned, so the float views below need no copy.
-    const bytes = new Uint8Array(new ArrayBuffer(count * width));
+    const need = count * width;
+    if (scratch && (scratch.buffer === null || scratch.buffer.byteLength < need)) scratch.buffer = new ArrayBuffer(need);
+    const bytes = new Uint8Array(scratch ? scratch.buffer! : new ArrayBuffer(need), 0, need);
     const fd = openSync(e.file, 'r');
     try {
       let done = 0;
