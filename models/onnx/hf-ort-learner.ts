@@ -19,6 +19,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { Tensor } from 'onnxruntime-node';
 import type { Rng } from '../../core/rng.ts';
+import { UserError } from '../../core/errors.ts';
 import type { HfPolicy } from '../hf/policy.ts';
 import { maskValues } from '../layers/attention.ts';
 import { inverseFrequencies, ropeValues } from '../layers/rope.ts';
@@ -30,6 +31,8 @@ import { OrtSession, floatTensor, int64Tensor, type Feeds } from './session.ts';
 
 /** Most [predicted tokens × vocabulary] logit values one run holds (2^25 floats: 128 MB a tensor). */
 const LOGIT_BUDGET = 2 ** 25;
+/** What the training graph lacks (hf-train-graph.ts refuses it too). */
+export const ATTENTION_SOFTCAP = 'engine ort: the ONNX Runtime learner has no attention soft-capping (attn_logit_softcapping); use --engine tfjs for this checkpoint';
 const WITH_GRADIENTS = new Tensor('bool', [true], []);
 const NO_GRADIENTS = new Tensor('bool', [false], []);
 /** The additive mask value of a blocked key (layers/attention.ts's). */
@@ -71,6 +74,8 @@ export class HfOrtLearner implements Learner {
   ) {
     this.adapterFiles = policy.adapterFiles;
     const c = policy.decoder.config;
+    // Refused here, when the run is prepared, rather than when the first update builds the graph.
+    if (c.attnLogitSoftcap !== null) throw new UserError(ATTENTION_SOFTCAP);
     this.invGlobal = inverseFrequencies(c.headDim, c.ropeTheta, c.ropeLinearFactor);
     this.invLocal = c.ropeLocalTheta !== null ? inverseFrequencies(c.headDim, c.ropeLocalTheta) : null;
   }
@@ -268,7 +273,15 @@ export class HfOrtLearner implements Learner {
     rope(this.invGlobal, '');
     if (this.invLocal) rope(this.invLocal, '_local');
     const tokenTypeIds = prompt.tokenTypeIds?.map((r) => Array.from(r));
-    const promptMask = (window: number | null) => floatTensor(maskValues({ batch: 1, queries: P, past: 0, attentionMask: [new Array<number>(P).fill(1)], window, tokenTypeIds }), [P, P]);
+    const nkv = c.numKvHeads;
+    const rep = c.numHeads / nkv;
+    // Masks [rows, keys] tiled rep times down the rows: the graph folds a KV head's rep query heads into its rows.
+    const tiled = (mask: Float32Array, rows: number, keys: number) => {
+      const out = new Float32Array(rep * mask.length);
+      for (let r = 0; r < rep; r++) out.set(mask, r * mask.length);
+      return floatTensor(out, [rep * rows, keys]);
+    };
+    const promptMask = (window: number | null) => tiled(maskValues({ batch: 1, queries: P, past: 0, attentionMask: [new Array<number>(P).fill(1)], window, tokenTypeIds }), P, P);
     // Completion row i (position P + i) sees prompt key t at distance P + i − t and its own key j ≤ i at i − j.
     const completionMask = (window: number | null) => {
       const K = P + C;
@@ -277,7 +290,7 @@ export class HfOrtLearner implements Learner {
         for (let t = 0; t < P; t++) if (window === null || P + i - t < window) mask[i * K + t] = 0;
         for (let j = 0; j <= i; j++) if (window === null || i - j < window) mask[i * K + P + j] = 0;
       }
-      return floatTensor(mask, [C, K]);
+      return tiled(mask, C, K);
     };
     feeds.prompt_mask = promptMask(null);
     feeds.completion_mask = completionMask(null);
@@ -285,16 +298,12 @@ export class HfOrtLearner implements Learner {
       feeds.prompt_mask_sliding = promptMask(c.slidingWindow);
       feeds.completion_mask_sliding = completionMask(c.slidingWindow);
     }
-    const nkv = c.numKvHeads;
-    const rep = c.numHeads / nkv;
     Object.assign(feeds, {
       row_splits: int64Tensor([P, G * C], [2]),
       score_splits: int64Tensor([P, C], [2]),
       'shape.qc': int64Tensor([G, C, nkv, rep, d], [5]),
-      'shape.kc': int64Tensor([G, C, nkv, 1, d], [5]),
-      'shape.expand_prompt': int64Tensor([G, nkv, rep, P, d], [5]),
-      'shape.expand_own': int64Tensor([G, nkv, rep, C, d], [5]),
-      'shape.expand_prompt_self': int64Tensor([nkv, rep, P, d], [4]),
+      'shape.kc': int64Tensor([G, C, nkv, d], [4]),
+      'shape.expand_prompt': int64Tensor([G, nkv, P, d], [4]),
       inv_temperature: floatTensor(Float32Array.of(1 / part.temperature), []),
     });
     // Token 0 is predicted by the prompt's last row, token j ≥ 1 by the completion's row j − 1.

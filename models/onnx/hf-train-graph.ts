@@ -15,12 +15,12 @@
 // Rows: N = P + G·C packed rows: the prompt's P embeddings (images merged), then completion 0's C input tokens,
 // completion 1's … (C = longest completion − 1, at least 1). Norms, projections and the MLP are one 2-D product over
 // all N rows; attention splits them:
-//   prompt      [nkv, rep, P, P]           causal (and Gemma 3's bidirectional image blocks, sliding windows)
-//   completions [G, nkv, rep, C, P + C]    each sees the prompt's keys and, causally, its own (one mask for all G:
+//   prompt      [nkv, rep·P, P]            causal (and Gemma 3's bidirectional image blocks, sliding windows)
+//   completions [G, nkv, rep·C, P + C]     each sees the prompt's keys and, causally, its own (one mask for all G:
 //                                          completion row i sits at position P + i in every completion)
-// The prompt's keys and values are computed once and receive the gradient of every completion. GQA heads read their
-// KV head through an Expand over the rep axis (its VJP sums the query heads' gradients back). Only the R predicting
-// rows go through the output head ([R, V] logits, not [N, V]).
+// (GQA: a KV head's rep query heads are folded into its query axis.) The prompt's keys and values are computed once and
+// receive the gradient of every completion. Only the R predicting rows go through the output head ([R, V] logits,
+// not [N, V]).
 import type { DecoderConfig } from '../hf/config.ts';
 import { decoderBlock, decoderFinalNorm, decoderLogits, type AttentionSpec, type DecoderOps, type WeightTensor } from '../hf/decoder-ops.ts';
 import type { DecoderWeights } from '../hf/decoder-weights.ts';
@@ -55,13 +55,10 @@ interface TrainInputs {
   scoreSplits: string;
   /** [G, C, nkv, rep, d]: completion queries as blocks. */
   shapeQc: string;
-  /** [G, C, nkv, 1, d]: completion keys and values before the rep broadcast. */
+  /** [G, C, nkv, d]: completion keys and values as blocks. */
   shapeKc: string;
-  /** [G, nkv, rep, P, d] and [G, nkv, rep, C, d]: the Expand targets of the prompt's and the completions' keys. */
+  /** [G, nkv, P, d]: the prompt's keys and values broadcast over the G completions. */
   expandPrompt: string;
-  expandOwn: string;
-  /** [nkv, rep, P, d]: the prompt's keys broadcast over its own query heads. */
-  expandPromptSelf: string;
 }
 
 /**
@@ -157,26 +154,21 @@ class HfTrainOps implements DecoderOps<Value> {
     const [qp, qc] = g.split(scaled, 0, inp.rowSplits, 2); // [P, nh, d], [G·C, nh, d]
     const [kp, kc] = g.split(k, 0, inp.rowSplits, 2); // [P, nkv, d], [G·C, nkv, d]
     const [vp, vc] = g.split(v, 0, inp.rowSplits, 2);
-    // The prompt: queries [nkv, rep, P, d]; keys [P, nkv, d] → [nkv, 1, P, d] → broadcast over rep.
-    const qpH = g.transpose(g.reshape(qp, b.ints([-1, nkv, rep, d]), 4), [1, 2, 0, 3]);
-    const promptKv = (t: Value) => g.transpose(g.reshape(t, b.ints([-1, nkv, 1, d]), 4), [1, 2, 0, 3]); // [nkv, 1, P, d]
-    const kpH = promptKv(kp);
-    const vpH = promptKv(vp);
-    const promptOut = g.attention(qpH, g.expand(kpH, inp.expandPromptSelf, [1]), g.expand(vpH, inp.expandPromptSelf, [1]), promptMask); // [nkv, rep, P, d]
+    // GQA: the rep query heads of a KV head read the same keys, so they are folded into its query axis (rows r·P + i,
+    // the mask tiled to match) and every product is per KV head: no copy of the keys per query head, and dK = dSᵀ q
+    // sums over the folded heads by itself.
+    // The prompt: queries [nkv, rep·P, d], keys and values [nkv, P, d].
+    const qpH = g.reshape(g.transpose(g.reshape(qp, b.ints([-1, nkv, rep, d]), 4), [1, 2, 0, 3]), b.ints([0, -1, d]), 3);
+    const kpH = g.transpose(kp, [1, 0, 2]);
+    const vpH = g.transpose(vp, [1, 0, 2]);
+    const promptOut = g.reshape(g.attention(qpH, kpH, vpH, promptMask), b.ints([0, rep, -1, d]), 4); // [nkv, rep, P, d]
     const promptRows = g.reshape(g.transpose(promptOut, [2, 0, 1, 3]), b.ints([-1, nh * d]), 2); // [P, nh·d]
-    // The completions: queries [G, nkv, rep, C, d]; keys: the prompt's [1, nkv, 1, P, d] broadcast over G and rep,
-    // then their own [G, nkv, 1, C, d] broadcast over rep, joined along the key axis.
-    const qcH = g.transpose(g.reshape(qc, inp.shapeQc, 5), [0, 2, 3, 1, 4]);
+    // The completions: queries [G, nkv, rep·C, d]; keys and values the prompt's [1, nkv, P, d] broadcast over G, then
+    // their own [G, nkv, C, d], joined along the key axis.
+    const qcH = g.reshape(g.transpose(g.reshape(qc, inp.shapeQc, 5), [0, 2, 3, 1, 4]), b.ints([0, 0, -1, d]), 4);
     const keysOf = (prompt: Value, own: Value) =>
-      g.concat(
-        [
-          g.expand(g.reshape(prompt, b.ints([1, nkv, 1, -1, d]), 5), inp.expandPrompt, [0, 2]),
-          g.expand(g.transpose(g.reshape(own, inp.shapeKc, 5), [0, 2, 3, 1, 4]), inp.expandOwn, [2]),
-        ],
-        3,
-        inp.scoreSplits,
-      ); // [G, nkv, rep, P + C, d]
-    const completionOut = g.attention(qcH, keysOf(kpH, kc), keysOf(vpH, vc), completionMask); // [G, nkv, rep, C, d]
+      g.concat([g.expand(g.reshape(prompt, b.ints([1, nkv, -1, d]), 4), inp.expandPrompt, [0]), g.transpose(g.reshape(own, inp.shapeKc, 4), [0, 2, 1, 3])], 2, inp.scoreSplits); // [G, nkv, P + C, d]
+    const completionOut = g.reshape(g.attention(qcH, keysOf(kpH, kc), keysOf(vpH, vc), completionMask), b.ints([0, 0, rep, -1, d]), 5); // [G, nkv, rep, C, d]
     const completionRows = g.reshape(g.transpose(completionOut, [0, 3, 1, 2, 4]), b.ints([-1, nh * d]), 2); // [G·C, nh·d]
     return g.concat([promptRows, completionRows], 0, inp.rowSplits); // [N, nh·d]
   }
@@ -220,17 +212,15 @@ export function buildHfTrainGraph(c: DecoderConfig, weights: DecoderWeights, lor
     sin: b.input('rope_sin', 'float32', ['rows', 1, d]),
     cosLocal: local ? b.input('rope_cos_local', 'float32', ['rows', 1, d]) : null,
     sinLocal: local ? b.input('rope_sin_local', 'float32', ['rows', 1, d]) : null,
-    promptMask: b.input('prompt_mask', 'float32', ['prompt', 'prompt']),
-    promptMaskSliding: sliding ? b.input('prompt_mask_sliding', 'float32', ['prompt', 'prompt']) : null,
-    completionMask: b.input('completion_mask', 'float32', ['completion', 'keys']),
-    completionMaskSliding: sliding ? b.input('completion_mask_sliding', 'float32', ['completion', 'keys']) : null,
+    promptMask: b.input('prompt_mask', 'float32', ['rep_prompt', 'prompt']), // [rep·P, P]: tiled per folded query head
+    promptMaskSliding: sliding ? b.input('prompt_mask_sliding', 'float32', ['rep_prompt', 'prompt']) : null,
+    completionMask: b.input('completion_mask', 'float32', ['rep_completion', 'keys']), // [rep·C, P + C]
+    completionMaskSliding: sliding ? b.input('completion_mask_sliding', 'float32', ['rep_completion', 'keys']) : null,
     rowSplits: b.input('row_splits', 'int64', [2]),
     scoreSplits: b.input('score_splits', 'int64', [2]),
     shapeQc: b.input('shape.qc', 'int64', [5]),
-    shapeKc: b.input('shape.kc', 'int64', [5]),
-    expandPrompt: b.input('shape.expand_prompt', 'int64', [5]),
-    expandOwn: b.input('shape.expand_own', 'int64', [5]),
-    expandPromptSelf: b.input('shape.expand_prompt_self', 'int64', [4]),
+    shapeKc: b.input('shape.kc', 'int64', [4]),
+    expandPrompt: b.input('shape.expand_prompt', 'int64', [4]),
   };
   const predictRows = b.input('predict_rows', 'int64', ['predicted']);
   const targets = b.input('targets', 'int64', ['predicted']);

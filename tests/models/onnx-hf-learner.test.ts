@@ -11,7 +11,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
 import { HfPolicy } from '../../models/hf/policy.ts';
-import { HfOrtLearner } from '../../models/onnx/hf-ort-learner.ts';
+import { ATTENTION_SOFTCAP, HfOrtLearner } from '../../models/onnx/hf-ort-learner.ts';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { UserError } from '../../core/errors.ts';
 import type { LogProbLoss } from '../../models/learner.ts';
 import { Rng } from '../../core/rng.ts';
 import type { RawImage } from '../../core/image.ts';
@@ -134,5 +137,22 @@ describe('HfOrtLearner against finite differences (llama)', () => {
       expect(Math.abs(fd - grad[k])).toBeLessThan(2e-2 * Math.max(1, Math.abs(grad[k])));
     }
     tf.dispose([got.value, ...Object.values(got.grads)]);
+  });
+});
+
+describe('HfOrtLearner refuses what its graph lacks', () => {
+  it('attention soft-capping: one UserError when the learner is made, before any work', async () => {
+    const dir = hfCheckpointCopy('gemma3');
+    const path = join(dir, 'config.json');
+    const config = JSON.parse(readFileSync(path, 'utf8'));
+    config.text_config.attn_logit_softcapping = 50;
+    writeFileSync(path, JSON.stringify(config));
+    const policy = await HfPolicy.load(dir);
+    try {
+      expect(() => new HfOrtLearner(policy)).toThrow(UserError);
+      expect(() => new HfOrtLearner(policy)).toThrow(ATTENTION_SOFTCAP);
+    } finally {
+      policy.dispose();
+    }
   });
 });
