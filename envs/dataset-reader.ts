@@ -28,6 +28,8 @@ export interface DatasetItem {
   episode: Episode;
   /** Chat rows only: the prompt as written. Image-folder rows are laid out by the model from the episode. */
   messages?: ChatMessage[];
+  /** The row's line in Dataset.file (1-based), for messages about the row found after it was read. */
+  line?: number;
 }
 
 export interface Dataset {
@@ -106,7 +108,7 @@ function imageFolderItem(file: string, line: number, value: unknown, domain: str
     ...(row.question !== undefined ? { question: row.question } : {}),
     meta: row.meta,
   };
-  return { episode };
+  return { episode, line };
 }
 
 const ChatPartSchema = z.discriminatedUnion('type', [
@@ -155,7 +157,7 @@ function chatItem(file: string, line: number, value: unknown, domain: string | u
     target: row.target,
     meta: row.meta,
   };
-  return { episode, messages };
+  return { episode, messages, line };
 }
 
 /** An image part's URL as a data: URL: data URLs as given, paths read relative to the JSONL file. */

@@ -108,6 +108,20 @@ export function assertReadsModality(sampler: Sampler, modality: Modality): void 
 }
 
 /**
+ * Every prompt leaves room for the completion budget in the model's context: one line naming the first that does not
+ * (a --dataset row by file:line), before anything is written, instead of a failure at its first rollout.
+ */
+function assertPromptsFit(items: PreparedEpisode[], budget: number, context: number, dataset: TrainingSetup['dataset']): void {
+  const lines = new Map((dataset ? [...dataset.train, ...dataset.test] : []).map((item) => [item.episode, item.line]));
+  for (const { episode, prompt } of items) {
+    if (prompt.tokens.length + budget <= context) continue;
+    const line = lines.get(episode);
+    const where = dataset && line !== undefined ? `${dataset.file}:${line}` : `episode ${episode.id}`;
+    throw new UserError(`${where}: its prompt of ${prompt.tokens.length} tokens and the completion budget of ${budget} exceed the model's context of ${context} tokens`);
+  }
+}
+
+/**
  * The run's data: train episodes and prompts, the fixed test split in both modalities, the completion budget. The
  * episodes are generated from the seeds, or read from a dataset (--dataset).
  */
@@ -152,6 +166,8 @@ export async function prepareRun(setup: TrainingSetup, rewards: RewardFunction[]
   // The completion budget fitted to the task: room for the longest reference completion, with a quarter to spare.
   const referenceEpisodes = [...trainSet.map((p) => p.episode), ...testEpisodes];
   const fitted = () => (referenceEpisodes.length === 0 ? FALLBACK_COMPLETION_TOKENS : completionBudget(referenceEpisodes.map((e) => sampler.referenceTokens(env, e))));
+  const maxCompletionTokens = config.maxCompletionTokens ?? fitted();
+  assertPromptsFit([...trainSet, ...testSets.flatMap((t) => t.items)], maxCompletionTokens, sampler.contextLimit, dataset);
   return {
     setup,
     env,
@@ -166,7 +182,7 @@ export async function prepareRun(setup: TrainingSetup, rewards: RewardFunction[]
     trainSet,
     testEpisodes,
     testSets,
-    maxCompletionTokens: config.maxCompletionTokens ?? fitted(),
+    maxCompletionTokens,
     rewards,
     baseline: testEpisodes.length > 0 && dataset?.format !== 'chat',
   };

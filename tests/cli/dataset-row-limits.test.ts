@@ -1,7 +1,8 @@
 // Chat rows checked as they are read, through `metrl train --dataset`: a row with more text than any context takes
 // (a 40 MB row was once tokenised for 78 s and failed after config.json, a checkpoint and metrics.jsonl were written),
-// and a data: URL that cannot be an image (once reported without its row) are one line naming file:line, exit 2,
-// nothing written.
+// a row whose prompt does not fit the model's context with the completion budget (once found only at its first
+// rollout, after the run folder was written), and a data: URL that cannot be an image (once reported without its
+// row) are one line naming file:line, exit 2, nothing written.
 import { describe, expect, it } from 'vitest';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -27,6 +28,11 @@ describe('metrl train --dataset: rows checked while they are read', () => {
   it('a row with more text than a row may hold', async () => {
     const big = { ...good, messages: [{ role: 'user', content: 'x'.repeat(MAX_ROW_TEXT_CHARS + 1) }] };
     await trainOn([good, big], /rows\.jsonl:2: the row's messages hold 262,145 characters of text; a row may hold at most 262,144/);
+  }, 60_000);
+
+  it('a row whose prompt, though under the size limit, leaves no room in the model\'s context', async () => {
+    const long = { ...good, messages: [{ role: 'user', content: 'where is the ball? '.repeat(2000) }] };
+    await trainOn([good, long], /rows\.jsonl:2: its prompt of \d+ tokens and the completion budget of 2 exceed the model's context of \d+ tokens$/);
   }, 60_000);
 
   it('data: URLs that do not decode to an image', async () => {
