@@ -8,7 +8,7 @@ import { UserError, parseOrFail } from '../core/errors.ts';
 import { readJson } from '../core/files.ts';
 import { IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES } from './loss.ts';
 import { SCALE_REWARDS } from './advantages.ts';
-import { DEFAULT_BUILTIN_ENGINE, ENGINES } from '../models/engine.ts';
+import { DEFAULT_ENGINE_HELP, ENGINES } from '../models/engine.ts';
 
 const positiveInt = z.number().int().positive();
 
@@ -182,13 +182,13 @@ export const TrainConfigSchema = z
      * 'tfjs' is the policy itself; 'ort' is ONNX Runtime (models/onnx/): the built-in model and the Hugging Face decoders, its
      * adapters synced from the tfjs variables after every update; for the built-in model the learner's LoRA gradients
      * are ONNX Runtime's too (models/onnx/ort-learner.ts; the tfjs variables stay what AdamW updates and checkpoints save). Unset: the model's default
-     * (DEFAULT_BUILTIN_ENGINE for the built-in model, tfjs for Hugging Face checkpoints); `metrl train` records the
+     * (ort wherever ONNX Runtime has a graph for the model, models/engine.ts); `metrl train` records the
      * engine it chose in the run's config.json.
      */
     engine: z
       .enum(ENGINES, { error: `unknown engine; expected one of ${ENGINES.join(', ')}` })
       .optional()
-      .describe(`inference engine for rollouts, log-probs and evaluation: ${ENGINES.join(' | ')} (ort: ONNX Runtime; default ${DEFAULT_BUILTIN_ENGINE} for the built-in model, tfjs for Hugging Face checkpoints)`),
+      .describe(`inference engine for rollouts, log-probs and evaluation: ${ENGINES.join(' | ')} (ort: ONNX Runtime; ${DEFAULT_ENGINE_HELP})`),
 
     // ---- adapters ---------------------------------------------------------------------------------------------
     /** LoRA rank on the attention and MLP projections. Paper: 16. */

@@ -45,7 +45,11 @@ export interface HfOrtLearnerOptions {
   device?: Device;
   /** Most logit values one run holds (default LOGIT_BUDGET; tests make it small to exercise the parts). */
   logitBudget?: number;
-  /** Weight bytes past which the graphs keep them in an external data file (tests). */
+  /**
+   * Weight bytes past which the graph keeps them in an external data file (default 0: always). ORT maps an external
+   * file rather than copying it, and the model's protobuf holds no weights: the learner's copy of the weights is
+   * file-backed pages (reclaimable) instead of the protobuf's bytes plus ORT's own copy.
+   */
   maxInlineBytes?: number;
 }
 
@@ -112,7 +116,7 @@ export class HfOrtLearner implements Learner {
     if (this.sessions?.key !== key) {
       this.dispose();
       const { decoder } = this.policy;
-      const graph = buildHfTrainGraph(decoder.config, decoder.weights, spec, { maxInlineBytes: this.options.maxInlineBytes });
+      const graph = buildHfTrainGraph(decoder.config, decoder.weights, spec, { maxInlineBytes: this.options.maxInlineBytes ?? 0 });
       const options = { label: `${decoder.config.family} training`, threads: this.options.threads, spin: this.options.spin, device: this.options.device, arena: false, prepack: false };
       this.sessions = { key, session: new OrtSession(graph, options) };
     }

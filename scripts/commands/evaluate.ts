@@ -8,7 +8,7 @@ import type { EvaluateOptions } from '../../eval/job.ts';
 import { handler } from '../command.ts';
 import { threadsFlag } from '../threads-flag.ts';
 import { checkpointAndBase } from '../checkpoint-flags.ts';
-import { DEFAULT_BUILTIN_ENGINE, ENGINES } from '../../models/engine.ts';
+import { DEFAULT_ENGINE_HELP, ENGINES } from '../../models/engine.ts';
 import { DEVICES } from '../../models/onnx/device.ts';
 
 const positiveInt = z.coerce.number().int().positive();
@@ -121,7 +121,7 @@ const command: CommandModule = {
       .option('games', { type: 'string', describe: 'chess: PGN or UCI games file (default: the built-in generator)' })
       .option('offset', { type: 'string', describe: 'chess: episodes start at the game start (default, as the paper) or at a random ply (needed for many short episodes)' })
       .option('dataset', { type: 'string', describe: 'evaluate the rows of a folder `metrl generate` wrote (its domain and action count; --n caps the rows), or an official MET-Bench set: a local copy of its parquet shards or hf://vanyacohen/MET-Bench-Chess[@revision] (-Shell, -Minecraft)' })
-      .option('engine', { type: 'string', describe: `inference engine for --checkpoint: ${ENGINES.join(' | ')} (ort: ONNX Runtime; default ${DEFAULT_BUILTIN_ENGINE} for the built-in model, tfjs for Hugging Face models)` })
+      .option('engine', { type: 'string', describe: `inference engine for --checkpoint: ${ENGINES.join(' | ')} (ort: ONNX Runtime; ${DEFAULT_ENGINE_HELP})` })
       .option('threads', { type: 'number', describe: 'cores ONNX Runtime uses, with --engine ort: N one-thread sessions for the built-in model on the CPU, else N intra-op threads (default: every core)' })
       .option('device', { type: 'string', describe: `ONNX Runtime execution provider, with --engine ort: ${DEVICES.join(' | ')} (default cpu)` })
       .options(envFlagOptions())

@@ -7,7 +7,7 @@ import type { ServeOptions } from '../../eval/serve/serve.ts';
 import { handler } from '../command.ts';
 import { threadsFlag } from '../threads-flag.ts';
 import { checkpointAndBase } from '../checkpoint-flags.ts';
-import { DEFAULT_BUILTIN_ENGINE, ENGINES } from '../../models/engine.ts';
+import { DEFAULT_ENGINE_HELP, ENGINES } from '../../models/engine.ts';
 import { DEVICES } from '../../models/onnx/device.ts';
 
 const schema = z.object({
@@ -55,7 +55,7 @@ const command: CommandModule = {
       .option('model-id', { type: 'string', describe: 'model name reported by /v1/models (default: the checkpoint folder name)' })
       .option('seed', { type: 'number', default: 0, describe: 'seed of the sampler for requests that do not give one' })
       .option('backend', { type: 'string', describe: 'tfjs backend: node-gpu | node | wasm | cpu (default: the fastest that loads)' })
-      .option('engine', { type: 'string', describe: `inference engine: ${ENGINES.join(' | ')} (ort: ONNX Runtime; default ${DEFAULT_BUILTIN_ENGINE} for the built-in model, tfjs for Hugging Face models)` })
+      .option('engine', { type: 'string', describe: `inference engine: ${ENGINES.join(' | ')} (ort: ONNX Runtime; ${DEFAULT_ENGINE_HELP})` })
       .option('threads', { type: 'number', describe: 'cores ONNX Runtime uses, with --engine ort: N one-thread sessions for the built-in model on the CPU, else N intra-op threads (default: every core)' })
       .option('device', { type: 'string', describe: `ONNX Runtime execution provider, with --engine ort: ${DEVICES.join(' | ')} (default cpu)` })
       .example('$0 serve --checkpoint runs/train-shell-text', 'then: metrl evaluate --model train-shell-text --endpoint http://127.0.0.1:8000/v1 --prompt compact')

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expectUserError, metrl, PROJECT, scratchDir } from './helpers.ts';
-import { DEFAULT_BUILTIN_ENGINE } from '../../models/engine.ts';
+import { DEFAULT_ENGINE } from '../../models/engine.ts';
 
 /** A base checkpoint whose config.json and tokenizer are real but whose weights are not safetensors. */
 function brokenBase(): string {
@@ -55,8 +55,8 @@ describe.concurrent('the backend line', () => {
       adapter: null,
       adapter_step: null,
       backend: expect.stringMatching(/^(node-gpu|node|wasm|cpu)$/),
-      engine: DEFAULT_BUILTIN_ENGINE,
-      ...(DEFAULT_BUILTIN_ENGINE === 'ort' ? { ort: { device: 'cpu', threads: null } } : {}),
+      engine: DEFAULT_ENGINE,
+      ...(DEFAULT_ENGINE === 'ort' ? { ort: { device: 'cpu', threads: null } } : {}),
     });
   });
 });
