@@ -10,7 +10,7 @@
 // METRL_BENCH_HF_FULL=1 runs that step for real instead (tens of minutes on two CPU cores; METRL_BENCH_HF_GROUP=N with
 // it: groups of N); METRL_BENCH_HF_GRPO=0 skips it. The step's rows split its CPU seconds by phase and count the vision
 // tower's calls against the distinct images of the step. METRL_BENCH_HF_ENGINE=ort runs the step on the ONNX Runtime
-// engine instead of tfjs.
+// engine (its LoRA gradients included) instead of tfjs.
 // Every timed phase also notes the CPU seconds the process used: on a machine shared with other jobs wall time
 // stretches with the load, CPU time much less (the WASM backend computes on one thread).
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -274,8 +274,8 @@ async function grpoStep(policy: Policy, dir: string, scratch: string, rates: Rat
   const small = full ? group : { promptsPerStep: 1, actions: 1 };
   const promptsPerStep = full ? defaults.promptsPerStep : 1;
   // stopAfterStep 1 of 2 steps: no evaluation after the step (only the unavoidable step-0 one).
-  // METRL_BENCH_HF_ENGINE=ort: the step on the ONNX Runtime engine (rollouts, vision tower, reference; the learner is tfjs).
-  const engine = process.env.METRL_BENCH_HF_ENGINE === 'ort' ? { engine: 'ort' as const } : {};
+  // METRL_BENCH_HF_ENGINE=ort|tfjs: the step on that engine (ort: rollouts, vision tower, reference and the LoRA gradients).
+  const engine = { engine: process.env.METRL_BENCH_HF_ENGINE === 'ort' ? ('ort' as const) : ('tfjs' as const) };
   const config = resolveConfig({}, { ...small, ...engine, steps: 2, trainSize: promptsPerStep * defaults.gradientAccumulation, testSize: 1, evalEvery: 1000, checkpointEvery: 1000 });
   // loadTrainingPolicy's setup, on the loaded policy: its LoRA adapters are the configuration's (r 16, alpha 32).
   if (config.loraRank !== 16 || config.loraAlpha !== 32) throw new Error('grpoStep: the default LoRA settings changed; attach them here');
