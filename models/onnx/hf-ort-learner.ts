@@ -9,9 +9,9 @@
 //      with respect to every LoRA A and B, which by the chain rule is dLoss/dθ.
 // The tfjs variables stay the parameters (AdamW updates them, checkpoints save them); their values are fed on every
 // run, so no session is rebuilt after an update. One session serves both passes (its graph's If node runs the
-// backward part only when asked), without ORT's memory arena and weight prepacking: it holds the weights once, and
-// frees a pass's buffers when the pass ends (measured on SmolLM2-135M: RSS 2.9 GB against 5.6 GB with two sessions,
-// arena and prepacking, at the same speed). Everything else of the Learner contract (adapters, saving, the tfjs
+// backward part only when asked), without ORT's memory arena and weight prepacking: it holds the weights once (mapped
+// from an external data file), and frees a pass's buffers when the pass ends. On SmolLM2-135M's shape two sessions
+// with arena and prepacking held about twice the memory at the same speed. Everything else of the Learner contract (adapters, saving, the tfjs
 // tokenLogProbs) is the wrapped HfPolicy's.
 // Layout: all of a pass's chunks come at once (lossGradientsSum), so a prompt group whose completions fall in several
 // chunks runs its prompt once; a group is cut into parts only where its [predicted tokens, vocabulary] logits would
