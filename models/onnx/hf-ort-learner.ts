@@ -28,6 +28,7 @@ import type { EncodedPrompt, SequenceBatchItem, TokenLogProbs, TokenLogProbsOpti
 import type { Device } from './device.ts';
 import { buildHfTrainGraph, hfGradName, hfTrainLoraName, type HfTrainLoraSpec } from './hf-train-graph.ts';
 import { OrtSession, floatTensor, int64Tensor, type Feeds } from './session.ts';
+import { logpLossAndGradient } from './logp-loss.ts';
 
 /** Most [predicted tokens × vocabulary] logit values one run holds (2^25 floats: 128 MB a tensor). */
 const LOGIT_BUDGET = 2 ** 25;
@@ -169,15 +170,7 @@ export class HfOrtLearner implements Learner {
       });
     }
     // 2. The losses and g = dLoss/dlogp, request by request, in tfjs.
-    const losses = requests.map(({ options, loss }, r) => {
-      const { B, L } = shapes[r];
-      const { logp, entropy, mask } = lps[r];
-      const lp: TokenLogProbs = { logProbs: tf.tensor2d(logp, [B, L]), mask: tf.tensor2d(mask, [B, L]), ...(options.withEntropy ? { entropy: tf.tensor2d(entropy, [B, L]) } : {}) };
-      const { value, grad } = tf.valueAndGrad((logProbs: tf.Tensor) => loss({ ...lp, logProbs: logProbs as tf.Tensor2D }))(lp.logProbs);
-      const g = grad.dataSync() as Float32Array;
-      tf.dispose([grad, lp.logProbs, lp.mask, ...(lp.entropy ? [lp.entropy] : [])]);
-      return { value, g };
-    });
+    const losses = requests.map(({ options, loss }, r) => logpLossAndGradient(lps[r], shapes[r], options, loss));
     // 3. Every part's forward + backward with g at its tokens; the gradients summed in part order.
     const wanted = variables.map((v) => hfGradName(paramOf.get(v.name)!));
     const sums = new Map<string, Float32Array>();

@@ -34,6 +34,7 @@ import { packPrompts } from '../builtin/sampling.ts';
 import { loraSpec } from './builtin-graph.ts';
 import { buildBuiltinTrainGraph, gradName, QUERY_BLOCKS, trainLoraName } from './builtin-train-graph.ts';
 import { OrtSession, floatTensor, int64Tensor, type Feeds } from './session.ts';
+import { logpLossAndGradient } from './logp-loss.ts';
 import { executorCount, MIN_JOBS_WORK, ortWorkers, RemoteSession, runJobs, splitAlways, type OrtWorker } from './worker-pool.ts';
 import type { Device } from './device.ts';
 
@@ -221,16 +222,7 @@ export class OrtLearner implements Learner {
       });
     };
     /** A request's loss and g = dLoss/dlogp, in tfjs. */
-    const lossOf = (r: number) => {
-      const { B, L } = shapes[r];
-      const { logp, entropy, mask } = lps[r];
-      const { options, loss } = requests[r];
-      const lp: TokenLogProbs = { logProbs: tf.tensor2d(logp, [B, L]), mask: tf.tensor2d(mask, [B, L]), ...(options.withEntropy ? { entropy: tf.tensor2d(entropy, [B, L]) } : {}) };
-      const { value, grad } = tf.valueAndGrad((logProbs: tf.Tensor) => loss({ ...lp, logProbs: logProbs as tf.Tensor2D }))(lp.logProbs);
-      const g = grad.dataSync() as Float32Array;
-      tf.dispose([grad, lp.logProbs, lp.mask, ...(lp.entropy ? [lp.entropy] : [])]);
-      return { value, g };
-    };
+    const lossOf = (r: number) => logpLossAndGradient(lps[r], shapes[r], requests[r].options, requests[r].loss);
     /** A job's target_weights [N, V]: g at each completion token's (row, id). */
     const targetOf = (k: number, losses: { g: Float32Array }[]) => {
       const { members, layout: lazy } = jobs[k];
