@@ -3,7 +3,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { metrl, scratchDir } from './helpers.ts';
 
@@ -25,7 +25,9 @@ async function echoingUpstream(status: number): Promise<{ url: string; server: S
 const servers: Server[] = [];
 afterAll(() => servers.forEach((s) => s.close()));
 
+/** Every file under `dir` ('' when nothing was written: a fatal stop before any answer leaves no run folder). */
 function everythingWritten(dir: string): string {
+  if (!existsSync(dir)) return '';
   return readdirSync(dir, { recursive: true, withFileTypes: true })
     .filter((e) => e.isFile())
     .map((e) => readFileSync(join(e.parentPath, e.name), 'utf8'))
