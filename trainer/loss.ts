@@ -9,8 +9,8 @@
 // token limit 0) and h_it is the high-entropy mask (1 everywhere unless topEntropyQuantile < 1; the KL is not masked).
 // The loss types of mid-2025 (grpo, bnpo, dr_grpo, dapo) differ only in how Σ m·ℓ is normalised; each normaliser is
 // written next to its formula in `normalise`. TRL 1.9's newer ones replace the clipped term (cispo, sapo, vespo; their
-// terms in policy-terms.ts) or only the normaliser (luspo), and three options modify any of them:
-//   delta (two-sided clip): ρ in the unclipped branch capped at δ (policy-terms.ts);
+// terms in policy-terms.ts) or only the normaliser (luspo), and four options modify them:
+//   delta (two-sided clip, clipped loss types only): ρ in the unclipped branch capped at δ;
 //   offPolicyMaskThreshold: the policy term times DeepSeek-V3.2's sequence mask o_i (policy-terms.ts), KL untouched;
 //   useBiasCorrectionKl: KL_it times ρ (with its gradient; ρ per sequence at sequence level), as TRL's code does;
 //   entropyCoef c: L − c·H̄, H̄ = Σ_i Σ_t m_it H_it / max(1, T_step), the step's mean per-token entropy (TRL adds the
@@ -138,7 +138,7 @@ export interface LossSums {
   phi: tf.Scalar;
   /** Rows (completions) in the micro-batch. */
   rows: tf.Scalar;
-  /** The entropy bonus H̄'s share of this micro-batch, Σ m·H / max(1, T_step); 0 when entropyCoef is 0. */
+  /** The entropy bonus H̄'s share of this micro-batch, Σ m·H / max(1, T_step); 0 when entropyCoef is unset. */
   entropyBonus: tf.Scalar;
 }
 
