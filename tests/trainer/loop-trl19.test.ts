@@ -81,6 +81,18 @@ describe('train() with an entropy bonus', () => {
     expect(Math.abs(adaptive[1].gradNorm - plain[1].gradNorm)).toBeGreaterThan(1e-4);
   }, 120_000);
 
+  it('on tfjs: the same update whatever the learner chunking (the checkpointed scoring path carries the entropy’s gradient)', async () => {
+    // 16 completions a step: learnerBatch 16 scores them in one call, which the built-in model splits into two
+    // checkpointed chunks (recomputed in the backward pass); learnerBatch 4 scores one group a call, directly.
+    const common = { engine: 'tfjs', seed: 5, promptsPerStep: 4, entropyCoef: 0.5 };
+    const whole = trainRows(await runTiny(tinyConfig({ ...common, learnerBatch: 16 })));
+    const apart = trainRows(await runTiny(tinyConfig({ ...common, learnerBatch: 4 })));
+    whole.forEach((row, i) => {
+      expect(row.rewardMean).toBe(apart[i].rewardMean);
+      expect(Math.abs(row.gradNorm - apart[i].gradNorm)).toBeLessThan(1e-5 * apart[i].gradNorm);
+    });
+  }, 180_000);
+
   it('on the ONNX Runtime learner: refused in one line, nothing written', async () => {
     const config = tinyConfig({ engine: 'ort', entropyCoef: 0.01 });
     const dir = mkdtempSync(join(tmpdir(), 'metrl-trl19-'));
