@@ -5,8 +5,12 @@
 //   'none'           no division: A = r − mean_group (Dr. GRPO's unbiased advantages).
 // Stds are sample stds (n − 1), as TRL's nanstd. A group whose rewards are all equal carries no learning signal (all
 // advantages 0); those groups are counted so the log shows how much of a step was wasted.
+// Several rewards (TRL's multi_objective_aggregation): 'sum_then_normalize' (default) sums the weighted rewards and
+// takes the advantages of the sum as above; 'normalize_then_sum' (GDPO) is normalizeThenSum below.
 
 export const SCALE_REWARDS = ['group', 'batch', 'none'] as const;
+export const MULTI_OBJECTIVE_AGGREGATIONS = ['sum_then_normalize', 'normalize_then_sum'] as const;
+export type MultiObjectiveAggregation = (typeof MULTI_OBJECTIVE_AGGREGATIONS)[number];
 export type ScaleRewards = (typeof SCALE_REWARDS)[number];
 
 export interface AdvantageOptions {
@@ -60,5 +64,33 @@ export function groupAdvantages(rewards: readonly number[], groupSize: number, o
       advantages[g * groupSize + i] = mode === 'none' ? centred : centred / (std + options.epsilon);
     }
   }
+  return { advantages, zeroSpreadGroups, groups };
+}
+
+/**
+ * GDPO's advantages of several rewards (TRL's normalize_then_sum), each reward k laid out group by group:
+ *   n_ik = (r_ik − mean_group(r_k)) / (std_group(r_k) + ε)       each reward normalised within its group
+ *   s_i  = Σ_k w_k n_ik                                            summed with the weights
+ *   A_i  = (s_i − mean(s)) / (std(s) + ε)                          then normalised over the whole step
+ * Stds are sample stds (n − 1); scale_rewards plays no part (as in TRL's code). `zeroSpreadGroups` counts the groups
+ * whose summed raw rewards are all equal, as for the other aggregation.
+ */
+export function normalizeThenSum(rewardsByFunction: readonly (readonly number[])[], weights: readonly number[], groupSize: number, epsilon: number): GroupAdvantages {
+  if (rewardsByFunction.length === 0 || weights.length !== rewardsByFunction.length) {
+    throw new RangeError(`normalizeThenSum: ${weights.length} weights for ${rewardsByFunction.length} rewards`);
+  }
+  const n = rewardsByFunction[0].length;
+  const summed = new Array<number>(n).fill(0);
+  rewardsByFunction.forEach((rewards, k) => {
+    if (rewards.length !== n) throw new RangeError(`normalizeThenSum: reward ${k} has ${rewards.length} values, reward 0 has ${n}`);
+    const normalised = groupAdvantages(rewards, groupSize, { scaleRewards: 'group', epsilon }).advantages;
+    normalised.forEach((v, i) => (summed[i] += weights[k] * v));
+  });
+  const mean = summed.reduce((s, x) => s + x, 0) / n;
+  const std = sampleStd(summed);
+  const advantages = Float32Array.from(summed, (x) => (x - mean) / (std + epsilon));
+  const raw = new Array<number>(n).fill(0);
+  rewardsByFunction.forEach((rewards, k) => rewards.forEach((r, i) => (raw[i] += weights[k] * r)));
+  const { zeroSpreadGroups, groups } = groupAdvantages(raw, groupSize, { scaleRewards: 'group', epsilon });
   return { advantages, zeroSpreadGroups, groups };
 }

@@ -4,7 +4,7 @@
 // a reward spread; then the group-relative advantages of the groups trained on.
 import type { Score } from '../core/score.ts';
 import type { Completion, SamplingOptions } from '../models/types.ts';
-import { groupAdvantages } from './advantages.ts';
+import { groupAdvantages, normalizeThenSum } from './advantages.ts';
 import { dynamicSamplingRound, startTally, type DynamicSamplingTally } from './dynamic-sampling.ts';
 import { computeRewards } from './reward-functions.ts';
 import type { PreparedEpisode } from './periodic-eval.ts';
@@ -111,9 +111,14 @@ export async function collectGroups(run: Run, state: RunState): Promise<StepGrou
     tally = decision.tally;
     prompts = decision.drawMore;
   }
-  const trainedRewards = trained.flatMap((g) => rewarded.rewards.slice(g * G, (g + 1) * G));
-  const advantages =
-    trained.length === 0 ? new Float32Array(0) : groupAdvantages(trainedRewards, G, { scaleRewards: config.scaleRewards, epsilon: config.advantageEpsilon }).advantages;
+  const ofTrained = (values: readonly number[]) => trained.flatMap((g) => values.slice(g * G, (g + 1) * G));
+  let advantages: Float32Array;
+  if (trained.length === 0) advantages = new Float32Array(0);
+  else if (config.multiObjectiveAggregation === 'normalize_then_sum') {
+    // GDPO: each reward function normalised within its group, then the weighted sum over the step (advantages.ts).
+    const byFunction = run.rewards.map((r) => ofTrained(rewarded.byName[r.name]));
+    advantages = normalizeThenSum(byFunction, config.rewardWeights ?? run.rewards.map(() => 1), G, config.advantageEpsilon).advantages;
+  } else advantages = groupAdvantages(ofTrained(rewarded.rewards), G, { scaleRewards: config.scaleRewards, epsilon: config.advantageEpsilon }).advantages;
   // Zero-spread groups over everything drawn, as without dynamic sampling (it drops exactly these).
   const { zeroSpreadGroups, groups: groupCount } = groupAdvantages(rewarded.rewards, G, { scaleRewards: config.scaleRewards, epsilon: config.advantageEpsilon });
   return { drawn, rewarded, trained, advantages, zeroSpreadGroups, groupCount, tally, seconds };

@@ -6,11 +6,14 @@
 import { z } from 'zod';
 import { UserError, parseOrFail } from '../core/errors.ts';
 import { readJson } from '../core/files.ts';
-import { IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES } from './loss.ts';
-import { SCALE_REWARDS } from './advantages.ts';
+import { CLIPPED_LOSS_TYPES, IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES } from './loss.ts';
+import { MULTI_OBJECTIVE_AGGREGATIONS, SCALE_REWARDS } from './advantages.ts';
 import { DEFAULT_ENGINE_HELP, ENGINES } from '../models/engine.ts';
 
 const positiveInt = z.number().int().positive();
+
+/** The loss types that accept importanceSamplingLevel 'sequence' (TRL warns for the others; metrl refuses them). */
+const SEQUENCE_LOSS_TYPES: readonly string[] = ['grpo', 'sapo', 'luspo'];
 
 /**
  * Every field, with its default and why. Keys are camelCase in config files. A field with a `.describe()` text is also
@@ -72,6 +75,11 @@ export const TrainConfigSchema = z
      * testSize episodes twice (both modalities), which for chess FENs costs about as much as a few training steps.
      */
     evalEvery: positiveInt.default(20).describe('evaluate on the test split every K steps'),
+    /**
+     * TRL's num_generations_eval (completions per prompt in its sampled evaluation). metrl's evaluation decodes
+     * greedily, one completion per test episode, so there is no evaluation group to size: any value is refused.
+     */
+    numGenerationsEval: positiveInt.optional().describe("TRL's sampled-evaluation group size; refused: metrl evaluates greedily, one completion per episode"),
     /** Write a checkpoint every K steps (and at the last step). */
     checkpointEvery: positiveInt.default(10).describe('checkpoint every K steps'),
     /** Completions per step written to samples.jsonl (with prompt, target and reward). */
@@ -98,9 +106,12 @@ export const TrainConfigSchema = z
      * How the per-token losses are normalised (TRL's loss_type; formulas in trainer/loss.ts): 'grpo' mean over each
      * completion's tokens, then over completions (the paper's; TRL now defaults to 'dapo'); 'bnpo' token mean over each
      * gradient-accumulation batch; 'dr_grpo' token sum / (completions × maxCompletionTokens); 'dapo' token mean over
-     * the whole step. The old spelling 'dr-grpo' is still read.
+     * the whole step. TRL 1.9's newer ones (trainer/policy-terms.ts): 'cispo' the clipped, detached ratio times A·logp
+     * (MiniMax-M1; token mean over the step); 'sapo' a sigmoid gate instead of the clip (grpo's normaliser); 'luspo'
+     * GSPO's term scaled by the completion's length (needs importanceSamplingLevel 'sequence'); 'vespo' a Gamma weight
+     * of the sequence ratio times A·logp (token level; token mean over the step). The old spelling 'dr-grpo' is still read.
      */
-    lossType: z.enum(LOSS_TYPES, { error: `unknown loss type; expected one of ${LOSS_TYPES.join(', ')}` }).default('grpo').describe(`how per-token losses are normalised: ${LOSS_TYPES.join(' | ')}`),
+    lossType: z.enum(LOSS_TYPES, { error: `unknown loss type; expected one of ${LOSS_TYPES.join(', ')}` }).default('grpo').describe(`the loss: ${LOSS_TYPES.join(' | ')} (formulas in trainer/loss.ts, policy-terms.ts)`),
     /**
      * Which reward std divides the advantages (TRL's scale_rewards): 'group' the group's own (GRPO), 'batch' the
      * whole step's (PPO-Lite), 'none' no division (Dr. GRPO). Booleans of older configs are read: true = 'group',
@@ -119,8 +130,56 @@ export const TrainConfigSchema = z
      */
     epsilonHigh: z.number().positive().optional().describe('ε_high: upper clip 1 + ε_high (DAPO clip-higher; default ε)'),
     /**
+     * δ of INTELLECT-2's two-sided clip (TRL's delta): the unclipped ratio is capped at δ, which bounds the loss of
+     * negative-advantage tokens whose ratio ran away. Clipped loss types only (grpo, bnpo, dr_grpo, dapo, luspo); must
+     * exceed 1 + ε_high (TRL recommends it, metrl refuses less: below, it would also cap positive-advantage ratios
+     * inside the clip range). Unset: off (TRL's None).
+     */
+    delta: z.number().positive().optional().describe('δ: two-sided clip, the unclipped ratio capped at δ (INTELLECT-2; default off)'),
+    /** sapo: temperature of the gate for A > 0 (TRL's sapo_temperature_pos). TRL: 1. */
+    sapoTemperaturePos: z.number().positive().default(1).describe('sapo: gate temperature for positive advantages'),
+    /** sapo: temperature of the gate for A ≤ 0 (TRL's sapo_temperature_neg). TRL: 1.05. */
+    sapoTemperatureNeg: z.number().positive().default(1.05).describe('sapo: gate temperature for non-positive advantages'),
+    /** vespo: power k of the Gamma weight for A ≥ 0 (down-weights w < 1). TRL: 2. */
+    vespoKPos: z.number().min(0).default(2).describe('vespo: k (power) for non-negative advantages'),
+    /** vespo: decay λ of the Gamma weight for A ≥ 0 (down-weights w > 1). TRL: 3. */
+    vespoLambdaPos: z.number().min(0).default(3).describe('vespo: λ (decay) for non-negative advantages'),
+    /** vespo: k for A < 0. TRL: 3. */
+    vespoKNeg: z.number().min(0).default(3).describe('vespo: k (power) for negative advantages'),
+    /** vespo: λ for A < 0. TRL: 2. */
+    vespoLambdaNeg: z.number().min(0).default(2).describe('vespo: λ (decay) for negative advantages'),
+    /**
+     * DeepSeek-V3.2's off-policy sequence mask (TRL's off_policy_mask_threshold): a completion with A < 0 whose mean
+     * log-ratio of the sampling policy to the current one exceeds this carries no policy loss (its KL term stays).
+     * Unset: off. TRL's example: 0.5.
+     */
+    offPolicyMaskThreshold: z.number().positive().optional().describe('mask A < 0 completions whose mean KL to the sampler exceeds this (DeepSeek-V3.2; default off)'),
+    /** The KL term times the importance ratio (TRL's use_bias_correction_kl; DeepSeek-V3.2's unbiased estimate). Default off. */
+    useBiasCorrectionKl: z.boolean().default(false).describe('KL term times the importance ratio (DeepSeek-V3.2)'),
+    /**
+     * c of the entropy bonus L − c·H̄, H̄ the step's mean per-token entropy, the same for every loss type (TRL's
+     * entropy_coef). Needs a learner that differentiates the entropy: tfjs (--engine tfjs for the built-in model); the
+     * ONNX Runtime learner is refused. With useAdaptiveEntropy, the starting coefficient. TRL: 0 (off).
+     */
+    entropyCoef: z.number().default(0).describe('c of the entropy bonus −c·mean entropy (needs --engine tfjs)'),
+    /**
+     * Skywork-OR1's adaptive entropy control (TRL's use_adaptive_entropy): after each step c moves by entropyCoefDelta,
+     * up when that step's mean entropy was at or below entropyTarget, down otherwise, within [entropyCoefMin,
+     * entropyCoefMax]; a step applies the bonus only when the previous step's entropy was at or below the target (the
+     * first step never). Default off.
+     */
+    useAdaptiveEntropy: z.boolean().default(false).describe('Skywork-OR1 adaptive entropy control of entropyCoef'),
+    /** Lower bound of the adaptive coefficient. TRL: 0. */
+    entropyCoefMin: z.number().default(0).describe('adaptive entropy: lowest coefficient'),
+    /** Upper bound of the adaptive coefficient. TRL: 1. */
+    entropyCoefMax: z.number().default(1).describe('adaptive entropy: highest coefficient'),
+    /** The adaptive coefficient's step. TRL: 0.005. */
+    entropyCoefDelta: z.number().min(0).default(0.005).describe('adaptive entropy: coefficient step per optimiser step'),
+    /** Target mean per-token entropy (nats) of the adaptive control. TRL: 0.2. */
+    entropyTarget: z.number().min(0).default(0.2).describe('adaptive entropy: target mean per-token entropy (nats)'),
+    /**
      * 'token': one importance ratio per token (GRPO); 'sequence': one per completion, exp of the mean log-ratio over
-     * its tokens (GSPO), which needs lossType 'grpo'. TRL's importance_sampling_level; default 'token'.
+     * its tokens (GSPO), which needs lossType 'grpo', 'sapo' or 'luspo' (luspo needs it). TRL's importance_sampling_level; default 'token'.
      */
     importanceSamplingLevel: z.enum(IMPORTANCE_SAMPLING_LEVELS).default('token').describe('one importance ratio per token, or per sequence (GSPO)'),
     /**
@@ -150,6 +209,13 @@ export const TrainConfigSchema = z
     reward: z.array(z.string().min(1)).min(1).default(['domain']).describe('rewards summed for GRPO, repeatable: domain, format or module.ts[:export]'),
     /** Weight of each reward in `reward`, in order (TRL's reward_weights). Unset: 1 each. */
     rewardWeights: z.array(z.number()).optional().describe('weight of each --reward, in order (default 1 each)'),
+    /**
+     * How several rewards become advantages (TRL's multi_objective_aggregation): 'sum_then_normalize' sums the weighted
+     * rewards, then centres and scales them per scaleRewards; 'normalize_then_sum' (GDPO) normalises each reward within
+     * its group, (r_k − mean_k) / (std_k + 1e-4), sums them with their weights, then normalises the sum over the whole
+     * step, (s − mean) / (std + 1e-4), whatever scaleRewards says (as TRL's code does).
+     */
+    multiObjectiveAggregation: z.enum(MULTI_OBJECTIVE_AGGREGATIONS).default('sum_then_normalize').describe(`how several rewards become advantages: ${MULTI_OBJECTIVE_AGGREGATIONS.join(' | ')}`),
     /**
      * Seconds one call of a reward module may take before the run stops with one line naming the module and the
      * episode (a promise that never settles would otherwise end the process silently, or hang it). The calls of a step
@@ -211,11 +277,38 @@ export const TrainConfigSchema = z
     if (c.epsilonHigh !== undefined && c.epsilonHigh < c.epsilon) {
       ctx.addIssue({ code: 'custom', path: ['epsilonHigh'], message: `epsilonHigh must be at least epsilon (${c.epsilon}): clip-higher only widens the upper bound` });
     }
-    if (c.importanceSamplingLevel === 'sequence' && c.lossType !== 'grpo') {
+    if (c.importanceSamplingLevel === 'sequence' && (c.lossType === 'vespo' || !SEQUENCE_LOSS_TYPES.includes(c.lossType))) {
       ctx.addIssue({
         code: 'custom',
         path: ['importanceSamplingLevel'],
-        message: `'sequence' (GSPO) needs lossType 'grpo': '${c.lossType}' sums per-token terms and so weights each sequence by its length instead of optimising GSPO's per-sequence objective`,
+        message:
+          c.lossType === 'vespo'
+            ? `'sequence' with lossType 'vespo': vespo computes its own sequence-level weight from the token ratios; leave importanceSamplingLevel 'token'`
+            : `'sequence' (GSPO) needs lossType 'grpo', 'sapo' or 'luspo': '${c.lossType}' sums per-token terms and so weights each sequence by its length instead of optimising GSPO's per-sequence objective`,
+      });
+    }
+    if (c.lossType === 'luspo' && c.importanceSamplingLevel !== 'sequence') {
+      ctx.addIssue({ code: 'custom', path: ['lossType'], message: `'luspo' scales GSPO's sequence-level term by the length: it needs importanceSamplingLevel 'sequence'` });
+    }
+    if (c.delta !== undefined && !CLIPPED_LOSS_TYPES.includes(c.lossType)) {
+      ctx.addIssue({ code: 'custom', path: ['delta'], message: `delta caps the unclipped branch of the clipped loss types (${CLIPPED_LOSS_TYPES.join(', ')}); '${c.lossType}' has none` });
+    }
+    const epsilonHigh = c.epsilonHigh ?? c.epsilon;
+    if (c.delta !== undefined && !(c.delta > 1 + epsilonHigh)) {
+      ctx.addIssue({ code: 'custom', path: ['delta'], message: `delta (${c.delta}) must exceed 1 + epsilonHigh (${1 + epsilonHigh}): below, it would cap positive-advantage ratios inside the clip range too` });
+    }
+    const entropyBonus = c.entropyCoef !== 0 || c.useAdaptiveEntropy;
+    if (entropyBonus && c.topEntropyQuantile < 1) {
+      ctx.addIssue({ code: 'custom', path: ['entropyCoef'], message: `the entropy bonus with topEntropyQuantile < 1 is not implemented (TRL restricts the bonus to the high-entropy tokens); use one of the two` });
+    }
+    if (c.entropyCoefMin > c.entropyCoefMax) {
+      ctx.addIssue({ code: 'custom', path: ['entropyCoefMin'], message: `entropyCoefMin (${c.entropyCoefMin}) exceeds entropyCoefMax (${c.entropyCoefMax})` });
+    }
+    if (c.numGenerationsEval !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['numGenerationsEval'],
+        message: `metrl's evaluation decodes greedily, one completion per test episode (no sampled evaluation groups as in TRL), so there is nothing for numGenerationsEval to size; leave it out`,
       });
     }
     if (c.rewardWeights !== undefined && c.rewardWeights.length !== c.reward.length) {

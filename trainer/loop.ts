@@ -69,7 +69,7 @@ async function trainRun(run: Run): Promise<TrainingResult> {
     const tLogprobs = performance.now();
     const stats = updatePolicy(run, state, batches, objective, entropyThreshold);
     const tUpdate = performance.now();
-    const row = trainRow(run, state.step, step, trained, stats, { tStart, tReward, tLogprobs, tUpdate });
+    const row = trainRow(run, state, step, trained, stats, { tStart, tReward, tLogprobs, tUpdate });
     logStep(run, state, row, stats, sampleRows(run, state.step, step));
     // Checkpoint before evaluating: a run stopped during the evaluation resumes here and evaluates only what is missing.
     if (state.step % config.checkpointEvery === 0 || state.step === config.steps || state.step === stopAt) checkpoint(run, state);

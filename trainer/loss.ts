@@ -7,7 +7,14 @@
 //   KL_it = exp(ref − logp) − (ref − logp) − 1   (Schulman's k3 estimator; ref = the policy with LoRA off)
 // where m_it is the loss mask (padding 0; with maskTruncatedCompletions, every token of a completion that hit the
 // token limit 0) and h_it is the high-entropy mask (1 everywhere unless topEntropyQuantile < 1; the KL is not masked).
-// The loss types differ only in how Σ m·ℓ is normalised; each normaliser is written next to its formula in `normalise`.
+// The loss types of mid-2025 (grpo, bnpo, dr_grpo, dapo) differ only in how Σ m·ℓ is normalised; each normaliser is
+// written next to its formula in `normalise`. TRL 1.9's newer ones replace the clipped term (cispo, sapo, vespo; their
+// terms in policy-terms.ts) or only the normaliser (luspo), and four options modify them:
+//   delta (two-sided clip, clipped loss types only): ρ in the unclipped branch capped at δ;
+//   offPolicyMaskThreshold: the policy term times DeepSeek-V3.2's sequence mask o_i (policy-terms.ts), KL untouched;
+//   useBiasCorrectionKl: KL_it times ρ (with its gradient; ρ per sequence at sequence level), as TRL's code does;
+//   entropyCoef c: L − c·H̄, H̄ = Σ_i Σ_t m_it H_it / max(1, T_step), the step's mean per-token entropy (TRL adds the
+//     same bonus whatever the loss type), with the gradient of H (the learner must differentiate the entropy).
 // Every divisor counts the whole optimiser step, not the micro-batch, so summing micro-batch gradients gives exactly
 // the full-batch gradient whatever the learner's memory chunking (the exception is TRL's per-micro-batch entropy
 // quantile, when the caller does not pass a step-wide threshold).
@@ -15,8 +22,9 @@
 // top_entropy_quantile), and so do the clip statistics (clip_ratio/low_mean, /high_mean, /region_mean).
 import * as tf from '@tensorflow/tfjs';
 import { entropyThreshold } from './entropy-mask.ts';
+import { cispoTerm, offPolicyMask, sapoTerm, vespoTerm, vespoWeights, type VespoOptions } from './policy-terms.ts';
 
-export const LOSS_TYPES = ['grpo', 'bnpo', 'dr_grpo', 'dapo'] as const;
+export const LOSS_TYPES = ['grpo', 'bnpo', 'dr_grpo', 'dapo', 'cispo', 'sapo', 'luspo', 'vespo'] as const;
 export type LossType = (typeof LOSS_TYPES)[number];
 
 export const IMPORTANCE_SAMPLING_LEVELS = ['token', 'sequence'] as const;
@@ -35,7 +43,10 @@ export interface LossInputs {
   advantages: tf.Tensor1D;
   /** [B] Completion.finished of each row (false: it hit the token limit). Required with maskTruncatedCompletions. */
   finished?: readonly boolean[];
-  /** [B, T] per-token entropy of the policy (no gradient). Required with topEntropyQuantile < 1 and no threshold. */
+  /**
+   * [B, T] per-token entropy of the policy. Required with topEntropyQuantile < 1 and no threshold (used as a constant
+   * mask), and with entropyCoef ≠ 0 (differentiated: the bonus's gradient flows through it).
+   */
   entropies?: tf.Tensor2D;
   /**
    * [B] bnpo only: the active tokens (after truncation masking) of the local batch each row belongs to. A local batch
@@ -70,7 +81,29 @@ export interface LossOptions {
    * (entropyThreshold in entropy-mask.ts). Omitted: the quantile of this micro-batch's own tokens, as TRL does.
    */
   entropyThreshold?: number;
+  /** δ of the two-sided clip: the unclipped branch's ratio capped at δ (binds where A < 0). Unset: off. */
+  delta?: number;
+  /** sapo: the gate's temperatures for A > 0 and A ≤ 0. TRL: 1, 1.05. */
+  sapoTemperaturePos?: number;
+  sapoTemperatureNeg?: number;
+  /** vespo: the Gamma weight's k and λ for A ≥ 0 and A < 0. TRL: k 2 / 3, λ 3 / 2. */
+  vespo?: VespoOptions;
+  /** DeepSeek-V3.2's off-policy mask: drop the policy term of A < 0 completions whose mean log-ratio old/current exceeds it. */
+  offPolicyMaskThreshold?: number;
+  /** KL_it times the importance ratio (DeepSeek-V3.2's unbiased KL estimate). Default off. */
+  useBiasCorrectionKl?: boolean;
+  /**
+   * c of the entropy bonus L − c·H̄ for this pass (adaptive control: the value it applies). Unset: no bonus and H̄ not
+   * computed; set (even to 0): H̄ computed and returned in sums.entropyBonus.
+   */
+  entropyCoef?: number;
 }
+
+/** The loss types whose term is PPO's clipped ratio (they log clip_ratio/*; delta applies to them). */
+export const CLIPPED_LOSS_TYPES: readonly LossType[] = ['grpo', 'bnpo', 'dr_grpo', 'dapo', 'luspo'];
+
+const SAPO_DEFAULTS = { pos: 1, neg: 1.05 };
+const VESPO_DEFAULTS: VespoOptions = { kPos: 2, lambdaPos: 3, kNeg: 3, lambdaNeg: 2 };
 
 /**
  * Sums over the micro-batch, for logging: divide by `tokens` (or by `clipUnits` for the clip_ratio/* counts), after
@@ -93,6 +126,20 @@ export interface LossSums {
   clipRegion: tf.Scalar;
   /** Their denominator: `tokens` at token level; the rows B at sequence level (TRL counts each sequence once). */
   clipUnits: tf.Scalar;
+  /**
+   * clip_ratio/low_min and /high_max: over the completions with tokens, the smallest share of low-clipped tokens and
+   * the largest share of high-clipped ones (the flag itself at sequence level); +∞ / −∞ when no row has tokens.
+   */
+  clipLowMin: tf.Scalar;
+  clipHighMax: tf.Scalar;
+  /** cispo_clip_ratio's numerator over `tokens`: tokens with ρ > ε_max and A > 0. 0 for the other loss types. */
+  cispoClipped: tf.Scalar;
+  /** vespo/phi_seq_mean's numerator over `rows`: Σ_i φ_i. 0 for the other loss types. */
+  phi: tf.Scalar;
+  /** Rows (completions) in the micro-batch. */
+  rows: tf.Scalar;
+  /** The entropy bonus H̄'s share of this micro-batch, Σ m·H / max(1, T_step); 0 when entropyCoef is unset. */
+  entropyBonus: tf.Scalar;
 }
 
 export interface LossOutput {
@@ -117,27 +164,60 @@ export function grpoLoss(inputs: LossInputs, options: LossOptions): LossOutput {
     const meanLogRatio: tf.Tensor2D = tf.div(tf.sum(tf.mul(tf.sub(logProbs, oldLogProbs), mask), 1, true), lengths); // [B, 1]
     ratio = tf.exp(meanLogRatio) as tf.Tensor2D;
   }
-  const unclipped = tf.mul(ratio, adv);
-  const clipped = tf.mul(tf.clipByValue(ratio, 1 - epsilon, 1 + epsilonHigh), adv);
-  let perToken: tf.Tensor2D = tf.neg(tf.minimum(unclipped, clipped)); // [B, T] or [B, 1]
+  const lossType = options.lossType;
+  const clippedType = CLIPPED_LOSS_TYPES.includes(lossType);
+  // The unclipped branch's ratio: capped at δ by the two-sided clip; the clip statistics count it after the cap, as TRL.
+  const capped = clippedType && options.delta !== undefined ? tf.minimum(ratio, options.delta) : ratio;
+  let perToken: tf.Tensor2D; // [B, T] or [B, 1]
+  let phi: tf.Tensor2D | null = null;
+  if (clippedType) {
+    const unclipped = tf.mul(capped, adv);
+    const clipped = tf.mul(tf.clipByValue(ratio, 1 - epsilon, 1 + epsilonHigh), adv);
+    perToken = tf.neg(tf.minimum(unclipped, clipped));
+  } else if (lossType === 'cispo') {
+    perToken = cispoTerm(ratio, adv, logProbs, epsilonHigh);
+  } else if (lossType === 'sapo') {
+    perToken = sapoTerm(ratio, adv, options.sapoTemperaturePos ?? SAPO_DEFAULTS.pos, options.sapoTemperatureNeg ?? SAPO_DEFAULTS.neg);
+  } else if (lossType === 'vespo') {
+    phi = vespoWeights(logProbs, oldLogProbs, mask, adv, options.vespo ?? VESPO_DEFAULTS);
+    perToken = vespoTerm(phi, adv, logProbs);
+  } else throw new RangeError(`grpoLoss: unknown loss type ${String(lossType)}`);
+  if (options.offPolicyMaskThreshold !== undefined) perToken = tf.mul(perToken, offPolicyMask(logProbs, oldLogProbs, mask, adv, options.offPolicyMaskThreshold));
   const entropyMask = highEntropyMask(inputs, options, mask);
   if (entropyMask !== null) perToken = tf.mul(perToken, entropyMask); // [B, T]
   let kl: tf.Tensor2D = tf.zerosLike(logProbs);
   if (refLogProbs !== null && beta > 0) {
     const delta = tf.sub(refLogProbs, logProbs);
     kl = tf.sub(tf.sub(tf.exp(delta), delta), 1);
+    if (options.useBiasCorrectionKl) kl = tf.mul(kl, ratio);
     perToken = tf.add(perToken, tf.mul(beta, kl));
   }
   const masked: tf.Tensor2D = tf.mul(perToken, mask); // [B, T]
-  const loss = normalise(masked, mask, inputs, options);
+  let loss = normalise(masked, mask, inputs, options);
+  let entropyBonus: tf.Scalar = tf.scalar(0);
+  if (options.entropyCoef !== undefined) {
+    // Computed whenever the bonus is on, also when this pass applies c = 0 (adaptive control measures the entropy).
+    const { entropies } = inputs;
+    if (!entropies) throw new RangeError('grpoLoss: entropyCoef needs the per-token entropies');
+    if (options.totalTokens === undefined) throw new RangeError('grpoLoss: entropyCoef needs totalTokens (the active tokens of the whole step)');
+    // H̄'s share: Σ m·H over this micro-batch / the step's active tokens, so the shares add up to the step's mean.
+    entropyBonus = tf.div(tf.sum(tf.mul(entropies, mask)), Math.max(1, options.totalTokens));
+    if (options.entropyCoef !== 0) loss = tf.sub(loss, tf.mul(options.entropyCoef, entropyBonus));
+  }
 
   // TRL's clip statistics: a ratio counts as clipped when the clipped branch is the one the min selects and it differs
   // from the unclipped one.
-  const isLow = tf.logicalAnd(tf.less(ratio, 1 - epsilon), tf.less(adv, 0));
-  const isHigh = tf.logicalAnd(tf.greater(ratio, 1 + epsilonHigh), tf.greater(adv, 0));
+  const isLow = tf.logicalAnd(tf.less(capped, 1 - epsilon), tf.less(adv, 0));
+  const isHigh = tf.logicalAnd(tf.greater(capped, 1 + epsilonHigh), tf.greater(adv, 0));
   const isClipped = tf.logicalOr(isLow, isHigh);
   const tokens: tf.Scalar = tf.sum(mask);
   const perUnit = (flags: tf.Tensor): tf.Scalar => (level === 'token' ? tf.sum(tf.mul(tf.cast(flags, 'float32'), mask)) : tf.sum(tf.cast(flags, 'float32'))) as tf.Scalar;
+  // Per completion: the share of its tokens flagged (token level) or its flag (sequence level); rows with no tokens out.
+  const rowTokens = tf.sum(mask, 1); // [B]
+  const hasTokens = tf.greater(rowTokens, 0);
+  const perRow = (flags: tf.Tensor): tf.Tensor1D =>
+    (level === 'token' ? tf.div(tf.sum(tf.mul(tf.cast(flags, 'float32'), mask), 1), tf.maximum(rowTokens, 1)) : tf.reshape(tf.cast(flags, 'float32'), [-1])) as tf.Tensor1D;
+  const rows = logProbs.shape[0];
   const sums: LossSums = {
     tokens,
     kl: tf.sum(tf.mul(kl, mask)),
@@ -146,7 +226,13 @@ export function grpoLoss(inputs: LossInputs, options: LossOptions): LossOutput {
     clipLow: perUnit(isLow),
     clipHigh: perUnit(isHigh),
     clipRegion: perUnit(isClipped),
-    clipUnits: level === 'token' ? tokens : tf.scalar(logProbs.shape[0]),
+    clipUnits: level === 'token' ? tokens : tf.scalar(rows),
+    clipLowMin: tf.min(tf.where(hasTokens, perRow(isLow), tf.fill([rows], Infinity))),
+    clipHighMax: tf.max(tf.where(hasTokens, perRow(isHigh), tf.fill([rows], -Infinity))),
+    cispoClipped: lossType === 'cispo' ? tf.sum(tf.mul(tf.cast(tf.logicalAnd(tf.greater(ratio, epsilonHigh), tf.greater(adv, 0)), 'float32'), mask)) : tf.scalar(0),
+    phi: phi === null ? tf.scalar(0) : tf.sum(phi),
+    rows: tf.scalar(rows),
+    entropyBonus,
   };
   return { loss, sums };
 }
@@ -177,8 +263,9 @@ function highEntropyMask(inputs: LossInputs, options: LossOptions, mask: tf.Tens
 /** The scalar loss from the masked per-token terms [B, T]: the loss types' normalisers. */
 function normalise(masked: tf.Tensor2D, mask: tf.Tensor2D, inputs: LossInputs, options: LossOptions): tf.Scalar {
   switch (options.lossType) {
-    case 'grpo': {
-      // L = (1/N) Σ_i [ Σ_t m_it ℓ_it / max(1, Σ_t m_it) ]      N = totalSequences (the step's completions).
+    case 'grpo':
+    case 'sapo': {
+      // grpo and sapo: L = (1/N) Σ_i [ Σ_t m_it ℓ_it / max(1, Σ_t m_it) ]      N = totalSequences (the step's completions).
       // Each completion weighs the same whatever its length (TRL: per-sequence token mean, then mean over sequences).
       const lengths = tf.maximum(tf.sum(mask, 1), 1);
       return tf.div(tf.sum(tf.div(tf.sum(masked, 1), lengths)), options.totalSequences);
@@ -198,12 +285,21 @@ function normalise(masked: tf.Tensor2D, mask: tf.Tensor2D, inputs: LossInputs, o
       // L = Σ_i Σ_t m_it ℓ_it / (N · L_max)      N = totalSequences, L_max = maxCompletionTokens: a constant, so no
       // length bias (Dr. GRPO).
       return tf.div(tf.sum(masked), options.totalSequences * options.maxCompletionTokens);
-    case 'dapo': {
-      // L = Σ_i Σ_t m_it ℓ_it / max(1, T_step)      T_step = totalTokens, the active tokens of the whole optimiser step
-      // (TRL's num_items_in_batch): every token of the step weighs the same.
-      if (options.totalTokens === undefined) throw new RangeError('grpoLoss: dapo needs totalTokens (the active tokens of the whole step)');
+    case 'dapo':
+    case 'cispo':
+    case 'vespo': {
+      // dapo, cispo, vespo: L = Σ_i Σ_t m_it ℓ_it / max(1, T_step)      T_step = totalTokens, the active tokens of the
+      // whole optimiser step (TRL's num_items_in_batch): every token of the step weighs the same.
+      if (options.totalTokens === undefined) throw new RangeError(`grpoLoss: ${options.lossType} needs totalTokens (the active tokens of the whole step)`);
       return tf.div(tf.sum(masked), Math.max(1, options.totalTokens));
     }
+    case 'luspo':
+      // L = (1/N) Σ_i |o_i| · ℓ_i = (1/N) Σ_i Σ_t m_it ℓ_it      |o_i| = Σ_t m_it, N = totalSequences. GSPO's per-sequence
+      // term scaled by the completion's length (TRL: (per_token_loss · mask.sum(1)).mean(), per_token_loss [B, 1]):
+      // the grpo normaliser without its division by the length. With β > 0 the KL enters as |o_i| × its token mean =
+      // its token sum; TRL's code broadcasts the [B, 1] term against the [B, T] KL and takes the mean over all B × T
+      // cells, padding included, which makes its KL weight depend on the batch's padded width (see docs/training.md).
+      return tf.div(tf.sum(masked), options.totalSequences);
     default:
       throw new RangeError(`grpoLoss: unknown loss type ${String(options.lossType)}`);
   }

@@ -13,20 +13,40 @@ import type * as tf from '@tensorflow/tfjs';
 import type { TrainConfig } from './config.ts';
 import type { LossInputs, LossOptions, LossSums } from './loss.ts';
 import { stepNormalisers, type StepCompletion } from './loss-normalisers.ts';
+import { entropyBonusEnabled } from './entropy-control.ts';
 import type { StepLossSums } from './trl-metrics.ts';
 
-/** The config keys the objective reads. */
+/** The config keys the objective reads; TRL 1.9's options may be left out (they are off, or their loss type's default). */
 export type ObjectiveConfig = Pick<
   TrainConfig,
   'lossType' | 'importanceSamplingLevel' | 'epsilon' | 'epsilonHigh' | 'beta' | 'maskTruncatedCompletions' | 'topEntropyQuantile' | 'promptsPerStep' | 'groupSize'
->;
+> &
+  Partial<
+    Pick<
+      TrainConfig,
+      | 'delta'
+      | 'sapoTemperaturePos'
+      | 'sapoTemperatureNeg'
+      | 'vespoKPos'
+      | 'vespoLambdaPos'
+      | 'vespoKNeg'
+      | 'vespoLambdaNeg'
+      | 'offPolicyMaskThreshold'
+      | 'useBiasCorrectionKl'
+      | 'entropyCoef'
+      | 'useAdaptiveEntropy'
+    >
+  >;
 
 export interface StepObjective {
   /** The same for every micro-batch and pass of the step. */
   options: LossOptions;
   /** Per-row loss inputs of a micro-batch holding the step's completions `indices` (in the micro-batch's row order). */
   rows(indices: readonly number[]): Pick<LossInputs, 'finished' | 'localBatchTokens'>;
-  /** The learner pass must return entropies (and pass them as `entropies`): the top-entropy mask reads them. */
+  /**
+   * The learner pass must return entropies (and pass them as `entropies`): the top-entropy mask reads them, or the
+   * entropy bonus differentiates them.
+   */
   needsEntropy: boolean;
 }
 
@@ -48,6 +68,16 @@ export function stepObjective(config: ObjectiveConfig, completions: readonly Ste
     localBatches: step.localBatches,
     maskTruncatedCompletions: config.maskTruncatedCompletions,
     topEntropyQuantile: config.topEntropyQuantile,
+    // TRL 1.9's options: set only when on or when their loss type reads them, so the default options are unchanged.
+    ...(config.delta !== undefined ? { delta: config.delta } : {}),
+    ...(config.lossType === 'sapo' ? { sapoTemperaturePos: config.sapoTemperaturePos, sapoTemperatureNeg: config.sapoTemperatureNeg } : {}),
+    ...(config.lossType === 'vespo'
+      ? { vespo: { kPos: config.vespoKPos ?? 2, lambdaPos: config.vespoLambdaPos ?? 3, kNeg: config.vespoKNeg ?? 3, lambdaNeg: config.vespoLambdaNeg ?? 2 } }
+      : {}),
+    ...(config.offPolicyMaskThreshold !== undefined ? { offPolicyMaskThreshold: config.offPolicyMaskThreshold } : {}),
+    ...(config.useBiasCorrectionKl ? { useBiasCorrectionKl: true } : {}),
+    // The coefficient a pass applies is the entropy controller's (update-policy.ts sets it per pass).
+    ...(entropyBonusEnabled(config) ? { entropyCoef: config.entropyCoef ?? 0 } : {}),
   };
   return {
     options,
@@ -55,12 +85,12 @@ export function stepObjective(config: ObjectiveConfig, completions: readonly Ste
       finished: indices.map((i) => completions[i].finished),
       localBatchTokens: Float32Array.from(indices, (i) => step.localBatchTokens[i]),
     }),
-    needsEntropy: config.topEntropyQuantile < 1,
+    needsEntropy: config.topEntropyQuantile < 1 || entropyBonusEnabled(config),
   };
 }
 
 export function emptyLossSums(): StepLossSums {
-  return { tokens: 0, kl: 0, clipLow: 0, clipHigh: 0, clipRegion: 0, clipUnits: 0, entropy: 0, entropyTokens: 0 };
+  return { tokens: 0, kl: 0, clipLow: 0, clipHigh: 0, clipRegion: 0, clipUnits: 0, entropy: 0, entropyTokens: 0, clipLowMin: Infinity, clipHighMax: -Infinity, cispoClipped: 0, phi: 0, rows: 0 };
 }
 
 /** Add one micro-batch's sums (read back from the device) to the step's; the entropy too when the pass computed it. */
@@ -72,6 +102,11 @@ export function addLossSums(into: StepLossSums, sums: LossSums, entropy?: tf.Ten
   into.clipHigh += read(sums.clipHigh);
   into.clipRegion += read(sums.clipRegion);
   into.clipUnits += read(sums.clipUnits);
+  into.clipLowMin = Math.min(into.clipLowMin, read(sums.clipLowMin));
+  into.clipHighMax = Math.max(into.clipHighMax, read(sums.clipHighMax));
+  into.cispoClipped += read(sums.cispoClipped);
+  into.phi += read(sums.phi);
+  into.rows += read(sums.rows);
   if (entropy && mask) {
     const e = entropy.dataSync();
     const m = mask.dataSync();

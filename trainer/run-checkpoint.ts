@@ -29,6 +29,8 @@ export const TrainerStateSchema = z
     dataOrder: DataOrderStateSchema,
     /** Consecutive steps with a non-finite loss just before this checkpoint. */
     nanStreak: z.number().int().min(0),
+    /** The adaptive entropy controller (entropy-control.ts), only with useAdaptiveEntropy; lastEntropy null = +∞. */
+    entropyControl: z.object({ coef: z.number(), lastEntropy: z.number().nullable() }).strict().optional(),
   })
   .strict();
 export type TrainerState = z.infer<typeof TrainerStateSchema>;

@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { Rng } from '../core/rng.ts';
 import { UserError } from '../core/errors.ts';
 import { AdamW } from './adamw.ts';
+import { startEntropyControl, type EntropyControl } from './entropy-control.ts';
 import { DataOrder } from './data-order.ts';
 import { latestCheckpointDir, readCheckpoint, saveCheckpoint, TRAINER_STATE_VERSION, type Checkpoint } from './run-checkpoint.ts';
 import { truncateLogAfterStep, type EvalRow } from './metrics.ts';
@@ -27,6 +28,10 @@ export interface RunState {
    * interruption, they are kept and not computed again.
    */
   logged: Set<string>;
+  /** The entropy bonus's coefficient and the last update's entropy (entropy-control.ts). */
+  entropyControl: EntropyControl;
+  /** Prompt and completion tokens of every completion drawn so far (TRL's num_tokens, num_input_tokens_seen). */
+  numTokens: number;
   /** Whether a checkpoint of `step` exists (a resumed run's, or the step-0 one). */
   checkpointed: boolean;
 }
@@ -53,13 +58,15 @@ export function startOrResume(run: Run): RunState {
     epsilon: config.adamEpsilon,
     weightDecay: config.weightDecay,
   });
-  const state: RunState = { step: 0, nanStreak: 0, rng: new Rng(config.seed, 'rollouts'), order: new DataOrder(run.trainSet.length, config.seed), optimizer, variables, evals: [], logged: new Set(), checkpointed: checkpoint !== null };
+  const state: RunState = { step: 0, nanStreak: 0, rng: new Rng(config.seed, 'rollouts'), order: new DataOrder(run.trainSet.length, config.seed), optimizer, variables, evals: [], logged: new Set(), checkpointed: checkpoint !== null, entropyControl: startEntropyControl(config), numTokens: 0 };
   if (checkpoint) {
     optimizer.setState(checkpoint.optimizer);
     state.rng = Rng.fromState(checkpoint.state.rng);
     state.order.restore(checkpoint.state.dataOrder);
     state.step = checkpoint.state.step;
     state.nanStreak = checkpoint.state.nanStreak;
+    const control = checkpoint.state.entropyControl;
+    if (control) state.entropyControl = { coef: control.coef, lastEntropy: control.lastEntropy ?? Infinity };
   }
   if (setup.resume) {
     // Rows after the starting step are cut (they are recomputed); those of the starting step itself are kept.
@@ -70,6 +77,9 @@ export function startOrResume(run: Run): RunState {
       if (row.type === 'baseline') state.logged.add('baseline');
       if (row.type === 'eval') state.logged.add(`eval:${row.modality}`);
     }
+    // TRL's num_tokens counts on from the last training row kept.
+    const lastTrain = kept.filter((row) => row.type === 'train').at(-1) as { trl?: Record<string, number | null> } | undefined;
+    state.numTokens = lastTrain?.trl?.['num_tokens'] ?? 0;
   }
   return state;
 }
@@ -93,7 +103,7 @@ export function checkpoint(run: Run, state: RunState): void {
   const dir = saveCheckpoint(
     run.checkpointsDir,
     run.adapter,
-    { version: TRAINER_STATE_VERSION, step: state.step, rng: state.rng.state(), dataOrder: state.order.state(), nanStreak: state.nanStreak },
+    { version: TRAINER_STATE_VERSION, step: state.step, rng: state.rng.state(), dataOrder: state.order.state(), nanStreak: state.nanStreak, ...(run.config.useAdaptiveEntropy ? { entropyControl: { coef: state.entropyControl.coef, lastEntropy: Number.isFinite(state.entropyControl.lastEntropy) ? state.entropyControl.lastEntropy : null } } : {}) },
     state.optimizer.getState(),
   );
   run.setup.onEvent?.({ kind: 'checkpoint', dir, step: state.step });

@@ -13,6 +13,7 @@ import type { Learner } from '../models/learner.ts';
 import { ortLearner } from '../models/onnx/ort-learner.ts';
 import { openEngine, type EngineSampler, type OrtRuntime } from '../models/engine.ts';
 import { UserError } from '../core/errors.ts';
+import { entropyBonusEnabled } from './entropy-control.ts';
 import type { TrainConfig } from './config.ts';
 import type { RewardFunction } from './reward-functions.ts';
 import { completionBudget, type PreparedEpisode } from './periodic-eval.ts';
@@ -132,6 +133,12 @@ export async function prepareRun(setup: TrainingSetup, rewards: RewardFunction[]
   // policy's adapters after each update) and ONNX Runtime computes the LoRA gradients (models/onnx/ort-learner.ts);
   // the tfjs variables stay what AdamW updates and what checkpoints save.
   const engine = await openEngine(policy, config.engine, setup.ort);
+  // The ONNX Runtime learners differentiate the loss with respect to the log-probabilities only (the entropies reach the
+  // loss as constants), so an entropy bonus would train nothing there: refused, before anything is written.
+  if (engine.ortLearner && entropyBonusEnabled(config)) {
+    engine.dispose();
+    throw new UserError('--entropy-coef / --use-adaptive-entropy: the ONNX Runtime learner does not differentiate the entropy; add --engine tfjs');
+  }
   const sampler: Sampler = engine.sampler;
   const learner: Learner = engine.ortLearner ? ortLearner(policy, { threads: setup.ort?.threads, device: setup.ort?.device }) : policy;
   // Chat rows are prompted with their own messages, which the model's chatPrompt ends with the answer cue: the

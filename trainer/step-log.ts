@@ -4,6 +4,7 @@
 import { UserError } from '../core/errors.ts';
 import { appendJsonl } from '../core/files.ts';
 import { trlMetrics } from './trl-metrics.ts';
+import { entropyBonusEnabled } from './entropy-control.ts';
 import type { SampleRow, TrainRow } from './metrics.ts';
 import type { Run } from './run.ts';
 import type { RunState } from './run-state.ts';
@@ -15,8 +16,11 @@ import type { UpdateStats } from './update-policy.ts';
  * all rounds: what the policy wrote); the loss statistics and learner throughput over the trained groups. `trl` holds
  * the same step under TRL's GRPOTrainer keys (trl-metrics.ts), with dynamic_sampling/* when it is on.
  */
-export function trainRow(run: Run, step: number, groups: StepGroups, trained: Rollouts, stats: UpdateStats, t: { tStart: number; tReward: number; tLogprobs: number; tUpdate: number }): TrainRow {
+export function trainRow(run: Run, state: RunState, groups: StepGroups, trained: Rollouts, stats: UpdateStats, t: { tStart: number; tReward: number; tLogprobs: number; tUpdate: number }): TrainRow {
   const { config } = run;
+  const { step } = state;
+  // TRL's num_tokens: every completion drawn, with its prompt, counted into the run's total.
+  state.numTokens += groups.drawn.items.reduce((s, item, k) => s + groups.drawn.groups[k].reduce((sum, c) => sum + item.prompt.tokens.length + c.tokens.length, 0), 0);
   const { scores, rewards, byName } = groups.rewarded;
   const completions = groups.drawn.groups.flat();
   const completionTokens = completions.reduce((s, c) => s + c.tokens.length, 0);
@@ -64,6 +68,10 @@ export function trainRow(run: Run, step: number, groups: StepGroups, trained: Ro
       finished: completions.map((c) => c.finished),
       beta: config.beta,
       sums: stats.trl,
+      lossType: config.lossType,
+      entropyBonus: entropyBonusEnabled(config) ? { coef: state.entropyControl.coef, policyLoss: trained0 ? null : finiteOrNull(stats.policyLoss / passes) } : undefined,
+      stepTime: (t.tUpdate - t.tStart) / 1000,
+      numTokens: state.numTokens,
       dynamicSampling: tally && { kept: tally.kept, drawn: tally.drawn, dropped: tally.dropped, surplus: tally.surplus, extraDraws: tally.extraDraws },
     }),
   };

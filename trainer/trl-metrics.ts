@@ -4,8 +4,12 @@
 // (not per group); frac_reward_zero_std is the share of groups whose rewards are all equal (TRL counts completions
 // whose group std is 0, the same number under 'group' and 'none' scaling); completions/clipped_ratio is the share of
 // completions that hit the token limit; kl, entropy and the clip ratios are token means over the step (clip ratios:
-// sequence means at sequence level), accumulated as sums by loss.ts.
+// sequence means at sequence level), accumulated as sums by loss.ts. TRL 1.9's: clip_ratio/low_min and /high_max (the
+// least / most clipped completion of the step; TRL takes them per micro-batch and averages, metrl's learner chunks
+// being memory-only, over the step), cispo_clip_ratio, vespo/phi_seq_mean, entropy_coef and policy_loss (with an
+// entropy bonus), step_time (seconds of the step) and num_tokens (prompt + completion tokens drawn so far).
 import { sampleStd } from './advantages.ts';
+import { CLIPPED_LOSS_TYPES, type LossType } from './loss.ts';
 import { informativeGroups } from './dynamic-sampling.ts';
 
 /** Sums accumulated over a step's micro-batches and passes (LossSums read back as numbers, plus the entropy). */
@@ -19,6 +23,13 @@ export interface StepLossSums {
   /** Σ entropy over the real tokens, and how many tokens that is (0 when entropy was not computed). */
   entropy: number;
   entropyTokens: number;
+  /** Over every completion of the step and pass: the least share of low-clipped tokens, the most of high-clipped ones. */
+  clipLowMin: number;
+  clipHighMax: number;
+  /** cispo: tokens with ρ > ε_max and A > 0. vespo: Σ φ_i over the rows. rows: completions (× passes). */
+  cispoClipped: number;
+  phi: number;
+  rows: number;
 }
 
 export interface TrlStepStats {
@@ -34,6 +45,13 @@ export interface TrlStepStats {
   /** β: kl is only logged when the KL term is on. */
   beta: number;
   sums: StepLossSums;
+  /** The loss type: clip_ratio/* for the clipped ones, cispo_clip_ratio for cispo, vespo/phi_seq_mean for vespo. Default 'grpo'. */
+  lossType?: LossType;
+  /** With an entropy bonus: the coefficient after the step (entropy_coef) and the loss before the bonus (policy_loss). */
+  entropyBonus?: { coef: number; policyLoss: number | null };
+  /** Seconds of the step (step_time) and prompt + completion tokens drawn so far in the run (num_tokens). */
+  stepTime?: number;
+  numTokens?: number;
   /** Dynamic sampling's counts, when it ran (metrl's own keys, under dynamic_sampling/). */
   dynamicSampling?: { kept: number; drawn: number; dropped: number; surplus: number; extraDraws: number };
 }
@@ -65,9 +83,22 @@ export function trlMetrics(stats: TrlStepStats): TrlMetrics {
   out['completions/max_terminated_length'] = terminated.length > 0 ? Math.max(...terminated) : 0;
   if (stats.beta !== 0) out['kl'] = ratio(sums.kl, sums.tokens);
   out['entropy'] = ratio(sums.entropy, sums.entropyTokens);
-  out['clip_ratio/low_mean'] = ratio(sums.clipLow, sums.clipUnits);
-  out['clip_ratio/high_mean'] = ratio(sums.clipHigh, sums.clipUnits);
-  out['clip_ratio/region_mean'] = ratio(sums.clipRegion, sums.clipUnits);
+  const lossType = stats.lossType ?? 'grpo';
+  if (CLIPPED_LOSS_TYPES.includes(lossType)) {
+    out['clip_ratio/low_mean'] = ratio(sums.clipLow, sums.clipUnits);
+    out['clip_ratio/high_mean'] = ratio(sums.clipHigh, sums.clipUnits);
+    out['clip_ratio/region_mean'] = ratio(sums.clipRegion, sums.clipUnits);
+    out['clip_ratio/low_min'] = Number.isFinite(sums.clipLowMin) ? sums.clipLowMin : null;
+    out['clip_ratio/high_max'] = Number.isFinite(sums.clipHighMax) ? sums.clipHighMax : null;
+  }
+  if (lossType === 'cispo') out['cispo_clip_ratio'] = ratio(sums.cispoClipped, sums.tokens);
+  if (lossType === 'vespo') out['vespo/phi_seq_mean'] = ratio(sums.phi, sums.rows);
+  if (stats.entropyBonus) {
+    out['entropy_coef'] = stats.entropyBonus.coef;
+    out['policy_loss'] = stats.entropyBonus.policyLoss;
+  }
+  if (stats.stepTime !== undefined) out['step_time'] = stats.stepTime;
+  if (stats.numTokens !== undefined) out['num_tokens'] = stats.numTokens;
   if (stats.dynamicSampling) {
     for (const [key, value] of Object.entries(stats.dynamicSampling)) out[`dynamic_sampling/${key}`] = value;
   }

@@ -1,11 +1,12 @@
 // Phase 4 of a step (trainer/ layer), TRL's compute_loss and optimiser step: μ passes of the objective (objective.ts:
 // loss type, clipping, masks) over the learner chunks, the gradients summed over the chunks, clipped, and one AdamW
-// update per pass (Learner); the Sampler's adapters are synced after each.
+// update per pass (Learner); the Sampler's adapters are synced after each, and the entropy controller moved.
 import * as tf from '@tensorflow/tfjs';
 import type { TokenLogProbs } from '../models/types.ts';
 import { summedLossGradients } from '../models/learner.ts';
 import { clipGradientsByGlobalNorm, grpoLoss } from './loss.ts';
 import { addLossSums, emptyLossSums, type StepObjective } from './objective.ts';
+import { appliedEntropyCoef, nextEntropyControl } from './entropy-control.ts';
 import type { StepLossSums } from './trl-metrics.ts';
 import type { Run } from './run.ts';
 import type { RunState } from './run-state.ts';
@@ -26,16 +27,23 @@ export interface UpdateStats {
   nonFinite: boolean;
   /** The same sums in TRL's terms (clip ratios low/high/region), for trl-metrics.ts. */
   trl: StepLossSums;
+  /** Σ over passes of the loss before the entropy bonus (TRL's policy_loss); equals `loss` without a bonus. */
+  policyLoss: number;
 }
 
 /** Update: μ passes, each one AdamW step on the gradient summed over the chunks; a non-finite pass skips the rest. */
 export function updatePolicy(run: Run, state: RunState, batches: LearnerBatch[], objective: StepObjective, threshold?: number): UpdateStats {
   const { config, learner } = run;
-  const stats: UpdateStats = { loss: 0, tokens: 0, kl: 0, clipped: 0, ratio: 0, entropy: 0, entropyTokens: 0, gradNorm: 0, updated: true, nonFinite: false, trl: emptyLossSums() };
+  const stats: UpdateStats = { loss: 0, tokens: 0, kl: 0, clipped: 0, ratio: 0, entropy: 0, entropyTokens: 0, gradNorm: 0, updated: true, nonFinite: false, trl: emptyLossSums(), policyLoss: 0 };
   // Dynamic sampling kept no group with a spread: nothing to learn from this step.
   if (batches.length === 0) return { ...stats, updated: false };
-  const options = threshold === undefined ? objective.options : { ...objective.options, entropyThreshold: threshold };
+  const stepOptions = threshold === undefined ? objective.options : { ...objective.options, entropyThreshold: threshold };
+  const bonus = stepOptions.entropyCoef !== undefined;
   for (let it = 0; it < config.numIterations && stats.updated; it++) {
+    // Each pass is one update: the entropy bonus applies the controller's coefficient of this update (entropy-control.ts).
+    const coef = bonus ? appliedEntropyCoef(config, state.entropyControl) : 0;
+    const options = bonus ? { ...stepOptions, entropyCoef: coef } : stepOptions;
+    let passEntropy = 0;
     const lpOptions = { useLora: true, withEntropy: it === 0 || objective.needsEntropy, temperature: config.temperature };
     // All chunks in one call (a learner may run a prompt group split over chunks once, or spread the work over cores);
     // the losses run in chunk order, and the pass's gradient is the sum of the chunks'.
@@ -62,6 +70,7 @@ export function updatePolicy(run: Run, state: RunState, batches: LearnerBatch[],
           stats.entropyTokens += out.sums.tokens.dataSync()[0];
         }
         addLossSums(stats.trl, out.sums, it === 0 ? lp.entropy : undefined, lp.mask);
+        if (bonus) passEntropy += out.sums.entropyBonus.dataSync()[0];
         return out.loss;
       },
     })), state.variables);
@@ -69,6 +78,8 @@ export function updatePolicy(run: Run, state: RunState, batches: LearnerBatch[],
     tf.dispose(values);
     const clippedGrads = clipGradientsByGlobalNorm(summed, config.maxGradNorm);
     stats.loss += passLoss;
+    stats.policyLoss += passLoss + coef * passEntropy;
+    if (bonus) state.entropyControl = nextEntropyControl(config, state.entropyControl, passEntropy);
     stats.gradNorm += clippedGrads.norm;
     if (Number.isFinite(passLoss) && Number.isFinite(clippedGrads.norm)) {
       state.optimizer.apply(clippedGrads.grads);

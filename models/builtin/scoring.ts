@@ -136,8 +136,8 @@ function chunksOf(items: SequenceBatchItem[]): number[][] {
  * Completion log-probabilities, differentiable. A batch larger than one chunk, when differentiated, is checkpointed:
  * the forward pass runs without recording, and the backward pass recomputes each chunk (a few prompt groups) under its
  * own gradient tape, so memory holds one chunk's activations instead of the whole batch's (on WASM a 32-sequence
- * GRPO batch otherwise approaches the 4 GB heap limit). The price is one extra forward pass. Entropy carries no
- * gradient in that mode.
+ * GRPO batch otherwise approaches the 4 GB heap limit). The price is one extra forward pass. The entropy carries its
+ * gradient in that mode too (an entropy bonus differentiates it), recomputed only when the loss uses it.
  */
 export function completionLogProbs(
   model: TransformerModel,
@@ -163,6 +163,9 @@ export function completionLogProbs(
       value: all.entropy ? tf.concat([all.logProbs, all.entropy], 0) : all.logProbs,
       gradFunc: (dy: tf.Tensor) => {
         const upstream = dy.arraySync() as number[][];
+        // The entropy rows [B, 2B) carry a gradient only when the loss uses the entropy (an entropy bonus); else they
+        // are zero and the chunks skip the entropy.
+        const entropyGrad = withEntropy && upstream.slice(B).some((row) => row.some((v) => v !== 0));
         const total = variables.map((v) => tf.zerosLike(v) as tf.Tensor);
         for (const chunk of chunks) {
           // A nested gradient computation clears tfjs's tape when it ends; the outer backward pass still needs it.
@@ -171,10 +174,13 @@ export function completionLogProbs(
           let grads: tf.NamedTensorMap;
           try {
             ({ grads } = tf.variableGrads(() => {
-              const part = scoreBatch(model, tokenizer, lora, chunk.map((i) => items[i]), false, temperature);
+              const part = scoreBatch(model, tokenizer, lora, chunk.map((i) => items[i]), entropyGrad, temperature);
               const width = part.logProbs.shape[1];
               const weights = tf.tensor2d(chunk.flatMap((i) => upstream[i].slice(0, width)), [chunk.length, width]);
-              return tf.sum(tf.mul(part.logProbs, weights)) as tf.Scalar;
+              const logpTerm = tf.sum(tf.mul(part.logProbs, weights)) as tf.Scalar;
+              if (!entropyGrad || !part.entropy) return logpTerm;
+              const entropyWeights = tf.tensor2d(chunk.flatMap((i) => upstream[B + i].slice(0, width)), [chunk.length, width]);
+              return tf.add(logpTerm, tf.sum(tf.mul(part.entropy, entropyWeights))) as tf.Scalar;
             }, variables));
           } finally {
             state.activeTape = outerTape;

@@ -23,7 +23,7 @@ const TRAIN = [
   '--temperature', '1', '--learning-rate', '0.05', '--seed', '3', '--reward', reward, '--quiet',
 ];
 const rows = (dir: string, file = 'metrics.jsonl') => readFileSync(join(dir, file), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-const comparable = (dir: string) => rows(dir).map(({ time, rolloutTokensPerSecond, learnerTokensPerSecond, seconds, ...rest }) => rest);
+const comparable = (dir: string) => rows(dir).map(({ time, rolloutTokensPerSecond, learnerTokensPerSecond, seconds, ...rest }) => withoutStepTime(rest));
 const tfjsRun = join(root, 'tfjs');
 const ortRun = join(root, 'ort');
 
@@ -108,3 +108,10 @@ describe('bad input', () => {
     );
   });
 });
+
+/** TRL's step_time is wall-clock seconds too. */
+function withoutStepTime<T extends { trl?: Record<string, unknown> }>(row: T): T {
+  if (!row.trl) return row;
+  const { step_time: _, ...trl } = row.trl;
+  return { ...row, trl };
+}

@@ -23,6 +23,7 @@ const MANY_PROCESSES = 240_000;
 function comparable(runDir: string) {
   return readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => {
     const { time, rolloutTokensPerSecond, learnerTokensPerSecond, seconds, ...rest } = JSON.parse(l);
+    if (rest.trl) delete rest.trl.step_time; // TRL's step_time: seconds too
     return rest;
   });
 }

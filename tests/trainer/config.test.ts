@@ -71,9 +71,9 @@ describe('training config', () => {
       }
       return 'accepted';
     };
-    expect(message({ lossType: 'ppo' })).toBe('config: lossType: unknown loss type; expected one of grpo, bnpo, dr_grpo, dapo (got "ppo")');
+    expect(message({ lossType: 'ppo' })).toBe('config: lossType: unknown loss type; expected one of grpo, bnpo, dr_grpo, dapo, cispo, sapo, luspo, vespo (got "ppo")');
     expect(message({ epsilon: 0.2, epsilonHigh: 0.1 })).toBe('config: epsilonHigh: epsilonHigh must be at least epsilon (0.2): clip-higher only widens the upper bound (got 0.1)');
-    expect(message({ importanceSamplingLevel: 'sequence', lossType: 'dapo' })).toMatch(/^config: importanceSamplingLevel: 'sequence' \(GSPO\) needs lossType 'grpo': 'dapo' sums per-token terms .* \(got "sequence"\)$/);
+    expect(message({ importanceSamplingLevel: 'sequence', lossType: 'dapo' })).toMatch(/^config: importanceSamplingLevel: 'sequence' \(GSPO\) needs lossType 'grpo', 'sapo' or 'luspo': 'dapo' sums per-token terms .* \(got "sequence"\)$/);
     expect(message({ importanceSamplingLevel: 'tokens' })).toMatch(/^config: importanceSamplingLevel: /);
     expect(message({ scaleRewards: 'groups' })).toMatch(/^config: scaleRewards: /);
     expect(message({ topEntropyQuantile: 1.5 })).toMatch(/^config: topEntropyQuantile: /);

@@ -1,7 +1,10 @@
 // Test 1 of the GRPO issue: the gradient of the GRPO loss with respect to the LoRA weights, as tfjs computes it
 // through the real built-in policy (a tiny configuration, LoRA B non-zero so every adapter path carries gradient,
 // one prompt with an image), matches central finite differences of the same loss: for every loss type × importance
-// sampling level (issue 16), with an asymmetric clip, and once more with truncation masking and the entropy mask on.
+// sampling level (issue 16; TRL 1.9's types of issue 29 at the levels the config accepts), with an asymmetric clip,
+// once more with truncation masking and the entropy mask on, and once with delta, the off-policy mask and
+// the bias-corrected KL. (The entropy bonus's gradient through this tiny policy's entropy is below float32 finite
+// differences' resolution, its entropies being near ln V; tests/trainer/loop-trl19.test.ts checks that it flows.)
 import { describe, expect, it } from 'vitest';
 import * as tf from '@tensorflow/tfjs';
 import { BuiltinPolicy } from '../../models/builtin/policy.ts';
@@ -43,12 +46,21 @@ describe('GRPO loss gradient (built-in policy, tiny)', () => {
   const cases: { name: string; options: Partial<LossOptions> }[] = [
     // Sequence ratios here are 1.076, 0.989, 0.956, 0.999 (advantages +, −, +, −): ε = 0.03 / ε_high = 0.05 clips the
     // first from above and leaves every ratio at least 0.014 from a bound.
+    // TRL 1.9's types (issue 29) at the levels the config accepts: cispo and vespo at token level, luspo at sequence
+    // level. cispo's weight min(ρ, ε_max) is detached; with ε_max = 0.12 every ratio is clipped, so it is the constant
+    // 0.12 and the loss's own derivative is the gradient. vespo's φ is detached too; with k = λ = 0 (λ floored at
+    // 1e-4) it is 1 to 1e-4, so the finite differences check the rest of its path (tests/trainer/loss-family-trl19.test.ts
+    // pins φ itself).
     ...LOSS_TYPES.flatMap((lossType) =>
-      IMPORTANCE_SAMPLING_LEVELS.map((level) => ({
+      IMPORTANCE_SAMPLING_LEVELS.filter((level) => !(level === 'sequence' ? ['cispo', 'vespo'] : ['luspo']).includes(lossType)).map((level) => ({
         name: `${lossType}, ${level} level`,
-        options: level === 'token' ? { lossType, importanceSamplingLevel: level, epsilonHigh: 0.12 } : { lossType, importanceSamplingLevel: level, epsilon: 0.03, epsilonHigh: 0.05 },
+        options: {
+          ...(level === 'token' ? { lossType, importanceSamplingLevel: level, epsilonHigh: 0.12 } : { lossType, importanceSamplingLevel: level, epsilon: 0.03, epsilonHigh: 0.05 }),
+          ...(lossType === 'vespo' ? { vespo: { kPos: 0, lambdaPos: 0, kNeg: 0, lambdaNeg: 0 } } : {}),
+        },
       })),
     ),
+    { name: 'grpo, token level, delta, off-policy mask and bias-corrected KL', options: { lossType: 'grpo', epsilonHigh: 0.12, delta: 1.13, offPolicyMaskThreshold: 0.01, useBiasCorrectionKl: true } },
     { name: 'dapo, token level, truncation and entropy masks', options: { lossType: 'dapo', epsilonHigh: 0.12, maskTruncatedCompletions: true, topEntropyQuantile: 0.5 } },
   ];
   for (const { name, options } of cases) {
