@@ -38,7 +38,8 @@ const RunInfoSchema = z
  * started with 1"); flags equal to the recorded values, and --steps, pass.
  */
 /** Settings a --resume may change: --steps extends a run, --reward-timeout lets a run a slow reward stopped go on. */
-const RESUME_MAY_CHANGE = new Set(['steps', 'rewardTimeout']);
+// The rollout servers and their folder are where the run generates, not what it trains: a resume may move them.
+const RESUME_MAY_CHANGE = new Set(['steps', 'rewardTimeout', 'rolloutServer', 'rolloutTimeout', 'rolloutAdapterDir']);
 
 function refuseChanges(flags: TrainFlags, flagConfig: Record<string, unknown>, info: z.infer<typeof RunInfoSchema>, infoPath: string): void {
   const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
