@@ -198,7 +198,7 @@ export const TrainConfigSchema = z
      * groups are spread over, while the learner, the reference and old log-probs and the evaluation stay here (TRL's
      * vllm_mode="server"). Unset: rollouts in-process. A --resume may name other servers.
      */
-    rolloutServer: z.array(z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })).min(1).optional().describe('rollout server URL, repeatable (vLLM, SGLang or metrl serve --enable-lora): rollouts there, learning here'),
+    rolloutServer: z.array(z.string().regex(/^https?:\/\/[^\s/]+/, 'must be an http:// or https:// URL')).min(1).optional().describe('rollout server URL, repeatable (vLLM, SGLang or metrl serve --enable-lora): rollouts there, learning here'),
     /** The servers' dialect: vLLM's /v1/completions or SGLang's /generate. */
     rolloutApi: z.enum(ROLLOUT_APIS, { error: `unknown rollout API; expected one of ${ROLLOUT_APIS.join(', ')}` }).default('vllm').describe(`dialect of --rollout-server: ${ROLLOUT_APIS.join(' | ')}`),
     /** Seconds a rollout request (connect, generate, answer) or an adapter load may take before the server is set aside. */

@@ -281,7 +281,11 @@ async function tokenCompletions(engine: ChatEngine, tokens: TokenEngine, body: B
   const request = validated(completionRequestSchema, parseJson(body));
   if (request.stream) throw new HttpError(400, 'stream: streaming is not supported by metrl serve; send stream: false', 'stream');
   const served = tokens.servedModel();
-  if (request.model !== undefined && request.model !== served) throw new HttpError(404, `The model \`${request.model}\` does not exist.`, 'model', 'NotFoundError');
+  if (request.model !== undefined && request.model !== served) {
+    // metrl serve holds one model at a time: with an adapter loaded, the base it was started with is not served.
+    const why = request.model === engine.modelId ? ` metrl serve serves one model at a time and adapter '${served}' is loaded (unload it to serve ${engine.modelId}).` : '';
+    throw new HttpError(404, `The model \`${request.model}\` does not exist.${why}`, 'model', 'NotFoundError');
+  }
   const prompts = typeof request.prompt === 'string' ? [tokens.encodeText(request.prompt)] : Array.isArray(request.prompt[0]) ? (request.prompt as number[][]) : [request.prompt as number[]];
   const maxTokens = request.max_tokens ?? 16; // vLLM's default for /v1/completions
   if (maxTokens > engine.maxTokensLimit) throw new HttpError(400, `max_tokens: at most ${engine.maxTokensLimit} for this model`, 'max_tokens');

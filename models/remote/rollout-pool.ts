@@ -69,32 +69,46 @@ export class RolloutPool {
     const queue = prompts.map((_, k) => k);
     const tries = new Array<number>(prompts.length).fill(0);
     const maxTries = 2 * this.replicas.length;
+    const active = new Map<Replica, number>(this.replicas.map((r) => [r, 0]));
+    const inFlight = new Set<Promise<void>>();
     let fatal: unknown = null;
-    const worker = async (replica: Replica) => {
-      while (queue.length > 0 && replica.down === null && fatal === null) {
-        const k = queue.shift()!;
-        try {
-          await this.ensureAdapter(replica, adapter);
-          groups[k] = await this.request(replica, prompts[k], group, options, seeds[k], adapter);
-          origins[k] = { server: replica.url, adapterVersion: adapter.version };
-        } catch (error) {
-          if (!(error instanceof ServerDown)) {
-            fatal ??= error;
-            return;
-          }
-          replica.down ??= error.message;
-          replica.loaded = null;
-          if (++tries[k] >= maxTries) {
-            fatal ??= new UserError(`rollout: group ${k} failed on ${tries[k]} tries (${error.message})`);
-            return;
-          }
+    const run = async (replica: Replica, k: number) => {
+      try {
+        await this.ensureAdapter(replica, adapter);
+        groups[k] = await this.request(replica, prompts[k], group, options, seeds[k], adapter);
+        origins[k] = { server: replica.url, adapterVersion: adapter.version };
+      } catch (error) {
+        if (!(error instanceof ServerDown)) {
+          fatal ??= error;
+          return;
+        }
+        replica.down ??= error.message;
+        replica.loaded = null;
+        if (++tries[k] >= maxTries) fatal ??= new UserError(`rollout: group ${k} failed on ${tries[k]} tries (${error.message})`);
+        else {
           this.retries++;
           queue.unshift(k);
         }
       }
     };
-    // Rounds of workers: when every replica has been set aside with groups left, the round has failed.
-    await Promise.all(this.replicas.flatMap((r) => Array.from({ length: PER_REPLICA }, () => worker(r))));
+    // Each queued group goes to the replica still up with the fewest requests in flight (at most PER_REPLICA each);
+    // when nothing is in flight and no replica is up, the groups left have nowhere to go.
+    while (fatal === null) {
+      for (;;) {
+        const free = this.replicas.filter((r) => r.down === null && active.get(r)! < PER_REPLICA).sort((a, b) => active.get(a)! - active.get(b)!);
+        if (queue.length === 0 || free.length === 0) break;
+        const replica = free[0];
+        const k = queue.shift()!;
+        active.set(replica, active.get(replica)! + 1);
+        const job: Promise<void> = run(replica, k).finally(() => {
+          active.set(replica, active.get(replica)! - 1);
+          inFlight.delete(job);
+        });
+        inFlight.add(job);
+      }
+      if (inFlight.size === 0) break;
+      await Promise.race(inFlight);
+    }
     if (fatal !== null) throw fatal;
     if (queue.length > 0) {
       throw new UserError(`no rollout server answered (${this.replicas.map((r) => r.down ?? `${r.url}: unknown`).join('; ')}); the run stopped after its last checkpoint, and --resume continues it`);
