@@ -28,7 +28,7 @@ export function vllmCompletionRequest(model: string, promptTokens: number[], gro
 const choiceSchema = z.looseObject({
   index: z.number().int(),
   text: z.string(),
-  token_ids: z.array(z.number().int(), { error: 'no token_ids (the server must support return_token_ids: vLLM 0.10.2 or newer)' }),
+  token_ids: z.array(z.number().int(), { error: 'no token_ids (the server must support the request field return_token_ids, which older vLLM releases lack)' }),
   logprobs: z.looseObject({ token_logprobs: z.array(z.number().nullable()) }, { error: 'no logprobs (the request asked for logprobs: 0)' }),
   finish_reason: z.string().nullable(),
 });
