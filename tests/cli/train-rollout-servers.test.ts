@@ -103,6 +103,13 @@ describe('train --rollout-server, bad servers: one line, exit 2, nothing lost', 
     expect(readFileSync(join(out, 'checkpoints', 'latest'), 'utf8').trim()).toBe('step-0');
   }
 
+  it('image prompts, refused before the run folder is written', async () => {
+    const out = scratchDir('rollout-image');
+    const args = TINY.map((a, i) => (TINY[i - 1] === '--modality' ? 'image' : a));
+    expectUserError(await metrl([...args, '--steps', '2', '--out', join(out, 'run'), '--rollout-server', servers[0].url]), /--rollout-server: image prompts are not sent to rollout servers yet/);
+    expect(existsSync(join(out, 'run'))).toBe(false);
+  }, 60_000);
+
   it('a server nobody listens on', async () => {
     const port = await new Promise<number>((done) => {
       const s = createServer().listen(0, '127.0.0.1', () => {
@@ -121,7 +128,7 @@ describe('train --rollout-server, bad servers: one line, exit 2, nothing lost', 
     const fixture = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'fixtures', 'rollout', 'vllm-completions-response.json'), 'utf8'));
     for (const c of fixture.choices) delete c.token_ids;
     const url = await stub((path) => (path.endsWith('load_lora_adapter') ? { status: 200, body: 'Success' } : { status: 200, body: fixture }));
-    await expectStopped([url], /does not fit the vllm protocol: choices\.0\.token_ids: no token_ids \(the server must support return_token_ids/);
+    await expectStopped([url], /does not fit the vllm protocol: choices\.0\.token_ids: no token_ids \(the server must support the request field return_token_ids/);
   }, 60_000);
 
   it('a server that cannot read the adapter folder', async () => {
