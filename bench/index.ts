@@ -13,6 +13,7 @@ const modules: Array<[string, () => Promise<{ run(): Promise<BenchRow[]> }>, boo
   ['rem', () => import('./rem.bench.ts')],
   ['eval', () => import('./eval.bench.ts')],
   ['grpo', () => import('./grpo.bench.ts')],
+  ['rollout', () => import('./rollout.bench.ts')],
   ['model', () => import('./model.bench.ts')],
   ['onnx', () => import('./onnx.bench.ts')],
   ['onnx-learner', () => import('./onnx-learner.bench.ts')],

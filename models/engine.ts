@@ -40,7 +40,8 @@ export interface OrtRuntime {
 export interface EngineSampler {
   engine: Engine;
   sampler: Sampler;
-  syncLora(): void;
+  /** `version`: the optimiser updates the adapters hold (rollout servers record it; in-process engines ignore it). */
+  syncLora(version?: number): void;
   /**
    * True when the policy's adapters are exactly zero (B = 0: fresh adapters), so that the policy is the reference
    * policy. A trainer then takes the reference log-probs from the learner's own pass rather than from this engine:
@@ -54,6 +55,8 @@ export interface EngineSampler {
   describe: string;
   /** Whether ONNX Runtime also computes the LoRA gradients (the built-in model's ORT learner); else tfjs learns. */
   ortLearner: boolean;
+  /** Rollouts run on servers (models/remote/remote-engine.ts): their log-probs are another engine's. */
+  remote?: { urls: string[]; retries(): number };
 }
 
 const ortUnsupported = (modelType: string) =>

@@ -22,6 +22,12 @@ export interface Sampler extends PromptFormat {
    * batch (each decoding step serves every prompt); one that cannot uses sampleEachPrompt below.
    */
   sampleGroups(prompts: EncodedPrompt[], group: number, options: SamplingOptions, rng: Rng): Completion[][];
+  /**
+   * Optional: sampleGroups on something outside the process (rollout servers over HTTP, models/remote/), which can only
+   * answer asynchronously. The trainer's rollout phase awaits it where present; everything else (evaluation, scoring)
+   * stays synchronous and in-process. Completions may say where they were sampled (Completion.origin).
+   */
+  sampleGroupsAsync?(prompts: EncodedPrompt[], group: number, options: SamplingOptions, rng: Rng): Promise<Completion[][]>;
   /** Log-probabilities of given completions, for use without gradients (reference and old policy in GRPO). */
   tokenLogProbs(batch: SequenceBatchItem[], options: TokenLogProbsOptions): TokenLogProbs;
   /**

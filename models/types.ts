@@ -31,6 +31,8 @@ export interface Completion {
   logProbs: Float32Array;
   /** True when generation stopped at EOS, false when it hit maxNewTokens. */
   finished: boolean;
+  /** Sampled on a rollout server (models/remote/): its URL and the adapter version (optimiser updates) it held. */
+  origin?: { server: string; adapterVersion: number };
 }
 
 export interface SequenceBatchItem {

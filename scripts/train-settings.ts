@@ -38,7 +38,8 @@ const RunInfoSchema = z
  * started with 1"); flags equal to the recorded values, and --steps, pass.
  */
 /** Settings a --resume may change: --steps extends a run, --reward-timeout lets a run a slow reward stopped go on. */
-const RESUME_MAY_CHANGE = new Set(['steps', 'rewardTimeout']);
+// The rollout servers and their folder are where the run generates, not what it trains: a resume may move them.
+const RESUME_MAY_CHANGE = new Set(['steps', 'rewardTimeout', 'rolloutServer', 'rolloutTimeout', 'rolloutAdapterDir']);
 
 function refuseChanges(flags: TrainFlags, flagConfig: Record<string, unknown>, info: z.infer<typeof RunInfoSchema>, infoPath: string): void {
   const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
@@ -133,6 +134,10 @@ export async function runSettings(flags: TrainFlags): Promise<RunSettings> {
     envExtra = {};
     if (flags.games !== undefined) envExtra.games = resolve(flags.games);
     if (flags.offset !== undefined) envExtra.offset = flags.offset;
+  }
+  // Image prompts are not sent to rollout servers yet (docs/rollout-servers.md): say so before anything is written.
+  if (config.rolloutServer && (modality === 'image' || dataset?.train.some(showsImage))) {
+    throw new UserError('--rollout-server: image prompts are not sent to rollout servers yet (token-id prompts only); train --modality text, or without --rollout-server');
   }
   return { domain, modality, runDir, config, checkpointDir, envExtra, datasetPath, dataset };
 }

@@ -47,12 +47,16 @@ export interface StepGroups {
 }
 
 /** Rollout: G completions for each of the next `prompts` prompts in the data order. */
-function generateRollouts(run: Run, state: RunState, prompts: number): Rollouts {
+async function generateRollouts(run: Run, state: RunState, prompts: number): Promise<Rollouts> {
   const { config } = run;
   const items = state.order.take(prompts).map((i) => run.trainSet[i]);
   const sampling: SamplingOptions = { temperature: config.temperature, topP: config.topP, maxNewTokens: run.maxCompletionTokens };
   // All prompts of a round decode as one batch: on CPU a decoding step costs little more for 64 rows than for 32.
-  const groups = run.sampler.sampleGroups(items.map((item) => item.prompt), config.groupSize, sampling, state.rng);
+  // On rollout servers (models/remote/) the groups come back asynchronously; in-process they are drawn synchronously.
+  const encoded = items.map((item) => item.prompt);
+  const groups = run.sampler.sampleGroupsAsync
+    ? await run.sampler.sampleGroupsAsync(encoded, config.groupSize, sampling, state.rng)
+    : run.sampler.sampleGroups(encoded, config.groupSize, sampling, state.rng);
   return { items, groups };
 }
 
@@ -91,7 +95,7 @@ export async function collectGroups(run: Run, state: RunState): Promise<StepGrou
   let tally: DynamicSamplingTally | undefined = config.dynamicSampling ? startTally() : undefined;
   for (let prompts = targetGroups; prompts > 0; ) {
     const t0 = performance.now();
-    const round = generateRollouts(run, state, prompts);
+    const round = await generateRollouts(run, state, prompts);
     const t1 = performance.now();
     const r = await rewardRollouts(run, round);
     seconds.rollout += (t1 - t0) / 1000;

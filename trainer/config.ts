@@ -9,6 +9,8 @@ import { readJson } from '../core/files.ts';
 import { CLIPPED_LOSS_TYPES, IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES } from './loss.ts';
 import { MULTI_OBJECTIVE_AGGREGATIONS, SCALE_REWARDS } from './advantages.ts';
 import { DEFAULT_ENGINE_HELP, ENGINES } from '../models/engine.ts';
+import { ROLLOUT_APIS } from '../models/remote/rollout-pool.ts';
+import { VLLM_IMPORTANCE_SAMPLING_MODES } from './rollout-correction.ts';
 
 const positiveInt = z.number().int().positive();
 
@@ -255,6 +257,28 @@ export const TrainConfigSchema = z
       .enum(ENGINES, { error: `unknown engine; expected one of ${ENGINES.join(', ')}` })
       .optional()
       .describe(`inference engine for rollouts, log-probs and evaluation: ${ENGINES.join(' | ')} (ort: ONNX Runtime; ${DEFAULT_ENGINE_HELP})`),
+
+    // ---- rollout servers (docs/rollout-servers.md) -----------------------------------------------------------------
+    /**
+     * Generate the rollouts on these servers (vLLM, SGLang, or `metrl serve --enable-lora`), several = replicas the
+     * groups are spread over, while the learner, the reference and old log-probs and the evaluation stay here (TRL's
+     * vllm_mode="server"). Unset: rollouts in-process. A --resume may name other servers.
+     */
+    rolloutServer: z.array(z.string().regex(/^https?:\/\/[^\s/]+/, 'must be an http:// or https:// URL')).min(1).optional().describe('rollout server URL, repeatable (vLLM, SGLang or metrl serve --enable-lora): rollouts there, learning here'),
+    /** The servers' dialect: vLLM's /v1/completions or SGLang's /generate. */
+    rolloutApi: z.enum(ROLLOUT_APIS, { error: `unknown rollout API; expected one of ${ROLLOUT_APIS.join(', ')}` }).default('vllm').describe(`dialect of --rollout-server: ${ROLLOUT_APIS.join(' | ')}`),
+    /** Seconds a rollout request (connect, generate, answer) or an adapter load may take before the server is set aside. */
+    rolloutTimeout: z.number().positive().max(86_400).default(300).describe('seconds a rollout server may take to answer before its groups go to another'),
+    /** Folder the learner writes each adapter version to and the servers load it from (same path on every machine). Unset: RUN/rollout-adapters. */
+    rolloutAdapterDir: z.string().min(1).optional().describe('shared folder the servers load adapters from (default RUN/rollout-adapters)'),
+    /** TRL's vllm_importance_sampling_correction: weight the loss by the learner/server probability ratio (with --rollout-server). */
+    vllmImportanceSamplingCorrection: z.boolean().default(true).describe('importance-sampling correction of the server/learner log-prob mismatch (with --rollout-server)'),
+    /** TRL's vllm_importance_sampling_mode: per token or per sequence, truncated (clamped) or masked (zeroed) outside the clip range. */
+    vllmImportanceSamplingMode: z.enum(VLLM_IMPORTANCE_SAMPLING_MODES).default('sequence_mask').describe(`importance-sampling correction: ${VLLM_IMPORTANCE_SAMPLING_MODES.join(' | ')}`),
+    /** TRL's vllm_importance_sampling_clip_max (default 3). */
+    vllmImportanceSamplingClipMax: z.number().positive().default(3).describe('upper bound of the importance-sampling ratio'),
+    /** TRL's vllm_importance_sampling_clip_min (default none). */
+    vllmImportanceSamplingClipMin: z.number().min(0).optional().describe('lower bound of the importance-sampling ratio (default none)'),
 
     // ---- adapters ---------------------------------------------------------------------------------------------
     /** LoRA rank on the attention and MLP projections. Paper: 16. */

@@ -53,6 +53,11 @@ export interface LossInputs {
    * is one gradient-accumulation batch (`promptsPerStep` prompts × `groupSize` completions); see stepNormalisers.
    */
   localBatchTokens?: ArrayLike<number>;
+  /**
+   * [B, T] or [B, 1] (constant): TRL's vllm importance-sampling weights of rollouts sampled on a server
+   * (rollout-correction.ts), multiplying the policy-gradient term only (not the KL). Absent: 1.
+   */
+  importanceWeights?: tf.Tensor2D;
 }
 
 export interface LossOptions {
@@ -185,6 +190,7 @@ export function grpoLoss(inputs: LossInputs, options: LossOptions): LossOutput {
   if (options.offPolicyMaskThreshold !== undefined) perToken = tf.mul(perToken, offPolicyMask(logProbs, oldLogProbs, mask, adv, options.offPolicyMaskThreshold));
   const entropyMask = highEntropyMask(inputs, options, mask);
   if (entropyMask !== null) perToken = tf.mul(perToken, entropyMask); // [B, T]
+  if (inputs.importanceWeights) perToken = tf.mul(perToken, inputs.importanceWeights);
   let kl: tf.Tensor2D = tf.zerosLike(logProbs);
   if (refLogProbs !== null && beta > 0) {
     const delta = tf.sub(refLogProbs, logProbs);

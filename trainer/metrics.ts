@@ -42,6 +42,11 @@ export const TrainRowSchema = z.object({
    * in runs written before it.
    */
   trl: z.record(z.string(), z.number().nullable()).optional(),
+  /**
+   * With rollout servers (--rollout-server): for each group drawn, in order, the server that sampled it and the
+   * adapter version (optimiser updates) it held; groups retried on another server over the run so far.
+   */
+  rollout: z.object({ servers: z.array(z.string()), adapterVersions: z.array(z.number().int()), retries: z.number().int() }).optional(),
 });
 export type TrainRow = z.infer<typeof TrainRowSchema>;
 

@@ -25,6 +25,8 @@ export interface LearnerBatch {
   old: tf.Tensor2D | null;
   /** Indices of the chunk's completions among the step's trained completions (objective.rows). */
   indices: number[];
+  /** The rollout server's log-probs of each row's tokens, for the importance-sampling correction; null without it. */
+  sampling: Float32Array[] | null;
 }
 
 /**
@@ -43,6 +45,8 @@ export function referenceAndOldLogProbs(
   const { config, sampler } = run;
   const refIsPolicy = config.beta > 0 && run.engine.referenceIsPolicy();
   const sequences: SequenceBatchItem[] = items.flatMap((item, k) => groups[k].map((c) => ({ prompt: item.prompt, completion: c.tokens })));
+  const correct = run.engine.remote !== undefined && config.vllmImportanceSamplingCorrection;
+  const samplingLogProbs = groups.flat().map((c) => c.logProbs);
   const pooled: Float32Array[] = [];
   const indexed = sequences.map((seq, i) => ({ seq, i }));
   // A learner that says what a pass costs (shared prompts counted once) is chunked by that; otherwise by the sum.
@@ -79,7 +83,7 @@ export function referenceAndOldLogProbs(
       lp.mask.dispose();
       lp.entropy?.dispose();
     }
-    return { seqs, adv, ref, old, indices, refIsPolicy };
+    return { seqs, adv, ref, old, indices, refIsPolicy, sampling: correct ? indices.map((i) => samplingLogProbs[i]) : null };
   });
   if (!objective.needsEntropy) return { batches };
   const all = new Float32Array(pooled.reduce((n, p) => n + p.length, 0));

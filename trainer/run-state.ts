@@ -44,7 +44,7 @@ export function startOrResume(run: Run): RunState {
   const checkpoint = setup.resume ? findCheckpoint(run) : null;
   if (checkpoint) {
     run.adapter.load(checkpoint.dir);
-    run.engine.syncLora();
+    run.engine.syncLora(checkpoint.optimizer.step);
   }
   else if (!setup.resume && existsSync(run.metricsPath)) {
     throw new UserError(`${setup.runDir} already holds a run (metrics.jsonl); use --resume to continue it or choose another --out`);

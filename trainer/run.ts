@@ -12,6 +12,7 @@ import type { Sampler } from '../models/sampler.ts';
 import type { Learner } from '../models/learner.ts';
 import { ortLearner } from '../models/onnx/ort-learner.ts';
 import { openEngine, type EngineSampler, type OrtRuntime } from '../models/engine.ts';
+import { remoteEngine } from '../models/remote/remote-engine.ts';
 import { UserError } from '../core/errors.ts';
 import { entropyBonusEnabled } from './entropy-control.ts';
 import type { TrainConfig } from './config.ts';
@@ -132,15 +133,26 @@ export async function prepareRun(setup: TrainingSetup, rewards: RewardFunction[]
   // One engine for both sides. tfjs: the policy samples and learns. ort: an ONNX Runtime session samples (reading the
   // policy's adapters after each update) and ONNX Runtime computes the LoRA gradients (models/onnx/ort-learner.ts);
   // the tfjs variables stay what AdamW updates and what checkpoints save.
-  const engine = await openEngine(policy, config.engine, setup.ort);
+  const local = await openEngine(policy, config.engine, setup.ort);
+  const learner: Learner = local.ortLearner ? ortLearner(policy, { threads: setup.ort?.threads, device: setup.ort?.device }) : policy;
+  // With --rollout-server the rollouts go to vLLM / SGLang / metrl serve replicas (TRL's vllm_mode="server"); the
+  // learner, the reference and old log-probs and the evaluation stay on the local engine.
+  const engine = config.rolloutServer
+    ? remoteEngine(local, {
+        urls: config.rolloutServer,
+        api: config.rolloutApi,
+        timeoutSeconds: config.rolloutTimeout,
+        adapterDir: config.rolloutAdapterDir ?? join(runDir, 'rollout-adapters'),
+        saveAdapter: (dir) => learner.saveAdapter(dir, { baseModel: setup.baseModel }),
+      })
+    : local;
   // The ONNX Runtime learners differentiate the loss with respect to the log-probabilities only (the entropies reach the
   // loss as constants), so an entropy bonus would train nothing there: refused, before anything is written.
-  if (engine.ortLearner && entropyBonusEnabled(config)) {
-    engine.dispose();
+  if (local.ortLearner && entropyBonusEnabled(config)) {
+    local.dispose();
     throw new UserError('--entropy-coef / --use-adaptive-entropy: the ONNX Runtime learner does not differentiate the entropy; add --engine tfjs');
   }
   const sampler: Sampler = engine.sampler;
-  const learner: Learner = engine.ortLearner ? ortLearner(policy, { threads: setup.ort?.threads, device: setup.ort?.device }) : policy;
   // Chat rows are prompted with their own messages, which the model's chatPrompt ends with the answer cue: the
   // completion is the answer alone, never the domain's trace layout.
   const env: Env = dataset?.format === 'chat' ? { ...setup.env, traceStates: undefined, traceStart: undefined } : setup.env;

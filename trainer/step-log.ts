@@ -5,6 +5,7 @@ import { UserError } from '../core/errors.ts';
 import { appendJsonl } from '../core/files.ts';
 import { trlMetrics } from './trl-metrics.ts';
 import { entropyBonusEnabled } from './entropy-control.ts';
+import { correctionMetrics } from './rollout-correction.ts';
 import type { SampleRow, TrainRow } from './metrics.ts';
 import type { Run } from './run.ts';
 import type { RunState } from './run-state.ts';
@@ -60,7 +61,8 @@ export function trainRow(run: Run, state: RunState, groups: StepGroups, trained:
       update: (t.tUpdate - t.tLogprobs) / 1000,
       total: (t.tUpdate - t.tStart) / 1000,
     },
-    trl: trlMetrics({
+    trl: {
+      ...trlMetrics({
       rewards,
       groupSize: config.groupSize,
       rewardsByName: byName,
@@ -73,7 +75,18 @@ export function trainRow(run: Run, state: RunState, groups: StepGroups, trained:
       stepTime: (t.tUpdate - t.tStart) / 1000,
       numTokens: state.numTokens,
       dynamicSampling: tally && { kept: tally.kept, drawn: tally.drawn, dropped: tally.dropped, surplus: tally.surplus, extraDraws: tally.extraDraws },
-    }),
+      }),
+      ...(stats.correction ? correctionMetrics(stats.correction) : {}),
+    },
+    ...(run.engine.remote
+      ? {
+          rollout: {
+            servers: groups.drawn.groups.map((g) => g[0]?.origin?.server ?? ''),
+            adapterVersions: groups.drawn.groups.map((g) => g[0]?.origin?.adapterVersion ?? -1),
+            retries: run.engine.remote.retries(),
+          },
+        }
+      : {}),
   };
 }
 

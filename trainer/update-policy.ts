@@ -11,6 +11,7 @@ import type { StepLossSums } from './trl-metrics.ts';
 import type { Run } from './run.ts';
 import type { RunState } from './run-state.ts';
 import type { LearnerBatch } from './reference-logprobs.ts';
+import { emptyCorrectionSums, importanceWeights, samplingTensor, type CorrectionSums } from './rollout-correction.ts';
 
 /** Phase 4: sums over the μ passes, for the step's row. */
 export interface UpdateStats {
@@ -29,15 +30,19 @@ export interface UpdateStats {
   trl: StepLossSums;
   /** Σ over passes of the loss before the entropy bonus (TRL's policy_loss); equals `loss` without a bonus. */
   policyLoss: number;
+  /** The importance-sampling correction's sums (first pass), with rollout servers; null otherwise. */
+  correction: CorrectionSums | null;
 }
 
 /** Update: μ passes, each one AdamW step on the gradient summed over the chunks; a non-finite pass skips the rest. */
 export function updatePolicy(run: Run, state: RunState, batches: LearnerBatch[], objective: StepObjective, threshold?: number): UpdateStats {
   const { config, learner } = run;
-  const stats: UpdateStats = { loss: 0, tokens: 0, kl: 0, clipped: 0, ratio: 0, entropy: 0, entropyTokens: 0, gradNorm: 0, updated: true, nonFinite: false, trl: emptyLossSums(), policyLoss: 0 };
+  const stats: UpdateStats = { loss: 0, tokens: 0, kl: 0, clipped: 0, ratio: 0, entropy: 0, entropyTokens: 0, gradNorm: 0, updated: true, nonFinite: false, trl: emptyLossSums(), policyLoss: 0, correction: batches.some((b) => b.sampling) ? emptyCorrectionSums() : null };
   // Dynamic sampling kept no group with a spread: nothing to learn from this step.
   if (batches.length === 0) return { ...stats, updated: false };
+  const correction = { mode: config.vllmImportanceSamplingMode, clipMax: config.vllmImportanceSamplingClipMax, clipMin: config.vllmImportanceSamplingClipMin };
   const stepOptions = threshold === undefined ? objective.options : { ...objective.options, entropyThreshold: threshold };
+  const options = stepOptions;
   const bonus = stepOptions.entropyCoef !== undefined;
   for (let it = 0; it < config.numIterations && stats.updated; it++) {
     // Each pass is one update: the entropy bonus applies the controller's coefficient of this update (entropy-control.ts).
@@ -57,8 +62,15 @@ export function updatePolicy(run: Run, state: RunState, batches: LearnerBatch[],
         // The first pass's own log-probs are the reference's (the adapters were zero); later passes (μ > 1) keep them.
         if (ownRef) batch.ref = tf.keep(tf.clone(detached!));
         const refLogProbs = batch.ref;
+        // TRL's vllm importance-sampling weights: the learner's old log-probs against the server's (constants).
+        let weights: tf.Tensor2D | undefined;
+        if (batch.sampling) {
+          const sampling = samplingTensor(batch.sampling, lp.logProbs.shape[1]);
+          weights = importanceWeights(oldLogProbs, sampling, lp.mask, correction, it === 0 ? (stats.correction ?? undefined) : undefined);
+          sampling.dispose();
+        }
         const out = grpoLoss(
-          { logProbs: lp.logProbs, oldLogProbs, refLogProbs, mask: lp.mask, advantages: tf.tensor1d(batch.adv), entropies: lp.entropy, ...objective.rows(batch.indices) },
+          { logProbs: lp.logProbs, oldLogProbs, refLogProbs, mask: lp.mask, advantages: tf.tensor1d(batch.adv), entropies: lp.entropy, importanceWeights: weights, ...objective.rows(batch.indices) },
           options,
         );
         stats.tokens += out.sums.tokens.dataSync()[0];
@@ -83,7 +95,7 @@ export function updatePolicy(run: Run, state: RunState, batches: LearnerBatch[],
     stats.gradNorm += clippedGrads.norm;
     if (Number.isFinite(passLoss) && Number.isFinite(clippedGrads.norm)) {
       state.optimizer.apply(clippedGrads.grads);
-      run.engine.syncLora();
+      run.engine.syncLora(state.optimizer.step);
     } else stats.updated = false;
     for (const t of Object.values(clippedGrads.grads)) t.dispose();
   }

@@ -1,4 +1,5 @@
-// The `metrl serve` job: load the policy, start the HTTP server, print its URL once it is listening, and shut down
+// The `metrl serve` job: load the policy, start the HTTP server (chat completions; vLLM's token-id completions and,
+// with --enable-lora, its runtime LoRA routes: token-engine.ts), print its URL once it is listening, and shut down
 // cleanly on SIGINT or SIGTERM (stop accepting, let in-flight requests finish, free the model). Layer: eval/;
 // scripts/commands/serve.ts maps its flags onto ServeOptions.
 import { basename, resolve } from 'node:path';
@@ -6,8 +7,13 @@ import { UserError } from '../../core/errors.ts';
 import { checkpointModelType, loadPolicy } from '../../models/load.ts';
 import { chooseEngine, openEngine, type Engine } from '../../models/engine.ts';
 import type { Device } from '../../models/onnx/device.ts';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Sampler } from '../../models/sampler.ts';
+import type { LoraSettings } from '../../models/learner.ts';
 import { policyEngine } from './policy-engine.ts';
 import { startServer } from './server.ts';
+import { tokenEngine, type LogprobsMode } from './token-engine.ts';
 
 export interface ServeOptions {
   /** Base checkpoint, LoRA adapter or training-run folder. */
@@ -27,6 +33,16 @@ export interface ServeOptions {
   engine?: Engine;
   threads?: number;
   device?: Device;
+  /** vLLM's --enable-lora: POST /v1/load_lora_adapter and /v1/unload_lora_adapter load adapters at run time. */
+  enableLora?: boolean;
+  /** vLLM's --logprobs-mode for /v1/completions (default raw_logprobs, as vLLM). */
+  logprobsMode?: LogprobsMode;
+}
+
+/** r, alpha and targets of a PEFT adapter folder (what decides an ONNX Runtime graph's LoRA inputs). */
+function adapterSettings(dir: string): LoraSettings {
+  const c = JSON.parse(readFileSync(join(dir, 'adapter_config.json'), 'utf8')) as { r: number; lora_alpha: number; target_modules: string[] };
+  return { r: c.r, alpha: c.lora_alpha, targets: c.target_modules };
 }
 
 export async function serve(options: ServeOptions): Promise<void> {
@@ -37,12 +53,36 @@ export async function serve(options: ServeOptions): Promise<void> {
   const engineName = chooseEngine(options.engine, checkpointModelType(options.checkpoint, options.base), ort);
   const loaded = await loadPolicy(options.checkpoint, { ...(options.base ? { base: options.base } : {}), ...(options.backend ? { backend: options.backend } : {}), log: (line) => (backendLine = line), hostWeights: engineName === 'ort' });
   // The adapter is loaded: an ORT session built now reads its weights.
-  const inference = await openEngine(loaded.policy, engineName, ort).catch((error: unknown) => {
+  let inference = await openEngine(loaded.policy, engineName, ort).catch((error: unknown) => {
     loaded.policy.dispose();
     throw error;
   });
   const modelId = options.modelId ?? basename(resolve(options.checkpoint));
-  const engine = policyEngine(loaded.policy, modelId, options.seed, inference.sampler);
+  // The generator samples through whatever engine is current: a loaded adapter of another shape opens a new one.
+  const current = (): Sampler => inference.sampler;
+  const sampler = new Proxy({} as Sampler, {
+    get: (_, key) => {
+      const value = (current() as unknown as Record<PropertyKey, unknown>)[key];
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(current()) : value;
+    },
+  });
+  const follow = async (changedShape: boolean) => {
+    if (!changedShape) return inference.syncLora();
+    const next = await openEngine(loaded.policy, engineName, ort);
+    const previous = inference;
+    inference = next;
+    previous.dispose();
+  };
+  const chat = policyEngine(loaded.policy, modelId, options.seed, sampler);
+  const tokens = tokenEngine({
+    policy: loaded.policy,
+    modelId,
+    generator: chat.generator,
+    sampler: current,
+    logprobsMode: options.logprobsMode ?? 'raw_logprobs',
+    ...(options.enableLora ? { lora: { startup: loaded.adapter, startupSettings: loaded.adapter ? adapterSettings(loaded.adapter) : null, follow } } : {}),
+  });
+  const engine = { ...chat, tokens };
   const running = await startServer(engine, { host: options.host, port: options.port, log }).catch((error: NodeJS.ErrnoException) => {
     inference.dispose();
     loaded.policy.dispose();
@@ -53,6 +93,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   });
   if (backendLine !== '') log(backendLine);
   if (inference.engine === 'ort') log(`inference engine: ${inference.describe}`);
+  if (options.enableLora) log('metrl serve: runtime LoRA loading on (POST /v1/load_lora_adapter, /v1/unload_lora_adapter)');
   log(`metrl serve: model ${modelId} (base ${loaded.base}${loaded.adapter ? `, adapter ${loaded.adapter}` : ''})`);
   process.stdout.write(`${running.url}\n`);
   await new Promise<void>((done) => {

@@ -1,14 +1,16 @@
 // `metrl serve`'s HTTP side, on node:http: POST /v1/chat/completions and GET /v1/models in the OpenAI shape, plus
-// GET /health. Every request body goes through zod; anything malformed (bad JSON, wrong fields, an image that is not
+// GET /health, and vLLM's token-id /v1/completions and runtime LoRA routes where the engine has them (completions.ts). Every request body goes through zod; anything malformed (bad JSON, wrong fields, an image that is not
 // a decodable data URL, a body over the size limit) gets a 4xx with an OpenAI-style JSON error body and never takes
 // the server down. Generation is delegated to a ChatEngine; the built-in one batches requests that arrive together.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
+import type { z } from 'zod';
 import { chatRequestSchema, isImageDataUrl, type ChatRequest } from './schema.ts';
 import type { ChatMessage } from '../../core/chat.ts';
 import { UserError } from '../../core/errors.ts';
 import { limitConnections } from './connection-limit.ts';
+import { completionRequestSchema, completionResponse, loadLoraSchema, unloadLoraSchema, type TokenChoice } from './completions.ts';
 
 export interface EngineSampling {
   temperature: number;
@@ -40,6 +42,23 @@ export interface ChatEngine {
    * the request cannot be served as it is (an undecodable image, a prompt longer than the context): a 400.
    */
   complete(messages: ChatMessage[], sampling: EngineSampling): Promise<EngineResult>;
+  /** vLLM's token-id dialect (completions.ts); absent: /v1/completions is a 404. */
+  readonly tokens?: TokenEngine;
+}
+
+/** What /v1/completions and the LoRA routes need (eval/serve/completions.ts). */
+export interface TokenEngine {
+  /** The name requests must give as `model`: the loaded adapter's, else the model id. */
+  servedModel(): string;
+  /** A text prompt's token ids (as the model encodes text: BOS first). */
+  encodeText(text: string): number[];
+  /** Each prompt's n choices; a UserError is a 400. */
+  completeTokens(prompts: number[][], sampling: EngineSampling): Promise<TokenChoice[][]>;
+  /** Runtime LoRA loading (--enable-lora); absent: the routes are 404, as on vLLM without it. UserError: a 400. */
+  readonly adapters?: {
+    load(name: string, path: string, inplace: boolean): Promise<void>;
+    unload(name: string): Promise<void>;
+  };
 }
 
 export class HttpError extends Error {
@@ -138,6 +157,26 @@ export async function startServer(engine: ChatEngine, options: ServeOptions): Pr
         usage: { prompt_tokens: result.promptTokens, completion_tokens: completionTokens, total_tokens: result.promptTokens + completionTokens },
       });
     }
+    if ((path === '/v1/completions' || path === '/completions') && engine.tokens) {
+      allow(req, 'POST');
+      return sendJson(res, 200, await tokenCompletions(engine, engine.tokens, await readBody(req, maxBody)));
+    }
+    if ((path === '/v1/load_lora_adapter' || path === '/v1/unload_lora_adapter') && engine.tokens?.adapters) {
+      allow(req, 'POST');
+      const adapters = engine.tokens.adapters;
+      const json = parseJson(await readBody(req, maxBody));
+      const toHttp = (error: unknown) => {
+        throw error instanceof UserError ? new HttpError(400, error.message) : error;
+      };
+      if (path === '/v1/load_lora_adapter') {
+        const body = validated(loadLoraSchema, json);
+        await adapters.load(body.lora_name, body.lora_path, body.load_inplace ?? false).catch(toHttp);
+        return sendText(res, 200, `Success: LoRA adapter '${body.lora_name}' added successfully.`);
+      }
+      const body = validated(unloadLoraSchema, json);
+      await adapters.unload(body.lora_name).catch(toHttp);
+      return sendText(res, 200, `Success: LoRA adapter '${body.lora_name}' removed successfully.`);
+    }
     throw new HttpError(404, `no route ${req.method} ${path} (try POST /v1/chat/completions or GET /v1/models)`);
   }
 
@@ -213,21 +252,48 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
-function parseRequest(body: Buffer): ChatRequest {
-  let json: unknown;
+function parseJson(body: Buffer): unknown {
   try {
-    json = JSON.parse(body.toString('utf8'));
+    return JSON.parse(body.toString('utf8'));
   } catch {
     throw new HttpError(400, 'request body is not valid JSON');
   }
-  const parsed = chatRequestSchema.safeParse(json);
+}
+
+function validated<T>(schema: z.ZodType<T>, json: unknown): T {
+  const parsed = schema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const param = issue?.path.join('.') || null;
     throw new HttpError(400, `${param ?? 'body'}: ${issue?.message ?? 'invalid request'}`, param);
   }
-  if (parsed.data.stream) throw new HttpError(400, 'stream: streaming is not supported by metrl serve; send stream: false', 'stream');
   return parsed.data;
+}
+
+function parseRequest(body: Buffer): ChatRequest {
+  const request = validated(chatRequestSchema, parseJson(body));
+  if (request.stream) throw new HttpError(400, 'stream: streaming is not supported by metrl serve; send stream: false', 'stream');
+  return request;
+}
+
+/** POST /v1/completions in vLLM's shape (completions.ts). */
+async function tokenCompletions(engine: ChatEngine, tokens: TokenEngine, body: Buffer): Promise<object> {
+  const request = validated(completionRequestSchema, parseJson(body));
+  if (request.stream) throw new HttpError(400, 'stream: streaming is not supported by metrl serve; send stream: false', 'stream');
+  const served = tokens.servedModel();
+  if (request.model !== undefined && request.model !== served) {
+    // metrl serve holds one model at a time: with an adapter loaded, the base it was started with is not served.
+    const why = request.model === engine.modelId ? ` metrl serve serves one model at a time and adapter '${served}' is loaded (unload it to serve ${engine.modelId}).` : '';
+    throw new HttpError(404, `The model \`${request.model}\` does not exist.${why}`, 'model', 'NotFoundError');
+  }
+  const prompts = typeof request.prompt === 'string' ? [tokens.encodeText(request.prompt)] : Array.isArray(request.prompt[0]) ? (request.prompt as number[][]) : [request.prompt as number[]];
+  const maxTokens = request.max_tokens ?? 16; // vLLM's default for /v1/completions
+  if (maxTokens > engine.maxTokensLimit) throw new HttpError(400, `max_tokens: at most ${engine.maxTokensLimit} for this model`, 'max_tokens');
+  const sampling: EngineSampling = { temperature: request.temperature ?? 1, topP: request.top_p ?? 1, maxTokens, n: request.n ?? 1, seed: request.seed ?? null };
+  const choices = await tokens.completeTokens(prompts, sampling).catch((error: unknown) => {
+    throw error instanceof UserError ? new HttpError(400, error.message) : error;
+  });
+  return completionResponse(served, prompts, choices, { logprobs: request.logprobs !== undefined && request.logprobs !== null, returnTokenIds: request.return_token_ids === true, id: `cmpl-${randomUUID()}` });
 }
 
 /** Validated request messages in the project's chat form; images must be inline data URLs (nothing is fetched). */
@@ -263,6 +329,12 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
   if (res.headersSent) return;
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function sendText(res: ServerResponse, status: number, text: string): void {
+  if (res.headersSent) return;
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(text) });
   res.end(text);
 }
 

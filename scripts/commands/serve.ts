@@ -9,6 +9,7 @@ import { threadsFlag } from '../threads-flag.ts';
 import { checkpointAndBase } from '../checkpoint-flags.ts';
 import { DEFAULT_ENGINE_HELP, ENGINES } from '../../models/engine.ts';
 import { DEVICES } from '../../models/onnx/device.ts';
+import { LOGPROBS_MODES } from '../../eval/serve/token-engine.ts';
 
 const schema = z.object({
   checkpoint: z.string().min(1),
@@ -22,13 +23,15 @@ const schema = z.object({
   engine: z.enum(ENGINES, { error: `unknown engine; expected one of ${ENGINES.join(', ')}` }).optional(),
   threads: threadsFlag(true),
   device: z.enum(DEVICES, { error: `unknown device; expected one of ${DEVICES.join(', ')}` }).optional(),
+  'enable-lora': z.boolean(),
+  'logprobs-mode': z.enum(LOGPROBS_MODES, { error: `unknown logprobs mode; expected one of ${LOGPROBS_MODES.join(', ')}` }),
 });
 
 type ServeFlags = z.infer<typeof schema>;
 
 function serveOptions(flags: ServeFlags): ServeOptions {
   const { checkpoint, base } = checkpointAndBase(flags);
-  return { checkpoint: checkpoint!, base, host: flags.host, port: flags.port, modelId: flags['model-id'], seed: flags.seed, backend: flags.backend, engine: flags.engine, threads: flags.threads, device: flags.device };
+  return { checkpoint: checkpoint!, base, host: flags.host, port: flags.port, modelId: flags['model-id'], seed: flags.seed, backend: flags.backend, engine: flags.engine, threads: flags.threads, device: flags.device, enableLora: flags['enable-lora'], logprobsMode: flags['logprobs-mode'] };
 }
 
 /**
@@ -58,6 +61,9 @@ const command: CommandModule = {
       .option('engine', { type: 'string', describe: `inference engine: ${ENGINES.join(' | ')} (ort: ONNX Runtime; ${DEFAULT_ENGINE_HELP})` })
       .option('threads', { type: 'number', describe: 'cores ONNX Runtime uses, with --engine ort: N one-thread sessions for the built-in model on the CPU, else N intra-op threads (default: every core)' })
       .option('device', { type: 'string', describe: `ONNX Runtime execution provider, with --engine ort: ${DEVICES.join(' | ')} (default cpu)` })
+      .option('enable-lora', { type: 'boolean', default: false, describe: "vLLM's --enable-lora: POST /v1/load_lora_adapter {lora_name, lora_path, load_inplace} and /v1/unload_lora_adapter load PEFT adapters at run time (a rollout server for metrl train --rollout-server)" })
+      .option('logprobs-mode', { type: 'string', default: 'raw_logprobs', describe: "vLLM's --logprobs-mode for /v1/completions: raw_logprobs (temperature 1) | processed_logprobs (at the request's temperature, what the trainer's importance-sampling correction compares with)" })
+      .example('$0 serve --checkpoint checkpoints/base --port 8001 --enable-lora --logprobs-mode processed_logprobs', 'a rollout server: then metrl train --rollout-server http://127.0.0.1:8001')
       .example('$0 serve --checkpoint runs/train-shell-text', 'then: metrl evaluate --model train-shell-text --endpoint http://127.0.0.1:8000/v1 --prompt compact')
       .epilog(BUILTIN_READS),
   handler: handler(schema, async (flags) => (await import('../../eval/serve/serve.ts')).serve(serveOptions(flags))),

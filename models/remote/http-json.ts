@@ -1,0 +1,43 @@
+// One bounded HTTP exchange with a rollout server (models/ layer): POST a JSON body, read the whole answer, all within
+// one deadline (connect, send, wait and read: AbortSignal.timeout). A refused or reset connection and a deadline that
+// passes are ServerDown (the server may answer again later: the caller retries on another replica); any status is
+// returned with its text for the protocol files to judge.
+export class ServerDown extends Error {
+  constructor(readonly url: string, reason: string) {
+    super(`${url}: ${reason}`);
+    this.name = 'ServerDown';
+  }
+}
+
+export interface HttpAnswer {
+  status: number;
+  text: string;
+}
+
+export async function postJson(url: string, body: unknown, timeoutMs: number): Promise<HttpAnswer> {
+  let response: Response;
+  try {
+    response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
+    return { status: response.status, text: await response.text() };
+  } catch (error) {
+    throw new ServerDown(url, describeFetchError(error, timeoutMs));
+  }
+}
+
+function describeFetchError(error: unknown, timeoutMs: number): string {
+  const e = error as { name?: string; message?: string; cause?: { code?: string; message?: string } };
+  if (e?.name === 'TimeoutError' || e?.name === 'AbortError') return `no answer within ${timeoutMs / 1000} s`;
+  return e?.cause?.code ?? e?.cause?.message ?? e?.message ?? String(error);
+}
+
+/** The error text of a non-2xx answer: OpenAI/vLLM's {error: {message}}, vLLM's older {message}, else the text. */
+export function errorMessage(answer: HttpAnswer): string {
+  try {
+    const json = JSON.parse(answer.text) as { error?: { message?: string } | string; message?: string; detail?: string };
+    const message = typeof json.error === 'string' ? json.error : (json.error?.message ?? json.message ?? json.detail);
+    if (typeof message === 'string') return message.slice(0, 300);
+  } catch {
+    // not JSON
+  }
+  return answer.text.slice(0, 300) || `status ${answer.status}`;
+}

@@ -1,0 +1,58 @@
+// vLLM's OpenAI-compatible dialect as a rollout client speaks it (models/ layer). The request and response shapes are
+// vLLM's documented ones, kept as fixtures in tests/fixtures/rollout/ so this file reads exactly those fields:
+//   POST /v1/completions {model, prompt: [token ids], n, temperature, top_p, max_tokens, seed, logprobs: 0,
+//                         return_token_ids: true}
+//     → choices[i].token_ids, choices[i].logprobs.token_logprobs, choices[i].text, choices[i].finish_reason
+//   POST /v1/load_lora_adapter {lora_name, lora_path, load_inplace: true}   (vLLM --enable-lora with
+//                         VLLM_ALLOW_RUNTIME_LORA_UPDATING=True; requests then name the adapter as `model`)
+// vLLM's token_ids end with EOS when the model stopped by itself (finish_reason "stop"), as metrl's Completion does.
+import { z } from 'zod';
+import type { Completion, SamplingOptions } from '../types.ts';
+
+export const VLLM_ADAPTER_NAME = 'metrl-policy';
+
+export function vllmCompletionRequest(model: string, promptTokens: number[], group: number, options: SamplingOptions, seed: number): object {
+  return {
+    model,
+    prompt: promptTokens,
+    n: group,
+    temperature: options.temperature,
+    top_p: options.topP,
+    max_tokens: options.maxNewTokens,
+    seed,
+    logprobs: 0,
+    return_token_ids: true,
+  };
+}
+
+const choiceSchema = z.looseObject({
+  index: z.number().int(),
+  text: z.string(),
+  token_ids: z.array(z.number().int(), { error: 'no token_ids (the server must support the request field return_token_ids, which older vLLM releases lack)' }),
+  logprobs: z.looseObject({ token_logprobs: z.array(z.number().nullable()) }, { error: 'no logprobs (the request asked for logprobs: 0)' }),
+  finish_reason: z.string().nullable(),
+});
+const responseSchema = z.looseObject({ choices: z.array(choiceSchema) });
+
+/** The group's completions from a /v1/completions answer; a string says what is wrong with it. */
+export function parseVllmCompletions(json: unknown, group: number): Completion[] | string {
+  const parsed = responseSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return `${issue.path.join('.') || 'body'}: ${issue.message}`;
+  }
+  const choices = [...parsed.data.choices].sort((a, b) => a.index - b.index);
+  if (choices.length !== group) return `${choices.length} choices for n = ${group}`;
+  const out: Completion[] = [];
+  for (const c of choices) {
+    const lps = c.logprobs.token_logprobs;
+    if (lps.length !== c.token_ids.length) return `choice ${c.index}: ${lps.length} token_logprobs for ${c.token_ids.length} token_ids`;
+    if (lps.some((x) => x === null)) return `choice ${c.index}: a null token_logprob`;
+    out.push({ tokens: c.token_ids, text: c.text, logProbs: Float32Array.from(lps as number[]), finished: c.finish_reason === 'stop' });
+  }
+  return out;
+}
+
+export function vllmLoadAdapterRequest(path: string): object {
+  return { lora_name: VLLM_ADAPTER_NAME, lora_path: path, load_inplace: true };
+}

@@ -1,0 +1,138 @@
+// `metrl train --rollout-server` as a user runs it, with real `metrl serve --enable-lora` replicas on 127.0.0.1 (a
+// tiny checkpoint): a run on two replicas, one of them killed mid-run, finishes its steps on the other, and after a
+// kill -9 of the trainer resumes to the same metrics as an uninterrupted run on one replica (the servers honour the
+// per-group seeds, and both replicas run the same engine). Bad input: a server nobody listens on, a server without
+// LoRA, a server whose answers lack token ids, a server that cannot read the adapter folder: one line each, exit 2,
+// and the run keeps its step-0 checkpoint (nothing lost: --resume continues it).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { expectUserError, metrl, PROJECT, scratchDir } from './helpers.ts';
+import { startServe, type Served } from '../helpers/serve-process.ts';
+import { killGroup, spawnTracked } from '../helpers/tracked-children.ts';
+import { tinyBaseCheckpoint } from '../trainer/tiny-base.ts';
+
+const base = tinyBaseCheckpoint();
+const TINY = [
+  'train', '--domain', 'shell', '--modality', 'text', '--checkpoint', base, '--backend', 'wasm', '--train-size', '8', '--actions', '2', '--test-size', '4',
+  '--group-size', '4', '--prompts-per-step', '4', '--max-completion-tokens', '4', '--eval-every', '3', '--checkpoint-every', '1',
+  '--learning-rate', '0.05', '--seed', '1', '--temperature', '1', '--quiet',
+];
+const SERVE = ['--checkpoint', base, '--port', '0', '--backend', 'wasm', '--enable-lora', '--logprobs-mode', 'processed_logprobs'];
+const servers: Served[] = [];
+const stubs: Server[] = [];
+
+/** Rows without what differs between runs on different servers: wall-clock times, where each group was sampled. */
+function comparable(runDir: string) {
+  return readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => {
+    const { time, rolloutTokensPerSecond, learnerTokensPerSecond, seconds, rollout, ...rest } = JSON.parse(l);
+    return rest;
+  });
+}
+
+/** A plain HTTP server on 127.0.0.1 answering every POST with `answer(path)`. */
+async function stub(answer: (path: string) => { status: number; body: unknown }): Promise<string> {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const { status, body } = answer(req.url ?? '/');
+      const text = typeof body === 'string' ? body : JSON.stringify(body);
+      res.writeHead(status, { 'content-type': typeof body === 'string' ? 'text/plain' : 'application/json' }).end(text);
+    });
+  }).listen(0, '127.0.0.1');
+  stubs.push(server);
+  await new Promise((done) => server.once('listening', done));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+}
+
+beforeAll(async () => {
+  servers.push(...(await Promise.all([startServe(SERVE), startServe(SERVE), startServe(SERVE.filter((a) => a !== '--enable-lora'))])));
+}, 60_000);
+
+afterAll(() => {
+  for (const s of servers) killGroup(s.child);
+  for (const s of stubs) s.close();
+});
+
+describe('train --rollout-server', () => {
+  it('finishes on one replica when the other is killed mid-run, and resumes after a kill -9 to the uninterrupted run', async () => {
+    const [a, b] = servers;
+    const whole = scratchDir('rollout-whole');
+    const first = await metrl([...TINY, '--steps', '6', '--out', whole, '--rollout-server', b.url]);
+    expect(first.code, first.stderr).toBe(0);
+
+    const cut = scratchDir('rollout-cut');
+    const latest = join(cut, 'checkpoints', 'latest');
+    const child = spawnTracked(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), ...TINY, '--steps', '6', '--out', cut, '--rollout-server', a.url, '--rollout-server', b.url], { cwd: PROJECT, stdio: 'ignore' });
+    // Replica a dies once step 1 is checkpointed; the trainer is killed -9 once step 4 is.
+    await new Promise<void>((done, fail) => {
+      const timer = setInterval(() => {
+        const at = existsSync(latest) ? readFileSync(latest, 'utf8').trim() : '';
+        if (at === 'step-1' && a.child.exitCode === null && a.child.signalCode === null) killGroup(a.child);
+        if (at === 'step-4') {
+          clearInterval(timer);
+          child.kill('SIGKILL');
+        }
+      }, 10);
+      child.on('exit', (code, signal) => {
+        clearInterval(timer);
+        if (signal === 'SIGKILL') done();
+        else fail(new Error(`train ended by itself (code ${code}) before it could be killed`));
+      });
+    });
+    const resumed = await metrl(['train', '--resume', '--out', cut, '--quiet']);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(comparable(cut)).toEqual(comparable(whole));
+    const rows = readFileSync(join(cut, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).filter((r) => r.type === 'train');
+    expect(rows.map((r) => r.step)).toEqual([1, 2, 3, 4, 5, 6]);
+    // Step 1 was spread over both replicas; after a was killed, every group came from b, with the adapter of the step before.
+    const root = (u: string) => u.replace(/\/v1$/, '');
+    expect(new Set(rows[0].rollout.servers)).toEqual(new Set([root(a.url), root(b.url)]));
+    for (const r of rows.slice(2)) expect(new Set(r.rollout.servers)).toEqual(new Set([root(b.url)]));
+    for (const r of rows) expect(r.rollout.adapterVersions).toEqual([r.step - 1, r.step - 1, r.step - 1, r.step - 1]);
+    expect(rows.some((r) => r.trl['sampling/importance_sampling_ratio/mean'] !== null)).toBe(true);
+  }, 120_000);
+});
+
+describe('train --rollout-server, bad servers: one line, exit 2, nothing lost', () => {
+  async function expectStopped(urls: string[], pattern: RegExp) {
+    const out = scratchDir('rollout-bad');
+    expectUserError(await metrl([...TINY, '--steps', '2', '--out', out, ...urls.flatMap((u) => ['--rollout-server', u])]), pattern);
+    expect(readFileSync(join(out, 'checkpoints', 'latest'), 'utf8').trim()).toBe('step-0');
+  }
+
+  it('image prompts, refused before the run folder is written', async () => {
+    const out = scratchDir('rollout-image');
+    const args = TINY.map((a, i) => (TINY[i - 1] === '--modality' ? 'image' : a));
+    expectUserError(await metrl([...args, '--steps', '2', '--out', join(out, 'run'), '--rollout-server', servers[0].url]), /--rollout-server: image prompts are not sent to rollout servers yet/);
+    expect(existsSync(join(out, 'run'))).toBe(false);
+  }, 60_000);
+
+  it('a server nobody listens on', async () => {
+    const port = await new Promise<number>((done) => {
+      const s = createServer().listen(0, '127.0.0.1', () => {
+        const { port: p } = s.address() as AddressInfo;
+        s.close(() => done(p));
+      });
+    });
+    await expectStopped([`http://127.0.0.1:${port}`], /no rollout server answered \(.*ECONNREFUSED\); the run stopped after its last checkpoint, and --resume continues it/);
+  }, 60_000);
+
+  it('a server without LoRA enabled', async () => {
+    await expectStopped([servers[2].url], /no \/v1\/load_lora_adapter, LoRA is not enabled \(start vLLM with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True/);
+  }, 60_000);
+
+  it('a server whose answer lacks token ids', async () => {
+    const fixture = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'fixtures', 'rollout', 'vllm-completions-response.json'), 'utf8'));
+    for (const c of fixture.choices) delete c.token_ids;
+    const url = await stub((path) => (path.endsWith('load_lora_adapter') ? { status: 200, body: 'Success' } : { status: 200, body: fixture }));
+    await expectStopped([url], /does not fit the vllm protocol: choices\.0\.token_ids: no token_ids \(the server must support the request field return_token_ids/);
+  }, 60_000);
+
+  it('a server that cannot read the adapter folder', async () => {
+    const url = await stub(() => ({ status: 400, body: { object: 'error', message: 'Loading lora metrl-policy failed: No adapter found for /elsewhere', type: 'BadRequestError', param: null, code: 400 } }));
+    await expectStopped([url], /cannot load the adapter .*rollout-adapters\/v0: Loading lora metrl-policy failed: No adapter found .*--rollout-adapter-dir/);
+  }, 60_000);
+});

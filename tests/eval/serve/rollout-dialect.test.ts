@@ -1,0 +1,145 @@
+// `metrl serve` as a rollout server, over real HTTP on 127.0.0.1 (the real binary, a tiny checkpoint): vLLM's
+// /v1/completions with a token-id prompt answers in vLLM's shape, which the trainer's client (models/remote/) reads;
+// the log-probs are the model's own at the request's temperature (--logprobs-mode processed_logprobs); loading an
+// adapter through /v1/load_lora_adapter changes them to the adapted model's, and unloading restores the base. Bad
+// input: a server without --enable-lora, an adapter path the server cannot read, a port where nothing listens: one
+// line each from the client.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { startServe, type Served } from '../../helpers/serve-process.ts';
+import { killGroup } from '../../helpers/tracked-children.ts';
+import { tinyBaseCheckpoint } from '../../trainer/tiny-base.ts';
+import { initBackend } from '../../../models/backend.ts';
+import { loadPolicy } from '../../../models/load.ts';
+import { Rng } from '../../../core/rng.ts';
+import { parseVllmCompletions } from '../../../models/remote/vllm-protocol.ts';
+import { RolloutPool } from '../../../models/remote/rollout-pool.ts';
+
+const base = tinyBaseCheckpoint();
+let lora: Served;
+let plain: Served;
+let adapterDir = '';
+const PROMPT = [1, 40, 41, 10, 42];
+
+async function post(url: string, body: object): Promise<{ status: number; json: any }> {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(20_000) });
+  const text = await response.text();
+  let json: unknown = text;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    // plain-text answers (the LoRA routes)
+  }
+  return { status: response.status, json };
+}
+
+/** The checkpoint's own log-probs of `completion` after PROMPT at temperature T, with the adapter in `adapter` or none. */
+async function localLogProbs(completion: number[], temperature: number, adapter?: string): Promise<number[]> {
+  const { policy } = await loadPolicy(base, { backend: 'wasm' });
+  if (adapter) policy.loadAdapter(adapter);
+  const lp = policy.tokenLogProbs([{ prompt: { tokens: PROMPT, images: [] }, completion }], { useLora: adapter !== undefined, temperature });
+  const values = Array.from(lp.logProbs.dataSync()).slice(0, completion.length);
+  tf.dispose([lp.logProbs, lp.mask]);
+  policy.dispose();
+  return values;
+}
+
+/** A URL on 127.0.0.1 where nothing listens (a port just freed). */
+async function closedPort(): Promise<string> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await new Promise((done) => server.once('listening', done));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((done) => server.close(done));
+  return `http://127.0.0.1:${port}`;
+}
+
+beforeAll(async () => {
+  await initBackend('wasm', null);
+  [lora, plain] = await Promise.all([
+    startServe(['--checkpoint', base, '--port', '0', '--backend', 'wasm', '--enable-lora', '--logprobs-mode', 'processed_logprobs']),
+    startServe(['--checkpoint', base, '--port', '0', '--backend', 'wasm']),
+  ]);
+  // An adapter whose B is not zero, so that it changes the model.
+  const { policy } = await loadPolicy(base, { backend: 'wasm' });
+  policy.attachLora({ r: 4, alpha: 8 }, new Rng(3, 'lora'));
+  for (const v of policy.trainableVariables('lora')) v.assign(tf.randomNormal(v.shape, 0, 0.5, 'float32', 11));
+  adapterDir = join(mkdtempSync(join(tmpdir(), 'metrl-adapter-')), 'v1');
+  policy.saveAdapter(adapterDir, { baseModel: base });
+  policy.dispose();
+}, 60_000);
+
+afterAll(() => {
+  killGroup(lora.child);
+  killGroup(plain.child);
+});
+
+describe('metrl serve in vLLM\'s dialect', () => {
+  it('answers a token-id prompt with token_ids and token_logprobs as vLLM does, at the request temperature', async () => {
+    const { status, json } = await post(`${lora.url}/completions`, { prompt: PROMPT, n: 3, temperature: 0.7, max_tokens: 4, seed: 5, logprobs: 0, return_token_ids: true });
+    expect(status).toBe(200);
+    expect(json.object).toBe('text_completion');
+    expect(json.choices.map((c: any) => c.prompt_token_ids)).toEqual([PROMPT, PROMPT, PROMPT]);
+    const parsed = parseVllmCompletions(json, 3);
+    if (typeof parsed === 'string') throw new Error(parsed);
+    for (const c of parsed) {
+      expect(c.tokens.length).toBeGreaterThan(0);
+      const local = await localLogProbs(c.tokens, 0.7);
+      Array.from(c.logProbs).forEach((x, i) => expect(x).toBeCloseTo(local[i], 4));
+    }
+    // A seed gives the same samples again.
+    const again = await post(`${lora.url}/completions`, { prompt: PROMPT, n: 3, temperature: 0.7, max_tokens: 4, seed: 5, logprobs: 0, return_token_ids: true });
+    expect(again.json.choices.map((c: any) => c.token_ids)).toEqual(json.choices.map((c: any) => c.token_ids));
+  });
+
+  it('loads an adapter at run time: the served log-probs become the adapted model\'s, and unloading restores the base', async () => {
+    const greedy = { prompt: PROMPT, temperature: 0, max_tokens: 3, logprobs: 0, return_token_ids: true };
+    const before = (await post(`${lora.url}/completions`, greedy)).json.choices[0];
+    const loaded = await post(`${lora.url}/load_lora_adapter`, { lora_name: 'metrl-policy', lora_path: adapterDir, load_inplace: true });
+    expect(loaded).toEqual({ status: 200, json: "Success: LoRA adapter 'metrl-policy' added successfully." });
+    // Requests name the adapter, as on vLLM; metrl serve holds one model at a time, so the base is not served now.
+    const baseNow = await post(`${lora.url}/completions`, { ...greedy, model: 'base' });
+    expect(baseNow.status).toBe(404);
+    expect(baseNow.json.error.message).toMatch(/adapter 'metrl-policy' is loaded/);
+    const after = (await post(`${lora.url}/completions`, { ...greedy, model: 'metrl-policy' })).json.choices[0];
+    const adapted = await localLogProbs(after.token_ids, 1, adapterDir);
+    after.logprobs.token_logprobs.forEach((x: number, i: number) => expect(x).toBeCloseTo(adapted[i], 4));
+    expect(after.logprobs.token_logprobs).not.toEqual(before.logprobs.token_logprobs);
+    expect((await post(`${lora.url}/unload_lora_adapter`, { lora_name: 'metrl-policy' })).status).toBe(200);
+    const restored = (await post(`${lora.url}/completions`, greedy)).json.choices[0];
+    expect(restored.token_ids).toEqual(before.token_ids);
+    restored.logprobs.token_logprobs.forEach((x: number, i: number) => expect(x).toBeCloseTo(before.logprobs.token_logprobs[i], 5));
+  });
+});
+
+describe('the rollout client on bad servers: one line each', () => {
+  const sampling = { temperature: 1, topP: 1, maxNewTokens: 2 };
+  const sample = (urls: string[], path: string) => new RolloutPool(urls, 'vllm', 5_000).sampleGroups([PROMPT], 2, sampling, [1], { version: 0, path });
+
+  it('a server without LoRA enabled', async () => {
+    await expect(sample([plain.url], adapterDir)).rejects.toThrow(/no \/v1\/load_lora_adapter, LoRA is not enabled \(start vLLM with --enable-lora/);
+  });
+
+  it('an adapter path the server cannot read', async () => {
+    await expect(sample([lora.url], '/nonexistent/adapter')).rejects.toThrow(/cannot load the adapter \/nonexistent\/adapter: lora_path .* no adapter_config.json/);
+  });
+
+  it('a port where nothing listens, and a replica that does not answer in time besides a good one', async () => {
+    const closed = await closedPort();
+    await expect(sample([closed], adapterDir)).rejects.toThrow(/^no rollout server answered \(http:\/\/127\.0\.0\.1:\d+\/v1\/load_lora_adapter: ECONNREFUSED\); the run stopped/);
+    // A replica that accepts connections and never answers: set aside after the timeout, its groups go to the other.
+    const silent = createServer(() => {}).listen(0, '127.0.0.1');
+    await new Promise((done) => silent.once('listening', done));
+    const pool = new RolloutPool([closed, `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, lora.url], 'vllm', 1_000);
+    const { groups, origins } = await pool.sampleGroups([PROMPT, PROMPT, PROMPT], 2, sampling, [1, 2, 3], { version: 0, path: adapterDir });
+    expect(groups.map((g) => g.length)).toEqual([2, 2, 2]);
+    expect(new Set(origins.map((o) => o.server))).toEqual(new Set([lora.url.replace(/\/v1$/, '')]));
+    expect(pool.retries).toBeGreaterThanOrEqual(2);
+    silent.closeAllConnections();
+    silent.close();
+  });
+});

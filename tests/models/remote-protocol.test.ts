@@ -1,0 +1,50 @@
+// The rollout client's protocol files against vLLM's and SGLang's documented shapes (tests/fixtures/rollout/): the
+// requests it builds carry exactly the fixture's fields, and it reads exactly the fixture responses' fields; a
+// response without token ids or log-probs is named. (No vLLM or SGLang server runs here: protocol only.)
+import { describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseVllmCompletions, vllmCompletionRequest, vllmLoadAdapterRequest } from '../../models/remote/vllm-protocol.ts';
+import { parseSglangGenerate, sglangGenerateRequest } from '../../models/remote/sglang-protocol.ts';
+import { serverRoot } from '../../models/remote/rollout-pool.ts';
+
+const fixture = (name: string) => JSON.parse(readFileSync(join(import.meta.dirname, '..', 'fixtures', 'rollout', name), 'utf8'));
+const sampling = { temperature: 0.5, topP: 1, maxNewTokens: 3 };
+
+describe('vLLM dialect', () => {
+  it('builds the documented /v1/completions and /v1/load_lora_adapter requests', () => {
+    expect(vllmCompletionRequest('metrl-policy', [1, 40, 41, 10], 2, sampling, 12345)).toEqual(fixture('vllm-completions-request.json'));
+    expect(vllmLoadAdapterRequest('/shared/run/rollout-adapters/v3')).toEqual(fixture('vllm-load-lora-request.json'));
+  });
+
+  it('reads token_ids, logprobs.token_logprobs, text and finish_reason', () => {
+    const parsed = parseVllmCompletions(fixture('vllm-completions-response.json'), 2);
+    if (typeof parsed === 'string') throw new Error(parsed);
+    expect(parsed.map((c) => c.tokens)).toEqual([[50, 51, 2], [50, 51, 52]]);
+    expect(parsed.map((c) => Array.from(c.logProbs))).toEqual([[-0.25, -1.5, -0.125], [-0.25, -0.5, -2]]);
+    expect(parsed.map((c) => [c.text, c.finished])).toEqual([['ab', true], ['abc', false]]);
+  });
+
+  it('names what a response lacks', () => {
+    const body = fixture('vllm-completions-response.json');
+    delete body.choices[1].token_ids;
+    expect(parseVllmCompletions(body, 2)).toMatch(/choices\.1\.token_ids: no token_ids/);
+    expect(parseVllmCompletions(fixture('vllm-completions-response.json'), 3)).toBe('2 choices for n = 3');
+  });
+
+  it('takes a URL with or without /v1', () => {
+    expect(serverRoot('http://127.0.0.1:8000/v1/')).toBe('http://127.0.0.1:8000');
+    expect(serverRoot('http://127.0.0.1:8000')).toBe('http://127.0.0.1:8000');
+  });
+});
+
+describe('SGLang dialect', () => {
+  it('builds the documented /generate request and reads meta_info.output_token_logprobs', () => {
+    expect(sglangGenerateRequest('metrl-v3', [1, 40, 41, 10], 2, sampling, 12345)).toEqual(fixture('sglang-generate-request.json'));
+    const parsed = parseSglangGenerate(fixture('sglang-generate-response.json'), 2);
+    if (typeof parsed === 'string') throw new Error(parsed);
+    expect(parsed.map((c) => c.tokens)).toEqual([[50, 51, 2], [50, 51, 52]]);
+    expect(parsed.map((c) => Array.from(c.logProbs))).toEqual([[-0.25, -1.5, -0.125], [-0.25, -0.5, -2]]);
+    expect(parsed.map((c) => c.finished)).toEqual([true, false]);
+  });
+});
