@@ -28,6 +28,8 @@ const stubs: Server[] = [];
 function comparable(runDir: string) {
   return readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => {
     const { time, rolloutTokensPerSecond, learnerTokensPerSecond, seconds, rollout, ...rest } = JSON.parse(l);
+    // TRL's step_time is wall-clock seconds too.
+    if (rest.trl) delete rest.trl.step_time;
     return rest;
   });
 }
