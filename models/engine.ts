@@ -7,7 +7,6 @@
 // their SigLIP towers too; their LoRA gradients in models/onnx/hf-ort-learner.ts); ORT is the default for all of
 // them, tfjs the engine named with --engine tfjs. After the learner's adapters change (an optimiser update,
 // a resumed or loaded adapter) the caller calls syncLora(), which an ORT session needs and tfjs does not.
-import { createRequire } from 'node:module';
 import { UserError } from '../core/errors.ts';
 import type { Policy } from './policy.ts';
 import type { Sampler } from './sampler.ts';
@@ -91,7 +90,7 @@ export async function openEngine(policy: Policy, requested: Engine | undefined, 
   const device = runtime.device ?? 'cpu';
   const { checkDevice } = await import('./onnx/device.ts');
   checkDevice(device);
-  const { version } = createRequire(import.meta.url)('onnxruntime-node/package.json') as { version: string };
+  const version = (await import('./onnx/ort-binding.ts')).bindingOrtVersion();
   const threads = runtime.threads !== undefined ? `${runtime.threads} thread${runtime.threads === 1 ? '' : 's'}` : 'threads: all cores';
   const describe = `ONNX Runtime ${version} (${device}, ${threads})`;
   const zero = (b: { dataSync(): unknown }) => (b.dataSync() as Float32Array).every((x) => x === 0);

@@ -9,6 +9,7 @@ import { reportAndExit } from './command.ts';
 const commandFiles: Record<string, () => Promise<{ default: CommandModule }>> = {
   evaluate: () => import('./commands/evaluate.ts'),
   generate: () => import('./commands/generate.ts'),
+  'install-cuda': () => import('./commands/install-cuda.ts'),
   plot: () => import('./commands/plot.ts'),
   pretrain: () => import('./commands/pretrain.ts'),
   score: () => import('./commands/score.ts'),

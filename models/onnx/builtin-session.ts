@@ -3,7 +3,7 @@
 // as the tfjs forward computes them (RoPE tables from positions.ts positions, patch placement, additive attention
 // masks). The projection weights are fed, base or LoRA-merged (syncLora), so an update never rebuilds a session.
 // Generation and scoring on top of it live in models/onnx/ort-sampler.ts.
-import type { Tensor } from 'onnxruntime-node';
+import type { Tensor } from 'onnxruntime-common';
 import { headDim, patchDim, patchesPerImage, type Architecture } from '../builtin/config.ts';
 import type { ModelWeights, Projection } from '../builtin/weights.ts';
 import type { LoraSet } from '../builtin/lora.ts';

@@ -1,15 +1,17 @@
 // Which device ONNX Runtime runs on (models/ layer, ONNX Runtime engine): `--device cpu | cuda | webgpu`, ORT's CPU,
-// CUDA and WebGPU execution providers. A device that cannot run is found out before any work, by asking
-// onnxruntime-node which providers its build has, whether the CUDA provider's libraries (which its install script
-// downloads from NuGet, not bundled in the npm package) are present, and then by opening a one-node session on that
-// provider in a child process: ORT and Dawn print their own diagnostics on stderr, which must not reach the user's
-// terminal beside our one error line. The result is a UserError naming what is missing and how to get it.
+// CUDA and WebGPU execution providers. A device that cannot run is found out before any work: for CUDA, by finding
+// the provider and checking that it pairs with the ORT that loads it (cuda-runtime.ts; that ORT then becomes this
+// process's binding, ort-binding.ts); for both, by asking the binding which providers its build has and then by
+// opening a one-node session on that provider in a child process: ORT and Dawn print their own diagnostics on
+// stderr, which must not reach the user's terminal beside our one error line. The result is a UserError naming what is
+// missing and how to get it.
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { UserError } from '../../core/errors.ts';
+import { findCudaRuntime, type CudaRuntime } from './cuda-runtime.ts';
 import { GraphBuilder } from './graph-builder.ts';
+import { bindingDir, nativeBinding, useBindingDir } from './ort-binding.ts';
 
 export const DEVICES = ['cpu', 'cuda', 'webgpu'] as const;
 export type Device = (typeof DEVICES)[number];
@@ -17,24 +19,13 @@ export type Device = (typeof DEVICES)[number];
 /** onnxruntime-node's name for each device's execution provider. */
 const PROVIDER: Record<Device, string> = { cpu: 'cpu', cuda: 'cuda', webgpu: 'webgpu' };
 
-/** The CUDA provider's shared libraries, which onnxruntime-node's install script puts beside its binding. */
-const CUDA_LIBRARIES = ['libonnxruntime_providers_shared.so', 'libonnxruntime_providers_cuda.so'];
-
-const CUDA_HOW = 'install them with `ONNXRUNTIME_NODE_INSTALL=cuda12 npm rebuild onnxruntime-node` (downloads Microsoft.ML.OnnxRuntime.Gpu.Linux from NuGet; needs an NVIDIA GPU with CUDA 12 and cuDNN 9)';
 const WEBGPU_HOW = 'it needs a GPU with Vulkan drivers (libvulkan1 and the vendor\'s driver; `vulkaninfo` should list the GPU)';
 
 const require = createRequire(import.meta.url);
 
-interface SupportedBackend {
-  name: string;
-  bundled: boolean;
-}
-
-/** The execution providers this onnxruntime-node build knows, and whether each ships in the npm package. */
-export function supportedProviders(): SupportedBackend[] {
-  const { binding, initOrt } = require('onnxruntime-node/dist/binding.js') as { binding: { listSupportedBackends(): SupportedBackend[] }; initOrt(): void };
-  initOrt();
-  return binding.listSupportedBackends();
+/** The execution providers the binding this process runs knows. */
+export function supportedProviders(): { name: string; bundled: boolean }[] {
+  return nativeBinding().listSupportedBackends();
 }
 
 /** The ORT session option for the device (none for the CPU, ORT's default). */
@@ -56,14 +47,16 @@ function probeModel(): Uint8Array {
  * else ORT's reason and any Dawn / loader diagnostic printed on the way.
  */
 function probe(device: Device): { reason: string; diagnostics: string } | null {
-  const bindingPath = require.resolve('onnxruntime-node/dist/binding.js');
+  const binding = join(bindingDir(), 'onnxruntime_binding.node');
+  const common = require.resolve('onnxruntime-common');
   const script = `
-    const { binding, initOrt } = require(${JSON.stringify(bindingPath)});
+    const binding = require(${JSON.stringify(binding)});
+    const { Tensor } = require(${JSON.stringify(common)});
     const bytes = require('node:fs').readFileSync(0);
     try {
-      initOrt();
+      binding.initOrtOnce(3, Tensor, true);
       const s = new binding.InferenceSession();
-      s.loadModel(bytes.buffer, bytes.byteOffset, bytes.byteLength, { executionProviders: [{ name: ${JSON.stringify(PROVIDER[device])} }], logSeverityLevel: 4 });
+      s.loadModel(bytes.buffer, bytes.byteOffset, bytes.byteLength, { executionProviders: [{ name: ${JSON.stringify(PROVIDER[device])} }], logSeverityLevel: 3 });
       s.dispose();
       process.stdout.write(JSON.stringify({ ok: true }));
     } catch (e) {
@@ -90,19 +83,19 @@ function oneLine(text: string): string {
 
 /**
  * Throw a UserError (one line: what is missing and how to get it) unless ONNX Runtime can run on `device` here. The
- * CPU always can.
+ * CPU always can. Under CUDA, the binding that holds the provider becomes this process's ORT (call this before any
+ * session opens).
  */
 export function checkDevice(device: Device): void {
   if (device === 'cpu') return;
-  const provider = supportedProviders().find((p) => p.name === PROVIDER[device]);
-  if (!provider) {
-    throw new UserError(`--device ${device}: this onnxruntime-node build has no ${device} execution provider (it has ${supportedProviders().map((p) => p.name).join(', ')})`);
+  let cuda: CudaRuntime | null = null;
+  if (device === 'cuda') {
+    cuda = findCudaRuntime();
+    useBindingDir(cuda.dir);
   }
-  if (device === 'cuda' && !provider.bundled) {
-    const dir = dirname(require.resolve('onnxruntime-node/dist/binding.js'));
-    const binDir = join(dir, '..', 'bin', 'napi-v6', process.platform, process.arch);
-    const missing = CUDA_LIBRARIES.filter((f) => !existsSync(join(binDir, f)));
-    if (missing.length > 0) throw new UserError(`--device cuda: onnxruntime-node's CUDA execution provider is not installed (${missing.join(', ')} missing); ${CUDA_HOW}`);
+  const providers = supportedProviders();
+  if (!providers.some((p) => p.name === PROVIDER[device])) {
+    throw new UserError(`--device ${device}: this onnxruntime-node build has no ${device} execution provider (it has ${providers.map((p) => p.name).join(', ')})`);
   }
   const failed = probe(device);
   if (!failed) return;
@@ -110,5 +103,8 @@ export function checkDevice(device: Device): void {
   if (device === 'webgpu') {
     throw new UserError(`--device webgpu: ONNX Runtime's WebGPU execution provider found no GPU (${oneLine(failed.reason)}${vulkan ? `; ${vulkan}` : ''}); ${WEBGPU_HOW}`);
   }
-  throw new UserError(`--device cuda: ONNX Runtime's CUDA execution provider cannot start (${oneLine(failed.reason)}); it needs an NVIDIA GPU with its driver, CUDA 12 and cuDNN 9 libraries on the library path`);
+  const cudaMajor = cuda!.source === 'metrl install-cuda' ? '13' : '12';
+  // ORT's own reason is "Failed to load shared library"; the library it could not find is on its error log.
+  const library = /Failed to load library \S+ with error: ([^\n]*)/.exec(failed.diagnostics)?.[1]?.replace(/\x1b\[[0-9;]*m/g, '').trim();
+  throw new UserError(`--device cuda: ONNX Runtime ${cuda!.ort}'s CUDA execution provider cannot start (${oneLine(failed.reason)}${library ? `: ${library}` : ''}); it needs an NVIDIA GPU with its driver, and the CUDA ${cudaMajor} and cuDNN 9 libraries on the library path (LD_LIBRARY_PATH)`);
 }

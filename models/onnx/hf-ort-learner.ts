@@ -17,7 +17,7 @@
 // chunks runs its prompt once; a group is cut into parts only where its [predicted tokens, vocabulary] logits would
 // pass LOGIT_BUDGET (each part runs the prompt again).
 import * as tf from '@tensorflow/tfjs';
-import { Tensor } from 'onnxruntime-node';
+import { Tensor } from 'onnxruntime-common';
 import type { Rng } from '../../core/rng.ts';
 import { UserError } from '../../core/errors.ts';
 import type { HfPolicy } from '../hf/policy.ts';

@@ -4,7 +4,7 @@
 // numbers. LoRA A/B are fed (syncLora reads the learner's variables; B = 0 gives the base for the reference policy);
 // a session is rebuilt only when the set of adapted modules or their ranks change (a different adapter loaded).
 // Generation and scoring on top of it live in models/onnx/hf-ort-sampler.ts.
-import type { Tensor } from 'onnxruntime-node';
+import type { Tensor } from 'onnxruntime-common';
 import type { DecoderConfig } from '../hf/config.ts';
 import { positionsFromMask, type HfDecoder } from '../hf/decoder.ts';
 import { maskValues } from '../layers/attention.ts';

@@ -6,35 +6,13 @@
 // naming what failed. A model too large for one protobuf comes with external weights (graph-builder.ts toModel): both
 // are written to a temporary folder, opened from there, and the folder removed once ORT has read them.
 import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Tensor } from 'onnxruntime-node';
+import { Tensor } from 'onnxruntime-common';
 import { systemErrorAsUserError, UserError } from '../../core/errors.ts';
 import { executionProviders, type Device } from './device.ts';
 import { EXTERNAL_FILE, type SerializedModel } from './graph-builder.ts';
-
-/** The native session object onnxruntime-node's binding exports (dist/binding.d.ts). */
-interface NativeSession {
-  loadModel(buffer: ArrayBuffer, byteOffset: number, byteLength: number, options: Record<string, unknown>): void;
-  loadModel(path: string, options: Record<string, unknown>): void;
-  readonly inputMetadata: { name: string }[];
-  readonly outputMetadata: { name: string }[];
-  run(feeds: Record<string, Tensor>, fetches: Record<string, null>, options: Record<string, unknown>): Record<string, Tensor>;
-  endProfiling(): void;
-  dispose(): void;
-}
-
-interface Binding {
-  binding: { InferenceSession: new () => NativeSession };
-  initOrt(): void;
-}
-
-let bindingModule: Binding | null = null;
-function nativeBinding(): Binding {
-  if (!bindingModule) bindingModule = createRequire(import.meta.url)('onnxruntime-node/dist/binding.js') as Binding;
-  return bindingModule;
-}
+import { nativeBinding, type NativeSession } from './ort-binding.ts';
 
 export interface SessionOptions {
   /** ORT intra-op threads (default: all cores ORT sees). */
@@ -70,9 +48,7 @@ export class OrtSession {
   readonly outputNames: string[];
 
   constructor(model: Uint8Array | SerializedModel, options: SessionOptions = {}) {
-    const { binding, initOrt } = nativeBinding();
-    initOrt();
-    this.native = new binding.InferenceSession();
+    this.native = new (nativeBinding().InferenceSession)();
     const sessionOptions: Record<string, unknown> = {
       graphOptimizationLevel: 'all',
       executionMode: 'sequential',

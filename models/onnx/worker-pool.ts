@@ -9,7 +9,7 @@
 // not depend on how pieces were spread.
 import { availableParallelism } from 'node:os';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
-import { Tensor } from 'onnxruntime-node';
+import { Tensor } from 'onnxruntime-common';
 import { UserError } from '../../core/errors.ts';
 import type { Feeds, SessionOptions } from './session.ts';
 import type { Device } from './device.ts';

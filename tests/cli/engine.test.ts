@@ -7,8 +7,8 @@
 // is one line and exit status 2.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { projectBindingDir } from '../../models/onnx/ort-binding.ts';
+import { join } from 'node:path';
 import { expectUserError, metrl, scratchDir } from './helpers.ts';
 import { trainAndKill } from '../helpers/train-and-kill.ts';
 import { expectSameAnswers, startServe, type Served } from '../helpers/serve-process.ts';
@@ -135,7 +135,7 @@ describe('evaluate and serve --engine ort', () => {
 
 describe('bad input', () => {
   const out = () => join(scratchDir('engine-bad'), 'run');
-  const cudaLibrary = join(dirname(createRequire(import.meta.url).resolve('onnxruntime-node/dist/binding.js')), '..', 'bin', 'napi-v6', process.platform, process.arch, 'libonnxruntime_providers_cuda.so');
+  const cudaLibrary = join(projectBindingDir(), 'libonnxruntime_providers_cuda.so');
 
   it('refuses an unknown engine or device in train, evaluate and serve', async () => {
     expectUserError(await metrl(['train', ...TINY, '--engine', 'foo', '--out', out()]), /--engine: unknown engine; expected one of tfjs, ort/);
@@ -157,14 +157,15 @@ describe('bad input', () => {
     expectUserError(await metrl(['evaluate', '--model', 'baseline:random', '--domain', 'shell', '--engine', 'ort', '--out', out()]), /--engine applies to --checkpoint/);
   }, SLOW);
 
-  it.skipIf(existsSync(cudaLibrary))('--device cuda without the CUDA provider names the missing libraries and how to install them, leaving nothing behind', async () => {
+  it.skipIf(existsSync(cudaLibrary))('--device cuda without the CUDA provider names the install command, leaving nothing behind', async () => {
     const run = out();
+    const env = { METRL_ORT_CUDA_DIR: join(scratchDir('engine-bad'), 'no-cuda-install') };
     expectUserError(
-      await metrl(['train', ...TINY, '--engine', 'ort', '--device', 'cuda', '--out', run]),
-      /--device cuda: onnxruntime-node's CUDA execution provider is not installed \(.*libonnxruntime_providers_cuda\.so missing\); install them with `ONNXRUNTIME_NODE_INSTALL=cuda12 npm rebuild onnxruntime-node`/,
+      await metrl(['train', ...TINY, '--engine', 'ort', '--device', 'cuda', '--out', run], { env }),
+      /--device cuda: ONNX Runtime's CUDA execution provider is not installed \(not beside onnxruntime-node, and .*no-cuda-install has none\); run `npx metrl install-cuda`/,
     );
     expect(existsSync(run)).toBe(false);
-    expectUserError(await metrl(['serve', '--checkpoint', base, '--port', '0', '--engine', 'ort', '--device', 'cuda']), /--device cuda: .*not installed/);
+    expectUserError(await metrl(['serve', '--checkpoint', base, '--port', '0', '--engine', 'ort', '--device', 'cuda'], { env }), /--device cuda: .*not installed/);
   }, SLOW);
 
   // WebGPU's provider ships with onnxruntime-node; without a GPU (no /dev/dri, no NVIDIA device) it finds no adapter.
