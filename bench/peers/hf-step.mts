@@ -50,6 +50,9 @@ const G = 8;
 
 const backend = await initBackend(process.env.METRL_BACKEND ?? 'wasm', null);
 if (tf.getBackend() !== backend.tfBackend) throw new Error(`two tfjs instances: ${tf.getBackend()} vs ${backend.tfBackend}`);
+/** The process's peak resident memory so far (VmHWM), in MB. */
+const peakRssMB = () => (process.resourceUsage().maxRSS * 1024) / 2 ** 20;
+
 const t0 = performance.now();
 const policy = await HfPolicy.load(ckpt, { hostWeights: engine === 'ort' });
 const loadSeconds = (performance.now() - t0) / 1000;
@@ -70,7 +73,8 @@ const cpuNow = () => {
 function step(n: number) {
   const w = [performance.now()];
   const c = [cpuNow()];
-  const mark = () => (w.push(performance.now()), c.push(cpuNow()));
+  const hwm = [peakRssMB()];
+  const mark = () => (w.push(performance.now()), c.push(cpuNow()), hwm.push(peakRssMB()));
   // rollout
   const [group] = sampler.sampleGroups([prompt], G, { temperature: 1, topP: 1, maxNewTokens: n }, rng);
   mark();
@@ -111,7 +115,7 @@ function step(n: number) {
   mark();
   const d = (i: number) => (w[i + 1] - w[i]) / 1000;
   const dc = (i: number) => c[i + 1] - c[i];
-  return { rollout: d(0), reference: d(1), update: d(2), total: (w[3] - w[0]) / 1000, cpu: { rollout: dc(0), reference: dc(1), update: dc(2), total: c[3] - c[0] }, loss, gradNorm: clipped.norm, entropy, numTensors: tf.memory().numTensors };
+  return { rollout: d(0), reference: d(1), update: d(2), total: (w[3] - w[0]) / 1000, cpu: { rollout: dc(0), reference: dc(1), update: dc(2), total: c[3] - c[0] }, peakRssMBAfter: { rollout: hwm[1], reference: hwm[2], update: hwm[3] }, loss, gradNorm: clipped.norm, entropy, numTensors: tf.memory().numTensors };
 }
 
 const median = (xs: number[]) => {
@@ -126,7 +130,7 @@ for (const n of lengths) {
   console.log(JSON.stringify({
     side: 'metrl', engine, threads: engine === 'ort' ? threads : 1, completionTokens: n, promptTokens: Pn, group: G, steps: done, median: med,
     tokensPerSecond: { rollout: (G * n) / med.rollout, reference: (Pn + G * n) / med.reference, update: (Pn + G * n) / med.update },
-    cpuSecondsPerStep: median(done.map((s) => s.cpu.total)), loadSeconds, peakRssMB: (process.resourceUsage().maxRSS * 1024) / 2 ** 20,
+    cpuSecondsPerStep: median(done.map((s) => s.cpu.total)), loadSeconds, peakRssMB: peakRssMB(),
     loadavg: loadavg().map((x) => x.toFixed(2)), backend: backend.name, note: engine === 'ort' ? 'every phase on ONNX Runtime (AdamW on tfjs)' : 'all phases on tfjs WASM (1 thread)',
   }));
 }

@@ -8,6 +8,7 @@
 // as nested calls (`b.op('MatMul', [x, w])`). Constants become initializers (the ONNX way for small shapes and axes).
 import onnxProto from 'onnx-proto';
 import type { onnx as Onnx } from 'onnx-proto';
+import { SHARE_MIN_BYTES, WEIGHT_FILE, type SharedWeightFile } from './weight-file.ts';
 
 const { onnx } = onnxProto;
 
@@ -43,6 +44,8 @@ export const EXTERNAL_FILE = 'weights.bin';
 export interface SerializedModel {
   model: Uint8Array;
   external: { pieces: { offset: number; bytes: Uint8Array }[]; length: number } | null;
+  /** The shared weight file its large initializers refer to (then `external` is null): load it from that folder. */
+  shared?: SharedWeightFile;
 }
 
 /** IR version 8 (ONNX 1.10+), what opset 17 needs; ORT 1.30 reads up to 10. */
@@ -191,7 +194,8 @@ export class GraphBuilder {
    * external data file EXTERNAL_FILE instead (ONNX's external data: location, offset and length on the tensor), in
    * the order they were made, each at an offset aligned to EXTERNAL_ALIGN.
    */
-  toModel(opset = DEFAULT_OPSET, maxInlineBytes = MAX_INLINE_BYTES): SerializedModel {
+  toModel(opset = DEFAULT_OPSET, maxInlineBytes = MAX_INLINE_BYTES, shared?: SharedWeightFile): SerializedModel {
+    if (shared) return this.toSharedModel(opset, shared);
     let total = 0;
     for (const bytes of this.weightBytes.values()) total += bytes.byteLength;
     const outside = total > maxInlineBytes;
@@ -207,6 +211,26 @@ export class GraphBuilder {
       const entry = (key: string, value: string | number) => ({ key, value: String(value) });
       return { ...proto, dataLocation: onnx.TensorProto.DataLocation.EXTERNAL, externalData: [entry('location', EXTERNAL_FILE), entry('offset', offset), entry('length', bytes.byteLength)] };
     });
+    return { model: this.encode(opset, initializer), external: outside ? { pieces, length } : null };
+  }
+
+  /**
+   * The serialised model with every float32 initializer of at least SHARE_MIN_BYTES in `shared` (placed there by
+   * name unless it is already: weight-file.ts), the rest inline.
+   */
+  private toSharedModel(opset: number, shared: SharedWeightFile): SerializedModel {
+    const initializer = this.initializers.map((proto) => {
+      const bytes = this.weightBytes.get(proto);
+      if (!bytes) return proto;
+      if (bytes.byteLength < SHARE_MIN_BYTES) return { ...proto, rawData: bytes };
+      const { offset, length } = shared.place(proto.name!, bytes);
+      const entry = (key: string, value: string | number) => ({ key, value: String(value) });
+      return { ...proto, dataLocation: onnx.TensorProto.DataLocation.EXTERNAL, externalData: [entry('location', WEIGHT_FILE), entry('offset', offset), entry('length', length)] };
+    });
+    return { model: this.encode(opset, initializer), external: null, shared };
+  }
+
+  private encode(opset: number, initializer: Onnx.ITensorProto[]): Uint8Array {
     const opsetImport: Onnx.IOperatorSetIdProto[] = [{ domain: '', version: opset }];
     for (const d of this.domains) opsetImport.push({ domain: d, version: 1 });
     const model: Onnx.IModelProto = {
@@ -215,6 +239,6 @@ export class GraphBuilder {
       opsetImport,
       graph: { name: this.graphName, node: this.nodes, initializer, input: this.inputs, output: this.outputs },
     };
-    return { model: onnx.ModelProto.encode(onnx.ModelProto.create(model)).finish(), external: outside ? { pieces, length } : null };
+    return onnx.ModelProto.encode(onnx.ModelProto.create(model)).finish();
   }
 }

@@ -16,8 +16,9 @@
 //   lora.<module>.a [in, r], lora.<module>.b [r, out]  every adapted linear's A (pre-multiplied by alpha / r) and B:
 //                                  an update feeds new values and never rebuilds the session; B = 0 gives the base
 // Outputs: logits [B, R, V], present_key.<i>, present_value.<i> [B, nkv, K, d] (RoPE applied to keys).
-// Base weights are initializers (ORT prepacks them for its GEMMs), in an external data file when the model is too large
-// for one protobuf (graph-builder.ts toModel).
+// Base weights are initializers: in the decoder's shared weight file when given (weight-file.ts: the learner's graph
+// maps the same file), else inline, or in an external data file when the model is too large for one protobuf
+// (graph-builder.ts toModel).
 import type { DecoderConfig } from '../hf/config.ts';
 import { decoderBlock, decoderFinalNorm, decoderLogits, type AttentionSpec, type DecoderOps, type WeightTensor } from '../hf/decoder-ops.ts';
 import type { DecoderWeights } from '../hf/decoder-weights.ts';
@@ -25,6 +26,7 @@ import type { LinearWeights } from '../layers/linear.ts';
 import type { MlpActivation } from '../layers/mlp.ts';
 import type { NormStyle } from '../layers/rms-norm.ts';
 import { GraphBuilder, MAX_INLINE_BYTES, type SerializedModel } from './graph-builder.ts';
+import type { SharedWeightFile } from './weight-file.ts';
 
 /** Adapted linears of a graph: module path → LoRA rank (their A/B are graph inputs). */
 export type HfLoraSpec = ReadonlyMap<string, number>;
@@ -133,7 +135,7 @@ class OnnxDecoderOps implements DecoderOps<string> {
  * The serialised model of a decoder (weights read from its tfjs variables), with LoRA inputs for `lora`'s modules; past
  * `maxInlineBytes` of weights (a checkpoint above about 400 M parameters) they go to an external data file.
  */
-export function buildHfDecoderGraph(c: DecoderConfig, weights: DecoderWeights, lora: HfLoraSpec, maxInlineBytes = MAX_INLINE_BYTES): SerializedModel {
+export function buildHfDecoderGraph(c: DecoderConfig, weights: DecoderWeights, lora: HfLoraSpec, maxInlineBytes = MAX_INLINE_BYTES, shared?: SharedWeightFile): SerializedModel {
   const b = new GraphBuilder(`metrl-hf-${c.family}`);
   const d = c.headDim;
   const embeds = b.input('inputs_embeds', 'float32', ['batch', 'seq', c.hiddenSize]);
@@ -156,5 +158,5 @@ export function buildHfDecoderGraph(c: DecoderConfig, weights: DecoderWeights, l
   const hidden = b.op1('Gather', [decoderFinalNorm(ops, c, weights, x), rows], { axis: 1 }); // [B, R, H]
   b.op1('Identity', [decoderLogits(ops, c, weights, hidden)], {}, 'logits');
   b.output('logits', 'float32', ['batch', 'rows', c.vocabSize]);
-  return b.toModel(18, maxInlineBytes);
+  return b.toModel(18, maxInlineBytes, shared);
 }

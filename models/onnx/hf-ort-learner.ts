@@ -9,8 +9,8 @@
 //      with respect to every LoRA A and B, which by the chain rule is dLoss/dθ.
 // The tfjs variables stay the parameters (AdamW updates them, checkpoints save them); their values are fed on every
 // run, so no session is rebuilt after an update. One session serves both passes (its graph's If node runs the
-// backward part only when asked), without ORT's memory arena and weight prepacking: it holds the weights once (mapped
-// from an external data file), and frees a pass's buffers when the pass ends. On SmolLM2-135M's shape two sessions
+// backward part only when asked), without ORT's memory arena and weight prepacking: it holds no weights of its own
+// (it maps the decoder's shared weight file, weight-file.ts, as the sampler's session does), and frees a pass's buffers when the pass ends. On SmolLM2-135M's shape two sessions
 // with arena and prepacking held about twice the memory at the same speed. Everything else of the Learner contract (adapters, saving, the tfjs
 // tokenLogProbs) is the wrapped HfPolicy's.
 // Layout: all of a pass's chunks come at once (lossGradientsSum), so a prompt group whose completions fall in several
@@ -28,6 +28,7 @@ import type { EncodedPrompt, SequenceBatchItem, TokenLogProbs, TokenLogProbsOpti
 import type { Device } from './device.ts';
 import { buildHfTrainGraph, hfGradName, hfTrainLoraName, type HfTrainLoraSpec } from './hf-train-graph.ts';
 import { OrtSession, floatTensor, int64Tensor, type Feeds } from './session.ts';
+import { weightFileOf } from './weight-file.ts';
 import { logpLossAndGradient } from './logp-loss.ts';
 
 /** Most [predicted tokens × vocabulary] logit values one run holds (2^25 floats: 128 MB a tensor). */
@@ -47,9 +48,9 @@ export interface HfOrtLearnerOptions {
   /** Most logit values one run holds (default LOGIT_BUDGET; tests make it small to exercise the parts). */
   logitBudget?: number;
   /**
-   * Weight bytes past which the graph keeps them in an external data file (default 0: always). ORT maps an external
-   * file rather than copying it, and the model's protobuf holds no weights: the learner's copy of the weights is
-   * file-backed pages (reclaimable) instead of the protobuf's bytes plus ORT's own copy.
+   * Tests: weight bytes past which the graph keeps them in an external data file of its own. Unset, the weights are
+   * the decoder's shared weight file (weight-file.ts), which ORT maps rather than copies and the sampler's session
+   * maps too: file-backed pages (reclaimable) held once, not the protobuf's bytes plus ORT's copy per session.
    */
   maxInlineBytes?: number;
 }
@@ -117,7 +118,9 @@ export class HfOrtLearner implements Learner {
     if (this.sessions?.key !== key) {
       this.dispose();
       const { decoder } = this.policy;
-      const graph = buildHfTrainGraph(decoder.config, decoder.weights, spec, { maxInlineBytes: this.options.maxInlineBytes ?? 0 });
+      // The decoder's shared weight file (the sampler's graph maps the same one), unless a test asks for the graph's own.
+      const weights = this.options.maxInlineBytes === undefined ? { shared: weightFileOf(decoder, `${decoder.config.family} decoder`) } : { maxInlineBytes: this.options.maxInlineBytes };
+      const graph = buildHfTrainGraph(decoder.config, decoder.weights, spec, weights);
       const options = { label: `${decoder.config.family} training`, threads: this.options.threads, spin: this.options.spin, device: this.options.device, arena: false, prepack: false };
       this.sessions = { key, session: new OrtSession(graph, options) };
     }

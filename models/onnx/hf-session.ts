@@ -11,6 +11,7 @@ import { maskValues } from '../layers/attention.ts';
 import { inverseFrequencies, ropeValues } from '../layers/rope.ts';
 import { buildHfDecoderGraph, loraInput, type HfLoraSpec } from './hf-graph.ts';
 import { OrtSession, floatTensor, int64Tensor, type SessionOptions } from './session.ts';
+import { weightFileOf } from './weight-file.ts';
 
 /** Keys (RoPE applied) and values of every cached position, per layer [B, nkv, length, d]. */
 export interface HfOrtCache {
@@ -44,6 +45,9 @@ export interface HfRunResult {
   cache: HfOrtCache;
 }
 
+/** Shared weights up to this size are also prepacked by the sampler's session (a second, packed copy): 1 GiB. */
+export const PREPACK_MAX_BYTES = 2 ** 30;
+
 export class HfOrtModel {
   private session: OrtSession;
   private spec: HfLoraSpec;
@@ -54,7 +58,7 @@ export class HfOrtModel {
 
   constructor(
     readonly decoder: HfDecoder,
-    /** Session options, and (tests) the weight bytes past which the graph keeps them in an external data file. */
+    /** Session options, and (tests) the weight bytes past which the graph keeps them in an external data file of its own instead of the shared one. */
     private readonly options: SessionOptions & { maxInlineBytes?: number } = {},
   ) {
     const c = decoder.config;
@@ -82,7 +86,14 @@ export class HfOrtModel {
 
   private open(): OrtSession {
     const { maxInlineBytes, ...session } = this.options;
-    return new OrtSession(buildHfDecoderGraph(this.config, this.decoder.weights, this.spec, maxInlineBytes), { label: `${this.config.family} decoder`, ...session });
+    const label = `${this.config.family} decoder`;
+    if (maxInlineBytes !== undefined) return new OrtSession(buildHfDecoderGraph(this.config, this.decoder.weights, this.spec, maxInlineBytes), { label, ...session });
+    // The decoder's shared weight file, mapped by the learner's session too. Prepacking makes a packed copy of every
+    // weight for ORT's GEMMs: worth it for a small model (SmolLM2-135M's rollout took 10.5 s with it and 14.5 s
+    // without, one thread), not for one whose weights are what stops it fitting (PREPACK_MAX_BYTES).
+    const shared = weightFileOf(this.decoder, label);
+    const graph = buildHfDecoderGraph(this.config, this.decoder.weights, this.spec, undefined, shared);
+    return new OrtSession(graph, { label, prepack: shared.bytes <= PREPACK_MAX_BYTES, ...session });
   }
 
   /** Read the decoder's current adapters (after every learner update, or a loaded adapter). */

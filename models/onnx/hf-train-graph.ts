@@ -30,6 +30,7 @@ import type { NormStyle } from '../layers/rms-norm.ts';
 import { UserError } from '../../core/errors.ts';
 import { DiffGraph, type Value } from './autodiff.ts';
 import { MAX_INLINE_BYTES, type GraphBuilder, type SerializedModel } from './graph-builder.ts';
+import type { SharedWeightFile } from './weight-file.ts';
 
 /** Adapted linears: module path → { rank, scale } (their A and B are the graph's params). */
 export type HfTrainLoraSpec = ReadonlyMap<string, { r: number; scale: number }>;
@@ -199,7 +200,7 @@ class HfTrainOps implements DecoderOps<Value> {
  * modules. Fed `with_gradients` false it is the forward alone (token_logp, token_entropy): the learner's scoring pass,
  * so the log-probs the loss sees come from the very forward the gradients differentiate.
  */
-export function buildHfTrainGraph(c: DecoderConfig, weights: DecoderWeights, lora: HfTrainLoraSpec, options: { maxInlineBytes?: number } = {}): SerializedModel {
+export function buildHfTrainGraph(c: DecoderConfig, weights: DecoderWeights, lora: HfTrainLoraSpec, options: { maxInlineBytes?: number; shared?: SharedWeightFile } = {}): SerializedModel {
   if (lora.size === 0) throw new Error('the training graph needs LoRA adapters (it differentiates them)');
   const g = new DiffGraph(`metrl-hf-${c.family}-train`);
   const b = g.b;
@@ -257,5 +258,5 @@ export function buildHfTrainGraph(c: DecoderConfig, weights: DecoderWeights, lor
   const names = ops.params.map((p) => hfGradName(p.name));
   b.op('If', [withGradients], { then_branch: { graph: gradients }, else_branch: { graph: none } }, names);
   names.forEach((name) => b.output(name, 'float32', [`${name}.rows`, `${name}.cols`]));
-  return b.toModel(17, options.maxInlineBytes ?? MAX_INLINE_BYTES);
+  return b.toModel(17, options.maxInlineBytes ?? MAX_INLINE_BYTES, options.shared);
 }

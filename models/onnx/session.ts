@@ -3,7 +3,8 @@
 // this goes under onnxruntime-node's promise wrapper (whose run only defers the same native, synchronous call with
 // setImmediate) to the binding it wraps. Threads: ORT's intra-op pool, `threads` of them (the machine's cores by
 // default; 1 for a single-core comparison). A model ORT refuses (an unknown operator, bad weights) is a UserError
-// naming what failed. A model too large for one protobuf comes with external weights (graph-builder.ts toModel): both
+// naming what failed. A model whose weights live in a shared weight file (weight-file.ts) is opened from that file's
+// folder. A model too large for one protobuf comes with external weights (graph-builder.ts toModel): both
 // are written to a temporary folder, opened from there, and the folder removed once ORT has read them.
 import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -64,13 +65,21 @@ export class OrtSession {
     };
     const serialized = model instanceof Uint8Array ? { model, external: null } : model;
     const folder = serialized.external ? writeWithExternalWeights(serialized, options.label ?? 'model') : null;
+    // A model over a shared weight file is read from that file's folder (ORT takes external data only beside the
+    // model) and removed once read; the weights stay, mapped.
+    const sharedModel = serialized.shared ? serialized.shared.modelPath() : null;
     try {
+      if (sharedModel) writeFileSync(sharedModel, serialized.model);
       if (folder) this.native.loadModel(join(folder, 'model.onnx'), sessionOptions);
+      else if (sharedModel) this.native.loadModel(sharedModel, sessionOptions);
       else this.native.loadModel(serialized.model.buffer as ArrayBuffer, serialized.model.byteOffset, serialized.model.byteLength, sessionOptions);
     } catch (error) {
+      const system = systemErrorAsUserError(error);
+      if (system instanceof UserError) throw system;
       throw new UserError(`ONNX Runtime cannot build the ${options.label ?? 'model'} graph: ${(error as Error).message.split('\n')[0]}`);
     } finally {
       if (folder) rmSync(folder, { recursive: true, force: true });
+      if (sharedModel) rmSync(sharedModel, { force: true });
     }
     this.inputNames = this.native.inputMetadata.map((m) => m.name);
     this.outputNames = this.native.outputMetadata.map((m) => m.name);
