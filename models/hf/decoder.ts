@@ -269,6 +269,7 @@ export class HfDecoder {
   }
 
   forward(input: ForwardInput): ForwardOutput {
+    this.checkHeld();
     const c = this.config;
     const B = input.ids.length;
     const T = input.ids[0]?.length ?? 0;
@@ -336,7 +337,27 @@ export class HfDecoder {
 
   /** Logits [N, V] of final-normalised hidden rows [N, H]: the output head and Gemma's optional soft-capping. */
   head(rows: tf.Tensor2D): tf.Tensor2D {
+    this.checkHeld();
     return decoderLogits(new TfjsDecoderOps(null, null, false), this.config, this.weights, rows as tf.Tensor) as tf.Tensor2D; // [N, V]
+  }
+
+  /**
+   * Dispose the projections' weights (and an untied output head) on tfjs: called once ONNX Runtime holds them (its
+   * sessions map the decoder's shared weight file, models/onnx/weight-file.ts), so that they are not held a second
+   * time on the host. Shapes stay readable (adapters and graphs need them); the tfjs forward cannot run after this.
+   * The embedding table stays: tokens are looked up on the host (it is a tied model's head too).
+   */
+  releaseProjectionWeights(): void {
+    if (!this.hostWeights) throw new Error('internal: only host-held weights are released (HfPolicy.load hostWeights)');
+    for (const l of this.linears().values()) l.w.dispose();
+    if (this.weights.lmHead !== this.weights.embed.table) this.weights.lmHead.dispose();
+    this.projectionsReleased = true;
+  }
+
+  private projectionsReleased = false;
+
+  private checkHeld(): void {
+    if (this.projectionsReleased) throw new Error('internal: the tfjs forward ran after the projection weights were released to ONNX Runtime');
   }
 
   /** Every linear layer of the decoder, by module path (model.layers.0.self_attn.q_proj, …): LoRA targets. */

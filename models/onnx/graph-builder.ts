@@ -80,8 +80,11 @@ export class GraphBuilder {
   /** Where op() puts nodes: the graph's own list, or a subgraph's while subgraph() builds one. */
   private sink: Onnx.INodeProto[] = this.nodes;
   private readonly initializers: Onnx.ITensorProto[] = [];
-  /** The float32 initializers' bytes (views of the caller's arrays), set into their protos when serialised. */
-  private readonly weightBytes = new Map<Onnx.ITensorProto, Uint8Array>();
+  /**
+   * The float32 initializers' bytes (views of the caller's arrays), or how to read them, set into their protos when
+   * serialised: a weight already in a shared weight file is never read again.
+   */
+  private readonly weightBytes = new Map<Onnx.ITensorProto, { byteLength: number; read: () => Uint8Array }>();
   private readonly inputs: Onnx.IValueInfoProto[] = [];
   private readonly outputs: Onnx.IValueInfoProto[] = [];
   private readonly names = new Set<string>();
@@ -117,14 +120,20 @@ export class GraphBuilder {
 
   /**
    * A float32 initializer (weights), written into the model as raw little-endian data when it is serialised: `data` is
-   * kept, not copied (a large model's weights are not held twice), so it must not change before then.
+   * kept, not copied (a large model's weights are not held twice), so it must not change before then. Given as a
+   * function, it is read only if the model needs its bytes (not when a shared weight file holds them already).
    */
-  floats(name: string, data: Float32Array, dims: number[]): string {
+  floats(name: string, data: Float32Array | (() => Float32Array), dims: number[]): string {
     const expected = dims.reduce((a, b) => a * b, 1);
-    if (data.length !== expected) throw new Error(`initializer ${name}: ${data.length} values for shape [${dims}]`);
+    const read = () => {
+      const values = typeof data === 'function' ? data() : data;
+      if (values.length !== expected) throw new Error(`initializer ${name}: ${values.length} values for shape [${dims}]`);
+      return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+    };
+    if (typeof data !== 'function') read();
     const proto: Onnx.ITensorProto = { name: this.claim(name), dataType: ELEMENT.float32, dims };
     this.initializers.push(proto);
-    this.weightBytes.set(proto, new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+    this.weightBytes.set(proto, { byteLength: expected * 4, read });
     return name;
   }
 
@@ -197,13 +206,14 @@ export class GraphBuilder {
   toModel(opset = DEFAULT_OPSET, maxInlineBytes = MAX_INLINE_BYTES, shared?: SharedWeightFile): SerializedModel {
     if (shared) return this.toSharedModel(opset, shared);
     let total = 0;
-    for (const bytes of this.weightBytes.values()) total += bytes.byteLength;
+    for (const { byteLength } of this.weightBytes.values()) total += byteLength;
     const outside = total > maxInlineBytes;
     const pieces: { offset: number; bytes: Uint8Array }[] = [];
     let length = 0;
     const initializer = this.initializers.map((proto) => {
-      const bytes = this.weightBytes.get(proto);
-      if (!bytes) return proto;
+      const weight = this.weightBytes.get(proto);
+      if (!weight) return proto;
+      const bytes = weight.read();
       if (!outside) return { ...proto, rawData: bytes };
       const offset = Math.ceil(length / EXTERNAL_ALIGN) * EXTERNAL_ALIGN;
       pieces.push({ offset, bytes });
@@ -220,10 +230,10 @@ export class GraphBuilder {
    */
   private toSharedModel(opset: number, shared: SharedWeightFile): SerializedModel {
     const initializer = this.initializers.map((proto) => {
-      const bytes = this.weightBytes.get(proto);
-      if (!bytes) return proto;
-      if (bytes.byteLength < SHARE_MIN_BYTES) return { ...proto, rawData: bytes };
-      const { offset, length } = shared.place(proto.name!, bytes);
+      const weight = this.weightBytes.get(proto);
+      if (!weight) return proto;
+      if (weight.byteLength < SHARE_MIN_BYTES) return { ...proto, rawData: weight.read() };
+      const { offset, length } = shared.has(proto.name!) ? shared.place(proto.name!, null, weight.byteLength) : shared.place(proto.name!, weight.read());
       const entry = (key: string, value: string | number) => ({ key, value: String(value) });
       return { ...proto, dataLocation: onnx.TensorProto.DataLocation.EXTERNAL, externalData: [entry('location', WEIGHT_FILE), entry('offset', offset), entry('length', length)] };
     });

@@ -47,8 +47,8 @@ class OnnxDecoderOps implements DecoderOps<string> {
   linear(x: string, l: LinearWeights): string {
     const b = this.b;
     const [inDim, outDim] = l.w.shape;
-    let y = b.op1('MatMul', [x, b.floats(`${l.module}.weight`, values(l.w), [inDim, outDim])]);
-    if (l.bias) y = b.op1('Add', [y, b.floats(`${l.module}.bias`, values(l.bias), [outDim])]);
+    let y = b.op1('MatMul', [x, b.floats(`${l.module}.weight`, () => values(l.w), [inDim, outDim])]);
+    if (l.bias) y = b.op1('Add', [y, b.floats(`${l.module}.bias`, () => values(l.bias!), [outDim])]);
     const r = this.lora.get(l.module);
     if (r !== undefined) {
       const a = b.input(loraInput(l.module, 'a'), 'float32', [inDim, r]);
@@ -122,7 +122,7 @@ class OnnxDecoderOps implements DecoderOps<string> {
 
   project(x: string, w: WeightTensor): string {
     const [inDim, outDim] = w.shape;
-    return this.b.op1('MatMul', [x, this.b.floats('lm_head', values(w), [inDim, outDim])]);
+    return this.b.op1('MatMul', [x, this.b.floats('lm_head', () => values(w), [inDim, outDim])]);
   }
 
   softcap(x: string, cap: number): string {

@@ -87,7 +87,7 @@ class HfTrainOps implements DecoderOps<Value> {
   /** A base weight as an initializer (named as models/onnx/hf-graph.ts names it), added once however often read. */
   private weight(w: WeightTensor, name: string, data?: Float32Array): Value {
     let known = this.weightNames.get(w);
-    if (known === undefined) this.weightNames.set(w, (known = this.b.floats(name, data ?? values(w), w.shape as number[])));
+    if (known === undefined) this.weightNames.set(w, (known = this.b.floats(name, data ?? (() => values(w)), w.shape as number[])));
     return this.g.constant(known, w.shape.length);
   }
 

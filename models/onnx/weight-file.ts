@@ -58,13 +58,17 @@ export class SharedWeightFile {
     this.label = label;
   }
 
-  /** The offset of weight `name` in the file, written there on first use; the same name must hold the same bytes. */
-  place(name: string, bytes: Uint8Array): Entry {
+  /**
+   * The offset of weight `name` in the file, its `bytes` written there on first use (null: known to be there already,
+   * of `byteLength` bytes); the same name must hold the same number of bytes.
+   */
+  place(name: string, bytes: Uint8Array | null, byteLength = bytes?.byteLength ?? 0): Entry {
     const known = this.entries.get(name);
     if (known) {
-      if (known.length !== bytes.byteLength) throw new Error(`internal: shared weight ${name} is ${known.length} bytes, now ${bytes.byteLength}`);
+      if (known.length !== byteLength) throw new Error(`internal: shared weight ${name} is ${known.length} bytes, now ${byteLength}`);
       return known;
     }
+    if (!bytes) throw new Error(`internal: shared weight ${name} is not in the file yet`);
     const offset = Math.ceil(this.length / ALIGN) * ALIGN;
     try {
       for (let done = 0; done < bytes.byteLength; ) done += writeSync(this.fd, bytes, done, bytes.byteLength - done, offset + done);

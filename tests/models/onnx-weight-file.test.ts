@@ -41,7 +41,7 @@ describe('shared weight file', () => {
     expect(afterSampler).toBeLessThanOrEqual(expected);
     const learner = new HfOrtLearner(policy, { threads: 1 });
     const prompt = { tokens: Int32Array.from([1, 5, 9, 12, 3]), images: [] } as never;
-    learner.lossGradientsSum([{ batch: [{ prompt, completion: Int32Array.from([4, 7, 2]) }], options: { useLora: true }, loss: (lp) => lp.logProbs.sum() as never }], linears.flatMap((l) => [l.lora!.a, l.lora!.b]));
+    learner.lossGradientsSum([{ batch: [{ prompt, completion: [4, 7, 2] }], options: { useLora: true }, loss: (lp) => lp.logProbs.sum() as never }], linears.flatMap((l) => [l.lora!.a, l.lora!.b]));
     // The learner's graph found every weight in the file: nothing was added.
     expect(statSync(path).size).toBe(afterSampler);
     if (existsSync('/proc/self/maps')) expect(mappings(path)).toBeGreaterThan(linears.length);
