@@ -108,3 +108,20 @@ export function checkDevice(device: Device): void {
   const library = /Failed to load library \S+ with error: ([^\n]*)/.exec(failed.diagnostics)?.[1]?.replace(/\x1b\[[0-9;]*m/g, '').trim();
   throw new UserError(`--device cuda: ONNX Runtime ${cuda!.ort}'s CUDA execution provider cannot start (${oneLine(failed.reason)}${library ? `: ${library}` : ''}); it needs an NVIDIA GPU with its driver, and the CUDA ${cudaMajor} and cuDNN 9 libraries on the library path (LD_LIBRARY_PATH)`);
 }
+
+/** ORT's words when an allocation fails: its arena on any device, CUDA's and cuBLAS's status, C++'s bad_alloc. */
+const OUT_OF_MEMORY = /Failed to allocate memory for requested buffer|Available memory of \d+ is smaller than requested|CUDA failure 2\b|out of memory|CUBLAS_STATUS_ALLOC_FAILED|(?:std::)?bad_alloc|bad allocation/i;
+
+/**
+ * A UserError (one line) when ORT's error says the device ran out of memory for `label`'s graph, else null: what did
+ * not fit, and what makes a step smaller.
+ */
+export function outOfMemoryError(error: unknown, label: string, device: Device | undefined): UserError | null {
+  const message = error instanceof Error ? error.message : String(error);
+  const line = message.split('\n').find((l) => OUT_OF_MEMORY.test(l));
+  if (line === undefined) return null;
+  // From ORT's words on (its source location and function signature before them say nothing to a user).
+  const reason = line.slice(OUT_OF_MEMORY.exec(line)!.index).replace(/ ; GPU=.*$/, '').trim();
+  const where = !device || device === 'cpu' ? 'this machine\'s memory' : `the ${device} device's memory`;
+  return new UserError(`the ${label} does not fit in ${where} (${reason}): use a smaller model or fewer rows a step (--prompts-per-step, --group-size, --max-completion-tokens), or a device with more memory`);
+}

@@ -9,6 +9,7 @@
 import onnxProto from 'onnx-proto';
 import type { onnx as Onnx } from 'onnx-proto';
 import { SHARE_MIN_BYTES, WEIGHT_FILE, type SharedWeightFile } from './weight-file.ts';
+import { sixteenBitBytes, type WeightDtype } from './weight-dtype.ts';
 
 const { onnx } = onnxProto;
 
@@ -123,18 +124,28 @@ export class GraphBuilder {
    * kept, not copied (a large model's weights are not held twice), so it must not change before then. Given as a
    * function, it is read only if the model needs its bytes (not when a shared weight file holds them already).
    */
-  floats(name: string, data: Float32Array | (() => Float32Array), dims: number[]): string {
+  floats(name: string, data: Float32Array | (() => Float32Array), dims: number[], stored: WeightDtype = 'float32'): string {
     const expected = dims.reduce((a, b) => a * b, 1);
     const read = () => {
       const values = typeof data === 'function' ? data() : data;
       if (values.length !== expected) throw new Error(`initializer ${name}: ${values.length} values for shape [${dims}]`);
-      return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+      return stored === 'float32' ? new Uint8Array(values.buffer, values.byteOffset, values.byteLength) : sixteenBitBytes(values, stored);
     };
     if (typeof data !== 'function') read();
-    const proto: Onnx.ITensorProto = { name: this.claim(name), dataType: ELEMENT.float32, dims };
+    const dataType = stored === 'float32' ? ELEMENT.float32 : stored === 'bfloat16' ? onnx.TensorProto.DataType.BFLOAT16 : onnx.TensorProto.DataType.FLOAT16;
+    const proto: Onnx.ITensorProto = { name: this.claim(name), dataType, dims };
     this.initializers.push(proto);
-    this.weightBytes.set(proto, { byteLength: expected * 4, read });
+    this.weightBytes.set(proto, { byteLength: expected * (stored === 'float32' ? 4 : 2), read });
     return name;
+  }
+
+  /**
+   * A weight read as float32: the initializer itself, or, stored 16-bit (weight-dtype.ts), a Cast of it to float32
+   * where it is read (the product computes and accumulates in float32).
+   */
+  weight(name: string, data: Float32Array | (() => Float32Array), dims: number[], stored: WeightDtype = 'float32'): string {
+    const init = this.floats(stored === 'float32' ? name : `${name}.${stored}`, data, dims, stored);
+    return stored === 'float32' ? init : this.op1('Cast', [init], { to: ELEMENT.float32 });
   }
 
   /** An int64 constant (shapes, axes, indices) as an initializer with a fresh name. */

@@ -27,6 +27,7 @@ import type { MlpActivation } from '../layers/mlp.ts';
 import type { NormStyle } from '../layers/rms-norm.ts';
 import { GraphBuilder, MAX_INLINE_BYTES, type SerializedModel } from './graph-builder.ts';
 import type { SharedWeightFile } from './weight-file.ts';
+import type { WeightDtype } from './weight-dtype.ts';
 
 /** Adapted linears of a graph: module path → LoRA rank (their A/B are graph inputs). */
 export type HfLoraSpec = ReadonlyMap<string, number>;
@@ -42,12 +43,13 @@ class OnnxDecoderOps implements DecoderOps<string> {
     private readonly b: GraphBuilder,
     private readonly lora: HfLoraSpec,
     private readonly inputs: { cos: string; sin: string; cosLocal: string | null; sinLocal: string | null; mask: string; maskSliding: string | null },
+    private readonly stored: WeightDtype,
   ) {}
 
   linear(x: string, l: LinearWeights): string {
     const b = this.b;
     const [inDim, outDim] = l.w.shape;
-    let y = b.op1('MatMul', [x, b.floats(`${l.module}.weight`, () => values(l.w), [inDim, outDim])]);
+    let y = b.op1('MatMul', [x, b.weight(`${l.module}.weight`, () => values(l.w), [inDim, outDim], this.stored)]);
     if (l.bias) y = b.op1('Add', [y, b.floats(`${l.module}.bias`, () => values(l.bias!), [outDim])]);
     const r = this.lora.get(l.module);
     if (r !== undefined) {
@@ -122,7 +124,7 @@ class OnnxDecoderOps implements DecoderOps<string> {
 
   project(x: string, w: WeightTensor): string {
     const [inDim, outDim] = w.shape;
-    return this.b.op1('MatMul', [x, this.b.floats('lm_head', () => values(w), [inDim, outDim])]);
+    return this.b.op1('MatMul', [x, this.b.weight('lm_head', () => values(w), [inDim, outDim], this.stored)]);
   }
 
   softcap(x: string, cap: number): string {
@@ -131,11 +133,21 @@ class OnnxDecoderOps implements DecoderOps<string> {
   }
 }
 
+/** Where a graph's base weights go and in what type. */
+export interface GraphWeightOptions {
+  /** Past this many bytes of weights, an external data file of the graph's own (graph-builder.ts toModel). */
+  maxInlineBytes?: number;
+  /** The decoder's shared weight file (weight-file.ts); then maxInlineBytes does not apply. */
+  shared?: SharedWeightFile;
+  /** The projections' and head's stored type (weight-dtype.ts; default float32). */
+  stored?: WeightDtype;
+}
+
 /**
  * The serialised model of a decoder (weights read from its tfjs variables), with LoRA inputs for `lora`'s modules; past
  * `maxInlineBytes` of weights (a checkpoint above about 400 M parameters) they go to an external data file.
  */
-export function buildHfDecoderGraph(c: DecoderConfig, weights: DecoderWeights, lora: HfLoraSpec, maxInlineBytes = MAX_INLINE_BYTES, shared?: SharedWeightFile): SerializedModel {
+export function buildHfDecoderGraph(c: DecoderConfig, weights: DecoderWeights, lora: HfLoraSpec, options: GraphWeightOptions = {}): SerializedModel {
   const b = new GraphBuilder(`metrl-hf-${c.family}`);
   const d = c.headDim;
   const embeds = b.input('inputs_embeds', 'float32', ['batch', 'seq', c.hiddenSize]);
@@ -150,7 +162,7 @@ export function buildHfDecoderGraph(c: DecoderConfig, weights: DecoderWeights, l
     maskSliding: sliding ? b.input('mask_sliding', 'float32', ['batch', 1, 'seq', 'keys']) : null,
   };
   const rows = b.input('logit_rows', 'int64', ['rows']);
-  const ops = new OnnxDecoderOps(b, lora, inputs);
+  const ops = new OnnxDecoderOps(b, lora, inputs, options.stored ?? 'float32');
   let x = embeds;
   weights.layers.forEach((w, i) => {
     x = decoderBlock(ops, c, w, i, x);
@@ -158,5 +170,5 @@ export function buildHfDecoderGraph(c: DecoderConfig, weights: DecoderWeights, l
   const hidden = b.op1('Gather', [decoderFinalNorm(ops, c, weights, x), rows], { axis: 1 }); // [B, R, H]
   b.op1('Identity', [decoderLogits(ops, c, weights, hidden)], {}, 'logits');
   b.output('logits', 'float32', ['batch', 'rows', c.vocabSize]);
-  return b.toModel(18, maxInlineBytes, shared);
+  return b.toModel(18, options.maxInlineBytes ?? MAX_INLINE_BYTES, options.shared);
 }

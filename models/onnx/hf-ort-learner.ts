@@ -29,6 +29,7 @@ import type { Device } from './device.ts';
 import { buildHfTrainGraph, hfGradName, hfTrainLoraName, type HfTrainLoraSpec } from './hf-train-graph.ts';
 import { OrtSession, floatTensor, int64Tensor, type Feeds } from './session.ts';
 import { weightFileOf } from './weight-file.ts';
+import { deviceWeightDtype, type WeightDtype } from './weight-dtype.ts';
 import { logpLossAndGradient } from './logp-loss.ts';
 
 /** Most [predicted tokens × vocabulary] logit values one run holds (2^25 floats: 128 MB a tensor). */
@@ -53,6 +54,8 @@ export interface HfOrtLearnerOptions {
    * maps too: file-backed pages (reclaimable) held once, not the protobuf's bytes plus ORT's copy per session.
    */
   maxInlineBytes?: number;
+  /** The weights' stored type (default: deviceWeightDtype of the checkpoint's dtype and the device; tests set it). */
+  stored?: WeightDtype;
 }
 
 /** One run of the graphs: a prompt and some of its completions (members: their request and batch index). */
@@ -119,7 +122,8 @@ export class HfOrtLearner implements Learner {
       this.dispose();
       const { decoder } = this.policy;
       // The decoder's shared weight file (the sampler's graph maps the same one), unless a test asks for the graph's own.
-      const weights = this.options.maxInlineBytes === undefined ? { shared: weightFileOf(decoder, `${decoder.config.family} decoder`) } : { maxInlineBytes: this.options.maxInlineBytes };
+      const stored = this.options.stored ?? deviceWeightDtype(this.policy.config.dtype, this.options.device);
+      const weights = this.options.maxInlineBytes === undefined ? { shared: weightFileOf(decoder, `${decoder.config.family} decoder`), stored } : { maxInlineBytes: this.options.maxInlineBytes, stored };
       const graph = buildHfTrainGraph(decoder.config, decoder.weights, spec, weights);
       const options = { label: `${decoder.config.family} training`, threads: this.options.threads, spin: this.options.spin, device: this.options.device, arena: false, prepack: false };
       this.sessions = { key, session: new OrtSession(graph, options) };

@@ -21,6 +21,7 @@ import type { Device } from './device.ts';
 import { generateOrt } from './hf-generate.ts';
 import { HfOrtModel } from './hf-session.ts';
 import { SiglipOrtTower } from './siglip-session.ts';
+import { deviceWeightDtype, type WeightDtype } from './weight-dtype.ts';
 
 /** Most logit values one scoring run returns (2^25 floats, 128 MB). */
 const LOGIT_BUDGET = 2 ** 25;
@@ -31,6 +32,8 @@ export interface HfOrtSamplerOptions {
   device?: Device;
   /** Most logit values one scoring run returns (default LOGIT_BUDGET; tests make it small to exercise chunking). */
   logitBudget?: number;
+  /** The weights' stored type (default: deviceWeightDtype of the checkpoint's dtype and the device; tests set it). */
+  stored?: WeightDtype;
 }
 
 export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
@@ -42,8 +45,8 @@ export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
 
   constructor(policy: HfPolicy, options: HfOrtSamplerOptions = {}) {
     super(policy);
-    const { logitBudget, ...session } = options;
-    this.model = new HfOrtModel(policy.decoder, session);
+    const { logitBudget, stored, ...session } = options;
+    this.model = new HfOrtModel(policy.decoder, { ...session, stored: stored ?? deviceWeightDtype(policy.config.dtype, session.device) });
     const encoder = policy.imageEncoder;
     this.releaseTower = encoder ? policy.useVisionTower((pixels) => (this.tower ??= new SiglipOrtTower(encoder.tower, encoder.towerConfig, session)).forward(pixels)) : () => {};
     this.logitBudget = logitBudget ?? LOGIT_BUDGET;

@@ -12,6 +12,7 @@ import { inverseFrequencies, ropeValues } from '../layers/rope.ts';
 import { buildHfDecoderGraph, loraInput, type HfLoraSpec } from './hf-graph.ts';
 import { OrtSession, floatTensor, int64Tensor, type SessionOptions } from './session.ts';
 import { weightFileOf } from './weight-file.ts';
+import type { WeightDtype } from './weight-dtype.ts';
 
 /** Keys (RoPE applied) and values of every cached position, per layer [B, nkv, length, d]. */
 export interface HfOrtCache {
@@ -58,8 +59,11 @@ export class HfOrtModel {
 
   constructor(
     readonly decoder: HfDecoder,
-    /** Session options, and (tests) the weight bytes past which the graph keeps them in an external data file of its own instead of the shared one. */
-    private readonly options: SessionOptions & { maxInlineBytes?: number } = {},
+    /**
+     * Session options; the stored type of the weights (weight-dtype.ts, default float32); and (tests) the weight bytes
+     * past which the graph keeps them in an external data file of its own instead of the shared one.
+     */
+    private readonly options: SessionOptions & { maxInlineBytes?: number; stored?: WeightDtype } = {},
   ) {
     const c = decoder.config;
     this.invGlobal = inverseFrequencies(c.headDim, c.ropeTheta, c.ropeLinearFactor);
@@ -85,14 +89,14 @@ export class HfOrtModel {
   }
 
   private open(): OrtSession {
-    const { maxInlineBytes, ...session } = this.options;
+    const { maxInlineBytes, stored, ...session } = this.options;
     const label = `${this.config.family} decoder`;
-    if (maxInlineBytes !== undefined) return new OrtSession(buildHfDecoderGraph(this.config, this.decoder.weights, this.spec, maxInlineBytes), { label, ...session });
+    if (maxInlineBytes !== undefined) return new OrtSession(buildHfDecoderGraph(this.config, this.decoder.weights, this.spec, { maxInlineBytes, stored }), { label, ...session });
     // The decoder's shared weight file, mapped by the learner's session too. Prepacking makes a packed copy of every
     // weight for ORT's GEMMs: worth it for a small model (SmolLM2-135M's rollout took 10.5 s with it and 14.5 s
     // without, one thread), not for one whose weights are what stops it fitting (PREPACK_MAX_BYTES).
     const shared = weightFileOf(this.decoder, label);
-    const graph = buildHfDecoderGraph(this.config, this.decoder.weights, this.spec, undefined, shared);
+    const graph = buildHfDecoderGraph(this.config, this.decoder.weights, this.spec, { shared, stored });
     return new OrtSession(graph, { label, prepack: shared.bytes <= PREPACK_MAX_BYTES, ...session });
   }
 

@@ -30,7 +30,8 @@ import type { NormStyle } from '../layers/rms-norm.ts';
 import { UserError } from '../../core/errors.ts';
 import { DiffGraph, type Value } from './autodiff.ts';
 import { MAX_INLINE_BYTES, type GraphBuilder, type SerializedModel } from './graph-builder.ts';
-import type { SharedWeightFile } from './weight-file.ts';
+import type { GraphWeightOptions } from './hf-graph.ts';
+import type { WeightDtype } from './weight-dtype.ts';
 
 /** Adapted linears: module path → { rank, scale } (their A and B are the graph's params). */
 export type HfTrainLoraSpec = ReadonlyMap<string, { r: number; scale: number }>;
@@ -80,20 +81,25 @@ class HfTrainOps implements DecoderOps<Value> {
     private readonly c: DecoderConfig,
     private readonly lora: HfTrainLoraSpec,
     private readonly inputs: TrainInputs,
+    /** The stored type of the products' weights (weight-dtype.ts); norms and biases stay float32. */
+    private readonly stored: WeightDtype,
   ) {
     this.b = g.b;
   }
 
-  /** A base weight as an initializer (named as models/onnx/hf-graph.ts names it), added once however often read. */
-  private weight(w: WeightTensor, name: string, data?: Float32Array): Value {
+  /**
+   * A base weight as an initializer (named as models/onnx/hf-graph.ts names it, and in its type), added once however
+   * often read: a float32 value (a Cast of it when stored 16-bit).
+   */
+  private weight(w: WeightTensor, name: string, data?: Float32Array, stored: WeightDtype = 'float32'): Value {
     let known = this.weightNames.get(w);
-    if (known === undefined) this.weightNames.set(w, (known = this.b.floats(name, data ?? (() => values(w)), w.shape as number[])));
+    if (known === undefined) this.weightNames.set(w, (known = this.b.weight(name, data ?? (() => values(w)), w.shape as number[], stored)));
     return this.g.constant(known, w.shape.length);
   }
 
   linear(x: Value, l: LinearWeights): Value {
     const { g } = this;
-    let y = g.matmul(x, this.weight(l.w, `${l.module}.weight`));
+    let y = g.matmul(x, this.weight(l.w, `${l.module}.weight`, undefined, this.stored));
     if (l.bias) y = g.add(y, this.weight(l.bias, `${l.module}.bias`));
     const adapter = this.lora.get(l.module);
     if (adapter === undefined) return y;
@@ -187,7 +193,7 @@ class HfTrainOps implements DecoderOps<Value> {
   }
 
   project(x: Value, w: WeightTensor): Value {
-    return this.g.matmul(x, this.weight(w, 'lm_head'));
+    return this.g.matmul(x, this.weight(w, 'lm_head', undefined, this.stored));
   }
 
   softcap(x: Value, cap: number): Value {
@@ -200,7 +206,7 @@ class HfTrainOps implements DecoderOps<Value> {
  * modules. Fed `with_gradients` false it is the forward alone (token_logp, token_entropy): the learner's scoring pass,
  * so the log-probs the loss sees come from the very forward the gradients differentiate.
  */
-export function buildHfTrainGraph(c: DecoderConfig, weights: DecoderWeights, lora: HfTrainLoraSpec, options: { maxInlineBytes?: number; shared?: SharedWeightFile } = {}): SerializedModel {
+export function buildHfTrainGraph(c: DecoderConfig, weights: DecoderWeights, lora: HfTrainLoraSpec, options: GraphWeightOptions = {}): SerializedModel {
   if (lora.size === 0) throw new Error('the training graph needs LoRA adapters (it differentiates them)');
   const g = new DiffGraph(`metrl-hf-${c.family}-train`);
   const b = g.b;
@@ -226,7 +232,7 @@ export function buildHfTrainGraph(c: DecoderConfig, weights: DecoderWeights, lor
   const predictRows = b.input('predict_rows', 'int64', ['predicted']);
   const targets = b.input('targets', 'int64', ['predicted']);
   const invT = b.input('inv_temperature', 'float32', []);
-  const ops = new HfTrainOps(g, c, lora, inputs);
+  const ops = new HfTrainOps(g, c, lora, inputs, options.stored ?? 'float32');
   let x = g.constant(embeds, 2);
   weights.layers.forEach((w, i) => {
     x = decoderBlock(ops, c, w, i, x);

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Tensor } from 'onnxruntime-common';
 import { systemErrorAsUserError, UserError } from '../../core/errors.ts';
-import { executionProviders, type Device } from './device.ts';
+import { executionProviders, outOfMemoryError, type Device } from './device.ts';
 import { EXTERNAL_FILE, type SerializedModel } from './graph-builder.ts';
 import { nativeBinding, type NativeSession } from './ort-binding.ts';
 
@@ -45,10 +45,14 @@ export type Feeds = Record<string, Tensor>;
 
 export class OrtSession {
   private readonly native: NativeSession;
+  private readonly label: string;
+  private readonly device: Device | undefined;
   readonly inputNames: string[];
   readonly outputNames: string[];
 
   constructor(model: Uint8Array | SerializedModel, options: SessionOptions = {}) {
+    this.label = options.label ?? 'model';
+    this.device = options.device;
     this.native = new (nativeBinding().InferenceSession)();
     const sessionOptions: Record<string, unknown> = {
       graphOptimizationLevel: 'all',
@@ -76,7 +80,7 @@ export class OrtSession {
     } catch (error) {
       const system = systemErrorAsUserError(error);
       if (system instanceof UserError) throw system;
-      throw new UserError(`ONNX Runtime cannot build the ${options.label ?? 'model'} graph: ${(error as Error).message.split('\n')[0]}`);
+      throw outOfMemoryError(error, `${options.label ?? 'model'} graph`, options.device) ?? new UserError(`ONNX Runtime cannot build the ${options.label ?? 'model'} graph: ${(error as Error).message.split('\n')[0]}`);
     } finally {
       if (folder) rmSync(folder, { recursive: true, force: true });
       if (sharedModel) rmSync(sharedModel, { force: true });
@@ -88,7 +92,11 @@ export class OrtSession {
   /** Run the graph; returns the named outputs (all of them unless `outputs` lists some). */
   run(feeds: Feeds, outputs: string[] = this.outputNames): Record<string, Tensor> {
     const fetches = Object.fromEntries(outputs.map((n) => [n, null]));
-    return this.native.run(feeds, fetches, {});
+    try {
+      return this.native.run(feeds, fetches, {});
+    } catch (error) {
+      throw outOfMemoryError(error, `${this.label} graph`, this.device) ?? error;
+    }
   }
 
   dispose(): void {

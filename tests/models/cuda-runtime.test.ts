@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { findCudaRuntime } from '../../models/onnx/cuda-runtime.ts';
+import { outOfMemoryError } from '../../models/onnx/device.ts';
 import { ortVersionOf, projectBindingDir, projectOrtVersion } from '../../models/onnx/ort-binding.ts';
 import { UserError } from '../../core/errors.ts';
 import { expectUserError, metrl, scratchDir } from '../cli/helpers.ts';
@@ -108,4 +109,17 @@ describe('--device cuda and install-cuda on the command line', () => {
     expectUserError(await metrl(['install-cuda', '--from', from, '--dir', target]), /install-cuda: .*onnxruntime-node-1\.29\.0\.tgz is not onnxruntime-node@1\.29\.0 as published \(sha512 differs\)/);
     expect(readdirSync(target)).toEqual([]);
   }, 120_000);
+});
+
+describe('a device that cannot hold the model', () => {
+  // ORT's own messages (its BFC arena, CUDA's and cuBLAS's status lines, C++'s bad_alloc).
+  it('is one line naming what did not fit and what makes a step smaller', () => {
+    const line = (message: string, device?: 'cuda' | 'cpu') => outOfMemoryError(new Error(message), 'gemma3 training graph', device)?.message;
+    expect(line('/onnxruntime_src/onnxruntime/core/framework/bfc_arena.cc:359 void* onnxruntime::BFCArena::AllocateRawInternal(size_t, bool, onnxruntime::Stream*) Failed to allocate memory for requested buffer of size 8589934592\n', 'cuda')).toBe(
+      "the gemma3 training graph does not fit in the cuda device's memory (Failed to allocate memory for requested buffer of size 8589934592): use a smaller model or fewer rows a step (--prompts-per-step, --group-size, --max-completion-tokens), or a device with more memory",
+    );
+    expect(line('CUDA failure 2: out of memory ; GPU=0 ; hostname=h200 ; file=cuda_allocator.cc ; line=47 ; expr=cudaMalloc((void**)&p, size);', 'cuda')).toMatch(/^the gemma3 training graph does not fit in the cuda device's memory \(CUDA failure 2: out of memory\)/);
+    expect(line('std::bad_alloc')).toMatch(/does not fit in this machine's memory \(std::bad_alloc\)/);
+    expect(line('Non-zero status code returned while running MatMul node')).toBeUndefined();
+  });
 });
