@@ -55,12 +55,17 @@ const progress = (what: string) => process.stderr.write(`bench gemma-1b: ${what}
 
 /** Write the checkpoint folder; returns its parameter count. */
 export function writeGemma1bFolder(dir: string): number {
-  const config = parseHfConfig(GEMMA3_1B_CONFIG);
-  const tensors = randomDecoderTensors(config.text, GEMMA3_CAUSAL_LAYOUT, new Rng(0, 'bench-gemma-1b'), GEMMA3_1B_CONFIG.initializer_range);
+  return writeGemmaTextFolder(dir, GEMMA3_1B_CONFIG, 'bench-gemma-1b');
+}
+
+/** Write a random-weight Gemma 3 text checkpoint of `config`'s shape (float32 on disk) with a tokenizer; its parameter count. */
+export function writeGemmaTextFolder(dir: string, config: Record<string, unknown> & { initializer_range: number }, seed: string): number {
+  const parsed = parseHfConfig(config);
+  const tensors = randomDecoderTensors(parsed.text, GEMMA3_CAUSAL_LAYOUT, new Rng(0, seed), config.initializer_range);
   let parameters = 0;
   for (const t of tensors.values()) parameters += t.data.length;
   mkdirSync(dir, { recursive: true });
-  writeHfCheckpoint(dir, GEMMA3_1B_CONFIG, tensors);
+  writeHfCheckpoint(dir, config, tensors);
   const tokenizer = join(SHARED_DIR, 'fixtures', 'hf', 'tokenizer-smolvlm');
   copyFileSync(join(tokenizer, 'tokenizer.json'), join(dir, 'tokenizer.json'));
   const tc = JSON.parse(readFileSync(join(tokenizer, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
@@ -69,7 +74,7 @@ export function writeGemma1bFolder(dir: string): number {
 }
 
 /** Run `metrl train` in a child process; its exit code, stderr, wall seconds and peak VmHWM in bytes. */
-async function trainChild(args: string[]): Promise<{ code: number | null; stderr: string; seconds: number; peak: number }> {
+export async function trainChild(args: string[]): Promise<{ code: number | null; stderr: string; seconds: number; peak: number }> {
   const start = performance.now();
   const child = spawn(process.execPath, [join(PROJECT_ROOT, 'bin', 'metrl.js'), ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
