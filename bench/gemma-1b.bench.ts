@@ -73,24 +73,31 @@ export function writeGemmaTextFolder(dir: string, config: Record<string, unknown
   return parameters;
 }
 
-/** Run `metrl train` in a child process; its exit code, stderr, wall seconds and peak VmHWM in bytes. */
-export async function trainChild(args: string[]): Promise<{ code: number | null; stderr: string; seconds: number; peak: number }> {
+/**
+ * Run `metrl train` in a child process; its exit code, stderr, wall seconds, peak VmHWM and peak PSS in bytes. PSS
+ * counts a page mapped twice (the sampler's and the learner's sessions map one weight file) once, where RSS counts it
+ * per mapping.
+ */
+export async function trainChild(args: string[]): Promise<{ code: number | null; stderr: string; seconds: number; peak: number; peakPss: number }> {
   const start = performance.now();
   const child = spawn(process.execPath, [join(PROJECT_ROOT, 'bin', 'metrl.js'), ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   let peak = 0;
+  let peakPss = 0;
   const poll = setInterval(() => {
     try {
       const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
       if (hwm) peak = Math.max(peak, Number(hwm[1]) * 1024);
+      const pss = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${child.pid}/smaps_rollup`, 'utf8'));
+      if (pss) peakPss = Math.max(peakPss, Number(pss[1]) * 1024);
     } catch {
       // the child has exited
     }
   }, 200);
   const code = await new Promise<number | null>((done) => child.on('close', done));
   clearInterval(poll);
-  return { code, stderr, seconds: (performance.now() - start) / 1000, peak };
+  return { code, stderr, seconds: (performance.now() - start) / 1000, peak, peakPss };
 }
 
 export async function run(): Promise<BenchRow[]> {
@@ -117,6 +124,7 @@ export async function run(): Promise<BenchRow[]> {
     const note = `default config, completions ${step.completionLength.toFixed(0)} tokens on average; load ${load}`;
     return [
       { group, name: 'peak RSS of metrl train', value: result.peak / 2 ** 30, unit: 'GiB', note: 'weights 4.0 GB (float32); machine 24 GB' },
+      { group, name: 'peak PSS of metrl train', value: result.peakPss / 2 ** 30, unit: 'GiB', note: 'sampled every 0.2 s; the weight file mapped by two sessions counted once' },
       { group, name: 'step: rollout', value: step.time.rollout, unit: 's', note },
       { group, name: 'step: reference and old log-probs', value: step.time.logprobs, unit: 's', note },
       { group, name: 'step: update', value: step.time.update, unit: 's', note },
