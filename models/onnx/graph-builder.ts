@@ -182,16 +182,17 @@ export class GraphBuilder {
   }
 
   /**
-   * A subgraph (an If node's branch): the nodes `build` emits go into it, and the values it returns are its outputs.
-   * Its nodes may read any value of the enclosing graph; initializers made meanwhile stay the enclosing graph's.
+   * A subgraph (an If node's branch, a Loop's body): the nodes `build` emits go into it, and the values it returns are
+   * its outputs; `inputs` are its own inputs (a Loop body's iteration number and condition, names from fresh()). Its
+   * nodes may read any value of the enclosing graph; initializers made meanwhile stay the enclosing graph's.
    */
-  subgraph(name: string, build: () => { name: string; type: ElementType; dims: Dim[] }[]): Onnx.IGraphProto {
+  subgraph(name: string, build: () => { name: string; type: ElementType; dims: Dim[] }[], inputs: { name: string; type: ElementType; dims: Dim[] }[] = []): Onnx.IGraphProto {
     const outer = this.sink;
     const nodes: Onnx.INodeProto[] = [];
     this.sink = nodes;
     try {
       const outputs = build();
-      return { name, node: nodes, input: [], initializer: [], output: outputs.map((o) => valueInfo(o.name, o.type, o.dims)) };
+      return { name, node: nodes, input: inputs.map((i) => valueInfo(i.name, i.type, i.dims)), initializer: [], output: outputs.map((o) => valueInfo(o.name, o.type, o.dims)) };
     } finally {
       this.sink = outer;
     }

@@ -141,6 +141,8 @@ export interface GraphWeightOptions {
   shared?: SharedWeightFile;
   /** The projections' and head's stored type (weight-dtype.ts; default float32). */
   stored?: WeightDtype;
+  /** Training graph, tests: logits one chunk of the output head holds (hf-train-head.ts CHUNK_LOGITS). */
+  headChunkLogits?: number;
 }
 
 /**

@@ -56,6 +56,8 @@ export interface HfOrtLearnerOptions {
   maxInlineBytes?: number;
   /** The weights' stored type (default: deviceWeightDtype of the checkpoint's dtype and the device; tests set it). */
   stored?: WeightDtype;
+  /** Tests: logits one chunk of the training graph's output head holds (default hf-train-head.ts CHUNK_LOGITS). */
+  headChunkLogits?: number;
 }
 
 /** One run of the graphs: a prompt and some of its completions (members: their request and batch index). */
@@ -123,7 +125,8 @@ export class HfOrtLearner implements Learner {
       const { decoder } = this.policy;
       // The decoder's shared weight file (the sampler's graph maps the same one), unless a test asks for the graph's own.
       const stored = this.options.stored ?? deviceWeightDtype(this.policy.config.dtype, this.options.device);
-      const weights = this.options.maxInlineBytes === undefined ? { shared: weightFileOf(decoder, `${decoder.config.family} decoder`), stored } : { maxInlineBytes: this.options.maxInlineBytes, stored };
+      const chunks = { stored, headChunkLogits: this.options.headChunkLogits };
+      const weights = this.options.maxInlineBytes === undefined ? { shared: weightFileOf(decoder, `${decoder.config.family} decoder`), ...chunks } : { maxInlineBytes: this.options.maxInlineBytes, ...chunks };
       const graph = buildHfTrainGraph(decoder.config, decoder.weights, spec, weights);
       const options = { label: `${decoder.config.family} training`, threads: this.options.threads, spin: this.options.spin, device: this.options.device, arena: false, prepack: false };
       this.sessions = { key, session: new OrtSession(graph, options) };

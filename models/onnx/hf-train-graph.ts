@@ -29,6 +29,7 @@ import type { MlpActivation } from '../layers/mlp.ts';
 import type { NormStyle } from '../layers/rms-norm.ts';
 import { UserError } from '../../core/errors.ts';
 import { DiffGraph, type Value } from './autodiff.ts';
+import { chunkedHead } from './hf-train-head.ts';
 import { MAX_INLINE_BYTES, type GraphBuilder, type SerializedModel } from './graph-builder.ts';
 import type { GraphWeightOptions } from './hf-graph.ts';
 import type { WeightDtype } from './weight-dtype.ts';
@@ -193,12 +194,27 @@ class HfTrainOps implements DecoderOps<Value> {
   }
 
   project(x: Value, w: WeightTensor): Value {
-    return this.g.matmul(x, this.weight(w, 'lm_head', undefined, this.stored));
+    return this.g.matmul(x, this.headWeight(w));
+  }
+
+  /** The output head's weight [H, V] as a float32 value (chunked-head.ts reads it directly). */
+  headWeight(w: WeightTensor): Value {
+    return this.weight(w, 'lm_head', undefined, this.stored);
   }
 
   softcap(x: Value, cap: number): Value {
     return this.g.softcap(x, cap);
   }
+}
+
+/** Backward from `seeds` to every LoRA param: the gradients as a subgraph's outputs, in ops.params order. */
+function gradientOutputs(g: DiffGraph, ops: HfTrainOps, seeds: Map<string, string>): { name: string; type: 'float32'; dims: number[] }[] {
+  const grads = g.backward(seeds, ops.params);
+  return ops.params.map((p) => {
+    const grad = grads.get(p.name);
+    if (!grad) throw new Error(`no gradient reaches ${p.name}`);
+    return { name: g.b.op1('Identity', [grad]), type: 'float32' as const, dims: ops.paramDims.get(p.name)! };
+  });
 }
 
 /**
@@ -238,28 +254,33 @@ export function buildHfTrainGraph(c: DecoderConfig, weights: DecoderWeights, lor
     x = decoderBlock(ops, c, w, i, x);
   });
   const rows = g.gatherRows(decoderFinalNorm(ops, c, weights, x), predictRows); // [R, H]
-  const z = g.mulConst(decoderLogits(ops, c, weights, rows), invT); // [R, V]
-  const logp = b.op1('LogSoftmax', [z.name], { axis: -1 });
-  const picked = b.op1('GatherElements', [logp, b.op1('Unsqueeze', [targets, b.ints([1])])], { axis: 1 }); // [R, 1]
-  b.op1('Reshape', [picked, b.ints([-1])], {}, 'token_logp');
-  b.output('token_logp', 'float32', ['predicted']);
-  b.op1('Neg', [b.op1('ReduceSum', [b.op1('Mul', [b.op1('Exp', [logp]), logp]), b.ints([-1])], { keepdims: 0 })], {}, 'token_entropy');
-  b.output('token_entropy', 'float32', ['predicted']);
-  // The backward part runs only when `with_gradients` is true (an If node): the scoring pass and the gradient pass are
-  // one session, so the weights are held once for both. Without gradients every grad output is an empty tensor.
   const withGradients = b.input('with_gradients', 'bool', []);
   const targetGrads = b.input('target_grads', 'float32', ['predicted']);
-  const gradients = b.subgraph('gradients', () => {
-    // d/dz of Σ_r g_r log_softmax(z)[r, target_r] = g_r (onehot(target_r) − softmax(z)_r).
-    const onehot = b.op1('OneHot', [targets, b.ints([c.vocabSize], []), b.floats('onehot_values', Float32Array.of(0, 1), [2])], { axis: -1 });
-    const dz = b.op1('Mul', [b.op1('Sub', [onehot, b.op1('Exp', [logp])]), b.op1('Unsqueeze', [targetGrads, b.ints([1])])]);
-    const grads = g.backward(new Map([[z.name, dz]]), ops.params);
-    return ops.params.map((p) => {
-      const grad = grads.get(p.name);
-      if (!grad) throw new Error(`no gradient reaches ${p.name}`);
-      return { name: b.op1('Identity', [grad]), type: 'float32' as const, dims: ops.paramDims.get(p.name)! };
+  // The backward part runs only when `with_gradients` is true (an If node): the scoring pass and the gradient pass are
+  // one session, so the weights are held once for both. Without gradients every grad output is an empty tensor.
+  let gradients: ReturnType<typeof b.subgraph>;
+  if (c.finalLogitSoftcap === null) {
+    // The head in row chunks (hf-train-head.ts): no [R, V] tensor of all rows, and the backward starts at the rows.
+    const head = chunkedHead(b, rows.name, ops.headWeight(weights.lmHead).name, invT, targets, c.vocabSize, c.hiddenSize, options.headChunkLogits);
+    b.op1('Identity', [head.tokenLogp], {}, 'token_logp');
+    b.op1('Identity', [head.tokenEntropy], {}, 'token_entropy');
+    gradients = b.subgraph('gradients', () => gradientOutputs(g, ops, new Map([[rows.name, head.rowGradient(targetGrads)]])));
+  } else {
+    // Final soft-capping (Gemma 3 CausalLM checkpoints that set it): the whole head at once, through the autodiff.
+    const z = g.mulConst(decoderLogits(ops, c, weights, rows), invT); // [R, V]
+    const logp = b.op1('LogSoftmax', [z.name], { axis: -1 });
+    const picked = b.op1('GatherElements', [logp, b.op1('Unsqueeze', [targets, b.ints([1])])], { axis: 1 }); // [R, 1]
+    b.op1('Reshape', [picked, b.ints([-1])], {}, 'token_logp');
+    b.op1('Neg', [b.op1('ReduceSum', [b.op1('Mul', [b.op1('Exp', [logp]), logp]), b.ints([-1])], { keepdims: 0 })], {}, 'token_entropy');
+    gradients = b.subgraph('gradients', () => {
+      // d/dz of Σ_r g_r log_softmax(z)[r, target_r] = g_r (onehot(target_r) − softmax(z)_r).
+      const onehot = b.op1('OneHot', [targets, b.ints([c.vocabSize], []), b.floats('onehot_values', Float32Array.of(0, 1), [2])], { axis: -1 });
+      const dz = b.op1('Mul', [b.op1('Sub', [onehot, b.op1('Exp', [logp])]), b.op1('Unsqueeze', [targetGrads, b.ints([1])])]);
+      return gradientOutputs(g, ops, new Map([[z.name, dz]]));
     });
-  });
+  }
+  b.output('token_logp', 'float32', ['predicted']);
+  b.output('token_entropy', 'float32', ['predicted']);
   const none = b.subgraph('no_gradients', () => ops.params.map(() => ({ name: b.op1('ConstantOfShape', [b.ints([0])]), type: 'float32' as const, dims: [0] })));
   const names = ops.params.map((p) => hfGradName(p.name));
   b.op('If', [withGradients], { then_branch: { graph: gradients }, else_branch: { graph: none } }, names);
