@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startServe } from '../helpers/serve-process.ts';
@@ -100,11 +101,19 @@ describe('metrl serve', () => {
 
   it('survives clients that hang up, and answers many concurrent requests', async () => {
     const body = JSON.stringify({ messages: [{ role: 'user', content: 'shell\n1\n1 swap 3\n' }], max_tokens: 30, temperature: 0 });
+    // Five clients send a whole request and close their socket before any answer (a fetch aborted after a millisecond
+    // raced the tiny model's answer on a quiet machine): the server finds each gone when it answers.
+    const { hostname, port } = new URL(url);
     for (let i = 0; i < 5; i++) {
-      const controller = new AbortController();
-      const aborted = fetch(`${url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: controller.signal }).catch(() => 'aborted');
-      setTimeout(() => controller.abort(), 1);
-      expect(await aborted).toBe('aborted');
+      await new Promise<void>((done, failed) => {
+        const socket = connect(Number(port), hostname, () => {
+          socket.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, () => {
+            socket.destroy();
+            done();
+          });
+        });
+        socket.on('error', failed);
+      });
     }
     const answers = await Promise.all(Array.from({ length: 20 }, () => post(body).then((r) => r.json())));
     // Greedy: twenty identical requests, whatever batches they shared, get the same answer.
