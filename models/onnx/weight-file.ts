@@ -4,8 +4,8 @@
 // then refers to it as ONNX external data, and ORT maps the file instead of copying it, so the weights sit in memory
 // once (the page cache's copy, shared by both sessions' mappings) instead of once per session.
 // ONNX Runtime accepts external data only beside the model file, so the models are written into the same folder for
-// the moment a session reads them. The folder (metrl-weights-<pid>-*, in the system's temporary folder) lives as long
-// as the process; one left behind by a killed process is removed by the next process that opens a weight file.
+// the moment a session reads them. The folder (metrl-weights-<pid>-*, in the system's temporary folder: TMPDIR) lives
+// as long as the process; one left behind by a killed process is removed by the next process that opens a weight file.
 import { closeSync, mkdtempSync, openSync, readdirSync, readSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,20 +41,26 @@ function removeAbandoned(): void {
   }
 }
 
+/** The files this process has open, removed by one exit handler (not one listener per file). */
+const live = new Set<SharedWeightFile>();
+const removeLive = () => {
+  for (const file of [...live]) file.dispose();
+};
+
 export class SharedWeightFile {
   readonly dir: string;
   private fd: number;
   private readonly entries = new Map<string, Entry>();
   private length = 0;
   private models = 0;
-  private readonly removeOnExit = () => this.dispose();
   private readonly label: string;
 
   constructor(label: string) {
     removeAbandoned();
     this.dir = mkdtempSync(join(tmpdir(), `metrl-weights-${process.pid}-`));
     this.fd = openSync(join(this.dir, WEIGHT_FILE), 'w+');
-    process.once('exit', this.removeOnExit);
+    live.add(this);
+    if (live.size === 1) process.once('exit', removeLive);
     this.label = label;
   }
 
@@ -107,7 +113,8 @@ export class SharedWeightFile {
     if (this.fd < 0) return;
     closeSync(this.fd);
     this.fd = -1;
-    process.removeListener('exit', this.removeOnExit);
+    live.delete(this);
+    if (live.size === 0) process.removeListener('exit', removeLive);
     rmSync(this.dir, { recursive: true, force: true });
   }
 }
