@@ -45,8 +45,9 @@ if (!existsSync(join(dir, 'model.safetensors'))) {
   say(`writing the ${size} checkpoint`);
   parameters = writeGemmaTextFolder(dir, { ...config, dtype: 'bfloat16' }, `gpu-gemma-${size}`);
 }
-const reward = join(root, 'last-char.ts');
-writeFileSync(reward, 'export default (completion: string): number => (completion.length === 0 ? 0 : completion.charCodeAt(completion.length - 1) % 3) / 2;\n');
+// Plain JavaScript: the bundled CLI (bench/device-bundle.sh) has no TypeScript loader for a reward module.
+const reward = join(root, 'last-char.mjs');
+writeFileSync(reward, 'export default (completion) => (completion.length === 0 ? 0 : completion.charCodeAt(completion.length - 1) % 3) / 2;\n');
 const out = join(root, `run-${size}-${device}-${Date.now()}`);
 
 let gpuPeakMiB: number | null = null;

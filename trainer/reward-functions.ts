@@ -66,7 +66,9 @@ export async function loadRewardFunction(spec: string, cwd = process.cwd(), time
   if (!existsSync(file)) throw new UserError(`--reward ${spec}: no such file ${file}`);
   let mod: Record<string, unknown>;
   try {
-    mod = exportsOf((await tsImport(pathToFileURL(file).href, import.meta.url)) as Record<string, unknown>);
+    // A plain ES module (.mjs) loads natively, without tsx: the bundled CLI of bench/device-bundle.sh has no loader.
+    const url = pathToFileURL(file).href;
+    mod = exportsOf((await (file.endsWith('.mjs') ? import(url) : tsImport(url, import.meta.url))) as Record<string, unknown>);
   } catch (error) {
     throw new UserError(`--reward ${spec}: the module failed to load: ${firstLine(error)}`);
   }

@@ -67,6 +67,13 @@ describe('reward modules', () => {
     [0.65, 0.15, 0.07].forEach((w, i) => expect(got[i]).toBeCloseTo(w, 12));
   });
 
+  it('loads a plain JavaScript module (.mjs) natively', async () => {
+    writeFileSync(join(dir, 'chars.mjs'), 'export default (completion) => completion.length / 100;\n');
+    const reward = await loadRewardFunction('chars.mjs', dir);
+    expect(reward.name).toBe('chars');
+    expect(await values('chars.mjs')).toEqual([0.15, 0.15, 0.07]);
+  });
+
   it('loads a named async export, and a module whose only function is not the default', async () => {
     const reward = await loadRewardFunction('named.ts:exact', dir);
     expect(reward.name).toBe('exact');
