@@ -19,7 +19,7 @@ import { forward, logits, type TransformerModel } from './transformer.ts';
 import { packPrompts, sampleGroups } from './sampling.ts';
 import { completionLogProbs } from './scoring.ts';
 import { imageToPatches } from './vision.ts';
-import { chatToModelInput, episodeToModelInput, responseForScoring, targetText } from './template.ts';
+import { chatToModelInput, episodeToModelInput, modelInputToChat, responseForScoring, targetText } from './template.ts';
 import { ADAPTER_FILES, loadAdapter, saveAdapter } from './peft-adapter.ts';
 
 export interface CreatePolicyOptions {
@@ -136,6 +136,11 @@ export class BuiltinPolicy implements Policy, TransformerModel, LoraHost {
    */
   async chatPrompt(messages: ChatMessage[]): Promise<EncodedPrompt> {
     return this.encode(await chatToModelInput(messages, { imageSize: this.arch.imageSize, answerCue: true, exactSize: true }));
+  }
+
+  /** The compact template as one user message (template.ts modelInputToChat): chatPrompt of it is prompt(env, episode). */
+  promptMessages(env: Env, episode: Episode): Promise<ChatMessage[]> {
+    return modelInputToChat(episodeToModelInput(env, episode));
   }
 
   /** The template's prompt ends with the answer cue, so the completion is the answer's tail: the cue goes back in front. */
