@@ -1,6 +1,6 @@
 // GRPO steps with the rollouts in-process against rollouts on one and on two `metrl serve --enable-lora` replicas
 // (train --rollout-server, docs/rollout-servers.md): the default training config on the shell game with text actions
-// (token-id prompts; image prompts are not sent to servers yet), from checkpoints/base, ONNX Runtime in the trainer
+// (token-id prompts: /v1/completions; image prompts go through /v1/chat/completions), from checkpoints/base, ONNX Runtime in the trainer
 // and in each server. Rows: seconds per step and its phases, rollout tokens/s, and what the HTTP round trips cost: the
 // mean round trip of a one-token request on an idle server, and that times the step's requests (one per group, plus
 // one adapter load per replica) per rollout token. All processes share this machine's cores: on a small machine two

@@ -13,6 +13,11 @@ export interface PromptFormat {
   /** Chat messages (OpenAI format, images as data URLs) as this model's prompt: what `metrl serve` feeds it. */
   chatPrompt(messages: ChatMessage[]): Promise<EncodedPrompt>;
   /**
+   * prompt(env, episode) as OpenAI chat messages (images as PNG data URLs), for a server that formats and tokenises
+   * the prompt itself (vLLM's /v1/chat/completions, `metrl serve`): chatPrompt of these messages is the same prompt.
+   */
+  promptMessages(env: Env, episode: Episode): Promise<ChatMessage[]>;
+  /**
    * The text the environment's reward function scores for a completion. A template that ends the prompt with the
    * answer cue ("FINAL ANSWER: ") puts it back in front of the completion; chat models answer in full and score as is.
    */

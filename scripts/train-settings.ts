@@ -135,10 +135,6 @@ export async function runSettings(flags: TrainFlags): Promise<RunSettings> {
     if (flags.games !== undefined) envExtra.games = resolve(flags.games);
     if (flags.offset !== undefined) envExtra.offset = flags.offset;
   }
-  // Image prompts are not sent to rollout servers yet (docs/rollout-servers.md): say so before anything is written.
-  if (config.rolloutServer && (modality === 'image' || dataset?.train.some(showsImage))) {
-    throw new UserError('--rollout-server: image prompts are not sent to rollout servers yet (token-id prompts only); train --modality text, or without --rollout-server');
-  }
   return { domain, modality, runDir, config, checkpointDir, envExtra, datasetPath, dataset };
 }
 

@@ -1,6 +1,6 @@
 // The request side of the OpenAI chat-completions API that `metrl serve` accepts, as zod schemas: messages whose
 // content is a string or a list of text and image_url parts (images as data URLs: the server never fetches URLs),
-// and the sampling fields temperature, top_p, max_tokens, n, seed. Fields we do not use (presence_penalty, user, …)
+// and the sampling fields temperature, top_p, max_tokens, n, seed, plus vLLM's logprobs and return_token_ids. Fields we do not use (presence_penalty, user, …)
 // are accepted and ignored, as OpenAI clients send them; streaming is refused with a clear 400.
 import { z } from 'zod';
 
@@ -33,6 +33,10 @@ export const chatRequestSchema = z.looseObject({
   seed: z.number().int().nullish(),
   stream: z.boolean().nullish(),
   stop: z.union([z.string(), z.array(z.string()).max(4)]).nullish(),
+  // vLLM's fields for rollouts (chat-token-ids.ts): the sampled tokens' log-probs, and the prompt's and choices' token ids.
+  logprobs: z.boolean().nullish(),
+  top_logprobs: z.number().int().min(0).max(0, 'metrl serve returns the sampled token\'s log-prob only (top_logprobs: 0)').nullish(),
+  return_token_ids: z.boolean().nullish(),
 });
 export type ChatRequest = z.infer<typeof chatRequestSchema>;
 

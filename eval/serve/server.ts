@@ -1,5 +1,6 @@
 // `metrl serve`'s HTTP side, on node:http: POST /v1/chat/completions and GET /v1/models in the OpenAI shape, plus
-// GET /health, and vLLM's token-id /v1/completions and runtime LoRA routes where the engine has them (completions.ts). Every request body goes through zod; anything malformed (bad JSON, wrong fields, an image that is not
+// GET /health, and vLLM's token-id /v1/completions, its chat fields logprobs and return_token_ids (chat-token-ids.ts)
+// and runtime LoRA routes where the engine has them (completions.ts). Every request body goes through zod; anything malformed (bad JSON, wrong fields, an image that is not
 // a decodable data URL, a body over the size limit) gets a 4xx with an OpenAI-style JSON error body and never takes
 // the server down. Generation is delegated to a ChatEngine; the built-in one batches requests that arrive together.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -10,6 +11,7 @@ import { chatRequestSchema, isImageDataUrl, type ChatRequest } from './schema.ts
 import type { ChatMessage } from '../../core/chat.ts';
 import { UserError } from '../../core/errors.ts';
 import { limitConnections } from './connection-limit.ts';
+import { chatTokenResponse } from './chat-token-ids.ts';
 import { completionRequestSchema, completionResponse, loadLoraSchema, unloadLoraSchema, type TokenChoice } from './completions.ts';
 
 export interface EngineSampling {
@@ -52,8 +54,12 @@ export interface TokenEngine {
   servedModel(): string;
   /** A text prompt's token ids (as the model encodes text: BOS first). */
   encodeText(text: string): number[];
+  /** A token's text (chat logprobs name each token). */
+  tokenText(token: number): string;
   /** Each prompt's n choices; a UserError is a 400. */
   completeTokens(prompts: number[][], sampling: EngineSampling): Promise<TokenChoice[][]>;
+  /** Chat messages tokenised by the policy (images as data URLs), and their n choices; a UserError is a 400. */
+  completeChat(messages: ChatMessage[], sampling: EngineSampling): Promise<{ prompt: number[]; choices: TokenChoice[] }>;
   /** Runtime LoRA loading (--enable-lora); absent: the routes are 404, as on vLLM without it. UserError: a 400. */
   readonly adapters?: {
     load(name: string, path: string, inplace: boolean): Promise<void>;
@@ -144,6 +150,7 @@ export async function startServer(engine: ChatEngine, options: ServeOptions): Pr
       const chars = promptChars(messages);
       if (chars > maxPromptChars) throw new HttpError(400, `messages: ${chars} characters of text, more than this server accepts (${maxPromptChars}) and far beyond the model's context`, 'messages');
       const sampling = samplingOf(request, engine);
+      if (request.logprobs === true || request.return_token_ids === true) return sendJson(res, 200, await chatWithTokenIds(engine, request, messages, sampling));
       const result = await engine.complete(messages, sampling).catch((error: unknown) => {
         throw error instanceof UserError ? new HttpError(400, error.message) : error;
       });
@@ -280,12 +287,7 @@ function parseRequest(body: Buffer): ChatRequest {
 async function tokenCompletions(engine: ChatEngine, tokens: TokenEngine, body: Buffer): Promise<object> {
   const request = validated(completionRequestSchema, parseJson(body));
   if (request.stream) throw new HttpError(400, 'stream: streaming is not supported by metrl serve; send stream: false', 'stream');
-  const served = tokens.servedModel();
-  if (request.model !== undefined && request.model !== served) {
-    // metrl serve holds one model at a time: with an adapter loaded, the base it was started with is not served.
-    const why = request.model === engine.modelId ? ` metrl serve serves one model at a time and adapter '${served}' is loaded (unload it to serve ${engine.modelId}).` : '';
-    throw new HttpError(404, `The model \`${request.model}\` does not exist.${why}`, 'model', 'NotFoundError');
-  }
+  const served = servedModel(engine, tokens, request.model);
   const prompts = typeof request.prompt === 'string' ? [tokens.encodeText(request.prompt)] : Array.isArray(request.prompt[0]) ? (request.prompt as number[][]) : [request.prompt as number[]];
   const maxTokens = request.max_tokens ?? 16; // vLLM's default for /v1/completions
   if (maxTokens > engine.maxTokensLimit) throw new HttpError(400, `max_tokens: at most ${engine.maxTokensLimit} for this model`, 'max_tokens');
@@ -294,6 +296,29 @@ async function tokenCompletions(engine: ChatEngine, tokens: TokenEngine, body: B
     throw error instanceof UserError ? new HttpError(400, error.message) : error;
   });
   return completionResponse(served, prompts, choices, { logprobs: request.logprobs !== undefined && request.logprobs !== null, returnTokenIds: request.return_token_ids === true, id: `cmpl-${randomUUID()}` });
+}
+
+/** The served model's name; a request naming another is vLLM's 404. */
+function servedModel(engine: ChatEngine, tokens: TokenEngine, model: string | undefined): string {
+  const served = tokens.servedModel();
+  if (model !== undefined && model !== served) {
+    // metrl serve holds one model at a time: with an adapter loaded, the base it was started with is not served.
+    const why = model === engine.modelId ? ` metrl serve serves one model at a time and adapter '${served}' is loaded (unload it to serve ${engine.modelId}).` : '';
+    throw new HttpError(404, `The model \`${model}\` does not exist.${why}`, 'model', 'NotFoundError');
+  }
+  return served;
+}
+
+/** POST /v1/chat/completions with vLLM's logprobs / return_token_ids (chat-token-ids.ts): the rollout client's image prompts. */
+async function chatWithTokenIds(engine: ChatEngine, request: ChatRequest, messages: ChatMessage[], sampling: EngineSampling): Promise<object> {
+  if (!engine.tokens) throw new HttpError(400, 'logprobs and return_token_ids are not served by this engine', 'logprobs');
+  const tokens = engine.tokens;
+  // Plain chat requests ignore `model` (any OpenAI client's name is fine); the rollout fields name the adapter as vLLM's do.
+  const served = servedModel(engine, tokens, request.model);
+  const { prompt, choices } = await tokens.completeChat(messages, sampling).catch((error: unknown) => {
+    throw error instanceof UserError ? new HttpError(400, error.message) : error;
+  });
+  return chatTokenResponse(served, prompt, choices, { logprobs: request.logprobs === true, returnTokenIds: request.return_token_ids === true, id: `chatcmpl-${randomUUID()}`, tokenText: tokens.tokenText });
 }
 
 /** Validated request messages in the project's chat form; images must be inline data URLs (nothing is fetched). */

@@ -1,5 +1,6 @@
-// The TokenEngine behind `metrl serve`'s vLLM dialect (eval/ layer; routes in server.ts, shapes in completions.ts):
-// token-id prompts generated through the same BatchedGenerator as chat requests, the sampled tokens' log-probs in
+// The TokenEngine behind `metrl serve`'s vLLM dialect (eval/ layer; routes in server.ts, shapes in completions.ts and
+// chat-token-ids.ts): token-id prompts, and chat messages (images as data URLs) tokenised by the policy's chatPrompt,
+// generated through the same BatchedGenerator as plain chat requests, the sampled tokens' log-probs in
 // vLLM's two modes (raw_logprobs, vLLM's default: temperature 1, what every metrl sampler returns; processed_logprobs:
 // at the request's temperature, rescored by the serving engine, what TRL's vllm-serve runs and what the trainer's
 // importance-sampling correction compares with), and with --enable-lora one runtime LoRA slot: loading an adapter
@@ -9,7 +10,9 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { UserError } from '../../core/errors.ts';
 import { Rng } from '../../core/rng.ts';
+import type { ChatMessage } from '../../core/chat.ts';
 import type { Policy } from '../../models/policy.ts';
+import type { EncodedPrompt } from '../../models/types.ts';
 import type { Sampler } from '../../models/sampler.ts';
 import type { LoraSettings } from '../../models/learner.ts';
 import type { BatchedGenerator } from '../batched-generator.ts';
@@ -71,33 +74,45 @@ export function tokenEngine(options: TokenEngineOptions): TokenEngine {
       }),
   };
 
+  /** One prompt's n choices, their log-probs in the server's mode. */
+  const complete = async (prompt: EncodedPrompt, sampling: EngineSampling): Promise<TokenChoice[]> => {
+    const room = policy.contextLimit - prompt.tokens.length;
+    if (room < 1) throw new UserError(`prompt: ${prompt.tokens.length} tokens, the model's context is ${policy.contextLimit}`);
+    const completions = await generator.generate(prompt, { temperature: sampling.temperature, topP: sampling.topP, maxNewTokens: Math.min(sampling.maxTokens, room) }, sampling.n, sampling.seed);
+    const processed = options.logprobsMode === 'processed_logprobs' && sampling.temperature > 0 ? rescore(options.sampler(), prompt, completions.map((c) => c.tokens), sampling.temperature) : null;
+    return completions.map((c, i) => ({
+      tokens: c.tokens,
+      text: c.text,
+      logProbs: processed ? processed[i] : Array.from(c.logProbs),
+      finishReason: c.finished ? ('stop' as const) : ('length' as const),
+    }));
+  };
+
   return {
     servedModel: () => loaded ?? modelId,
     encodeText: (text) => policy.encode([{ type: 'text', text }]).tokens,
+    tokenText: (token) => policy.decode([token]),
     async completeTokens(prompts: number[][], sampling: EngineSampling): Promise<TokenChoice[][]> {
       await busy; // never sample from a half-loaded adapter
-      return Promise.all(
-        prompts.map(async (tokens) => {
-          const room = policy.contextLimit - tokens.length;
-          if (room < 1) throw new UserError(`prompt: ${tokens.length} tokens, the model's context is ${policy.contextLimit}`);
-          const prompt = { tokens, images: [] };
-          const completions = await generator.generate(prompt, { temperature: sampling.temperature, topP: sampling.topP, maxNewTokens: Math.min(sampling.maxTokens, room) }, sampling.n, sampling.seed);
-          const processed = options.logprobsMode === 'processed_logprobs' && sampling.temperature > 0 ? rescore(options.sampler(), prompt, completions.map((c) => c.tokens), sampling.temperature) : null;
-          return completions.map((c, i) => ({
-            tokens: c.tokens,
-            text: c.text,
-            logProbs: processed ? processed[i] : Array.from(c.logProbs),
-            finishReason: c.finished ? ('stop' as const) : ('length' as const),
-          }));
-        }),
-      );
+      return Promise.all(prompts.map((tokens) => complete({ tokens, images: [] }, sampling)));
+    },
+    async completeChat(messages: ChatMessage[], sampling: EngineSampling): Promise<{ prompt: number[]; choices: TokenChoice[] }> {
+      const arrived = generator.announce();
+      let prompt: EncodedPrompt;
+      try {
+        prompt = await policy.chatPrompt(messages);
+      } finally {
+        arrived();
+      }
+      await busy;
+      return { prompt: prompt.tokens, choices: await complete(prompt, sampling) };
     },
     ...(adapters ? { adapters } : {}),
   };
 }
 
 /** Log-probs of the sampled tokens under softmax(logits / T): vLLM's processed_logprobs (top-p renormalisation aside). */
-function rescore(sampler: Sampler, prompt: { tokens: number[]; images: Float32Array[] }, completions: number[][], temperature: number): number[][] {
+function rescore(sampler: Sampler, prompt: EncodedPrompt, completions: number[][], temperature: number): number[][] {
   const rows = completions.map((completion) => ({ prompt, completion }));
   const lp = sampler.tokenLogProbs(rows, { useLora: true, temperature });
   const values = lp.logProbs.dataSync();

@@ -18,8 +18,8 @@ import { createLora, disposeLora, loraVariables, mergeLora, type LoraHost, type 
 import { forward, logits, type TransformerModel } from './transformer.ts';
 import { packPrompts, sampleGroups } from './sampling.ts';
 import { completionLogProbs } from './scoring.ts';
-import { imageToPatches } from './vision.ts';
-import { chatToModelInput, episodeToModelInput, responseForScoring, targetText } from './template.ts';
+import { imageToPatches, resizeImage } from './vision.ts';
+import { chatToModelInput, episodeToModelInput, modelInputToChat, responseForScoring, targetText } from './template.ts';
 import { ADAPTER_FILES, loadAdapter, saveAdapter } from './peft-adapter.ts';
 
 export interface CreatePolicyOptions {
@@ -136,6 +136,15 @@ export class BuiltinPolicy implements Policy, TransformerModel, LoraHost {
    */
   async chatPrompt(messages: ChatMessage[]): Promise<EncodedPrompt> {
     return this.encode(await chatToModelInput(messages, { imageSize: this.arch.imageSize, answerCue: true, exactSize: true }));
+  }
+
+  /**
+   * The compact template as one user message (template.ts modelInputToChat), each image already at the size the model
+   * reads (as encode resizes it), which chatPrompt then takes as it is: chatPrompt of it is prompt(env, episode).
+   */
+  promptMessages(env: Env, episode: Episode): Promise<ChatMessage[]> {
+    const size = this.arch.imageSize;
+    return modelInputToChat(episodeToModelInput(env, episode).map((p) => (p.type === 'image' ? { type: 'image', image: resizeImage(p.image, size, size) } : p)));
   }
 
   /** The template's prompt ends with the answer cue, so the completion is the answer's tail: the cue goes back in front. */

@@ -27,7 +27,8 @@ import sharp from 'sharp';
 import type { Env } from '../../envs/env.ts';
 import type { Episode } from '../../core/episode.ts';
 import type { RawImage } from '../../core/image.ts';
-import type { ChatMessage } from '../../core/chat.ts';
+import { pngDataUrl, type ChatContentPart, type ChatMessage } from '../../core/chat.ts';
+import { encodePng } from '../../core/image.ts';
 import { UserError } from '../../core/errors.ts';
 import type { ModelInput, ModelInputPart } from '../types.ts';
 import { TRACE_CUE } from './trace-cue.ts';
@@ -193,6 +194,19 @@ export async function decodeDataUrlImage(url: string, size: number, exactSize = 
   }
   const { data, info } = decoded;
   return { width: info.width, height: info.height, channels: 3, data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
+}
+
+/**
+ * A ModelInput of this template as one user message: its texts as text parts, its images as PNG data URLs at their
+ * own size (lossless), for a server that formats the prompt itself (models/remote/). chatToModelInput reads it back
+ * to the same input: one message adds no separator, adjacent texts merge again, and the prompt already ends with a cue.
+ */
+export async function modelInputToChat(input: ModelInput): Promise<ChatMessage[]> {
+  const content: ChatContentPart[] = [];
+  for (const part of input) {
+    content.push(part.type === 'text' ? { type: 'text', text: part.text } : { type: 'image_url', image_url: { url: pngDataUrl(await encodePng(part.image)) } });
+  }
+  return [{ role: 'user', content }];
 }
 
 /**

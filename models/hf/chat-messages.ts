@@ -6,10 +6,10 @@
 // hosted path renders them at the environment's chat size (envRenderer), and the model's processor resizes them.
 // OpenAI-format messages (what `metrl serve` receives, or eval/query-to-chat.ts queryToChat builds) convert the same way,
 // their data-URL images decoded at full size (chatToTemplatePrompt).
-import { toChatMessages, type ChatMessage } from '../../core/chat.ts';
+import { pngDataUrl, toChatMessages, type ChatMessage } from '../../core/chat.ts';
 import { UserError } from '../../core/errors.ts';
 import type { ImageRef, PromptMessage } from '../../core/episode.ts';
-import { decodePng, type RawImage } from '../../core/image.ts';
+import { decodePng, encodePng, type RawImage } from '../../core/image.ts';
 import type { Env } from '../../envs/env.ts';
 import type { ChatTemplateMessage, ChatTemplatePart } from './chat-template.ts';
 
@@ -57,6 +57,23 @@ export function toTemplatePrompt(
     return String(images.length - 1);
   });
   return fromChatMessages(chat, (url) => images[Number(url)], options);
+}
+
+/**
+ * A structured prompt as OpenAI-format messages with each image rendered once and inlined as a PNG data URL: what a
+ * server that applies the chat template itself receives (models/remote/); chatToTemplatePrompt reads them back to
+ * the same template messages and images that toTemplatePrompt gives.
+ */
+export async function chatMessagesWithImages(prompt: PromptMessage[], render: (ref: ImageRef) => RawImage): Promise<ChatMessage[]> {
+  const urls = new Map<string, string>();
+  for (const m of prompt) {
+    for (const p of m.parts) {
+      if (p.type === 'text') continue;
+      const key = `${p.ref.episode.id}#${p.ref.index}`;
+      if (!urls.has(key)) urls.set(key, pngDataUrl(await encodePng(render(p.ref))));
+    }
+  }
+  return toChatMessages(prompt, (ref) => urls.get(`${ref.episode.id}#${ref.index}`)!);
 }
 
 /** Chat messages to template messages, each image_url part resolved through `image`, in order of appearance. */

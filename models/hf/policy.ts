@@ -21,7 +21,7 @@ import type { LoraSettings } from '../learner.ts';
 import type { Policy } from '../policy.ts';
 import { sampleToken } from '../token-sampling.ts';
 import type { Completion, EncodedPrompt, ModelInput, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
-import { chatToTemplatePrompt, envRenderer, toTemplatePrompt, type TemplatePrompt } from './chat-messages.ts';
+import { chatMessagesWithImages, chatToTemplatePrompt, envRenderer, toTemplatePrompt, type TemplatePrompt } from './chat-messages.ts';
 import { loadChatPromptKit, type ChatPromptKit } from './chat-prompt.ts';
 import type { LoadOptions } from '../registry.ts';
 import type { ChatTemplateMessage } from './chat-template.ts';
@@ -259,6 +259,11 @@ export class HfPolicy implements Policy {
 
   async chatPrompt(messages: ChatMessage[]): Promise<EncodedPrompt> {
     return this.encodeTemplate(await chatToTemplatePrompt(messages, { content: this.kit.layout ? 'parts' : 'string' }));
+  }
+
+  /** The same zero-shot prompt as OpenAI messages, images rendered at the chat size as PNG data URLs. */
+  promptMessages(env: Env, episode: Episode): Promise<ChatMessage[]> {
+    return chatMessagesWithImages(env.prompt(episode, { style: 'zero-shot', shots: [] }), envRenderer(env));
   }
 
   /** A chat model writes its whole answer, "FINAL ANSWER:" line included: it is scored as written. */

@@ -33,6 +33,9 @@ export abstract class PolicyFront<P extends FrontedPolicy> implements PromptForm
   chatPrompt(messages: ChatMessage[]): Promise<EncodedPrompt> {
     return this.policy.chatPrompt(messages);
   }
+  promptMessages(env: Env, episode: Episode): Promise<ChatMessage[]> {
+    return this.policy.promptMessages(env, episode);
+  }
   responseOf(env: Env, completionText: string): string {
     return this.policy.responseOf(env, completionText);
   }

@@ -1,7 +1,8 @@
 // One bounded HTTP exchange with a rollout server (models/ layer): POST a JSON body, read the whole answer, all within
 // one deadline (connect, send, wait and read: AbortSignal.timeout). A refused or reset connection and a deadline that
 // passes are ServerDown (the server may answer again later: the caller retries on another replica); any status is
-// returned with its text for the protocol files to judge.
+// returned with its text for the protocol files to judge. A connection the server closed before answering is tried
+// once more first (the keep-alive race below).
 export class ServerDown extends Error {
   constructor(readonly url: string, reason: string) {
     super(`${url}: ${reason}`);
@@ -14,13 +15,24 @@ export interface HttpAnswer {
   text: string;
 }
 
+/** Connection closed before any answer: what a kept-alive connection gives when the server's idle timer closes it as a request goes out. */
+const CLOSED_BEFORE_ANSWER = new Set(['UND_ERR_SOCKET', 'ECONNRESET']);
+
 export async function postJson(url: string, body: unknown, timeoutMs: number): Promise<HttpAnswer> {
-  let response: Response;
-  try {
-    response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
-    return { status: response.status, text: await response.text() };
-  } catch (error) {
-    throw new ServerDown(url, describeFetchError(error, timeoutMs));
+  const signal = AbortSignal.timeout(timeoutMs);
+  const text = JSON.stringify(body);
+  // A connection closed before any answer is sent once more, on a fresh connection, within the same deadline: a server
+  // whose event loop was busy generating can close an idle kept-alive connection just as the next request arrives on
+  // it (its timers run before it reads). A second close means the server is down.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text, signal });
+      return { status: response.status, text: await response.text() };
+    } catch (error) {
+      const code = (error as { cause?: { code?: string } })?.cause?.code;
+      if (attempt === 1 && code !== undefined && CLOSED_BEFORE_ANSWER.has(code) && !signal.aborted) continue;
+      throw new ServerDown(url, describeFetchError(error, timeoutMs));
+    }
   }
 }
 

@@ -3,6 +3,9 @@
 // sampleGroupsAsync, which sends the groups to the servers (rollout-pool.ts). The Sampler contract is synchronous
 // and an HTTP answer is not; rather than block the event loop on a worker, the contract gained the optional async
 // variant that the trainer's rollout phase (already async) awaits, so nothing else of the loop changes.
+// Image prompts: the servers format and tokenise them themselves (chat messages with data-URL images), so the
+// sampler's prompt() and chatPrompt() note, for each EncodedPrompt they return, how to state it as chat messages
+// (PromptFormat.promptMessages, or the messages given); the pool checks the server's prompt tokens against metrl's.
 // Adapters: syncLora(version) after each optimiser update only notes the version; before the next round the learner's
 // adapter is written in PEFT layout to <adapterDir>/v<version>/ (a folder the servers read at the same path) and each
 // replica hot-loads it before its first request of the round. A resumed run writes and loads its checkpoint's adapter.
@@ -10,11 +13,14 @@ import { renameSync, rmSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { UserError } from '../../core/errors.ts';
 import { ensureDir } from '../../core/files.ts';
+import type { ChatMessage } from '../../core/chat.ts';
+import type { Episode } from '../../core/episode.ts';
 import type { Rng } from '../../core/rng.ts';
+import type { Env } from '../../envs/env.ts';
 import type { EngineSampler } from '../engine.ts';
 import type { Sampler } from '../sampler.ts';
 import type { Completion, EncodedPrompt, SamplingOptions } from '../types.ts';
-import { RolloutPool, type AdapterVersion, type RolloutApi } from './rollout-pool.ts';
+import { RolloutPool, type AdapterVersion, type RolloutApi, type RolloutPrompt } from './rollout-pool.ts';
 
 export interface RemoteRolloutOptions {
   urls: readonly string[];
@@ -50,23 +56,45 @@ export function remoteEngine(local: EngineSampler, options: RemoteRolloutOptions
     return { version, path: final };
   };
 
+  // How each prompt the sampler made reads as chat messages (asked for only when it has images).
+  const asChat = new WeakMap<EncodedPrompt, () => Promise<ChatMessage[]>>();
+  const rolloutPrompt = async (prompt: EncodedPrompt): Promise<RolloutPrompt> => {
+    if (prompt.images.length === 0) return { tokens: prompt.tokens };
+    const messages = asChat.get(prompt);
+    if (!messages) throw new Error('rollout: an image prompt the sampler did not make (no chat messages to send)');
+    return { tokens: prompt.tokens, messages: await messages() };
+  };
+
   const sampleGroupsAsync = async (prompts: EncodedPrompt[], group: number, sampling: SamplingOptions, rng: Rng): Promise<Completion[][]> => {
-    if (prompts.some((p) => p.images.length > 0)) {
-      throw new UserError('--rollout-server: image prompts are not sent to rollout servers yet (token-id prompts only); train --modality text, or without --rollout-server');
-    }
+    const requests: RolloutPrompt[] = [];
+    for (const p of prompts) requests.push(await rolloutPrompt(p));
     if (pending !== null) {
       current = publish(pending);
       pending = null;
     }
     // One seed per group from the run's rollout Rng: a resumed run asks for the same samples (where the server honours seeds).
     const seeds = prompts.map(() => Math.floor(rng.next() * 2 ** 31));
-    const { groups, origins } = await pool.sampleGroups(prompts.map((p) => p.tokens), group, sampling, seeds, current!);
+    const { groups, origins } = await pool.sampleGroups(requests, group, sampling, seeds, current!);
     return groups.map((g, k) => g.map((c) => ({ ...c, origin: origins[k] })));
   };
 
   const sampler = new Proxy(local.sampler, {
     get: (target, key) => {
       if (key === 'sampleGroupsAsync') return sampleGroupsAsync;
+      if (key === 'prompt') {
+        return (env: Env, episode: Episode) => {
+          const encoded = target.prompt(env, episode);
+          asChat.set(encoded, () => target.promptMessages(env, episode));
+          return encoded;
+        };
+      }
+      if (key === 'chatPrompt') {
+        return async (messages: ChatMessage[]) => {
+          const encoded = await target.chatPrompt(messages);
+          asChat.set(encoded, async () => messages);
+          return encoded;
+        };
+      }
       const value = (target as unknown as Record<PropertyKey, unknown>)[key];
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },

@@ -1,16 +1,20 @@
 // Replicas of a rollout server (vLLM, SGLang or `metrl serve --enable-lora`) as one generator of groups (models/
 // layer). Each group is one request (its prompt as token ids, n = the group size); the groups of a round are spread
-// over the replicas, a few requests in flight per replica. Before its first request of a round a replica is given
+// over the replicas, a few requests in flight per replica. An image prompt goes as chat messages with data-URL images
+// (vLLM: /v1/chat/completions; SGLang: /generate with image_data), and the prompt the server tokenised is checked
+// against metrl's own tokens where the server says it (vLLM: prompt_token_ids; SGLang: meta_info.prompt_tokens), so
+// the learner scores exactly the tokens the server sampled after. Before its first request of a round a replica is given
 // the current adapter (hot-loaded from the shared folder). A replica that refuses the connection, resets it or does
 // not answer within the timeout is set aside for the round and its groups go to the others; each group is tried at
 // most on every replica twice, and when no replica is left the round fails with one line naming each replica's
 // reason. A replica set aside is tried again next round (a restarted server gets the adapter again). An answer that
 // breaks the protocol (no token ids, an adapter the server cannot load, no LoRA routes) is a UserError at once:
 // retrying elsewhere would hide a misconfigured server.
+import type { ChatMessage } from '../../core/chat.ts';
 import { UserError } from '../../core/errors.ts';
 import type { Completion, SamplingOptions } from '../types.ts';
 import { errorMessage, postJson, ServerDown, type HttpAnswer } from './http-json.ts';
-import { parseVllmCompletions, vllmCompletionRequest, vllmLoadAdapterRequest, VLLM_ADAPTER_NAME } from './vllm-protocol.ts';
+import { parseVllmChat, parseVllmCompletions, vllmChatRequest, vllmCompletionRequest, vllmLoadAdapterRequest, VLLM_ADAPTER_NAME } from './vllm-protocol.ts';
 import { parseSglangGenerate, sglangAdapterName, sglangGenerateRequest } from './sglang-protocol.ts';
 
 export const ROLLOUT_APIS = ['vllm', 'sglang'] as const;
@@ -20,6 +24,15 @@ export type RolloutApi = (typeof ROLLOUT_APIS)[number];
 export interface AdapterVersion {
   version: number;
   path: string;
+}
+
+/**
+ * A prompt as the servers get it: its token ids as metrl tokenised it (what the learner scores the completions
+ * after) and, for a prompt with images, the same prompt as chat messages whose image_url parts are data URLs.
+ */
+export interface RolloutPrompt {
+  tokens: number[];
+  messages?: ChatMessage[];
 }
 
 /** Where a group was sampled. */
@@ -62,7 +75,7 @@ export class RolloutPool {
   }
 
   /** Each prompt's group, sampled with `adapter`, with where it was sampled. */
-  async sampleGroups(prompts: number[][], group: number, options: SamplingOptions, seeds: number[], adapter: AdapterVersion): Promise<{ groups: Completion[][]; origins: GroupOrigin[] }> {
+  async sampleGroups(prompts: RolloutPrompt[], group: number, options: SamplingOptions, seeds: number[], adapter: AdapterVersion): Promise<{ groups: Completion[][]; origins: GroupOrigin[] }> {
     for (const r of this.replicas) r.down = null;
     const groups: Completion[][] = new Array(prompts.length);
     const origins: GroupOrigin[] = new Array(prompts.length);
@@ -148,10 +161,15 @@ export class RolloutPool {
     }
   }
 
-  private async request(replica: Replica, prompt: number[], group: number, options: SamplingOptions, seed: number, adapter: AdapterVersion): Promise<Completion[]> {
+  private async request(replica: Replica, prompt: RolloutPrompt, group: number, options: SamplingOptions, seed: number, adapter: AdapterVersion): Promise<Completion[]> {
     const vllm = this.api === 'vllm';
-    const url = replica.url + (vllm ? '/v1/completions' : '/generate');
-    const body = vllm ? vllmCompletionRequest(VLLM_ADAPTER_NAME, prompt, group, options, seed) : sglangGenerateRequest(sglangAdapterName(adapter.version), prompt, group, options, seed);
+    const chat = vllm && prompt.messages !== undefined;
+    const url = replica.url + (vllm ? (chat ? '/v1/chat/completions' : '/v1/completions') : '/generate');
+    const body = chat
+      ? vllmChatRequest(VLLM_ADAPTER_NAME, prompt.messages!, group, options, seed)
+      : vllm
+        ? vllmCompletionRequest(VLLM_ADAPTER_NAME, prompt.tokens, group, options, seed)
+        : sglangGenerateRequest(sglangAdapterName(adapter.version), prompt.tokens, group, options, seed, imageUrls(prompt.messages));
     const answer: HttpAnswer = await postJson(url, body, this.timeoutMs);
     if (answer.status >= 500) throw new ServerDown(replica.url, `status ${answer.status}: ${errorMessage(answer)}`);
     if (answer.status !== 200) throw new UserError(`rollout server ${replica.url} refused the request (status ${answer.status}): ${errorMessage(answer)}`);
@@ -161,8 +179,32 @@ export class RolloutPool {
     } catch {
       throw new UserError(`rollout server ${replica.url}: the answer to ${url} is not JSON`);
     }
-    const parsed = vllm ? parseVllmCompletions(json, group) : parseSglangGenerate(json, group);
+    const parsed = chat ? parseVllmChat(json, group) : vllm ? parseVllmCompletions(json, group) : parseSglangGenerate(json, group);
     if (typeof parsed === 'string') throw new UserError(`rollout server ${replica.url}: the answer to ${url} does not fit the ${this.api} protocol: ${parsed}`);
-    return parsed;
+    if (Array.isArray(parsed)) return parsed;
+    const differs = 'promptTokenIds' in parsed ? tokenDifference(parsed.promptTokenIds, prompt.tokens) : countDifference(parsed.promptTokens, prompt.tokens);
+    if (differs !== null) {
+      throw new UserError(`rollout server ${replica.url} tokenised the prompt otherwise than metrl (${differs}): the learner would score other tokens than the server sampled after; serve the same checkpoint, chat template and image processor as --checkpoint`);
+    }
+    return parsed.completions;
   }
+}
+
+/** The data URLs of a prompt's image_url parts, in order (SGLang's image_data). */
+function imageUrls(messages: ChatMessage[] | undefined): string[] {
+  return (messages ?? []).flatMap((m) => (typeof m.content === 'string' ? [] : m.content.flatMap((p) => (p.type === 'image_url' ? [p.image_url.url] : []))));
+}
+
+/** Where the server's prompt token ids differ from metrl's (null: equal, or not returned). */
+function tokenDifference(server: number[] | null, ours: number[]): string | null {
+  if (server === null) return null;
+  const at = server.findIndex((t, i) => t !== ours[i]);
+  if (at < 0 && server.length === ours.length) return null;
+  const i = at < 0 ? Math.min(server.length, ours.length) : at;
+  return `prompt_token_ids: ${server.length} tokens against metrl's ${ours.length}, first difference at position ${i}`;
+}
+
+/** SGLang's prompt length against metrl's (null: equal, or not returned). */
+function countDifference(server: number | null, ours: number[]): string | null {
+  return server === null || server === ours.length ? null : `meta_info.prompt_tokens: ${server} tokens against metrl's ${ours.length}`;
 }

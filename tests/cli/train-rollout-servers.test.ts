@@ -1,9 +1,11 @@
 // `metrl train --rollout-server` as a user runs it, with real `metrl serve --enable-lora` replicas on 127.0.0.1 (a
 // tiny checkpoint): a run on two replicas, one of them killed mid-run, finishes its steps on the other, and after a
 // kill -9 of the trainer resumes to the same metrics as an uninterrupted run on one replica (the servers honour the
-// per-group seeds, and both replicas run the same engine). Bad input: a server nobody listens on, a server without
-// LoRA, a server whose answers lack token ids, a server that cannot read the adapter folder: one line each, exit 2,
-// and the run keeps its step-0 checkpoint (nothing lost: --resume continues it).
+// per-group seeds, and both replicas run the same engine); an image run sends its prompts as chat messages and
+// trains on what the replica sampled. Bad input: a server nobody listens on, a server without LoRA, a server whose
+// answers lack token ids or log-probs, a server that tokenised an image prompt otherwise than metrl, a server that
+// cannot read the adapter folder: one line each, exit 2, and the run keeps its step-0 checkpoint (nothing lost:
+// --resume continues it).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -98,6 +100,19 @@ describe('train --rollout-server', () => {
   }, 120_000);
 });
 
+describe('train --rollout-server --modality image', () => {
+  it('sends the image prompts to the replica as chat messages and trains on what it sampled', async () => {
+    const image = TINY.map((a, i) => (TINY[i - 1] === '--modality' ? 'image' : a));
+    const out = scratchDir('rollout-image');
+    const run = await metrl([...image, '--steps', '2', '--out', out, '--rollout-server', servers[1].url]);
+    expect(run.code, run.stderr).toBe(0);
+    const rows = readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).filter((r) => r.type === 'train');
+    expect(rows.map((r) => r.step)).toEqual([1, 2]);
+    for (const r of rows) expect(new Set(r.rollout.servers)).toEqual(new Set([servers[1].url.replace(/\/v1$/, '')]));
+    expect(rows.map((r) => r.rollout.adapterVersions)).toEqual([[0, 0, 0, 0], [1, 1, 1, 1]]);
+  }, 60_000);
+});
+
 describe('train --rollout-server, bad servers: one line, exit 2, nothing lost', () => {
   async function expectStopped(urls: string[], pattern: RegExp) {
     const out = scratchDir('rollout-bad');
@@ -105,11 +120,20 @@ describe('train --rollout-server, bad servers: one line, exit 2, nothing lost', 
     expect(readFileSync(join(out, 'checkpoints', 'latest'), 'utf8').trim()).toBe('step-0');
   }
 
-  it('image prompts, refused before the run folder is written', async () => {
-    const out = scratchDir('rollout-image');
-    const args = TINY.map((a, i) => (TINY[i - 1] === '--modality' ? 'image' : a));
-    expectUserError(await metrl([...args, '--steps', '2', '--out', join(out, 'run'), '--rollout-server', servers[0].url]), /--rollout-server: image prompts are not sent to rollout servers yet/);
-    expect(existsSync(join(out, 'run'))).toBe(false);
+  it('a server whose chat answer tokenised the image prompt otherwise, or lacks log-probs', async () => {
+    const chat = () => JSON.parse(readFileSync(join(import.meta.dirname, '..', 'fixtures', 'rollout', 'vllm-chat-completions-response.json'), 'utf8'));
+    // Group size 2: the fixture's two choices.
+    const image = TINY.map((a, i) => (TINY[i - 1] === '--modality' ? 'image' : TINY[i - 1] === '--group-size' ? '2' : a));
+    const stopped = async (body: unknown, pattern: RegExp) => {
+      const url = await stub((path) => (path.endsWith('load_lora_adapter') ? { status: 200, body: 'Success' } : path.endsWith('/chat/completions') ? { status: 200, body } : { status: 404, body: 'no' }));
+      const out = scratchDir('rollout-bad-image');
+      expectUserError(await metrl([...image, '--steps', '2', '--out', out, '--rollout-server', url]), pattern);
+      expect(readFileSync(join(out, 'checkpoints', 'latest'), 'utf8').trim()).toBe('step-0');
+    };
+    await stopped(chat(), /tokenised the prompt otherwise than metrl \(prompt_token_ids: 7 tokens against metrl's \d+, first difference at position \d+\): the learner would score other tokens than the server sampled after/);
+    const noLogprobs = chat();
+    for (const c of noLogprobs.choices) c.logprobs = null;
+    await stopped(noLogprobs, /does not fit the vllm protocol: choices\.0\.logprobs: no logprobs\.content \(the request asked for logprobs: true\)/);
   }, 60_000);
 
   it('a server nobody listens on', async () => {

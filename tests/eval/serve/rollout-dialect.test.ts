@@ -1,5 +1,8 @@
 // `metrl serve` as a rollout server, over real HTTP on 127.0.0.1 (the real binary, a tiny checkpoint): vLLM's
 // /v1/completions with a token-id prompt answers in vLLM's shape, which the trainer's client (models/remote/) reads;
+// /v1/chat/completions with a data-URL image, logprobs and return_token_ids answers with the prompt's token ids as the
+// policy's chatPrompt makes them and each choice's token ids and log-probs, which the client checks against its own
+// tokens (a prompt tokenised otherwise is one line);
 // the log-probs are the model's own at the request's temperature (--logprobs-mode processed_logprobs); loading an
 // adapter through /v1/load_lora_adapter changes them to the adapted model's, and unloading restores the base. Bad
 // input: a server without --enable-lora, an adapter path the server cannot read, a port where nothing listens: one
@@ -17,7 +20,10 @@ import { tinyBaseCheckpoint } from '../../trainer/tiny-base.ts';
 import { initBackend } from '../../../models/backend.ts';
 import { loadPolicy } from '../../../models/load.ts';
 import { Rng } from '../../../core/rng.ts';
-import { parseVllmCompletions } from '../../../models/remote/vllm-protocol.ts';
+import { parseVllmChat, parseVllmCompletions } from '../../../models/remote/vllm-protocol.ts';
+import { encodePng } from '../../../core/image.ts';
+import { pngDataUrl, type ChatMessage } from '../../../core/chat.ts';
+import type { EncodedPrompt } from '../../../models/types.ts';
 import { RolloutPool } from '../../../models/remote/rollout-pool.ts';
 
 const base = tinyBaseCheckpoint();
@@ -47,6 +53,25 @@ async function localLogProbs(completion: number[], temperature: number, adapter?
   tf.dispose([lp.logProbs, lp.mask]);
   policy.dispose();
   return values;
+}
+
+/** The checkpoint's own prompt for chat messages, and its log-probs of `completion` after it at temperature T. */
+async function localChat(messages: ChatMessage[], completion: number[], temperature: number): Promise<{ prompt: EncodedPrompt; logProbs: number[] }> {
+  const { policy } = await loadPolicy(base, { backend: 'wasm' });
+  const prompt = await policy.chatPrompt(messages);
+  const lp = policy.tokenLogProbs([{ prompt, completion }], { useLora: false, temperature });
+  const logProbs = Array.from(lp.logProbs.dataSync()).slice(0, completion.length);
+  tf.dispose([lp.logProbs, lp.mask]);
+  policy.dispose();
+  return { prompt, logProbs };
+}
+
+/** A user message as the built-in template reads it: a label, a 16-pixel image (the tiny model's size), the answer cue. */
+async function imageMessages(): Promise<ChatMessage[]> {
+  const rng = new Rng(7, 'pixels');
+  const data = Uint8Array.from({ length: 16 * 16 * 3 }, () => Math.floor(rng.next() * 256));
+  const url = pngDataUrl(await encodePng({ width: 16, height: 16, channels: 3, data }));
+  return [{ role: 'user', content: [{ type: 'text', text: 'shell\nA: ' }, { type: 'image_url', image_url: { url } }, { type: 'text', text: '\nFINAL ANSWER: ' }] }];
 }
 
 /** A URL on 127.0.0.1 where nothing listens (a port just freed). */
@@ -116,9 +141,52 @@ describe('metrl serve in vLLM\'s dialect', () => {
   });
 });
 
+describe('metrl serve in vLLM\'s chat dialect (image prompts)', () => {
+  it('answers a data-URL image prompt with prompt_token_ids, token_ids and logprobs.content as vLLM does', async () => {
+    const messages = await imageMessages();
+    const body = { messages, n: 2, temperature: 0.7, max_tokens: 4, seed: 5, logprobs: true, return_token_ids: true };
+    const { status, json } = await post(`${lora.url}/chat/completions`, body);
+    expect(status).toBe(200);
+    expect(Object.keys(json).sort()).toEqual(['choices', 'created', 'id', 'model', 'object', 'prompt_token_ids', 'usage']);
+    expect(Object.keys(json.choices[0]).sort()).toEqual(['finish_reason', 'index', 'logprobs', 'message', 'stop_reason', 'token_ids']);
+    expect(Object.keys(json.choices[0].logprobs.content[0]).sort()).toEqual(['bytes', 'logprob', 'token', 'top_logprobs']);
+    const parsed = parseVllmChat(json, 2);
+    if (typeof parsed === 'string') throw new Error(parsed);
+    for (const c of parsed.completions) {
+      const local = await localChat(messages, c.tokens, 0.7);
+      expect(parsed.promptTokenIds).toEqual(local.prompt.tokens);
+      expect(local.prompt.images).toHaveLength(1);
+      Array.from(c.logProbs).forEach((x, i) => expect(x).toBeCloseTo(local.logProbs[i], 4));
+    }
+    expect(json.usage.prompt_tokens).toBe(parsed.promptTokenIds!.length);
+    // Without the rollout fields the answer is the plain OpenAI one.
+    const plain = await post(`${lora.url}/chat/completions`, { messages, max_tokens: 2 });
+    expect(plain.json.prompt_token_ids).toBeUndefined();
+    expect(plain.json.choices[0].logprobs).toBeNull();
+    // With them, `model` names the served model, as on vLLM.
+    const other = await post(`${lora.url}/chat/completions`, { ...body, model: 'elsewhere' });
+    expect(other.status).toBe(404);
+    expect(other.json.error.message).toMatch(/^The model `elsewhere` does not exist\./);
+  });
+
+  it('the rollout client samples an image prompt there, and refuses one the server tokenised otherwise', async () => {
+    const messages = await imageMessages();
+    const { prompt } = await localChat(messages, [2], 1);
+    const sampling = { temperature: 1, topP: 1, maxNewTokens: 3 };
+    const pool = new RolloutPool([lora.url], 'vllm', 20_000);
+    const { groups } = await pool.sampleGroups([{ tokens: prompt.tokens, messages }], 3, sampling, [4], { version: 0, path: adapterDir });
+    expect(groups[0]).toHaveLength(3);
+    for (const c of groups[0]) expect(c.logProbs).toHaveLength(c.tokens.length);
+    const shifted = [...prompt.tokens.slice(0, 3), 40, ...prompt.tokens.slice(3)];
+    await expect(pool.sampleGroups([{ tokens: shifted, messages }], 2, sampling, [4], { version: 0, path: adapterDir })).rejects.toThrow(
+      new RegExp(`^rollout server http://127\\.0\\.0\\.1:\\d+ tokenised the prompt otherwise than metrl \\(prompt_token_ids: ${prompt.tokens.length} tokens against metrl's ${shifted.length}, first difference at position 3\\): the learner would score other tokens`),
+    );
+  });
+});
+
 describe('the rollout client on bad servers: one line each', () => {
   const sampling = { temperature: 1, topP: 1, maxNewTokens: 2 };
-  const sample = (urls: string[], path: string) => new RolloutPool(urls, 'vllm', 5_000).sampleGroups([PROMPT], 2, sampling, [1], { version: 0, path });
+  const sample = (urls: string[], path: string) => new RolloutPool(urls, 'vllm', 5_000).sampleGroups([{ tokens: PROMPT }], 2, sampling, [1], { version: 0, path });
 
   it('a server without LoRA enabled', async () => {
     await expect(sample([plain.url], adapterDir)).rejects.toThrow(/no \/v1\/load_lora_adapter, LoRA is not enabled \(start vLLM with --enable-lora/);
@@ -135,7 +203,7 @@ describe('the rollout client on bad servers: one line each', () => {
     const silent = createServer(() => {}).listen(0, '127.0.0.1');
     await new Promise((done) => silent.once('listening', done));
     const pool = new RolloutPool([closed, `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, lora.url], 'vllm', 1_000);
-    const { groups, origins } = await pool.sampleGroups([PROMPT, PROMPT, PROMPT], 2, sampling, [1, 2, 3], { version: 0, path: adapterDir });
+    const { groups, origins } = await pool.sampleGroups([{ tokens: PROMPT }, { tokens: PROMPT }, { tokens: PROMPT }], 2, sampling, [1, 2, 3], { version: 0, path: adapterDir });
     expect(groups.map((g) => g.length)).toEqual([2, 2, 2]);
     expect(new Set(origins.map((o) => o.server))).toEqual(new Set([lora.url.replace(/\/v1$/, '')]));
     expect(pool.retries).toBeGreaterThanOrEqual(2);

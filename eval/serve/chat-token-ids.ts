@@ -1,0 +1,39 @@
+// vLLM's rollout fields of /v1/chat/completions as `metrl serve` answers them (eval/ layer): with `logprobs: true` each
+// choice carries logprobs.content, one {token, logprob, bytes, top_logprobs: []} entry per generated token (the
+// sampled token's only: top_logprobs 0), and with `return_token_ids: true` the answer carries the prompt's token ids
+// at the top level (prompt_token_ids: the chat messages as the policy's chatPrompt tokenised them, images included)
+// and each choice its generated ids (choices[i].token_ids, ending with EOS when the model stopped), as vLLM does. The
+// rollout client (models/remote/) sends image prompts this way and checks prompt_token_ids against its own.
+import type { TokenChoice } from './completions.ts';
+
+export interface ChatTokenOptions {
+  logprobs: boolean;
+  returnTokenIds: boolean;
+  id: string;
+  /** A token's text, for logprobs.content[j].token. */
+  tokenText(token: number): string;
+}
+
+export function chatTokenResponse(modelId: string, prompt: number[], choices: TokenChoice[], options: ChatTokenOptions): object {
+  const completionTokens = choices.reduce((s, c) => s + c.tokens.length, 0);
+  return {
+    id: options.id,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: modelId,
+    choices: choices.map((c, index) => ({
+      index,
+      message: { role: 'assistant', content: c.text },
+      logprobs: options.logprobs ? { content: c.tokens.map((t, j) => logprobEntry(options.tokenText(t), c.logProbs[j])) } : null,
+      finish_reason: c.finishReason,
+      stop_reason: null,
+      ...(options.returnTokenIds ? { token_ids: c.tokens } : {}),
+    })),
+    usage: { prompt_tokens: prompt.length, completion_tokens: completionTokens, total_tokens: prompt.length + completionTokens },
+    ...(options.returnTokenIds ? { prompt_token_ids: prompt } : {}),
+  };
+}
+
+function logprobEntry(token: string, logprob: number): object {
+  return { token, logprob, bytes: Array.from(Buffer.from(token, 'utf8')), top_logprobs: [] };
+}
