@@ -8,8 +8,9 @@
 #   2. the processes in ORDER, each timing one GRPO step per length (G = 8, forced to each N; vision tower + connector
 #      once per step inside the rollout, reported as `vision`): vlm_grpo_step.py (torch, --threads) and vlm-step.mts
 #      (metrl, --engine tfjs | ort --threads), one JSON line per length into $OUT/results.jsonl;
-#   3. the equivalence check on the same checkpoint (vlm_grpo_step.py --check, vlm-check.mts): image features and the
-#      logits of the prompt + 24 tokens, metrl tfjs and ORT against torch, into $OUT/check.json.
+#   3. the equivalence check on the same checkpoint (vlm_grpo_step.py --check, vlm-check.mts): image features, the
+#      logits of the prompt + 24 tokens, and a LoRA loss on the image prompt with its gradients (torch's adapter, B
+#      non-zero), metrl tfjs and ORT against torch, into $OUT/check.json (`ok`: within the fixtures' 1e-4).
 #
 # Run from the metrl checkout (../shared beside it; Debian's /usr/bin/python3 with python3-torch):
 #   OUT=${TMPDIR:-/tmp}/vlmpeer/results bash bench/peers/vlm-run.sh
@@ -28,7 +29,7 @@
 #      (only when CKPT does not exist yet).
 # The quick correctness run (a 2 + 2-layer checkpoint, ~2 min; not for figures):
 #   CKPT=/tmp/vlmpeer/tiny TEXT_LAYERS=2 VISION_LAYERS=2 LENGTHS=8 OUT=/tmp/vlmpeer/tiny-results bash bench/peers/vlm-run.sh
-# The equivalence check alone (here on 2 text layers and the full 12-layer vision tower):
+# The equivalence check alone (here on 2 text layers and the full 12-layer vision tower; ~2 min; passed 2026-11-28):
 #   /usr/bin/python3 bench/peers/vlm_make_checkpoint.py /tmp/vlmpeer/check --text-layers 2 --vision-layers 12
 #   node_modules/.bin/tsx bench/peers/vlm-step.mts /tmp/vlmpeer/check --write-prompt
 #   /usr/bin/python3 bench/peers/vlm_grpo_step.py /tmp/vlmpeer/check --check /tmp/vlmpeer/check/out

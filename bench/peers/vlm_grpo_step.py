@@ -16,7 +16,8 @@ bench/peers/vlm-step.mts, with the same shapes:
 Inputs: CKPT from vlm_make_checkpoint.py; CKPT/vlm-prompt.json (token ids) and CKPT/pixel_values.f32 ([1, 3, 512, 512]),
 written by metrl (vlm-step.mts --write-prompt), so both sides see the same ids and pixel values. Float32 throughout.
 Usage: /usr/bin/python3 vlm_grpo_step.py CKPT --threads 1 --lengths 64,128 --steps 1 [--warmup 1] [--checkpointing]
-       /usr/bin/python3 vlm_grpo_step.py CKPT --check OUT_DIR        (equivalence data for vlm-check.mts)
+       /usr/bin/python3 vlm_grpo_step.py CKPT --check OUT_DIR        (equivalence data for vlm-check.mts: image features,
+                                                                     prompt logits, LoRA loss and gradients)
 Prints one JSON line per length in hf_grpo_step.py's schema (summarize.py reads it) plus `vision` per step."""
 import argparse
 import json
@@ -35,7 +36,7 @@ sys.path.insert(0, os.path.join(SHARED, 'peers', 'hf'))
 sys.path.insert(0, os.path.join(SHARED, 'fixtures', 'hf'))
 import hf_grpo_step as T  # noqa: E402  (the text peer: Model.layer/forward, attend, packed, grpo_loss)
 import ref_models as R  # noqa: E402
-from st_io import load_file  # noqa: E402
+from st_io import load_file, save_file  # noqa: E402
 
 TEXT_PREFIX = 'model.text_model.'
 VISION_PREFIX = 'model.vision_model.'
@@ -168,21 +169,42 @@ def step(m, opt, params, prompt, pixels, n_new, gen, G=8, checkpointing=False):
 
 
 def check(m, prompt, pixels, out):
-    """Equivalence data: the image features (connector output) and the logits of prompt + 24 fixed tokens, LoRA off."""
+    """Equivalence data: the image features (connector output) and the logits of prompt + 24 fixed tokens, LoRA off;
+    then LoRA with non-zero B on the language model, a group of 3 completions of 8 tokens packed on the image prompt as
+    metrl packs them, the loss sum(log p) and its gradients; the adapter written in PEFT layout
+    (base_model.model.model.text_model.layers.*, metrl's names)."""
     os.makedirs(out, exist_ok=True)
     g = torch.Generator().manual_seed(11)
     extra = (100 + torch.randint(0, 48000, (24,), generator=g)).tolist()
     seq = prompt + extra
     feats = m.image_features(pixels)
+    prompt_emb = m.prompt_embeds(prompt, feats)
     with torch.no_grad():
-        emb = torch.cat([m.prompt_embeds(prompt, feats), m.E[torch.tensor(extra)]])
+        emb = torch.cat([prompt_emb, m.E[torch.tensor(extra)]])
         n = len(seq)
         h = m.forward(emb[None], torch.arange(n)[None], torch.ones(n, n, dtype=torch.bool).tril()[None], use_lora=False)
         logits = m.logits(h[0]).contiguous()
     logits.numpy().astype('<f4').tofile(os.path.join(out, 'logits.f32'))
     feats.contiguous().numpy().astype('<f4').tofile(os.path.join(out, 'features.f32'))
-    json.dump({'sequence': seq, 'featuresShape': list(feats.shape), 'logitsShape': list(logits.shape)}, open(os.path.join(out, 'check.json'), 'w'))
-    print(json.dumps({'check': out, 'tokens': len(seq), 'imageTokens': int(sum(1 for t in prompt if t == m.image_token_id)), 'maxAbsLogit': float(logits.abs().max())}))
+    m.attach_lora(seed=5, b_std=0.02)
+    comps = 100 + torch.randint(0, 48000, (3, 8), generator=g)
+    logp, _ = completion_logprobs(m, prompt, prompt_emb, comps, use_lora=True)
+    loss = logp.sum()
+    loss.backward()
+    names = list(m.lora['weights'].keys())
+    metrl_name = lambda k: TEXT_PREFIX + k[len('model.'):]  # noqa: E731  model.layers.* -> model.text_model.layers.*
+    os.makedirs(os.path.join(out, 'adapter'), exist_ok=True)
+    save_file({f'base_model.model.{metrl_name(k)}': m.lora['weights'][k].detach() for k in names}, os.path.join(out, 'adapter', 'adapter_model.safetensors'), {'format': 'pt'})
+    json.dump({'peft_type': 'LORA', 'r': 16, 'lora_alpha': 32,
+               'target_modules': r'model\.text_model\.layers\.\d+\.(self_attn|mlp)\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)',
+               'task_type': 'CAUSAL_LM',
+               'base_model_name_or_path': None, 'use_rslora': False, 'use_dora': False, 'bias': 'none',
+               'fan_in_fan_out': False, 'lora_dropout': 0.0, 'inference_mode': True, 'rank_pattern': {}, 'alpha_pattern': {}},
+              open(os.path.join(out, 'adapter', 'adapter_config.json'), 'w'))
+    save_file({metrl_name(k): m.lora['weights'][k].grad for k in names}, os.path.join(out, 'grads.safetensors'))
+    json.dump({'sequence': seq, 'featuresShape': list(feats.shape), 'logitsShape': list(logits.shape), 'comps': comps.tolist(), 'loss': loss.item(), 'logp': logp.detach().tolist()},
+              open(os.path.join(out, 'check.json'), 'w'))
+    print(json.dumps({'check': out, 'tokens': len(seq), 'imageTokens': int(sum(1 for t in prompt if t == m.image_token_id)), 'maxAbsLogit': float(logits.abs().max()), 'loss': loss.item()}))
 
 
 def main():
