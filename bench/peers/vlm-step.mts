@@ -1,0 +1,192 @@
+// metrl's side of one GRPO step on a SmolVLM-256M-shaped image prompt (peer of bench/peers/vlm_grpo_step.py), phase by
+// phase: bench/peers/hf-step.mts with the prompt holding one image. The checkpoint is vlm_make_checkpoint.py's
+// (Idefics3ForConditionalGeneration); the prompt is metrl's own (--write-prompt), read by both sides.
+//   --write-prompt  once per checkpoint: the zero-shot prompt of a 1-action chess image episode (seed 0, the one
+//              bench/hf.bench.ts uses) through HfPolicy.prompt: the checkpoint's chat template, the Idefics3 image
+//              placeholders (64 image tokens), the real tokenizer, the board rendered and preprocessed by metrl's
+//              Idefics3 processor (512 x 512, no splitting). Writes CKPT/vlm-prompt.json (token ids, image shape) and
+//              CKPT/pixel_values.f32 ([1, 3, 512, 512] float32, the vision tower's input), which vlm_grpo_step.py
+//              reads too: both sides see the same ids and pixel values.
+//   rollout    the vision tower + connector on the image (once: the step's prompt holds a fresh copy of the pixel
+//              array, as every train() step has new images, so HfPolicy's feature cache does not carry it over from the
+//              previous step; reference and update reuse the features within the step, as train() does), then the
+//              prompt prefilled once, its cache repeated for G = 8 rows, cached decoding at temperature 1 (top-p 1),
+//              every completion forced to N tokens (the tokenizer's EOS ids emptied; checked). The tower's share is
+//              reported as `vision` (within rollout). tfjs engine: the policy (tower on tfjs); ort: HfOrtSampler (the
+//              tower and the decoder on ONNX Runtime).
+//   reference  tokenLogProbs with LoRA off, no gradient (the policy's packed row on tfjs; the ORT sampler's prefill +
+//              batched completions on ort), the prompt's image rows merged from the step's features;
+//   update     as trainer/loop.ts updatePolicy with μ = 1 (hf-step.mts): summedLossGradients over the engine's learner,
+//              grpoLoss (ε 0.2, β 0.04, k3), global-norm clip 1, AdamW (2e-4, 0.9 / 0.999, 1e-8), syncLora (ort).
+// LoRA r 16 / alpha 32 on the language model's q, k, v, o, gate, up, down (metrl's default targets; the tower and the
+// connector are frozen). --threads sets ONNX Runtime's threads (ort only; tfjs WASM runs one). Run from the checkout:
+//   node_modules/.bin/tsx bench/peers/vlm-step.mts CKPT --write-prompt
+//   node_modules/.bin/tsx bench/peers/vlm-step.mts CKPT [--engine tfjs|ort] [--threads N] [--lengths 64,128]
+//     [--steps 1] [--warmup 1]
+// Prints one JSON line per length, the schema of hf-step.mts (so ../shared/peers/hf/summarize.py tabulates it) plus
+// `vision` and `cpu.vision` per step and `imageTokens`.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const P = process.cwd();
+const imp = (p: string) => import(pathToFileURL(join(P, p)).href);
+// The same module instance metrl's own `import * as tf from '@tensorflow/tfjs'` resolves to (package main, no exports).
+const tf = await imp('node_modules/@tensorflow/tfjs/dist/tf.node.js');
+const { initBackend } = await imp('models/backend.ts');
+const { HfPolicy } = await imp('models/hf/policy.ts');
+const { HfOrtSampler } = await imp('models/onnx/hf-ort-sampler.ts');
+const { HfOrtLearner } = await imp('models/onnx/hf-ort-learner.ts');
+const { grpoLoss, clipGradientsByGlobalNorm } = await imp('trainer/loss.ts');
+const { AdamW } = await imp('trainer/adamw.ts');
+const { summedLossGradients } = await imp('models/learner.ts');
+const { Rng } = await imp('core/rng.ts');
+
+const argv = process.argv.slice(2);
+const flag = (name: string, dflt: string) => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? argv[i + 1] : dflt;
+};
+const ckpt = argv[0];
+const engine = flag('engine', 'tfjs');
+const threads = Number(flag('threads', '1'));
+const lengths = flag('lengths', '64,128').split(',').map(Number);
+const steps = Number(flag('steps', '1'));
+const warmup = Number(flag('warmup', '1'));
+const G = 8;
+const PROMPT_FILE = 'vlm-prompt.json';
+const PIXEL_FILE = 'pixel_values.f32';
+
+const backend = await initBackend(process.env.METRL_BACKEND ?? 'wasm', null);
+if (tf.getBackend() !== backend.tfBackend) throw new Error(`two tfjs instances: ${tf.getBackend()} vs ${backend.tfBackend}`);
+
+if (argv.includes('--write-prompt')) {
+  const { getEnv } = await imp('envs/registry.ts');
+  const { generateEpisodes } = await imp('envs/generate.ts');
+  const policy = await HfPolicy.load(ckpt);
+  const env = await getEnv('chess');
+  const [episode] = generateEpisodes(env, { n: 1, actions: 1, split: 'train', seed: 0, modality: 'image' });
+  const prompt = policy.prompt(env, episode) as { tokens: number[]; images: Float32Array[] };
+  if (prompt.images.length !== 1) throw new Error(`expected one image, got ${prompt.images.length}`);
+  const side = policy.imageSize;
+  const image = prompt.images[0];
+  if (image.length !== 3 * side * side) throw new Error(`pixel values: ${image.length} for 3 x ${side} x ${side}`);
+  writeFileSync(join(ckpt, PIXEL_FILE), new Uint8Array(image.buffer, image.byteOffset, image.byteLength));
+  const imageTokenId = (JSON.parse(readFileSync(join(ckpt, 'config.json'), 'utf8')) as { image_token_id: number }).image_token_id;
+  const imageTokens = prompt.tokens.filter((t) => t === imageTokenId).length;
+  writeFileSync(join(ckpt, PROMPT_FILE), JSON.stringify({
+    tokens: prompt.tokens, imageShape: [1, 3, side, side], pixelValues: PIXEL_FILE, imageTokenId, imageTokens,
+    source: 'metrl HfPolicy.prompt: chess, 1-action image episode, train split, seed 0 (zero-shot); pixel values = the Idefics3 processor output, float32 little-endian',
+  }));
+  console.log(JSON.stringify({ prompt: join(ckpt, PROMPT_FILE), tokens: prompt.tokens.length, imageTokens, imageShape: [1, 3, side, side] }));
+  policy.dispose();
+  process.exit(0);
+}
+
+const spec = JSON.parse(readFileSync(join(ckpt, PROMPT_FILE), 'utf8')) as { tokens: number[]; imageTokens: number };
+const pixelBytes = readFileSync(join(ckpt, PIXEL_FILE));
+const pixels = new Float32Array(pixelBytes.buffer.slice(pixelBytes.byteOffset, pixelBytes.byteOffset + pixelBytes.byteLength));
+
+const t0 = performance.now();
+const policy = await HfPolicy.load(ckpt, { hostWeights: engine === 'ort' });
+const loadSeconds = (performance.now() - t0) / 1000;
+(policy.kit.tokenizer as { eosIds: number[] }).eosIds = []; // forced lengths: no row can stop
+policy.attachLora({ r: 16, alpha: 32 }, new Rng(0, 'hf-peer-lora'));
+const vars = policy.trainableVariables('lora');
+const optimizer = new AdamW(vars, { learningRate: 2e-4, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0 });
+const sampler = engine === 'ort' ? new HfOrtSampler(policy, { threads }) : policy;
+const learner = engine === 'ort' ? new HfOrtLearner(policy, { threads }) : policy;
+const rng = new Rng(1, 'hf-peer-sampling');
+
+const cpuNow = () => {
+  const c = process.cpuUsage();
+  return (c.user + c.system) / 1e6;
+};
+// The vision tower's share of the rollout: every encode of an image (HfPolicy.imageFeatures → ImageEncoder.encode; the
+// ORT sampler installs its tower inside the encoder, so this counts it too).
+const encoder = policy.imageEncoder as { encode: (...a: unknown[]) => unknown };
+const vision = { wall: 0, cpu: 0, calls: 0 };
+const encode = encoder.encode.bind(encoder);
+encoder.encode = (...a: unknown[]) => {
+  const w = performance.now();
+  const c = cpuNow();
+  try {
+    return encode(...a);
+  } finally {
+    vision.wall += (performance.now() - w) / 1000;
+    vision.cpu += cpuNow() - c;
+    vision.calls++;
+  }
+};
+
+function step(n: number) {
+  // A fresh pixel array: HfPolicy caches image features per array, and every train() step has new images.
+  const prompt = { tokens: spec.tokens, images: [pixels.slice()] };
+  Object.assign(vision, { wall: 0, cpu: 0, calls: 0 });
+  const w = [performance.now()];
+  const c = [cpuNow()];
+  const mark = () => (w.push(performance.now()), c.push(cpuNow()));
+  // rollout (vision tower + connector, prefill, decode)
+  const [group] = sampler.sampleGroups([prompt], G, { temperature: 1, topP: 1, maxNewTokens: n }, rng);
+  mark();
+  if (group.length !== G || group.some((x: { tokens: number[] }) => x.tokens.length !== n)) throw new Error(`not forced: ${group.map((x: { tokens: number[] }) => x.tokens.length)}`);
+  const rewards = Array.from({ length: G }, () => rng.next());
+  const mean = rewards.reduce((a, b) => a + b, 0) / G;
+  const std = Math.sqrt(rewards.reduce((a, b) => a + (b - mean) ** 2, 0) / (G - 1));
+  const adv = Float32Array.from(rewards, (r) => (r - mean) / (std + 1e-4));
+  const items = group.map((x: { tokens: number[] }) => ({ prompt, completion: x.tokens }));
+  // reference (LoRA off, no gradient)
+  const lp = tf.tidy(() => sampler.tokenLogProbs(items, { useLora: false, temperature: 1 }));
+  lp.mask.dispose();
+  lp.entropy?.dispose();
+  const ref = tf.keep(lp.logProbs);
+  ref.dataSync();
+  mark();
+  // update (trainer/loop.ts updatePolicy, μ = 1)
+  let entropy = 0;
+  const { values, grads } = summedLossGradients(learner, [{
+    batch: items,
+    options: { useLora: true, withEntropy: true, temperature: 1 },
+    loss: (s: { logProbs: unknown; mask: unknown; entropy?: unknown }) => {
+      const logProbs = s.logProbs as { dataSync(): Float32Array; shape: number[] };
+      const old = tf.tensor(logProbs.dataSync(), logProbs.shape);
+      const out = grpoLoss({ logProbs: s.logProbs, oldLogProbs: old, refLogProbs: ref, mask: s.mask, advantages: tf.tensor1d(adv), entropies: s.entropy }, { epsilon: 0.2, beta: 0.04, lossType: 'grpo', maxCompletionTokens: n, totalSequences: G });
+      for (const k of ['tokens', 'kl', 'clipped', 'ratio'] as const) out.sums[k].dataSync();
+      entropy = tf.sum(tf.mul(s.entropy, s.mask)).dataSync()[0] / (G * n);
+      return out.loss;
+    },
+  }], vars);
+  const loss = values.reduce((a: number, v: { dataSync(): Float32Array }) => a + v.dataSync()[0], 0);
+  tf.dispose(values);
+  const clipped = clipGradientsByGlobalNorm(grads, 1);
+  optimizer.apply(clipped.grads);
+  if (engine === 'ort') (sampler as { syncLora(): void }).syncLora();
+  for (const t of Object.values(clipped.grads)) (t as { dispose(): void }).dispose();
+  ref.dispose();
+  mark();
+  if (vision.calls !== 1) throw new Error(`the vision tower ran ${vision.calls} times in the step, expected once`);
+  const d = (i: number) => (w[i + 1] - w[i]) / 1000;
+  const dc = (i: number) => c[i + 1] - c[i];
+  return { rollout: d(0), reference: d(1), update: d(2), total: (w[3] - w[0]) / 1000, vision: vision.wall, cpu: { rollout: dc(0), reference: dc(1), update: dc(2), total: c[3] - c[0], vision: vision.cpu }, loss, gradNorm: clipped.norm, entropy, numTensors: tf.memory().numTensors };
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+for (const n of lengths) {
+  for (let i = 0; i < warmup; i++) step(Math.min(n, 8));
+  const done = Array.from({ length: steps }, () => step(n));
+  const med = Object.fromEntries((['rollout', 'reference', 'update', 'total', 'vision'] as const).map((k) => [k, median(done.map((s) => s[k]))]));
+  const Pn = spec.tokens.length;
+  console.log(JSON.stringify({
+    side: 'metrl', engine, threads: engine === 'ort' ? threads : 1, completionTokens: n, promptTokens: Pn, imageTokens: spec.imageTokens, group: G, steps: done, median: med,
+    tokensPerSecond: { rollout: (G * n) / med.rollout, reference: (Pn + G * n) / med.reference, update: (Pn + G * n) / med.update },
+    cpuSecondsPerStep: median(done.map((s) => s.cpu.total)), loadSeconds, peakRssMB: (process.resourceUsage().maxRSS * 1024) / 2 ** 20,
+    loadavg: loadavg().map((x) => x.toFixed(2)), backend: backend.name, note: engine === 'ort' ? 'vision tower, rollout, reference and LoRA gradients on ONNX Runtime (AdamW on tfjs)' : 'all phases on tfjs WASM (1 thread)',
+  }));
+}
+sampler !== policy && (sampler as { dispose(): void }).dispose();
+learner !== policy && (learner as { dispose(): void }).dispose();
+policy.dispose();
