@@ -321,10 +321,6 @@ export const TrainConfigSchema = z
     if (c.delta !== undefined && !(c.delta > 1 + epsilonHigh)) {
       ctx.addIssue({ code: 'custom', path: ['delta'], message: `delta (${c.delta}) must exceed 1 + epsilonHigh (${1 + epsilonHigh}): below, it would cap positive-advantage ratios inside the clip range too` });
     }
-    const entropyBonus = c.entropyCoef !== 0 || c.useAdaptiveEntropy;
-    if (entropyBonus && c.topEntropyQuantile < 1) {
-      ctx.addIssue({ code: 'custom', path: ['entropyCoef'], message: `the entropy bonus with topEntropyQuantile < 1 is not implemented (TRL restricts the bonus to the high-entropy tokens); use one of the two` });
-    }
     if (c.entropyCoefMin > c.entropyCoefMax) {
       ctx.addIssue({ code: 'custom', path: ['entropyCoefMin'], message: `entropyCoefMin (${c.entropyCoefMin}) exceeds entropyCoefMax (${c.entropyCoefMax})` });
     }

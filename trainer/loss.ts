@@ -13,7 +13,7 @@
 //   delta (two-sided clip, clipped loss types only): ρ in the unclipped branch capped at δ;
 //   offPolicyMaskThreshold: the policy term times DeepSeek-V3.2's sequence mask o_i (policy-terms.ts), KL untouched;
 //   useBiasCorrectionKl: KL_it times ρ (with its gradient; ρ per sequence at sequence level), as TRL's code does;
-//   entropyCoef c: L − c·H̄, H̄ = Σ_i Σ_t m_it H_it / max(1, T_step), the step's mean per-token entropy (TRL adds the
+//   entropyCoef c: L − c·H̄, H̄ = Σ_i Σ_t m_it h_it H_it / max(1, T_step), the step's mean per-token entropy (TRL adds the
 //     same bonus whatever the loss type), with the gradient of H (the learner must differentiate the entropy).
 // Every divisor counts the whole optimiser step, not the micro-batch, so summing micro-batch gradients gives exactly
 // the full-batch gradient whatever the learner's memory chunking (the exception is TRL's per-micro-batch entropy
@@ -207,7 +207,8 @@ export function grpoLoss(inputs: LossInputs, options: LossOptions): LossOutput {
     if (!entropies) throw new RangeError('grpoLoss: entropyCoef needs the per-token entropies');
     if (options.totalTokens === undefined) throw new RangeError('grpoLoss: entropyCoef needs totalTokens (the active tokens of the whole step)');
     // H̄'s share: Σ m·H over this micro-batch / the step's active tokens, so the shares add up to the step's mean.
-    entropyBonus = tf.div(tf.sum(tf.mul(entropies, mask)), Math.max(1, options.totalTokens));
+    // With topEntropyQuantile < 1 only the high-entropy tokens carry it (m·h, as the policy term), over the same T_step.
+    entropyBonus = tf.div(tf.sum(tf.mul(entropies, entropyMask ?? mask)), Math.max(1, options.totalTokens));
     if (options.entropyCoef !== 0) loss = tf.sub(loss, tf.mul(options.entropyCoef, entropyBonus));
   }
 

@@ -229,6 +229,19 @@ describe('entropy bonus: L − c·Σ m·H / T_step', () => {
     const dH = tf.tidy(() => tf.grad((h: tf.Tensor) => grpoLoss(inputsOf({ options: {} }, tf.tensor2d(LOGP), h as tf.Tensor2D), { ...base, entropyCoef: c }).loss)(tf.tensor2d(H)).arraySync() as number[][]);
     expectGrad(dH, [[-0.03, -0.03, -0.03], [-0.03, -0.03, 0]]);
   });
+  it('with topEntropyQuantile < 1 carries only the high-entropy tokens, over the same T_step', () => {
+    const c = 0.3;
+    const h = { topEntropyQuantile: 0.5, entropyThreshold: 1 };
+    const withBonus = run({ options: { ...h, entropyCoef: c }, entropies: H });
+    const without = run({ options: h, entropies: H });
+    // H ≥ 1 within the mask: 1 and 2 (row 0, tokens 0 and 2): Σ m·h·H = 3, T_step = 10.
+    expect(withBonus.sums.entropyBonus).toBeCloseTo(0.3, 7);
+    expect(without.loss - withBonus.loss).toBeCloseTo(c * 0.3, 6);
+    expectGrad(withBonus.grad, without.grad);
+    const dH = tf.tidy(() => tf.grad((e: tf.Tensor) => grpoLoss(inputsOf({ options: h }, tf.tensor2d(LOGP), e as tf.Tensor2D), { ...base, ...h, entropyCoef: c }).loss)(tf.tensor2d(H)).arraySync() as number[][]);
+    expectGrad(dH, [[-0.03, 0, -0.03], [0, 0, 0]]);
+  });
+
   it('computes the share but applies nothing with c = 0 (adaptive control measuring the entropy)', () => {
     const r = run({ options: { entropyCoef: 0 }, entropies: H });
     expect(r.sums.entropyBonus).toBeCloseTo(0.45, 7);

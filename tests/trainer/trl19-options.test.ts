@@ -50,7 +50,6 @@ describe('config: TRL 1.9 options under TRL’s names and defaults', () => {
     expect(message({ lossType: 'sapo', delta: 2 })).toMatch(/^config: delta: delta caps the unclipped branch of the clipped loss types .*'sapo' has none/);
     expect(message({ delta: 1.1 })).toMatch(/^config: delta: delta \(1.1\) must exceed 1 \+ epsilonHigh \(1.2\)/);
     expect(message({ epsilonHigh: 0.5, delta: 1.4 })).toMatch(/^config: delta: delta \(1.4\) must exceed 1 \+ epsilonHigh \(1.5\)/);
-    expect(message({ entropyCoef: 0.01, topEntropyQuantile: 0.2 })).toMatch(/^config: entropyCoef: the entropy bonus with topEntropyQuantile < 1 is not implemented/);
     expect(message({ useAdaptiveEntropy: true, entropyCoefMin: 0.5, entropyCoefMax: 0.1 })).toMatch(/^config: entropyCoefMin: entropyCoefMin \(0.5\) exceeds entropyCoefMax \(0.1\)/);
     expect(message({ numGenerationsEval: 4 })).toMatch(/^config: numGenerationsEval: metrl's evaluation decodes greedily/);
     expect(message({ multiObjectiveAggregation: 'sum' })).toMatch(/^config: multiObjectiveAggregation: /);
