@@ -1,7 +1,7 @@
 // The Hugging Face paths on a GPU checked against the CPU (the `device` tool's machine; bench/device-run.sh hf): for
 // each fixture of ../shared/fixtures/hf (Llama, its bfloat16 copy, Qwen2, Gemma 3's language model), with non-zero
-// LoRA adapters, ORT's sampler log-probs and the ORT learner's loss and LoRA gradients on `--device cuda` and `webgpu`
-// against ORT's CPU provider, and the 16-bit weight path (bfloat16 on the device for the llama-bf16 fixture). Prints
+// LoRA adapters, ORT's sampler log-probs, a seeded rollout (tokens and their log-probs) and the ORT learner's loss and
+// LoRA gradients on `--device cuda` and `webgpu` against ORT's CPU provider, and the 16-bit weight path (bfloat16 on the device for the llama-bf16 fixture). Prints
 // one JSON line per fixture and device: the largest log-prob difference and the largest gradient difference relative
 // to each variable's largest gradient (the CPU tests hold these within 1e-4); a device that cannot start is named, not
 // fatal. CUDA is checked first: its ORT build becomes the process's ONNX Runtime, which runs WebGPU and the CPU too.
@@ -61,12 +61,14 @@ for (const name of ['llama', 'llama-bf16', 'qwen2', 'gemma3']) {
     const sampler = new HfOrtSampler(policy, { device });
     const logp = sampler.tokenLogProbs(batch, options);
     const lp = (logp.logProbs.mul(logp.mask).dataSync() as Float32Array).slice();
+    // A seeded rollout (on webgpu its KV caches and adapters stay on the GPU between steps: device-tensors.ts).
+    const drawn = sampler.sampleGroups([prompt, prompt], 3, { maxNewTokens: 8, temperature: 1, topP: 1 }, new Rng(3, 'draw')).flat();
     sampler.dispose();
     const learner = new HfOrtLearner(policy, { device });
     const { grads } = learner.lossGradientsSum([{ batch, options, loss: (l) => tf.sum(tf.mul(l.mask, tf.exp(l.logProbs))) as tf.Scalar }], vars);
     const g = vars.map((v) => (grads[v.name].dataSync() as Float32Array).slice());
     learner.dispose();
-    return { lp, g, seconds: (performance.now() - t0) / 1000 };
+    return { lp, g, drawn, seconds: (performance.now() - t0) / 1000 };
   };
   const cpu = run('cpu');
   for (const device of usable) {
@@ -77,7 +79,9 @@ for (const name of ['llama', 'llama-bf16', 'qwen2', 'gemma3']) {
         const scale = Math.max(1e-30, ...cpu.g[k].map(Math.abs));
         return Math.max(m, g.reduce((mm, x, i) => Math.max(mm, Math.abs(x - cpu.g[k][i]) / scale), 0));
       }, 0);
-      console.log(JSON.stringify({ fixture: name, device, dtype: policy.config.dtype, logpMaxDiff: logpDiff, gradMaxRelDiff: gradRel, seconds: d.seconds, cpuSeconds: cpu.seconds }));
+      const sameTokens = d.drawn.filter((c, i) => c.tokens.join() === cpu.drawn[i].tokens.join()).length;
+      const drawLogpDiff = d.drawn.reduce((m, c, i) => (c.tokens.join() === cpu.drawn[i].tokens.join() ? Math.max(m, ...c.logProbs.map((x, j) => Math.abs(x - cpu.drawn[i].logProbs[j]))) : m), 0);
+      console.log(JSON.stringify({ fixture: name, device, dtype: policy.config.dtype, logpMaxDiff: logpDiff, gradMaxRelDiff: gradRel, drawsIdentical: `${sameTokens}/${d.drawn.length}`, drawLogpMaxDiff: drawLogpDiff, seconds: d.seconds, cpuSeconds: cpu.seconds }));
     } catch (error) {
       console.log(JSON.stringify({ fixture: name, device, failed: (error as Error).message.split('\n')[0] }));
     }

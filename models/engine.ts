@@ -97,9 +97,9 @@ export async function openEngine(policy: Policy, requested: Engine | undefined, 
   if (policy instanceof HfPolicy) {
     const { HfOrtSampler } = await import('./onnx/hf-ort-sampler.ts');
     const sampler = new HfOrtSampler(policy, { threads: runtime.threads, device });
-    // The sampler's graph put every projection into the decoder's shared weight file, which ORT maps and the ORT
-    // learner's graph reads too: the host's copy is no longer needed (HfDecoder.releaseProjectionWeights).
-    if (policy.decoder.hostWeights) policy.decoder.releaseProjectionWeights();
+    // The sampler's graphs put every projection into weight files ORT maps (the ORT learner's graph reads the
+    // decoder's too): the host's copies are no longer needed.
+    if (policy.decoder.hostWeights) sampler.releaseHostWeights();
     const referenceIsPolicy = () => [...policy.decoder.linears().values()].every((l) => !l.lora || zero(l.lora.b));
     return { engine, sampler, syncLora: () => sampler.syncLora(), referenceIsPolicy, dispose: () => sampler.dispose(), describe, ortLearner: true };
   }

@@ -95,7 +95,11 @@ const loadSeconds = (performance.now() - t0) / 1000;
 policy.attachLora({ r: 16, alpha: 32 }, new Rng(0, 'hf-peer-lora'));
 const vars = policy.trainableVariables('lora');
 const optimizer = new AdamW(vars, { learningRate: 2e-4, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0 });
-const sampler = engine === 'ort' ? new HfOrtSampler(policy, { threads }) : policy;
+const ortSampler = engine === 'ort' ? new HfOrtSampler(policy, { threads }) : null;
+// As metrl train does (models/engine.ts openEngine): the host's projections (decoder and vision tower) go once ORT
+// maps them.
+ortSampler?.releaseHostWeights();
+const sampler = ortSampler ?? policy;
 const learner = engine === 'ort' ? new HfOrtLearner(policy, { threads }) : policy;
 const rng = new Rng(1, 'hf-peer-sampling');
 

@@ -114,6 +114,11 @@ export class GraphBuilder {
     return name;
   }
 
+  /** The graph outputs' names, in order. */
+  outputNames(): string[] {
+    return this.outputs.map((o) => o.name!);
+  }
+
   /** Mark a value as a graph output (its element type and dims as declared; symbolic dims are only names). */
   output(name: string, type: ElementType, dims: Dim[]): void {
     this.outputs.push(valueInfo(name, type, dims));

@@ -2,11 +2,12 @@
 // what models/hf/generate.ts does on tfjs: one prefill over the left-padded prompts (only the last position's logits
 // leave the graph), the prompt cache repeated for a group's G rows, then one token per step; each step appends a 1 to
 // the attention mask and takes position ids from it. Rows that emitted a stop id keep being fed it. The token
-// embeddings of each step are looked up in tfjs (HfDecoder.embed), as the graph starts at inputs_embeds.
+// embeddings of each step are looked up in tfjs (HfDecoder.embed), as the graph starts at inputs_embeds. Each cache is
+// released once the next one exists (on WebGPU it is GPU memory: hf-session.ts).
 import * as tf from '@tensorflow/tfjs';
 import type { HfDecoder } from '../hf/decoder.ts';
 import { chooseNext, decodeSetup, type GenerateOptions, type GenerateResult } from '../hf/generate.ts';
-import { HfOrtModel, type HfOrtCache } from './hf-session.ts';
+import type { HfOrtModel, HfOrtCache } from './hf-session.ts';
 
 export interface OrtGenerateInput {
   /** Prompts [B][T], left-padded to one length. */
@@ -40,17 +41,26 @@ export function generateOrt(model: HfOrtModel, input: OrtGenerateInput, options:
     logitRows: [T - 1],
     useLora,
   });
-  let cache: HfOrtCache = G > 1 ? HfOrtModel.repeatCache(prefill.cache, G) : prefill.cache;
+  let cache: HfOrtCache = prefill.cache;
+  if (G > 1) {
+    cache = model.repeatCache(prefill.cache, G);
+    model.releaseCache(prefill.cache);
+  }
   let values = prefill.logits; // [U, 1, V]
   let rowOf = (b: number) => Math.floor(b / G);
-  for (let step = 0; step < options.maxNewTokens; step++) {
-    const next = chooseNext(values, V, rowOf, { tokens, logitsKept, finished }, choose, stop, options.keepLogits ?? false);
-    if (step === options.maxNewTokens - 1 || finished.every(Boolean)) break;
-    for (const row of mask) row.push(1);
-    const out = model.run({ embeds: embedIds(model.decoder, next.map((id) => [id])), rows: B, seq: 1, attentionMask: mask, cache, logitRows: [0], useLora });
-    cache = out.cache;
-    values = out.logits; // [B, 1, V]
-    rowOf = (b: number) => b;
+  try {
+    for (let step = 0; step < options.maxNewTokens; step++) {
+      const next = chooseNext(values, V, rowOf, { tokens, logitsKept, finished }, choose, stop, options.keepLogits ?? false);
+      if (step === options.maxNewTokens - 1 || finished.every(Boolean)) break;
+      for (const row of mask) row.push(1);
+      const out = model.run({ embeds: embedIds(model.decoder, next.map((id) => [id])), rows: B, seq: 1, attentionMask: mask, cache, logitRows: [0], useLora });
+      model.releaseCache(cache);
+      cache = out.cache;
+      values = out.logits; // [B, 1, V]
+      rowOf = (b: number) => b;
+    }
+  } finally {
+    model.releaseCache(cache);
   }
   return { tokens, finished, ...(options.keepLogits ? { logits: logitsKept } : {}) };
 }

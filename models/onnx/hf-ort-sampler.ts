@@ -18,6 +18,7 @@ import { PolicyFront } from './policy-front.ts';
 import { scoreToken } from '../token-sampling.ts';
 import type { Completion, EncodedPrompt, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
 import type { Device } from './device.ts';
+import { releaseSiglipProjections } from '../vision/siglip.ts';
 import { generateOrt } from './hf-generate.ts';
 import { HfOrtModel } from './hf-session.ts';
 import { SiglipOrtTower } from './siglip-session.ts';
@@ -34,6 +35,8 @@ export interface HfOrtSamplerOptions {
   logitBudget?: number;
   /** The weights' stored type (default: deviceWeightDtype of the checkpoint's dtype and the device; tests set it). */
   stored?: WeightDtype;
+  /** Keep KV caches and adapters on the device between runs (default: on WebGPU; tests set it on the CPU). */
+  keepOnDevice?: boolean;
 }
 
 export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
@@ -42,14 +45,31 @@ export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
   private tower: SiglipOrtTower | null = null;
   private readonly releaseTower: () => void;
   private readonly logitBudget: number;
+  private readonly towerOptions: Omit<HfOrtSamplerOptions, 'logitBudget' | 'stored' | 'keepOnDevice'>;
 
   constructor(policy: HfPolicy, options: HfOrtSamplerOptions = {}) {
     super(policy);
-    const { logitBudget, stored, ...session } = options;
-    this.model = new HfOrtModel(policy.decoder, { ...session, stored: stored ?? deviceWeightDtype(policy.config.dtype, session.device) });
+    const { logitBudget, stored, keepOnDevice, ...session } = options;
+    this.model = new HfOrtModel(policy.decoder, { ...session, keepOnDevice, stored: stored ?? deviceWeightDtype(policy.config.dtype, session.device) });
     const encoder = policy.imageEncoder;
+    this.towerOptions = session;
     this.releaseTower = encoder ? policy.useVisionTower((pixels) => (this.tower ??= new SiglipOrtTower(encoder.tower, encoder.towerConfig, session)).forward(pixels)) : () => {};
     this.logitBudget = logitBudget ?? LOGIT_BUDGET;
+  }
+
+  /**
+   * Free the host's copies of what ORT now holds in its weight files (a run on the ONNX Runtime engine calls this once
+   * the sampler exists): the decoder's projections and head (HfDecoder.releaseProjectionWeights) and, for a VLM, the
+   * vision tower's projections, whose ORT tower is opened now (it reads them once). Afterwards only ONNX Runtime can
+   * run this policy's forward passes. Only for weights loaded on the host (HfPolicy.load hostWeights).
+   */
+  releaseHostWeights(): void {
+    const encoder = this.policy.imageEncoder;
+    if (encoder) {
+      this.tower ??= new SiglipOrtTower(encoder.tower, encoder.towerConfig, this.towerOptions);
+      releaseSiglipProjections(encoder.tower);
+    }
+    this.policy.decoder.releaseProjectionWeights();
   }
 
   /** Read the learner's current adapters (after every update, or a loaded adapter). */
@@ -105,8 +125,11 @@ export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
           // Completion tokens 0 … C-1 of every member, right-padded (a padded position only feeds rows never read).
           const rows = part.map((b) => Array.from({ length: C }, (_, j) => (j < items[b].completion.length - 1 ? items[b].completion[j] : pad)));
           const embeds = tf.tidy(() => this.policy.decoder.embed(rows).dataSync() as Float32Array).slice();
-          const cache = HfOrtModel.repeatCache(first.cache, part.length);
-          rest = this.model.run({ embeds, rows: part.length, seq: C, attentionMask: rows.map(() => new Array<number>(P + C).fill(1)), cache, useLora }).logits; // [rows, C, V]
+          const cache = this.model.repeatCache(first.cache, part.length);
+          const out = this.model.run({ embeds, rows: part.length, seq: C, attentionMask: rows.map(() => new Array<number>(P + C).fill(1)), cache, useLora });
+          this.model.releaseCache(cache);
+          this.model.releaseCache(out.cache);
+          rest = out.logits; // [rows, C, V]
         }
         part.forEach((b, row) => {
           Array.from(items[b].completion).forEach((t, j) => {
@@ -117,6 +140,7 @@ export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
           });
         });
       }
+      this.model.releaseCache(first.cache);
     }
     return {
       logProbs: tf.tensor2d(logp, [B, L]),

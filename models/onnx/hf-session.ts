@@ -3,23 +3,27 @@
 // generate() makes them, layers/rope.ts ropeValues, layers/attention.ts maskValues), so both engines see the same
 // numbers. LoRA A/B are fed (syncLora reads the learner's variables; B = 0 gives the base for the reference policy);
 // a session is rebuilt only when the set of adapted modules or their ranks change (a different adapter loaded).
+// On WebGPU the KV caches and the adapters stay on the GPU between runs (device-tensors.ts): the caches are the graph's
+// present_* outputs bound to GPU buffers and fed back as past_*, a prompt cache is repeated for its G rows there, and
+// the adapters are uploaded once per update; a cache is freed with releaseCache() when its holder is done with it.
 // Generation and scoring on top of it live in models/onnx/hf-ort-sampler.ts.
 import type { Tensor } from 'onnxruntime-common';
 import type { DecoderConfig } from '../hf/config.ts';
 import { positionsFromMask, type HfDecoder } from '../hf/decoder.ts';
 import { maskValues } from '../layers/attention.ts';
 import { inverseFrequencies, ropeValues } from '../layers/rope.ts';
+import { DeviceTensors, keepsTensorsOnDevice, keptLocation, zeros } from './device-tensors.ts';
 import { buildHfDecoderGraph, loraInput, type HfLoraSpec } from './hf-graph.ts';
 import { OrtSession, floatTensor, int64Tensor, type SessionOptions } from './session.ts';
 import { weightFileOf } from './weight-file.ts';
 import type { WeightDtype } from './weight-dtype.ts';
 
-/** Keys (RoPE applied) and values of every cached position, per layer [B, nkv, length, d]. */
+/** Keys (RoPE applied) and values of every cached position, per layer [B, nkv, length, d]: on the host, or on the device. */
 export interface HfOrtCache {
   rows: number;
   length: number;
-  k: Float32Array[];
-  v: Float32Array[];
+  k: Tensor[];
+  v: Tensor[];
 }
 
 export interface HfRunRequest {
@@ -56,16 +60,21 @@ export class HfOrtModel {
   private baseFeeds: Record<string, Tensor> = {};
   private readonly invGlobal: Float32Array;
   private readonly invLocal: Float32Array | null;
+  /** Set when caches and adapters stay on the device between runs (WebGPU; tests: the CPU through the same path). */
+  private readonly kept: DeviceTensors | null;
 
   constructor(
     readonly decoder: HfDecoder,
     /**
      * Session options; the stored type of the weights (weight-dtype.ts, default float32); and (tests) the weight bytes
-     * past which the graph keeps them in an external data file of its own instead of the shared one.
+     * past which the graph keeps them in an external data file of its own instead of the shared one. `keepOnDevice`
+     * (default: on WebGPU) keeps caches and adapters where the session computes; tests set it on the CPU.
      */
-    private readonly options: SessionOptions & { maxInlineBytes?: number; stored?: WeightDtype } = {},
+    private readonly options: SessionOptions & { maxInlineBytes?: number; stored?: WeightDtype; keepOnDevice?: boolean } = {},
   ) {
     const c = decoder.config;
+    const { device, threads, spin } = options;
+    this.kept = (options.keepOnDevice ?? keepsTensorsOnDevice(device)) ? new DeviceTensors({ device, threads, spin }, keptLocation(device)) : null;
     this.invGlobal = inverseFrequencies(c.headDim, c.ropeTheta, c.ropeLinearFactor);
     this.invLocal = c.ropeLocalTheta !== null ? inverseFrequencies(c.headDim, c.ropeLocalTheta) : null;
     this.spec = this.currentSpec();
@@ -89,8 +98,10 @@ export class HfOrtModel {
   }
 
   private open(): OrtSession {
-    const { maxInlineBytes, stored, ...session } = this.options;
+    const { maxInlineBytes, stored, keepOnDevice: _, ...options } = this.options;
     const label = `${this.config.family} decoder`;
+    const location = this.kept?.location;
+    const session: SessionOptions = location ? { ...options, outputLocations: this.cacheLocations(location) } : options;
     if (maxInlineBytes !== undefined) return new OrtSession(buildHfDecoderGraph(this.config, this.decoder.weights, this.spec, { maxInlineBytes, stored }), { label, ...session });
     // The decoder's shared weight file, mapped by the learner's session too. Prepacking makes a packed copy of every
     // weight for ORT's GEMMs: worth it for a small model (SmolLM2-135M's rollout took 10.5 s with it and 14.5 s
@@ -113,7 +124,15 @@ export class HfOrtModel {
     this.readLora();
   }
 
+  /** The decoder's outputs bound by IO binding: the caches at `location`, the logits on the host. */
+  private cacheLocations(location: 'cpu' | 'gpu-buffer'): Record<string, 'cpu' | 'gpu-buffer'> {
+    const out: Record<string, 'cpu' | 'gpu-buffer'> = { logits: 'cpu' };
+    for (let i = 0; i < this.config.numLayers; i++) out[`present_key.${i}`] = out[`present_value.${i}`] = location;
+    return out;
+  }
+
   private readLora(): void {
+    const previous = new Set([...Object.values(this.loraFeeds), ...Object.values(this.baseFeeds)]);
     this.loraFeeds = {};
     this.baseFeeds = {};
     for (const [module, l] of this.decoder.linears()) {
@@ -126,14 +145,23 @@ export class HfOrtModel {
       this.loraFeeds[loraInput(module, 'a')] = a;
       this.loraFeeds[loraInput(module, 'b')] = floatTensor((l.lora.b.dataSync() as Float32Array).slice(), [r, outDim]);
       this.baseFeeds[loraInput(module, 'a')] = a;
-      this.baseFeeds[loraInput(module, 'b')] = floatTensor(new Float32Array(r * outDim), [r, outDim]);
+      this.baseFeeds[loraInput(module, 'b')] = zeros([r, outDim]);
+    }
+    if (this.kept) {
+      // One upload of every adapter (and the reference's B = 0) per update; the previous ones are freed.
+      this.kept.release(previous);
+      const names = [...Object.keys(this.loraFeeds).map((n) => ['lora', n] as const), ...Object.keys(this.baseFeeds).filter((n) => n.endsWith('.b')).map((n) => ['base', n] as const)];
+      const onDevice = this.kept.upload(names.map(([set, n]) => (set === 'lora' ? this.loraFeeds : this.baseFeeds)[n]));
+      names.forEach(([set, n], i) => ((set === 'lora' ? this.loraFeeds : this.baseFeeds)[n] = onDevice[i]));
+      for (const n of Object.keys(this.baseFeeds)) if (n.endsWith('.a')) this.baseFeeds[n] = this.loraFeeds[n];
     }
   }
 
   /** An empty cache for `rows` rows. */
   emptyCache(rows: number): HfOrtCache {
     const L = this.config.numLayers;
-    return { rows, length: 0, k: Array.from({ length: L }, () => new Float32Array(0)), v: Array.from({ length: L }, () => new Float32Array(0)) };
+    const dims = [rows, this.config.numKvHeads, 0, this.config.headDim];
+    return { rows, length: 0, k: Array.from({ length: L }, () => zeros(dims)), v: Array.from({ length: L }, () => zeros(dims)) };
   }
 
   run(req: HfRunRequest): HfRunResult {
@@ -171,8 +199,8 @@ export class HfOrtModel {
       feeds.mask_sliding = floatTensor(maskValues({ batch: B, queries: S, past, attentionMask: maskRows, window: c.slidingWindow, tokenTypeIds }), [B, 1, S, K]);
     }
     for (let i = 0; i < c.numLayers; i++) {
-      feeds[`past_key.${i}`] = floatTensor(cache.k[i], [B, c.numKvHeads, past, d]);
-      feeds[`past_value.${i}`] = floatTensor(cache.v[i], [B, c.numKvHeads, past, d]);
+      feeds[`past_key.${i}`] = cache.k[i];
+      feeds[`past_value.${i}`] = cache.v[i];
     }
     const out = this.session.run(feeds);
     return {
@@ -180,24 +208,38 @@ export class HfOrtModel {
       cache: {
         rows: B,
         length: K,
-        k: Array.from({ length: c.numLayers }, (_, i) => out[`present_key.${i}`].data as Float32Array),
-        v: Array.from({ length: c.numLayers }, (_, i) => out[`present_value.${i}`].data as Float32Array),
+        k: Array.from({ length: c.numLayers }, (_, i) => out[`present_key.${i}`]),
+        v: Array.from({ length: c.numLayers }, (_, i) => out[`present_value.${i}`]),
       },
     };
   }
 
-  /** Rows of a cache repeated: row b becomes rows b·G … b·G + G - 1 (generate()'s repeatCache). */
-  static repeatCache(cache: HfOrtCache, group: number): HfOrtCache {
-    const rep = (data: Float32Array) => {
+  /** Rows of a cache repeated: row b becomes rows b·G … b·G + G - 1 (generate()'s repeatCache), where the cache is. */
+  repeatCache(cache: HfOrtCache, group: number): HfOrtCache {
+    const rows = cache.rows * group;
+    if (this.kept) {
+      const picked = this.kept.gatherRows([...cache.k, ...cache.v], Array.from({ length: rows }, (_, i) => Math.floor(i / group)));
+      const L = cache.k.length;
+      return { rows, length: cache.length, k: picked.slice(0, L), v: picked.slice(L) };
+    }
+    const rep = (t: Tensor) => {
+      const data = t.data as Float32Array;
       const per = data.length / cache.rows;
       const out = new Float32Array(data.length * group);
       for (let b = 0; b < cache.rows; b++) for (let g = 0; g < group; g++) out.set(data.subarray(b * per, (b + 1) * per), (b * group + g) * per);
-      return out;
+      return floatTensor(out, [rows, ...t.dims.slice(1)]);
     };
-    return { rows: cache.rows * group, length: cache.length, k: cache.k.map(rep), v: cache.v.map(rep) };
+    return { rows, length: cache.length, k: cache.k.map(rep), v: cache.v.map(rep) };
+  }
+
+  /** Free a cache kept on the device (a no-op on the host path); its holder must not use it again. */
+  releaseCache(cache: HfOrtCache): void {
+    this.kept?.release([...cache.k, ...cache.v]);
   }
 
   dispose(): void {
+    this.kept?.release([...Object.values(this.loraFeeds), ...Object.values(this.baseFeeds)]);
+    this.kept?.dispose();
     this.session.dispose();
   }
 }

@@ -39,6 +39,12 @@ export interface SessionOptions {
    * packed copy; its products have hundreds of rows, where unpacked weights cost little.
    */
   prepack?: boolean;
+  /**
+   * Outputs bound to a location by ORT's IO binding (device-tensors.ts): 'gpu-buffer' keeps an output on the WebGPU
+   * device for the next run to take; unnamed outputs come to the host. Set, every run fetches all outputs (the
+   * binding pairs locations with outputs by position).
+   */
+  outputLocations?: Record<string, 'cpu' | 'gpu-buffer'>;
 }
 
 export type Feeds = Record<string, Tensor>;
@@ -47,12 +53,14 @@ export class OrtSession {
   private readonly native: NativeSession;
   private readonly label: string;
   private readonly device: Device | undefined;
+  private readonly bound: boolean;
   readonly inputNames: string[];
   readonly outputNames: string[];
 
   constructor(model: Uint8Array | SerializedModel, options: SessionOptions = {}) {
     this.label = options.label ?? 'model';
     this.device = options.device;
+    this.bound = options.outputLocations !== undefined;
     this.native = new (nativeBinding().InferenceSession)();
     const sessionOptions: Record<string, unknown> = {
       graphOptimizationLevel: 'all',
@@ -64,6 +72,7 @@ export class OrtSession {
       interOpNumThreads: 1,
       ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
       ...(options.device && options.device !== 'cpu' ? { executionProviders: executionProviders(options.device) } : {}),
+      ...(options.outputLocations ? { preferredOutputLocation: options.outputLocations } : {}),
       ...(process.env.METRL_ORT_PROFILE ? { enableProfiling: true, profileFilePrefix: process.env.METRL_ORT_PROFILE } : {}),
       extra: { session: { ...((options.spin ?? process.env.METRL_ORT_SPIN === '1') ? {} : { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } }), ...(options.prepack === false ? { disable_prepacking: '1' } : {}) } },
     };
@@ -91,9 +100,13 @@ export class OrtSession {
 
   /** Run the graph; returns the named outputs (all of them unless `outputs` lists some). */
   run(feeds: Feeds, outputs: string[] = this.outputNames): Record<string, Tensor> {
-    const fetches = Object.fromEntries(outputs.map((n) => [n, null]));
+    const fetches = Object.fromEntries((this.bound ? this.outputNames : outputs).map((n) => [n, null]));
     try {
-      return this.native.run(feeds, fetches, {});
+      const all = this.native.run(feeds, fetches, {});
+      if (!this.bound || outputs === this.outputNames) return all;
+      // Outputs fetched only for the binding's sake: a device buffer is freed now, not when the collector runs.
+      for (const n of this.outputNames) if (!outputs.includes(n) && all[n].location === 'gpu-buffer') all[n].dispose();
+      return Object.fromEntries(outputs.map((n) => [n, all[n]]));
     } catch (error) {
       throw outOfMemoryError(error, `${this.label} graph`, this.device) ?? error;
     }

@@ -5,11 +5,12 @@
 // Input:  pixel_values [N, C, S, S]  (S = the config's image size; N images of any count)
 // Output: last_hidden_state [N·L, D]  (L = (S/P)² patches, row-major, after post_layernorm; image 0's rows first)
 // Position rows are the table's first L (0 … L-1: SigLIP, and Idefics3 on a full image, which is every image here:
-// image splitting is not done). Weights are initializers, read from the tower's tfjs tensors.
+// image splitting is not done). Weights are initializers, read from the tower's tfjs tensors when the graph is built.
 import * as tf from '@tensorflow/tfjs';
 import type { VisionConfig } from '../hf/vision-config.ts';
 import { siglipTower, type LayerNormWeights, type LinearWeights, type SiglipOps, type SiglipWeights } from '../vision/siglip.ts';
 import { GraphBuilder, MAX_INLINE_BYTES, type SerializedModel } from './graph-builder.ts';
+import type { SharedWeightFile } from './weight-file.ts';
 
 const values = (t: tf.Tensor): Float32Array => t.dataSync() as Float32Array;
 
@@ -22,8 +23,10 @@ class OnnxSiglipOps implements SiglipOps<string> {
     private readonly config: VisionConfig,
   ) {}
 
+  // Read only when the graph needs the bytes: a tower in a shared weight file is not read again (its projections may
+  // be released from tfjs by then: releaseSiglipProjections).
   private tensor(t: tf.Tensor, what: string): string {
-    return this.b.floats(`${what}.${this.count++}`, values(t), t.shape);
+    return this.b.floats(`${what}.${this.count++}`, () => values(t), t.shape);
   }
 
   embed(): string {
@@ -77,11 +80,14 @@ class OnnxSiglipOps implements SiglipOps<string> {
   }
 }
 
-/** The serialised model of a SigLIP tower (see the header for its input and output; large towers: graph-builder.ts toModel). */
-export function buildSiglipGraph(weights: SiglipWeights, config: VisionConfig, maxInlineBytes = MAX_INLINE_BYTES): SerializedModel {
+/**
+ * The serialised model of a SigLIP tower (see the header for its input and output): its weights in `shared` when given
+ * (weight-file.ts: ORT maps them), else inline, or external past `maxInlineBytes` (graph-builder.ts toModel).
+ */
+export function buildSiglipGraph(weights: SiglipWeights, config: VisionConfig, options: { maxInlineBytes?: number; shared?: SharedWeightFile } = {}): SerializedModel {
   const b = new GraphBuilder('metrl-siglip');
   const hidden = siglipTower(new OnnxSiglipOps(b, weights, config), weights, config);
   b.op1('Identity', [hidden], {}, 'last_hidden_state');
   b.output('last_hidden_state', 'float32', ['rows', config.hiddenSize]);
-  return b.toModel(undefined, maxInlineBytes);
+  return b.toModel(undefined, options.maxInlineBytes ?? MAX_INLINE_BYTES, options.shared);
 }

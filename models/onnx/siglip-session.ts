@@ -7,6 +7,7 @@ import type { VisionConfig } from '../hf/vision-config.ts';
 import type { SiglipWeights } from '../vision/siglip.ts';
 import { buildSiglipGraph } from './siglip-graph.ts';
 import { OrtSession, floatTensor, type SessionOptions } from './session.ts';
+import { weightFileOf } from './weight-file.ts';
 
 export class SiglipOrtTower {
   private readonly session: OrtSession;
@@ -16,7 +17,11 @@ export class SiglipOrtTower {
     private readonly config: VisionConfig,
     options: SessionOptions = {},
   ) {
-    this.session = new OrtSession(buildSiglipGraph(weights, config), { label: 'SigLIP vision tower', ...options });
+    // The tower's weights go to a file of their own that ORT maps (weight-file.ts), not into the protobuf and then
+    // ORT's copy; without prepacking, which would keep a packed copy of each: the tower runs once per prompt's images,
+    // not once per token. (SmolVLM-256M's 12 layers: RSS and vision seconds in docs/performance.md.)
+    const shared = weightFileOf(weights, 'SigLIP vision tower');
+    this.session = new OrtSession(buildSiglipGraph(weights, config, { shared }), { label: 'SigLIP vision tower', prepack: false, ...options });
   }
 
   /** Pixel values [N, C, S, S] → the last hidden state [N, L, D], as siglipForward gives it (within float rounding). */

@@ -115,6 +115,21 @@ export function disposeSiglip(weights: SiglipWeights): void {
   tf.dispose(all);
 }
 
+/** Towers whose projection weights went to ONNX Runtime (releaseSiglipProjections): siglipForward refuses them. */
+const released = new WeakSet<SiglipWeights>();
+
+/**
+ * Free the tower's projection weights (the patch embedding and every layer's q, k, v, out, fc1, fc2), once an ONNX
+ * Runtime tower holds them in its own weight file: the host no longer keeps a second copy. Norms, biases and the
+ * position table stay (small, and inline in the graph).
+ */
+export function releaseSiglipProjections(weights: SiglipWeights): void {
+  const all: tf.Tensor[] = [weights.patch.weight];
+  for (const l of weights.layers) for (const lin of [l.q, l.k, l.v, l.out, l.fc1, l.fc2]) all.push(lin.weight);
+  tf.dispose(all);
+  released.add(weights);
+}
+
 /** A row-major [rows, cols] matrix transposed into a [cols, rows] tensor. */
 function transposed(data: Float32Array, rows: number, cols: number): tf.Tensor2D {
   const out = new Float32Array(rows * cols);
@@ -294,6 +309,7 @@ function embedPatches(pixels: tf.Tensor4D, weights: SiglipWeights, config: Visio
  * other Idefics3 grids.
  */
 export function siglipForward(weights: SiglipWeights, config: VisionConfig, pixels: tf.Tensor4D, positionIds?: Int32Array): tf.Tensor3D {
+  if (released.has(weights)) throw new Error('internal: the tfjs vision tower ran after its weights were released to ONNX Runtime');
   const [N, C, H, W] = pixels.shape;
   const P = config.patchSize;
   if (C !== config.numChannels || H % P !== 0 || W % P !== 0) {

@@ -4,7 +4,8 @@
 // tests/models/onnx-siglip.test.ts checks against the references), with a non-zero LoRA adapter, sampled rollouts of several
 // prompts in groups draw the same tokens from the same Rng (log-probs of the draws within 1e-4), and the no-grad
 // completion log-probs and entropies (policy and reference, a temperature) agree within 1e-4; after the adapter
-// changes, syncLora makes the session follow.
+// changes, syncLora makes the session follow. With caches and adapters kept on the device (WebGPU's IO binding path,
+// run here with CPU locations) the numbers are the same to the bit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
@@ -96,5 +97,30 @@ describe.each(['qwen2', 'idefics3', 'gemma3'])('HfOrtSampler vs HfPolicy (tfjs):
     expect(maxAbs(stale, before)).toBe(0);
     expect(maxAbs(synced, tfjs)).toBeLessThan(TOL);
     expect(maxAbs(synced, before)).toBeGreaterThan(1e-3);
+  });
+
+  it('gives the same numbers with caches and adapters kept on the device (IO binding; CPU locations here)', () => {
+    const kept = new HfOrtSampler(policy, { threads: 1, keepOnDevice: true });
+    try {
+      const options = { maxNewTokens: 6, temperature: 1, topP: 1 };
+      const draw = (s: HfOrtSampler) => s.sampleGroups(prompts, 3, options, new Rng(12, 'sample')).flat();
+      const expected = draw(sampler);
+      const got = draw(kept);
+      expect(got.map((c) => [c.tokens, Array.from(c.logProbs)])).toEqual(expected.map((c) => [c.tokens, Array.from(c.logProbs)]));
+      const items: SequenceBatchItem[] = expected.map((c, i) => ({ prompt: prompts[Math.floor(i / 3)], completion: c.tokens }));
+      // After an update the kept adapters are uploaded again (and the old ones freed: a stale one would fail the run).
+      for (const v of policy.trainableVariables('lora')) v.assign(tf.mul(v, 0.8));
+      sampler.syncLora();
+      kept.syncLora();
+      for (const useLora of [true, false]) {
+        const e = sampler.tokenLogProbs(items, { useLora, withEntropy: true });
+        const g = kept.tokenLogProbs(items, { useLora, withEntropy: true });
+        expect(g.logProbs.dataSync()).toEqual(e.logProbs.dataSync());
+        expect(g.entropy!.dataSync()).toEqual(e.entropy!.dataSync());
+        tf.dispose([e.logProbs, e.mask, e.entropy!, g.logProbs, g.mask, g.entropy!]);
+      }
+    } finally {
+      kept.dispose();
+    }
   });
 });
