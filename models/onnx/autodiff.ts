@@ -42,6 +42,19 @@ export class DiffGraph {
     return { name: this.b.input(name, 'float32', dims), rank: dims.length, diff: true };
   }
 
+  /**
+   * An existing value made differentiable: the start of a segment whose gradient is asked of it (a layer's input
+   * hidden state when the backward pass recomputes one layer at a time: hf-train-graph.ts).
+   */
+  source(name: string, rank: number): Value {
+    return { name, rank, diff: true };
+  }
+
+  /** Forget the recorded ops: the next backward() walks only what is written from now on (one segment). */
+  resetTape(): void {
+    this.tape.length = 0;
+  }
+
   /** A non-differentiable value (input, initializer, or a node of constants only). */
   constant(name: string, rank: number): Value {
     return { name, rank, diff: false };

@@ -10,7 +10,9 @@
 //   token_entropy [R]  the entropy of softmax(z) (no gradient flows through it: the trainer's losses use it as a mask)
 // and, fed with_gradients true, the gradient of Σ_r g_r · token_logp_r (`target_grads` g [R]) with respect to every LoRA A
 // and B (`grad.lora.<module>.a|b`): the learner puts g = dLoss/dlogp there, so by the chain rule these are dLoss/dA
-// and dLoss/dB whatever the loss (it depends on the adapters only through the log-probs).
+// and dLoss/dB whatever the loss (it depends on the adapters only through the log-probs). The gradient pass starts
+// from each layer's input hidden state that the forward pass returned and recomputes one layer at a time (see
+// buildHfTrainGraph): its memory is one layer's activations, not the whole forward's.
 //
 // Rows: N = P + G·C packed rows: the prompt's P embeddings (images merged), then completion 0's C input tokens,
 // completion 1's … (C = longest completion − 1, at least 1). Norms, projections and the MLP are one 2-D product over
@@ -29,7 +31,7 @@ import type { MlpActivation } from '../layers/mlp.ts';
 import type { NormStyle } from '../layers/rms-norm.ts';
 import { UserError } from '../../core/errors.ts';
 import { DiffGraph, type Value } from './autodiff.ts';
-import { chunkedHead } from './hf-train-head.ts';
+import { chunkedHead, chunkedHeadGradient } from './hf-train-head.ts';
 import { MAX_INLINE_BYTES, type GraphBuilder, type SerializedModel } from './graph-builder.ts';
 import type { GraphWeightOptions } from './hf-graph.ts';
 import type { WeightDtype } from './weight-dtype.ts';
@@ -64,18 +66,32 @@ interface TrainInputs {
   expandPrompt: string;
 }
 
-/**
- * The differentiating executor of the shared decoder block: values are DiffGraph values over the N packed rows
- * ([N, …]); LoRA A and B are params, base weights and embeddings constants.
- */
-class HfTrainOps implements DecoderOps<Value> {
+/** What the graph's two branches share: initializers, and the LoRA params (graph inputs, declared once). */
+class TrainDeclarations {
+  /** Every LoRA param in the order first used (layer 0 first): the gradient outputs' order. */
   readonly params: Value[] = [];
   readonly paramDims = new Map<string, number[]>();
-  private norms = 0;
+  readonly paramByName = new Map<string, Value>();
+  /** Base weight → its initializer's name (stored type). */
+  readonly initializers = new Map<WeightTensor, string>();
+  norms = 0;
+  ropeSigns = 0;
+}
+
+/**
+ * The differentiating executor of the shared decoder block: values are DiffGraph values over the N packed rows
+ * ([N, …]); LoRA A and B are params, base weights and embeddings constants. One per branch of the graph: nodes it
+ * caches (a weight's Cast, RoPE's signed sines) live in the branch that made them; initializers and params are the
+ * declarations' (shared).
+ */
+class HfTrainOps implements DecoderOps<Value> {
   private readonly b: GraphBuilder;
-  private readonly weightNames = new Map<WeightTensor, string>();
+  /** Base weight → its float32 value in this branch (the initializer, or a Cast of a 16-bit one). */
+  private readonly weightValues = new Map<WeightTensor, string>();
   private halves: { halves: string; swap: string } | null = null;
   private readonly signedSin = new Map<string, string>();
+  /** The params read since the last takeUsed() (one layer's, in the recomputing branch). */
+  private used: Value[] = [];
 
   constructor(
     private readonly g: DiffGraph,
@@ -84,8 +100,16 @@ class HfTrainOps implements DecoderOps<Value> {
     private readonly inputs: TrainInputs,
     /** The stored type of the products' weights (weight-dtype.ts); norms and biases stay float32. */
     private readonly stored: WeightDtype,
+    private readonly decl: TrainDeclarations,
   ) {
     this.b = g.b;
+  }
+
+  /** The params read since the previous call. */
+  takeUsed(): Value[] {
+    const used = this.used;
+    this.used = [];
+    return used;
   }
 
   /**
@@ -93,9 +117,14 @@ class HfTrainOps implements DecoderOps<Value> {
    * often read: a float32 value (a Cast of it when stored 16-bit).
    */
   private weight(w: WeightTensor, name: string, data?: Float32Array, stored: WeightDtype = 'float32'): Value {
-    let known = this.weightNames.get(w);
-    if (known === undefined) this.weightNames.set(w, (known = this.b.weight(name, data ?? (() => values(w)), w.shape as number[], stored)));
-    return this.g.constant(known, w.shape.length);
+    let value = this.weightValues.get(w);
+    if (value === undefined) {
+      let init = this.decl.initializers.get(w);
+      if (init === undefined) this.decl.initializers.set(w, (init = this.b.floats(stored === 'float32' ? name : `${name}.${stored}`, data ?? (() => values(w)), w.shape as number[], stored)));
+      value = stored === 'float32' ? init : this.b.op1('Cast', [init], { to: 1 }); // 1: FLOAT
+      this.weightValues.set(w, value);
+    }
+    return this.g.constant(value, w.shape.length);
   }
 
   linear(x: Value, l: LinearWeights): Value {
@@ -112,19 +141,24 @@ class HfTrainOps implements DecoderOps<Value> {
   }
 
   private param(name: string, dims: number[]): Value {
-    const v = this.g.param(name, dims);
-    this.params.push(v);
-    this.paramDims.set(name, dims);
+    let v = this.decl.paramByName.get(name);
+    if (!v) {
+      v = this.g.param(name, dims);
+      this.decl.paramByName.set(name, v);
+      this.decl.params.push(v);
+      this.decl.paramDims.set(name, dims);
+    }
+    this.used.push(v);
     return v;
   }
 
   rmsNorm(x: Value, weight: WeightTensor, eps: number, style: NormStyle): Value {
-    let name = this.weightNames.get(weight);
+    let name = this.decl.initializers.get(weight);
     if (name === undefined) {
       const w = values(weight);
       // Gemma's (1 + w) in float32, as tfjs's add computes it.
       const gain = style === 'one_plus_w' ? Float32Array.from(w, (v) => Math.fround(v + 1)) : w;
-      this.weightNames.set(weight, (name = this.b.floats(`norm.${this.norms++}`, gain, [w.length])));
+      this.decl.initializers.set(weight, (name = this.b.floats(`norm.${this.decl.norms++}`, gain, [w.length])));
     }
     return this.g.rmsNorm(x, name, eps);
   }
@@ -143,7 +177,7 @@ class HfTrainOps implements DecoderOps<Value> {
     let signed = this.signedSin.get(sin);
     if (signed === undefined) {
       const signs = Float32Array.from({ length: d }, (_, i) => (i < d / 2 ? -1 : 1));
-      this.signedSin.set(sin, (signed = this.b.op1('Mul', [sin, this.b.floats(`rope_signs.${this.signedSin.size}`, signs, [d])])));
+      this.signedSin.set(sin, (signed = this.b.op1('Mul', [sin, this.b.floats(`rope_signs.${this.decl.ropeSigns++}`, signs, [d])])));
     }
     // Views [N·n, 2, d/2] (the halves swapped by a gather) and back to x's shape.
     this.halves ??= { halves: this.b.ints([-1, 2, d / 2]), swap: this.b.ints([1, 0]) };
@@ -207,29 +241,33 @@ class HfTrainOps implements DecoderOps<Value> {
   }
 }
 
-/** Backward from `seeds` to every LoRA param: the gradients as a subgraph's outputs, in ops.params order. */
-function gradientOutputs(g: DiffGraph, ops: HfTrainOps, seeds: Map<string, string>): { name: string; type: 'float32'; dims: number[] }[] {
-  const grads = g.backward(seeds, ops.params);
-  return ops.params.map((p) => {
-    const grad = grads.get(p.name);
-    if (!grad) throw new Error(`no gradient reaches ${p.name}`);
-    return { name: g.b.op1('Identity', [grad]), type: 'float32' as const, dims: ops.paramDims.get(p.name)! };
-  });
-}
+/** The name of the graph input that carries layer `i`'s input hidden state [N, H] to the gradient branch (i ≥ 1). */
+export const hfHiddenName = (i: number): string => `hidden.${i}`;
 
 /**
  * The serialised training graph of a decoder (weights read from its tfjs variables) with LoRA params for `lora`'s
- * modules. Fed `with_gradients` false it is the forward alone (token_logp, token_entropy): the learner's scoring pass,
- * so the log-probs the loss sees come from the very forward the gradients differentiate.
+ * modules: one If node on `with_gradients` whose two branches are the learner's two passes.
+ *   false  the forward: token_logp, token_entropy, and each layer's input hidden state hidden.1 … hidden.L [N, H]
+ *          (hidden.L: the last layer's output, before the final norm). The learner's scoring pass, so the log-probs
+ *          the loss sees come from the very forward the gradients differentiate.
+ *   true   the gradient of Σ_r target_grads_r · token_logp_r for every LoRA A and B (grad.lora.*), from those hidden
+ *          states fed back as inputs: the head and each layer are recomputed from their input, last layer first, and
+ *          differentiated one at a time (gradient checkpointing at layer boundaries), so one layer's activations are
+ *          held at a time instead of all of them (on SmolLM2-135M's shape at 704 rows: about 1.2 GB). Each layer's
+ *          recomputation reads the gradient that reaches its output (a Reshape to that gradient's Shape, which changes
+ *          no value), so ONNX Runtime cannot start it before the layer above is done.
+ * Outputs a branch does not compute are empty tensors; inputs a pass does not use are fed empty.
  */
 export function buildHfTrainGraph(c: DecoderConfig, weights: DecoderWeights, lora: HfTrainLoraSpec, options: GraphWeightOptions = {}): SerializedModel {
   if (lora.size === 0) throw new Error('the training graph needs LoRA adapters (it differentiates them)');
   const g = new DiffGraph(`metrl-hf-${c.family}-train`);
   const b = g.b;
   const d = c.headDim;
+  const H = c.hiddenSize;
+  const L = c.numLayers;
   const local = c.ropeLocalTheta !== null;
   const sliding = c.layerTypes.includes('sliding_attention');
-  const embeds = b.input('inputs_embeds', 'float32', ['rows', c.hiddenSize]);
+  const embeds = b.input('inputs_embeds', 'float32', ['rows', H]);
   const inputs: TrainInputs = {
     cos: b.input('rope_cos', 'float32', ['rows', 1, d]),
     sin: b.input('rope_sin', 'float32', ['rows', 1, d]),
@@ -248,42 +286,106 @@ export function buildHfTrainGraph(c: DecoderConfig, weights: DecoderWeights, lor
   const predictRows = b.input('predict_rows', 'int64', ['predicted']);
   const targets = b.input('targets', 'int64', ['predicted']);
   const invT = b.input('inv_temperature', 'float32', []);
-  const ops = new HfTrainOps(g, c, lora, inputs, options.stored ?? 'float32');
-  let x = g.constant(embeds, 2);
-  weights.layers.forEach((w, i) => {
-    x = decoderBlock(ops, c, w, i, x);
-  });
-  const rows = g.gatherRows(decoderFinalNorm(ops, c, weights, x), predictRows); // [R, H]
   const withGradients = b.input('with_gradients', 'bool', []);
   const targetGrads = b.input('target_grads', 'float32', ['predicted']);
-  // The backward part runs only when `with_gradients` is true (an If node): the scoring pass and the gradient pass are
-  // one session, so the weights are held once for both. Without gradients every grad output is an empty tensor.
-  let gradients: ReturnType<typeof b.subgraph>;
-  if (c.finalLogitSoftcap === null) {
-    // The head in row chunks (hf-train-head.ts): no [R, V] tensor of all rows, and the backward starts at the rows.
-    const head = chunkedHead(b, rows.name, ops.headWeight(weights.lmHead).name, invT, targets, c.vocabSize, c.hiddenSize, options.headChunkLogits);
-    b.op1('Identity', [head.tokenLogp], {}, 'token_logp');
-    b.op1('Identity', [head.tokenEntropy], {}, 'token_entropy');
-    gradients = b.subgraph('gradients', () => gradientOutputs(g, ops, new Map([[rows.name, head.rowGradient(targetGrads)]])));
-  } else {
-    // Final soft-capping (Gemma 3 CausalLM checkpoints that set it): the whole head at once, through the autodiff.
-    const z = g.mulConst(decoderLogits(ops, c, weights, rows), invT); // [R, V]
-    const logp = b.op1('LogSoftmax', [z.name], { axis: -1 });
-    const picked = b.op1('GatherElements', [logp, b.op1('Unsqueeze', [targets, b.ints([1])])], { axis: 1 }); // [R, 1]
-    b.op1('Reshape', [picked, b.ints([-1])], {}, 'token_logp');
-    b.op1('Neg', [b.op1('ReduceSum', [b.op1('Mul', [b.op1('Exp', [logp]), logp]), b.ints([-1])], { keepdims: 0 })], {}, 'token_entropy');
-    gradients = b.subgraph('gradients', () => {
-      // d/dz of Σ_r g_r log_softmax(z)[r, target_r] = g_r (onehot(target_r) − softmax(z)_r).
-      const onehot = b.op1('OneHot', [targets, b.ints([c.vocabSize], []), b.floats('onehot_values', Float32Array.of(0, 1), [2])], { axis: -1 });
-      const dz = b.op1('Mul', [b.op1('Sub', [onehot, b.op1('Exp', [logp])]), b.op1('Unsqueeze', [targetGrads, b.ints([1])])]);
-      return gradientOutputs(g, ops, new Map([[z.name, dz]]));
+  const hidden = Array.from({ length: L + 1 }, (_, i) => (i === 0 ? embeds : b.input(hfHiddenName(i), 'float32', ['hidden_rows', H])));
+  const decl = new TrainDeclarations();
+  const stored = options.stored ?? 'float32';
+  const empty = () => b.op1('ConstantOfShape', [b.ints([0])]);
+  const softcap = c.finalLogitSoftcap !== null;
+
+  // The forward branch: the decoder over all rows, the head on the predicted rows.
+  const forward = b.subgraph('forward', () => {
+    const ops = new HfTrainOps(g, c, lora, inputs, stored, decl);
+    let x = g.constant(embeds, 2);
+    const kept: string[] = [];
+    weights.layers.forEach((w, i) => {
+      if (i > 0) kept.push(b.op1('Identity', [x.name]));
+      x = decoderBlock(ops, c, w, i, x);
     });
-  }
+    kept.push(b.op1('Identity', [x.name]));
+    const rows = g.gatherRows(decoderFinalNorm(ops, c, weights, x), predictRows); // [R, H]
+    let logp: string;
+    let entropy: string;
+    if (!softcap) {
+      // The head in row chunks (hf-train-head.ts): no [R, V] tensor of all rows.
+      const head = chunkedHead(b, rows.name, ops.headWeight(weights.lmHead).name, invT, targets, c.vocabSize, H, options.headChunkLogits);
+      logp = head.tokenLogp;
+      entropy = head.tokenEntropy;
+    } else {
+      // Final soft-capping (Gemma 3 CausalLM checkpoints that set it): the whole head at once.
+      const lsm = b.op1('LogSoftmax', [g.mulConst(decoderLogits(ops, c, weights, rows), invT).name], { axis: -1 });
+      logp = b.op1('Reshape', [b.op1('GatherElements', [lsm, b.op1('Unsqueeze', [targets, b.ints([1])])], { axis: 1 }), b.ints([-1])]);
+      entropy = b.op1('Neg', [b.op1('ReduceSum', [b.op1('Mul', [b.op1('Exp', [lsm]), lsm]), b.ints([-1])], { keepdims: 0 })]);
+    }
+    return [
+      { name: b.op1('Identity', [logp]), type: 'float32' as const, dims: ['predicted'] },
+      { name: b.op1('Identity', [entropy]), type: 'float32' as const, dims: ['predicted'] },
+      ...kept.map((name) => ({ name, type: 'float32' as const, dims: ['rows', H] })),
+      ...decl.params.map(() => ({ name: empty(), type: 'float32' as const, dims: [0] })),
+    ];
+  });
+  const params = [...decl.params];
+
+  // The gradient branch: the head, then each layer from its fed input, last first.
+  const gradients = b.subgraph('gradients', () => {
+    const ops = new HfTrainOps(g, c, lora, inputs, stored, decl);
+    const grads = new Map<string, string>();
+    g.resetTape();
+    const top = g.source(hidden[L], 2);
+    const rows = g.gatherRows(decoderFinalNorm(ops, c, weights, top), predictRows); // [R, H]
+    let seeds: Map<string, string>;
+    if (!softcap) {
+      const rowGradient = chunkedHeadGradient(b, rows.name, ops.headWeight(weights.lmHead).name, invT, targets, c.vocabSize, H, options.headChunkLogits);
+      seeds = new Map([[rows.name, rowGradient(targetGrads)]]);
+    } else {
+      // d/dz of Σ_r g_r log_softmax(z)[r, target_r] = g_r (onehot(target_r) − softmax(z)_r).
+      const z = g.mulConst(decoderLogits(ops, c, weights, rows), invT); // [R, V]
+      const p = b.op1('Softmax', [z.name], { axis: -1 });
+      const onehot = b.op1('OneHot', [targets, b.ints([c.vocabSize], []), b.floats('onehot_values', Float32Array.of(0, 1), [2])], { axis: -1 });
+      seeds = new Map([[z.name, b.op1('Mul', [b.op1('Sub', [onehot, p]), b.op1('Unsqueeze', [targetGrads, b.ints([1])])])]]);
+    }
+    let dOut = g.backward(seeds, [top]).get(top.name);
+    if (!dOut) throw new Error('no gradient reaches the last hidden state');
+    /** [N, H]: the shape layer i's input is reshaped to, computed from what must be done before layer i starts. */
+    let after = b.op1('Shape', [dOut]);
+    for (let i = L - 1; i >= 0; i--) {
+      g.resetTape();
+      ops.takeUsed();
+      // Reshaped to a shape that reads the work above (the same shape): layer i is recomputed only once that is done.
+      const ordered = b.op1('Reshape', [hidden[i], after]);
+      const x = i > 0 ? g.source(ordered, 2) : g.constant(ordered, 2);
+      const y = decoderBlock(ops, c, weights.layers[i], i, x);
+      const used = ops.takeUsed();
+      const got = g.backward(new Map([[y.name, dOut]]), i > 0 ? [x, ...used] : used);
+      for (const p of used) {
+        const grad = got.get(p.name);
+        if (!grad) throw new Error(`no gradient reaches ${p.name}`);
+        grads.set(p.name, grad);
+      }
+      if (i === 0) break;
+      dOut = got.get(x.name)!;
+      // ONNX Runtime orders nodes by a depth-first walk from the outputs, which would run every layer's input
+      // gradient first and every adapter gradient last, keeping all layers' activations alive until then. So the
+      // next layer waits for this one's adapter gradients too, and for its output y (otherwise a dead end run last):
+      // max(Shape(dOut), Shape(y), any adapter gradient NaN ? 1 : 0) is Shape(dOut), and no optimiser can fold it.
+      const firsts = used.map((p) => b.op1('Slice', [b.op1('Reshape', [got.get(p.name)!, b.ints([-1])]), b.ints([0]), b.ints([1])]));
+      const flag = b.op1('ReduceMax', [b.op1('Cast', [b.op1('IsNaN', [b.op1('Concat', firsts, { axis: 0 })])], { to: 7 })], { keepdims: 1 }); // [1] int64
+      after = b.op1('Max', [b.op1('Shape', [dOut]), b.op1('Shape', [y.name]), flag]);
+    }
+    return [
+      { name: empty(), type: 'float32' as const, dims: [0] },
+      { name: empty(), type: 'float32' as const, dims: [0] },
+      ...hidden.slice(1).map(() => ({ name: empty(), type: 'float32' as const, dims: [0] })),
+      ...params.map((p) => ({ name: b.op1('Identity', [grads.get(p.name)!]), type: 'float32' as const, dims: decl.paramDims.get(p.name)! })),
+    ];
+  });
+  const gradNames = params.map((p) => hfGradName(p.name));
+  const hiddenNames = hidden.slice(1).map((_, i) => `${hfHiddenName(i + 1)}.out`);
+  b.op('If', [withGradients], { then_branch: { graph: gradients }, else_branch: { graph: forward } }, ['token_logp', 'token_entropy', ...hiddenNames, ...gradNames]);
   b.output('token_logp', 'float32', ['predicted']);
   b.output('token_entropy', 'float32', ['predicted']);
-  const none = b.subgraph('no_gradients', () => ops.params.map(() => ({ name: b.op1('ConstantOfShape', [b.ints([0])]), type: 'float32' as const, dims: [0] })));
-  const names = ops.params.map((p) => hfGradName(p.name));
-  b.op('If', [withGradients], { then_branch: { graph: gradients }, else_branch: { graph: none } }, names);
-  names.forEach((name) => b.output(name, 'float32', [`${name}.rows`, `${name}.cols`]));
+  hiddenNames.forEach((name) => b.output(name, 'float32', [`${name}.rows`, `${name}.cols`]));
+  gradNames.forEach((name) => b.output(name, 'float32', [`${name}.rows`, `${name}.cols`]));
   return b.toModel(17, options.maxInlineBytes ?? MAX_INLINE_BYTES, options.shared);
 }

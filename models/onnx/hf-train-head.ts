@@ -33,6 +33,15 @@ export interface ChunkedHead {
  * makes the chunks small.
  */
 export function chunkedHead(b: GraphBuilder, rows: string, w: string, invT: string, targets: string, vocab: number, hidden: number, chunkLogits = CHUNK_LOGITS): ChunkedHead {
+  return chunkedHeadParts(b, rows, w, invT, targets, vocab, hidden, chunkLogits, true);
+}
+
+/** The gradient part alone (a graph that recomputes the head for its backward pass: no log-prob Loop emitted). */
+export function chunkedHeadGradient(b: GraphBuilder, rows: string, w: string, invT: string, targets: string, vocab: number, hidden: number, chunkLogits = CHUNK_LOGITS): (targetGrads: string) => string {
+  return chunkedHeadParts(b, rows, w, invT, targets, vocab, hidden, chunkLogits, false).rowGradient;
+}
+
+function chunkedHeadParts(b: GraphBuilder, rows: string, w: string, invT: string, targets: string, vocab: number, hidden: number, chunkLogits: number, withForward: boolean): ChunkedHead {
   const chunk = Math.max(1, Math.floor(chunkLogits / vocab));
   const R = b.op1('Shape', [targets]); // [1]
   const n = b.op1('Div', [b.op1('Add', [R, b.ints([chunk - 1])]), b.ints([chunk])]); // [1] chunks
@@ -74,7 +83,7 @@ export function chunkedHead(b: GraphBuilder, rows: string, w: string, invT: stri
   /** [n, chunk, …] scan output → [R, …]. */
   const unchunk = (scan: string, inner: number[]) => b.op1('Slice', [b.op1('Reshape', [scan, b.ints([-1, ...inner])]), b.ints([0]), R, b.ints([0])]);
 
-  const [lp, ent] = loop(
+  const [lp, ent] = !withForward ? ['', ''] : loop(
     'head',
     [
       { type: 'float32', dims: ['chunk'] },
@@ -88,11 +97,11 @@ export function chunkedHead(b: GraphBuilder, rows: string, w: string, invT: stri
       return [picked, entropy];
     },
   );
-  const onehotValues = b.floats('head_onehot_values', Float32Array.of(0, 1), [2]);
   return {
-    tokenLogp: unchunk(lp, []),
-    tokenEntropy: unchunk(ent, []),
+    tokenLogp: withForward ? unchunk(lp, []) : '',
+    tokenEntropy: withForward ? unchunk(ent, []) : '',
     rowGradient(targetGrads: string): string {
+      const onehotValues = b.floats('head_onehot_values', Float32Array.of(0, 1), [2]);
       const gradsP = padRows(targetGrads, 1);
       const [dRows] = loop('head_grad', [{ type: 'float32', dims: ['chunk', 'hidden'] }], (start, end) => {
         const { z, lse, t } = logits(start, end);
