@@ -6,7 +6,8 @@
 // one empty), a temperature and a loss nonlinear in the log-probs: the loss and every LoRA A and B gradient within
 // 1e-4 relative to the variable's largest gradient (the built-in learner's bound). Also: a group cut into parts by a
 // small logit budget, and a group spread over two requests, give the same sums; the output head computed in chunks of 3
-// rows and all at once agree; a central finite difference on a few coordinates (llama).
+// rows and all at once agree; a central finite difference on a few coordinates (llama); final logit soft-capping (a
+// Gemma3ForCausalLM, whose head goes through the autodiff whole).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
@@ -20,6 +21,9 @@ import { Rng } from '../../core/rng.ts';
 import type { RawImage } from '../../core/image.ts';
 import type { EncodedPrompt, SequenceBatchItem, TokenLogProbs } from '../../models/types.ts';
 import { hfCheckpointCopy, removeHfCopies } from '../helpers/hf-checkpoint-copy.ts';
+import { parseHfConfig } from '../../models/hf/config.ts';
+import { randomDecoderTensors, writeHfCheckpoint } from '../../models/hf/write-checkpoint.ts';
+import { GEMMA3_CAUSAL_LAYOUT } from '../../models/gemma3/language-model.ts';
 import { relativeError } from '../helpers/relative-error.ts';
 
 const TOL = 1e-4;
@@ -139,6 +143,38 @@ describe('HfOrtLearner against finite differences (llama)', () => {
       expect(Math.abs(fd - grad[k])).toBeLessThan(2e-2 * Math.max(1, Math.abs(grad[k])));
     }
     tf.dispose([got.value, ...Object.values(got.grads)]);
+  });
+});
+
+describe('HfOrtLearner with final logit soft-capping (gemma3, the whole-head path)', () => {
+  it('gives the loss and every LoRA gradient of tfjs autodiff within 1e-4', async () => {
+    // A Gemma3ForCausalLM of the gemma3 fixture's text shape (only the CausalLM applies final_logit_softcapping),
+    // random weights, the fixture copy's tokenizer.
+    const dir = hfCheckpointCopy('gemma3');
+    const fixture = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'));
+    const config = { ...fixture.text_config, architectures: ['Gemma3ForCausalLM'], model_type: 'gemma3_text', final_logit_softcapping: 2 }; // small: the cap bends every logit
+    writeHfCheckpoint(dir, config, randomDecoderTensors(parseHfConfig(config).text, GEMMA3_CAUSAL_LAYOUT, new Rng(3, 'causal'), 0.2));
+    const policy = await HfPolicy.load(dir);
+    const learner = new HfOrtLearner(policy, { threads: 1 });
+    try {
+      expect(policy.decoder.config.finalLogitSoftcap).toBe(2);
+      policy.attachLora({ r: 4, alpha: 8 }, new Rng(5, 'lora'));
+      let seed = 51;
+      for (const v of policy.trainableVariables('lora')) v.assign(tf.add(v, tf.randomNormal(v.shape, 0, 0.1, 'float32', seed++)));
+      const prompt = policy.encode([{ type: 'text', text: 'Where is the ball?' }]);
+      const rng = new Rng(13, 'completions');
+      const items = [5, 3, 1].map((n) => ({ prompt, completion: Array.from({ length: n }, () => 3 + rng.int(200)) }));
+      const options = { useLora: true, withEntropy: true, temperature: 0.9 };
+      const variables = policy.trainableVariables('lora');
+      const want = tf.variableGrads(() => testLoss(9)(policy.tokenLogProbs(items, options)), variables);
+      const got = learner.lossGradients(items, options, testLoss(9), variables);
+      expect(relativeError(got.grads, want.grads)).toBeLessThan(TOL);
+      expect(Math.abs(got.value.dataSync()[0] - want.value.dataSync()[0])).toBeLessThan(TOL * Math.max(1, Math.abs(want.value.dataSync()[0])));
+      tf.dispose([got.value, ...Object.values(got.grads), want.value, ...Object.values(want.grads)]);
+    } finally {
+      learner.dispose();
+      policy.dispose();
+    }
   });
 });
 
