@@ -15,13 +15,10 @@
 # Run from the metrl checkout (../shared beside it; Debian's /usr/bin/python3 with python3-torch):
 #   OUT=${TMPDIR:-/tmp}/vlmpeer/results bash bench/peers/vlm-run.sh
 #   /usr/bin/python3 bench/peers/vlm_summarize.py ${TMPDIR:-/tmp}/vlmpeer/results/results.jsonl
-# How long (an estimate, never run at full size here): about 20-30 min on a quiet 2-core machine with the defaults:
-# the text peer's measured steps (~11 min for the five processes at N 64 + 128) +5% for the longer prompt, the tower
-# (12 layers at 1024 patches; scaled from 2-layer runs: ~10 s a step torch 1 thread, ~16 s tfjs, ~3 s ORT) in each
-# warm-up and measured step (~3 min), the warm-up steps' decoder work (~3 min), loading 1 GB five times (~1 min),
-# writing the checkpoint and prompt once (~1 min), the check at full size (~2-3 min). Peak RSS: expect the text peer's
-# (torch up to ~7 GB at N 128) plus ~0.5 GB of vision tower and untied head; the tfjs side at N 128 has not been run at
-# full size here (WASM heap limit 4 GB).
+# How long: with ORDER="torch:1 ort:1 torch:2 ort:2" and the defaults, 10 min on the quiet 2-core development machine
+# (2026-11-29: torch 1 thread 3.7 min, ort 2.0, torch 2 threads 2.2, ort 1.6), plus about 1 min to write the checkpoint
+# and prompt once and 3 min for the full-size check. Peak RSS: torch up to 7.1 GiB at N 128, metrl ORT 3.5 GiB. The
+# tfjs side has not been run at full size (its WASM heap stops at 4 GB).
 # Env: LENGTHS (default 64,128), CKPT (default ${TMPDIR:-/tmp}/vlmpeer/smolvlm-256m), ORDER (default
 #      "tfjs torch:1 ort:1 torch:2 ort:2"), STEPS (measured steps per process and length, default 1), WARMUP (warm-up
 #      steps at min(N, 8) tokens per length, both sides, default 1), SKIP_BENCH=1, SKIP_CHECK=1.
