@@ -254,8 +254,7 @@ export const hfHiddenName = (i: number): string => `hidden.${i}`;
  *          states fed back as inputs: the head and each layer are recomputed from their input, last layer first, and
  *          differentiated one at a time (gradient checkpointing at layer boundaries), so one layer's activations are
  *          held at a time instead of all of them (on SmolLM2-135M's shape at 704 rows: about 1.2 GB). Each layer's
- *          recomputation reads the gradient that reaches its output (a Reshape to that gradient's Shape, which changes
- *          no value), so ONNX Runtime cannot start it before the layer above is done.
+ *          recomputation and backward is an If subgraph of its own, which ONNX Runtime runs whole, in order.
  * Outputs a branch does not compute are empty tensors; inputs a pass does not use are fed empty.
  */
 export function buildHfTrainGraph(c: DecoderConfig, weights: DecoderWeights, lora: HfTrainLoraSpec, options: GraphWeightOptions = {}): SerializedModel {
@@ -347,31 +346,32 @@ export function buildHfTrainGraph(c: DecoderConfig, weights: DecoderWeights, lor
     }
     let dOut = g.backward(seeds, [top]).get(top.name);
     if (!dOut) throw new Error('no gradient reaches the last hidden state');
-    /** [N, H]: the shape layer i's input is reshaped to, computed from what must be done before layer i starts. */
-    let after = b.op1('Shape', [dOut]);
     for (let i = L - 1; i >= 0; i--) {
-      g.resetTape();
-      ops.takeUsed();
-      // Reshaped to a shape that reads the work above (the same shape): layer i is recomputed only once that is done.
-      const ordered = b.op1('Reshape', [hidden[i], after]);
-      const x = i > 0 ? g.source(ordered, 2) : g.constant(ordered, 2);
-      const y = decoderBlock(ops, c, weights.layers[i], i, x);
-      const used = ops.takeUsed();
-      const got = g.backward(new Map([[y.name, dOut]]), i > 0 ? [x, ...used] : used);
-      for (const p of used) {
-        const grad = got.get(p.name);
-        if (!grad) throw new Error(`no gradient reaches ${p.name}`);
-        grads.set(p.name, grad);
-      }
-      if (i === 0) break;
-      dOut = got.get(x.name)!;
-      // ONNX Runtime orders nodes by a depth-first walk from the outputs, which would run every layer's input
-      // gradient first and every adapter gradient last, keeping all layers' activations alive until then. So the
-      // next layer waits for this one's adapter gradients too, and for its output y (otherwise a dead end run last):
-      // max(Shape(dOut), Shape(y), any adapter gradient NaN ? 1 : 0) is Shape(dOut), and no optimiser can fold it.
-      const firsts = used.map((p) => b.op1('Slice', [b.op1('Reshape', [got.get(p.name)!, b.ints([-1])]), b.ints([0]), b.ints([1])]));
-      const flag = b.op1('ReduceMax', [b.op1('Cast', [b.op1('IsNaN', [b.op1('Concat', firsts, { axis: 0 })])], { to: 7 })], { keepdims: 1 }); // [1] int64
-      after = b.op1('Max', [b.op1('Shape', [dOut]), b.op1('Shape', [y.name]), flag]);
+      // Layer i recomputed from its input and differentiated inside an If node of its own (always taken: this branch
+      // runs with gradients): ONNX Runtime runs a subgraph whole, so the layers go strictly one after another and a
+      // layer's activations are freed when its subgraph ends; and it plans each small subgraph apart (one plan for the
+      // whole branch took it about three times as long to open the session).
+      const upstream = dOut;
+      let used: Value[] = [];
+      const outputs = (names: string[]) => names.map((name, k) => ({ name, type: 'float32' as const, dims: k === 0 && i > 0 ? ['rows', H] : decl.paramDims.get(used[k - (i > 0 ? 1 : 0)].name)! }));
+      const layer = b.subgraph(`gradients_layer_${i}`, () => {
+        g.resetTape();
+        const lops = new HfTrainOps(g, c, lora, inputs, stored, decl);
+        const x = i > 0 ? g.source(hidden[i], 2) : g.constant(hidden[i], 2);
+        const y = decoderBlock(lops, c, weights.layers[i], i, x);
+        used = lops.takeUsed();
+        const got = g.backward(new Map([[y.name, upstream]]), i > 0 ? [x, ...used] : used);
+        const names = [...(i > 0 ? [got.get(x.name)!] : []), ...used.map((p) => {
+          const grad = got.get(p.name);
+          if (!grad) throw new Error(`no gradient reaches ${p.name}`);
+          return grad;
+        })];
+        return outputs(names.map((n) => b.op1('Identity', [n])));
+      });
+      const none = b.subgraph(`gradients_layer_${i}_none`, () => outputs(layer.output!.map(() => empty())).map((o) => ({ ...o, dims: [0] })));
+      const results = b.op('If', [withGradients], { then_branch: { graph: layer }, else_branch: { graph: none } }, layer.output!.length);
+      if (i > 0) dOut = results[0];
+      used.forEach((p, k) => grads.set(p.name, results[k + (i > 0 ? 1 : 0)]));
     }
     return [
       { name: empty(), type: 'float32' as const, dims: [0] },
