@@ -3,8 +3,9 @@
 // 'gpu-buffer' tensors, which the next run takes as inputs without a copy through the host. A decode step then moves
 // only its new token's embedding, masks and RoPE rows up and its logits down, instead of every layer's KV cache both
 // ways (what made WebGPU 4-5× slower than the CPU on an H200: docs/performance.md).
-// Node's binding has no way to upload host data to a GPU buffer or to read one back ('download' is not implemented),
-// so the two things a caller needs besides the decoder's own outputs are small graphs of their own, run on the same
+// Node's binding offers no call that copies host data into a GPU buffer or a GPU buffer back to the host (a bound
+// tensor's download() throws there), so the two things a caller needs besides the decoder's own outputs are small
+// graphs of their own, run on the same
 // device (ORT's WebGPU provider shares one device between a process's sessions):
 //   upload      Identity per input: host tensors in, device tensors out (the LoRA adapters, once per update)
 //   gatherRows  Gather along axis 0 per input: device tensors in, their rows picked (a prompt cache repeated for its G

@@ -9,7 +9,7 @@
 //   3. per prompt group, one run of the training graph's gradient branch, which recomputes each layer from its kept
 //      input and differentiates it (last layer first), returning the gradient of Σ g · logp with respect to every
 //      LoRA A and B, which by the chain rule is dLoss/dθ. The same work as a forward then a forward + backward, with
-//      one layer's activations alive at a time (SmolLM2-135M's shape, 704 rows: peak RSS 3.9 → 1.9 GB).
+//      one layer's activations alive at a time (measured: docs/performance.md, "One GRPO step against PyTorch eager").
 // The tfjs variables stay the parameters (AdamW updates them, checkpoints save them); their values are fed on every
 // run, so no session is rebuilt after an update. One session serves both passes (its graph's If node picks the
 // branch), without ORT's memory arena and weight prepacking: it holds no weights of its own

@@ -53,8 +53,14 @@ export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
     this.model = new HfOrtModel(policy.decoder, { ...session, keepOnDevice, stored: stored ?? deviceWeightDtype(policy.config.dtype, session.device) });
     const encoder = policy.imageEncoder;
     this.towerOptions = session;
-    this.releaseTower = encoder ? policy.useVisionTower((pixels) => (this.tower ??= new SiglipOrtTower(encoder.tower, encoder.towerConfig, session)).forward(pixels)) : () => {};
+    this.releaseTower = encoder ? policy.useVisionTower((pixels) => this.ortTower().forward(pixels)) : () => {};
     this.logitBudget = logitBudget ?? LOGIT_BUDGET;
+  }
+
+  /** The VLM's ORT tower, opened on first use (at the first image, or when the host's weights are released). */
+  private ortTower(): SiglipOrtTower {
+    const encoder = this.policy.imageEncoder!;
+    return (this.tower ??= new SiglipOrtTower(encoder.tower, encoder.towerConfig, this.towerOptions));
   }
 
   /**
@@ -66,7 +72,7 @@ export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
   releaseHostWeights(): void {
     const encoder = this.policy.imageEncoder;
     if (encoder) {
-      this.tower ??= new SiglipOrtTower(encoder.tower, encoder.towerConfig, this.towerOptions);
+      this.ortTower();
       releaseSiglipProjections(encoder.tower);
     }
     this.policy.decoder.releaseProjectionWeights();

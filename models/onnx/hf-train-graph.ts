@@ -353,7 +353,7 @@ export function buildHfTrainGraph(c: DecoderConfig, weights: DecoderWeights, lor
       // whole branch took it about three times as long to open the session).
       const upstream = dOut;
       let used: Value[] = [];
-      const outputs = (names: string[]) => names.map((name, k) => ({ name, type: 'float32' as const, dims: k === 0 && i > 0 ? ['rows', H] : decl.paramDims.get(used[k - (i > 0 ? 1 : 0)].name)! }));
+      let outs: { name: string; type: 'float32'; dims: (number | string)[] }[] = [];
       const layer = b.subgraph(`gradients_layer_${i}`, () => {
         g.resetTape();
         const lops = new HfTrainOps(g, c, lora, inputs, stored, decl);
@@ -361,15 +361,16 @@ export function buildHfTrainGraph(c: DecoderConfig, weights: DecoderWeights, lor
         const y = decoderBlock(lops, c, weights.layers[i], i, x);
         used = lops.takeUsed();
         const got = g.backward(new Map([[y.name, upstream]]), i > 0 ? [x, ...used] : used);
-        const names = [...(i > 0 ? [got.get(x.name)!] : []), ...used.map((p) => {
-          const grad = got.get(p.name);
-          if (!grad) throw new Error(`no gradient reaches ${p.name}`);
-          return grad;
-        })];
-        return outputs(names.map((n) => b.op1('Identity', [n])));
+        const grad = (name: string) => {
+          const found = got.get(name);
+          if (!found) throw new Error(`no gradient reaches ${name}`);
+          return { name: b.op1('Identity', [found]), type: 'float32' as const };
+        };
+        outs = [...(i > 0 ? [{ ...grad(x.name), dims: ['rows', H] }] : []), ...used.map((p) => ({ ...grad(p.name), dims: decl.paramDims.get(p.name)! }))];
+        return outs;
       });
-      const none = b.subgraph(`gradients_layer_${i}_none`, () => outputs(layer.output!.map(() => empty())).map((o) => ({ ...o, dims: [0] })));
-      const results = b.op('If', [withGradients], { then_branch: { graph: layer }, else_branch: { graph: none } }, layer.output!.length);
+      const none = b.subgraph(`gradients_layer_${i}_none`, () => outs.map((o) => ({ ...o, name: empty(), dims: [0] })));
+      const results = b.op('If', [withGradients], { then_branch: { graph: layer }, else_branch: { graph: none } }, outs.length);
       if (i > 0) dOut = results[0];
       used.forEach((p, k) => grads.set(p.name, results[k + (i > 0 ? 1 : 0)]));
     }
@@ -377,7 +378,7 @@ export function buildHfTrainGraph(c: DecoderConfig, weights: DecoderWeights, lor
       { name: empty(), type: 'float32' as const, dims: [0] },
       { name: empty(), type: 'float32' as const, dims: [0] },
       ...hidden.slice(1).map(() => ({ name: empty(), type: 'float32' as const, dims: [0] })),
-      ...params.map((p) => ({ name: b.op1('Identity', [grads.get(p.name)!]), type: 'float32' as const, dims: decl.paramDims.get(p.name)! })),
+      ...params.map((p) => ({ name: grads.get(p.name)!, type: 'float32' as const, dims: decl.paramDims.get(p.name)! })),
     ];
   });
   const gradNames = params.map((p) => hfGradName(p.name));
