@@ -8,11 +8,8 @@
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 
-const P = process.cwd();
-const imp = (p: string) => import(pathToFileURL(join(P, p)).href);
-const tf = await imp('node_modules/@tensorflow/tfjs/dist/tf.node.js');
+import { imp, tf } from './checkout.mts';
 const { initBackend } = await imp('models/backend.ts');
 const { HfPolicy } = await imp('models/hf/policy.ts');
 const { HfOrtSampler } = await imp('models/onnx/hf-ort-sampler.ts');
