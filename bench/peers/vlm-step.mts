@@ -30,13 +30,12 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 
 import { imp, tf } from './checkout.mts';
+import { cpuNow, median, peerStep } from './peer-step.mts';
 const { initBackend } = await imp('models/backend.ts');
 const { HfPolicy } = await imp('models/hf/policy.ts');
 const { HfOrtSampler } = await imp('models/onnx/hf-ort-sampler.ts');
 const { HfOrtLearner } = await imp('models/onnx/hf-ort-learner.ts');
-const { grpoLoss, clipGradientsByGlobalNorm } = await imp('trainer/loss.ts');
 const { AdamW } = await imp('trainer/adamw.ts');
-const { summedLossGradients } = await imp('models/learner.ts');
 const { Rng } = await imp('core/rng.ts');
 
 const argv = process.argv.slice(2);
@@ -99,10 +98,6 @@ const sampler = ortSampler ?? policy;
 const learner = engine === 'ort' ? new HfOrtLearner(policy, { threads }) : policy;
 const rng = new Rng(1, 'hf-peer-sampling');
 
-const cpuNow = () => {
-  const c = process.cpuUsage();
-  return (c.user + c.system) / 1e6;
-};
 // The vision tower's share of the rollout: every encode of an image (HfPolicy.imageFeatures → ImageEncoder.encode; the
 // ORT sampler installs its tower inside the encoder, so this counts it too).
 const encoder = policy.imageEncoder as { encode: (...a: unknown[]) => unknown };
@@ -120,61 +115,16 @@ encoder.encode = (...a: unknown[]) => {
   }
 };
 
+const setup = { sampler, learner, optimizer, vars, syncLora: engine === 'ort', group: G, rng };
 function step(n: number) {
   // A fresh pixel array: HfPolicy caches image features per array, and every train() step has new images.
   const prompt = { tokens: spec.tokens, images: [pixels.slice()] };
   Object.assign(vision, { wall: 0, cpu: 0, calls: 0 });
-  const w = [performance.now()];
-  const c = [cpuNow()];
-  const mark = () => (w.push(performance.now()), c.push(cpuNow()));
-  // rollout (vision tower + connector, prefill, decode)
-  const [group] = sampler.sampleGroups([prompt], G, { temperature: 1, topP: 1, maxNewTokens: n }, rng);
-  mark();
-  if (group.length !== G || group.some((x: { tokens: number[] }) => x.tokens.length !== n)) throw new Error(`not forced: ${group.map((x: { tokens: number[] }) => x.tokens.length)}`);
-  const rewards = Array.from({ length: G }, () => rng.next());
-  const mean = rewards.reduce((a, b) => a + b, 0) / G;
-  const std = Math.sqrt(rewards.reduce((a, b) => a + (b - mean) ** 2, 0) / (G - 1));
-  const adv = Float32Array.from(rewards, (r) => (r - mean) / (std + 1e-4));
-  const items = group.map((x: { tokens: number[] }) => ({ prompt, completion: x.tokens }));
-  // reference (LoRA off, no gradient)
-  const lp = tf.tidy(() => sampler.tokenLogProbs(items, { useLora: false, temperature: 1 }));
-  lp.mask.dispose();
-  lp.entropy?.dispose();
-  const ref = tf.keep(lp.logProbs);
-  ref.dataSync();
-  mark();
-  // update (trainer/loop.ts updatePolicy, μ = 1)
-  let entropy = 0;
-  const { values, grads } = summedLossGradients(learner, [{
-    batch: items,
-    options: { useLora: true, withEntropy: true, temperature: 1 },
-    loss: (s: { logProbs: unknown; mask: unknown; entropy?: unknown }) => {
-      const logProbs = s.logProbs as { dataSync(): Float32Array; shape: number[] };
-      const old = tf.tensor(logProbs.dataSync(), logProbs.shape);
-      const out = grpoLoss({ logProbs: s.logProbs, oldLogProbs: old, refLogProbs: ref, mask: s.mask, advantages: tf.tensor1d(adv), entropies: s.entropy }, { epsilon: 0.2, beta: 0.04, lossType: 'grpo', maxCompletionTokens: n, totalSequences: G });
-      for (const k of ['tokens', 'kl', 'clipped', 'ratio'] as const) out.sums[k].dataSync();
-      entropy = tf.sum(tf.mul(s.entropy, s.mask)).dataSync()[0] / (G * n);
-      return out.loss;
-    },
-  }], vars);
-  const loss = values.reduce((a: number, v: { dataSync(): Float32Array }) => a + v.dataSync()[0], 0);
-  tf.dispose(values);
-  const clipped = clipGradientsByGlobalNorm(grads, 1);
-  optimizer.apply(clipped.grads);
-  if (engine === 'ort') (sampler as { syncLora(): void }).syncLora();
-  for (const t of Object.values(clipped.grads)) (t as { dispose(): void }).dispose();
-  ref.dispose();
-  mark();
+  const timed = peerStep(setup, prompt, n); // the rollout includes the vision tower + connector
   if (vision.calls !== 1) throw new Error(`the vision tower ran ${vision.calls} times in the step, expected once`);
-  const d = (i: number) => (w[i + 1] - w[i]) / 1000;
-  const dc = (i: number) => c[i + 1] - c[i];
-  return { rollout: d(0), reference: d(1), update: d(2), total: (w[3] - w[0]) / 1000, vision: vision.wall, cpu: { rollout: dc(0), reference: dc(1), update: dc(2), total: c[3] - c[0], vision: vision.cpu }, loss, gradNorm: clipped.norm, entropy, numTensors: tf.memory().numTensors };
+  return { ...timed, vision: vision.wall, cpu: { ...timed.cpu, vision: vision.cpu } };
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 for (const n of lengths) {
   for (let i = 0; i < warmup; i++) step(Math.min(n, 8));
   const done = Array.from({ length: steps }, () => step(n));
