@@ -12,7 +12,14 @@ const BATCH = 70;
 async function episodesPerSecond(splitKind: string, split: Split, actions: number): Promise<number> {
   let seed = 0;
   return opsPerSecond(() => {
-    const episodes = generateEpisodes(boxesEnv, { n: BATCH, actions, split, seed: seed++, modality: 'text', extra: { splitKind } });
+    const episodes = generateEpisodes(boxesEnv, {
+      n: BATCH,
+      actions,
+      split,
+      seed: seed++,
+      modality: 'text',
+      extra: { splitKind },
+    });
     for (const episode of episodes) {
       boxesEnv.prompt(episode, { style: 'cot', shots: [] });
       boxesEnv.score({ target: episode.target, response: `FINAL ANSWER: ${episode.target}`, meta: episode.meta });
@@ -23,8 +30,18 @@ async function episodesPerSecond(splitKind: string, split: Split, actions: numbe
 
 export async function run(): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
-  for (const [kind, split] of [['base', 'train'], ['base', 'test'], ['ambiref', 'train'], ['movecontents', 'train']] as const) {
-    rows.push({ group: 'boxes episodes', name: `${kind} ${split} (T=12, prompt + score)`, value: await episodesPerSecond(kind, split, 12), unit: 'episodes/s' });
+  for (const [kind, split] of [
+    ['base', 'train'],
+    ['base', 'test'],
+    ['ambiref', 'train'],
+    ['movecontents', 'train'],
+  ] as const) {
+    rows.push({
+      group: 'boxes episodes',
+      name: `${kind} ${split} (T=12, prompt + score)`,
+      value: await episodesPerSecond(kind, split, 12),
+      unit: 'episodes/s',
+    });
   }
   return rows;
 }

@@ -25,7 +25,10 @@ export const COMPLETION_TOKENS = 376;
 export const GROUP = 8;
 
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-export const load = () => loadavg().map((x) => x.toFixed(1)).join(' ');
+export const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ');
 
 export interface ChessStep {
   /** The tfjs backend's name (METRL_BACKEND, or the default). */
@@ -43,7 +46,8 @@ export async function chessStep(): Promise<ChessStep | null> {
   if (!existsSync(join(dir, 'model.safetensors'))) return null;
   const policy = loadBaseCheckpoint(dir);
   policy.attachLora({ r: 16, alpha: 32 }, new Rng(0, 'lora-init'));
-  for (const [i, a] of loraAdapters(policy.lora!).entries()) a.b.assign(tf.randomUniform(a.b.shape, -0.05, 0.05, 'float32', i));
+  for (const [i, a] of loraAdapters(policy.lora!).entries())
+    a.b.assign(tf.randomUniform(a.b.shape, -0.05, 0.05, 'float32', i));
   const env = await getEnv('chess');
   const train = generateEpisodes(env, { n: 100, actions: 5, split: 'train', seed: 0, modality: 'image' });
   const prompts = new DataOrder(100, 0).take(4).map((i) => policy.prompt(env, train[i]));
@@ -53,5 +57,7 @@ export async function chessStep(): Promise<ChessStep | null> {
 
 /** The sampler seen through the never-EOS tokenizer: its decode loop stops at the tokenizer's EOS, so it never stops. */
 export function forcedLength(sampler: OrtSampler, step: ChessStep): OrtSampler {
-  return Object.create(sampler, { policy: { value: Object.create(step.policy, { tokenizer: { value: step.neverEos } }) } }) as OrtSampler;
+  return Object.create(sampler, {
+    policy: { value: Object.create(step.policy, { tokenizer: { value: step.neverEos } }) },
+  }) as OrtSampler;
 }

@@ -16,7 +16,10 @@ import { generateEpisodes } from '../envs/generate.ts';
 import { Rng } from '../core/rng.ts';
 import type { EncodedPrompt, TokenLogProbs } from '../models/types.ts';
 
-export const CORES_DOMAINS = [['shell', 'text', 101], ['chess', 'image', 376]] as const;
+export const CORES_DOMAINS = [
+  ['shell', 'text', 101],
+  ['chess', 'image', 376],
+] as const;
 export type CoresDomain = (typeof CORES_DOMAINS)[number][0];
 export const CORES_PHASES = ['rollout', 'reference', 'update (no AdamW)'] as const;
 export type CoresPhase = (typeof CORES_PHASES)[number];
@@ -32,25 +35,50 @@ export async function coresWorkload(domain: CoresDomain, which: [number, number]
   const policy = loadBaseCheckpoint(join(CHECKPOINTS_DIR, 'base'));
   policy.attachLora({ r: 16, alpha: 32 }, new Rng(7, 'lora'));
   // Adapters that do something (fresh ones have B = 0), the same in every run.
-  for (const [i, a] of loraAdapters(policy.lora!).entries()) a.b.assign(tf.randomUniform(a.b.shape, -0.05, 0.05, 'float32', 11 + i));
+  for (const [i, a] of loraAdapters(policy.lora!).entries())
+    a.b.assign(tf.randomUniform(a.b.shape, -0.05, 0.05, 'float32', 11 + i));
   const env = await getEnv(domain);
-  const prompts: EncodedPrompt[] = generateEpisodes(env, { n: 4, actions: 5, split: 'train', seed: 0, modality }).map((e) => policy.prompt(env, e)).slice(...which);
-  Object.defineProperty(policy, 'tokenizer', { value: Object.create(policy.tokenizer, { eos: { value: -1 } }), configurable: true, writable: true });
+  const prompts: EncodedPrompt[] = generateEpisodes(env, { n: 4, actions: 5, split: 'train', seed: 0, modality })
+    .map((e) => policy.prompt(env, e))
+    .slice(...which);
+  Object.defineProperty(policy, 'tokenizer', {
+    value: Object.create(policy.tokenizer, { eos: { value: -1 } }),
+    configurable: true,
+    writable: true,
+  });
   const variables = policy.trainableVariables('lora');
-  const loss = (lp: TokenLogProbs) => tf.sum(tf.mul(lp.mask, tf.add(tf.mul(lp.logProbs, 0.3), tf.exp(lp.logProbs)))) as tf.Scalar;
-  const cuts = domain === 'chess' ? [[0, 3], [3, 6], [6, 8]] : [[0, 8]];
+  const loss = (lp: TokenLogProbs) =>
+    tf.sum(tf.mul(lp.mask, tf.add(tf.mul(lp.logProbs, 0.3), tf.exp(lp.logProbs)))) as tf.Scalar;
+  const cuts =
+    domain === 'chess'
+      ? [
+          [0, 3],
+          [3, 6],
+          [6, 8],
+        ]
+      : [[0, 8]];
   let chunks: { prompt: EncodedPrompt; completion: number[] }[][] = [];
   return {
     policy,
     phase(phase, rep, sampler, learner) {
       if (phase === 'rollout') {
-        const groups = sampler.sampleGroups(prompts, 8, { temperature: 0.5, topP: 1, maxNewTokens: tokens }, new Rng(rep));
+        const groups = sampler.sampleGroups(
+          prompts,
+          8,
+          { temperature: 0.5, topP: 1, maxNewTokens: tokens },
+          new Rng(rep),
+        );
         const seqs = prompts.flatMap((p, k) => groups[k].map((c) => ({ prompt: p, completion: c.tokens })));
         chunks = prompts.flatMap((_, k) => cuts.map(([a, b]) => seqs.slice(k * 8 + a, k * 8 + b)));
       } else if (phase === 'reference') {
-        sampler.tokenLogProbsMany(chunks, { useLora: false, temperature: 0.5 }).forEach((lp) => tf.dispose([lp.logProbs, lp.mask]));
+        sampler
+          .tokenLogProbsMany(chunks, { useLora: false, temperature: 0.5 })
+          .forEach((lp) => tf.dispose([lp.logProbs, lp.mask]));
       } else {
-        const r = learner.lossGradientsSum(chunks.map((batch) => ({ batch, options: { useLora: true, withEntropy: true, temperature: 0.5 }, loss })), variables);
+        const r = learner.lossGradientsSum(
+          chunks.map((batch) => ({ batch, options: { useLora: true, withEntropy: true, temperature: 0.5 }, loss })),
+          variables,
+        );
         tf.dispose([...r.values, ...Object.values(r.grads)]);
       }
     },

@@ -25,14 +25,16 @@ import { CORES_DOMAINS, CORES_PHASES, coresWorkload, type CoresPhase } from './c
 
 /** CPU seconds of each thread of this process. */
 function threadCpu(): Map<string, number> {
-  return new Map(readdirSync('/proc/self/task').map((t) => {
-    try {
-      const f = readFileSync(`/proc/self/task/${t}/stat`, 'utf8').split(') ')[1].split(' ');
-      return [t, (Number(f[11]) + Number(f[12])) / 100] as [string, number];
-    } catch {
-      return [t, 0] as [string, number];
-    }
-  }));
+  return new Map(
+    readdirSync('/proc/self/task').map((t) => {
+      try {
+        const f = readFileSync(`/proc/self/task/${t}/stat`, 'utf8').split(') ')[1].split(' ');
+        return [t, (Number(f[11]) + Number(f[12])) / 100] as [string, number];
+      } catch {
+        return [t, 0] as [string, number];
+      }
+    }),
+  );
 }
 const processCpu = () => {
   const c = process.cpuUsage();
@@ -47,14 +49,17 @@ class Halves {
   static async start(domain: string): Promise<Halves> {
     const runTs = fileURLToPath(new URL('../bin/run-ts.js', import.meta.url));
     const half = fileURLToPath(new URL('./cores-half.ts', import.meta.url));
-    const children = [0, 1].map((k) => fork(runTs, [half, domain, String(k)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+    const children = [0, 1].map((k) =>
+      fork(runTs, [half, domain, String(k)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+    );
     await Promise.all(children.map((c) => Halves.reply(c)));
     return new Halves(children);
   }
 
   private static reply(child: ChildProcess): Promise<{ wall?: number }> {
     return new Promise((resolve, reject) => {
-      const onExit = (code: number | null) => reject(new Error(`cores bench: a half-work process exited (status ${code})`));
+      const onExit = (code: number | null) =>
+        reject(new Error(`cores bench: a half-work process exited (status ${code})`));
       child.once('exit', onExit);
       child.once('message', (m) => {
         child.off('exit', onExit);
@@ -81,7 +86,12 @@ export async function run(): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
   for (const [domain] of CORES_DOMAINS) {
     const work = await coresWorkload(domain);
-    const setups = [1, 2].map((threads) => ({ threads, sampler: new OrtSampler(work.policy, { threads }), learner: new OrtLearner(work.policy, { threads }), m: {} as Record<string, { wall: number[]; cpu: number[]; busiest: number[] }> }));
+    const setups = [1, 2].map((threads) => ({
+      threads,
+      sampler: new OrtSampler(work.policy, { threads }),
+      learner: new OrtLearner(work.policy, { threads }),
+      m: {} as Record<string, { wall: number[]; cpu: number[]; busiest: number[] }>,
+    }));
     const halves = await Halves.start(domain);
     const ceiling: Record<string, number[]> = {};
     try {
@@ -111,9 +121,27 @@ export async function run(): Promise<BenchRow[]> {
     for (const s of setups) {
       for (const [phase, m] of Object.entries(s.m)) {
         const note = `${s.threads === 1 ? 'one session' : `${s.sampler.executors} one-thread sessions`}; medians of ${reps}; load ${load}`;
-        rows.push({ group: `cores ${domain}`, name: `${phase}, --threads ${s.threads}: wall`, value: median(m.wall), unit: 's', note });
-        rows.push({ group: `cores ${domain}`, name: `${phase}, --threads ${s.threads}: CPU, all threads`, value: median(m.cpu), unit: 's', note });
-        rows.push({ group: `cores ${domain}`, name: `${phase}, --threads ${s.threads}: CPU, busiest thread`, value: median(m.busiest), unit: 's', note });
+        rows.push({
+          group: `cores ${domain}`,
+          name: `${phase}, --threads ${s.threads}: wall`,
+          value: median(m.wall),
+          unit: 's',
+          note,
+        });
+        rows.push({
+          group: `cores ${domain}`,
+          name: `${phase}, --threads ${s.threads}: CPU, all threads`,
+          value: median(m.cpu),
+          unit: 's',
+          note,
+        });
+        rows.push({
+          group: `cores ${domain}`,
+          name: `${phase}, --threads ${s.threads}: CPU, busiest thread`,
+          value: median(m.busiest),
+          unit: 's',
+          note,
+        });
       }
       s.sampler.dispose();
       s.learner.dispose();
@@ -121,13 +149,31 @@ export async function run(): Promise<BenchRow[]> {
     const one = (phase: string) => median(setups[0].m[phase].wall);
     for (const phase of CORES_PHASES) {
       const note = `two processes of one thread, half the prompts each, the slower's wall; ${(one(phase) / median(ceiling[phase])).toFixed(2)}× --threads 1; medians of ${reps}; load ${load}`;
-      rows.push({ group: `cores ${domain}`, name: `${phase}, machine ceiling: wall`, value: median(ceiling[phase]), unit: 's', note });
+      rows.push({
+        group: `cores ${domain}`,
+        name: `${phase}, machine ceiling: wall`,
+        value: median(ceiling[phase]),
+        unit: 's',
+        note,
+      });
     }
     const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
     const total = (f: (phase: CoresPhase) => number) => sum(CORES_PHASES.map(f));
     const [t1, t2, tc] = [total(one), total((p) => median(setups[1].m[p].wall)), total((p) => median(ceiling[p]))];
-    rows.push({ group: `cores ${domain}`, name: 'three phases, --threads 2 against 1', value: t1 / t2, unit: '×', note: `sum of the phases' median walls: ${t1.toFixed(2)} s / ${t2.toFixed(2)} s` });
-    rows.push({ group: `cores ${domain}`, name: 'three phases, machine ceiling against 1', value: t1 / tc, unit: '×', note: `${t1.toFixed(2)} s / ${tc.toFixed(2)} s` });
+    rows.push({
+      group: `cores ${domain}`,
+      name: 'three phases, --threads 2 against 1',
+      value: t1 / t2,
+      unit: '×',
+      note: `sum of the phases' median walls: ${t1.toFixed(2)} s / ${t2.toFixed(2)} s`,
+    });
+    rows.push({
+      group: `cores ${domain}`,
+      name: 'three phases, machine ceiling against 1',
+      value: t1 / tc,
+      unit: '×',
+      note: `${t1.toFixed(2)} s / ${tc.toFixed(2)} s`,
+    });
     work.policy.dispose();
   }
   return rows;

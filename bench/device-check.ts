@@ -40,21 +40,37 @@ const print = (o: Record<string, unknown>) => console.log(JSON.stringify({ ...o,
 function ortRun(device: Device, items: SequenceBatchItem[] | null) {
   const sampler = forcedLength(new OrtSampler(policy, { device, threads: device === 'cpu' ? 1 : undefined }), step!);
   let t0 = performance.now();
-  const greedy = sampler.sampleGroups(prompts, 1, { temperature: 0, topP: 1, maxNewTokens: greedyTokens }, new Rng(0, 'greedy'));
+  const greedy = sampler.sampleGroups(
+    prompts,
+    1,
+    { temperature: 0, topP: 1, maxNewTokens: greedyTokens },
+    new Rng(0, 'greedy'),
+  );
   const greedyTime = seconds(t0);
   const scored = items ?? greedy.flat().map((c, i) => ({ prompt: prompts[i], completion: c.tokens }));
   t0 = performance.now();
   const lp = flat(sampler.tokenLogProbs(scored, { useLora: true, temperature: 1 }));
   const scoreTime = seconds(t0);
   t0 = performance.now();
-  const sampled = sampler.sampleGroups(prompts, GROUP, { temperature: 0.5, topP: 1, maxNewTokens: 376 }, new Rng(1, 'rollout'));
+  const sampled = sampler.sampleGroups(
+    prompts,
+    GROUP,
+    { temperature: 0.5, topP: 1, maxNewTokens: 376 },
+    new Rng(1, 'rollout'),
+  );
   const rolloutTime = seconds(t0);
   sampler.dispose();
   return { greedy, scored, lp, sampled, greedyTime, scoreTime, rolloutTime };
 }
 
 const cpu = ortRun('cpu', null);
-print({ check: 'ort cpu (1 thread)', greedySeconds: cpu.greedyTime, scoreSeconds: cpu.scoreTime, rolloutSeconds: cpu.rolloutTime, rolloutTokens: GROUP * prompts.length * 376 });
+print({
+  check: 'ort cpu (1 thread)',
+  greedySeconds: cpu.greedyTime,
+  scoreSeconds: cpu.scoreTime,
+  rolloutSeconds: cpu.rolloutTime,
+  rolloutTokens: GROUP * prompts.length * 376,
+});
 try {
   checkDevice('webgpu');
   const gpu = ortRun('webgpu', cpu.scored);
@@ -63,7 +79,9 @@ try {
     logProbMaxAbsDiff: maxDiff(cpu.lp, gpu.lp),
     greedyIdentical: cpu.greedy.flat().every((c, i) => c.tokens.join() === gpu.greedy.flat()[i].tokens.join()),
     sampled: sameTokens(cpu.sampled, gpu.sampled),
-    greedySeconds: gpu.greedyTime, scoreSeconds: gpu.scoreTime, rolloutSeconds: gpu.rolloutTime,
+    greedySeconds: gpu.greedyTime,
+    scoreSeconds: gpu.scoreTime,
+    rolloutSeconds: gpu.rolloutTime,
   });
 } catch (e) {
   print({ check: 'ort webgpu vs cpu', error: String((e as Error).message ?? e) });
@@ -79,7 +97,13 @@ const learnerRun = (device: Device) => {
   const advantages = tf.tensor1d(Array.from({ length: B }, (_, i) => (i % 2 ? 1 : -1)));
   const loss = (lp: TokenLogProbs) =>
     grpoLoss(
-      { logProbs: lp.logProbs, oldLogProbs: tf.tensor(lp.logProbs.dataSync(), lp.logProbs.shape) as tf.Tensor2D, refLogProbs: null, mask: lp.mask, advantages },
+      {
+        logProbs: lp.logProbs,
+        oldLogProbs: tf.tensor(lp.logProbs.dataSync(), lp.logProbs.shape) as tf.Tensor2D,
+        refLogProbs: null,
+        mask: lp.mask,
+        advantages,
+      },
       { epsilon: 0.2, beta: 0, lossType: 'grpo', maxCompletionTokens: 376, totalSequences: B, totalTokens: B * 376 },
     ).loss;
   learner.lossGradients(group, { useLora: true, temperature: 0.5 }, loss, variables); // session build
@@ -95,7 +119,16 @@ print({ check: 'ort learner cpu (1 thread), one chess group', seconds: cpuGrads.
 try {
   const gpuGrads = learnerRun('webgpu');
   // Relative to each variable's largest gradient, as tests/models/onnx-learner.test.ts compares.
-  const rel = Math.max(...cpuGrads.grads.map((g, i) => maxDiff(g, gpuGrads.grads[i]) / Math.max(1e-12, g.reduce((m, x) => Math.max(m, Math.abs(x)), 0))));
+  const rel = Math.max(
+    ...cpuGrads.grads.map(
+      (g, i) =>
+        maxDiff(g, gpuGrads.grads[i]) /
+        Math.max(
+          1e-12,
+          g.reduce((m, x) => Math.max(m, Math.abs(x)), 0),
+        ),
+    ),
+  );
   print({ check: 'ort learner webgpu vs cpu', gradMaxRelDiff: rel, seconds: gpuGrads.time });
 } catch (e) {
   print({ check: 'ort learner webgpu vs cpu', error: String((e as Error).message ?? e) });
@@ -105,4 +138,9 @@ try {
 // backend is not run: it cannot read results synchronously in Node (models/backend.ts), as this script found on an H200.
 const t0 = performance.now();
 const wasm = flat(policy.tokenLogProbs(cpu.scored, { useLora: true, temperature: 1 }));
-print({ check: 'tfjs wasm vs ort cpu', backend: tf.getBackend(), logProbMaxAbsDiff: maxDiff(cpu.lp, wasm), scoreSeconds: seconds(t0) });
+print({
+  check: 'tfjs wasm vs ort cpu',
+  backend: tf.getBackend(),
+  logProbMaxAbsDiff: maxDiff(cpu.lp, wasm),
+  scoreSeconds: seconds(t0),
+});

@@ -51,7 +51,8 @@ export const GEMMA3_1B_CONFIG = {
 const CHAT_TEMPLATE =
   "{% for message in messages %}{{ '<start_of_turn>' + (message['role'] == 'assistant' and 'model' or message['role']) + '\\n' + message['content'] + '<end_of_turn>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}";
 
-const progress = (what: string) => process.stderr.write(`bench gemma-1b: ${what} (${new Date().toISOString().slice(11, 19)})\n`);
+const progress = (what: string) =>
+  process.stderr.write(`bench gemma-1b: ${what} (${new Date().toISOString().slice(11, 19)})\n`);
 
 /** Write the checkpoint folder; returns its parameter count. */
 export function writeGemma1bFolder(dir: string): number {
@@ -59,7 +60,11 @@ export function writeGemma1bFolder(dir: string): number {
 }
 
 /** Write a random-weight Gemma 3 text checkpoint of `config`'s shape (float32 on disk) with a tokenizer; its parameter count. */
-export function writeGemmaTextFolder(dir: string, config: Record<string, unknown> & { initializer_range: number }, seed: string): number {
+export function writeGemmaTextFolder(
+  dir: string,
+  config: Record<string, unknown> & { initializer_range: number },
+  seed: string,
+): number {
   const parsed = parseHfConfig(config);
   const tensors = randomDecoderTensors(parsed.text, GEMMA3_CAUSAL_LAYOUT, new Rng(0, seed), config.initializer_range);
   let parameters = 0;
@@ -69,7 +74,12 @@ export function writeGemmaTextFolder(dir: string, config: Record<string, unknown
   const tokenizer = join(SHARED_DIR, 'fixtures', 'hf', 'tokenizer-smolvlm');
   copyFileSync(join(tokenizer, 'tokenizer.json'), join(dir, 'tokenizer.json'));
   const tc = JSON.parse(readFileSync(join(tokenizer, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
-  writeJsonAtomic(join(dir, 'tokenizer_config.json'), { ...tc, chat_template: CHAT_TEMPLATE, eos_token: '<end_of_turn>', pad_token: '<end_of_turn>' });
+  writeJsonAtomic(join(dir, 'tokenizer_config.json'), {
+    ...tc,
+    chat_template: CHAT_TEMPLATE,
+    eos_token: '<end_of_turn>',
+    pad_token: '<end_of_turn>',
+  });
   return parameters;
 }
 
@@ -78,9 +88,13 @@ export function writeGemmaTextFolder(dir: string, config: Record<string, unknown
  * counts a page mapped twice (the sampler's and the learner's sessions map one weight file) once, where RSS counts it
  * per mapping.
  */
-export async function trainChild(args: string[]): Promise<{ code: number | null; stderr: string; seconds: number; peak: number; peakPss: number }> {
+export async function trainChild(
+  args: string[],
+): Promise<{ code: number | null; stderr: string; seconds: number; peak: number; peakPss: number }> {
   const start = performance.now();
-  const child = spawn(process.execPath, [join(PROJECT_ROOT, 'bin', 'metrl.js'), ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [join(PROJECT_ROOT, 'bin', 'metrl.js'), ...args], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   let peak = 0;
@@ -111,27 +125,80 @@ export async function run(): Promise<BenchRow[]> {
     }
     // A reward with a spread inside each group (a random model never answers right), so the update has work to do.
     const reward = join(root, 'last-char.ts');
-    writeFileSync(reward, 'export default (completion: string): number => (completion.length === 0 ? 0 : completion.charCodeAt(completion.length - 1) % 3) / 2;\n');
+    writeFileSync(
+      reward,
+      'export default (completion: string): number => (completion.length === 0 ? 0 : completion.charCodeAt(completion.length - 1) % 3) / 2;\n',
+    );
     const out = join(root, 'run');
     progress('one default-config GRPO step, metrl train --engine ort');
-    const result = await trainChild(['train', '--checkpoint', dir, '--engine', 'ort', '--domain', 'shell', '--modality', 'text', '--steps', '1', '--test-size', '1', '--eval-every', '1', '--reward', reward, '--quiet', '--out', out]);
-    if (result.code !== 0) throw new Error(`metrl train exited ${result.code}: ${result.stderr.trim().split('\n').slice(-3).join(' | ')}`);
-    const rows = readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-    const step = rows.find((r) => r.type === 'train') as { time: Record<string, number>; completionLength: number; rolloutTokensPerSecond: number; learnerTokensPerSecond: number } | undefined;
+    const result = await trainChild([
+      'train',
+      '--checkpoint',
+      dir,
+      '--engine',
+      'ort',
+      '--domain',
+      'shell',
+      '--modality',
+      'text',
+      '--steps',
+      '1',
+      '--test-size',
+      '1',
+      '--eval-every',
+      '1',
+      '--reward',
+      reward,
+      '--quiet',
+      '--out',
+      out,
+    ]);
+    if (result.code !== 0)
+      throw new Error(`metrl train exited ${result.code}: ${result.stderr.trim().split('\n').slice(-3).join(' | ')}`);
+    const rows = readFileSync(join(out, 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const step = rows.find((r) => r.type === 'train') as
+      | {
+          time: Record<string, number>;
+          completionLength: number;
+          rolloutTokensPerSecond: number;
+          learnerTokensPerSecond: number;
+        }
+      | undefined;
     if (!step) throw new Error('the run logged no training step');
     const load = loadavg()[0].toFixed(1);
     const group = 'gemma 3 1b shape (ort, cpu)';
     const note = `default config, completions ${step.completionLength.toFixed(0)} tokens on average; load ${load}`;
     return [
-      { group, name: 'peak RSS of metrl train', value: result.peak / 2 ** 30, unit: 'GiB', note: 'weights 4.0 GB (float32); machine 24 GB' },
-      { group, name: 'peak PSS of metrl train', value: result.peakPss / 2 ** 30, unit: 'GiB', note: 'sampled every 0.2 s; the weight file mapped by two sessions counted once' },
+      {
+        group,
+        name: 'peak RSS of metrl train',
+        value: result.peak / 2 ** 30,
+        unit: 'GiB',
+        note: 'weights 4.0 GB (float32); machine 24 GB',
+      },
+      {
+        group,
+        name: 'peak PSS of metrl train',
+        value: result.peakPss / 2 ** 30,
+        unit: 'GiB',
+        note: 'sampled every 0.2 s; the weight file mapped by two sessions counted once',
+      },
       { group, name: 'step: rollout', value: step.time.rollout, unit: 's', note },
       { group, name: 'step: reference and old log-probs', value: step.time.logprobs, unit: 's', note },
       { group, name: 'step: update', value: step.time.update, unit: 's', note },
       { group, name: 'step: total', value: step.time.total, unit: 's', note },
       { group, name: 'rollout tokens/s', value: step.rolloutTokensPerSecond, unit: 'tok/s', note },
       { group, name: 'learner tokens/s', value: step.learnerTokensPerSecond, unit: 'tok/s', note },
-      { group, name: 'whole command (load, 2 evaluations, step)', value: result.seconds, unit: 's', note: `load average ${load}` },
+      {
+        group,
+        name: 'whole command (load, 2 evaluations, step)',
+        value: result.seconds,
+        unit: 's',
+        note: `load average ${load}`,
+      },
     ];
   } finally {
     rmSync(root, { recursive: true, force: true });

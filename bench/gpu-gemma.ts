@@ -29,8 +29,21 @@ const GEMMA3_4B_TEXT = {
   rope_scaling: { rope_type: 'linear', factor: 8 },
   max_position_embeddings: 131072,
 };
-const TINY = { ...GEMMA3_1B_CONFIG, hidden_size: 256, intermediate_size: 512, num_hidden_layers: 2, num_attention_heads: 2, num_key_value_heads: 1, head_dim: 128, query_pre_attn_scalar: 128 };
-const SIZES: Record<string, Record<string, unknown> & { initializer_range: number }> = { '4b': GEMMA3_4B_TEXT, '1b': GEMMA3_1B_CONFIG, tiny: TINY };
+const TINY = {
+  ...GEMMA3_1B_CONFIG,
+  hidden_size: 256,
+  intermediate_size: 512,
+  num_hidden_layers: 2,
+  num_attention_heads: 2,
+  num_key_value_heads: 1,
+  head_dim: 128,
+  query_pre_attn_scalar: 128,
+};
+const SIZES: Record<string, Record<string, unknown> & { initializer_range: number }> = {
+  '4b': GEMMA3_4B_TEXT,
+  '1b': GEMMA3_1B_CONFIG,
+  tiny: TINY,
+};
 
 const [size = '4b', device = 'cuda', stepsArg = '2'] = process.argv.slice(2);
 const config = SIZES[size];
@@ -47,12 +60,17 @@ if (!existsSync(join(dir, 'model.safetensors'))) {
 }
 // Plain JavaScript: the bundled CLI (bench/device-bundle.sh) has no TypeScript loader for a reward module.
 const reward = join(root, 'last-char.mjs');
-writeFileSync(reward, 'export default (completion) => (completion.length === 0 ? 0 : completion.charCodeAt(completion.length - 1) % 3) / 2;\n');
+writeFileSync(
+  reward,
+  'export default (completion) => (completion.length === 0 ? 0 : completion.charCodeAt(completion.length - 1) % 3) / 2;\n',
+);
 const out = join(root, `run-${size}-${device}-${Date.now()}`);
 
 let gpuPeakMiB: number | null = null;
 const gpuPoll = setInterval(() => {
-  const q = spawn('nvidia-smi', ['--query-gpu=memory.used', '--format=csv,noheader,nounits'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const q = spawn('nvidia-smi', ['--query-gpu=memory.used', '--format=csv,noheader,nounits'], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
   let text = '';
   q.stdout.on('data', (d: Buffer) => (text += d.toString()));
   q.on('error', () => {});
@@ -64,8 +82,33 @@ const gpuPoll = setInterval(() => {
 
 say(`metrl train --device ${device}, ${steps} steps`);
 const start = performance.now();
-const args = ['train', '--checkpoint', dir, '--device', device, '--domain', 'shell', '--modality', 'text', '--steps', String(steps), '--test-size', '1', '--eval-every', String(steps), '--reward', reward, '--quiet', '--out', out];
-const child = spawn(process.execPath, [...process.execArgv, join(PROJECT_ROOT, process.env.GPU_GEMMA_METRL ?? join('bin', 'metrl.js')), ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+const args = [
+  'train',
+  '--checkpoint',
+  dir,
+  '--device',
+  device,
+  '--domain',
+  'shell',
+  '--modality',
+  'text',
+  '--steps',
+  String(steps),
+  '--test-size',
+  '1',
+  '--eval-every',
+  String(steps),
+  '--reward',
+  reward,
+  '--quiet',
+  '--out',
+  out,
+];
+const child = spawn(
+  process.execPath,
+  [...process.execArgv, join(PROJECT_ROOT, process.env.GPU_GEMMA_METRL ?? join('bin', 'metrl.js')), ...args],
+  { stdio: ['ignore', 'ignore', 'pipe'] },
+);
 let stderr = '';
 child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
 let hostPeak = 0;
@@ -80,15 +123,32 @@ const hostPoll = setInterval(() => {
 const code = await new Promise<number | null>((done) => child.on('close', done));
 clearInterval(gpuPoll);
 clearInterval(hostPoll);
-const metrics = existsSync(join(out, 'metrics.jsonl')) ? readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>) : [];
-const trainRows = metrics.filter((r) => r.type === 'train').map((r) => ({ step: r.step, time: r.time, completionLength: r.completionLength, rolloutTokensPerSecond: r.rolloutTokensPerSecond, learnerTokensPerSecond: r.learnerTokensPerSecond }));
+const metrics = existsSync(join(out, 'metrics.jsonl'))
+  ? readFileSync(join(out, 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+  : [];
+const trainRows = metrics
+  .filter((r) => r.type === 'train')
+  .map((r) => ({
+    step: r.step,
+    time: r.time,
+    completionLength: r.completionLength,
+    rolloutTokensPerSecond: r.rolloutTokensPerSecond,
+    learnerTokensPerSecond: r.learnerTokensPerSecond,
+  }));
 console.log(
   JSON.stringify({
     size,
     device,
     parameters,
     exit: code,
-    error: stderr.split('\n').filter((l) => l.startsWith('metrl: ')).pop() ?? null,
+    error:
+      stderr
+        .split('\n')
+        .filter((l) => l.startsWith('metrl: '))
+        .pop() ?? null,
     seconds: (performance.now() - start) / 1000,
     steps: trainRows,
     gpuPeakMiB,

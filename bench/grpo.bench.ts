@@ -21,7 +21,10 @@ import type { TrainRow } from '../trainer/metrics.ts';
 import { ENGINES, type Engine } from '../models/engine.ts';
 
 const MEASURED_STEPS = 2;
-const load = () => loadavg().map((x) => x.toFixed(1)).join(' ');
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ');
 
 export async function run(): Promise<BenchRow[]> {
   const backend = await initBackend(process.env.METRL_BACKEND, null);
@@ -36,11 +39,17 @@ export async function run(): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
   const engines = (process.env.METRL_BENCH_ENGINES ?? ENGINES.join(',')).split(',') as Engine[];
   try {
-    for (const [domain, modality] of [['shell', 'text'], ['chess', 'image']] as const) {
+    for (const [domain, modality] of [
+      ['shell', 'text'],
+      ['chess', 'image'],
+    ] as const) {
       for (const engine of engines) {
         const env = await getEnv(domain);
         // One warm-up step, then the measured ones; a 2-episode test split keeps the step-0 evaluation out of the way.
-        const config = resolveConfig({}, { steps: 1 + MEASURED_STEPS, testSize: 2, evalEvery: 1000, checkpointEvery: 1000, engine });
+        const config = resolveConfig(
+          {},
+          { steps: 1 + MEASURED_STEPS, testSize: 2, evalEvery: 1000, checkpointEvery: 1000, engine },
+        );
         const setup = await loadTrainingPolicy(base, config);
         const steps: TrainRow[] = [];
         // CPU seconds of each step (the process, all threads): from the end of the previous step (or of the step-0
@@ -75,22 +84,51 @@ export async function run(): Promise<BenchRow[]> {
         const meanCpu = cpu.slice(1).reduce((s, c) => s + c, 0) / measured.length;
         const group = `grpo ${domain} ${modality}, ${engine}`;
         const note = `${engine === 'ort' ? `${engineLine}, learner tfjs ` : ''}${backend.name}, ${baseNote}, ${config.promptsPerStep * config.gradientAccumulation}×${config.groupSize} completions, load ${load()}`;
-        process.stderr.write(`bench grpo: ${group}: ${measured.map((r) => r.time.total.toFixed(2)).join(' ')} s per step, CPU ${cpu.slice(1).map((c) => c.toFixed(2)).join(' ')} s (load ${load()})\n`);
+        process.stderr.write(
+          `bench grpo: ${group}: ${measured.map((r) => r.time.total.toFixed(2)).join(' ')} s per step, CPU ${cpu
+            .slice(1)
+            .map((c) => c.toFixed(2))
+            .join(' ')} s (load ${load()})\n`,
+        );
         rows.push(
           { group, name: 'seconds per step', value: mean((r) => r.time.total), unit: 's', note },
-          { group, name: 'CPU seconds per step', value: meanCpu, unit: 's', note: 'all threads of the process; less moved by other load than wall time' },
+          {
+            group,
+            name: 'CPU seconds per step',
+            value: meanCpu,
+            unit: 's',
+            note: 'all threads of the process; less moved by other load than wall time',
+          },
           { group, name: '  rollout', value: mean((r) => r.time.rollout), unit: 's' },
           { group, name: '  reward', value: mean((r) => r.time.reward), unit: 's' },
           { group, name: '  log-probs (reference)', value: mean((r) => r.time.logprobs), unit: 's' },
           { group, name: '  update (forward + backward + AdamW)', value: mean((r) => r.time.update), unit: 's' },
-          { group, name: 'rollout tokens/s', value: mean((r) => r.rolloutTokensPerSecond), unit: 'tok/s', note: `mean completion ${mean((r) => r.completionLength).toFixed(1)} tokens` },
-          { group, name: 'learner tokens/s', value: mean((r) => r.learnerTokensPerSecond), unit: 'tok/s', note: 'prompt + completion tokens through the learner passes' },
+          {
+            group,
+            name: 'rollout tokens/s',
+            value: mean((r) => r.rolloutTokensPerSecond),
+            unit: 'tok/s',
+            note: `mean completion ${mean((r) => r.completionLength).toFixed(1)} tokens`,
+          },
+          {
+            group,
+            name: 'learner tokens/s',
+            value: mean((r) => r.learnerTokensPerSecond),
+            unit: 'tok/s',
+            note: 'prompt + completion tokens through the learner passes',
+          },
         );
       }
     }
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
-  rows.push({ group: 'grpo', name: 'peak memory (RSS)', value: process.resourceUsage().maxRSS / 1024, unit: 'MB', note: 'whole bench process' });
+  rows.push({
+    group: 'grpo',
+    name: 'peak memory (RSS)',
+    value: process.resourceUsage().maxRSS / 1024,
+    unit: 'MB',
+    note: 'whole bench process',
+  });
   return rows;
 }

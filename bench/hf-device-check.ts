@@ -27,7 +27,10 @@ function fixture(name: string): string {
   const dir = join(mkdtempSync(join(tmpdir(), 'metrl-hf-device-')), name);
   cpSync(join(SHARED_DIR, 'fixtures', 'hf', name), dir, { recursive: true });
   cpSync(join(SHARED_DIR, 'fixtures', 'hf', 'tokenizer-smolvlm', 'tokenizer.json'), join(dir, 'tokenizer.json'));
-  writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ chat_template: "{% for m in messages %}{{ m['content'] }}{% endfor %}" }));
+  writeFileSync(
+    join(dir, 'tokenizer_config.json'),
+    JSON.stringify({ chat_template: "{% for m in messages %}{{ m['content'] }}{% endfor %}" }),
+  );
   return dir;
 }
 
@@ -50,10 +53,14 @@ for (const name of ['llama', 'llama-bf16', 'qwen2', 'gemma3']) {
     continue;
   }
   policy.attachLora({ r: 4, alpha: 8 }, new Rng(5, 'lora'));
-  for (const l of policy.decoder.linears().values()) l.lora!.b.assign(tf.randomNormal(l.lora!.b.shape, 0, 0.05, 'float32', 11));
+  for (const l of policy.decoder.linears().values())
+    l.lora!.b.assign(tf.randomNormal(l.lora!.b.shape, 0, 0.05, 'float32', 11));
   const rng = new Rng(9, 'ids');
   const prompt = { tokens: Array.from({ length: 12 }, () => 3 + Math.floor(rng.next() * 200)), images: [] } as never;
-  const batch: SequenceBatchItem[] = [0, 1, 2].map((g) => ({ prompt, completion: Array.from({ length: 6 + g }, () => 3 + Math.floor(rng.next() * 200)) }));
+  const batch: SequenceBatchItem[] = [0, 1, 2].map((g) => ({
+    prompt,
+    completion: Array.from({ length: 6 + g }, () => 3 + Math.floor(rng.next() * 200)),
+  }));
   const options = { useLora: true, temperature: 0.9 };
   const vars = policy.decoder.loraVariables();
   const run = (device: Device) => {
@@ -62,10 +69,15 @@ for (const name of ['llama', 'llama-bf16', 'qwen2', 'gemma3']) {
     const logp = sampler.tokenLogProbs(batch, options);
     const lp = (logp.logProbs.mul(logp.mask).dataSync() as Float32Array).slice();
     // A seeded rollout (on webgpu its KV caches and adapters stay on the GPU between steps: device-tensors.ts).
-    const drawn = sampler.sampleGroups([prompt, prompt], 3, { maxNewTokens: 8, temperature: 1, topP: 1 }, new Rng(3, 'draw')).flat();
+    const drawn = sampler
+      .sampleGroups([prompt, prompt], 3, { maxNewTokens: 8, temperature: 1, topP: 1 }, new Rng(3, 'draw'))
+      .flat();
     sampler.dispose();
     const learner = new HfOrtLearner(policy, { device });
-    const { grads } = learner.lossGradientsSum([{ batch, options, loss: (l) => tf.sum(tf.mul(l.mask, tf.exp(l.logProbs))) as tf.Scalar }], vars);
+    const { grads } = learner.lossGradientsSum(
+      [{ batch, options, loss: (l) => tf.sum(tf.mul(l.mask, tf.exp(l.logProbs))) as tf.Scalar }],
+      vars,
+    );
     const g = vars.map((v) => (grads[v.name].dataSync() as Float32Array).slice());
     learner.dispose();
     return { lp, g, drawn, seconds: (performance.now() - t0) / 1000 };
@@ -77,11 +89,32 @@ for (const name of ['llama', 'llama-bf16', 'qwen2', 'gemma3']) {
       const logpDiff = d.lp.reduce((m, x, i) => Math.max(m, Math.abs(x - cpu.lp[i])), 0);
       const gradRel = d.g.reduce((m, g, k) => {
         const scale = Math.max(1e-30, ...cpu.g[k].map(Math.abs));
-        return Math.max(m, g.reduce((mm, x, i) => Math.max(mm, Math.abs(x - cpu.g[k][i]) / scale), 0));
+        return Math.max(
+          m,
+          g.reduce((mm, x, i) => Math.max(mm, Math.abs(x - cpu.g[k][i]) / scale), 0),
+        );
       }, 0);
       const sameTokens = d.drawn.filter((c, i) => c.tokens.join() === cpu.drawn[i].tokens.join()).length;
-      const drawLogpDiff = d.drawn.reduce((m, c, i) => (c.tokens.join() === cpu.drawn[i].tokens.join() ? Math.max(m, ...c.logProbs.map((x, j) => Math.abs(x - cpu.drawn[i].logProbs[j]))) : m), 0);
-      console.log(JSON.stringify({ fixture: name, device, dtype: policy.config.dtype, logpMaxDiff: logpDiff, gradMaxRelDiff: gradRel, drawsIdentical: `${sameTokens}/${d.drawn.length}`, drawLogpMaxDiff: drawLogpDiff, seconds: d.seconds, cpuSeconds: cpu.seconds }));
+      const drawLogpDiff = d.drawn.reduce(
+        (m, c, i) =>
+          c.tokens.join() === cpu.drawn[i].tokens.join()
+            ? Math.max(m, ...c.logProbs.map((x, j) => Math.abs(x - cpu.drawn[i].logProbs[j])))
+            : m,
+        0,
+      );
+      console.log(
+        JSON.stringify({
+          fixture: name,
+          device,
+          dtype: policy.config.dtype,
+          logpMaxDiff: logpDiff,
+          gradMaxRelDiff: gradRel,
+          drawsIdentical: `${sameTokens}/${d.drawn.length}`,
+          drawLogpMaxDiff: drawLogpDiff,
+          seconds: d.seconds,
+          cpuSeconds: cpu.seconds,
+        }),
+      );
     } catch (error) {
       console.log(JSON.stringify({ fixture: name, device, failed: (error as Error).message.split('\n')[0] }));
     }

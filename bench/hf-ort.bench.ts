@@ -46,7 +46,8 @@ function visionTower(dir: string): BenchRow[] {
   const S = config.imageSize;
   const pixels = tf.randomUniform([1, 3, S, S], -1, 1, 'float32', 9) as tf.Tensor4D;
   const group = `hf vision tower (SigLIP base, ${S} px)`;
-  const note = (t: { cpu: number; wall: number }) => `${t.cpu.toFixed(1)} CPU s, ${t.wall.toFixed(1)} s wall, load ${loadavg()[0].toFixed(1)}; one image`;
+  const note = (t: { cpu: number; wall: number }) =>
+    `${t.cpu.toFixed(1)} CPU s, ${t.wall.toFixed(1)} s wall, load ${loadavg()[0].toFixed(1)}; one image`;
   const t = timed(() => siglipForward(tower, config, pixels));
   const rows: BenchRow[] = [{ group, name: 'tfjs (WASM, 1 thread)', value: t.cpu, unit: 'CPU s/image', note: note(t) }];
   const expected = t.value.dataSync();
@@ -56,7 +57,13 @@ function visionTower(dir: string): BenchRow[] {
     const o = timed(() => ort.forward(pixels));
     const got = o.value.dataSync() as Float32Array;
     const diff = got.reduce((m, x, i) => Math.max(m, Math.abs(x - expected[i])), 0);
-    rows.push({ group, name: `ORT (${threads ? `${threads} thread` : 'all cores'})`, value: o.cpu, unit: 'CPU s/image', note: `${note(o)}; max |ORT − tfjs| ${diff.toExponential(1)}` });
+    rows.push({
+      group,
+      name: `ORT (${threads ? `${threads} thread` : 'all cores'})`,
+      value: o.cpu,
+      unit: 'CPU s/image',
+      note: `${note(o)}; max |ORT − tfjs| ${diff.toExponential(1)}`,
+    });
     tf.dispose(o.value);
     ort.dispose();
   }
@@ -73,22 +80,36 @@ export async function run(): Promise<BenchRow[]> {
     const { decoder } = loadHfDecoder(scratch);
     createLora(decoder, { r: 16, alpha: 32 }, new Rng(1, 'bench-lora'));
     let seed = 3;
-    for (const l of decoder.linears().values()) l.lora!.b.assign(tf.randomNormal(l.lora!.b.shape, 0, 0.01, 'float32', seed++));
+    for (const l of decoder.linears().values())
+      l.lora!.b.assign(tf.randomNormal(l.lora!.b.shape, 0, 0.01, 'float32', seed++));
     const rng = new Rng(2, 'bench-prompt');
     const ids = [Array.from({ length: PROMPT }, () => 3 + Math.floor(rng.next() * 40000))];
     const options = { maxNewTokens: NEW, group: G };
     const tokens = G * NEW;
     const rows: BenchRow[] = [];
-    const note = (t: { cpu: number; wall: number }) => `${t.cpu.toFixed(1)} CPU s, ${t.wall.toFixed(1)} s wall, load ${loadavg()[0].toFixed(1)}; prompt ${PROMPT}, G ${G}, ${NEW} new`;
+    const note = (t: { cpu: number; wall: number }) =>
+      `${t.cpu.toFixed(1)} CPU s, ${t.wall.toFixed(1)} s wall, load ${loadavg()[0].toFixed(1)}; prompt ${PROMPT}, G ${G}, ${NEW} new`;
     generate(decoder, { ids }, { ...options, maxNewTokens: 2 }); // warm-up
     const t = timed(() => generate(decoder, { ids }, options));
-    rows.push({ group: 'hf decode (SmolLM2-135M shape)', name: 'tfjs (WASM, 1 thread)', value: t.cpu / tokens, unit: 'CPU s/token', note: note(t) });
+    rows.push({
+      group: 'hf decode (SmolLM2-135M shape)',
+      name: 'tfjs (WASM, 1 thread)',
+      value: t.cpu / tokens,
+      unit: 'CPU s/token',
+      note: note(t),
+    });
     for (const threads of [1, undefined]) {
       const ort = new HfOrtModel(decoder, threads ? { threads } : {});
       generateOrt(ort, { ids }, { ...options, maxNewTokens: 2 }); // warm-up
       const o = timed(() => generateOrt(ort, { ids }, options));
       const same = JSON.stringify(o.value.tokens) === JSON.stringify(t.value.tokens);
-      rows.push({ group: 'hf decode (SmolLM2-135M shape)', name: `ORT (${threads ? `${threads} thread` : 'all cores'})`, value: o.cpu / tokens, unit: 'CPU s/token', note: `${note(o)}; ids ${same ? 'identical to tfjs' : 'DIFFER from tfjs'}` });
+      rows.push({
+        group: 'hf decode (SmolLM2-135M shape)',
+        name: `ORT (${threads ? `${threads} thread` : 'all cores'})`,
+        value: o.cpu / tokens,
+        unit: 'CPU s/token',
+        note: `${note(o)}; ids ${same ? 'identical to tfjs' : 'DIFFER from tfjs'}`,
+      });
       ort.dispose();
     }
     if (DEVICE) {
@@ -97,7 +118,13 @@ export async function run(): Promise<BenchRow[]> {
       generateOrt(ort, { ids }, { ...options, maxNewTokens: 2 }); // warm-up (kernel compilation)
       const o = timed(() => generateOrt(ort, { ids }, options));
       const same = JSON.stringify(o.value.tokens) === JSON.stringify(t.value.tokens);
-      rows.push({ group: 'hf decode (SmolLM2-135M shape)', name: `ORT (${DEVICE})`, value: o.wall / tokens, unit: 's/token (wall)', note: `${note(o)}; ids ${same ? 'identical to tfjs' : 'DIFFER from tfjs'}` });
+      rows.push({
+        group: 'hf decode (SmolLM2-135M shape)',
+        name: `ORT (${DEVICE})`,
+        value: o.wall / tokens,
+        unit: 's/token (wall)',
+        note: `${note(o)}; ids ${same ? 'identical to tfjs' : 'DIFFER from tfjs'}`,
+      });
       ort.dispose();
     }
     decoder.dispose();

@@ -100,7 +100,8 @@ const cpuSeconds = (since: NodeJS.CpuUsage) => {
   return (d.user + d.system) / 1e6;
 };
 const mb = (bytes: number) => bytes / 2 ** 20;
-const progress = (what: string) => process.stderr.write(`bench hf: ${what} (${new Date().toISOString().slice(11, 19)})\n`);
+const progress = (what: string) =>
+  process.stderr.write(`bench hf: ${what} (${new Date().toISOString().slice(11, 19)})\n`);
 const peakRss = () => mb(process.resourceUsage().maxRSS * 1024);
 
 /** The WASM backend's heap (it only grows, so this is its peak); null on other backends. */
@@ -113,7 +114,12 @@ function wasmHeapBytes(): number | null {
 export function writeSmolvlmFolder(dir: string): { parameters: number } {
   const config = parseHfConfig(SMOLVLM_256M_CONFIG);
   const setup = parseIdefics3VisionSetup(SMOLVLM_256M_CONFIG);
-  const tensors = randomIdefics3Tensors(config, setup, new Rng(0, 'bench-hf-init'), SMOLVLM_256M_CONFIG.text_config.initializer_range);
+  const tensors = randomIdefics3Tensors(
+    config,
+    setup,
+    new Rng(0, 'bench-hf-init'),
+    SMOLVLM_256M_CONFIG.text_config.initializer_range,
+  );
   let parameters = 0;
   for (const t of tensors.values()) parameters += t.data.length;
   mkdirSync(dir, { recursive: true });
@@ -125,14 +131,25 @@ export function writeSmolvlmFolder(dir: string): { parameters: number } {
 }
 
 /** The same prompt with its own copy of the pixels: HfPolicy caches image features by pixel array, so a copy misses. */
-const freshPixels = (p: EncodedPrompt): EncodedPrompt => ({ tokens: p.tokens, images: p.images.map((img) => img.slice()) });
+const freshPixels = (p: EncodedPrompt): EncodedPrompt => ({
+  tokens: p.tokens,
+  images: p.images.map((img) => img.slice()),
+});
 
 export async function run(): Promise<BenchRow[]> {
   const backend = await initBackend(process.env.METRL_BACKEND, null);
   const g = GROUP_NAME;
   const rows: BenchRow[] = [];
-  const loadText = loadavg().map((x) => x.toFixed(2)).join(' ');
-  rows.push({ group: g, name: 'load average at start (1/5/15 min)', value: loadavg()[0], unit: '', note: `${loadText}; tfjs ${backend.name}` });
+  const loadText = loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
+  rows.push({
+    group: g,
+    name: 'load average at start (1/5/15 min)',
+    value: loadavg()[0],
+    unit: '',
+    note: `${loadText}; tfjs ${backend.name}`,
+  });
   // Not named metrl-*: a sweep of /tmp/metrl-* by a parallel job once removed the folder mid-run.
   const scratch = mkdtempSync(join(tmpdir(), 'bench-hf-smolvlm-'));
   try {
@@ -141,7 +158,13 @@ export async function run(): Promise<BenchRow[]> {
     let t = performance.now();
     let c = process.cpuUsage();
     const { parameters } = writeSmolvlmFolder(dir);
-    rows.push({ group: g, name: 'write random checkpoint', value: seconds(t), unit: 's', note: `${(parameters / 1e6).toFixed(1)} M parameters, float32; cpu ${cpuSeconds(c).toFixed(1)} s` });
+    rows.push({
+      group: g,
+      name: 'write random checkpoint',
+      value: seconds(t),
+      unit: 's',
+      note: `${(parameters / 1e6).toFixed(1)} M parameters, float32; cpu ${cpuSeconds(c).toFixed(1)} s`,
+    });
     global.gc?.();
 
     // ---- load ------------------------------------------------------------------------------------------------
@@ -150,10 +173,29 @@ export async function run(): Promise<BenchRow[]> {
     t = performance.now();
     c = process.cpuUsage();
     const policy = await loadBaseModel(dir);
-    rows.push({ group: g, name: 'load (loadBaseModel → HfPolicy)', value: seconds(t), unit: 's', note: `config, tokenizer, template, safetensors → tfjs; cpu ${cpuSeconds(c).toFixed(1)} s` });
-    rows.push({ group: g, name: '  RSS after load', value: mb(process.memoryUsage().rss), unit: 'MB', note: `+${mb(process.memoryUsage().rss - rssBefore).toFixed(0)} MB over the process before loading` });
+    rows.push({
+      group: g,
+      name: 'load (loadBaseModel → HfPolicy)',
+      value: seconds(t),
+      unit: 's',
+      note: `config, tokenizer, template, safetensors → tfjs; cpu ${cpuSeconds(c).toFixed(1)} s`,
+    });
+    rows.push({
+      group: g,
+      name: '  RSS after load',
+      value: mb(process.memoryUsage().rss),
+      unit: 'MB',
+      note: `+${mb(process.memoryUsage().rss - rssBefore).toFixed(0)} MB over the process before loading`,
+    });
     const heap = wasmHeapBytes();
-    if (heap !== null) rows.push({ group: g, name: '  WASM heap after load', value: mb(heap), unit: 'MB', note: `tfjs tensors ${mb(tf.memory().numBytes).toFixed(0)} MB` });
+    if (heap !== null)
+      rows.push({
+        group: g,
+        name: '  WASM heap after load',
+        value: mb(heap),
+        unit: 'MB',
+        note: `tfjs tensors ${mb(tf.memory().numBytes).toFixed(0)} MB`,
+      });
 
     // ---- prompt ----------------------------------------------------------------------------------------------
     progress('prompt, vision tower, prefill');
@@ -163,7 +205,13 @@ export async function run(): Promise<BenchRow[]> {
     c = process.cpuUsage();
     const prompt = policy.prompt(env, episode);
     const P = prompt.tokens.length;
-    rows.push({ group: g, name: 'prompt encode (1-image chess episode)', value: seconds(t), unit: 's', note: `${P} tokens (64 image tokens); render, template, tokenizer, 512 px Lanczos; cpu ${cpuSeconds(c).toFixed(2)} s` });
+    rows.push({
+      group: g,
+      name: 'prompt encode (1-image chess episode)',
+      value: seconds(t),
+      unit: 's',
+      note: `${P} tokens (64 image tokens); render, template, tokenizer, 512 px Lanczos; cpu ${cpuSeconds(c).toFixed(2)} s`,
+    });
     // The default configuration's 5-action episodes, for the GRPO step's extrapolation (token count only).
     const [episode5] = generateEpisodes(env, { n: 1, actions: 5, split: 'train', seed: 0, modality: 'image' });
     const P5 = policy.prompt(env, episode5).tokens.length;
@@ -185,21 +233,56 @@ export async function run(): Promise<BenchRow[]> {
     policy.sampleGroup(fresh, 1, one, rng); // new pixel array: vision tower again, warm
     const vision = Math.max(0, seconds(t) - prefill);
     const visionCpu = Math.max(0, cpuSeconds(c) - prefillCpu);
-    rows.push({ group: g, name: 'vision tower + connector, one 512 px image', value: vision, unit: 's', note: `1024 patches × 12 layers → 64 tokens; cpu ${visionCpu.toFixed(1)} s; cold first call (vision + prefill) ${coldFull.toFixed(1)} s` });
-    rows.push({ group: g, name: 'prefill tokens/s', value: P / prefill, unit: 'tok/s', note: `${P}-token prompt in ${prefill.toFixed(2)} s, cpu ${prefillCpu.toFixed(2)} s (image features cached)` });
-    rows.push({ group: g, name: 'prompt → first token, image encoded', value: vision + prefill, unit: 's', note: 'vision tower + prefill' });
+    rows.push({
+      group: g,
+      name: 'vision tower + connector, one 512 px image',
+      value: vision,
+      unit: 's',
+      note: `1024 patches × 12 layers → 64 tokens; cpu ${visionCpu.toFixed(1)} s; cold first call (vision + prefill) ${coldFull.toFixed(1)} s`,
+    });
+    rows.push({
+      group: g,
+      name: 'prefill tokens/s',
+      value: P / prefill,
+      unit: 'tok/s',
+      note: `${P}-token prompt in ${prefill.toFixed(2)} s, cpu ${prefillCpu.toFixed(2)} s (image features cached)`,
+    });
+    rows.push({
+      group: g,
+      name: 'prompt → first token, image encoded',
+      value: vision + prefill,
+      unit: 's',
+      note: 'vision tower + prefill',
+    });
 
     progress('decoding at group 8');
     // ---- decode at group 8 -------------------------------------------------------------------------------------
     t = performance.now();
     c = process.cpuUsage();
-    const completions = policy.sampleGroup(prompt, GROUP, { temperature: 1, topP: 1, maxNewTokens: DECODE_TOKENS }, rng);
+    const completions = policy.sampleGroup(
+      prompt,
+      GROUP,
+      { temperature: 1, topP: 1, maxNewTokens: DECODE_TOKENS },
+      rng,
+    );
     const groupSeconds = seconds(t);
     const decodeCpu = Math.max(0, cpuSeconds(c) - prefillCpu);
     const steps = Math.max(...completions.map((c) => c.tokens.length)) - 1; // the first token comes from the prefill
     const decodeSeconds = Math.max(1e-9, groupSeconds - prefill);
-    rows.push({ group: g, name: `decode tokens/s (G=${GROUP})`, value: (GROUP * steps) / decodeSeconds, unit: 'tok/s', note: `${steps} steps × ${GROUP} rows in ${decodeSeconds.toFixed(2)} s, cpu ${decodeCpu.toFixed(2)} s (sampleGroup ${groupSeconds.toFixed(2)} s less one prefill)` });
-    rows.push({ group: g, name: '  seconds per decode step (8 rows)', value: decodeSeconds / steps, unit: 's', note: `cpu ${(decodeCpu / steps).toFixed(3)} s` });
+    rows.push({
+      group: g,
+      name: `decode tokens/s (G=${GROUP})`,
+      value: (GROUP * steps) / decodeSeconds,
+      unit: 'tok/s',
+      note: `${steps} steps × ${GROUP} rows in ${decodeSeconds.toFixed(2)} s, cpu ${decodeCpu.toFixed(2)} s (sampleGroup ${groupSeconds.toFixed(2)} s less one prefill)`,
+    });
+    rows.push({
+      group: g,
+      name: '  seconds per decode step (8 rows)',
+      value: decodeSeconds / steps,
+      unit: 's',
+      note: `cpu ${(decodeCpu / steps).toFixed(3)} s`,
+    });
 
     // ---- learner: one sequence of prompt + 64 completion tokens ------------------------------------------------
     progress('learner passes');
@@ -214,7 +297,13 @@ export async function run(): Promise<BenchRow[]> {
       policy.tokenLogProbs(items, { useLora: false }).logProbs.dataSync();
     });
     const forward = seconds(t);
-    rows.push({ group: g, name: 'forward tokens/s (reference log-probs)', value: tokens / forward, unit: 'tok/s', note: `${P} + ${COMPLETION_TOKENS} tokens in ${forward.toFixed(2)} s, cpu ${cpuSeconds(c).toFixed(2)} s` });
+    rows.push({
+      group: g,
+      name: 'forward tokens/s (reference log-probs)',
+      value: tokens / forward,
+      unit: 'tok/s',
+      note: `${P} + ${COMPLETION_TOKENS} tokens in ${forward.toFixed(2)} s, cpu ${cpuSeconds(c).toFixed(2)} s`,
+    });
     const vars = policy.trainableVariables('lora');
     t = performance.now();
     c = process.cpuUsage();
@@ -226,24 +315,74 @@ export async function run(): Promise<BenchRow[]> {
     const learn = seconds(t);
     const learnCpu = cpuSeconds(c);
     tf.dispose([value, ...Object.values(grads)]);
-    rows.push({ group: g, name: 'learner tokens/s (fwd+bwd, LoRA r16)', value: tokens / learn, unit: 'tok/s', note: `${P} + ${COMPLETION_TOKENS} tokens in ${learn.toFixed(2)} s, cpu ${learnCpu.toFixed(2)} s; ${vars.length} LoRA variables` });
-    rows.push({ group: g, name: '  RSS peak so far', value: peakRss(), unit: 'MB', note: `WASM heap ${mb(wasmHeapBytes() ?? 0).toFixed(0)} MB` });
+    rows.push({
+      group: g,
+      name: 'learner tokens/s (fwd+bwd, LoRA r16)',
+      value: tokens / learn,
+      unit: 'tok/s',
+      note: `${P} + ${COMPLETION_TOKENS} tokens in ${learn.toFixed(2)} s, cpu ${learnCpu.toFixed(2)} s; ${vars.length} LoRA variables`,
+    });
+    rows.push({
+      group: g,
+      name: '  RSS peak so far',
+      value: peakRss(),
+      unit: 'MB',
+      note: `WASM heap ${mb(wasmHeapBytes() ?? 0).toFixed(0)} MB`,
+    });
 
     progress('one GRPO step (train())');
     // ---- one GRPO step (trainer/loop.ts train()) -------------------------------------------------------------
     // The same policy and its r16 adapters (the training defaults): a second 1 GB load next to this one's freed
     // heap did not fit in the WASM backend's 4 GB.
-    if (process.env.METRL_BENCH_HF_GRPO === '0') rows.push({ group: `grpo ${GROUP_NAME}`, name: 'one GRPO step', value: NaN, unit: '', note: 'skipped (METRL_BENCH_HF_GRPO=0)' });
-    else try {
-      rows.push(...(await grpoStep(policy, dir, scratch, { vision, prefill, P, P5, decodePerStep: decodeSeconds / steps, forwardRate: tokens / forward, learnRate: tokens / learn })));
-    } catch (error) {
-      // The WASM backend reports a full heap as an exception ("memory access out of bounds", "Aborted()"): keep the
-      // rows measured so far and say where the step stopped.
-      const message = (error instanceof Error ? error.message : String(error)).split('\n')[0].slice(0, 100);
-      rows.push({ group: `grpo ${GROUP_NAME}`, name: 'one GRPO step', value: NaN, unit: '', note: `failed: ${message}` });
-    }
-    rows.push({ group: g, name: 'peak RSS (whole bench)', value: peakRss(), unit: 'MB', note: `WASM heap ${mb(wasmHeapBytes() ?? 0).toFixed(0)} MB` });
-    rows.push({ group: g, name: 'load average at end (1/5/15 min)', value: loadavg()[0], unit: '', note: loadavg().map((x) => x.toFixed(2)).join(' ') });
+    if (process.env.METRL_BENCH_HF_GRPO === '0')
+      rows.push({
+        group: `grpo ${GROUP_NAME}`,
+        name: 'one GRPO step',
+        value: NaN,
+        unit: '',
+        note: 'skipped (METRL_BENCH_HF_GRPO=0)',
+      });
+    else
+      try {
+        rows.push(
+          ...(await grpoStep(policy, dir, scratch, {
+            vision,
+            prefill,
+            P,
+            P5,
+            decodePerStep: decodeSeconds / steps,
+            forwardRate: tokens / forward,
+            learnRate: tokens / learn,
+          })),
+        );
+      } catch (error) {
+        // The WASM backend reports a full heap as an exception ("memory access out of bounds", "Aborted()"): keep the
+        // rows measured so far and say where the step stopped.
+        const message = (error instanceof Error ? error.message : String(error)).split('\n')[0].slice(0, 100);
+        rows.push({
+          group: `grpo ${GROUP_NAME}`,
+          name: 'one GRPO step',
+          value: NaN,
+          unit: '',
+          note: `failed: ${message}`,
+        });
+      }
+    rows.push({
+      group: g,
+      name: 'peak RSS (whole bench)',
+      value: peakRss(),
+      unit: 'MB',
+      note: `WASM heap ${mb(wasmHeapBytes() ?? 0).toFixed(0)} MB`,
+    });
+    rows.push({
+      group: g,
+      name: 'load average at end (1/5/15 min)',
+      value: loadavg()[0],
+      unit: '',
+      note: loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' '),
+    });
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
@@ -276,9 +415,21 @@ async function grpoStep(policy: Policy, dir: string, scratch: string, rates: Rat
   // stopAfterStep 1 of 2 steps: no evaluation after the step (only the unavoidable step-0 one).
   // METRL_BENCH_HF_ENGINE=ort|tfjs: the step on that engine (ort: rollouts, vision tower, reference and the LoRA gradients).
   const engine = { engine: process.env.METRL_BENCH_HF_ENGINE === 'ort' ? ('ort' as const) : ('tfjs' as const) };
-  const config = resolveConfig({}, { ...small, ...engine, steps: 2, trainSize: promptsPerStep * defaults.gradientAccumulation, testSize: 1, evalEvery: 1000, checkpointEvery: 1000 });
+  const config = resolveConfig(
+    {},
+    {
+      ...small,
+      ...engine,
+      steps: 2,
+      trainSize: promptsPerStep * defaults.gradientAccumulation,
+      testSize: 1,
+      evalEvery: 1000,
+      checkpointEvery: 1000,
+    },
+  );
   // loadTrainingPolicy's setup, on the loaded policy: its LoRA adapters are the configuration's (r 16, alpha 32).
-  if (config.loraRank !== 16 || config.loraAlpha !== 32) throw new Error('grpoStep: the default LoRA settings changed; attach them here');
+  if (config.loraRank !== 16 || config.loraAlpha !== 32)
+    throw new Error('grpoStep: the default LoRA settings changed; attach them here');
   const setup = { policy, baseModel: dir };
   const env = await getEnv('chess');
   const stepRows: TrainRow[] = [];
@@ -288,34 +439,49 @@ async function grpoStep(policy: Policy, dir: string, scratch: string, rates: Rat
   // CPU seconds by phase, counted from the step's start (the step-0 evaluation resets them): the rollout (sampleGroups,
   // vision tower included), the vision tower alone with its calls and distinct images, the reference pass (LoRA off).
   const phase = { rollout: 0, vision: 0, visionCalls: 0, reference: 0, images: new Set<unknown>() };
-  const timed = <A extends unknown[], R>(f: (...a: A) => R, add: (cpu: number, ...a: A) => void) => (...a: A): R => {
-    const c = process.cpuUsage();
-    try {
-      return f(...a);
-    } finally {
-      add(cpuSeconds(c), ...a);
-    }
-  };
+  const timed =
+    <A extends unknown[], R>(f: (...a: A) => R, add: (cpu: number, ...a: A) => void) =>
+    (...a: A): R => {
+      const c = process.cpuUsage();
+      try {
+        return f(...a);
+      } finally {
+        add(cpuSeconds(c), ...a);
+      }
+    };
   const p = policy as unknown as Policy & { vlm?: { images: { encode: (pixels: { data: unknown }) => unknown } } };
   const encode = p.vlm?.images.encode.bind(p.vlm.images);
-  if (p.vlm && encode) p.vlm.images.encode = timed(encode, (cpu, pixels) => ((phase.vision += cpu), phase.visionCalls++, phase.images.add(pixels.data)));
+  if (p.vlm && encode)
+    p.vlm.images.encode = timed(
+      encode,
+      (cpu, pixels) => ((phase.vision += cpu), phase.visionCalls++, phase.images.add(pixels.data)),
+    );
   p.sampleGroups = timed(p.sampleGroups.bind(p), (cpu) => (phase.rollout += cpu));
   p.tokenLogProbs = timed(p.tokenLogProbs.bind(p), (cpu, _batch, options) => {
     if (!options.useLora) phase.reference += cpu;
   });
   const t = performance.now();
-  await train({ env, ...setup, config, modality: 'image', runDir: join(scratch, 'grpo'), resume: false, stopAfterStep: 1, onEvent: (e) => {
-    if (e.kind === 'start') budget = e.maxCompletionTokens;
-    if (e.kind === 'eval') {
-      stepCpuFrom = process.cpuUsage(); // the step-0 evaluation is over: the step starts
-      Object.assign(phase, { rollout: 0, vision: 0, visionCalls: 0, reference: 0, images: new Set<unknown>() });
-      progress('step-0 evaluation done; the GRPO step starts');
-    }
-    if (e.kind === 'step') {
-      stepRows.push(e.row);
-      if (stepCpuFrom) stepCpu = cpuSeconds(stepCpuFrom);
-    }
-  } });
+  await train({
+    env,
+    ...setup,
+    config,
+    modality: 'image',
+    runDir: join(scratch, 'grpo'),
+    resume: false,
+    stopAfterStep: 1,
+    onEvent: (e) => {
+      if (e.kind === 'start') budget = e.maxCompletionTokens;
+      if (e.kind === 'eval') {
+        stepCpuFrom = process.cpuUsage(); // the step-0 evaluation is over: the step starts
+        Object.assign(phase, { rollout: 0, vision: 0, visionCalls: 0, reference: 0, images: new Set<unknown>() });
+        progress('step-0 evaluation done; the GRPO step starts');
+      }
+      if (e.kind === 'step') {
+        stepRows.push(e.row);
+        if (stepCpuFrom) stepCpu = cpuSeconds(stepCpuFrom);
+      }
+    },
+  });
   const wall = seconds(t);
   setup.policy.dispose();
   const r = stepRows[0];
@@ -324,16 +490,72 @@ async function grpoStep(policy: Policy, dir: string, scratch: string, rates: Rat
   const shape = `${config.promptsPerStep * config.gradientAccumulation}×${config.groupSize} completions, ${config.actions}-action chess image episodes, ≤${budget} new tokens`;
   const rest = stepCpu - phase.rollout - phase.reference;
   const rows: BenchRow[] = [
-    { group: g, name: full ? 'seconds per step (measured, default config)' : 'seconds per step (measured)', value: r.time.total, unit: 's', note: `${shape}; cpu ${stepCpu.toFixed(1)} s; load ${loadavg().map((x) => x.toFixed(2)).join(' ')} at its end` },
-    { group: g, name: '  rollout (vision + prefill + decode)', value: r.time.rollout, unit: 's', note: `cpu ${phase.rollout.toFixed(1)} s` },
-    { group: g, name: '    of which vision tower', value: NaN, unit: '', note: `cpu ${phase.vision.toFixed(1)} s; ${phase.visionCalls} calls for ${phase.images.size} distinct images (each encoded once a step)` },
+    {
+      group: g,
+      name: full ? 'seconds per step (measured, default config)' : 'seconds per step (measured)',
+      value: r.time.total,
+      unit: 's',
+      note: `${shape}; cpu ${stepCpu.toFixed(1)} s; load ${loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' ')} at its end`,
+    },
+    {
+      group: g,
+      name: '  rollout (vision + prefill + decode)',
+      value: r.time.rollout,
+      unit: 's',
+      note: `cpu ${phase.rollout.toFixed(1)} s`,
+    },
+    {
+      group: g,
+      name: '    of which vision tower',
+      value: NaN,
+      unit: '',
+      note: `cpu ${phase.vision.toFixed(1)} s; ${phase.visionCalls} calls for ${phase.images.size} distinct images (each encoded once a step)`,
+    },
     { group: g, name: '  reward', value: r.time.reward, unit: 's' },
-    { group: g, name: '  log-probs (reference)', value: r.time.logprobs, unit: 's', note: `cpu ${phase.reference.toFixed(1)} s` },
-    { group: g, name: '  update (fwd + bwd + AdamW)', value: r.time.update, unit: 's', note: `cpu ${rest.toFixed(1)} s (step cpu less rollout and reference; reward included)` },
-    { group: g, name: '  rollout tokens/s', value: r.rolloutTokensPerSecond, unit: 'tok/s', note: `mean completion ${r.completionLength.toFixed(1)} tokens` },
-    { group: g, name: '  learner tokens/s', value: r.learnerTokensPerSecond, unit: 'tok/s', note: `prompt + completion tokens of ${sequences} sequences through the learner passes (a shared prompt counted per sequence)` },
-    { group: g, name: '  WASM heap after the step', value: mb(wasmHeapBytes() ?? 0), unit: 'MB', note: `peak RSS ${peakRss().toFixed(0)} MB` },
-    { group: g, name: '  train() wall time', value: wall, unit: 's', note: 'with prompt encoding, step-0 evaluation (testSize 1), checkpoint' },
+    {
+      group: g,
+      name: '  log-probs (reference)',
+      value: r.time.logprobs,
+      unit: 's',
+      note: `cpu ${phase.reference.toFixed(1)} s`,
+    },
+    {
+      group: g,
+      name: '  update (fwd + bwd + AdamW)',
+      value: r.time.update,
+      unit: 's',
+      note: `cpu ${rest.toFixed(1)} s (step cpu less rollout and reference; reward included)`,
+    },
+    {
+      group: g,
+      name: '  rollout tokens/s',
+      value: r.rolloutTokensPerSecond,
+      unit: 'tok/s',
+      note: `mean completion ${r.completionLength.toFixed(1)} tokens`,
+    },
+    {
+      group: g,
+      name: '  learner tokens/s',
+      value: r.learnerTokensPerSecond,
+      unit: 'tok/s',
+      note: `prompt + completion tokens of ${sequences} sequences through the learner passes (a shared prompt counted per sequence)`,
+    },
+    {
+      group: g,
+      name: '  WASM heap after the step',
+      value: mb(wasmHeapBytes() ?? 0),
+      unit: 'MB',
+      note: `peak RSS ${peakRss().toFixed(0)} MB`,
+    },
+    {
+      group: g,
+      name: '  train() wall time',
+      value: wall,
+      unit: 's',
+      note: 'with prompt encoding, step-0 evaluation (testSize 1), checkpoint',
+    },
   ];
   // The estimate below scales this bench's tfjs phase rates, which say nothing of the ONNX Runtime engine's.
   if (full || engine.engine) return rows;
@@ -347,20 +569,62 @@ async function grpoStep(policy: Policy, dir: string, scratch: string, rates: Rat
   const images = prompts * defaults.actions;
   const rolloutVision = images * rates.vision;
   const rolloutPrefill = prompts * (promptTokens5 / rates.P) * rates.prefill;
-  const rolloutDecode = (prompts * defaults.groupSize / GROUP) * C * rates.decodePerStep;
+  const rolloutDecode = ((prompts * defaults.groupSize) / GROUP) * C * rates.decodePerStep;
   const seqTokensSmall = config.groupSize * (rates.P + C);
   const seqTokens = prompts * defaults.groupSize * (promptTokens5 + C);
   const logprobs = r.time.logprobs * (seqTokens / seqTokensSmall);
   const update = r.time.update * (seqTokens / seqTokensSmall);
   const total = rolloutVision + rolloutPrefill + rolloutDecode + r.time.reward + logprobs + update;
   rows.push(
-    { group: g, name: 'seconds per step, default config (estimate)', value: total, unit: 's', note: `${prompts}×${defaults.groupSize} completions, ${defaults.actions}-action episodes (${promptTokens5}-token prompts), C = ${C.toFixed(0)}` },
-    { group: g, name: '  vision', value: rolloutVision, unit: 's', note: `${images} images × ${rates.vision.toFixed(2)} s` },
-    { group: g, name: '  prefill', value: rolloutPrefill, unit: 's', note: `${prompts} × ${promptTokens5} tokens at ${(rates.P / rates.prefill).toFixed(0)} tok/s` },
-    { group: g, name: '  decode', value: rolloutDecode, unit: 's', note: `${C.toFixed(0)} steps × ${prompts * defaults.groupSize / GROUP} groups of 8 × ${rates.decodePerStep.toFixed(2)} s` },
-    { group: g, name: '  log-probs (reference)', value: logprobs, unit: 's', note: `${r.time.logprobs.toFixed(1)} s × ${seqTokens.toFixed(0)} / ${seqTokensSmall.toFixed(0)} sequence tokens` },
-    { group: g, name: '  update', value: update, unit: 's', note: `${r.time.update.toFixed(1)} s × ${seqTokens.toFixed(0)} / ${seqTokensSmall.toFixed(0)} sequence tokens` },
-    { group: g, name: '  in CPU seconds (estimate)', value: total * (stepCpu / r.time.total), unit: 's', note: `× ${(stepCpu / r.time.total).toFixed(2)}, the measured step's cpu / wall: about an idle core's time` },
+    {
+      group: g,
+      name: 'seconds per step, default config (estimate)',
+      value: total,
+      unit: 's',
+      note: `${prompts}×${defaults.groupSize} completions, ${defaults.actions}-action episodes (${promptTokens5}-token prompts), C = ${C.toFixed(0)}`,
+    },
+    {
+      group: g,
+      name: '  vision',
+      value: rolloutVision,
+      unit: 's',
+      note: `${images} images × ${rates.vision.toFixed(2)} s`,
+    },
+    {
+      group: g,
+      name: '  prefill',
+      value: rolloutPrefill,
+      unit: 's',
+      note: `${prompts} × ${promptTokens5} tokens at ${(rates.P / rates.prefill).toFixed(0)} tok/s`,
+    },
+    {
+      group: g,
+      name: '  decode',
+      value: rolloutDecode,
+      unit: 's',
+      note: `${C.toFixed(0)} steps × ${(prompts * defaults.groupSize) / GROUP} groups of 8 × ${rates.decodePerStep.toFixed(2)} s`,
+    },
+    {
+      group: g,
+      name: '  log-probs (reference)',
+      value: logprobs,
+      unit: 's',
+      note: `${r.time.logprobs.toFixed(1)} s × ${seqTokens.toFixed(0)} / ${seqTokensSmall.toFixed(0)} sequence tokens`,
+    },
+    {
+      group: g,
+      name: '  update',
+      value: update,
+      unit: 's',
+      note: `${r.time.update.toFixed(1)} s × ${seqTokens.toFixed(0)} / ${seqTokensSmall.toFixed(0)} sequence tokens`,
+    },
+    {
+      group: g,
+      name: '  in CPU seconds (estimate)',
+      value: total * (stepCpu / r.time.total),
+      unit: 's',
+      note: `× ${(stepCpu / r.time.total).toFixed(2)}, the measured step's cpu / wall: about an idle core's time`,
+    },
   );
   return rows;
 }

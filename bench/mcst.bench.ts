@@ -10,7 +10,14 @@ const BATCH = 20;
 async function episodesPerSecond(extra: Record<string, unknown>): Promise<number> {
   let seed = 0;
   return opsPerSecond(() => {
-    const episodes = generateEpisodes(mcstEnv, { n: BATCH, actions: 0, split: 'train', seed: seed++, modality: 'text', extra });
+    const episodes = generateEpisodes(mcstEnv, {
+      n: BATCH,
+      actions: 0,
+      split: 'train',
+      seed: seed++,
+      modality: 'text',
+      extra,
+    });
     for (const episode of episodes) {
       mcstEnv.prompt(episode, { style: 'state-tracking', shots: [] });
       mcstEnv.score({ target: episode.target, response: `FINAL ANSWER: ${episode.target}`, meta: episode.meta });
@@ -22,8 +29,18 @@ async function episodesPerSecond(extra: Record<string, unknown>): Promise<number
 export async function run(): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
   for (const level of [1, 3, 5]) {
-    rows.push({ group: 'mcst episodes', name: `level ${level} (prompt + score)`, value: await episodesPerSecond({ level }), unit: 'episodes/s' });
+    rows.push({
+      group: 'mcst episodes',
+      name: `level ${level} (prompt + score)`,
+      value: await episodesPerSecond({ level }),
+      unit: 'episodes/s',
+    });
   }
-  rows.push({ group: 'mcst episodes', name: 'all levels, matched pairs (both members)', value: await episodesPerSecond({ negation: 'paired' }), unit: 'episodes/s' });
+  rows.push({
+    group: 'mcst episodes',
+    name: 'all levels, matched pairs (both members)',
+    value: await episodesPerSecond({ negation: 'paired' }),
+    unit: 'episodes/s',
+  });
   return rows;
 }

@@ -17,8 +17,15 @@ const GROUP = 8;
 /** A prompt shaped like a chess image episode: FEN, then image actions (random pixels: speed does not depend on them). */
 function chessLikePrompt(policy: BuiltinPolicy, seed: number, actions: number): EncodedPrompt {
   const rng = new Rng(seed, 'bench-image');
-  const image = (): RawImage => ({ width: 64, height: 64, channels: 3, data: Uint8Array.from({ length: 64 * 64 * 3 }, () => rng.int(256)) });
-  const parts: Parameters<BuiltinPolicy['encode']>[0] = [{ type: 'text', text: 'chess\nrnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1\n' }];
+  const image = (): RawImage => ({
+    width: 64,
+    height: 64,
+    channels: 3,
+    data: Uint8Array.from({ length: 64 * 64 * 3 }, () => rng.int(256)),
+  });
+  const parts: Parameters<BuiltinPolicy['encode']>[0] = [
+    { type: 'text', text: 'chess\nrnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1\n' },
+  ];
   for (let i = 0; i < actions; i++) parts.push({ type: 'image', image: image() }, { type: 'text', text: '\n' });
   parts.push({ type: 'text', text: 'FINAL ANSWER: ' });
   return policy.encode(parts);
@@ -47,52 +54,121 @@ async function measure(backend: BackendName): Promise<BenchRow[]> {
   const PROMPTS = slow ? 1 : 4;
   const prompts = Array.from({ length: PROMPTS }, (_, i) => chessLikePrompt(policy, i, 7));
   const promptTokens = prompts[0].tokens.length;
-  const rows: BenchRow[] = [{ group, name: 'parameters (base)', value: policy.parameterCount, unit: 'count', note: JSON.stringify({ d: policy.arch.dModel, L: policy.arch.nLayers, H: policy.arch.nHeads }) }];
+  const rows: BenchRow[] = [
+    {
+      group,
+      name: 'parameters (base)',
+      value: policy.parameterCount,
+      unit: 'count',
+      note: JSON.stringify({ d: policy.arch.dModel, L: policy.arch.nLayers, H: policy.arch.nHeads }),
+    },
+  ];
 
   // Completions of fixed length (no EOS) so every backend does the same work.
-  const completion = Array.from({ length: NEW_TOKENS }, (_, j) => policy.tokenizer.encodeText('rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1')[j % 56]);
-  const items: SequenceBatchItem[] = prompts.flatMap((prompt) => Array.from({ length: GROUP }, () => ({ prompt, completion })));
+  const completion = Array.from(
+    { length: NEW_TOKENS },
+    (_, j) => policy.tokenizer.encodeText('rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1')[j % 56],
+  );
+  const items: SequenceBatchItem[] = prompts.flatMap((prompt) =>
+    Array.from({ length: GROUP }, () => ({ prompt, completion })),
+  );
   const completionTokens = items.length * NEW_TOKENS;
 
-  const fwd = secondsPerCall(() => tf.tidy(() => { policy.tokenLogProbs(items, { useLora: false }).logProbs.dataSync(); }), minMs, !slow);
-  rows.push({ group, name: 'forward (reference) tokens/s', value: (PROMPTS * promptTokens + completionTokens) / fwd, unit: 'tok/s', note: `${PROMPTS}×${GROUP} completions of ${NEW_TOKENS} after ${promptTokens}-token prompts` });
+  const fwd = secondsPerCall(
+    () =>
+      tf.tidy(() => {
+        policy.tokenLogProbs(items, { useLora: false }).logProbs.dataSync();
+      }),
+    minMs,
+    !slow,
+  );
+  rows.push({
+    group,
+    name: 'forward (reference) tokens/s',
+    value: (PROMPTS * promptTokens + completionTokens) / fwd,
+    unit: 'tok/s',
+    note: `${PROMPTS}×${GROUP} completions of ${NEW_TOKENS} after ${promptTokens}-token prompts`,
+  });
 
   const sampling = { temperature: 1, topP: 1, maxNewTokens: NEW_TOKENS };
   let generated = 0;
-  const one = secondsPerCall(() => {
-    generated = policy.sampleGroup(prompts[0], GROUP, sampling, new Rng(1)).reduce((s, c) => s + c.tokens.length, 0);
-  }, minMs, !slow);
-  rows.push({ group, name: 'rollout tokens/s (sampleGroup G=8)', value: generated / one, unit: 'tok/s', note: `${promptTokens}-token chess-image-like prompt, ≤${NEW_TOKENS} new` });
+  const one = secondsPerCall(
+    () => {
+      generated = policy.sampleGroup(prompts[0], GROUP, sampling, new Rng(1)).reduce((s, c) => s + c.tokens.length, 0);
+    },
+    minMs,
+    !slow,
+  );
+  rows.push({
+    group,
+    name: 'rollout tokens/s (sampleGroup G=8)',
+    value: generated / one,
+    unit: 'tok/s',
+    note: `${promptTokens}-token chess-image-like prompt, ≤${NEW_TOKENS} new`,
+  });
   if (!slow) {
-    const four = secondsPerCall(() => {
-      generated = policy.sampleGroups(prompts, GROUP, sampling, new Rng(1)).flat().reduce((s, c) => s + c.tokens.length, 0);
-    }, minMs, !slow);
-    rows.push({ group, name: `rollout tokens/s (${PROMPTS} prompts × G=8 together)`, value: generated / four, unit: 'tok/s', note: `${four.toFixed(2)} s per GRPO step's rollout` });
+    const four = secondsPerCall(
+      () => {
+        generated = policy
+          .sampleGroups(prompts, GROUP, sampling, new Rng(1))
+          .flat()
+          .reduce((s, c) => s + c.tokens.length, 0);
+      },
+      minMs,
+      !slow,
+    );
+    rows.push({
+      group,
+      name: `rollout tokens/s (${PROMPTS} prompts × G=8 together)`,
+      value: generated / four,
+      unit: 'tok/s',
+      note: `${four.toFixed(2)} s per GRPO step's rollout`,
+    });
   }
 
   const vars = policy.trainableVariables('lora');
-  const learn = secondsPerCall(() => {
-    const { value, grads } = tf.variableGrads(() => {
-      const r = policy.tokenLogProbs(items, { useLora: true });
-      return tf.sum(tf.mul(r.logProbs, r.mask)) as tf.Scalar;
-    }, vars);
-    value.dataSync();
-    tf.dispose([value, ...Object.values(grads)]);
-  }, minMs, !slow);
-  rows.push({ group, name: 'learner tokens/s (fwd+bwd, LoRA)', value: completionTokens / learn, unit: 'tok/s', note: `${learn.toFixed(2)} s per ${PROMPTS}×${GROUP} completions in one call (chunked)` });
-  // The trainer passes one group of 8 per call (its learnerBatch): no chunking, no extra forward pass.
-  const perGroup = secondsPerCall(() => {
-    for (const prompt of prompts) {
-      const groupItems = items.filter((it) => it.prompt === prompt);
+  const learn = secondsPerCall(
+    () => {
       const { value, grads } = tf.variableGrads(() => {
-        const r = policy.tokenLogProbs(groupItems, { useLora: true });
+        const r = policy.tokenLogProbs(items, { useLora: true });
         return tf.sum(tf.mul(r.logProbs, r.mask)) as tf.Scalar;
       }, vars);
       value.dataSync();
       tf.dispose([value, ...Object.values(grads)]);
-    }
-  }, minMs, !slow);
-  rows.push({ group, name: 'learner tokens/s (one group of 8 per call)', value: completionTokens / perGroup, unit: 'tok/s', note: `${perGroup.toFixed(2)} s per ${PROMPTS}×${GROUP} completions` });
+    },
+    minMs,
+    !slow,
+  );
+  rows.push({
+    group,
+    name: 'learner tokens/s (fwd+bwd, LoRA)',
+    value: completionTokens / learn,
+    unit: 'tok/s',
+    note: `${learn.toFixed(2)} s per ${PROMPTS}×${GROUP} completions in one call (chunked)`,
+  });
+  // The trainer passes one group of 8 per call (its learnerBatch): no chunking, no extra forward pass.
+  const perGroup = secondsPerCall(
+    () => {
+      for (const prompt of prompts) {
+        const groupItems = items.filter((it) => it.prompt === prompt);
+        const { value, grads } = tf.variableGrads(() => {
+          const r = policy.tokenLogProbs(groupItems, { useLora: true });
+          return tf.sum(tf.mul(r.logProbs, r.mask)) as tf.Scalar;
+        }, vars);
+        value.dataSync();
+        tf.dispose([value, ...Object.values(grads)]);
+      }
+    },
+    minMs,
+    !slow,
+  );
+  rows.push({
+    group,
+    name: 'learner tokens/s (one group of 8 per call)',
+    value: completionTokens / perGroup,
+    unit: 'tok/s',
+    note: `${perGroup.toFixed(2)} s per ${PROMPTS}×${GROUP} completions`,
+  });
   rows.push({ group, name: 'peak RSS', value: process.resourceUsage().maxRSS / 1024, unit: 'MB' });
   policy.dispose();
   return rows;
@@ -105,7 +181,13 @@ export async function run(): Promise<BenchRow[]> {
     try {
       await activateBackend(backend);
     } catch (error) {
-      rows.push({ group: `model ${backend}`, name: 'not available', value: NaN, unit: '', note: (error instanceof Error ? error.message : String(error)).split('\n')[0].slice(0, 80) });
+      rows.push({
+        group: `model ${backend}`,
+        name: 'not available',
+        value: NaN,
+        unit: '',
+        note: (error instanceof Error ? error.message : String(error)).split('\n')[0].slice(0, 80),
+      });
       continue;
     }
     rows.push(...(await measure(backend)));

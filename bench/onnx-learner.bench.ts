@@ -32,10 +32,27 @@ function matmulProbe(): number {
   const n = 512;
   const b = new GraphBuilder('probe');
   const x = b.input('x', 'float32', [n, n]);
-  b.op1('MatMul', [x, b.floats('w', Float32Array.from({ length: n * n }, (_, i) => ((i * 7919) % 1000) / 1000), [n, n])], {}, 'y');
+  b.op1(
+    'MatMul',
+    [
+      x,
+      b.floats(
+        'w',
+        Float32Array.from({ length: n * n }, (_, i) => ((i * 7919) % 1000) / 1000),
+        [n, n],
+      ),
+    ],
+    {},
+    'y',
+  );
   b.output('y', 'float32', [n, n]);
   const session = new OrtSession(b.toBytes(), { threads: 1 });
-  const feeds = { x: floatTensor(Float32Array.from({ length: n * n }, (_, i) => ((i * 104729) % 1000) / 1000), [n, n]) };
+  const feeds = {
+    x: floatTensor(
+      Float32Array.from({ length: n * n }, (_, i) => ((i * 104729) % 1000) / 1000),
+      [n, n],
+    ),
+  };
   const rates: number[] = [];
   for (let r = 0; r < 5; r++) {
     const c0 = process.cpuUsage();
@@ -51,37 +68,82 @@ export async function run(): Promise<BenchRow[]> {
   const reps = Number(process.env.METRL_BENCH_REPS ?? 3);
   const tfjsReps = Number(process.env.METRL_BENCH_TFJS_REPS ?? 1);
   const step = await chessStep();
-  if (step === null) return [{ group: 'onnx learner', name: 'skipped', value: 0, unit: '', note: 'no checkpoints/base' }];
+  if (step === null)
+    return [{ group: 'onnx learner', name: 'skipped', value: 0, unit: '', note: 'no checkpoints/base' }];
   const { policy, prompts } = step;
   const config = resolveConfig({}, { maxCompletionTokens: COMPLETION_TOKENS });
 
   // The step's data: forced-length completions, advantages, reference log-probs per chunk (constants of the step).
   const sampler = new OrtSampler(policy, { threads: 2 });
   const forced = forcedLength(sampler, step);
-  const groups = forced.sampleGroups(prompts, GROUP, { temperature: config.temperature, topP: 1, maxNewTokens: COMPLETION_TOKENS }, new Rng(0, 'bench'));
-  const seqs: SequenceBatchItem[] = groups.flatMap((g, u) => g.map((c) => ({ prompt: prompts[u], completion: c.tokens })));
+  const groups = forced.sampleGroups(
+    prompts,
+    GROUP,
+    { temperature: config.temperature, topP: 1, maxNewTokens: COMPLETION_TOKENS },
+    new Rng(0, 'bench'),
+  );
+  const seqs: SequenceBatchItem[] = groups.flatMap((g, u) =>
+    g.map((c) => ({ prompt: prompts[u], completion: c.tokens })),
+  );
   const advantages = Float32Array.from(seqs, (_, i) => ((i * 7) % 5) / 2 - 1);
-  const objective = stepObjective(config, seqs.map(() => ({ tokens: COMPLETION_TOKENS, finished: false })), COMPLETION_TOKENS);
+  const objective = stepObjective(
+    config,
+    seqs.map(() => ({ tokens: COMPLETION_TOKENS, finished: false })),
+    COMPLETION_TOKENS,
+  );
   const chunking = (maxTokens: number) =>
-    chunksWithin(seqs.map((seq, i) => ({ seq, i })), ({ seq }) => seq.prompt.tokens.length + seq.completion.length, config.learnerBatch, maxTokens).map((chunk) => {
+    chunksWithin(
+      seqs.map((seq, i) => ({ seq, i })),
+      ({ seq }) => seq.prompt.tokens.length + seq.completion.length,
+      config.learnerBatch,
+      maxTokens,
+    ).map((chunk) => {
       const items = chunk.map((c) => c.seq);
-      return { items, indices: chunk.map((c) => c.i), adv: Float32Array.from(chunk, (c) => advantages[c.i]), ref: tf.keep(sampler.tokenLogProbs(items, { useLora: false, temperature: config.temperature }).logProbs) };
+      return {
+        items,
+        indices: chunk.map((c) => c.i),
+        adv: Float32Array.from(chunk, (c) => advantages[c.i]),
+        ref: tf.keep(sampler.tokenLogProbs(items, { useLora: false, temperature: config.temperature }).logProbs),
+      };
     });
   const loopChunks = chunking(config.learnerTokens);
   const groupChunks = chunking(Number.MAX_SAFE_INTEGER);
   sampler.dispose();
 
   const variables = policy.trainableVariables('lora');
-  const optimizer = new AdamW(variables, { learningRate: 1e-6, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0 });
+  const optimizer = new AdamW(variables, {
+    learningRate: 1e-6,
+    beta1: 0.9,
+    beta2: 0.999,
+    epsilon: 1e-8,
+    weightDecay: 0,
+  });
   /** One update (updatePolicy's work at μ = 1); returns the loss. */
   const update = (learner: Learner, chunks: typeof loopChunks): number => {
     let summed: tf.NamedTensorMap | null = null;
     let loss = 0;
     for (const chunk of chunks) {
-      const { value, grads } = lossGradients(learner, chunk.items, { useLora: true, withEntropy: true, temperature: config.temperature }, (lp) => {
-        const old = tf.tensor(lp.logProbs.dataSync(), lp.logProbs.shape) as tf.Tensor2D;
-        return grpoLoss({ logProbs: lp.logProbs, oldLogProbs: old, refLogProbs: chunk.ref, mask: lp.mask, advantages: tf.tensor1d(chunk.adv), entropies: lp.entropy, ...objective.rows(chunk.indices) }, objective.options).loss;
-      }, variables);
+      const { value, grads } = lossGradients(
+        learner,
+        chunk.items,
+        { useLora: true, withEntropy: true, temperature: config.temperature },
+        (lp) => {
+          const old = tf.tensor(lp.logProbs.dataSync(), lp.logProbs.shape) as tf.Tensor2D;
+          return grpoLoss(
+            {
+              logProbs: lp.logProbs,
+              oldLogProbs: old,
+              refLogProbs: chunk.ref,
+              mask: lp.mask,
+              advantages: tf.tensor1d(chunk.adv),
+              entropies: lp.entropy,
+              ...objective.rows(chunk.indices),
+            },
+            objective.options,
+          ).loss;
+        },
+        variables,
+      );
       loss += value.dataSync()[0];
       value.dispose();
       if (summed === null) summed = grads;
@@ -99,11 +161,29 @@ export async function run(): Promise<BenchRow[]> {
     return loss;
   };
 
-  const cases: Array<{ name: string; make: () => Learner; chunks: typeof loopChunks; reps: number; dispose?: (l: Learner) => void }> = [
+  const cases: Array<{
+    name: string;
+    make: () => Learner;
+    chunks: typeof loopChunks;
+    reps: number;
+    dispose?: (l: Learner) => void;
+  }> = [
     { name: `tfjs ${step.backendName}, loop chunks`, make: () => policy, chunks: loopChunks, reps: tfjsReps },
     ...[1, 2].flatMap((threads) => [
-      { name: `ORT ${threads} thread${threads > 1 ? 's' : ''}, loop chunks`, make: () => new OrtLearner(policy, { threads }), chunks: loopChunks, reps, dispose: (l: Learner) => l.dispose() },
-      { name: `ORT ${threads} thread${threads > 1 ? 's' : ''}, a chunk per group`, make: () => new OrtLearner(policy, { threads }), chunks: groupChunks, reps, dispose: (l: Learner) => l.dispose() },
+      {
+        name: `ORT ${threads} thread${threads > 1 ? 's' : ''}, loop chunks`,
+        make: () => new OrtLearner(policy, { threads }),
+        chunks: loopChunks,
+        reps,
+        dispose: (l: Learner) => l.dispose(),
+      },
+      {
+        name: `ORT ${threads} thread${threads > 1 ? 's' : ''}, a chunk per group`,
+        make: () => new OrtLearner(policy, { threads }),
+        chunks: groupChunks,
+        reps,
+        dispose: (l: Learner) => l.dispose(),
+      },
     ]),
   ];
   const only = process.env.METRL_BENCH_ONLY;
@@ -111,7 +191,13 @@ export async function run(): Promise<BenchRow[]> {
   const group = 'onnx chess update';
   const probe = (when: string) => {
     const rate = matmulProbe();
-    rows.push({ group, name: `probe ${when}: ORT 512² matmul, 1 thread`, value: rate, unit: 'GFLOP/CPU s', note: `141 quiet; load ${load()}` });
+    rows.push({
+      group,
+      name: `probe ${when}: ORT 512² matmul, 1 thread`,
+      value: rate,
+      unit: 'GFLOP/CPU s',
+      note: `141 quiet; load ${load()}`,
+    });
     process.stderr.write(`bench onnx-learner: probe ${when}: ${rate.toFixed(0)} GFLOP per CPU s (load ${load()})\n`);
   };
   probe('before');
@@ -135,7 +221,9 @@ export async function run(): Promise<BenchRow[]> {
       { group, name: `${c.name}: update`, value: median(wall), unit: 's', note },
       { group, name: `${c.name}: update CPU time`, value: median(cpu), unit: 's', note: 'all threads' },
     );
-    process.stderr.write(`bench onnx-learner: ${c.name}: update ${wall.map((s) => s.toFixed(2)).join(' ')} s, CPU ${cpu.map((s) => s.toFixed(2)).join(' ')} s (load ${load()})\n`);
+    process.stderr.write(
+      `bench onnx-learner: ${c.name}: update ${wall.map((s) => s.toFixed(2)).join(' ')} s, CPU ${cpu.map((s) => s.toFixed(2)).join(' ')} s (load ${load()})\n`,
+    );
   }
   probe('after');
   for (const chunk of [...loopChunks, ...groupChunks]) chunk.ref.dispose();

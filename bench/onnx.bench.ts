@@ -14,7 +14,14 @@ import { chessStep, forcedLength, load, median, COMPLETION_TOKENS, GROUP } from 
 import { sampleGroups } from '../models/builtin/sampling.ts';
 import { OrtSampler } from '../models/onnx/ort-sampler.ts';
 import { Rng } from '../core/rng.ts';
-import type { Completion, EncodedPrompt, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../models/types.ts';
+import type {
+  Completion,
+  EncodedPrompt,
+  SamplingOptions,
+  SequenceBatchItem,
+  TokenLogProbs,
+  TokenLogProbsOptions,
+} from '../models/types.ts';
 
 interface Engine {
   name: string;
@@ -35,7 +42,13 @@ export async function run(): Promise<BenchRow[]> {
       score: (items, o) => policy.tokenLogProbs(items, o),
       dispose: () => {},
     }),
-    ...([[1, false], [2, false], [2, true]] as const).map(([threads, spin]) => () => {
+    ...(
+      [
+        [1, false],
+        [2, false],
+        [2, true],
+      ] as const
+    ).map(([threads, spin]) => () => {
       const ort = new OrtSampler(policy, { threads, spin });
       // The same never-EOS view of the tokenizer forces the length.
       const forced = forcedLength(ort, step);
@@ -80,12 +93,38 @@ export async function run(): Promise<BenchRow[]> {
     const note = `median of ${reps}; load ${load()}`;
     rows.push(
       { group, name: `${engine.name}: rollout`, value: median(rollout), unit: 's', note },
-      { group, name: `${engine.name}: rollout tokens/s`, value: tokens / median(rollout), unit: 'tok/s', note: `${prompts.length}×${GROUP}×${COMPLETION_TOKENS} tokens, T 0.5` },
-      { group, name: `${engine.name}: rollout CPU time`, value: median(rolloutCpu), unit: 's', note: 'all threads; less moved by other load than wall time' },
-      { group, name: `${engine.name}: reference log-probs`, value: median(reference), unit: 's', note: '32 completions, no grad' },
-      { group, name: `${engine.name}: reference log-probs CPU time`, value: median(referenceCpu), unit: 's', note: 'all threads' },
+      {
+        group,
+        name: `${engine.name}: rollout tokens/s`,
+        value: tokens / median(rollout),
+        unit: 'tok/s',
+        note: `${prompts.length}×${GROUP}×${COMPLETION_TOKENS} tokens, T 0.5`,
+      },
+      {
+        group,
+        name: `${engine.name}: rollout CPU time`,
+        value: median(rolloutCpu),
+        unit: 's',
+        note: 'all threads; less moved by other load than wall time',
+      },
+      {
+        group,
+        name: `${engine.name}: reference log-probs`,
+        value: median(reference),
+        unit: 's',
+        note: '32 completions, no grad',
+      },
+      {
+        group,
+        name: `${engine.name}: reference log-probs CPU time`,
+        value: median(referenceCpu),
+        unit: 's',
+        note: 'all threads',
+      },
     );
-    process.stderr.write(`bench onnx: ${engine.name} rollout ${rollout.map((s) => s.toFixed(2)).join(' ')} s (CPU ${rolloutCpu.map((s) => s.toFixed(2)).join(' ')} s), reference ${reference.map((s) => s.toFixed(2)).join(' ')} s (CPU ${referenceCpu.map((s) => s.toFixed(2)).join(' ')} s) (load ${load()})\n`);
+    process.stderr.write(
+      `bench onnx: ${engine.name} rollout ${rollout.map((s) => s.toFixed(2)).join(' ')} s (CPU ${rolloutCpu.map((s) => s.toFixed(2)).join(' ')} s), reference ${reference.map((s) => s.toFixed(2)).join(' ')} s (CPU ${referenceCpu.map((s) => s.toFixed(2)).join(' ')} s) (load ${load()})\n`,
+    );
   }
   policy.dispose();
   return rows;

@@ -34,14 +34,18 @@ if (!OUT) throw new Error('usage: bench/peer-dump.ts OUT_DIR [--prompts-only]');
 const PROMPTS_ONLY = process.argv.includes('--prompts-only');
 mkdirSync(OUT, { recursive: true });
 const meta: Record<string, unknown> = {};
-const bin = (name: string, data: ArrayLike<number>) => writeFileSync(join(OUT, `${name}.f32`), Buffer.from(Float32Array.from(data).buffer));
+const bin = (name: string, data: ArrayLike<number>) =>
+  writeFileSync(join(OUT, `${name}.f32`), Buffer.from(Float32Array.from(data).buffer));
 await initBackend('wasm', null);
 const policy = loadBaseCheckpoint(join(CHECKPOINTS_DIR, 'base'));
 const tok = policy.tokenizer;
 
 // Prompts of a GRPO step exactly as trainer/collect-groups.ts picks them (train split, seed 0, DataOrder seed 0).
 let chessPrompts: EncodedPrompt[] = [];
-for (const [domain, modality] of [['chess', 'image'], ['shell', 'text']] as const) {
+for (const [domain, modality] of [
+  ['chess', 'image'],
+  ['shell', 'text'],
+] as const) {
   const env = await getEnv(domain);
   const train = generateEpisodes(env, { n: 100, actions: 5, split: 'train', seed: 0, modality });
   const picked = new DataOrder(100, 0).take(4).map((i) => train[i]);
@@ -57,8 +61,14 @@ for (const [domain, modality] of [['chess', 'image'], ['shell', 'text']] as cons
     promptText: tok.decode(prompts[0].tokens),
     targetText: targetText(env, picked[0]),
   };
-  writeFileSync(join(OUT, `prompts_${domain}.json`), JSON.stringify(prompts.map((p) => ({ tokens: p.tokens, nImages: p.images.length }))));
-  bin(`prompts_${domain}_images`, prompts.flatMap((p) => p.images.flatMap((im) => Array.from(im))));
+  writeFileSync(
+    join(OUT, `prompts_${domain}.json`),
+    JSON.stringify(prompts.map((p) => ({ tokens: p.tokens, nImages: p.images.length }))),
+  );
+  bin(
+    `prompts_${domain}_images`,
+    prompts.flatMap((p) => p.images.flatMap((im) => Array.from(im))),
+  );
   if (domain === 'chess') chessPrompts = prompts;
   if (domain === 'shell' && !PROMPTS_ONLY) {
     const l = policy.sequenceLogits(prompts[0], false);
@@ -74,8 +84,19 @@ if (PROMPTS_ONLY) {
 const prompt = chessPrompts[0];
 // 1. Base logits at every position of the prompt.
 const { batch } = packPrompts(policy, tok, [prompt]);
-writeFileSync(join(OUT, 'seq.json'), JSON.stringify({ tokens: Array.from(batch.tokens), positions: Array.from(batch.positions), slots: batch.slots, nImages: batch.images.length }));
-bin('seq_images', batch.images.flatMap((im) => Array.from(im)));
+writeFileSync(
+  join(OUT, 'seq.json'),
+  JSON.stringify({
+    tokens: Array.from(batch.tokens),
+    positions: Array.from(batch.positions),
+    slots: batch.slots,
+    nImages: batch.images.length,
+  }),
+);
+bin(
+  'seq_images',
+  batch.images.flatMap((im) => Array.from(im)),
+);
 const base = policy.sequenceLogits(prompt, false);
 bin('logits_base', base.dataSync());
 meta.logitsShape = base.shape;
@@ -95,15 +116,41 @@ bin('logits_lora', withLora.dataSync());
 withLora.dispose();
 
 // 3. Greedy KV-cache decode with the LoRA (merged by sampleGroups), 2 prompts x group 2, up to 376 tokens.
-const greedy = sampleGroups(policy, tok, policy.lora, chessPrompts.slice(0, 2), 2, { temperature: 0, topP: 1, maxNewTokens: 376 }, new Rng(1));
-writeFileSync(join(OUT, 'greedy.json'), JSON.stringify(greedy.map((g) => g.map((c) => ({ tokens: c.tokens, logProbs: Array.from(c.logProbs), finished: c.finished, text: c.text })))));
+const greedy = sampleGroups(
+  policy,
+  tok,
+  policy.lora,
+  chessPrompts.slice(0, 2),
+  2,
+  { temperature: 0, topP: 1, maxNewTokens: 376 },
+  new Rng(1),
+);
+writeFileSync(
+  join(OUT, 'greedy.json'),
+  JSON.stringify(
+    greedy.map((g) =>
+      g.map((c) => ({ tokens: c.tokens, logProbs: Array.from(c.logProbs), finished: c.finished, text: c.text })),
+    ),
+  ),
+);
 // positions of prompt 0 + its greedy completion (the prompt's cursor continued)
-writeFileSync(join(OUT, 'greedy_positions.json'), JSON.stringify(new PositionCursor(policy.arch.positions, tok).pushAll([...prompt.tokens, ...greedy[0][0].tokens])));
+writeFileSync(
+  join(OUT, 'greedy_positions.json'),
+  JSON.stringify(new PositionCursor(policy.arch.positions, tok).pushAll([...prompt.tokens, ...greedy[0][0].tokens])),
+);
 
 // 4. One GRPO loss + gradient + clip + AdamW step, as trainer/loop.ts does it, on 8 completions of prompt 0 sampled at
 //    T = 0.5 (variable lengths: padding and masks are exercised).
 const T = 0.5;
-const sampled = sampleGroups(policy, tok, policy.lora, [prompt], 8, { temperature: T, topP: 1, maxNewTokens: 376 }, new Rng(3, 'equiv-sample'))[0];
+const sampled = sampleGroups(
+  policy,
+  tok,
+  policy.lora,
+  [prompt],
+  8,
+  { temperature: T, topP: 1, maxNewTokens: 376 },
+  new Rng(3, 'equiv-sample'),
+)[0];
 const seqs = sampled.map((c) => ({ prompt, completion: c.tokens }));
 const adv = Float32Array.from([1.2, -0.4, 0.3, -1.1, 0.8, -0.2, 0.5, -1.1]);
 const ref = tf.keep(tf.tidy(() => policy.tokenLogProbs(seqs, { useLora: false, temperature: T }).logProbs));
@@ -123,19 +170,45 @@ const { value, grads } = tf.variableGrads(() => {
 }, vars);
 const L = Math.max(...sampled.map((c) => c.tokens.length));
 const adapters = loraAdapters(policy.lora!);
-writeFileSync(join(OUT, 'grpo.json'), JSON.stringify({
-  completions: sampled.map((c) => c.tokens), advantages: Array.from(adv), L, loss: value.dataSync()[0], order: adapters.map((a) => a.module),
-}));
+writeFileSync(
+  join(OUT, 'grpo.json'),
+  JSON.stringify({
+    completions: sampled.map((c) => c.tokens),
+    advantages: Array.from(adv),
+    L,
+    loss: value.dataSync()[0],
+    order: adapters.map((a) => a.module),
+  }),
+);
 bin('grpo_ref', ref.dataSync());
 bin('grpo_logp', lpDump!);
 bin('grpo_entropy', entDump!);
 // gradients in adapter order, A then B, in metrl's [in, r] / [r, out] layout
-bin('grpo_grads', adapters.flatMap((a) => [...Array.from(grads[a.a.name].dataSync() as Float32Array), ...Array.from(grads[a.b.name].dataSync() as Float32Array)]));
+bin(
+  'grpo_grads',
+  adapters.flatMap((a) => [
+    ...Array.from(grads[a.a.name].dataSync() as Float32Array),
+    ...Array.from(grads[a.b.name].dataSync() as Float32Array),
+  ]),
+);
 const clipped = clipGradientsByGlobalNorm(grads, 1);
 meta.gradNorm = clipped.norm;
 const opt = new AdamW(vars, { learningRate: 2e-4, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0 });
 opt.apply(clipped.grads);
-bin('grpo_after', adapters.flatMap((a) => [...Array.from(a.a.dataSync() as Float32Array), ...Array.from(a.b.dataSync() as Float32Array)]));
+bin(
+  'grpo_after',
+  adapters.flatMap((a) => [
+    ...Array.from(a.a.dataSync() as Float32Array),
+    ...Array.from(a.b.dataSync() as Float32Array),
+  ]),
+);
 writeFileSync(join(OUT, 'meta.json'), JSON.stringify(meta, null, 1));
 console.log(JSON.stringify(meta, (k, v) => (k === 'promptText' || k === 'targetText' ? undefined : v)));
-console.log('loss', value.dataSync()[0], 'gradNorm', clipped.norm, 'completion lengths', sampled.map((c) => c.tokens.length));
+console.log(
+  'loss',
+  value.dataSync()[0],
+  'gradNorm',
+  clipped.norm,
+  'completion lengths',
+  sampled.map((c) => c.tokens.length),
+);

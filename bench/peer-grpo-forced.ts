@@ -32,7 +32,12 @@ import type { EncodedPrompt, SamplingOptions } from '../models/types.ts';
 import type { Rng } from '../core/rng.ts';
 
 const measured = Number(process.argv[2] ?? 3);
-const lengths: Record<string, number> = Object.fromEntries((process.argv[3] ?? 'chess:376,shell:101').split(',').map((s) => s.split(':')).map(([d, n]) => [d, Number(n)]));
+const lengths: Record<string, number> = Object.fromEntries(
+  (process.argv[3] ?? 'chess:376,shell:101')
+    .split(',')
+    .map((s) => s.split(':'))
+    .map(([d, n]) => [d, Number(n)]),
+);
 const backend = await initBackend(process.env.METRL_BACKEND ?? 'wasm', null);
 const engine = process.env.METRL_ENGINE as Engine | undefined;
 const threads = process.env.METRL_THREADS ? Number(process.env.METRL_THREADS) : undefined;
@@ -43,7 +48,11 @@ const ortSampleGroups = OrtSampler.prototype.sampleGroups;
 OrtSampler.prototype.sampleGroups = function (this: OrtSampler, ...args: Parameters<OrtSampler['sampleGroups']>) {
   const policy = this.policy;
   const own = policy.tokenizer;
-  Object.defineProperty(policy, 'tokenizer', { value: Object.create(own, { eos: { value: -1 } }), configurable: true, writable: true });
+  Object.defineProperty(policy, 'tokenizer', {
+    value: Object.create(own, { eos: { value: -1 } }),
+    configurable: true,
+    writable: true,
+  });
   try {
     return ortSampleGroups.apply(this, args);
   } finally {
@@ -72,29 +81,54 @@ OrtSampler.prototype.tokenLogProbsMany = timed('logprobs', OrtSampler.prototype.
 OrtLearner.prototype.lossGradientsSum = timed('gradients', OrtLearner.prototype.lossGradientsSum);
 const scratch = mkdtempSync(join(tmpdir(), 'metrl-forced-'));
 try {
-  for (const [domain, modality] of [['shell', 'text'], ['chess', 'image']] as const) {
+  for (const [domain, modality] of [
+    ['shell', 'text'],
+    ['chess', 'image'],
+  ] as const) {
     if (!lengths[domain]) continue;
     const env = await getEnv(domain);
-    const config = resolveConfig({}, { ...(engine ? { engine } : {}), steps: 1 + measured, testSize: 2, evalEvery: 1000, checkpointEvery: 1000, maxCompletionTokens: lengths[domain] });
+    const config = resolveConfig(
+      {},
+      {
+        ...(engine ? { engine } : {}),
+        steps: 1 + measured,
+        testSize: 2,
+        evalEvery: 1000,
+        checkpointEvery: 1000,
+        maxCompletionTokens: lengths[domain],
+      },
+    );
     const setup = await loadTrainingPolicy(join(CHECKPOINTS_DIR, 'base'), config);
     const policy = setup.policy;
     if (!(policy instanceof BuiltinPolicy)) throw new Error('checkpoints/base is not the built-in model');
     const neverEos = Object.create(policy.tokenizer, { eos: { value: -1 } });
-    policy.sampleGroups = (prompts: EncodedPrompt[], group: number, options: SamplingOptions, rng: Rng) => sampleGroups(policy, neverEos, policy.lora, prompts, group, options, rng);
+    policy.sampleGroups = (prompts: EncodedPrompt[], group: number, options: SamplingOptions, rng: Rng) =>
+      sampleGroups(policy, neverEos, policy.lora, prompts, group, options, rng);
     const rows: TrainRow[] = [];
     const cpu: { rollout: number; logprobs: number; update: number; gradients: number }[] = [];
     let cpu0 = process.cpuUsage();
     let t0 = performance.now();
     const cpuShare: number[] = [];
     await train({
-      env, ...setup, config, modality, runDir: join(scratch, domain), resume: false, ort: threads || device ? { threads, device } : undefined,
+      env,
+      ...setup,
+      config,
+      modality,
+      runDir: join(scratch, domain),
+      resume: false,
+      ort: threads || device ? { threads, device } : undefined,
       onEvent: (e) => {
         if (e.kind !== 'step') return;
         rows.push(e.row);
         const c = process.cpuUsage(cpu0);
         cpuShare.push((c.user + c.system) / 1000 / (performance.now() - t0));
         const step = (c.user + c.system) / 1e6;
-        cpu.push({ rollout: phaseCpu.rollout, logprobs: phaseCpu.logprobs, update: step - phaseCpu.rollout - phaseCpu.logprobs, gradients: phaseCpu.gradients });
+        cpu.push({
+          rollout: phaseCpu.rollout,
+          logprobs: phaseCpu.logprobs,
+          update: step - phaseCpu.rollout - phaseCpu.logprobs,
+          gradients: phaseCpu.gradients,
+        });
         phaseCpu.rollout = phaseCpu.logprobs = phaseCpu.gradients = 0;
         cpu0 = process.cpuUsage();
         t0 = performance.now();
@@ -102,15 +136,32 @@ try {
     });
     policy.dispose();
     const m = rows.slice(1);
-    console.log(JSON.stringify({
-      domain, modality, backend: backend.name, engine: engine ?? 'default (ort)', device: device ?? 'cpu', threads: threads ?? 'all', completionTokens: lengths[domain],
-      completionLength: m.map((r) => r.completionLength),
-      rollout: m.map((r) => r.time.rollout), reward: m.map((r) => r.time.reward), logprobs: m.map((r) => r.time.logprobs),
-      update: m.map((r) => r.time.update), total: m.map((r) => r.time.total),
-      cpuCoresUsed: cpuShare.slice(1).map((x) => Number(x.toFixed(2))),
-      cpuSeconds: Object.fromEntries((['rollout', 'logprobs', 'update', 'gradients'] as const).map((k) => [k, cpu.slice(1).map((x) => Number(x[k].toFixed(2)))])),
-      rolloutTokensPerSecond: m.map((r) => r.rolloutTokensPerSecond), learnerTokensPerSecond: m.map((r) => r.learnerTokensPerSecond),
-    }));
+    console.log(
+      JSON.stringify({
+        domain,
+        modality,
+        backend: backend.name,
+        engine: engine ?? 'default (ort)',
+        device: device ?? 'cpu',
+        threads: threads ?? 'all',
+        completionTokens: lengths[domain],
+        completionLength: m.map((r) => r.completionLength),
+        rollout: m.map((r) => r.time.rollout),
+        reward: m.map((r) => r.time.reward),
+        logprobs: m.map((r) => r.time.logprobs),
+        update: m.map((r) => r.time.update),
+        total: m.map((r) => r.time.total),
+        cpuCoresUsed: cpuShare.slice(1).map((x) => Number(x.toFixed(2))),
+        cpuSeconds: Object.fromEntries(
+          (['rollout', 'logprobs', 'update', 'gradients'] as const).map((k) => [
+            k,
+            cpu.slice(1).map((x) => Number(x[k].toFixed(2))),
+          ]),
+        ),
+        rolloutTokensPerSecond: m.map((r) => r.rolloutTokensPerSecond),
+        learnerTokensPerSecond: m.map((r) => r.learnerTokensPerSecond),
+      }),
+    );
   }
 } finally {
   rmSync(scratch, { recursive: true, force: true });

@@ -11,7 +11,14 @@ const BATCH = 20;
 async function episodesPerSecond(size: number, objects: string): Promise<number> {
   let seed = 0;
   return opsPerSecond(() => {
-    const episodes = generateEpisodes(remEnv, { n: BATCH, actions: FRAMES, split: 'train', seed: seed++, modality: 'image', extra: { 'rem-objects': objects } });
+    const episodes = generateEpisodes(remEnv, {
+      n: BATCH,
+      actions: FRAMES,
+      split: 'train',
+      seed: seed++,
+      modality: 'image',
+      extra: { 'rem-objects': objects },
+    });
     for (const episode of episodes) {
       remEnv.prompt(episode, { style: 'zero-shot', shots: [] });
       episode.actions.forEach((_, i) => remEnv.renderAction(episode, i, size));
@@ -24,10 +31,22 @@ export async function run(): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
   for (const objects of ['8', '48']) {
     for (const size of [remEnv.imageSizes.model, remEnv.imageSizes.chat]) {
-      rows.push({ group: 'rem episodes', name: `baseline, ${FRAMES} frames, ${objects} objects, prompt + frames @${size}px`, value: await episodesPerSecond(size, objects), unit: 'episodes/s' });
+      rows.push({
+        group: 'rem episodes',
+        name: `baseline, ${FRAMES} frames, ${objects} objects, prompt + frames @${size}px`,
+        value: await episodesPerSecond(size, objects),
+        unit: 'episodes/s',
+      });
     }
   }
-  const [episode] = generateEpisodes(remEnv, { n: 1, actions: 16, split: 'train', seed: 1, modality: 'image', extra: { 'rem-objects': 24 } });
+  const [episode] = generateEpisodes(remEnv, {
+    n: 1,
+    actions: 16,
+    split: 'train',
+    seed: 1,
+    modality: 'image',
+    extra: { 'rem-objects': 24 },
+  });
   for (const size of [remEnv.imageSizes.chat, remEnv.imageSizes.model]) {
     const value = await opsPerSecond(() => {
       episode.actions.forEach((_, i) => remEnv.renderAction(episode, i, size));

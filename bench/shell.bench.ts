@@ -13,7 +13,14 @@ const BATCH = 200;
 async function episodesPerSecond(modality: ModalitySetting): Promise<number> {
   let seed = 0;
   return opsPerSecond(() => {
-    const episodes = generateEpisodes(shellEnv, { n: BATCH, actions: ACTIONS, split: 'train', seed: seed++, modality, imageRatio: 0.5 });
+    const episodes = generateEpisodes(shellEnv, {
+      n: BATCH,
+      actions: ACTIONS,
+      split: 'train',
+      seed: seed++,
+      modality,
+      imageRatio: 0.5,
+    });
     for (const episode of episodes) {
       shellEnv.prompt(episode, { style: 'cot', shots: [] });
       episode.actions.forEach((action, i) => {
@@ -27,7 +34,12 @@ async function episodesPerSecond(modality: ModalitySetting): Promise<number> {
 export async function run(): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
   for (const modality of ['text', 'image', 'mixed'] as const) {
-    rows.push({ group: 'shell episodes', name: `${modality} (T=${ACTIONS}, prompt + ${shellEnv.imageSizes.model}px images)`, value: await episodesPerSecond(modality), unit: 'episodes/s' });
+    rows.push({
+      group: 'shell episodes',
+      name: `${modality} (T=${ACTIONS}, prompt + ${shellEnv.imageSizes.model}px images)`,
+      value: await episodesPerSecond(modality),
+      unit: 'episodes/s',
+    });
   }
   const [episode] = generateEpisodes(shellEnv, { n: 1, actions: 30, split: 'train', seed: 1, modality: 'image' });
   for (const size of [shellEnv.imageSizes.chat, shellEnv.imageSizes.model]) {
@@ -42,7 +54,13 @@ export async function run(): Promise<BenchRow[]> {
       for (let i = 0; i < 10; i++) await encodePng(shellEnv.renderAction(episode, i, size));
       return 10;
     });
-    rows.push({ group: 'shell render', name: `image actions @${size}px as PNG`, value, unit: 'actions/s', note: 'dataset export caches PNGs by content' });
+    rows.push({
+      group: 'shell render',
+      name: `image actions @${size}px as PNG`,
+      value,
+      unit: 'actions/s',
+      note: 'dataset export caches PNGs by content',
+    });
   }
   return rows;
 }

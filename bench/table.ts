@@ -11,7 +11,11 @@ export function formatTable(rows: BenchRow[]): string {
   const cells = rows.map((r) => [r.group, r.name, formatNumber(r.value), r.unit, r.note ?? '']);
   const header = ['group', 'measure', 'value', 'unit', 'note'];
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
-  const line = (c: string[]) => c.map((x, i) => (i === 2 ? x.padStart(widths[i]) : x.padEnd(widths[i]))).join('  ').trimEnd();
+  const line = (c: string[]) =>
+    c
+      .map((x, i) => (i === 2 ? x.padStart(widths[i]) : x.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd();
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line)].join('\n');
 }
 

@@ -64,14 +64,23 @@ export function describeZodError(error: ZodError, context = '', input?: unknown)
   const issue = error.issues[0];
   if (!issue) return `${context}invalid input`;
   const where = issue.path.length > 0 ? issue.path.join('.') : 'input';
-  const bad = 'input' in issue && issue.input !== undefined ? issue.input : input !== undefined ? valueAt(input, issue.path) : undefined;
+  const bad =
+    'input' in issue && issue.input !== undefined
+      ? issue.input
+      : input !== undefined
+        ? valueAt(input, issue.path)
+        : undefined;
   const shown = bad === undefined ? '' : JSON.stringify(bad);
   const received = shown !== undefined && shown !== '' && shown.length <= 80 ? ` (got ${shown})` : '';
   return `${context}${where}: ${issue.message}${received}`;
 }
 
 /** Parse with a zod schema, turning a validation failure into a UserError. */
-export function parseOrFail<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: ZodError } }, value: unknown, context = ''): T {
+export function parseOrFail<T>(
+  schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: ZodError } },
+  value: unknown,
+  context = '',
+): T {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   throw new UserError(describeZodError(result.error, context, value));

@@ -1,7 +1,18 @@
 // File helpers for long jobs: atomic writes (temp file + rename, so a killed process never leaves half a file),
 // JSON files read through a zod schema, JSONL reading that tolerates a torn last line (the one a kill can leave) but
 // reports corruption anywhere else. Layer: core/.
-import { mkdirSync, readFileSync, renameSync, writeFileSync, existsSync, readdirSync, appendFileSync, truncateSync, rmSync, statSync } from 'node:fs';
+import {
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  writeFileSync,
+  existsSync,
+  readdirSync,
+  appendFileSync,
+  truncateSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { dirname, basename, join, resolve } from 'node:path';
 import type { output, ZodError, ZodType } from 'zod';
 import { UserError, describeZodError, systemErrorAsUserError } from './errors.ts';
@@ -16,7 +27,8 @@ export function ensureDir(dir: string, named = dir): void {
   } catch (error) {
     // mkdir -p reports a file in the way as EEXIST on that file: say what it means for the path the user gave.
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'EEXIST' || code === 'ENOTDIR') throw new UserError(`${named}: cannot create folder: a part of the path is a file, not a folder (ENOTDIR)`);
+    if (code === 'EEXIST' || code === 'ENOTDIR')
+      throw new UserError(`${named}: cannot create folder: a part of the path is a file, not a folder (ENOTDIR)`);
     throw systemErrorAsUserError(error, named, 'cannot create folder');
   }
 }
@@ -149,7 +161,10 @@ export interface ReadJsonlOptions {
  * Read a JSONL file. A line that does not parse is a UserError naming the file and line, except a torn last line
  * when `repairTornTail` is set: that one is cut from the file and reported in `repaired`.
  */
-export function readJsonl<T = unknown>(path: string, options: ReadJsonlOptions = {}): { rows: JsonlRow<T>[]; repaired: boolean } {
+export function readJsonl<T = unknown>(
+  path: string,
+  options: ReadJsonlOptions = {},
+): { rows: JsonlRow<T>[]; repaired: boolean } {
   if (!existsSync(path)) throw new UserError(`${path}: no such file`);
   let text: string;
   try {

@@ -23,7 +23,12 @@ export async function encodePng(image: RawImage): Promise<Buffer> {
 
 export async function decodePng(png: Uint8Array): Promise<RawImage> {
   const { data, info } = await sharp(png).removeAlpha().raw().toBuffer({ resolveWithObject: true });
-  return { width: info.width, height: info.height, channels: 3, data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
+  return {
+    width: info.width,
+    height: info.height,
+    channels: 3,
+    data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+  };
 }
 
 /** Allocate a blank image filled with one colour. */

@@ -40,7 +40,11 @@ export function plotBasePath(file: string): string {
 }
 
 /** Render and write FILE.svg and FILE.png atomically; returns the two paths. */
-export async function writePlot(spec: TopLevelSpec, file: string, options: RenderOptions = {}): Promise<{ svg: string; png: string }> {
+export async function writePlot(
+  spec: TopLevelSpec,
+  file: string,
+  options: RenderOptions = {},
+): Promise<{ svg: string; png: string }> {
   const { svg, png } = await renderVegaLite(spec, options);
   const base = plotBasePath(file);
   const hadSvg = existsSync(`${base}.svg`);

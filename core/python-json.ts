@@ -28,7 +28,7 @@ export function pyLoads(text: string): PyValue {
       at++;
       const out: { [key: string]: PyValue } = {};
       space();
-      if (text[at] === '}') return at++, out;
+      if (text[at] === '}') return (at++, out);
       for (;;) {
         space();
         if (text[at] !== '"') fail('expected a string key');
@@ -46,7 +46,7 @@ export function pyLoads(text: string): PyValue {
       at++;
       const out: PyValue[] = [];
       space();
-      if (text[at] === ']') return at++, out;
+      if (text[at] === ']') return (at++, out);
       for (;;) {
         out.push(value());
         space();
@@ -56,8 +56,15 @@ export function pyLoads(text: string): PyValue {
       }
     }
     if (c === '"') return string();
-    for (const [word, v] of [['true', true], ['false', false], ['null', null], ['NaN', new PyFloat(NaN)], ['Infinity', new PyFloat(Infinity)], ['-Infinity', new PyFloat(-Infinity)]] as const) {
-      if (text.startsWith(word, at)) return (at += word.length), v;
+    for (const [word, v] of [
+      ['true', true],
+      ['false', false],
+      ['null', null],
+      ['NaN', new PyFloat(NaN)],
+      ['Infinity', new PyFloat(Infinity)],
+      ['-Infinity', new PyFloat(-Infinity)],
+    ] as const) {
+      if (text.startsWith(word, at)) return ((at += word.length), v);
     }
     const m = /^-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/.exec(text.slice(at, at + 400));
     if (!m) return fail('unexpected character');
@@ -76,7 +83,15 @@ export function pyLoads(text: string): PyValue {
   return result;
 }
 
-const SHORT_ESCAPES: Record<string, string> = { '"': '\\"', '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\b': '\\b', '\f': '\\f' };
+const SHORT_ESCAPES: Record<string, string> = {
+  '"': '\\"',
+  '\\': '\\\\',
+  '\n': '\\n',
+  '\r': '\\r',
+  '\t': '\\t',
+  '\b': '\\b',
+  '\f': '\\f',
+};
 
 /** A string as json.dumps writes it with ensure_ascii: printable ASCII as is, everything else escaped. */
 function pyString(s: string): string {

@@ -49,7 +49,11 @@ export function meanInterval(values: readonly number[], z = Z95): Interval | nul
  * Cluster-robust version of meanInterval: values sharing a cluster key (the same board) are averaged first, then the
  * interval is taken across clusters. With one value per cluster it equals meanInterval.
  */
-export function clusteredMeanInterval(values: readonly number[], clusters: readonly string[], z = Z95): Interval | null {
+export function clusteredMeanInterval(
+  values: readonly number[],
+  clusters: readonly string[],
+  z = Z95,
+): Interval | null {
   if (values.length !== clusters.length) throw new RangeError('clusteredMeanInterval: one cluster key per value');
   return meanInterval(clusterMeans(values, clusters), z);
 }

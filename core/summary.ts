@@ -56,7 +56,10 @@ export function summarizeScores(env: SummaryEnv, rows: ScoredRow[], options: Sum
     interval = wilsonInterval(Math.round(rewards.reduce((s, r) => s + r, 0)), rows.length);
   } else {
     const clusterOf = options.clusterOf ?? defaultCluster;
-    interval = clusteredMeanInterval(rewards, rows.map((row, i) => clusterOf(row, i)));
+    interval = clusteredMeanInterval(
+      rewards,
+      rows.map((row, i) => clusterOf(row, i)),
+    );
   }
   const metrics = metricMeans(rows);
   const exactName = EXACT_METRICS.find((name) => name in metrics);
@@ -66,7 +69,9 @@ export function summarizeScores(env: SummaryEnv, rows: ScoredRow[], options: Sum
     count: rows.length,
     accuracy,
     // Rewards lie in [0, 1], so a normal interval that spills past either end is cut there.
-    ci95: interval ? { low: Math.max(0, interval.low), high: Math.min(1, interval.high), method: env.intervalMethod } : null,
+    ci95: interval
+      ? { low: Math.max(0, interval.low), high: Math.min(1, interval.high), method: env.intervalMethod }
+      : null,
     invalid: rows.filter((r) => !r.score.valid).length,
     exactMatch,
     metrics,

@@ -15,6 +15,12 @@ export type BaselineName = (typeof BASELINES)[number];
  * The Game Start answer to a tracking episode as a response: the domain's game-start answer, or the initial state
  * when the environment defines none. What training runs log as their baseline on the test split.
  */
-export function gameStartResponse(env: Pick<Env, 'baselineAnswer'>, episode: Episode, rng: Rng = new Rng(0, 'game-start')): string {
-  return finalAnswerResponse(env.baselineAnswer ? env.baselineAnswer(episode, 'game-start', rng) : episode.initialState);
+export function gameStartResponse(
+  env: Pick<Env, 'baselineAnswer'>,
+  episode: Episode,
+  rng: Rng = new Rng(0, 'game-start'),
+): string {
+  return finalAnswerResponse(
+    env.baselineAnswer ? env.baselineAnswer(episode, 'game-start', rng) : episode.initialState,
+  );
 }

@@ -35,9 +35,17 @@ export function accuracyBy(
   return out;
 }
 
-export function cell(rows: readonly ScoredRow[], means: Record<string, (row: ScoredRow) => number | null> = {}): AccuracyCell {
+export function cell(
+  rows: readonly ScoredRow[],
+  means: Record<string, (row: ScoredRow) => number | null> = {},
+): AccuracyCell {
   const correct = rows.filter((r) => r.score.reward >= 1).length;
-  const result: AccuracyCell = { n: rows.length, correct, accuracy: rows.length ? correct / rows.length : 0, ci95: wilsonInterval(correct, rows.length) };
+  const result: AccuracyCell = {
+    n: rows.length,
+    correct,
+    accuracy: rows.length ? correct / rows.length : 0,
+    ci95: wilsonInterval(correct, rows.length),
+  };
   for (const [name, valueOf] of Object.entries(means)) {
     const values = rows.map(valueOf).filter((v): v is number => v !== null && Number.isFinite(v));
     result[name] = values.length ? values.reduce((s, v) => s + v, 0) / values.length : null;

@@ -48,10 +48,14 @@ export function datasetFormat(path: string): { format: DatasetFormat; file: stri
   if (!existsSync(full)) throw new UserError(`--dataset ${path}: no such file or folder`);
   if (statSync(full).isDirectory()) {
     const file = join(full, METADATA_FILE);
-    if (!existsSync(file)) throw new UserError(`--dataset ${path}: the folder has no ${METADATA_FILE} (the layout \`metrl generate\` writes) nor parquet shards (an official MET-Bench set)`);
+    if (!existsSync(file))
+      throw new UserError(
+        `--dataset ${path}: the folder has no ${METADATA_FILE} (the layout \`metrl generate\` writes) nor parquet shards (an official MET-Bench set)`,
+      );
     return { format: 'imagefolder', file };
   }
-  if (extname(full) !== '.jsonl') throw new UserError(`--dataset ${path}: expected a folder with ${METADATA_FILE} or a .jsonl file of chat rows`);
+  if (extname(full) !== '.jsonl')
+    throw new UserError(`--dataset ${path}: expected a folder with ${METADATA_FILE} or a .jsonl file of chat rows`);
   // A metadata.jsonl named directly is the image folder it lies in.
   return { format: full.endsWith(`/${METADATA_FILE}`) ? 'imagefolder' : 'chat', file: full };
 }
@@ -61,7 +65,10 @@ export function readDataset(path: string, domain?: string): Dataset {
   const { format, file } = datasetFormat(path);
   const { rows } = readJsonl<unknown>(file);
   if (rows.length === 0) throw new UserError(`${file}: no rows`);
-  const items = format === 'imagefolder' ? rows.map((r) => imageFolderItem(file, r.line, r.value, domain)) : rows.map((r) => chatItem(file, r.line, r.value, domain));
+  const items =
+    format === 'imagefolder'
+      ? rows.map((r) => imageFolderItem(file, r.line, r.value, domain))
+      : rows.map((r) => chatItem(file, r.line, r.value, domain));
   const rowDomain = format === 'imagefolder' ? items[0].episode.domain : null;
   const train = items.filter((i) => i.episode.split === 'train');
   const test = items.filter((i) => i.episode.split === 'test');
@@ -73,7 +80,8 @@ function describeRowError(error: ZodError, value: unknown): string {
   const issue = error.issues[0];
   if (issue.path.length === 0) return 'not a JSON object';
   const field = issue.path.join('.');
-  if (issue.path.length === 1 && !Object.hasOwn(value as object, issue.path[0] as string)) return `missing field '${field}'`;
+  if (issue.path.length === 1 && !Object.hasOwn(value as object, issue.path[0] as string))
+    return `missing field '${field}'`;
   return `field '${field}': ${issue.message}`;
 }
 
@@ -96,8 +104,10 @@ function imageFolderItem(file: string, line: number, value: unknown, domain: str
   const parsed = ImageFolderRowSchema.safeParse(value);
   if (!parsed.success) throw new UserError(`${file}:${line}: ${describeRowError(parsed.error, value)}`);
   const row = parsed.data;
-  if (row.modalities.length !== row.actions.length) throw new UserError(`${file}:${line}: ${row.actions.length} actions but ${row.modalities.length} modalities`);
-  if (domain !== undefined && row.domain !== domain) throw new UserError(`${file}:${line}: a ${row.domain} row, but --domain is ${domain}`);
+  if (row.modalities.length !== row.actions.length)
+    throw new UserError(`${file}:${line}: ${row.actions.length} actions but ${row.modalities.length} modalities`);
+  if (domain !== undefined && row.domain !== domain)
+    throw new UserError(`${file}:${line}: a ${row.domain} row, but --domain is ${domain}`);
   const episode: Episode = {
     id: row.id,
     domain: row.domain,
@@ -116,7 +126,14 @@ const ChatPartSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('image_url'), image_url: z.object({ url: z.string().min(1) }) }),
 ]);
 const ChatRowSchema = z.object({
-  messages: z.array(z.object({ role: z.enum(['system', 'user', 'assistant']), content: z.union([z.string(), z.array(ChatPartSchema)]) })).min(1),
+  messages: z
+    .array(
+      z.object({
+        role: z.enum(['system', 'user', 'assistant']),
+        content: z.union([z.string(), z.array(ChatPartSchema)]),
+      }),
+    )
+    .min(1),
   target,
   split: split.default('train'),
   id: z.union([z.string().min(1), z.number().transform(String)]).optional(),
@@ -136,9 +153,18 @@ export const MAX_ROW_IMAGE_BYTES = 16 * 1024 * 1024;
 function chatItem(file: string, line: number, value: unknown, domain: string | undefined): DatasetItem {
   const parsed = ChatRowSchema.safeParse(value);
   if (!parsed.success) throw new UserError(`${file}:${line}: ${describeRowError(parsed.error, value)}`);
-  const text = parsed.data.messages.reduce((n, m) => n + (typeof m.content === 'string' ? m.content.length : m.content.reduce((k, p) => k + (p.type === 'text' ? p.text.length : 0), 0)), 0);
+  const text = parsed.data.messages.reduce(
+    (n, m) =>
+      n +
+      (typeof m.content === 'string'
+        ? m.content.length
+        : m.content.reduce((k, p) => k + (p.type === 'text' ? p.text.length : 0), 0)),
+    0,
+  );
   if (text > MAX_ROW_TEXT_CHARS) {
-    throw new UserError(`${file}:${line}: the row's messages hold ${text.toLocaleString('en-US')} characters of text; a row may hold at most ${MAX_ROW_TEXT_CHARS.toLocaleString('en-US')} (no model's context takes more)`);
+    throw new UserError(
+      `${file}:${line}: the row's messages hold ${text.toLocaleString('en-US')} characters of text; a row may hold at most ${MAX_ROW_TEXT_CHARS.toLocaleString('en-US')} (no model's context takes more)`,
+    );
   }
   if (domain === undefined) {
     throw new UserError(`${file}: chat rows need --domain: it scores the answers (--reward domain) and the test split`);
@@ -146,7 +172,12 @@ function chatItem(file: string, line: number, value: unknown, domain: string | u
   const row = parsed.data;
   const messages: ChatMessage[] = row.messages.map((m) => ({
     role: m.role,
-    content: typeof m.content === 'string' ? m.content : m.content.map((p) => (p.type === 'text' ? p : { type: 'image_url', image_url: { url: imageUrl(file, line, p.image_url.url) } })),
+    content:
+      typeof m.content === 'string'
+        ? m.content
+        : m.content.map((p) =>
+            p.type === 'text' ? p : { type: 'image_url', image_url: { url: imageUrl(file, line, p.image_url.url) } },
+          ),
   }));
   const episode: Episode = {
     id: row.id ?? `row-${line}`,
@@ -163,10 +194,12 @@ function chatItem(file: string, line: number, value: unknown, domain: string | u
 /** An image part's URL as a data: URL: data URLs as given, paths read relative to the JSONL file. */
 function imageUrl(file: string, line: number, url: string): string {
   if (url.startsWith('data:')) return checkedDataUrl(file, line, url);
-  if (/^[a-z]+:\/\//i.test(url)) throw new UserError(`${file}:${line}: image ${url}: only data: URLs and paths relative to the file are read`);
+  if (/^[a-z]+:\/\//i.test(url))
+    throw new UserError(`${file}:${line}: image ${url}: only data: URLs and paths relative to the file are read`);
   const path = resolve(dirname(file), url);
   if (!existsSync(path)) throw new UserError(`${file}:${line}: image ${url} not found (looked for ${path})`);
-  if (statSync(path).size > MAX_ROW_IMAGE_BYTES) throw new UserError(`${file}:${line}: image ${url}: larger than ${MAX_ROW_IMAGE_BYTES / 1024 / 1024} MB`);
+  if (statSync(path).size > MAX_ROW_IMAGE_BYTES)
+    throw new UserError(`${file}:${line}: image ${url}: larger than ${MAX_ROW_IMAGE_BYTES / 1024 / 1024} MB`);
   const bytes = readFileSync(path);
   const ext = extname(path).toLowerCase();
   if (ext === '.png') return pngDataUrl(bytes);
@@ -183,10 +216,15 @@ function imageUrl(file: string, line: number, url: string): string {
 function checkedDataUrl(file: string, line: number, url: string): string {
   const where = `${file}:${line}: image data: URL`;
   const match = /^data:(image\/[a-z+.-]+);base64,(.*)$/is.exec(url);
-  if (!match) throw new UserError(`${where}: expected data:image/<type>;base64,<data> (got ${JSON.stringify(url.slice(0, 30))}…)`);
+  if (!match)
+    throw new UserError(
+      `${where}: expected data:image/<type>;base64,<data> (got ${JSON.stringify(url.slice(0, 30))}…)`,
+    );
   const data = match[2].replace(/\s+/g, '');
-  if (data.length > (MAX_ROW_IMAGE_BYTES * 4) / 3 + 4) throw new UserError(`${where}: larger than ${MAX_ROW_IMAGE_BYTES / 1024 / 1024} MB`);
-  if (data.length === 0 || data.length % 4 === 1 || !/^[A-Za-z0-9+/]*={0,2}$/.test(data)) throw new UserError(`${where}: its data is not valid base64`);
+  if (data.length > (MAX_ROW_IMAGE_BYTES * 4) / 3 + 4)
+    throw new UserError(`${where}: larger than ${MAX_ROW_IMAGE_BYTES / 1024 / 1024} MB`);
+  if (data.length === 0 || data.length % 4 === 1 || !/^[A-Za-z0-9+/]*={0,2}$/.test(data))
+    throw new UserError(`${where}: its data is not valid base64`);
   const mime = imageMime(Buffer.from(data, 'base64'));
   if (mime === null) throw new UserError(`${where}: its bytes are no PNG, JPEG, WebP or GIF image`);
   return url;

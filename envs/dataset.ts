@@ -73,7 +73,11 @@ export function imagePath(episode: Episode, index: number): string {
  * The few-shot examples: `shots` solved episodes from the TRAIN split with the same number of actions and modality
  * setting, drawn from their own seed stream so that they do not depend on the episodes being generated.
  */
-export function fewShotExamples(env: Env, options: Pick<GenerateOptions, 'seed' | 'actions' | 'modality' | 'imageRatio' | 'extra'>, shots: number): Episode[] {
+export function fewShotExamples(
+  env: Env,
+  options: Pick<GenerateOptions, 'seed' | 'actions' | 'modality' | 'imageRatio' | 'extra'>,
+  shots: number,
+): Episode[] {
   if (shots <= 0) return [];
   const episodes = generateEpisodes(env, { ...options, seed: `${options.seed}/few-shot`, n: shots, split: 'train' });
   // Ids must not collide with the dataset's own train episodes.
@@ -84,12 +88,15 @@ export function fewShotExamples(env: Env, options: Pick<GenerateOptions, 'seed' 
 export function checkOutputDir(out: string, force: boolean): void {
   if (!existsSync(out)) return;
   if (!statSync(out).isDirectory()) throw new UserError(`--out ${out} exists and is not a directory`);
-  if (!force && !isEmptyDir(out)) throw new UserError(`--out ${out} exists and is not empty (use --force to replace it)`);
+  if (!force && !isEmptyDir(out))
+    throw new UserError(`--out ${out} exists and is not empty (use --force to replace it)`);
 }
 
 export function validatePromptStyle(env: Env, style: string): void {
   if (!env.promptStyles.includes(style)) {
-    throw new UserError(`--prompt ${style} is not available for ${env.domain} (choose from ${env.promptStyles.join(', ')})`);
+    throw new UserError(
+      `--prompt ${style} is not available for ${env.domain} (choose from ${env.promptStyles.join(', ')})`,
+    );
   }
 }
 

@@ -66,7 +66,12 @@ export function generateEpisodes(env: Env, options: GenerateOptions): Episode[] 
   let drawsSinceNew = 0;
   let exhausted = false;
   for (const candidate of env.candidates(sampleRng, { actions: options.actions, extra: options.extra ?? {}, split })) {
-    const fp = fingerprint(env.domain, candidate.initialState, candidate.actionTexts.join(' '), candidate.fingerprintExtra ?? '');
+    const fp = fingerprint(
+      env.domain,
+      candidate.initialState,
+      candidate.actionTexts.join(' '),
+      candidate.fingerprintExtra ?? '',
+    );
     const splitFp = candidate.splitKey !== undefined ? fingerprint(env.domain, 'split-key', candidate.splitKey) : fp;
     drawsSinceNew++;
     if (!exhausted && drawsSinceNew > EXHAUSTED_SHARE * MAX_REJECTIONS_PER_EPISODE * n) exhausted = true;

@@ -9,7 +9,9 @@ export function textOnlyActions(domain: Domain): Pick<Env, 'modalities' | 'image
     modalities: ['text'],
     imageSizes: { chat: 0, model: 0 },
     renderAction() {
-      throw new UserError(`${domain}: the domain has text actions only; there are no image actions to render (use --modality text)`);
+      throw new UserError(
+        `${domain}: the domain has text actions only; there are no image actions to render (use --modality text)`,
+      );
     },
   };
 }

@@ -84,7 +84,10 @@ export class BatchedGenerator {
     this.queue = [];
     const groups = new Map<string, Pending[]>();
     for (const p of queue) {
-      const key = p.seed !== null ? `seed:${groups.size}:${p.seed}` : `${p.sampling.temperature}|${p.sampling.topP}|${p.sampling.maxNewTokens}|${p.n}`;
+      const key =
+        p.seed !== null
+          ? `seed:${groups.size}:${p.seed}`
+          : `${p.sampling.temperature}|${p.sampling.topP}|${p.sampling.maxNewTokens}|${p.n}`;
       if (!groups.has(key)) groups.set(key, []);
       groups.get(key)!.push(p);
     }
@@ -98,7 +101,13 @@ export class BatchedGenerator {
     const rng = seed !== null ? new Rng(seed, 'request') : this.rng;
     try {
       let results: Completion[][];
-      if (batch.length > 1) results = this.policy.sampleGroups(batch.map((p) => p.prompt), n, sampling, rng);
+      if (batch.length > 1)
+        results = this.policy.sampleGroups(
+          batch.map((p) => p.prompt),
+          n,
+          sampling,
+          rng,
+        );
       else results = batch.map((p) => this.policy.sampleGroup(p.prompt, n, sampling, rng));
       this.stats.batches++;
       this.stats.prompts += batch.length;

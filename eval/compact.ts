@@ -3,7 +3,12 @@
 // routes give the model the same tokens. Images are rendered at the model's size. Replies are scored as the trainer
 // scores completions (scoredResponse).
 import type { Env } from '../envs/env.ts';
-import { ANSWER_CUE, episodeToModelInput, perceptionToModelInput, responseForScoring } from '../models/builtin/template.ts';
+import {
+  ANSWER_CUE,
+  episodeToModelInput,
+  perceptionToModelInput,
+  responseForScoring,
+} from '../models/builtin/template.ts';
 import { COMPACT_STYLE, type CompactTemplate } from './query-to-chat.ts';
 
 export const compactTemplate: CompactTemplate = {

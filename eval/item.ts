@@ -30,8 +30,12 @@ export async function evaluateItem(item: EvalItem, ctx: ItemContext): Promise<It
   let usage: TokenUsage | null = null;
   const ask = async (query: Query): Promise<SourceReply> => {
     try {
-      const outcome = await withRetries((signal) => ctx.source.complete(query, signal), ctx.retry, rng, ctx.signal, (f, d) =>
-        ctx.onRetry?.(item, f, d),
+      const outcome = await withRetries(
+        (signal) => ctx.source.complete(query, signal),
+        ctx.retry,
+        rng,
+        ctx.signal,
+        (f, d) => ctx.onRetry?.(item, f, d),
       );
       attempts += outcome.attempts;
       usage = addUsage(usage, outcome.value.usage);
@@ -61,7 +65,14 @@ export async function evaluateItem(item: EvalItem, ctx: ItemContext): Promise<It
   } catch (error) {
     if (error instanceof RequestFailure && error.kind === 'fatal') throw error;
     const message = error instanceof Error ? error.message : String(error);
-    return { ...base, status: 'error', error: message, usage, latency_ms: Math.round(performance.now() - started), attempts };
+    return {
+      ...base,
+      status: 'error',
+      error: message,
+      usage,
+      latency_ms: Math.round(performance.now() - started),
+      attempts,
+    };
   }
 }
 
@@ -73,7 +84,10 @@ async function answer(
   const { setting, episode } = item;
   if (setting.task === 'perception') {
     const reply = await ask({ kind: 'perception', episode, index: item.actionIndex!, style: setting.prompt });
-    return { response: reply.text, score: scorePerception(episode.domain, scoredResponse(setting.prompt, reply.text), item.target) };
+    return {
+      response: reply.text,
+      score: scorePerception(episode.domain, scoredResponse(setting.prompt, reply.text), item.target),
+    };
   }
   let tracked: Episode = episode;
   let transcriptions: Transcription[] | undefined;
@@ -85,14 +99,25 @@ async function answer(
       const reply = await ask({ kind: 'perception', episode, index, style: setting.prompt });
       const predicted = parseAction(episode.domain, scoredResponse(setting.prompt, reply.text));
       const target = actions[index].text;
-      transcriptions.push({ index, response: reply.text, predicted, target, correct: predicted !== null && predicted === canonicalAction(episode.domain, target) });
+      transcriptions.push({
+        index,
+        response: reply.text,
+        predicted,
+        target,
+        correct: predicted !== null && predicted === canonicalAction(episode.domain, target),
+      });
       // An unreadable transcription is passed on as the model wrote it: tracking must then cope, as in the paper.
       actions[index] = { text: predicted ?? (cleanAnswer(reply.text).slice(0, 40) || '?'), modality: 'text' };
     }
     tracked = { ...episode, actions };
   }
   const reply = await ask({ kind: 'track', episode: tracked, style: setting.prompt, shots: item.shots });
-  const score = env.score({ target: item.target, response: scoredResponse(setting.prompt, reply.text, env), initialState: episode.initialState, meta: episode.meta });
+  const score = env.score({
+    target: item.target,
+    response: scoredResponse(setting.prompt, reply.text, env),
+    initialState: episode.initialState,
+    meta: episode.meta,
+  });
   return { response: reply.text, score, ...(transcriptions ? { transcriptions } : {}) };
 }
 

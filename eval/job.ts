@@ -105,7 +105,10 @@ export async function evaluate(options: EvaluateOptions): Promise<void> {
     // Printed only now that the model has loaded: an error while loading is the only line on stderr.
     if (!options.quiet) process.stderr.write(`tfjs backend: ${source.loaded.backend}\n`);
     const { ort } = source.loaded;
-    if (!options.quiet && ort) process.stderr.write(`inference engine: ONNX Runtime (${ort.device}, ${ort.threads === null ? 'threads: all cores' : `${ort.threads} threads`})\n`);
+    if (!options.quiet && ort)
+      process.stderr.write(
+        `inference engine: ONNX Runtime (${ort.device}, ${ort.threads === null ? 'threads: all cores' : `${ort.threads} threads`})\n`,
+      );
   }
   // What exists of the output before the run, so that a run stopped before it answered anything can leave no trace.
   const firstMade = firstMissing(plan.out);
@@ -113,7 +116,9 @@ export async function evaluate(options: EvaluateOptions): Promise<void> {
   if (outcome.stopped?.reason === 'fatal' && !options.resume && !outcome.rows.some((r) => r.status === 'ok')) {
     if (firstMade !== null) removeQuietly(firstMade);
     else for (const name of readdirSync(plan.out)) removeQuietly(join(plan.out, name));
-    throw new UserError(`stopped: ${fatalReason(plan, outcome.stopped.failure)} Nothing was answered, so nothing was written`);
+    throw new UserError(
+      `stopped: ${fatalReason(plan, outcome.stopped.failure)} Nothing was answered, so nothing was written`,
+    );
   }
   const report = reportRun(plan, outcome);
   finish(plan, outcome, report);
@@ -138,13 +143,22 @@ function fatalReason(plan: Plan, failure: RequestFailure): string {
 /** Check the options against each other and the environments; settle the settings, the output folder and config.json. */
 async function planRun(options: EvaluateOptions): Promise<Plan> {
   const model = describeModel(options.source);
-  if (options.resume && options.out === undefined) throw new UserError('--resume needs --out DIR (the folder of the run to continue)');
-  if (model.kind === 'checkpoint' && !existsSync(model.path)) throw new UserError(`--checkpoint ${model.path}: no such folder`);
+  if (options.resume && options.out === undefined)
+    throw new UserError('--resume needs --out DIR (the folder of the run to continue)');
+  if (model.kind === 'checkpoint' && !existsSync(model.path))
+    throw new UserError(`--checkpoint ${model.path}: no such folder`);
 
   const modalities = options.modality !== undefined ? parseModalities(options.modality) : null;
-  const official = options.dataset !== undefined && (isHubAddress(options.dataset) || isParquetDataset(options.dataset)) ? await officialSet(options.dataset, options, modalities) : undefined;
+  const official =
+    options.dataset !== undefined && (isHubAddress(options.dataset) || isParquetDataset(options.dataset))
+      ? await officialSet(options.dataset, options, modalities)
+      : undefined;
   const n = options.n ?? (official ? OFFICIAL_LIMIT : 100);
-  const dataset = official ? official.episodes : options.dataset === undefined ? undefined : datasetEpisodes(options.dataset);
+  const dataset = official
+    ? official.episodes
+    : options.dataset === undefined
+      ? undefined
+      : datasetEpisodes(options.dataset);
   const domains = dataset ? [dataset[0].domain] : parseStringList<Domain>('domain', options.domain);
   const envs = new Map<Domain, Env>();
   for (const d of domains) envs.set(d, await getEnv(d));
@@ -155,20 +169,39 @@ async function planRun(options: EvaluateOptions): Promise<Plan> {
   const builtin = modelType === BUILTIN_MODEL_TYPE;
   const ort: OrtRuntime = { threads: options.threads, device: options.device };
   if (modelType === null && (options.engine ?? options.threads ?? options.device) !== undefined) {
-    throw new UserError(`--${options.engine !== undefined ? 'engine' : options.threads !== undefined ? 'threads' : 'device'} applies to --checkpoint (a model run in process)`);
+    throw new UserError(
+      `--${options.engine !== undefined ? 'engine' : options.threads !== undefined ? 'threads' : 'device'} applies to --checkpoint (a model run in process)`,
+    );
   }
   const engine = modelType === null ? 'tfjs' : chooseEngine(options.engine, modelType, ort);
   // The harness's "paper" prompt: chain of thought for Minecraft, zero-shot for chess and shell.
-  const defaultPrompt = builtin ? COMPACT_STYLE : domains.length === 1 && domains[0] === 'minecraft' ? 'cot' : 'zero-shot';
+  const defaultPrompt = builtin
+    ? COMPACT_STYLE
+    : domains.length === 1 && domains[0] === 'minecraft'
+      ? 'cot'
+      : 'zero-shot';
   if (domains.includes('minecraft')) {
-    if (model.kind === 'checkpoint' && (modalities ?? ['text']).some((m) => m !== 'text')) throw new UserError('minecraft: a local checkpoint reads --modality text only (the screenshots reach hosted and endpoint chat models)');
+    if (model.kind === 'checkpoint' && (modalities ?? ['text']).some((m) => m !== 'text'))
+      throw new UserError(
+        'minecraft: a local checkpoint reads --modality text only (the screenshots reach hosted and endpoint chat models)',
+      );
   }
   const settings = expandSettings(
     {
       domains,
       modalities,
-      imageRatios: options.imageRatio !== undefined ? parseNumberList('image-ratio', options.imageRatio, (v) => v >= 0 && v <= 1, 'a number in [0, 1]') : null,
-      actions: dataset ? [dataset[0].actions.length] : parseNumberList('actions', options.actions, (v) => Number.isInteger(v) && v >= 0 && v <= 1000, 'a whole number of actions in [0, 1000]'),
+      imageRatios:
+        options.imageRatio !== undefined
+          ? parseNumberList('image-ratio', options.imageRatio, (v) => v >= 0 && v <= 1, 'a number in [0, 1]')
+          : null,
+      actions: dataset
+        ? [dataset[0].actions.length]
+        : parseNumberList(
+            'actions',
+            options.actions,
+            (v) => Number.isInteger(v) && v >= 0 && v <= 1000,
+            'a whole number of actions in [0, 1000]',
+          ),
       prompts: options.prompt !== undefined ? parseStringList('prompt', options.prompt) : [defaultPrompt],
       shots: options.shots ?? null,
       task,
@@ -178,10 +211,14 @@ async function planRun(options: EvaluateOptions): Promise<Plan> {
     builtin ? COMPACT_STYLE : undefined,
   );
   if (model.kind === 'baseline' && model.name === 'game-start' && task === 'perception') {
-    throw new UserError('baseline:game-start predicts a state; it has no answer to --task perception (use baseline:random)');
+    throw new UserError(
+      'baseline:game-start predicts a state; it has no answer to --task perception (use baseline:random)',
+    );
   }
-  if (model.kind === 'baseline' && options.cascade) throw new UserError('--cascade needs a model that reads images; baselines do not');
-  if ((options.games !== undefined || options.offset !== undefined) && !domains.includes('chess')) throw new UserError('--games and --offset apply to --domain chess');
+  if (model.kind === 'baseline' && options.cascade)
+    throw new UserError('--cascade needs a model that reads images; baselines do not');
+  if ((options.games !== undefined || options.offset !== undefined) && !domains.includes('chess'))
+    throw new UserError('--games and --offset apply to --domain chess');
 
   const extra: Record<string, Record<string, unknown>> = {};
   if (options.games !== undefined) {
@@ -190,9 +227,16 @@ async function planRun(options: EvaluateOptions): Promise<Plan> {
     extra.chess = { games };
   }
   if (options.offset !== undefined) extra.chess = { ...extra.chess, offset: options.offset };
-  for (const [domain, values] of Object.entries(envExtraFromFlags(domains, options.envFlags))) extra[domain] = { ...extra[domain], ...values };
+  for (const [domain, values] of Object.entries(envExtraFromFlags(domains, options.envFlags)))
+    extra[domain] = { ...extra[domain], ...values };
   // The set and its revision are part of what a resumed run must match.
-  if (official) extra[official.domain] = { ...extra[official.domain], dataset: official.source.repo, revision: official.source.revision, actions: official.actions };
+  if (official)
+    extra[official.domain] = {
+      ...extra[official.domain],
+      dataset: official.source.repo,
+      revision: official.source.revision,
+      actions: official.actions,
+    };
   const label = model.kind === 'hosted' ? model.id : model.kind === 'baseline' ? `baseline:${model.name}` : model.path;
   const out = resolve(options.out ?? defaultOut(label));
   const config: RunConfig = {
@@ -205,28 +249,68 @@ async function planRun(options: EvaluateOptions): Promise<Plan> {
     seed: options.seed,
     sampling: { temperature: options.temperature, max_tokens: options.maxTokens },
     extra,
-    runtime: { workers: options.workers, limit: options.limit ?? null, retries: options.retries, timeout_s: options.timeoutSeconds },
+    runtime: {
+      workers: options.workers,
+      limit: options.limit ?? null,
+      retries: options.retries,
+      timeout_s: options.timeoutSeconds,
+    },
   };
-  const retry: RetryPolicy = { ...DEFAULT_RETRY, retries: options.retries, timeoutMs: options.timeoutSeconds * 1000, baseDelayMs: options.backoffSeconds * 1000 };
-  return { model, label, envs, settings, out, config, retry, dataset, files: official ? { [official.manifestFile]: official.manifest } : undefined, engine: { engine, ort } };
+  const retry: RetryPolicy = {
+    ...DEFAULT_RETRY,
+    retries: options.retries,
+    timeoutMs: options.timeoutSeconds * 1000,
+    baseDelayMs: options.backoffSeconds * 1000,
+  };
+  return {
+    model,
+    label,
+    envs,
+    settings,
+    out,
+    config,
+    retry,
+    dataset,
+    files: official ? { [official.manifestFile]: official.manifest } : undefined,
+    engine: { engine, ort },
+  };
 }
 
 /** An official MET-Bench set: the harness's selection for one T, with the pictures only when an image modality is asked. */
-async function officialSet(path: string, options: EvaluateOptions, modalities: string[] | null): Promise<OfficialSelection> {
-  const actions = parseNumberList('actions', options.actions, (v) => Number.isInteger(v) && v >= 1 && v <= 100, 'a whole number of actions in [1, 100]');
-  if (actions.length !== 1) throw new UserError(`--dataset ${path}: one --actions at a time with an official MET-Bench set (its selection depends on T)`);
-  if (options.task === 'perception' || options.cascade) throw new UserError(`--dataset ${path}: an official MET-Bench set is evaluated on --task track without --cascade`);
+async function officialSet(
+  path: string,
+  options: EvaluateOptions,
+  modalities: string[] | null,
+): Promise<OfficialSelection> {
+  const actions = parseNumberList(
+    'actions',
+    options.actions,
+    (v) => Number.isInteger(v) && v >= 1 && v <= 100,
+    'a whole number of actions in [1, 100]',
+  );
+  if (actions.length !== 1)
+    throw new UserError(
+      `--dataset ${path}: one --actions at a time with an official MET-Bench set (its selection depends on T)`,
+    );
+  if (options.task === 'perception' || options.cascade)
+    throw new UserError(`--dataset ${path}: an official MET-Bench set is evaluated on --task track without --cascade`);
   const images = (modalities ?? ['text']).some((m) => m !== 'text');
   return readOfficialDataset(path, { limit: options.n ?? OFFICIAL_LIMIT, actions: actions[0], images });
 }
 
 /** The episodes of a dataset folder, all with one action count (a setting has one). Chat rows have no episode to lay out. */
 function datasetEpisodes(path: string): Episode[] {
-  if (datasetFormat(path).format === 'chat') throw new UserError(`--dataset ${path}: evaluate reads folders \`metrl generate\` wrote; chat rows are trained on and tested by \`metrl train --dataset\``);
+  if (datasetFormat(path).format === 'chat')
+    throw new UserError(
+      `--dataset ${path}: evaluate reads folders \`metrl generate\` wrote; chat rows are trained on and tested by \`metrl train --dataset\``,
+    );
   const dataset = readDataset(path);
   const episodes = [...dataset.train, ...dataset.test].map((i) => i.episode);
   const lengths = new Set(episodes.map((e) => e.actions.length));
-  if (lengths.size > 1) throw new UserError(`--dataset ${path}: rows with ${[...lengths].join(' and ')} actions; evaluate one action count at a time`);
+  if (lengths.size > 1)
+    throw new UserError(
+      `--dataset ${path}: rows with ${[...lengths].join(' and ')} actions; evaluate one action count at a time`,
+    );
   return episodes;
 }
 
@@ -238,7 +322,15 @@ function openModel(plan: Plan, options: EvaluateOptions): Promise<ModelSource> {
     sampling,
     seed: options.seed,
     compact: loadCompactTemplate,
-    openCheckpoint: async (path, base) => (await import('./sources/local-checkpoint.ts')).checkpointSource(path, sampling, options.seed, plan.envs, base, plan.engine),
+    openCheckpoint: async (path, base) =>
+      (await import('./sources/local-checkpoint.ts')).checkpointSource(
+        path,
+        sampling,
+        options.seed,
+        plan.envs,
+        base,
+        plan.engine,
+      ),
   });
 }
 
@@ -250,25 +342,47 @@ async function runItems(plan: Plan, source: ModelSource, options: EvaluateOption
   process.once('SIGTERM', onSignal);
   let outcome: RunOutcome;
   try {
-    outcome = await runEvaluation({ out: plan.out, resume: options.resume, config: plan.config, envs: plan.envs, source, retry: plan.retry, progress: stderrProgress('evaluate', options.quiet), interrupt: interrupt.signal, dataset: plan.dataset, files: plan.files });
+    outcome = await runEvaluation({
+      out: plan.out,
+      resume: options.resume,
+      config: plan.config,
+      envs: plan.envs,
+      source,
+      retry: plan.retry,
+      progress: stderrProgress('evaluate', options.quiet),
+      interrupt: interrupt.signal,
+      dataset: plan.dataset,
+      files: plan.files,
+    });
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     await source.close?.();
   }
-  for (const file of outcome.repairedFiles) process.stderr.write(`evaluate: ${file}: cut a torn last line left by an interrupted run\n`);
+  for (const file of outcome.repairedFiles)
+    process.stderr.write(`evaluate: ${file}: cut a torn last line left by an interrupted run\n`);
   return outcome;
 }
 
 /** summary.json and table.md in the run folder, and the table on stdout. */
 function reportRun(plan: Plan, outcome: RunOutcome): RunReport {
   const itemsPerSetting = new Map<string, number>();
-  for (const item of outcome.items) itemsPerSetting.set(item.settingKey, (itemsPerSetting.get(item.settingKey) ?? 0) + 1);
+  for (const item of outcome.items)
+    itemsPerSetting.set(item.settingKey, (itemsPerSetting.get(item.settingKey) ?? 0) + 1);
   for (const s of plan.settings) if (!itemsPerSetting.has(settingKey(s))) itemsPerSetting.set(settingKey(s), 0);
-  const report = buildReport(plan.label, plan.model.kind === 'baseline', plan.settings, itemsPerSetting, outcome.rows, plan.envs);
+  const report = buildReport(
+    plan.label,
+    plan.model.kind === 'baseline',
+    plan.settings,
+    itemsPerSetting,
+    outcome.rows,
+    plan.envs,
+  );
   writeReport(plan.out, report);
   process.stdout.write(renderTable([report]));
-  process.stdout.write(`\n${plan.out}: ${SUMMARY_FILE}, ${TABLE_FILE}, per-item rows in <domain>-<modality>.jsonl (${outcome.asked} asked now, ${outcome.reused} reused)\n`);
+  process.stdout.write(
+    `\n${plan.out}: ${SUMMARY_FILE}, ${TABLE_FILE}, per-item rows in <domain>-<modality>.jsonl (${outcome.asked} asked now, ${outcome.reused} reused)\n`,
+  );
   return report;
 }
 
@@ -277,7 +391,9 @@ function finish(plan: Plan, outcome: RunOutcome, report: RunReport): void {
   const { out } = plan;
   const done = outcome.rows.filter((r) => r.status === 'ok').length;
   if (outcome.stopped?.reason === 'fatal') {
-    throw new UserError(`stopped: ${fatalReason(plan, outcome.stopped.failure)} ${done} finished items are kept in ${out}; fix the cause and rerun with --resume --out ${out}`);
+    throw new UserError(
+      `stopped: ${fatalReason(plan, outcome.stopped.failure)} ${done} finished items are kept in ${out}; fix the cause and rerun with --resume --out ${out}`,
+    );
   }
   if (outcome.stopped?.reason === 'interrupted') {
     process.stderr.write(`evaluate: interrupted; ${done} finished items kept; continue with --resume --out ${out}\n`);
@@ -299,12 +415,14 @@ function finish(plan: Plan, outcome: RunOutcome, report: RunReport): void {
 /** `--tables RUN…`: one markdown table from finished runs, the models side by side. */
 function combineTables(dirs: string[], out?: string): void {
   const reports = dirs.map((dir) => {
-    if (!isEvalRun(dir)) throw new UserError(`--tables ${dir}: not an evaluation run folder (no summary.json from metrl evaluate)`);
+    if (!isEvalRun(dir))
+      throw new UserError(`--tables ${dir}: not an evaluation run folder (no summary.json from metrl evaluate)`);
     return readRunReport(dir);
   });
   const table = renderTable(reports);
   if (out !== undefined) {
-    if (existsSync(out) && statSync(out).isDirectory()) throw new UserError(`--out ${out}: is a folder; with --tables give a file name`);
+    if (existsSync(out) && statSync(out).isDirectory())
+      throw new UserError(`--out ${out}: is a folder; with --tables give a file name`);
     writeFileAtomic(out, table);
   }
   process.stdout.write(table);
@@ -312,14 +430,18 @@ function combineTables(dirs: string[], out?: string): void {
 
 function hint(status: number | null, model: ModelDescription): string {
   const keyVar = model.kind === 'hosted' ? model.api_key_env : undefined;
-  if (status === 401) return keyVar ? ` (is ${keyVar} a valid key?)` : ' (the endpoint wants a key: --api-key-env NAME)';
+  if (status === 401)
+    return keyVar ? ` (is ${keyVar} a valid key?)` : ' (the endpoint wants a key: --api-key-env NAME)';
   if (status === 403) return ' (the key has no access to this model or provider)';
   if (status === 404) return ' (check the model id, --provider or --endpoint URL)';
   return '';
 }
 
 function defaultOut(label: string): string {
-  const slug = label.replace(/^.*[\\/](?=[^\\/]+$)/, '').replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 40);
+  const slug = label
+    .replace(/^.*[\\/](?=[^\\/]+$)/, '')
+    .replace(/[^A-Za-z0-9._-]+/g, '-')
+    .slice(0, 40);
   const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
   return `runs/eval-${slug}-${stamp}`;
 }

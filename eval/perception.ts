@@ -44,5 +44,10 @@ export function canonicalAction(domain: Domain, action: string): string {
 export function scorePerception(domain: Domain, response: string, target: string): Score {
   const prediction = parseAction(domain, response);
   const correct = prediction !== null && prediction === canonicalAction(domain, target);
-  return { reward: correct ? 1 : 0, valid: prediction !== null, prediction, metrics: { exact: correct, invalid: prediction === null } };
+  return {
+    reward: correct ? 1 : 0,
+    valid: prediction !== null,
+    prediction,
+    metrics: { exact: correct, invalid: prediction === null },
+  };
 }

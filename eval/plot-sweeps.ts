@@ -53,7 +53,8 @@ export function sweepAxis(reports: RunReport[]): SweepAxis {
   const distinct = (f: (s: (typeof settings)[number]) => number) => new Set(settings.map(f)).size;
   const lengths = distinct((s) => s.actions);
   const ratios = distinct((s) => (s.modality === 'mixed' ? s.imageRatio : s.modality === 'image' ? 1 : 0));
-  if (lengths < 2 && ratios < 2) throw new UserError('these evaluation runs are not a sweep: give several --actions or --image-ratio values');
+  if (lengths < 2 && ratios < 2)
+    throw new UserError('these evaluation runs are not a sweep: give several --actions or --image-ratio values');
   if (lengths >= 2 && ratios >= 2 && settings.some((s) => s.modality === 'mixed')) {
     throw new UserError('these runs sweep both the number of actions and the image ratio: plot them separately');
   }
@@ -66,10 +67,22 @@ export function sweepPoints(reports: RunReport[], axis: SweepAxis): SweepPoint[]
     for (const s of report.settings) {
       const { setting, summary } = s;
       if (summary.accuracy === null) continue;
-      const prompt = setting.task === 'perception' ? 'perception' : setting.shots > 0 ? `${setting.prompt} (n=${setting.shots})` : setting.prompt;
+      const prompt =
+        setting.task === 'perception'
+          ? 'perception'
+          : setting.shots > 0
+            ? `${setting.prompt} (n=${setting.shots})`
+            : setting.prompt;
       const panel = axis === 'actions' ? `${setting.domain}, ${setting.modality} actions` : setting.domain;
       const model = report.baseline ? report.model : `${report.model}, ${prompt}${setting.cascade ? ', cascade' : ''}`;
-      const x = axis === 'actions' ? setting.actions : setting.modality === 'mixed' ? setting.imageRatio : setting.modality === 'image' ? 1 : 0;
+      const x =
+        axis === 'actions'
+          ? setting.actions
+          : setting.modality === 'mixed'
+            ? setting.imageRatio
+            : setting.modality === 'image'
+              ? 1
+              : 0;
       const sweep = axis === 'actions' || setting.modality === 'mixed';
       points.push({
         model,
@@ -100,7 +113,9 @@ export function sweepSpec(reports: RunReport[]): TopLevelSpec {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     config: { font: 'DejaVu Sans', view: { stroke: '#ddd' } },
     data: { values: points },
-    facet: { column: { field: 'panel', type: 'nominal', title: null, header: { labelFontSize: 12, labelFontWeight: 'bold' } } },
+    facet: {
+      column: { field: 'panel', type: 'nominal', title: null, header: { labelFontSize: 12, labelFontWeight: 'bold' } },
+    },
     spec: {
       width: 300,
       height: 220,
@@ -118,7 +133,12 @@ export function sweepSpec(reports: RunReport[]): TopLevelSpec {
         },
         {
           mark: { type: 'rule', opacity: 0.6 },
-          encoding: { x, y: { field: 'low', type: 'quantitative' }, y2: { field: 'high' }, color: { field: 'model', type: 'nominal', title: 'model', legend: { labelLimit: 420 } } },
+          encoding: {
+            x,
+            y: { field: 'low', type: 'quantitative' },
+            y2: { field: 'high' },
+            color: { field: 'model', type: 'nominal', title: 'model', legend: { labelLimit: 420 } },
+          },
         },
         {
           mark: { type: 'line', point: { filled: true, size: 45 } },
@@ -127,7 +147,15 @@ export function sweepSpec(reports: RunReport[]): TopLevelSpec {
             y: { field: 'accuracy', type: 'quantitative' },
             detail: { field: 'line', type: 'nominal' },
             color: { field: 'model', type: 'nominal', title: 'model', legend: { labelLimit: 420 } },
-            tooltip: [{ field: 'model' }, { field: 'x' }, { field: 'accuracy', format: '.3f' }, { field: 'low', format: '.3f' }, { field: 'high', format: '.3f' }, { field: 'n' }, { field: 'invalid' }],
+            tooltip: [
+              { field: 'model' },
+              { field: 'x' },
+              { field: 'accuracy', format: '.3f' },
+              { field: 'low', format: '.3f' },
+              { field: 'high', format: '.3f' },
+              { field: 'n' },
+              { field: 'invalid' },
+            ],
           },
         },
       ],

@@ -31,7 +31,11 @@ export function stderrProgress(label: string, quiet = false): Progress {
       if (reused > 0) process.stderr.write(`${label}: reusing ${reused} finished items\n`);
       if (tty) {
         bar = new cliProgress.SingleBar(
-          { format: `${label} [{bar}] {value}/{total} | errors {errors} | retries {retries} | {rate} items/s | eta {eta}s`, stream: process.stderr, hideCursor: true },
+          {
+            format: `${label} [{bar}] {value}/{total} | errors {errors} | retries {retries} | {rate} items/s | eta {eta}s`,
+            stream: process.stderr,
+            hideCursor: true,
+          },
           cliProgress.Presets.shades_classic,
         );
         bar.start(total, 0, { errors: 0, retries: 0, rate: '0.00' });

@@ -44,7 +44,10 @@ async function imageDataUrl(env: Env, ref: ImageRef, size: number): Promise<stri
   // A picture the dataset brings (official MET-Bench sets) goes out as the set stores it, as the reference harness sends it.
   const own = datasetImageUrl(ref);
   if (own !== undefined) return own;
-  if (datasetImageKey(ref) !== undefined) throw new UserError(`${ref.episode.id}: its pictures come from the dataset; give the same --dataset again (with --resume) so they can be read`);
+  if (datasetImageKey(ref) !== undefined)
+    throw new UserError(
+      `${ref.episode.id}: its pictures come from the dataset; give the same --dataset again (with --resume) so they can be read`,
+    );
   const cacheable = TEXT_ONLY_IMAGES.has(env.domain);
   const key = `${env.domain}\u0000${size}\u0000${ref.episode.actions[ref.index]?.text}`;
   const hit = cacheable ? pngCache.get(key) : undefined;
@@ -93,9 +96,15 @@ export async function modelInputToChat(input: ModelInput): Promise<ChatMessage[]
 }
 
 /** Chat messages for a query, in the reference wording or the compact layout. */
-export async function queryToChat(env: Env, query: Query, compact?: () => Promise<CompactTemplate>): Promise<ChatMessage[]> {
+export async function queryToChat(
+  env: Env,
+  query: Query,
+  compact?: () => Promise<CompactTemplate>,
+): Promise<ChatMessage[]> {
   if (query.style !== COMPACT_STYLE) return referenceChat(env, query);
   if (!compact) throw new UserError(`prompt style '${COMPACT_STYLE}' needs the built-in model's template`);
   const template = await compact();
-  return modelInputToChat(query.kind === 'track' ? template.trackInput(env, query) : template.perceptionInput(env, query));
+  return modelInputToChat(
+    query.kind === 'track' ? template.trackInput(env, query) : template.perceptionInput(env, query),
+  );
 }

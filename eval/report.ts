@@ -24,7 +24,12 @@ export interface SettingReport {
   missing: number;
   summary: DomainSummary;
   /** Cascade only: how many image actions the model transcribed correctly. */
-  transcription?: { count: number; correct: number; accuracy: number | null; ci95: { low: number; high: number } | null };
+  transcription?: {
+    count: number;
+    correct: number;
+    accuracy: number | null;
+    ci95: { low: number; high: number } | null;
+  };
 }
 
 export interface RunReport {
@@ -42,14 +47,26 @@ export const TABLE_FILE = 'table.md';
 /** A perception item is exact-match: binary, Wilson intervals, whatever the domain's own reward. */
 const perceptionEnv = (domain: Domain) => ({ domain, intervalMethod: 'wilson' as const });
 
-export function buildReport(model: string, baseline: boolean, settings: Setting[], itemsPerSetting: Map<string, number>, rows: ItemRow[], envs: Map<Domain, Env>): RunReport {
+export function buildReport(
+  model: string,
+  baseline: boolean,
+  settings: Setting[],
+  itemsPerSetting: Map<string, number>,
+  rows: ItemRow[],
+  envs: Map<Domain, Env>,
+): RunReport {
   const usage: TokenUsage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
   const reports = settings.map((setting): SettingReport => {
     const key = settingKey(setting);
     const mine = rows.filter((r) => r.setting === key);
     const ok = mine.filter((r) => r.status === 'ok');
     const scored: ScoredRow[] = ok.map((r) => ({
-      input: { target: r.target, response: r.response ?? '', initialState: r.initial_state, ...(r.meta ? { meta: r.meta } : {}) },
+      input: {
+        target: r.target,
+        response: r.response ?? '',
+        initialState: r.initial_state,
+        ...(r.meta ? { meta: r.meta } : {}),
+      },
       score: { reward: r.reward ?? 0, valid: r.valid ?? false, prediction: r.prediction, metrics: r.metrics ?? {} },
     }));
     const env = setting.task === 'perception' ? perceptionEnv(setting.domain) : envs.get(setting.domain)!;
@@ -66,7 +83,12 @@ export function buildReport(model: string, baseline: boolean, settings: Setting[
     if (setting.cascade) {
       const steps = ok.flatMap((r) => r.transcriptions ?? []);
       const correct = steps.filter((t) => t.correct).length;
-      report.transcription = { count: steps.length, correct, accuracy: steps.length ? correct / steps.length : null, ci95: wilsonInterval(correct, steps.length) };
+      report.transcription = {
+        count: steps.length,
+        correct,
+        accuracy: steps.length ? correct / steps.length : null,
+        ci95: wilsonInterval(correct, steps.length),
+      };
     }
     for (const r of mine) {
       if (!r.usage) continue;
@@ -106,7 +128,10 @@ function rowKey(s: Setting, baseline: boolean): string {
 function columnKey(s: Setting, varying: Set<keyof Setting>): string {
   // Perception reads single image actions: its column is the domain (Table 4), whatever the episodes' length.
   if (s.task === 'perception') return `${capitalise(s.domain)} (one image)`;
-  const bits: string[] = [capitalise(s.domain), s.modality === 'mixed' ? `mixed p=${s.imageRatio}` : capitalise(s.modality)];
+  const bits: string[] = [
+    capitalise(s.domain),
+    s.modality === 'mixed' ? `mixed p=${s.imageRatio}` : capitalise(s.modality),
+  ];
   if (varying.has('actions')) bits.push(`T=${s.actions}`);
   return bits.join(' ');
 }
@@ -134,16 +159,23 @@ export function renderTable(reports: RunReport[]): string {
   lines.push(`|---|---|${columns.map(() => '---:').join('|')}|`);
   for (const [block, models] of blocks) {
     for (const [model, cells] of models) {
-      lines.push(`| ${block} | ${model} | ${columns.map((c) => (cells.has(c) ? cell(cells.get(c)!) : '')).join(' | ')} |`);
+      lines.push(
+        `| ${block} | ${model} | ${columns.map((c) => (cells.has(c) ? cell(cells.get(c)!) : '')).join(' | ')} |`,
+      );
     }
   }
-  const notes = ['Accuracy in % (chess: per-square; shell, minecraft and perception: exact) ± half-width of the 95% interval; invalid = unparseable answers, scored 0.'];
+  const notes = [
+    'Accuracy in % (chess: per-square; shell, minecraft and perception: exact) ± half-width of the 95% interval; invalid = unparseable answers, scored 0.',
+  ];
   const cascades = reports.flatMap((r) => r.settings.filter((s) => s.transcription));
   for (const s of cascades) {
     const t = s.transcription!;
-    notes.push(`Cascade ${s.key}: ${t.correct}/${t.count} image actions transcribed correctly (${formatAccuracy({ accuracy: t.accuracy, ci95: t.ci95 ? { ...t.ci95, method: 'wilson' } : null })}).`);
+    notes.push(
+      `Cascade ${s.key}: ${t.correct}/${t.count} image actions transcribed correctly (${formatAccuracy({ accuracy: t.accuracy, ci95: t.ci95 ? { ...t.ci95, method: 'wilson' } : null })}).`,
+    );
   }
-  if (reports.some((r) => !r.complete)) notes.push('Incomplete: some items failed or were not reached; `metrl evaluate --resume --out DIR` finishes them.');
+  if (reports.some((r) => !r.complete))
+    notes.push('Incomplete: some items failed or were not reached; `metrl evaluate --resume --out DIR` finishes them.');
   return `${lines.join('\n')}\n\n${notes.join('\n')}\n`;
 }
 

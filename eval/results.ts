@@ -49,7 +49,9 @@ export function readResults(dir: string): PreviousResults {
   const rows = new Map<string, ItemRow>();
   const repaired: string[] = [];
   if (!existsSync(dir)) return { rows, repaired };
-  for (const name of readdirSync(dir).filter((f) => RESULTS_FILE.test(f)).sort()) {
+  for (const name of readdirSync(dir)
+    .filter((f) => RESULTS_FILE.test(f))
+    .sort()) {
     const path = join(dir, name);
     const read = readJsonl(path, { repairTornTail: true });
     if (read.repaired) repaired.push(name);
@@ -83,6 +85,7 @@ export class ResultsWriter {
       if (!byFile.has(file)) byFile.set(file, []);
       byFile.get(file)!.push(row);
     }
-    for (const [file, list] of byFile) writeFileAtomic(join(this.dir, file), list.map((r) => JSON.stringify(r)).join('\n') + '\n');
+    for (const [file, list] of byFile)
+      writeFileAtomic(join(this.dir, file), list.map((r) => JSON.stringify(r)).join('\n') + '\n');
   }
 }

@@ -103,7 +103,11 @@ export async function withRetries<T>(
         : toFailure(error);
     }
     if (failure.kind !== 'retryable') throw withAttempts(failure, n + 1);
-    if (n >= policy.retries) throw withAttempts(new RequestFailure(`${failure.message} (gave up after ${n + 1} attempts)`, 'item', failure.status), n + 1);
+    if (n >= policy.retries)
+      throw withAttempts(
+        new RequestFailure(`${failure.message} (gave up after ${n + 1} attempts)`, 'item', failure.status),
+        n + 1,
+      );
     const delay = backoffDelay(policy, n, failure.retryAfterMs, rng);
     onRetry?.(failure, delay);
     try {
@@ -160,11 +164,22 @@ export function toFailure(error: unknown): RequestFailure {
   const message = error instanceof Error ? error.message : String(error);
   const cause = networkCause(error);
   if (cause?.code !== undefined && UNREACHABLE.has(cause.code)) {
-    const where = cause.hostname ?? (cause.address ? `${cause.address}${cause.port ? `:${cause.port}` : ''}` : 'the endpoint');
-    return new RequestFailure(`cannot reach ${where} (${cause.code}): is the server running, and the URL right?`, 'fatal');
+    const where =
+      cause.hostname ?? (cause.address ? `${cause.address}${cause.port ? `:${cause.port}` : ''}` : 'the endpoint');
+    return new RequestFailure(
+      `cannot reach ${where} (${cause.code}): is the server running, and the URL right?`,
+      'fatal',
+    );
   }
-  if (cause?.message === 'bad port') return new RequestFailure('the endpoint\'s port is one fetch refuses to connect to (a "bad port"): choose another', 'fatal');
-  if (cause?.code !== undefined && /^(CERT_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT|UNABLE_TO_VERIFY|ERR_TLS_CERT)/.test(cause.code)) {
+  if (cause?.message === 'bad port')
+    return new RequestFailure(
+      'the endpoint\'s port is one fetch refuses to connect to (a "bad port"): choose another',
+      'fatal',
+    );
+  if (
+    cause?.code !== undefined &&
+    /^(CERT_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT|UNABLE_TO_VERIFY|ERR_TLS_CERT)/.test(cause.code)
+  ) {
     return new RequestFailure(`the endpoint's TLS certificate is not trusted (${cause.code})`, 'fatal');
   }
   if (cause?.code && /^(ECONNRESET|EPIPE|ETIMEDOUT|UND_ERR_|EAI_AGAIN)/.test(cause.code)) {

@@ -42,7 +42,8 @@ const storedSchema = z.object({ kind: z.literal('metrl-eval'), created: z.string
 
 export function readRunConfig(dir: string): RunConfig {
   const path = join(dir, CONFIG_FILE);
-  if (!existsSync(path)) throw new UserError(`${path}: missing; --resume needs the folder of an earlier evaluation run`);
+  if (!existsSync(path))
+    throw new UserError(`${path}: missing; --resume needs the folder of an earlier evaluation run`);
   return readJson(path, storedSchema, { invalid: 'not an evaluation run config' }) as unknown as RunConfig;
 }
 
@@ -52,7 +53,9 @@ export function checkResumable(stored: RunConfig, wanted: RunConfig): void {
     const a = JSON.stringify(stored[key]);
     const b = JSON.stringify(wanted[key]);
     if (a !== b) {
-      throw new UserError(`--resume: '${key}' differs from the stored run (${truncate(a)} vs ${truncate(b)}); use the same options or a new --out`);
+      throw new UserError(
+        `--resume: '${key}' differs from the stored run (${truncate(a)} vs ${truncate(b)}); use the same options or a new --out`,
+      );
     }
   }
 }

@@ -60,7 +60,9 @@ export async function runEvaluation(options: RunOptions): Promise<RunOutcome> {
     throw new UserError(`--out ${out} exists and is not empty (use --resume to continue that run, or another --out)`);
   }
   // Episodes are drawn before anything is written: a source that cannot supply them leaves no half-made folder.
-  const selection = options.resume ? readSelection(out) : drawSelection(settings, envs, n, seed, config.extra as Record<Domain, Record<string, unknown>>, options.dataset);
+  const selection = options.resume
+    ? readSelection(out)
+    : drawSelection(settings, envs, n, seed, config.extra as Record<Domain, Record<string, unknown>>, options.dataset);
   const items = settings.flatMap((s) => itemsOf(s, selection, n, seed));
   ensureDir(out);
   if (!options.resume) writeSelection(out, selection);
@@ -98,7 +100,14 @@ export async function runEvaluation(options: RunOptions): Promise<RunOutcome> {
       async (item) => {
         const env = envs.get(item.setting.domain)!;
         try {
-          const row = await evaluateItem(item, { env, source, retry: options.retry, seed, signal: controller.signal, onRetry: () => progress.retry() });
+          const row = await evaluateItem(item, {
+            env,
+            source,
+            retry: options.retry,
+            seed,
+            signal: controller.signal,
+            onRetry: () => progress.retry(),
+          });
           if (controller.signal.aborted && row.status === 'error') return; // cancelled by the stop, not a real failure
           writer.append(row);
           final.set(item.id, row);
@@ -122,6 +131,11 @@ export async function runEvaluation(options: RunOptions): Promise<RunOutcome> {
   // 4. One row per item, in order.
   const rows = items.map((item) => final.get(item.id)).filter((r): r is ItemRow => r !== undefined);
   writer.compact(rows);
-  const stopped = fatal !== null ? { reason: 'fatal' as const, failure: fatal as RequestFailure } : controller.signal.aborted ? { reason: 'interrupted' as const } : null;
+  const stopped =
+    fatal !== null
+      ? { reason: 'fatal' as const, failure: fatal as RequestFailure }
+      : controller.signal.aborted
+        ? { reason: 'interrupted' as const }
+        : null;
   return { rows, items: inScope, settings, asked, reused, repairedFiles: previous.repaired, stopped };
 }

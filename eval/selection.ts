@@ -41,7 +41,9 @@ export const EPISODES_FILE = 'episodes.jsonl';
 /** Settings that share this key evaluate the same episodes. */
 export function episodeGroup(s: Setting): string {
   const modality = s.task === 'perception' ? 'image' : s.modality;
-  return [s.domain, modality, modality === 'mixed' ? `p${s.imageRatio}` : '', `T${s.actions}`].filter(Boolean).join('/');
+  return [s.domain, modality, modality === 'mixed' ? `p${s.imageRatio}` : '', `T${s.actions}`]
+    .filter(Boolean)
+    .join('/');
 }
 
 /** Few-shot pool size: enough that items see different example sets, bounded so generation stays cheap. */
@@ -72,15 +74,26 @@ export function drawSelection(
     const group = episodeGroup(s);
     if (dataset) {
       const modality = s.task === 'perception' ? 'image' : s.modality;
-      test.set(group, dataset.slice(0, episodesNeeded(s, n)).map((e) => (modality === 'mixed' ? e : withModality(e, modality))));
+      test.set(
+        group,
+        dataset.slice(0, episodesNeeded(s, n)).map((e) => (modality === 'mixed' ? e : withModality(e, modality))),
+      );
     }
     const env = envs.get(s.domain)!;
-    const common = { actions: s.actions, seed, modality: s.task === 'perception' ? ('image' as const) : s.modality, imageRatio: s.imageRatio, extra: extra[s.domain] ?? {} };
+    const common = {
+      actions: s.actions,
+      seed,
+      modality: s.task === 'perception' ? ('image' as const) : s.modality,
+      imageRatio: s.imageRatio,
+      extra: extra[s.domain] ?? {},
+    };
     const needed = episodesNeeded(s, n);
-    if (!dataset && (test.get(group)?.length ?? 0) < needed) test.set(group, distinctEpisodes(env, { ...common, n: needed, split: 'test' }, group));
+    if (!dataset && (test.get(group)?.length ?? 0) < needed)
+      test.set(group, distinctEpisodes(env, { ...common, n: needed, split: 'test' }, group));
     if (s.shots > 0) {
       const size = poolSize(s.shots, n);
-      if ((train.get(group)?.length ?? 0) < size) train.set(group, generateEpisodes(env, { ...common, n: size, split: 'train' }));
+      if ((train.get(group)?.length ?? 0) < size)
+        train.set(group, generateEpisodes(env, { ...common, n: size, split: 'train' }));
     }
   }
   return { test, train };
@@ -118,23 +131,38 @@ function distinctEpisodes(env: Env, options: GenerateOptions, group: string): Ep
   // A sweep point with few distinct problems (chess from the start with 0 moves has one) is still a point of the
   // curve: evaluate every distinct episode there is and say so, rather than refuse the whole sweep.
   if (distinct.length > 0) {
-    process.stderr.write(`metrl: warning: ${group}: only ${distinct.length} distinct test episodes exist (asked for ${options.n}); evaluating those\n`);
+    process.stderr.write(
+      `metrl: warning: ${group}: only ${distinct.length} distinct test episodes exist (asked for ${options.n}); evaluating those\n`,
+    );
     return distinct;
   }
-  throw new UserError(`${group}: only ${distinct.length} distinct test episodes exist (asked for ${options.n}); lower --n or use more --actions`);
+  throw new UserError(
+    `${group}: only ${distinct.length} distinct test episodes exist (asked for ${options.n}); lower --n or use more --actions`,
+  );
 }
 
 /** The items of one setting, in a fixed order. */
 export function itemsOf(s: Setting, selection: Selection, n: number, seed: number): EvalItem[] {
   const group = episodeGroup(s);
   const episodes = selection.test.get(group);
-  if (!episodes) throw new UserError(`${EPISODES_FILE} holds no episodes for ${group}: the run's settings changed (start a new --out)`);
+  if (!episodes)
+    throw new UserError(
+      `${EPISODES_FILE} holds no episodes for ${group}: the run's settings changed (start a new --out)`,
+    );
   const key = settingKey(s);
   const items: EvalItem[] = [];
   if (s.task === 'perception') {
     for (const episode of episodes) {
       for (let index = 0; index < episode.actions.length && items.length < n; index++) {
-        items.push({ id: `${key}|${episode.id}#${index}`, setting: s, settingKey: key, episode, actionIndex: index, target: episode.actions[index].text, shots: [] });
+        items.push({
+          id: `${key}|${episode.id}#${index}`,
+          setting: s,
+          settingKey: key,
+          episode,
+          actionIndex: index,
+          target: episode.actions[index].text,
+          shots: [],
+        });
       }
     }
   } else {
@@ -166,8 +194,10 @@ const selectionRowSchema = z.object({ group: z.string(), role: z.enum(['test', '
 
 export function writeSelection(dir: string, selection: Selection): void {
   const lines: string[] = [];
-  for (const [group, episodes] of selection.test) for (const episode of episodes) lines.push(JSON.stringify({ group, role: 'test', episode }));
-  for (const [group, episodes] of selection.train) for (const episode of episodes) lines.push(JSON.stringify({ group, role: 'shot', episode }));
+  for (const [group, episodes] of selection.test)
+    for (const episode of episodes) lines.push(JSON.stringify({ group, role: 'test', episode }));
+  for (const [group, episodes] of selection.train)
+    for (const episode of episodes) lines.push(JSON.stringify({ group, role: 'shot', episode }));
   writeFileAtomic(join(dir, EPISODES_FILE), lines.join('\n') + '\n');
 }
 

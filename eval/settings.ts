@@ -24,20 +24,32 @@ export interface SettingOptions {
 export const DEFAULT_SHOTS = 5;
 
 /** Parse "0,5,10" (or a single value) into numbers, naming the flag on error. */
-export function parseNumberList(flag: string, value: string | number, check: (v: number) => boolean, expected: string): number[] {
-  const parts = String(value).split(',').map((s) => s.trim());
+export function parseNumberList(
+  flag: string,
+  value: string | number,
+  check: (v: number) => boolean,
+  expected: string,
+): number[] {
+  const parts = String(value)
+    .split(',')
+    .map((s) => s.trim());
   const numbers = parts.map(Number);
   numbers.forEach((v, i) => {
-    if (parts[i] === '' || !Number.isFinite(v) || !check(v)) throw new UserError(`--${flag}: '${parts[i]}' is not ${expected}`);
+    if (parts[i] === '' || !Number.isFinite(v) || !check(v))
+      throw new UserError(`--${flag}: '${parts[i]}' is not ${expected}`);
   });
   return [...new Set(numbers)];
 }
 
 export function parseStringList<T extends string>(flag: string, value: string, allowed?: readonly T[]): T[] {
-  const parts = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const parts = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   if (parts.length === 0) throw new UserError(`--${flag}: empty`);
   for (const p of parts) {
-    if (allowed && !allowed.includes(p as T)) throw new UserError(`--${flag}: unknown value '${p}' (choose from ${allowed.join(', ')})`);
+    if (allowed && !allowed.includes(p as T))
+      throw new UserError(`--${flag}: unknown value '${p}' (choose from ${allowed.join(', ')})`);
   }
   return [...new Set(parts)] as T[];
 }
@@ -85,23 +97,30 @@ export function expandSettings(options: SettingOptions, envs: Map<Domain, Env>, 
   if (task === 'perception' && cascade) throw new UserError('--cascade applies to tracking, not to --task perception');
   let modalities = options.modalities;
   if (task === 'perception') {
-    if (modalities && modalities.some((m) => m !== 'image')) throw new UserError('--task perception reads image actions: use --modality image (or leave it out)');
+    if (modalities && modalities.some((m) => m !== 'image'))
+      throw new UserError('--task perception reads image actions: use --modality image (or leave it out)');
     modalities = ['image'];
   }
   if (options.imageRatios !== null) {
-    if (modalities && modalities.some((m) => m !== 'mixed')) throw new UserError('--image-ratio applies to --modality mixed');
+    if (modalities && modalities.some((m) => m !== 'mixed'))
+      throw new UserError('--image-ratio applies to --modality mixed');
     modalities = ['mixed'];
   }
   modalities ??= ['text'];
-  if (cascade && modalities.includes('text')) throw new UserError('--cascade transcribes image actions: use --modality image or mixed');
+  if (cascade && modalities.includes('text'))
+    throw new UserError('--cascade transcribes image actions: use --modality image or mixed');
   const ratios = options.imageRatios ?? [0.5];
-  if (task === 'perception' && options.actions.includes(0)) throw new UserError('--task perception needs episodes with at least one action (--actions ≥ 1)');
+  if (task === 'perception' && options.actions.includes(0))
+    throw new UserError('--task perception needs episodes with at least one action (--actions ≥ 1)');
 
   const prompts = fixedPrompt ? [fixedPrompt] : options.prompts;
   if (fixedPrompt && options.prompts.some((p) => p !== fixedPrompt)) {
-    throw new UserError(`this model reads only its own prompt layout: --prompt ${fixedPrompt} (got ${options.prompts.join(',')})`);
+    throw new UserError(
+      `this model reads only its own prompt layout: --prompt ${fixedPrompt} (got ${options.prompts.join(',')})`,
+    );
   }
-  if (options.shots !== null && !prompts.includes('few-shot')) throw new UserError('--shots applies to --prompt few-shot');
+  if (options.shots !== null && !prompts.includes('few-shot'))
+    throw new UserError('--shots applies to --prompt few-shot');
 
   const settings: Setting[] = [];
   for (const domain of options.domains) {
@@ -109,7 +128,9 @@ export function expandSettings(options: SettingOptions, envs: Map<Domain, Env>, 
     if (task === 'perception' && !env.perceptionProbe) throw new UserError(`${domain} has no perception probe`);
     for (const prompt of task === 'perception' ? [prompts[0]] : prompts) {
       if (prompt !== COMPACT_STYLE && !env.promptStyles.includes(prompt)) {
-        throw new UserError(`--prompt: ${domain} has no style '${prompt}' (choose from ${[...env.promptStyles, COMPACT_STYLE].join(', ')})`);
+        throw new UserError(
+          `--prompt: ${domain} has no style '${prompt}' (choose from ${[...env.promptStyles, COMPACT_STYLE].join(', ')})`,
+        );
       }
       for (const modality of modalities) {
         for (const imageRatio of modality === 'mixed' ? ratios : [modality === 'image' ? 1 : 0]) {

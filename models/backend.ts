@@ -70,13 +70,17 @@ export function backendLine(choice: BackendChoice): string {
  * Select the backend (once per process; later calls return the first choice). `requested` forces one name.
  * `log` receives the "tfjs backend: …" line (stderr by default; pass null for silence).
  */
-export async function initBackend(requested?: string, log: ((line: string) => void) | null = (l) => process.stderr.write(l + '\n')): Promise<BackendChoice> {
+export async function initBackend(
+  requested?: string,
+  log: ((line: string) => void) | null = (l) => process.stderr.write(l + '\n'),
+): Promise<BackendChoice> {
   if (requested === 'webgpu') throw new UserError(NO_WEBGPU_BACKEND);
   if (requested !== undefined && !(BACKEND_NAMES as readonly string[]).includes(requested)) {
     throw new UserError(`--backend: unknown backend '${requested}' (choose from ${BACKEND_NAMES.join(', ')})`);
   }
   if (current) {
-    if (requested && requested !== current.name) throw new UserError(`--backend ${requested}: the ${current.name} backend is already active in this process`);
+    if (requested && requested !== current.name)
+      throw new UserError(`--backend ${requested}: the ${current.name} backend is already active in this process`);
     return current;
   }
   const candidates: BackendName[] = requested ? [requested as BackendName] : [...AUTO_ORDER];

@@ -24,7 +24,8 @@ export type Engine = (typeof ENGINES)[number];
  */
 export const DEFAULT_ENGINE: Engine = 'ort';
 /** What --help says the default is. */
-export const DEFAULT_ENGINE_HELP = 'default ort where ONNX Runtime has a graph for the model (the built-in model, llama, qwen2, gemma3, idefics3), else tfjs';
+export const DEFAULT_ENGINE_HELP =
+  'default ort where ONNX Runtime has a graph for the model (the built-in model, llama, qwen2, gemma3, idefics3), else tfjs';
 
 /** Hugging Face model types the ONNX graph builder (models/onnx/hf-graph.ts) has a graph for. */
 export const ORT_HF_MODEL_TYPES: readonly string[] = ['llama', 'qwen2', 'gemma3_text', 'gemma3', 'idefics3'];
@@ -68,11 +69,14 @@ const ortUnsupported = (modelType: string) =>
  */
 export function chooseEngine(requested: Engine | undefined, modelType: string, runtime: OrtRuntime = {}): Engine {
   const builtin = modelType === BUILTIN_MODEL_TYPE;
-  if (requested === 'ort' && !builtin && !ORT_HF_MODEL_TYPES.includes(modelType)) throw new UserError(ortUnsupported(modelType));
+  if (requested === 'ort' && !builtin && !ORT_HF_MODEL_TYPES.includes(modelType))
+    throw new UserError(ortUnsupported(modelType));
   const engine = requested ?? (builtin || ORT_HF_MODEL_TYPES.includes(modelType) ? DEFAULT_ENGINE : 'tfjs');
   if (engine !== 'ort' && (runtime.threads !== undefined || runtime.device !== undefined)) {
     const flag = runtime.threads !== undefined ? '--threads' : '--device';
-    throw new UserError(`${flag} sets ONNX Runtime and applies with --engine ort (the tfjs engine's choice is --backend)`);
+    throw new UserError(
+      `${flag} sets ONNX Runtime and applies with --engine ort (the tfjs engine's choice is --backend)`,
+    );
   }
   return engine;
 }
@@ -81,17 +85,34 @@ export function chooseEngine(requested: Engine | undefined, modelType: string, r
  * Open `engine` (unset: the policy's default) on a loaded policy whose adapters (if any) are attached. The ORT device is
  * checked first (a missing provider is one UserError line naming what is missing).
  */
-export async function openEngine(policy: Policy, requested: Engine | undefined, runtime: OrtRuntime = {}): Promise<EngineSampler> {
+export async function openEngine(
+  policy: Policy,
+  requested: Engine | undefined,
+  runtime: OrtRuntime = {},
+): Promise<EngineSampler> {
   const { BuiltinPolicy } = await import('./builtin/policy.ts');
   const { HfPolicy } = await import('./hf/policy.ts');
   const engine = requested ?? (policy instanceof BuiltinPolicy || policy instanceof HfPolicy ? DEFAULT_ENGINE : 'tfjs');
-  if (engine === 'tfjs') return { engine, sampler: policy, syncLora: () => {}, referenceIsPolicy: () => false, dispose: () => {}, describe: 'tfjs', ortLearner: false };
-  if (!(policy instanceof BuiltinPolicy) && !(policy instanceof HfPolicy)) throw new UserError(ortUnsupported(policy.constructor.name));
+  if (engine === 'tfjs')
+    return {
+      engine,
+      sampler: policy,
+      syncLora: () => {},
+      referenceIsPolicy: () => false,
+      dispose: () => {},
+      describe: 'tfjs',
+      ortLearner: false,
+    };
+  if (!(policy instanceof BuiltinPolicy) && !(policy instanceof HfPolicy))
+    throw new UserError(ortUnsupported(policy.constructor.name));
   const device = runtime.device ?? 'cpu';
   const { checkDevice } = await import('./onnx/device.ts');
   checkDevice(device);
   const version = (await import('./onnx/ort-binding.ts')).bindingOrtVersion();
-  const threads = runtime.threads !== undefined ? `${runtime.threads} thread${runtime.threads === 1 ? '' : 's'}` : 'threads: all cores';
+  const threads =
+    runtime.threads !== undefined
+      ? `${runtime.threads} thread${runtime.threads === 1 ? '' : 's'}`
+      : 'threads: all cores';
   const describe = `ONNX Runtime ${version} (${device}, ${threads})`;
   const zero = (b: { dataSync(): unknown }) => (b.dataSync() as Float32Array).every((x) => x === 0);
   if (policy instanceof HfPolicy) {
@@ -101,11 +122,27 @@ export async function openEngine(policy: Policy, requested: Engine | undefined, 
     // decoder's too): the host's copies are no longer needed.
     if (policy.decoder.hostWeights) sampler.releaseHostWeights();
     const referenceIsPolicy = () => [...policy.decoder.linears().values()].every((l) => !l.lora || zero(l.lora.b));
-    return { engine, sampler, syncLora: () => sampler.syncLora(), referenceIsPolicy, dispose: () => sampler.dispose(), describe, ortLearner: true };
+    return {
+      engine,
+      sampler,
+      syncLora: () => sampler.syncLora(),
+      referenceIsPolicy,
+      dispose: () => sampler.dispose(),
+      describe,
+      ortLearner: true,
+    };
   }
   const { OrtSampler } = await import('./onnx/ort-sampler.ts');
   const sampler = new OrtSampler(policy, { threads: runtime.threads, device });
   const { loraAdapters } = await import('./builtin/lora.ts');
   const referenceIsPolicy = () => policy.lora === null || loraAdapters(policy.lora).every((a) => zero(a.b));
-  return { engine, sampler, syncLora: () => sampler.syncLora(), referenceIsPolicy, dispose: () => sampler.dispose(), describe, ortLearner: true };
+  return {
+    engine,
+    sampler,
+    syncLora: () => sampler.syncLora(),
+    referenceIsPolicy,
+    dispose: () => sampler.dispose(),
+    describe,
+    ortLearner: true,
+  };
 }

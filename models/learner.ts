@@ -63,7 +63,12 @@ export interface Learner {
    * (trainableVariables('lora') in RL). Optional: a learner without it is differentiated by tfjs autodiff
    * (lossGradients below); the ONNX Runtime learner (models/onnx/ort-learner.ts) computes them in ORT.
    */
-  lossGradients?(batch: SequenceBatchItem[], options: TokenLogProbsOptions, loss: LogProbLoss, variables: tf.Variable[]): LossGradients;
+  lossGradients?(
+    batch: SequenceBatchItem[],
+    options: TokenLogProbsOptions,
+    loss: LogProbLoss,
+    variables: tf.Variable[],
+  ): LossGradients;
   /**
    * Optional: the losses of several chunks at once (evaluated in chunk order) and the gradient of their sum, which is
    * what one pass of the trainer needs: a learner may then run a prompt group whose completions fall in several
@@ -74,7 +79,13 @@ export interface Learner {
 }
 
 /** The learner's own lossGradients, or tfjs autodiff through its tokenLogProbs (the reference implementation). */
-export function lossGradients(learner: Learner, batch: SequenceBatchItem[], options: TokenLogProbsOptions, loss: LogProbLoss, variables: tf.Variable[]): LossGradients {
+export function lossGradients(
+  learner: Learner,
+  batch: SequenceBatchItem[],
+  options: TokenLogProbsOptions,
+  loss: LogProbLoss,
+  variables: tf.Variable[],
+): LossGradients {
   if (learner.lossGradients) return learner.lossGradients(batch, options, loss, variables);
   return tf.variableGrads(() => loss(learner.tokenLogProbs(batch, options)), variables);
 }
@@ -85,7 +96,11 @@ export function lossGradients(learner: Learner, batch: SequenceBatchItem[], opti
  * Hugging Face models, whose LoRA gradients per chunk are tens of MB of a tight WASM heap) holds one chunk's gradients
  * besides the sum.
  */
-export function summedLossGradients(learner: Learner, requests: LossRequest[], variables: tf.Variable[]): SummedLossGradients {
+export function summedLossGradients(
+  learner: Learner,
+  requests: LossRequest[],
+  variables: tf.Variable[],
+): SummedLossGradients {
   if (learner.lossGradientsSum) return learner.lossGradientsSum(requests, variables);
   const values: tf.Scalar[] = [];
   let grads: tf.NamedTensorMap | null = null;

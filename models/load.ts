@@ -41,7 +41,9 @@ export function shippedBase(): string | null {
   const preferred = join(CHECKPOINTS_DIR, 'base');
   if (has(preferred, 'model.safetensors')) return preferred;
   if (!isDir(CHECKPOINTS_DIR)) return null;
-  const found = readdirSync(CHECKPOINTS_DIR).map((n) => join(CHECKPOINTS_DIR, n)).filter((d) => has(d, 'model.safetensors') && has(d, 'config.json'));
+  const found = readdirSync(CHECKPOINTS_DIR)
+    .map((n) => join(CHECKPOINTS_DIR, n))
+    .filter((d) => has(d, 'model.safetensors') && has(d, 'config.json'));
   return found.length === 1 ? found[0] : null;
 }
 
@@ -62,7 +64,11 @@ function runAdapter(dir: string): string | null {
  * its loader rather than mistaken for something else). A training run's folder has a config.json but neither.
  */
 export function isBaseFolder(dir: string): boolean {
-  return has(dir, 'model.safetensors') || has(dir, 'model.safetensors.index.json') || (has(dir, 'config.json') && has(dir, 'tokenizer.json'));
+  return (
+    has(dir, 'model.safetensors') ||
+    has(dir, 'model.safetensors.index.json') ||
+    (has(dir, 'config.json') && has(dir, 'tokenizer.json'))
+  );
 }
 
 /** A base named in a config, relative to where that config lives, if it exists. */
@@ -78,11 +84,15 @@ export function resolveCheckpoint(dir: string, base?: string): { base: string; a
   if (!isDir(path)) throw new UserError(`--checkpoint ${dir}: no such folder`);
   if (base !== undefined && !isDir(resolve(base))) throw new UserError(`--base ${base}: no such folder`);
   if (isBaseFolder(path)) {
-    if (base !== undefined) throw new UserError(`--checkpoint ${dir} is a base checkpoint already; --base applies to adapters`);
+    if (base !== undefined)
+      throw new UserError(`--checkpoint ${dir} is a base checkpoint already; --base applies to adapters`);
     return { base: path, adapter: null };
   }
   let adapter: string | null = has(path, 'adapter_config.json') ? path : runAdapter(path);
-  if (!adapter) throw new UserError(`--checkpoint ${dir}: neither a base checkpoint, a LoRA adapter nor a training run with checkpoints`);
+  if (!adapter)
+    throw new UserError(
+      `--checkpoint ${dir}: neither a base checkpoint, a LoRA adapter nor a training run with checkpoints`,
+    );
   adapter = resolve(adapter);
   const named = readJsonOr(join(adapter, 'adapter_config.json'))?.base_model_name_or_path;
   const fromAdapter = namedBase(named, adapter);
@@ -90,8 +100,16 @@ export function resolveCheckpoint(dir: string, base?: string): { base: string; a
   const fromRun = namedBase(runConfig?.checkpoint ?? runConfig?.base ?? runConfig?.baseCheckpoint, path);
   // An adapter that names a base which is not here was trained on another model: the shipped base would load and then
   // fail on its target modules, far from the cause. Only an adapter that names no base falls back to the shipped one.
-  if (base === undefined && fromAdapter === null && fromRun === null && typeof named === 'string' && named.trim() !== '') {
-    throw new UserError(`--checkpoint ${dir}: the adapter's base model ${named} (base_model_name_or_path in adapter_config.json) is not a folder here; name the base model folder with --base DIR`);
+  if (
+    base === undefined &&
+    fromAdapter === null &&
+    fromRun === null &&
+    typeof named === 'string' &&
+    named.trim() !== ''
+  ) {
+    throw new UserError(
+      `--checkpoint ${dir}: the adapter's base model ${named} (base_model_name_or_path in adapter_config.json) is not a folder here; name the base model folder with --base DIR`,
+    );
   }
   const chosen = base !== undefined ? resolve(base) : (fromAdapter ?? fromRun ?? shippedBase());
   if (!chosen) throw new UserError(`--checkpoint ${dir}: an adapter needs its base model; name it with --base DIR`);
@@ -113,7 +131,10 @@ function adapterStepOf(adapter: string | null): number | null {
  * Choose the backend, then load the base through the registry and attach the adapter, if any. `log` gets the
  * "tfjs backend: …" line once everything has loaded, so that a checkpoint error is the only line a user sees.
  */
-export async function loadPolicy(dir: string, options: { base?: string; backend?: string; log?: (line: string) => void; hostWeights?: boolean } = {}): Promise<LoadedPolicy> {
+export async function loadPolicy(
+  dir: string,
+  options: { base?: string; backend?: string; log?: (line: string) => void; hostWeights?: boolean } = {},
+): Promise<LoadedPolicy> {
   const where = resolveCheckpoint(dir, options.base);
   const { initBackend, backendLine } = await import('./backend.ts');
   const backend = await initBackend(options.backend, null);
@@ -121,5 +142,11 @@ export async function loadPolicy(dir: string, options: { base?: string; backend?
   const policy = await loadBaseModel(where.base, { hostWeights: options.hostWeights });
   if (where.adapter) policy.loadAdapter(where.adapter);
   options.log?.(backendLine(backend));
-  return { policy, base: where.base, adapter: where.adapter, adapterStep: adapterStepOf(where.adapter), backend: backend.name };
+  return {
+    policy,
+    base: where.base,
+    adapter: where.adapter,
+    adapterStep: adapterStepOf(where.adapter),
+    backend: backend.name,
+  };
 }

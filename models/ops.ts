@@ -11,7 +11,9 @@ type GradResult = { value: tf.Tensor; gradFunc: (dy: tf.Tensor, saved: tf.Tensor
 /** tf.customGrad with loose typing (its declared signature rejects ordinary typed closures). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export function customGrad(f: (...args: any[]) => GradResult): (...inputs: tf.Tensor[]) => tf.Tensor {
-  return tf.customGrad(f as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (...inputs: tf.Tensor[]) => tf.Tensor;
+  return tf.customGrad(f as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (
+    ...inputs: tf.Tensor[]
+  ) => tf.Tensor;
 }
 
 const original = tf.getGradient('BatchMatMul');

@@ -58,7 +58,11 @@ export function modelTypeOf(dir: string): string {
   if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new UserError(`${dir}: no such checkpoint folder`);
   const path = join(dir, 'config.json');
   if (!existsSync(path)) throw new UserError(`${dir}: incomplete checkpoint (missing config.json)`);
-  const { format, model_type: modelType, architectures } = readJson(path, ConfigMarkerSchema, {
+  const {
+    format,
+    model_type: modelType,
+    architectures,
+  } = readJson(path, ConfigMarkerSchema, {
     invalid: 'not a model config (format, model_type or architectures has the wrong type)',
   });
   if (modelType) return modelType;
@@ -71,6 +75,9 @@ export function modelTypeOf(dir: string): string {
 export async function loadBaseModel(dir: string, options: LoadOptions = {}): Promise<Policy> {
   const modelType = modelTypeOf(dir);
   const loader = ARCHITECTURES[modelType];
-  if (!loader) throw new UserError(`${dir}: unsupported architecture ${modelType} (supported: ${supportedModelTypes().join(', ')})`);
+  if (!loader)
+    throw new UserError(
+      `${dir}: unsupported architecture ${modelType} (supported: ${supportedModelTypes().join(', ')})`,
+    );
   return loader(dir, options);
 }

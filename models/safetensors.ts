@@ -18,7 +18,10 @@ export interface SafetensorsFile {
 const BYTES_PER_ELEMENT: Record<string, number> = { F32: 4, F16: 2, BF16: 2 };
 
 /** Serialise tensors (float32) and string metadata into safetensors bytes. Tensors are written in name order. */
-export function encodeSafetensors(tensors: Map<string, NamedTensor>, metadata: Record<string, string> = {}): Uint8Array {
+export function encodeSafetensors(
+  tensors: Map<string, NamedTensor>,
+  metadata: Record<string, string> = {},
+): Uint8Array {
   const names = [...tensors.keys()].sort();
   const header: Record<string, unknown> = {};
   if (Object.keys(metadata).length > 0) header.__metadata__ = metadata;
@@ -26,7 +29,8 @@ export function encodeSafetensors(tensors: Map<string, NamedTensor>, metadata: R
   for (const name of names) {
     const t = tensors.get(name)!;
     const expected = t.shape.reduce((a, b) => a * b, 1);
-    if (expected !== t.data.length) throw new Error(`safetensors: ${name} has ${t.data.length} values for shape [${t.shape}]`);
+    if (expected !== t.data.length)
+      throw new Error(`safetensors: ${name} has ${t.data.length} values for shape [${t.shape}]`);
     header[name] = { dtype: 'F32', shape: t.shape, data_offsets: [offset, offset + t.data.length * 4] };
     offset += t.data.length * 4;
   }
@@ -67,7 +71,8 @@ export function decodeSafetensors(bytes: Uint8Array, source = 'safetensors'): Sa
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   // Kept as a bigint for the message: 2^60 must print as 1152921504606846976, not as a rounded float.
   const declared = view.getBigUint64(0, true);
-  if (declared > BigInt(bytes.length - 8)) throw new UserError(`${source}: header length ${declared} exceeds the file size (${bytes.length} bytes)`);
+  if (declared > BigInt(bytes.length - 8))
+    throw new UserError(`${source}: header length ${declared} exceeds the file size (${bytes.length} bytes)`);
   const headerLength = Number(declared);
   let parsed: unknown;
   try {
@@ -76,7 +81,9 @@ export function decodeSafetensors(bytes: Uint8Array, source = 'safetensors'): Sa
     throw new UserError(`${source}: header is not valid JSON`);
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw new UserError(`${source}: header must be a JSON object mapping tensor names to {dtype, shape, data_offsets}, got ${kindOf(parsed)}`);
+    throw new UserError(
+      `${source}: header must be a JSON object mapping tensor names to {dtype, shape, data_offsets}, got ${kindOf(parsed)}`,
+    );
   }
   const header = parsed as Record<string, unknown>;
   const dataStart = 8 + headerLength;
@@ -91,28 +98,41 @@ export function decodeSafetensors(bytes: Uint8Array, source = 'safetensors'): Sa
       continue;
     }
     if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
-      throw new UserError(`${source}: tensor ${name}: entry must be an object {dtype, shape, data_offsets}, got ${kindOf(entry)}`);
+      throw new UserError(
+        `${source}: tensor ${name}: entry must be an object {dtype, shape, data_offsets}, got ${kindOf(entry)}`,
+      );
     }
     const checked = TensorEntrySchema.safeParse(entry);
     if (!checked.success) {
       const field = String(checked.error.issues[0]?.path[0] ?? 'entry');
       const value = (entry as Record<string, unknown>)[field];
       const shown = value === undefined ? 'missing' : `got ${JSON.stringify(value)?.slice(0, 60)}`;
-      const wanted = field === 'dtype' ? 'a string' : field === 'shape' ? 'a list of non-negative integers' : 'two non-negative integers [begin, end]';
+      const wanted =
+        field === 'dtype'
+          ? 'a string'
+          : field === 'shape'
+            ? 'a list of non-negative integers'
+            : 'two non-negative integers [begin, end]';
       throw new UserError(`${source}: tensor ${name}: ${field} must be ${wanted} (${shown})`);
     }
     const e = checked.data;
     const width = Object.hasOwn(BYTES_PER_ELEMENT, e.dtype) ? BYTES_PER_ELEMENT[e.dtype] : undefined;
-    if (!width) throw new UserError(`${source}: tensor ${name} has dtype ${JSON.stringify(e.dtype)}, which metrl does not read (F32, F16 and BF16 are read)`);
+    if (!width)
+      throw new UserError(
+        `${source}: tensor ${name} has dtype ${JSON.stringify(e.dtype)}, which metrl does not read (F32, F16 and BF16 are read)`,
+      );
     const [begin, end] = e.data_offsets;
     const count = e.shape.reduce((a, b) => a * b, 1);
     if (!(begin <= end && end <= dataLength && end - begin === count * width)) {
-      throw new UserError(`${source}: tensor ${name} has data_offsets [${begin}, ${end}] inconsistent with its shape [${e.shape}] (${count} × ${width} bytes) or the data size (${dataLength} bytes)`);
+      throw new UserError(
+        `${source}: tensor ${name} has data_offsets [${begin}, ${end}] inconsistent with its shape [${e.shape}] (${count} × ${width} bytes) or the data size (${dataLength} bytes)`,
+      );
     }
     const data = new Float32Array(count);
     const base = dataStart + begin;
     if (e.dtype === 'F32') for (let i = 0; i < count; i++) data[i] = view.getFloat32(base + i * 4, true);
-    else if (e.dtype === 'F16') for (let i = 0; i < count; i++) data[i] = halfToFloat(view.getUint16(base + i * 2, true));
+    else if (e.dtype === 'F16')
+      for (let i = 0; i < count; i++) data[i] = halfToFloat(view.getUint16(base + i * 2, true));
     else for (let i = 0; i < count; i++) data[i] = bfloat16ToFloat(view.getUint16(base + i * 2, true));
     tensors.set(name, { shape: e.shape, data });
   }

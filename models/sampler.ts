@@ -5,7 +5,15 @@
 // after each update.
 import type { Rng } from '../core/rng.ts';
 import type { PromptFormat } from './prompt-format.ts';
-import type { Completion, EncodedPrompt, ModelInput, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from './types.ts';
+import type {
+  Completion,
+  EncodedPrompt,
+  ModelInput,
+  SamplingOptions,
+  SequenceBatchItem,
+  TokenLogProbs,
+  TokenLogProbsOptions,
+} from './types.ts';
 
 export interface Sampler extends PromptFormat {
   /** Longest sequence (prompt + completion, in tokens) the model is used with; longer requests are refused. */
@@ -27,7 +35,12 @@ export interface Sampler extends PromptFormat {
    * answer asynchronously. The trainer's rollout phase awaits it where present; everything else (evaluation, scoring)
    * stays synchronous and in-process. Completions may say where they were sampled (Completion.origin).
    */
-  sampleGroupsAsync?(prompts: EncodedPrompt[], group: number, options: SamplingOptions, rng: Rng): Promise<Completion[][]>;
+  sampleGroupsAsync?(
+    prompts: EncodedPrompt[],
+    group: number,
+    options: SamplingOptions,
+    rng: Rng,
+  ): Promise<Completion[][]>;
   /** Log-probabilities of given completions, for use without gradients (reference and old policy in GRPO). */
   tokenLogProbs(batch: SequenceBatchItem[], options: TokenLogProbsOptions): TokenLogProbs;
   /**

@@ -23,14 +23,23 @@ let scratch = new Float64Array(0);
  * as tokenLogProbs computes it). Tokens in `banned` (the built-in model's PAD, BOS, IMG and UNK: never a valid output) are not drawn.
  * The arithmetic (and so every draw for a seed) is the same in every path: sums run in vocabulary order.
  */
-export function sampleToken(row: Float32Array, options: SamplingOptions, rng: Rng, banned: ReadonlySet<number> = new Set()): { token: number; logProb: number } {
+export function sampleToken(
+  row: Float32Array,
+  options: SamplingOptions,
+  rng: Rng,
+  banned: ReadonlySet<number> = new Set(),
+): { token: number; logProb: number } {
   const n = row.length;
   const isBanned = maskOf(banned, n);
   let max = -Infinity;
   let argmax = 0;
   for (let i = 0; i < n; i++) if (row[i] > max) max = row[i];
   let best = -Infinity;
-  for (let i = 0; i < n; i++) if (!isBanned[i] && row[i] > best) { best = row[i]; argmax = i; }
+  for (let i = 0; i < n; i++)
+    if (!isBanned[i] && row[i] > best) {
+      best = row[i];
+      argmax = i;
+    }
   let z = 0;
   for (let i = 0; i < n; i++) z += Math.exp(row[i] - max);
   const logZ = max + Math.log(z);
@@ -45,7 +54,10 @@ export function sampleToken(row: Float32Array, options: SamplingOptions, rng: Rn
     let token = n - 1;
     for (let i = 0; i < n; i++) {
       x -= probs[i];
-      if (x < 0) { token = i; break; }
+      if (x < 0) {
+        token = i;
+        break;
+      }
     }
     return { token, logProb: row[token] - logZ };
   }
@@ -61,7 +73,10 @@ export function sampleToken(row: Float32Array, options: SamplingOptions, rng: Rn
   let token = order[order.length - 1];
   for (const i of order) {
     x -= probs[i];
-    if (x < 0) { token = i; break; }
+    if (x < 0) {
+      token = i;
+      break;
+    }
   }
   return { token, logProb: row[token] - logZ };
 }
@@ -70,7 +85,13 @@ export function sampleToken(row: Float32Array, options: SamplingOptions, rng: Rn
  * log-softmax(row / T) at `target`, and with `withEntropy` the entropy of that distribution (else 0): a token's
  * log-prob as the samplers score a completion (max-subtracted, float64 sums). V: the entries of `row` that count.
  */
-export function scoreToken(row: Float32Array, target: number, T: number, withEntropy: boolean, V = row.length): { logp: number; entropy: number } {
+export function scoreToken(
+  row: Float32Array,
+  target: number,
+  T: number,
+  withEntropy: boolean,
+  V = row.length,
+): { logp: number; entropy: number } {
   let max = -Infinity;
   for (let v = 0; v < V; v++) max = Math.max(max, row[v] / T);
   let z = 0;

@@ -8,7 +8,8 @@ import { ANSWER_DECORATION, shortAnswerLine } from './final-answer.ts';
 import type { Score, ScoreInput } from '../core/score.ts';
 
 const ECHO = /^(?:(?:box\s+\d+|container\s+[a-g])\s+)?(?:contains|holds|has)\b\s*:?\s*/;
-const EMPTY = /^(?:nothing(?: at all)?|empty|none|no objects?|(?:it|the box|the container|box \d+|container [a-g])?\s*is empty)$/;
+const EMPTY =
+  /^(?:nothing(?: at all)?|empty|none|no objects?|(?:it|the box|the container|box \d+|container [a-g])?\s*is empty)$/;
 const SEPARATOR = /\s*(?:,|;|&|\band\b)\s*/;
 
 /** Object names (lower case, without articles) in an answer, [] for an empty box, null when nothing parses. */
@@ -27,7 +28,12 @@ export function parseBoxContents(answer: string): string[] | null {
 
 /** Canonical form of a set of object names: "the a and the b" (sorted), or "nothing". */
 export function formatBoxContents(items: readonly string[]): string {
-  return items.length === 0 ? 'nothing' : [...items].sort().map((n) => `the ${n}`).join(' and ');
+  return items.length === 0
+    ? 'nothing'
+    : [...items]
+        .sort()
+        .map((n) => `the ${n}`)
+        .join(' and ');
 }
 
 function sameItems(a: readonly string[], b: readonly string[]): boolean {
@@ -44,7 +50,12 @@ export function scoreBoxes(input: ScoreInput): Score {
   const text = shortAnswerLine(input.response);
   const predicted = text === null ? null : parseBoxContents(text);
   if (predicted === null) {
-    return { reward: 0, valid: false, prediction: null, metrics: { exact: false, repeatsInitial: null, predictedCount: null } };
+    return {
+      reward: 0,
+      valid: false,
+      prediction: null,
+      metrics: { exact: false, repeatsInitial: null, predictedCount: null },
+    };
   }
   const exact = sameItems(predicted, target);
   const initialText = typeof input.meta?.initialContents === 'string' ? input.meta.initialContents : null;
@@ -53,6 +64,10 @@ export function scoreBoxes(input: ScoreInput): Score {
     reward: exact ? 1 : 0,
     valid: true,
     prediction: formatBoxContents(predicted),
-    metrics: { exact, repeatsInitial: initial === null ? null : sameItems(predicted, initial), predictedCount: predicted.length },
+    metrics: {
+      exact,
+      repeatsInitial: initial === null ? null : sameItems(predicted, initial),
+      predictedCount: predicted.length,
+    },
   };
 }

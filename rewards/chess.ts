@@ -59,7 +59,11 @@ export function fensInLine(cleaned: string): Fen[] {
   for (let i = 0; i < tokens.length; i++) {
     if (!expandPlacement(tokens[i])) continue;
     const fields: string[] = [];
-    while (fields.length < 5 && i + 1 + fields.length < tokens.length && isFenField(tokens[i + 1 + fields.length], fields.length)) {
+    while (
+      fields.length < 5 &&
+      i + 1 + fields.length < tokens.length &&
+      isFenField(tokens[i + 1 + fields.length], fields.length)
+    ) {
       fields.push(tokens[i + 1 + fields.length]);
     }
     const fen = fenFromParts(tokens[i], fields);
@@ -141,7 +145,10 @@ export function chessMetrics(prediction: Fen | null, target: Fen, initial: Fen |
 /** Score a response; the episode's meta `answerParsing: 'bare-fen'` turns the bare-FEN extension on. */
 export function scoreChess(input: ScoreInput, options: ChessParseOptions = {}): Score {
   const target = requireFen(input.target, 'target');
-  const initial = input.initialState !== undefined && input.initialState !== '' ? requireFen(input.initialState, 'initial_state') : null;
+  const initial =
+    input.initialState !== undefined && input.initialState !== ''
+      ? requireFen(input.initialState, 'initial_state')
+      : null;
   const acceptBareFen = options.acceptBareFen ?? input.meta?.answerParsing === BARE_FEN_PARSING;
   const prediction = parseChessAnswer(input.response, { ...options, acceptBareFen });
   const metrics = chessMetrics(prediction, target, initial);

@@ -73,7 +73,10 @@ export function isFenField(token: string, index: number): boolean {
 
 /** Parse a whole string as one FEN (whitespace-separated fields); null when it is not exactly one valid FEN. */
 export function parseFen(text: string): Fen | null {
-  const tokens = text.trim().split(/\s+/).filter((t) => t !== '');
+  const tokens = text
+    .trim()
+    .split(/\s+/)
+    .filter((t) => t !== '');
   if (tokens.length === 0 || tokens.length > 6) return null;
   const board = expandPlacement(tokens[0]);
   if (!board) return null;

@@ -40,7 +40,8 @@ export function extractAnswer(response: string): string | null {
 /** Which attribute a target is, from meta when present, else from the target's form. */
 export function targetAttributeOf(target: string, meta?: Record<string, unknown>): MateTargetAttribute {
   const fromMeta = meta?.targetAttribute;
-  if (typeof fromMeta === 'string' && (MATE_TARGET_ATTRIBUTES as readonly string[]).includes(fromMeta)) return fromMeta as MateTargetAttribute;
+  if (typeof fromMeta === 'string' && (MATE_TARGET_ATTRIBUTES as readonly string[]).includes(fromMeta))
+    return fromMeta as MateTargetAttribute;
   const t = target.trim();
   if (/^object[_ ]\d+$/i.test(t)) return 'name';
   if (t.startsWith('[')) return 'coords';
@@ -58,7 +59,10 @@ function roundText(value: number, decimals: number): string {
 
 /** Canonical form of an answer for an attribute, or null when it cannot be one (e.g. "big" for a size). */
 export function canonicalAnswer(raw: string, attribute: MateTargetAttribute): string | null {
-  const text = raw.trim().replace(/^["'`]+|["'`.]+$/g, '').trim();
+  const text = raw
+    .trim()
+    .replace(/^["'`]+|["'`.]+$/g, '')
+    .trim();
   if (text === '') return null;
   switch (attribute) {
     case 'name': {

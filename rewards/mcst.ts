@@ -8,7 +8,21 @@
 import { ANSWER_DECORATION, shortAnswerLine } from './final-answer.ts';
 import type { Score, ScoreInput } from '../core/score.ts';
 
-const NUMBER_WORDS = ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve'];
+const NUMBER_WORDS = [
+  'zero',
+  'one',
+  'two',
+  'three',
+  'four',
+  'five',
+  'six',
+  'seven',
+  'eight',
+  'nine',
+  'ten',
+  'eleven',
+  'twelve',
+];
 const DIRECTION_WORDS = ['north', 'east', 'south', 'west'];
 const NO_ONE = /\b(?:no one|no-one|noone|nobody|none)\b/;
 
@@ -34,7 +48,9 @@ const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** Names from `names` that occur in `text` as whole words, leaving out those inside a longer match. */
 function mentioned(text: string, names: readonly string[]): string[] {
-  const found = names.map((n) => n.toLowerCase()).filter((n) => new RegExp(`(?:^|[^a-z0-9-])${escape(n)}(?:$|[^a-z0-9-])`).test(text));
+  const found = names
+    .map((n) => n.toLowerCase())
+    .filter((n) => new RegExp(`(?:^|[^a-z0-9-])${escape(n)}(?:$|[^a-z0-9-])`).test(text));
   return [...new Set(found)].filter((n) => !found.some((m) => m !== n && m.includes(n)));
 }
 
@@ -48,7 +64,11 @@ export function inferKind(target: string): McstAnswerKind {
 }
 
 /** Canonical (lower-case) form of an answer of the given kind, or null when it does not read as one answer. */
-export function normaliseMcstAnswer(answer: string, kind: McstAnswerKind, vocabulary: McstVocabulary = {}): string | null {
+export function normaliseMcstAnswer(
+  answer: string,
+  kind: McstAnswerKind,
+  vocabulary: McstVocabulary = {},
+): string | null {
   const text = clean(answer);
   if (text === '') return null;
   switch (kind) {
@@ -58,7 +78,9 @@ export function normaliseMcstAnswer(answer: string, kind: McstAnswerKind, vocabu
     }
     case 'number': {
       const digits = text.match(/\b\d+\b/g) ?? [];
-      const words = NUMBER_WORDS.filter((w) => new RegExp(`\\b${w}\\b`).test(text)).map((w) => String(NUMBER_WORDS.indexOf(w)));
+      const words = NUMBER_WORDS.filter((w) => new RegExp(`\\b${w}\\b`).test(text)).map((w) =>
+        String(NUMBER_WORDS.indexOf(w)),
+      );
       const all = [...new Set([...digits.map((d) => String(Number(d))), ...words])];
       return all.length === 1 ? all[0] : null;
     }
@@ -114,7 +136,12 @@ export function scoreMcst(input: ScoreInput): Score {
   const text = shortAnswerLine(input.response);
   const prediction = text === null ? null : normaliseMcstAnswer(text, kind, vocabulary);
   if (prediction === null) {
-    return { reward: 0, valid: false, prediction: null, metrics: { exact: false, negationBlind: null, initialCopy: null } };
+    return {
+      reward: 0,
+      valid: false,
+      prediction: null,
+      metrics: { exact: false, negationBlind: null, initialCopy: null },
+    };
   }
   const exact = prediction === target;
   const reference = (key: string) => {

@@ -28,7 +28,10 @@ export function parseChoice(response: string, max = MINECRAFT_CHOICES): string |
 /** Binary reward 1[choice = target]; an unparseable answer is invalid and scores 0. */
 export function scoreMinecraft(input: ScoreInput): Score {
   const target = input.target.trim();
-  if (!/^[1-9]$/.test(target)) throw new UserError(`minecraft target must be a choice 1-${MINECRAFT_CHOICES}, got ${JSON.stringify(input.target)}`);
+  if (!/^[1-9]$/.test(target))
+    throw new UserError(
+      `minecraft target must be a choice 1-${MINECRAFT_CHOICES}, got ${JSON.stringify(input.target)}`,
+    );
   const prediction = parseChoice(input.response);
   const exact = prediction === target;
   return { reward: exact ? 1 : 0, valid: prediction !== null, prediction, metrics: { exact } };

@@ -9,7 +9,6 @@ import type { Score, ScoreInput } from '../core/score.ts';
 export const REM_CATEGORY_NAMES = ['counting', 'comparison', 'left-right', 'temporal'] as const;
 export type RemCategoryName = (typeof REM_CATEGORY_NAMES)[number];
 
-
 /** The text holding the answer: what follows the last marker (its first non-empty line), or the whole response. */
 export function answerText(response: string): string {
   const after = textAfterLastMarker(response);
@@ -39,14 +38,20 @@ function parseComparison(text: string, options: readonly string[]): string | nul
   const hits = options.filter((option) => {
     if (option === 'equal') return said.has('equal') || said.has('same');
     const others = new Set(entities.filter((e) => e !== option).flatMap((e) => words(e).map(stem)));
-    const distinct = words(option).map(stem).filter((w) => !others.has(w));
+    const distinct = words(option)
+      .map(stem)
+      .filter((w) => !others.has(w));
     return distinct.length > 0 && distinct.every((w) => said.has(w));
   });
   return hits.length === 1 ? hits[0] : null;
 }
 
 /** The predicted answer in canonical form, or null when it cannot be read unambiguously. */
-export function parseRemAnswer(response: string, category: RemCategoryName, options?: readonly string[]): string | null {
+export function parseRemAnswer(
+  response: string,
+  category: RemCategoryName,
+  options?: readonly string[],
+): string | null {
   const text = answerText(response);
   switch (category) {
     case 'counting': {
@@ -59,7 +64,9 @@ export function parseRemAnswer(response: string, category: RemCategoryName, opti
     }
     case 'temporal': {
       const lower = text.toLowerCase();
-      const found = ['before', 'after', 'same time'].filter((k) => new RegExp(`\\b${k.replace(' ', '[\\s-]+')}\\b`).test(lower));
+      const found = ['before', 'after', 'same time'].filter((k) =>
+        new RegExp(`\\b${k.replace(' ', '[\\s-]+')}\\b`).test(lower),
+      );
       return found.length === 1 ? found[0] : null;
     }
     case 'comparison':
@@ -71,7 +78,9 @@ export function scoreRem(input: ScoreInput): Score {
   const category = categoryOf(input.target, input.meta);
   const target = input.target.trim().toLowerCase();
   const metaOptions = input.meta?.options;
-  const options = Array.isArray(metaOptions) ? (metaOptions as string[]) : [target, ...(target === 'equal' ? [] : ['equal'])];
+  const options = Array.isArray(metaOptions)
+    ? (metaOptions as string[])
+    : [target, ...(target === 'equal' ? [] : ['equal'])];
   const prediction = parseRemAnswer(input.response, category, options);
   const exact = prediction !== null && prediction === target;
   const groundTruth = category === 'counting' ? Number(target) : null;

@@ -39,7 +39,8 @@ export function isShellAnswer(value: string): value is ShellAnswer {
 /** Binary reward 1[prediction = target]; an unparseable answer is invalid and scores 0. */
 export function scoreShell(input: ScoreInput): Score {
   const target = input.target.trim();
-  if (!isShellAnswer(target)) throw new UserError(`shell target must be "1", "2" or "3", got ${JSON.stringify(input.target)}`);
+  if (!isShellAnswer(target))
+    throw new UserError(`shell target must be "1", "2" or "3", got ${JSON.stringify(input.target)}`);
   const prediction = parseShellAnswer(input.response);
   const exact = prediction === target;
   return { reward: exact ? 1 : 0, valid: prediction !== null, prediction, metrics: { exact } };

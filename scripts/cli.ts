@@ -19,7 +19,8 @@ const commandFiles: Record<string, () => Promise<{ default: CommandModule }>> = 
 };
 
 const args = hideBin(process.argv);
-const named = args[0] !== undefined && Object.hasOwn(commandFiles, args[0]) ? [commandFiles[args[0]]] : Object.values(commandFiles);
+const named =
+  args[0] !== undefined && Object.hasOwn(commandFiles, args[0]) ? [commandFiles[args[0]]] : Object.values(commandFiles);
 const commands = await Promise.all(named.map(async (load) => (await load()).default));
 
 await yargs(args)

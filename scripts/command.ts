@@ -12,7 +12,9 @@ export function reportAndExit(thrown: unknown): never {
     process.stderr.write(`metrl: error: ${redact(error.message)}\n`);
     process.exit(2);
   }
-  process.stderr.write(`metrl: internal error: ${redact(error instanceof Error ? (error.stack ?? error.message) : String(error))}\n`);
+  process.stderr.write(
+    `metrl: internal error: ${redact(error instanceof Error ? (error.stack ?? error.message) : String(error))}\n`,
+  );
   process.exit(1);
 }
 

@@ -24,7 +24,12 @@ export function schemaFlags(schema: z.ZodObject): SchemaFlag[] {
   const flags: SchemaFlag[] = [];
   for (const [key, field] of Object.entries(schema.shape) as [string, z.ZodType][]) {
     if (field.description === undefined) continue;
-    flags.push({ flag: kebab(key), key, type: flagType(field, key), describe: withDefault(field.description, defaults[key]) });
+    flags.push({
+      flag: kebab(key),
+      key,
+      type: flagType(field, key),
+      describe: withDefault(field.description, defaults[key]),
+    });
   }
   return flags;
 }
@@ -45,12 +50,21 @@ export function flagOptions(flags: readonly SchemaFlag[], group: string): Record
 /** zod shape for the parsed flags: each optional, of its type. */
 export function flagShape(flags: readonly SchemaFlag[]): Record<string, z.ZodOptional<z.ZodType>> {
   const of = (type: FlagType): z.ZodType =>
-    type === 'number' ? z.number() : type === 'boolean' ? z.boolean() : type === 'string' ? z.string() : z.array(type === 'numbers' ? z.number() : z.string());
+    type === 'number'
+      ? z.number()
+      : type === 'boolean'
+        ? z.boolean()
+        : type === 'string'
+          ? z.string()
+          : z.array(type === 'numbers' ? z.number() : z.string());
   return Object.fromEntries(flags.map((f) => [f.flag, of(f.type).optional()]));
 }
 
 /** The schema fields set by the given flags (camelCase keys), leaving out flags not given. */
-export function valuesFromFlags(flags: readonly SchemaFlag[], parsed: Record<string, unknown>): Record<string, unknown> {
+export function valuesFromFlags(
+  flags: readonly SchemaFlag[],
+  parsed: Record<string, unknown>,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const { flag, key } of flags) if (parsed[flag] !== undefined) out[key] = parsed[flag];
   return out;

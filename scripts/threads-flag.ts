@@ -13,6 +13,9 @@ export function threadsFlag(coerce: boolean) {
   return (coerce ? z.coerce.number() : z.number())
     .int()
     .positive()
-    .max(MACHINE_CORES, `more than this machine's ${MACHINE_CORES} cores; give at most ${MACHINE_CORES}, or leave it out to use them all`)
+    .max(
+      MACHINE_CORES,
+      `more than this machine's ${MACHINE_CORES} cores; give at most ${MACHINE_CORES}, or leave it out to use them all`,
+    )
     .optional();
 }

@@ -34,24 +34,48 @@ const configFlagOptions = flagOptions(CONFIG_FLAGS, 'Training config (also setta
 /** The flags as --help lists them, with the training config's under a heading of their own. */
 export function trainFlagOptions(y: Argv) {
   return y
-    .option('domain', { type: 'string', describe: 'chess | shell | boxes | mcst | mate | rem (with --dataset: the folder\'s or MET-Bench set\'s, or the one that scores chat rows)' })
-    .option('modality', { type: 'string', describe: 'text | image: the modality trained on (the other is evaluated as transfer; with --dataset: what its rows show)' })
+    .option('domain', {
+      type: 'string',
+      describe:
+        "chess | shell | boxes | mcst | mate | rem (with --dataset: the folder's or MET-Bench set's, or the one that scores chat rows)",
+    })
+    .option('modality', {
+      type: 'string',
+      describe:
+        'text | image: the modality trained on (the other is evaluated as transfer; with --dataset: what its rows show)',
+    })
     .option('out', { type: 'string', describe: 'run folder (default runs/<domain>-<modality>-<timestamp>)' })
     .option('checkpoint', {
       type: 'string',
-      describe: 'checkpoint to train: a base folder (the built-in model or a Hugging Face save_pretrained folder) that gets fresh LoRA adapters, or an adapter folder (PEFT, or a run\'s checkpoints/step-N) trained on from its weights (default checkpoints/base)',
+      describe:
+        "checkpoint to train: a base folder (the built-in model or a Hugging Face save_pretrained folder) that gets fresh LoRA adapters, or an adapter folder (PEFT, or a run's checkpoints/step-N) trained on from its weights (default checkpoints/base)",
     })
     .option('config', { type: 'string', describe: 'JSON file of training config fields (flags override it)' })
-    .option('resume', { type: 'boolean', default: false, describe: 'continue the run in --out from its latest checkpoint' })
-    .option('backend', { type: 'string', describe: 'tfjs backend: node-gpu | node | wasm | cpu (default: the fastest that loads)' })
+    .option('resume', {
+      type: 'boolean',
+      default: false,
+      describe: 'continue the run in --out from its latest checkpoint',
+    })
+    .option('backend', {
+      type: 'string',
+      describe: 'tfjs backend: node-gpu | node | wasm | cpu (default: the fastest that loads)',
+    })
     .option('games', { type: 'string', describe: 'chess: PGN or UCI games file (default: the built-in generator)' })
     .option('offset', { type: 'string', describe: 'chess: start | random ply offset into each game' })
     .option('dataset', {
       type: 'string',
-      describe: 'train on rows you bring instead of generated episodes: a folder `metrl generate` wrote (metadata.jsonl + images), a JSONL of chat rows {messages, target, split?}, or a MET-Bench set with a train split (parquet shards or hf://owner/name@revision)',
+      describe:
+        'train on rows you bring instead of generated episodes: a folder `metrl generate` wrote (metadata.jsonl + images), a JSONL of chat rows {messages, target, split?}, or a MET-Bench set with a train split (parquet shards or hf://owner/name@revision)',
     })
     .option('quiet', { type: 'boolean', default: false, describe: 'no progress output' })
-    .option('threads', { type: 'number', describe: 'cores ONNX Runtime uses, with --engine ort: N one-thread sessions for the built-in model on the CPU, else N intra-op threads (default: every core)' })
-    .option('device', { type: 'string', describe: `ONNX Runtime execution provider, with --engine ort: ${DEVICES.join(' | ')} (default cpu)` })
+    .option('threads', {
+      type: 'number',
+      describe:
+        'cores ONNX Runtime uses, with --engine ort: N one-thread sessions for the built-in model on the CPU, else N intra-op threads (default: every core)',
+    })
+    .option('device', {
+      type: 'string',
+      describe: `ONNX Runtime execution provider, with --engine ort: ${DEVICES.join(' | ')} (default cpu)`,
+    })
     .options(configFlagOptions);
 }

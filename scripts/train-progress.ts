@@ -6,7 +6,8 @@ import type { TrainEvent } from '../trainer/loop.ts';
 import type { EvalRow } from '../trainer/metrics.ts';
 
 const fmt = (x: number | null | undefined, digits = 3) => (x === null || x === undefined ? '–' : x.toFixed(digits));
-const evalText = (r: EvalRow) => `${r.modality} (${r.role === 'train' ? 'trained' : 'transfer'}) ${fmt(r.accuracy)} [${fmt(r.low)}, ${fmt(r.high)}]`;
+const evalText = (r: EvalRow) =>
+  `${r.modality} (${r.role === 'train' ? 'trained' : 'transfer'}) ${fmt(r.accuracy)} [${fmt(r.low)}, ${fmt(r.high)}]`;
 
 /** "3h05m", "12m30s", "45s"; "–" when unknown. */
 function duration(seconds: number | null): string {
@@ -26,12 +27,25 @@ export function progressView(config: TrainConfig, modality: string, log: (line: 
   const tty = process.stderr.isTTY === true;
   const bar = tty
     ? new cliProgress.SingleBar(
-        { format: '{phase} {bar} {value}/{total} ETA {eta_formatted} | reward {reward} | valid {valid} | test {test} | {sps}s/step | {ckpt} | run ETA {runEta}', hideCursor: true, stream: process.stderr },
+        {
+          format:
+            '{phase} {bar} {value}/{total} ETA {eta_formatted} | reward {reward} | valid {valid} | test {test} | {sps}s/step | {ckpt} | run ETA {runEta}',
+          hideCursor: true,
+          stream: process.stderr,
+        },
         cliProgress.Presets.shades_classic,
       )
     : null;
   let started = false;
-  let payload = { phase: 'GRPO step', reward: '–', valid: '–', test: '–', sps: '–', ckpt: 'no checkpoint yet', runEta: '–' };
+  let payload = {
+    phase: 'GRPO step',
+    reward: '–',
+    valid: '–',
+    test: '–',
+    sps: '–',
+    ckpt: 'no checkpoint yet',
+    runEta: '–',
+  };
   let step = 0;
   let testEpisodes = 0;
   let modalities = 2;
@@ -52,7 +66,9 @@ export function progressView(config: TrainConfig, modality: string, log: (line: 
     const perItem = itemSeconds;
     if (perStep === null && config.steps > step) return null;
     if (perItem === null) return null;
-    return (config.steps - step) * (perStep ?? 0) + (evalItemsLeft + evalsAfter(step) * modalities * testEpisodes) * perItem;
+    return (
+      (config.steps - step) * (perStep ?? 0) + (evalItemsLeft + evalsAfter(step) * modalities * testEpisodes) * perItem
+    );
   };
   let drawnPhase = '';
   const redraw = (value: number, total: number) => {
@@ -83,7 +99,9 @@ export function progressView(config: TrainConfig, modality: string, log: (line: 
           log(`the run is complete at step ${event.fromStep}; pass a larger --steps with --resume to continue it`);
           break;
         }
-        log(`training ${modality} on ${event.trainEpisodes} episodes, testing on ${event.testEpisodes} in ${event.evaluatedModalities} modalities; steps ${event.fromStep + 1}-${event.steps}; completions up to ${event.maxCompletionTokens} tokens`);
+        log(
+          `training ${modality} on ${event.trainEpisodes} episodes, testing on ${event.testEpisodes} in ${event.evaluatedModalities} modalities; steps ${event.fromStep + 1}-${event.steps}; completions up to ${event.maxCompletionTokens} tokens`,
+        );
         break;
       case 'eval-progress': {
         const now = performance.now();
@@ -93,11 +111,17 @@ export function progressView(config: TrainConfig, modality: string, log: (line: 
         } else if (now > evalStarted) itemSeconds = (now - evalStarted) / 1000 / (event.done - evalDoneAtStart);
         const left = event.total - event.done;
         const itemsLeft = left + (event.role === 'train' && modalities > 1 ? testEpisodes : 0);
-        payload = { ...payload, phase: `eval step ${event.step}, ${event.modality} (${event.role === 'train' ? 'trained' : 'transfer'}) items`, runEta: duration(runEta(itemsLeft)) };
+        payload = {
+          ...payload,
+          phase: `eval step ${event.step}, ${event.modality} (${event.role === 'train' ? 'trained' : 'transfer'}) items`,
+          runEta: duration(runEta(itemsLeft)),
+        };
         if (bar) redraw(event.done, event.total);
         else if (event.done === event.total || now - lastPlain > 10_000) {
           lastPlain = now;
-          log(`eval step ${event.step} ${event.modality}: ${event.done}/${event.total} items, run ETA ${payload.runEta}`);
+          log(
+            `eval step ${event.step} ${event.modality}: ${event.done}/${event.total} items, run ETA ${payload.runEta}`,
+          );
         }
         break;
       }
@@ -106,9 +130,19 @@ export function progressView(config: TrainConfig, modality: string, log: (line: 
         step = r.step;
         stepSeconds.push(r.time.total);
         if (stepSeconds.length > 20) stepSeconds.shift();
-        payload = { ...payload, phase: 'GRPO step', reward: fmt(r.rewardMean, 2), valid: fmt(r.validRate, 2), sps: fmt(r.time.total, 1), runEta: duration(runEta(0)) };
+        payload = {
+          ...payload,
+          phase: 'GRPO step',
+          reward: fmt(r.rewardMean, 2),
+          valid: fmt(r.validRate, 2),
+          sps: fmt(r.time.total, 1),
+          runEta: duration(runEta(0)),
+        };
         if (bar) redraw(r.step, config.steps);
-        else log(`step ${r.step}/${config.steps} reward ${fmt(r.rewardMean)} ± ${fmt(r.rewardStd)} valid ${fmt(r.validRate, 2)} kl ${fmt(r.kl, 4)} clip ${fmt(r.clipFraction, 3)} len ${fmt(r.completionLength, 1)} zero-spread ${r.zeroSpreadGroups}/${r.groups} ${fmt(r.time.total, 1)}s, run ETA ${payload.runEta}`);
+        else
+          log(
+            `step ${r.step}/${config.steps} reward ${fmt(r.rewardMean)} ± ${fmt(r.rewardStd)} valid ${fmt(r.validRate, 2)} kl ${fmt(r.kl, 4)} clip ${fmt(r.clipFraction, 3)} len ${fmt(r.completionLength, 1)} zero-spread ${r.zeroSpreadGroups}/${r.groups} ${fmt(r.time.total, 1)}s, run ETA ${payload.runEta}`,
+          );
         break;
       }
       case 'eval': {
@@ -129,7 +163,9 @@ export function progressView(config: TrainConfig, modality: string, log: (line: 
           bar.stop();
           started = false;
         }
-        log(`Game Start baseline on the test split (answer = initial state): ${fmt(event.row.accuracy)} [${fmt(event.row.low)}, ${fmt(event.row.high)}] (n = ${event.row.n})`);
+        log(
+          `Game Start baseline on the test split (answer = initial state): ${fmt(event.row.accuracy)} [${fmt(event.row.low)}, ${fmt(event.row.high)}] (n = ${event.row.n})`,
+        );
         break;
       case 'nan':
         log(`step ${event.step}: loss not finite, update skipped (${event.streak} in a row)`);

@@ -41,17 +41,28 @@ const RunInfoSchema = z
 // The rollout servers and their folder are where the run generates, not what it trains: a resume may move them.
 const RESUME_MAY_CHANGE = new Set(['steps', 'rewardTimeout', 'rolloutServer', 'rolloutTimeout', 'rolloutAdapterDir']);
 
-function refuseChanges(flags: TrainFlags, flagConfig: Record<string, unknown>, info: z.infer<typeof RunInfoSchema>, infoPath: string): void {
+function refuseChanges(
+  flags: TrainFlags,
+  flagConfig: Record<string, unknown>,
+  info: z.infer<typeof RunInfoSchema>,
+  infoPath: string,
+): void {
   const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
   const refuse = (flag: string, given: unknown, recorded: unknown) => {
-    const show = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v) ?? 'unset');
-    throw new UserError(`--resume: --${flag} ${show(given)} differs from the run's ${show(recorded)} (${infoPath}); only --steps may change (and --reward-timeout)`);
+    const show = (v: unknown) => (typeof v === 'string' ? v : (JSON.stringify(v) ?? 'unset'));
+    throw new UserError(
+      `--resume: --${flag} ${show(given)} differs from the run's ${show(recorded)} (${infoPath}); only --steps may change (and --reward-timeout)`,
+    );
   };
   if (flags.domain !== undefined && flags.domain !== info.domain) refuse('domain', flags.domain, info.domain);
-  if (flags.modality !== undefined && flags.modality !== info.modality) refuse('modality', flags.modality, info.modality);
-  if (flags.checkpoint !== undefined && resolve(flags.checkpoint) !== info.checkpoint) refuse('checkpoint', resolve(flags.checkpoint), info.checkpoint);
-  if (flags.games !== undefined && resolve(flags.games) !== info.envExtra.games) refuse('games', resolve(flags.games), info.envExtra.games);
-  if (flags.offset !== undefined && flags.offset !== info.envExtra.offset) refuse('offset', flags.offset, info.envExtra.offset);
+  if (flags.modality !== undefined && flags.modality !== info.modality)
+    refuse('modality', flags.modality, info.modality);
+  if (flags.checkpoint !== undefined && resolve(flags.checkpoint) !== info.checkpoint)
+    refuse('checkpoint', resolve(flags.checkpoint), info.checkpoint);
+  if (flags.games !== undefined && resolve(flags.games) !== info.envExtra.games)
+    refuse('games', resolve(flags.games), info.envExtra.games);
+  if (flags.offset !== undefined && flags.offset !== info.envExtra.offset)
+    refuse('offset', flags.offset, info.envExtra.offset);
   // A --config file counts through the values it gives (flags win over it, as when the run was started).
   const given = { ...(flags.config ? readConfigFile(flags.config) : {}), ...flagConfig };
   for (const [key, value] of Object.entries(given)) {
@@ -95,41 +106,66 @@ export async function runSettings(flags: TrainFlags): Promise<RunSettings> {
     runDir = resolve(flags.out);
     const infoPath = join(runDir, 'config.json');
     if (!existsSync(infoPath)) throw new UserError(`--resume: ${runDir} holds no run (config.json is missing)`);
-    const info = readJson(infoPath, RunInfoSchema, { invalid: (error) => `not a training run's config (${error.issues[0]?.path.join('.')}: ${error.issues[0]?.message})` });
+    const info = readJson(infoPath, RunInfoSchema, {
+      invalid: (error) =>
+        `not a training run's config (${error.issues[0]?.path.join('.')}: ${error.issues[0]?.message})`,
+    });
     // Runs recorded before the engine was a setting generated with tfjs: they continue on it.
     info.config.engine ??= 'tfjs';
     // The run continues with its own settings; only --steps (to extend it) and --reward-timeout may change. The original command with
     // --resume appended repeats the recorded values, which is fine: only a real change is refused.
     refuseChanges(flags, flagConfig, info, infoPath);
     if (flags.dataset !== undefined && datasetKey(flags.dataset) !== info.dataset) {
-      throw new UserError(`--resume: --dataset ${datasetKey(flags.dataset)} differs from the run's ${info.dataset ?? 'unset'} (${infoPath}); only --steps may change (and --reward-timeout)`);
+      throw new UserError(
+        `--resume: --dataset ${datasetKey(flags.dataset)} differs from the run's ${info.dataset ?? 'unset'} (${infoPath}); only --steps may change (and --reward-timeout)`,
+      );
     }
     ({ domain, modality, checkpoint: checkpointDir, envExtra } = info);
     datasetPath = info.dataset;
-    const changed = Object.fromEntries([...RESUME_MAY_CHANGE].filter((k) => flagConfig[k] !== undefined).map((k) => [k, flagConfig[k]]));
+    const changed = Object.fromEntries(
+      [...RESUME_MAY_CHANGE].filter((k) => flagConfig[k] !== undefined).map((k) => [k, flagConfig[k]]),
+    );
     config = resolveConfig(info.config, changed, `${infoPath}: config.`);
     if (datasetPath !== undefined) dataset = await loadDataset(datasetPath, domain, config, modality);
   } else {
-    config = resolveConfig(flags.config ? readConfigFile(flags.config) : {}, flagConfig, flags.config ? `${flags.config}: ` : '--');
+    config = resolveConfig(
+      flags.config ? readConfigFile(flags.config) : {},
+      flagConfig,
+      flags.config ? `${flags.config}: ` : '--',
+    );
     if (flags.dataset !== undefined) {
       datasetPath = datasetKey(flags.dataset);
       dataset = await loadDataset(flags.dataset, flags.domain, config, flags.modality);
-      if (dataset.train.length === 0) throw new UserError(`${dataset.file}: no rows with split "train" to train on (\`metrl generate --split train\` writes them)`);
-      if ((flags.games ?? flags.offset) !== undefined) throw new UserError('--dataset: --games and --offset shape generated chess episodes; a dataset brings its own');
+      if (dataset.train.length === 0)
+        throw new UserError(
+          `${dataset.file}: no rows with split "train" to train on (\`metrl generate --split train\` writes them)`,
+        );
+      if ((flags.games ?? flags.offset) !== undefined)
+        throw new UserError('--dataset: --games and --offset shape generated chess episodes; a dataset brings its own');
     }
     const datasetDomain = dataset?.domain ?? flags.domain;
-    if (!datasetDomain) throw new UserError(dataset ? `--dataset ${flags.dataset}: chat rows need --domain (it scores the answers)` : '--domain is required (chess, shell, boxes, mcst, mate or rem)');
-    if ((flags.games !== undefined || flags.offset !== undefined) && datasetDomain !== 'chess') throw new UserError('--games and --offset apply to --domain chess');
-    if (flags.games !== undefined && !existsSync(flags.games)) throw new UserError(`--games ${flags.games}: no such file`);
+    if (!datasetDomain)
+      throw new UserError(
+        dataset
+          ? `--dataset ${flags.dataset}: chat rows need --domain (it scores the answers)`
+          : '--domain is required (chess, shell, boxes, mcst, mate or rem)',
+      );
+    if ((flags.games !== undefined || flags.offset !== undefined) && datasetDomain !== 'chess')
+      throw new UserError('--games and --offset apply to --domain chess');
+    if (flags.games !== undefined && !existsSync(flags.games))
+      throw new UserError(`--games ${flags.games}: no such file`);
     domain = datasetDomain;
     const datasetModality = dataset && (dataset.train.some(showsImage) ? 'image' : 'text');
     if (!(flags.modality ?? datasetModality)) throw new UserError('--modality is required (text or image)');
     modality = flags.modality ?? datasetModality!;
     runDir = resolve(flags.out ?? join('runs', `${domain}-${modality}-${timestamp()}`));
-    if (existsSync(join(runDir, 'metrics.jsonl'))) throw new UserError(`${runDir} already holds a run; add --resume to continue it, or choose another --out`);
+    if (existsSync(join(runDir, 'metrics.jsonl')))
+      throw new UserError(`${runDir} already holds a run; add --resume to continue it, or choose another --out`);
     checkpointDir = resolve(flags.checkpoint ?? join(CHECKPOINTS_DIR, 'base'));
     if (!flags.checkpoint && !existsSync(checkpointDir)) {
-      throw new UserError(`no base checkpoint at ${checkpointDir}: run \`metrl pretrain\` to build it, or pass --checkpoint DIR`);
+      throw new UserError(
+        `no base checkpoint at ${checkpointDir}: run \`metrl pretrain\` to build it, or pass --checkpoint DIR`,
+      );
     }
     envExtra = {};
     if (flags.games !== undefined) envExtra.games = resolve(flags.games);
@@ -148,18 +184,33 @@ function datasetKey(path: string): string {
  * test selection capped at --test-size, all shown in the trained modality) or a folder / chat rows
  * (envs/dataset-reader.ts).
  */
-async function loadDataset(path: string, domain: string | undefined, config: TrainConfig, modality: 'text' | 'image' | undefined): Promise<Dataset> {
+async function loadDataset(
+  path: string,
+  domain: string | undefined,
+  config: TrainConfig,
+  modality: 'text' | 'image' | undefined,
+): Promise<Dataset> {
   if (!isHubAddress(path) && !isParquetDataset(path)) return readDataset(path, domain);
-  const dataset = await readOfficialTrainingSet(path, { actions: config.actions, testLimit: Math.min(config.testSize, OFFICIAL_LIMIT) });
+  const dataset = await readOfficialTrainingSet(path, {
+    actions: config.actions,
+    testLimit: Math.min(config.testSize, OFFICIAL_LIMIT),
+  });
   if (dataset.domain === 'minecraft' && modality === 'image') {
-    throw new UserError(`--dataset ${path}: the built-in model reads Minecraft's JSON states (--modality text); its screenshots reach chat models only (metrl evaluate)`);
+    throw new UserError(
+      `--dataset ${path}: the built-in model reads Minecraft's JSON states (--modality text); its screenshots reach chat models only (metrl evaluate)`,
+    );
   }
   const shown = modality ?? 'text';
-  return { ...dataset, train: dataset.train.map((i) => ({ episode: withModality(i.episode, shown) })), test: dataset.test.map((i) => ({ episode: withModality(i.episode, shown) })) };
+  return {
+    ...dataset,
+    train: dataset.train.map((i) => ({ episode: withModality(i.episode, shown) })),
+    test: dataset.test.map((i) => ({ episode: withModality(i.episode, shown) })),
+  };
 }
 
 /** Does a dataset row show an image (an image action, or an image part in its messages)? */
 function showsImage({ episode, messages }: Dataset['train'][number]): boolean {
-  if (messages) return messages.some((m) => typeof m.content !== 'string' && m.content.some((p) => p.type === 'image_url'));
+  if (messages)
+    return messages.some((m) => typeof m.content !== 'string' && m.content.some((p) => p.type === 'image_url'));
   return episode.actions.some((a) => a.modality === 'image');
 }

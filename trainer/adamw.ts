@@ -33,7 +33,8 @@ export class AdamW {
     readonly variables: tf.Variable[],
     readonly options: AdamWOptions,
   ) {
-    if (new Set(variables.map((v) => v.name)).size !== variables.length) throw new Error('AdamW: variable names must be unique');
+    if (new Set(variables.map((v) => v.name)).size !== variables.length)
+      throw new Error('AdamW: variable names must be unique');
     this.m = variables.map((v) => tf.variable(tf.zerosLike(v), false));
     this.v = variables.map((v) => tf.variable(tf.zerosLike(v), false));
   }
@@ -70,13 +71,17 @@ export class AdamW {
   /** Restore a saved state; every variable must be present with the same size. */
   setState(state: AdamWState): void {
     if (state.m.length !== this.variables.length || state.v.length !== this.variables.length) {
-      throw new UserError(`optimizer state holds ${state.m.length} variables, the adapters have ${this.variables.length}`);
+      throw new UserError(
+        `optimizer state holds ${state.m.length} variables, the adapters have ${this.variables.length}`,
+      );
     }
     this.variables.forEach((variable, i) => {
       const m = state.m[i];
       const v = state.v[i];
       if (m.length !== variable.size || v.length !== variable.size) {
-        throw new UserError(`optimizer state of variable ${i} has ${m.length} values, the adapter has ${variable.size}`);
+        throw new UserError(
+          `optimizer state of variable ${i} has ${m.length} values, the adapter has ${variable.size}`,
+        );
       }
       tf.tidy(() => {
         this.m[i].assign(tf.tensor(m, variable.shape));

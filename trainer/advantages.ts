@@ -44,7 +44,11 @@ export function scaleRewardsMode(value: ScaleRewards | boolean): ScaleRewards {
  * Advantages for rewards laid out group by group (`groupSize` consecutive rewards per prompt). The std is the sample
  * std (n − 1), as in TRL, which the paper trained with.
  */
-export function groupAdvantages(rewards: readonly number[], groupSize: number, options: AdvantageOptions): GroupAdvantages {
+export function groupAdvantages(
+  rewards: readonly number[],
+  groupSize: number,
+  options: AdvantageOptions,
+): GroupAdvantages {
   if (groupSize < 2 || rewards.length % groupSize !== 0) {
     throw new RangeError(`groupAdvantages: ${rewards.length} rewards do not split into groups of ${groupSize}`);
   }
@@ -75,14 +79,20 @@ export function groupAdvantages(rewards: readonly number[], groupSize: number, o
  * Stds are sample stds (n − 1); scale_rewards plays no part (as in TRL's code). `zeroSpreadGroups` counts the groups
  * whose summed raw rewards are all equal, as for the other aggregation.
  */
-export function normalizeThenSum(rewardsByFunction: readonly (readonly number[])[], weights: readonly number[], groupSize: number, epsilon: number): GroupAdvantages {
+export function normalizeThenSum(
+  rewardsByFunction: readonly (readonly number[])[],
+  weights: readonly number[],
+  groupSize: number,
+  epsilon: number,
+): GroupAdvantages {
   if (rewardsByFunction.length === 0 || weights.length !== rewardsByFunction.length) {
     throw new RangeError(`normalizeThenSum: ${weights.length} weights for ${rewardsByFunction.length} rewards`);
   }
   const n = rewardsByFunction[0].length;
   const summed = new Array<number>(n).fill(0);
   rewardsByFunction.forEach((rewards, k) => {
-    if (rewards.length !== n) throw new RangeError(`normalizeThenSum: reward ${k} has ${rewards.length} values, reward 0 has ${n}`);
+    if (rewards.length !== n)
+      throw new RangeError(`normalizeThenSum: reward ${k} has ${rewards.length} values, reward 0 has ${n}`);
     const normalised = groupAdvantages(rewards, groupSize, { scaleRewards: 'group', epsilon }).advantages;
     normalised.forEach((v, i) => (summed[i] += weights[k] * v));
   });

@@ -12,7 +12,12 @@ export function chunks<T>(items: readonly T[], size: number): T[][] {
  * Split a list into consecutive chunks of at most `maxItems` items whose sizes sum to at most `maxSize` (an item larger
  * than `maxSize` gets a chunk of its own).
  */
-export function chunksWithin<T>(items: readonly T[], sizeOf: (item: T) => number, maxItems: number, maxSize: number): T[][] {
+export function chunksWithin<T>(
+  items: readonly T[],
+  sizeOf: (item: T) => number,
+  maxItems: number,
+  maxSize: number,
+): T[][] {
   const out: T[][] = [];
   let current: T[] = [];
   let size = 0;
@@ -35,7 +40,12 @@ export function chunksWithin<T>(items: readonly T[], sizeOf: (item: T) => number
  * is at most `maxCost` (an item that alone costs more gets a chunk of its own). For costs that are not a sum over the
  * items (a learner pass that runs a shared prompt once). With costOf = the sum of sizes it is chunksWithin.
  */
-export function chunksByCost<T>(items: readonly T[], costOf: (chunk: readonly T[]) => number, maxItems: number, maxCost: number): T[][] {
+export function chunksByCost<T>(
+  items: readonly T[],
+  costOf: (chunk: readonly T[]) => number,
+  maxItems: number,
+  maxCost: number,
+): T[][] {
   const out: T[][] = [];
   let current: T[] = [];
   for (const item of items) {

@@ -50,7 +50,11 @@ export interface StepGroups {
 async function generateRollouts(run: Run, state: RunState, prompts: number): Promise<Rollouts> {
   const { config } = run;
   const items = state.order.take(prompts).map((i) => run.trainSet[i]);
-  const sampling: SamplingOptions = { temperature: config.temperature, topP: config.topP, maxNewTokens: run.maxCompletionTokens };
+  const sampling: SamplingOptions = {
+    temperature: config.temperature,
+    topP: config.topP,
+    maxNewTokens: run.maxCompletionTokens,
+  };
   // All prompts of a round decode as one batch: on CPU a decoding step costs little more for 64 rows than for 32.
   // On rollout servers (models/remote/) the groups come back asynchronously; in-process they are drawn synchronously.
   const encoded = items.map((item) => item.prompt);
@@ -70,7 +74,12 @@ async function rewardRollouts(run: Run, { items, groups }: Rollouts): Promise<Re
   const inputs = items.flatMap((item, k) =>
     groups[k].map((c) => {
       const completion = sampler.responseOf(env, c.text);
-      const score = env.score({ target: item.episode.target, response: completion, initialState: item.episode.initialState, meta: item.episode.meta });
+      const score = env.score({
+        target: item.episode.target,
+        response: completion,
+        initialState: item.episode.initialState,
+        meta: item.episode.meta,
+      });
       return { completion, episode: item.episode, score };
     }),
   );
@@ -110,7 +119,11 @@ export async function collectGroups(run: Run, state: RunState): Promise<StepGrou
       trained.push(...round.groups.map((_, g) => offset + g));
       break;
     }
-    const decision = dynamicSamplingRound(tally, r.rewards, { groupSize: G, targetGroups, maxExtraDraws: config.dynamicSamplingMaxDraws });
+    const decision = dynamicSamplingRound(tally, r.rewards, {
+      groupSize: G,
+      targetGroups,
+      maxExtraDraws: config.dynamicSamplingMaxDraws,
+    });
     trained.push(...decision.keep.map((g) => offset + g));
     tally = decision.tally;
     prompts = decision.drawMore;
@@ -121,10 +134,22 @@ export async function collectGroups(run: Run, state: RunState): Promise<StepGrou
   else if (config.multiObjectiveAggregation === 'normalize_then_sum') {
     // GDPO: each reward function normalised within its group, then the weighted sum over the step (advantages.ts).
     const byFunction = run.rewards.map((r) => ofTrained(rewarded.byName[r.name]));
-    advantages = normalizeThenSum(byFunction, config.rewardWeights ?? run.rewards.map(() => 1), G, config.advantageEpsilon).advantages;
-  } else advantages = groupAdvantages(ofTrained(rewarded.rewards), G, { scaleRewards: config.scaleRewards, epsilon: config.advantageEpsilon }).advantages;
+    advantages = normalizeThenSum(
+      byFunction,
+      config.rewardWeights ?? run.rewards.map(() => 1),
+      G,
+      config.advantageEpsilon,
+    ).advantages;
+  } else
+    advantages = groupAdvantages(ofTrained(rewarded.rewards), G, {
+      scaleRewards: config.scaleRewards,
+      epsilon: config.advantageEpsilon,
+    }).advantages;
   // Zero-spread groups over everything drawn, as without dynamic sampling (it drops exactly these).
-  const { zeroSpreadGroups, groups: groupCount } = groupAdvantages(rewarded.rewards, G, { scaleRewards: config.scaleRewards, epsilon: config.advantageEpsilon });
+  const { zeroSpreadGroups, groups: groupCount } = groupAdvantages(rewarded.rewards, G, {
+    scaleRewards: config.scaleRewards,
+    epsilon: config.advantageEpsilon,
+  });
   return { drawn, rewarded, trained, advantages, zeroSpreadGroups, groupCount, tally, seconds };
 }
 

@@ -46,7 +46,12 @@ export const TrainConfigSchema = z
     /** Prompts per rollout batch. Paper (Gemma3-4B): batch size 4. */
     promptsPerStep: positiveInt.default(4).describe('prompts per rollout batch'),
     /** Completions sampled per prompt (the GRPO group). Paper: 8. Must be ≥ 2 for a group to have a spread. */
-    groupSize: z.number().int().min(2, 'group size must be at least 2 (advantages compare completions within a group)').default(8).describe('completions per prompt, G'),
+    groupSize: z
+      .number()
+      .int()
+      .min(2, 'group size must be at least 2 (advantages compare completions within a group)')
+      .default(8)
+      .describe('completions per prompt, G'),
     /**
      * Batches of `promptsPerStep` prompts whose gradients are summed into one update, as in the paper's Table 6 (their
      * product is the prompts per update; here the rollouts of a step decode together and the learner works in chunks
@@ -81,7 +86,9 @@ export const TrainConfigSchema = z
      * TRL's num_generations_eval (completions per prompt in its sampled evaluation). metrl's evaluation decodes
      * greedily, one completion per test episode, so there is no evaluation group to size: any value is refused.
      */
-    numGenerationsEval: positiveInt.optional().describe("TRL's sampled-evaluation group size; refused: metrl evaluates greedily, one completion per episode"),
+    numGenerationsEval: positiveInt
+      .optional()
+      .describe("TRL's sampled-evaluation group size; refused: metrl evaluates greedily, one completion per episode"),
     /** Write a checkpoint every K steps (and at the last step). */
     checkpointEvery: positiveInt.default(10).describe('checkpoint every K steps'),
     /** Completions per step written to samples.jsonl (with prompt, target and reward). */
@@ -92,7 +99,9 @@ export const TrainConfigSchema = z
      * Longest completion in tokens. Unset: fitted to the task, 1.25 × the longest reference completion among the
      * train and test episodes plus 8 (a 5-move chess trace is about 330 characters, a shell trace about 90).
      */
-    maxCompletionTokens: positiveInt.optional().describe('longest completion in tokens (default: fitted to the task, 1.25 × the longest reference trace + 8)'),
+    maxCompletionTokens: positiveInt
+      .optional()
+      .describe('longest completion in tokens (default: fitted to the task, 1.25 × the longest reference trace + 8)'),
     /**
      * Sampling temperature of the rollouts (evaluation is greedy); the learner scores softmax(logits / T), the policy
      * that sampled. TRL's default is 1, but a character-level model writes a 5-move chess trace of ~400 tokens and
@@ -113,13 +122,19 @@ export const TrainConfigSchema = z
      * GSPO's term scaled by the completion's length (needs importanceSamplingLevel 'sequence'); 'vespo' a Gamma weight
      * of the sequence ratio times A·logp (token level; token mean over the step). The old spelling 'dr-grpo' is still read.
      */
-    lossType: z.enum(LOSS_TYPES, { error: `unknown loss type; expected one of ${LOSS_TYPES.join(', ')}` }).default('grpo').describe(`the loss: ${LOSS_TYPES.join(' | ')} (formulas in trainer/loss.ts, policy-terms.ts)`),
+    lossType: z
+      .enum(LOSS_TYPES, { error: `unknown loss type; expected one of ${LOSS_TYPES.join(', ')}` })
+      .default('grpo')
+      .describe(`the loss: ${LOSS_TYPES.join(' | ')} (formulas in trainer/loss.ts, policy-terms.ts)`),
     /**
      * Which reward std divides the advantages (TRL's scale_rewards): 'group' the group's own (GRPO), 'batch' the
      * whole step's (PPO-Lite), 'none' no division (Dr. GRPO). Booleans of older configs are read: true = 'group',
      * false = 'none'.
      */
-    scaleRewards: z.enum(SCALE_REWARDS).default('group').describe(`which reward std divides the advantages: ${SCALE_REWARDS.join(' | ')}`),
+    scaleRewards: z
+      .enum(SCALE_REWARDS)
+      .default('group')
+      .describe(`which reward std divides the advantages: ${SCALE_REWARDS.join(' | ')}`),
     /** Added to the group std before dividing, so a near-constant group does not blow up. TRL: 1e-4. */
     advantageEpsilon: z.number().positive().default(1e-4),
     /** β: weight of the k3 KL estimate to the reference policy (LoRA off). TRL default at the paper's time: 0.04. */
@@ -130,18 +145,30 @@ export const TrainConfigSchema = z
      * ε_high: upper clip of the ratio, 1 + ε_high (TRL's epsilon_high; DAPO's clip-higher recommends 0.28). Unset: ε.
      * Must be at least ε.
      */
-    epsilonHigh: z.number().positive().optional().describe('ε_high: upper clip 1 + ε_high (DAPO clip-higher; default ε)'),
+    epsilonHigh: z
+      .number()
+      .positive()
+      .optional()
+      .describe('ε_high: upper clip 1 + ε_high (DAPO clip-higher; default ε)'),
     /**
      * δ of INTELLECT-2's two-sided clip (TRL's delta): the unclipped ratio is capped at δ, which bounds the loss of
      * negative-advantage tokens whose ratio ran away. Clipped loss types only (grpo, bnpo, dr_grpo, dapo, luspo); must
      * exceed 1 + ε_high (TRL recommends it, metrl refuses less: below, it would also cap positive-advantage ratios
      * inside the clip range). Unset: off (TRL's None).
      */
-    delta: z.number().positive().optional().describe('δ: two-sided clip, the unclipped ratio capped at δ (INTELLECT-2; default off)'),
+    delta: z
+      .number()
+      .positive()
+      .optional()
+      .describe('δ: two-sided clip, the unclipped ratio capped at δ (INTELLECT-2; default off)'),
     /** sapo: temperature of the gate for A > 0 (TRL's sapo_temperature_pos). TRL: 1. */
     sapoTemperaturePos: z.number().positive().default(1).describe('sapo: gate temperature for positive advantages'),
     /** sapo: temperature of the gate for A ≤ 0 (TRL's sapo_temperature_neg). TRL: 1.05. */
-    sapoTemperatureNeg: z.number().positive().default(1.05).describe('sapo: gate temperature for non-positive advantages'),
+    sapoTemperatureNeg: z
+      .number()
+      .positive()
+      .default(1.05)
+      .describe('sapo: gate temperature for non-positive advantages'),
     /** vespo: power k of the Gamma weight for A ≥ 0 (down-weights w < 1). TRL: 2. */
     vespoKPos: z.number().min(0).default(2).describe('vespo: k (power) for non-negative advantages'),
     /** vespo: decay λ of the Gamma weight for A ≥ 0 (down-weights w > 1). TRL: 3. */
@@ -155,7 +182,11 @@ export const TrainConfigSchema = z
      * log-ratio of the sampling policy to the current one exceeds this carries no policy loss (its KL term stays).
      * Unset: off. TRL's example: 0.5.
      */
-    offPolicyMaskThreshold: z.number().positive().optional().describe('mask A < 0 completions whose mean KL to the sampler exceeds this (DeepSeek-V3.2; default off)'),
+    offPolicyMaskThreshold: z
+      .number()
+      .positive()
+      .optional()
+      .describe('mask A < 0 completions whose mean KL to the sampler exceeds this (DeepSeek-V3.2; default off)'),
     /** The KL term times the importance ratio (TRL's use_bias_correction_kl; DeepSeek-V3.2's unbiased estimate). Default off. */
     useBiasCorrectionKl: z.boolean().default(false).describe('KL term times the importance ratio (DeepSeek-V3.2)'),
     /**
@@ -176,14 +207,21 @@ export const TrainConfigSchema = z
     /** Upper bound of the adaptive coefficient. TRL: 1. */
     entropyCoefMax: z.number().default(1).describe('adaptive entropy: highest coefficient'),
     /** The adaptive coefficient's step. TRL: 0.005. */
-    entropyCoefDelta: z.number().min(0).default(0.005).describe('adaptive entropy: coefficient step per optimiser step'),
+    entropyCoefDelta: z
+      .number()
+      .min(0)
+      .default(0.005)
+      .describe('adaptive entropy: coefficient step per optimiser step'),
     /** Target mean per-token entropy (nats) of the adaptive control. TRL: 0.2. */
     entropyTarget: z.number().min(0).default(0.2).describe('adaptive entropy: target mean per-token entropy (nats)'),
     /**
      * 'token': one importance ratio per token (GRPO); 'sequence': one per completion, exp of the mean log-ratio over
      * its tokens (GSPO), which needs lossType 'grpo', 'sapo' or 'luspo' (luspo needs it). TRL's importance_sampling_level; default 'token'.
      */
-    importanceSamplingLevel: z.enum(IMPORTANCE_SAMPLING_LEVELS).default('token').describe('one importance ratio per token, or per sequence (GSPO)'),
+    importanceSamplingLevel: z
+      .enum(IMPORTANCE_SAMPLING_LEVELS)
+      .default('token')
+      .describe('one importance ratio per token, or per sequence (GSPO)'),
     /**
      * Give completions that hit maxCompletionTokens no loss at all (TRL's mask_truncated_completions; DAPO's overlong
      * filtering), so an unfinished answer is not punished for being unfinished. Default off.
@@ -194,21 +232,38 @@ export const TrainConfigSchema = z
      * policy-gradient term; the KL term keeps every token (TRL's top_entropy_quantile, "Beyond the 80/20 rule"
      * recommends 0.2). 1 = every token (default); 0 = only the highest-entropy tokens.
      */
-    topEntropyQuantile: z.number().min(0).max(1).default(1).describe('ρ: share of highest-entropy tokens that carry the policy gradient'),
+    topEntropyQuantile: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(1)
+      .describe('ρ: share of highest-entropy tokens that carry the policy gradient'),
     /**
      * DAPO's dynamic sampling: drop groups whose rewards are all equal (no signal) and draw more prompts until the
      * step has promptsPerStep × gradientAccumulation groups with a spread, or dynamicSamplingMaxDraws extra draws were
      * made. Default off.
      */
-    dynamicSampling: z.boolean().default(false).describe('DAPO dynamic sampling: drop zero-spread groups, draw more prompts'),
+    dynamicSampling: z
+      .boolean()
+      .default(false)
+      .describe('DAPO dynamic sampling: drop zero-spread groups, draw more prompts'),
     /** Extra rollout rounds per step that dynamic sampling may make, at most; each draws at most one step of prompts. */
-    dynamicSamplingMaxDraws: z.number().int().min(0).default(3).describe('extra rollout rounds dynamic sampling may make per step'),
+    dynamicSamplingMaxDraws: z
+      .number()
+      .int()
+      .min(0)
+      .default(3)
+      .describe('extra rollout rounds dynamic sampling may make per step'),
     /**
      * The rewards summed into the one GRPO optimises, each logged as rewards/<name>/mean and /std: 'domain' (the
      * environment's score), 'format' (1 for a valid final answer), or a module 'path/reward.ts[:export]' exporting
      * (completion, episode) => number (trainer/reward-functions.ts). Default: the domain's reward alone.
      */
-    reward: z.array(z.string().min(1)).min(1).default(['domain']).describe('rewards summed for GRPO, repeatable: domain, format or module.ts[:export]'),
+    reward: z
+      .array(z.string().min(1))
+      .min(1)
+      .default(['domain'])
+      .describe('rewards summed for GRPO, repeatable: domain, format or module.ts[:export]'),
     /** Weight of each reward in `reward`, in order (TRL's reward_weights). Unset: 1 each. */
     rewardWeights: z.array(z.number()).optional().describe('weight of each --reward, in order (default 1 each)'),
     /**
@@ -217,13 +272,21 @@ export const TrainConfigSchema = z
      * its group, (r_k − mean_k) / (std_k + 1e-4), sums them with their weights, then normalises the sum over the whole
      * step, (s − mean) / (std + 1e-4), whatever scaleRewards says (as TRL's code does).
      */
-    multiObjectiveAggregation: z.enum(MULTI_OBJECTIVE_AGGREGATIONS).default('sum_then_normalize').describe(`how several rewards become advantages: ${MULTI_OBJECTIVE_AGGREGATIONS.join(' | ')}`),
+    multiObjectiveAggregation: z
+      .enum(MULTI_OBJECTIVE_AGGREGATIONS)
+      .default('sum_then_normalize')
+      .describe(`how several rewards become advantages: ${MULTI_OBJECTIVE_AGGREGATIONS.join(' | ')}`),
     /**
      * Seconds one call of a reward module may take before the run stops with one line naming the module and the
      * episode (a promise that never settles would otherwise end the process silently, or hang it). The calls of a step
      * run concurrently, so this bounds the step's reward phase too. The one setting besides `steps` a --resume may change.
      */
-    rewardTimeout: z.number().positive().max(86_400).default(60).describe('seconds one reward-module call may take before the run stops'),
+    rewardTimeout: z
+      .number()
+      .positive()
+      .max(86_400)
+      .default(60)
+      .describe('seconds one reward-module call may take before the run stops'),
 
     // ---- optimiser (AdamW on the LoRA weights only) -----------------------------------------------------------
     /**
@@ -233,7 +296,12 @@ export const TrainConfigSchema = z
      * noisy gradients into full-size steps), 3e-4 to 0.465, and 1e-4 changed no greedy answer in 40 steps. 2e-4 is the
      * default until it is tuned against the shipped base.
      */
-    learningRate: z.number().positive('learning rate must be positive').max(1).default(2e-4).describe('AdamW learning rate'),
+    learningRate: z
+      .number()
+      .positive('learning rate must be positive')
+      .max(1)
+      .default(2e-4)
+      .describe('AdamW learning rate'),
     adamBeta1: z.number().min(0).lt(1).default(0.9),
     adamBeta2: z.number().min(0).lt(1).default(0.999),
     adamEpsilon: z.number().positive().default(1e-8),
@@ -256,7 +324,9 @@ export const TrainConfigSchema = z
     engine: z
       .enum(ENGINES, { error: `unknown engine; expected one of ${ENGINES.join(', ')}` })
       .optional()
-      .describe(`inference engine for rollouts, log-probs and evaluation: ${ENGINES.join(' | ')} (ort: ONNX Runtime; ${DEFAULT_ENGINE_HELP})`),
+      .describe(
+        `inference engine for rollouts, log-probs and evaluation: ${ENGINES.join(' | ')} (ort: ONNX Runtime; ${DEFAULT_ENGINE_HELP})`,
+      ),
 
     // ---- rollout servers (docs/rollout-servers.md) -----------------------------------------------------------------
     /**
@@ -264,21 +334,53 @@ export const TrainConfigSchema = z
      * groups are spread over, while the learner, the reference and old log-probs and the evaluation stay here (TRL's
      * vllm_mode="server"). Unset: rollouts in-process. A --resume may name other servers.
      */
-    rolloutServer: z.array(z.string().regex(/^https?:\/\/[^\s/]+/, 'must be an http:// or https:// URL')).min(1).optional().describe('rollout server URL, repeatable (vLLM, SGLang or metrl serve --enable-lora): rollouts there, learning here'),
+    rolloutServer: z
+      .array(z.string().regex(/^https?:\/\/[^\s/]+/, 'must be an http:// or https:// URL'))
+      .min(1)
+      .optional()
+      .describe(
+        'rollout server URL, repeatable (vLLM, SGLang or metrl serve --enable-lora): rollouts there, learning here',
+      ),
     /** The servers' dialect: vLLM's /v1/completions or SGLang's /generate. */
-    rolloutApi: z.enum(ROLLOUT_APIS, { error: `unknown rollout API; expected one of ${ROLLOUT_APIS.join(', ')}` }).default('vllm').describe(`dialect of --rollout-server: ${ROLLOUT_APIS.join(' | ')}`),
+    rolloutApi: z
+      .enum(ROLLOUT_APIS, { error: `unknown rollout API; expected one of ${ROLLOUT_APIS.join(', ')}` })
+      .default('vllm')
+      .describe(`dialect of --rollout-server: ${ROLLOUT_APIS.join(' | ')}`),
     /** Seconds a rollout request (connect, generate, answer) or an adapter load may take before the server is set aside. */
-    rolloutTimeout: z.number().positive().max(86_400).default(300).describe('seconds a rollout server may take to answer before its groups go to another'),
+    rolloutTimeout: z
+      .number()
+      .positive()
+      .max(86_400)
+      .default(300)
+      .describe('seconds a rollout server may take to answer before its groups go to another'),
     /** Folder the learner writes each adapter version to and the servers load it from (same path on every machine). Unset: RUN/rollout-adapters. */
-    rolloutAdapterDir: z.string().min(1).optional().describe('shared folder the servers load adapters from (default RUN/rollout-adapters)'),
+    rolloutAdapterDir: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('shared folder the servers load adapters from (default RUN/rollout-adapters)'),
     /** TRL's vllm_importance_sampling_correction: weight the loss by the learner/server probability ratio (with --rollout-server). */
-    vllmImportanceSamplingCorrection: z.boolean().default(true).describe('importance-sampling correction of the server/learner log-prob mismatch (with --rollout-server)'),
+    vllmImportanceSamplingCorrection: z
+      .boolean()
+      .default(true)
+      .describe('importance-sampling correction of the server/learner log-prob mismatch (with --rollout-server)'),
     /** TRL's vllm_importance_sampling_mode: per token or per sequence, truncated (clamped) or masked (zeroed) outside the clip range. */
-    vllmImportanceSamplingMode: z.enum(VLLM_IMPORTANCE_SAMPLING_MODES).default('sequence_mask').describe(`importance-sampling correction: ${VLLM_IMPORTANCE_SAMPLING_MODES.join(' | ')}`),
+    vllmImportanceSamplingMode: z
+      .enum(VLLM_IMPORTANCE_SAMPLING_MODES)
+      .default('sequence_mask')
+      .describe(`importance-sampling correction: ${VLLM_IMPORTANCE_SAMPLING_MODES.join(' | ')}`),
     /** TRL's vllm_importance_sampling_clip_max (default 3). */
-    vllmImportanceSamplingClipMax: z.number().positive().default(3).describe('upper bound of the importance-sampling ratio'),
+    vllmImportanceSamplingClipMax: z
+      .number()
+      .positive()
+      .default(3)
+      .describe('upper bound of the importance-sampling ratio'),
     /** TRL's vllm_importance_sampling_clip_min (default none). */
-    vllmImportanceSamplingClipMin: z.number().min(0).optional().describe('lower bound of the importance-sampling ratio (default none)'),
+    vllmImportanceSamplingClipMin: z
+      .number()
+      .min(0)
+      .optional()
+      .describe('lower bound of the importance-sampling ratio (default none)'),
 
     // ---- adapters ---------------------------------------------------------------------------------------------
     /** LoRA rank on the attention and MLP projections. Paper: 16. */
@@ -290,18 +392,33 @@ export const TrainConfigSchema = z
      * architecture's default (Hugging Face models: every projection of the language model; the built-in model: all
      * but a gate, which it does not have).
      */
-    loraTargets: z.array(z.string().min(1)).min(1).optional().describe('LoRA target projections, repeatable or comma-separated (default: every projection)'),
+    loraTargets: z
+      .array(z.string().min(1))
+      .min(1)
+      .optional()
+      .describe('LoRA target projections, repeatable or comma-separated (default: every projection)'),
   })
   .strict()
   // Combinations that cannot be checked key by key: one line each, naming the key to change.
   .superRefine((c, ctx) => {
     if (c.iterations !== c.numIterations) {
-      ctx.addIssue({ code: 'custom', path: ['numIterations'], message: `numIterations (${c.numIterations}) and its old name iterations (${c.iterations}) disagree; give one` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['numIterations'],
+        message: `numIterations (${c.numIterations}) and its old name iterations (${c.iterations}) disagree; give one`,
+      });
     }
     if (c.epsilonHigh !== undefined && c.epsilonHigh < c.epsilon) {
-      ctx.addIssue({ code: 'custom', path: ['epsilonHigh'], message: `epsilonHigh must be at least epsilon (${c.epsilon}): clip-higher only widens the upper bound` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['epsilonHigh'],
+        message: `epsilonHigh must be at least epsilon (${c.epsilon}): clip-higher only widens the upper bound`,
+      });
     }
-    if (c.importanceSamplingLevel === 'sequence' && (c.lossType === 'vespo' || !SEQUENCE_LOSS_TYPES.includes(c.lossType))) {
+    if (
+      c.importanceSamplingLevel === 'sequence' &&
+      (c.lossType === 'vespo' || !SEQUENCE_LOSS_TYPES.includes(c.lossType))
+    ) {
       ctx.addIssue({
         code: 'custom',
         path: ['importanceSamplingLevel'],
@@ -312,17 +429,33 @@ export const TrainConfigSchema = z
       });
     }
     if (c.lossType === 'luspo' && c.importanceSamplingLevel !== 'sequence') {
-      ctx.addIssue({ code: 'custom', path: ['lossType'], message: `'luspo' scales GSPO's sequence-level term by the length: it needs importanceSamplingLevel 'sequence'` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['lossType'],
+        message: `'luspo' scales GSPO's sequence-level term by the length: it needs importanceSamplingLevel 'sequence'`,
+      });
     }
     if (c.delta !== undefined && !CLIPPED_LOSS_TYPES.includes(c.lossType)) {
-      ctx.addIssue({ code: 'custom', path: ['delta'], message: `delta caps the unclipped branch of the clipped loss types (${CLIPPED_LOSS_TYPES.join(', ')}); '${c.lossType}' has none` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['delta'],
+        message: `delta caps the unclipped branch of the clipped loss types (${CLIPPED_LOSS_TYPES.join(', ')}); '${c.lossType}' has none`,
+      });
     }
     const epsilonHigh = c.epsilonHigh ?? c.epsilon;
     if (c.delta !== undefined && !(c.delta > 1 + epsilonHigh)) {
-      ctx.addIssue({ code: 'custom', path: ['delta'], message: `delta (${c.delta}) must exceed 1 + epsilonHigh (${1 + epsilonHigh}): below, it would cap positive-advantage ratios inside the clip range too` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['delta'],
+        message: `delta (${c.delta}) must exceed 1 + epsilonHigh (${1 + epsilonHigh}): below, it would cap positive-advantage ratios inside the clip range too`,
+      });
     }
     if (c.entropyCoefMin > c.entropyCoefMax) {
-      ctx.addIssue({ code: 'custom', path: ['entropyCoefMin'], message: `entropyCoefMin (${c.entropyCoefMin}) exceeds entropyCoefMax (${c.entropyCoefMax})` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['entropyCoefMin'],
+        message: `entropyCoefMin (${c.entropyCoefMin}) exceeds entropyCoefMax (${c.entropyCoefMax})`,
+      });
     }
     if (c.numGenerationsEval !== undefined) {
       ctx.addIssue({
@@ -332,10 +465,15 @@ export const TrainConfigSchema = z
       });
     }
     if (c.rewardWeights !== undefined && c.rewardWeights.length !== c.reward.length) {
-      ctx.addIssue({ code: 'custom', path: ['rewardWeights'], message: `${c.rewardWeights.length} weights for ${c.reward.length} rewards (${c.reward.join(', ')})` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['rewardWeights'],
+        message: `${c.rewardWeights.length} weights for ${c.reward.length} rewards (${c.reward.join(', ')})`,
+      });
     }
     const repeated = c.reward.find((r, i) => c.reward.indexOf(r) !== i);
-    if (repeated !== undefined) ctx.addIssue({ code: 'custom', path: ['reward'], message: `${repeated} is given twice` });
+    if (repeated !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['reward'], message: `${repeated} is given twice` });
   });
 
 export type TrainConfig = z.infer<typeof TrainConfigSchema>;
@@ -345,13 +483,21 @@ export const CONFIG_KEYS = Object.keys(TrainConfigSchema.shape) as (keyof TrainC
 
 /** Read a JSON config file (partial: missing keys take the defaults). */
 export function readConfigFile(path: string): Record<string, unknown> {
-  return readJson(path, z.record(z.string(), z.unknown()), { prefix: '--config: ', invalid: 'must hold a JSON object' });
+  return readJson(path, z.record(z.string(), z.unknown()), {
+    prefix: '--config: ',
+    invalid: 'must hold a JSON object',
+  });
 }
 
 /** Merge file values and flag values (flags win) and validate; `context` prefixes the error message. */
-export function resolveConfig(fromFile: Record<string, unknown>, fromFlags: Record<string, unknown>, context = 'config: '): TrainConfig {
+export function resolveConfig(
+  fromFile: Record<string, unknown>,
+  fromFlags: Record<string, unknown>,
+  context = 'config: ',
+): TrainConfig {
   const merged: Record<string, unknown> = { ...withOldNames(fromFile, context) };
-  for (const [key, value] of Object.entries(withOldNames(fromFlags, context))) if (value !== undefined) merged[key] = value;
+  for (const [key, value] of Object.entries(withOldNames(fromFlags, context)))
+    if (value !== undefined) merged[key] = value;
   return parseOrFail(TrainConfigSchema, merged, context);
 }
 
@@ -369,7 +515,9 @@ export function withOldNames(values: Record<string, unknown>, context = ''): Rec
   const out = { ...values };
   const { iterations, numIterations } = out;
   if (iterations !== undefined && numIterations !== undefined && iterations !== numIterations) {
-    throw new UserError(`${context}numIterations (${String(numIterations)}) and its old name iterations (${String(iterations)}) disagree; give one`);
+    throw new UserError(
+      `${context}numIterations (${String(numIterations)}) and its old name iterations (${String(iterations)}) disagree; give one`,
+    );
   }
   if (iterations !== undefined && numIterations === undefined) out.numIterations = iterations;
   if (numIterations !== undefined && iterations === undefined) out.iterations = numIterations;

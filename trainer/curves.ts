@@ -55,18 +55,33 @@ export function learningCurveSpec(runs: RunCurves[]): TopLevelSpec {
   const evalPoints = runs.flatMap(({ label, rows }) =>
     rows.flatMap((r) =>
       r.type === 'eval'
-        ? [{ run: label, step: r.step, modality: r.modality, series: `${r.modality} (${r.role === 'train' ? 'trained' : 'transfer'})`, accuracy: r.accuracy, low: r.low ?? r.accuracy, high: r.high ?? r.accuracy, n: r.n }]
+        ? [
+            {
+              run: label,
+              step: r.step,
+              modality: r.modality,
+              series: `${r.modality} (${r.role === 'train' ? 'trained' : 'transfer'})`,
+              accuracy: r.accuracy,
+              low: r.low ?? r.accuracy,
+              high: r.high ?? r.accuracy,
+              n: r.n,
+            },
+          ]
         : [],
     ),
   );
   // The Game Start baseline of each run: a dotted grey rule across its panel.
-  const baselinePoints = runs.flatMap(({ label, rows }) => rows.flatMap((r) => (r.type === 'baseline' ? [{ run: label, baseline: r.accuracy, name: 'Game Start' }] : [])));
+  const baselinePoints = runs.flatMap(({ label, rows }) =>
+    rows.flatMap((r) => (r.type === 'baseline' ? [{ run: label, baseline: r.accuracy, name: 'Game Start' }] : [])),
+  );
   const maxStep = Math.max(1, ...runs.flatMap(({ rows }) => rows.map((r) => r.step)));
   const half = smoothingHalfWidth(maxStep);
   const rawName = 'per step';
   const smoothName = `moving mean of ${2 * half + 1} steps`;
   const trainPoints = runs.flatMap(({ label, rows }) =>
-    rows.flatMap((r) => (r.type === 'train' ? [{ run: label, step: r.step, reward: r.rewardMean, line: rawName }] : [])),
+    rows.flatMap((r) =>
+      r.type === 'train' ? [{ run: label, step: r.step, reward: r.rewardMean, line: rawName }] : [],
+    ),
   );
   const scales = seriesScales(new Set(evalPoints.map((p) => p.series)));
   const width = runs.length > 2 ? 240 : 320;
@@ -79,17 +94,41 @@ export function learningCurveSpec(runs: RunCurves[]): TopLevelSpec {
     axis: { tickMinStep: 1, format: 'd' },
   };
   const yExtent = { minExtent: 44, maxExtent: 44 };
-  const legend = { title: 'test modality', symbolType: 'stroke', symbolStrokeWidth: 2.5, symbolSize: 300, labelLimit: 260, titleLimit: 320 };
+  const legend = {
+    title: 'test modality',
+    symbolType: 'stroke',
+    symbolStrokeWidth: 2.5,
+    symbolSize: 300,
+    labelLimit: 260,
+    titleLimit: 320,
+  };
   const runHeader = { sort: order };
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-    config: { font: 'DejaVu Sans', view: { stroke: '#ddd' }, legend: { symbolOpacity: 1 }, concat: { spacing: 16 }, facet: { spacing: 24 } },
+    config: {
+      font: 'DejaVu Sans',
+      view: { stroke: '#ddd' },
+      legend: { symbolOpacity: 1 },
+      concat: { spacing: 16 },
+      facet: { spacing: 24 },
+    },
     // The two rows of panels get their own legends (modality above, reward lines below).
-    resolve: { scale: { color: 'independent', strokeDash: 'independent' }, legend: { color: 'independent', strokeDash: 'independent' } },
+    resolve: {
+      scale: { color: 'independent', strokeDash: 'independent' },
+      legend: { color: 'independent', strokeDash: 'independent' },
+    },
     vconcat: [
       {
         data: { values: [...evalPoints, ...baselinePoints] },
-        facet: { column: { field: 'run', type: 'nominal', title: null, header: { labelFontSize: 12, labelFontWeight: 'bold', labelPadding: 4 }, ...runHeader } },
+        facet: {
+          column: {
+            field: 'run',
+            type: 'nominal',
+            title: null,
+            header: { labelFontSize: 12, labelFontWeight: 'bold', labelPadding: 4 },
+            ...runHeader,
+          },
+        },
         spec: {
           width,
           height: 220,
@@ -99,7 +138,10 @@ export function learningCurveSpec(runs: RunCurves[]): TopLevelSpec {
               // points with a missing quantitative value, so each layer draws only its own rows (a filter transform
               // per layer made Vega's dataflow optimiser warn).
               mark: { type: 'rule', color: '#777', strokeDash: [2, 3], strokeWidth: 1.5 },
-              encoding: { y: { field: 'baseline', type: 'quantitative' }, tooltip: [{ field: 'name' }, { field: 'baseline', format: '.3f' }] },
+              encoding: {
+                y: { field: 'baseline', type: 'quantitative' },
+                tooltip: [{ field: 'name' }, { field: 'baseline', format: '.3f' }],
+              },
             },
             {
               mark: { type: 'errorband', opacity: 0.18 },
@@ -108,7 +150,10 @@ export function learningCurveSpec(runs: RunCurves[]): TopLevelSpec {
                 y: {
                   field: 'low',
                   type: 'quantitative',
-                  title: [...metricTitle(runs.map((r) => r.domain)), `95% CI${baselinePoints.length > 0 ? '; dotted: Game Start' : ''}`],
+                  title: [
+                    ...metricTitle(runs.map((r) => r.domain)),
+                    `95% CI${baselinePoints.length > 0 ? '; dotted: Game Start' : ''}`,
+                  ],
                   scale: { domain: [0, 1] },
                   axis: { ...yExtent, titleLimit: 260 },
                 },
@@ -124,7 +169,14 @@ export function learningCurveSpec(runs: RunCurves[]): TopLevelSpec {
                 color: { field: 'series', type: 'nominal', scale: scales.color, legend },
                 strokeDash: { field: 'series', type: 'nominal', scale: scales.dash, legend },
                 shape: { field: 'series', type: 'nominal', scale: scales.shape, legend: null },
-                tooltip: [{ field: 'series' }, { field: 'step' }, { field: 'accuracy', format: '.3f' }, { field: 'low', format: '.3f' }, { field: 'high', format: '.3f' }, { field: 'n' }],
+                tooltip: [
+                  { field: 'series' },
+                  { field: 'step' },
+                  { field: 'accuracy', format: '.3f' },
+                  { field: 'low', format: '.3f' },
+                  { field: 'high', format: '.3f' },
+                  { field: 'n' },
+                ],
               },
             },
           ],
@@ -132,27 +184,46 @@ export function learningCurveSpec(runs: RunCurves[]): TopLevelSpec {
       },
       {
         data: { values: trainPoints },
-        facet: { column: { field: 'run', type: 'nominal', title: null, header: { labels: false, title: null }, ...runHeader } },
+        facet: {
+          column: { field: 'run', type: 'nominal', title: null, header: { labels: false, title: null }, ...runHeader },
+        },
         spec: {
           width,
           height: 120,
           // The raw reward per step (thin grey) and its centred moving mean (thick black), named in the legend.
           transform: [
-            { window: [{ op: 'mean', field: 'reward', as: 'smoothed' }], frame: [-half, half], groupby: ['run'], sort: [{ field: 'step' }] },
+            {
+              window: [{ op: 'mean', field: 'reward', as: 'smoothed' }],
+              frame: [-half, half],
+              groupby: ['run'],
+              sort: [{ field: 'step' }],
+            },
             { fold: half > 0 ? ['reward', 'smoothed'] : ['reward'], as: ['which', 'value'] },
             { calculate: `datum.which === 'reward' ? '${rawName}' : '${smoothName}'`, as: 'rollout reward' },
           ],
           mark: { type: 'line' },
           encoding: {
             x: stepAxis,
-            y: { field: 'value', type: 'quantitative', title: 'rollout reward', scale: { domain: [0, 1] }, axis: yExtent },
+            y: {
+              field: 'value',
+              type: 'quantitative',
+              title: 'rollout reward',
+              scale: { domain: [0, 1] },
+              axis: yExtent,
+            },
             color: {
               field: 'rollout reward',
               type: 'nominal',
               scale: { domain: half > 0 ? [rawName, smoothName] : [rawName], range: ['#aaa', '#222'] },
               legend: { title: 'rollout reward', symbolType: 'stroke', symbolStrokeWidth: 2.5, labelLimit: 260 },
             },
-            strokeWidth: { field: 'rollout reward', type: 'ordinal', sort: [rawName, smoothName], scale: { domain: [rawName, smoothName], range: [1, 2.5] }, legend: null },
+            strokeWidth: {
+              field: 'rollout reward',
+              type: 'ordinal',
+              sort: [rawName, smoothName],
+              scale: { domain: [rawName, smoothName], range: [1, 2.5] },
+              legend: null,
+            },
           },
         },
       },

@@ -4,7 +4,9 @@
 import { z } from 'zod';
 import { Rng } from '../core/rng.ts';
 
-export const DataOrderStateSchema = z.object({ epoch: z.number().int().min(0), cursor: z.number().int().min(0) }).strict();
+export const DataOrderStateSchema = z
+  .object({ epoch: z.number().int().min(0), cursor: z.number().int().min(0) })
+  .strict();
 export type DataOrderState = z.infer<typeof DataOrderStateSchema>;
 
 export class DataOrder {

@@ -73,7 +73,11 @@ export function informativeGroups(rewards: readonly number[], groupSize: number)
  * and say how many prompts to draw next. The next draw is sized by the informative rate seen so far,
  * ceil(missing × drawn / informative) (missing × drawn when none was informative yet), capped by maxPromptsPerDraw.
  */
-export function dynamicSamplingRound(tally: DynamicSamplingTally, rewards: readonly number[], options: DynamicSamplingOptions): DynamicSamplingRound {
+export function dynamicSamplingRound(
+  tally: DynamicSamplingTally,
+  rewards: readonly number[],
+  options: DynamicSamplingOptions,
+): DynamicSamplingRound {
   const informative = informativeGroups(rewards, options.groupSize);
   const keep: number[] = [];
   let { kept, dropped, surplus } = tally;

@@ -8,7 +8,10 @@
 // so that a resumed run continues it.
 import type { TrainConfig } from './config.ts';
 
-export type EntropyControlConfig = Pick<TrainConfig, 'entropyCoef' | 'useAdaptiveEntropy' | 'entropyCoefMin' | 'entropyCoefMax' | 'entropyCoefDelta' | 'entropyTarget'>;
+export type EntropyControlConfig = Pick<
+  TrainConfig,
+  'entropyCoef' | 'useAdaptiveEntropy' | 'entropyCoefMin' | 'entropyCoefMax' | 'entropyCoefDelta' | 'entropyTarget'
+>;
 
 export interface EntropyControl {
   /** c_t: the coefficient (TRL logs it as entropy_coef). */
@@ -33,8 +36,15 @@ export function appliedEntropyCoef(config: EntropyControlConfig, control: Entrop
 }
 
 /** The controller after an update whose mean per-token entropy was `entropy` (unchanged without adaptive control). */
-export function nextEntropyControl(config: EntropyControlConfig, control: EntropyControl, entropy: number): EntropyControl {
+export function nextEntropyControl(
+  config: EntropyControlConfig,
+  control: EntropyControl,
+  entropy: number,
+): EntropyControl {
   if (!config.useAdaptiveEntropy) return control;
-  const coef = entropy <= config.entropyTarget ? Math.min(control.coef + config.entropyCoefDelta, config.entropyCoefMax) : Math.max(control.coef - config.entropyCoefDelta, config.entropyCoefMin);
+  const coef =
+    entropy <= config.entropyTarget
+      ? Math.min(control.coef + config.entropyCoefDelta, config.entropyCoefMax)
+      : Math.max(control.coef - config.entropyCoefDelta, config.entropyCoefMin);
   return { coef, lastEntropy: entropy };
 }

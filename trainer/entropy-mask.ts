@@ -32,8 +32,13 @@ export function maskedValues(entropies: tf.Tensor2D, mask: tf.Tensor2D): Float32
  * real tokens' entropies. Pass one micro-batch's tensors (TRL's behaviour) or, so that the update does not depend on
  * the learner's memory chunking, the pooled values of the whole step (`maskedValues` of each chunk, concatenated).
  */
-export function entropyThreshold(entropies: tf.Tensor2D | ArrayLike<number>, mask: tf.Tensor2D | null, rho: number): number {
-  if (!(rho >= 0 && rho <= 1)) throw new RangeError(`entropyThreshold: topEntropyQuantile must be in [0, 1], got ${rho}`);
+export function entropyThreshold(
+  entropies: tf.Tensor2D | ArrayLike<number>,
+  mask: tf.Tensor2D | null,
+  rho: number,
+): number {
+  if (!(rho >= 0 && rho <= 1))
+    throw new RangeError(`entropyThreshold: topEntropyQuantile must be in [0, 1], got ${rho}`);
   const values = entropies instanceof tf.Tensor ? maskedValues(entropies, mask ?? tf.onesLike(entropies)) : entropies;
   return quantile(values, 1 - rho);
 }

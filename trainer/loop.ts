@@ -36,7 +36,8 @@ export { loadTrainingPolicy } from './training-policy.ts';
 
 export async function train(setup: TrainingSetup): Promise<TrainingResult> {
   // Reward modules load first: a missing file or a module without a function stops the run before any work.
-  const rewards = setup.rewards ?? (await loadRewardFunctions(setup.config.reward, process.cwd(), setup.config.rewardTimeout));
+  const rewards =
+    setup.rewards ?? (await loadRewardFunctions(setup.config.reward, process.cwd(), setup.config.rewardTimeout));
   const run = await prepareRun(setup, rewards);
   try {
     return await trainRun(run);
@@ -48,7 +49,17 @@ export async function train(setup: TrainingSetup): Promise<TrainingResult> {
 async function trainRun(run: Run): Promise<TrainingResult> {
   const { setup } = run;
   const state = startOrResume(run);
-  setup.onEvent?.({ kind: 'start', fromStep: state.step, steps: run.config.steps, trainEpisodes: run.trainSet.length, testEpisodes: run.testEpisodes.length, maxCompletionTokens: run.maxCompletionTokens, evaluatedModalities: run.testSets.length, engine: run.engine.describe, learner: run.engine.ortLearner ? 'ONNX Runtime' : 'tfjs' });
+  setup.onEvent?.({
+    kind: 'start',
+    fromStep: state.step,
+    steps: run.config.steps,
+    trainEpisodes: run.trainSet.length,
+    testEpisodes: run.testEpisodes.length,
+    maxCompletionTokens: run.maxCompletionTokens,
+    evaluatedModalities: run.testSets.length,
+    engine: run.engine.describe,
+    learner: run.engine.ortLearner ? 'ONNX Runtime' : 'tfjs',
+  });
   // A run can be stopped at any moment and resumed: the step-0 checkpoint comes first, and the evaluation due at the
   // step the run starts from (step 0, or a checkpoint whose evaluation was interrupted) is finished, skipping the
   // modalities whose rows are already in metrics.jsonl.
@@ -64,7 +75,11 @@ async function trainRun(run: Run): Promise<TrainingResult> {
     const step = await collectGroups(run, state);
     const tReward = performance.now();
     const trained = trainedRollouts(step);
-    const objective = stepObjective(config, trained.groups.flat().map((c) => ({ tokens: c.tokens.length, finished: c.finished })), run.maxCompletionTokens);
+    const objective = stepObjective(
+      config,
+      trained.groups.flat().map((c) => ({ tokens: c.tokens.length, finished: c.finished })),
+      run.maxCompletionTokens,
+    );
     const { batches, entropyThreshold } = referenceAndOldLogProbs(run, trained, step.advantages, objective);
     const tLogprobs = performance.now();
     const stats = updatePolicy(run, state, batches, objective, entropyThreshold);
@@ -72,7 +87,8 @@ async function trainRun(run: Run): Promise<TrainingResult> {
     const row = trainRow(run, state, step, trained, stats, { tStart, tReward, tLogprobs, tUpdate });
     logStep(run, state, row, stats, sampleRows(run, state.step, step));
     // Checkpoint before evaluating: a run stopped during the evaluation resumes here and evaluates only what is missing.
-    if (state.step % config.checkpointEvery === 0 || state.step === config.steps || state.step === stopAt) checkpoint(run, state);
+    if (state.step % config.checkpointEvery === 0 || state.step === config.steps || state.step === stopAt)
+      checkpoint(run, state);
     if (evaluationDue(run, state.step)) await evaluate(run, state, state.step);
     await letEventsThrough();
   }

@@ -26,9 +26,15 @@ export interface StepNormalisers {
  * gradient-accumulation batch: promptsPerStep × groupSize). The last local batch may be short (dynamic sampling can
  * leave a step with fewer groups than it asked for).
  */
-export function stepNormalisers(completions: readonly StepCompletion[], completionsPerLocalBatch: number, maskTruncatedCompletions: boolean): StepNormalisers {
+export function stepNormalisers(
+  completions: readonly StepCompletion[],
+  completionsPerLocalBatch: number,
+  maskTruncatedCompletions: boolean,
+): StepNormalisers {
   if (!Number.isInteger(completionsPerLocalBatch) || completionsPerLocalBatch < 1) {
-    throw new RangeError(`stepNormalisers: a local batch needs a positive whole number of completions, got ${completionsPerLocalBatch}`);
+    throw new RangeError(
+      `stepNormalisers: a local batch needs a positive whole number of completions, got ${completionsPerLocalBatch}`,
+    );
   }
   const active = completions.map((c) => (maskTruncatedCompletions && !c.finished ? 0 : c.tokens));
   const localBatches = Math.ceil(completions.length / completionsPerLocalBatch);
@@ -39,5 +45,10 @@ export function stepNormalisers(completions: readonly StepCompletion[], completi
     const sum = active.slice(from, to).reduce((s, n) => s + n, 0);
     localBatchTokens.fill(sum, from, to);
   }
-  return { totalSequences: completions.length, totalTokens: active.reduce((s, n) => s + n, 0), localBatches, localBatchTokens };
+  return {
+    totalSequences: completions.length,
+    totalTokens: active.reduce((s, n) => s + n, 0),
+    localBatches,
+    localBatchTokens,
+  };
 }

@@ -182,12 +182,18 @@ export function grpoLoss(inputs: LossInputs, options: LossOptions): LossOutput {
   } else if (lossType === 'cispo') {
     perToken = cispoTerm(ratio, adv, logProbs, epsilonHigh);
   } else if (lossType === 'sapo') {
-    perToken = sapoTerm(ratio, adv, options.sapoTemperaturePos ?? SAPO_DEFAULTS.pos, options.sapoTemperatureNeg ?? SAPO_DEFAULTS.neg);
+    perToken = sapoTerm(
+      ratio,
+      adv,
+      options.sapoTemperaturePos ?? SAPO_DEFAULTS.pos,
+      options.sapoTemperatureNeg ?? SAPO_DEFAULTS.neg,
+    );
   } else if (lossType === 'vespo') {
     phi = vespoWeights(logProbs, oldLogProbs, mask, adv, options.vespo ?? VESPO_DEFAULTS);
     perToken = vespoTerm(phi, adv, logProbs);
   } else throw new RangeError(`grpoLoss: unknown loss type ${String(lossType)}`);
-  if (options.offPolicyMaskThreshold !== undefined) perToken = tf.mul(perToken, offPolicyMask(logProbs, oldLogProbs, mask, adv, options.offPolicyMaskThreshold));
+  if (options.offPolicyMaskThreshold !== undefined)
+    perToken = tf.mul(perToken, offPolicyMask(logProbs, oldLogProbs, mask, adv, options.offPolicyMaskThreshold));
   const entropyMask = highEntropyMask(inputs, options, mask);
   if (entropyMask !== null) perToken = tf.mul(perToken, entropyMask); // [B, T]
   if (inputs.importanceWeights) perToken = tf.mul(perToken, inputs.importanceWeights);
@@ -205,7 +211,8 @@ export function grpoLoss(inputs: LossInputs, options: LossOptions): LossOutput {
     // Computed whenever the bonus is on, also when this pass applies c = 0 (adaptive control measures the entropy).
     const { entropies } = inputs;
     if (!entropies) throw new RangeError('grpoLoss: entropyCoef needs the per-token entropies');
-    if (options.totalTokens === undefined) throw new RangeError('grpoLoss: entropyCoef needs totalTokens (the active tokens of the whole step)');
+    if (options.totalTokens === undefined)
+      throw new RangeError('grpoLoss: entropyCoef needs totalTokens (the active tokens of the whole step)');
     // H̄'s share: Σ m·H over this micro-batch / the step's active tokens, so the shares add up to the step's mean.
     // With topEntropyQuantile < 1 only the high-entropy tokens carry it (m·h, as the policy term), over the same T_step.
     entropyBonus = tf.div(tf.sum(tf.mul(entropies, entropyMask ?? mask)), Math.max(1, options.totalTokens));
@@ -218,12 +225,17 @@ export function grpoLoss(inputs: LossInputs, options: LossOptions): LossOutput {
   const isHigh = tf.logicalAnd(tf.greater(capped, 1 + epsilonHigh), tf.greater(adv, 0));
   const isClipped = tf.logicalOr(isLow, isHigh);
   const tokens: tf.Scalar = tf.sum(mask);
-  const perUnit = (flags: tf.Tensor): tf.Scalar => (level === 'token' ? tf.sum(tf.mul(tf.cast(flags, 'float32'), mask)) : tf.sum(tf.cast(flags, 'float32'))) as tf.Scalar;
+  const perUnit = (flags: tf.Tensor): tf.Scalar =>
+    (level === 'token'
+      ? tf.sum(tf.mul(tf.cast(flags, 'float32'), mask))
+      : tf.sum(tf.cast(flags, 'float32'))) as tf.Scalar;
   // Per completion: the share of its tokens flagged (token level) or its flag (sequence level); rows with no tokens out.
   const rowTokens = tf.sum(mask, 1); // [B]
   const hasTokens = tf.greater(rowTokens, 0);
   const perRow = (flags: tf.Tensor): tf.Tensor1D =>
-    (level === 'token' ? tf.div(tf.sum(tf.mul(tf.cast(flags, 'float32'), mask), 1), tf.maximum(rowTokens, 1)) : tf.reshape(tf.cast(flags, 'float32'), [-1])) as tf.Tensor1D;
+    (level === 'token'
+      ? tf.div(tf.sum(tf.mul(tf.cast(flags, 'float32'), mask), 1), tf.maximum(rowTokens, 1))
+      : tf.reshape(tf.cast(flags, 'float32'), [-1])) as tf.Tensor1D;
   const rows = logProbs.shape[0];
   const sums: LossSums = {
     tokens,
@@ -236,7 +248,10 @@ export function grpoLoss(inputs: LossInputs, options: LossOptions): LossOutput {
     clipUnits: level === 'token' ? tokens : tf.scalar(rows),
     clipLowMin: tf.min(tf.where(hasTokens, perRow(isLow), tf.fill([rows], Infinity))),
     clipHighMax: tf.max(tf.where(hasTokens, perRow(isHigh), tf.fill([rows], -Infinity))),
-    cispoClipped: lossType === 'cispo' ? tf.sum(tf.mul(tf.cast(tf.logicalAnd(tf.greater(ratio, epsilonHigh), tf.greater(adv, 0)), 'float32'), mask)) : tf.scalar(0),
+    cispoClipped:
+      lossType === 'cispo'
+        ? tf.sum(tf.mul(tf.cast(tf.logicalAnd(tf.greater(ratio, epsilonHigh), tf.greater(adv, 0)), 'float32'), mask))
+        : tf.scalar(0),
     phi: phi === null ? tf.scalar(0) : tf.sum(phi),
     rows: tf.scalar(rows),
     entropyBonus,
@@ -250,9 +265,14 @@ function lossMask(inputs: LossInputs, options: LossOptions): tf.Tensor2D {
   const { finished } = inputs;
   const rows = inputs.mask.shape[0];
   if (!finished || finished.length !== rows) {
-    throw new RangeError(`grpoLoss: maskTruncatedCompletions needs one finished flag per row (${rows}), got ${finished?.length ?? 'none'}`);
+    throw new RangeError(
+      `grpoLoss: maskTruncatedCompletions needs one finished flag per row (${rows}), got ${finished?.length ?? 'none'}`,
+    );
   }
-  const keep = tf.tensor2d(Float32Array.from(finished, (f) => (f ? 1 : 0)), [rows, 1]); // [B, 1]
+  const keep = tf.tensor2d(
+    Float32Array.from(finished, (f) => (f ? 1 : 0)),
+    [rows, 1],
+  ); // [B, 1]
   return tf.mul(inputs.mask, keep);
 }
 
@@ -285,7 +305,9 @@ function normalise(masked: tf.Tensor2D, mask: tf.Tensor2D, inputs: LossInputs, o
       if (!localBatchTokens || localBatchTokens.length !== masked.shape[0]) {
         throw new RangeError(`grpoLoss: bnpo needs the local batch's token count for each row (${masked.shape[0]})`);
       }
-      const divisors = tf.tensor1d(Float32Array.from(localBatchTokens, (n) => Math.max(1, n) * (options.localBatches ?? 1))); // [B]
+      const divisors = tf.tensor1d(
+        Float32Array.from(localBatchTokens, (n) => Math.max(1, n) * (options.localBatches ?? 1)),
+      ); // [B]
       return tf.sum(tf.div(tf.sum(masked, 1), divisors));
     }
     case 'dr_grpo':
@@ -297,7 +319,8 @@ function normalise(masked: tf.Tensor2D, mask: tf.Tensor2D, inputs: LossInputs, o
     case 'vespo': {
       // dapo, cispo, vespo: L = Σ_i Σ_t m_it ℓ_it / max(1, T_step)      T_step = totalTokens, the active tokens of the
       // whole optimiser step (TRL's num_items_in_batch): every token of the step weighs the same.
-      if (options.totalTokens === undefined) throw new RangeError(`grpoLoss: ${options.lossType} needs totalTokens (the active tokens of the whole step)`);
+      if (options.totalTokens === undefined)
+        throw new RangeError(`grpoLoss: ${options.lossType} needs totalTokens (the active tokens of the whole step)`);
       return tf.div(tf.sum(masked), Math.max(1, options.totalTokens));
     }
     case 'luspo':
@@ -316,7 +339,10 @@ function normalise(masked: tf.Tensor2D, mask: tf.Tensor2D, inputs: LossInputs, o
  * Scale gradients so that their global L2 norm is at most `maxNorm` (0 = no clipping). Returns the norm before
  * clipping. Disposes the gradients it replaces.
  */
-export function clipGradientsByGlobalNorm(grads: tf.NamedTensorMap, maxNorm: number): { grads: tf.NamedTensorMap; norm: number } {
+export function clipGradientsByGlobalNorm(
+  grads: tf.NamedTensorMap,
+  maxNorm: number,
+): { grads: tf.NamedTensorMap; norm: number } {
   const names = Object.keys(grads);
   const norm = tf.tidy(() => Math.sqrt(names.reduce((s, n) => s + tf.sum(tf.square(grads[n])).dataSync()[0], 0)));
   if (maxNorm <= 0 || !(norm > maxNorm)) return { grads, norm };

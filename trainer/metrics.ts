@@ -35,7 +35,13 @@ export const TrainRowSchema = z.object({
   updated: z.boolean(),
   rolloutTokensPerSecond: z.number(),
   learnerTokensPerSecond: z.number(),
-  time: z.object({ rollout: z.number(), reward: z.number(), logprobs: z.number(), update: z.number(), total: z.number() }),
+  time: z.object({
+    rollout: z.number(),
+    reward: z.number(),
+    logprobs: z.number(),
+    update: z.number(),
+    total: z.number(),
+  }),
   /**
    * The step under TRL's GRPOTrainer keys (trainer/trl-metrics.ts): reward, reward_std, frac_reward_zero_std,
    * rewards/<name>/mean|std, completions/*, kl, entropy, clip_ratio/*, and dynamic_sampling/* when it is on. Absent
@@ -46,7 +52,9 @@ export const TrainRowSchema = z.object({
    * With rollout servers (--rollout-server): for each group drawn, in order, the server that sampled it and the
    * adapter version (optimiser updates) it held; groups retried on another server over the run so far.
    */
-  rollout: z.object({ servers: z.array(z.string()), adapterVersions: z.array(z.number().int()), retries: z.number().int() }).optional(),
+  rollout: z
+    .object({ servers: z.array(z.string()), adapterVersions: z.array(z.number().int()), retries: z.number().int() })
+    .optional(),
 });
 export type TrainRow = z.infer<typeof TrainRowSchema>;
 

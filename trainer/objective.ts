@@ -19,7 +19,15 @@ import type { StepLossSums } from './trl-metrics.ts';
 /** The config keys the objective reads; TRL 1.9's options may be left out (they are off, or their loss type's default). */
 export type ObjectiveConfig = Pick<
   TrainConfig,
-  'lossType' | 'importanceSamplingLevel' | 'epsilon' | 'epsilonHigh' | 'beta' | 'maskTruncatedCompletions' | 'topEntropyQuantile' | 'promptsPerStep' | 'groupSize'
+  | 'lossType'
+  | 'importanceSamplingLevel'
+  | 'epsilon'
+  | 'epsilonHigh'
+  | 'beta'
+  | 'maskTruncatedCompletions'
+  | 'topEntropyQuantile'
+  | 'promptsPerStep'
+  | 'groupSize'
 > &
   Partial<
     Pick<
@@ -54,7 +62,11 @@ export interface StepObjective {
  * The step's objective. `completions` are the step's completions in step order (group after group, a local batch of
  * promptsPerStep × groupSize after another); `maxCompletionTokens` is the sampling limit (dr_grpo's constant).
  */
-export function stepObjective(config: ObjectiveConfig, completions: readonly StepCompletion[], maxCompletionTokens: number): StepObjective {
+export function stepObjective(
+  config: ObjectiveConfig,
+  completions: readonly StepCompletion[],
+  maxCompletionTokens: number,
+): StepObjective {
   const step = stepNormalisers(completions, config.promptsPerStep * config.groupSize, config.maskTruncatedCompletions);
   const options: LossOptions = {
     epsilon: config.epsilon,
@@ -70,9 +82,18 @@ export function stepObjective(config: ObjectiveConfig, completions: readonly Ste
     topEntropyQuantile: config.topEntropyQuantile,
     // TRL 1.9's options: set only when on or when their loss type reads them, so the default options are unchanged.
     ...(config.delta !== undefined ? { delta: config.delta } : {}),
-    ...(config.lossType === 'sapo' ? { sapoTemperaturePos: config.sapoTemperaturePos, sapoTemperatureNeg: config.sapoTemperatureNeg } : {}),
+    ...(config.lossType === 'sapo'
+      ? { sapoTemperaturePos: config.sapoTemperaturePos, sapoTemperatureNeg: config.sapoTemperatureNeg }
+      : {}),
     ...(config.lossType === 'vespo'
-      ? { vespo: { kPos: config.vespoKPos ?? 2, lambdaPos: config.vespoLambdaPos ?? 3, kNeg: config.vespoKNeg ?? 3, lambdaNeg: config.vespoLambdaNeg ?? 2 } }
+      ? {
+          vespo: {
+            kPos: config.vespoKPos ?? 2,
+            lambdaPos: config.vespoLambdaPos ?? 3,
+            kNeg: config.vespoKNeg ?? 3,
+            lambdaNeg: config.vespoLambdaNeg ?? 2,
+          },
+        }
       : {}),
     ...(config.offPolicyMaskThreshold !== undefined ? { offPolicyMaskThreshold: config.offPolicyMaskThreshold } : {}),
     ...(config.useBiasCorrectionKl ? { useBiasCorrectionKl: true } : {}),
@@ -90,7 +111,21 @@ export function stepObjective(config: ObjectiveConfig, completions: readonly Ste
 }
 
 export function emptyLossSums(): StepLossSums {
-  return { tokens: 0, kl: 0, clipLow: 0, clipHigh: 0, clipRegion: 0, clipUnits: 0, entropy: 0, entropyTokens: 0, clipLowMin: Infinity, clipHighMax: -Infinity, cispoClipped: 0, phi: 0, rows: 0 };
+  return {
+    tokens: 0,
+    kl: 0,
+    clipLow: 0,
+    clipHigh: 0,
+    clipRegion: 0,
+    clipUnits: 0,
+    entropy: 0,
+    entropyTokens: 0,
+    clipLowMin: Infinity,
+    clipHighMax: -Infinity,
+    cispoClipped: 0,
+    phi: 0,
+    rows: 0,
+  };
 }
 
 /** Add one micro-batch's sums (read back from the device) to the step's; the entropy too when the pass computed it. */

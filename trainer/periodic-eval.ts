@@ -79,10 +79,20 @@ export function* evaluateSplitStepwise(
   const completions: string[] = [];
   let tokens = 0;
   for (const chunk of chunks(items, EVAL_BATCH)) {
-    const groups = sampler.sampleGroups(chunk.map((c) => c.prompt), 1, { temperature: 0, topP: 1, maxNewTokens }, rng);
+    const groups = sampler.sampleGroups(
+      chunk.map((c) => c.prompt),
+      1,
+      { temperature: 0, topP: 1, maxNewTokens },
+      rng,
+    );
     chunk.forEach(({ episode }, i) => {
       const completion = groups[i][0];
-      const input = { target: episode.target, response: responseOf(completion.text), initialState: episode.initialState, meta: episode.meta };
+      const input = {
+        target: episode.target,
+        response: responseOf(completion.text),
+        initialState: episode.initialState,
+        meta: episode.meta,
+      };
       rows.push({ input, score: env.score(input) });
       completions.push(completion.text);
       tokens += completion.tokens.length;
@@ -106,12 +116,25 @@ export function* evaluateSplitStepwise(
 }
 
 /** The Game Start baseline on test episodes: every answer is the initial state (or the domain's game-start answer). */
-export function gameStartBaseline(env: Env, episodes: Episode[]): { n: number; accuracy: number; low: number | null; high: number | null } {
+export function gameStartBaseline(
+  env: Env,
+  episodes: Episode[],
+): { n: number; accuracy: number; low: number | null; high: number | null } {
   const rng = new Rng(0, 'game-start');
   const rows: ScoredRow[] = episodes.map((episode) => {
-    const input = { target: episode.target, response: gameStartResponse(env, episode, rng), initialState: episode.initialState, meta: episode.meta };
+    const input = {
+      target: episode.target,
+      response: gameStartResponse(env, episode, rng),
+      initialState: episode.initialState,
+      meta: episode.meta,
+    };
     return { input, score: env.score(input) };
   });
   const summary = summarizeScores(env, rows);
-  return { n: rows.length, accuracy: summary.accuracy ?? 0, low: summary.ci95?.low ?? null, high: summary.ci95?.high ?? null };
+  return {
+    n: rows.length,
+    accuracy: summary.accuracy ?? 0,
+    low: summary.ci95?.low ?? null,
+    high: summary.ci95?.high ?? null,
+  };
 }

@@ -29,13 +29,23 @@ export function stopGradient<T extends tf.Tensor>(x: T): T {
 }
 
 /** cispo: −sg[min(ρ, ε_max)]·A·logp, [B, T]. */
-export function cispoTerm(ratio: tf.Tensor2D, adv: tf.Tensor2D, logProbs: tf.Tensor2D, epsilonMax: number): tf.Tensor2D {
+export function cispoTerm(
+  ratio: tf.Tensor2D,
+  adv: tf.Tensor2D,
+  logProbs: tf.Tensor2D,
+  epsilonMax: number,
+): tf.Tensor2D {
   const weight = stopGradient(tf.minimum(ratio, epsilonMax));
   return tf.neg(tf.mul(tf.mul(weight, adv), logProbs));
 }
 
 /** sapo: −σ(τ(ρ − 1))·(4/τ)·A with τ by the sign of A; [B, T] or [B, 1]. */
-export function sapoTerm(ratio: tf.Tensor2D, adv: tf.Tensor2D, temperaturePos: number, temperatureNeg: number): tf.Tensor2D {
+export function sapoTerm(
+  ratio: tf.Tensor2D,
+  adv: tf.Tensor2D,
+  temperaturePos: number,
+  temperatureNeg: number,
+): tf.Tensor2D {
   const tau = tf.where(tf.greater(adv, 0), tf.fill(adv.shape, temperaturePos), tf.fill(adv.shape, temperatureNeg)); // [B, 1]
   const gate = tf.div(tf.mul(tf.sigmoid(tf.mul(tau, tf.sub(ratio, 1))), 4), tau);
   return tf.neg(tf.mul(gate, adv));
@@ -49,7 +59,13 @@ export interface VespoOptions {
 }
 
 /** vespo's φ_i, [B, 1], detached: the Gamma weight of each completion's sequence-level ratio w_i. */
-export function vespoWeights(logProbs: tf.Tensor2D, oldLogProbs: tf.Tensor2D, mask: tf.Tensor2D, adv: tf.Tensor2D, o: VespoOptions): tf.Tensor2D {
+export function vespoWeights(
+  logProbs: tf.Tensor2D,
+  oldLogProbs: tf.Tensor2D,
+  mask: tf.Tensor2D,
+  adv: tf.Tensor2D,
+  o: VespoOptions,
+): tf.Tensor2D {
   const lower = Math.log(1e-8);
   const d = tf.clipByValue(tf.sub(stopGradient(logProbs), oldLogProbs), -20, 20);
   const logW = tf.clipByValue(tf.sum(tf.mul(d, mask), 1, true), lower, 20); // [B, 1]
@@ -71,7 +87,16 @@ export function vespoTerm(phi: tf.Tensor2D, adv: tf.Tensor2D, logProbs: tf.Tenso
  * DeepSeek-V3.2's off-policy sequence mask, [B, 1] constant: keep completion i when A_i ≥ 0 or its mean log-ratio of
  * the sampling policy to the current one, Σ_t m_it (logp_old_it − sg[logp_it]) / max(1, Σ_t m_it), is at most δ.
  */
-export function offPolicyMask(logProbs: tf.Tensor2D, oldLogProbs: tf.Tensor2D, mask: tf.Tensor2D, adv: tf.Tensor2D, threshold: number): tf.Tensor2D {
-  const kl = tf.div(tf.sum(tf.mul(tf.sub(oldLogProbs, stopGradient(logProbs)), mask), 1, true), tf.maximum(tf.sum(mask, 1, true), 1)); // [B, 1]
+export function offPolicyMask(
+  logProbs: tf.Tensor2D,
+  oldLogProbs: tf.Tensor2D,
+  mask: tf.Tensor2D,
+  adv: tf.Tensor2D,
+  threshold: number,
+): tf.Tensor2D {
+  const kl = tf.div(
+    tf.sum(tf.mul(tf.sub(oldLogProbs, stopGradient(logProbs)), mask), 1, true),
+    tf.maximum(tf.sum(mask, 1, true), 1),
+  ); // [B, 1]
   return tf.cast(tf.logicalOr(tf.greaterEqual(adv, 0), tf.lessEqual(kl, threshold)), 'float32') as tf.Tensor2D;
 }

@@ -17,7 +17,10 @@ export const MAX_LISTED_ACTIONS = 8;
 export const PretrainConfigSchema = z
   .object({
     /** Domains whose skills the base learns. */
-    domains: z.array(z.enum(['chess', 'shell'])).min(1).default(['chess', 'shell']),
+    domains: z
+      .array(z.enum(['chess', 'shell']))
+      .min(1)
+      .default(['chess', 'shell']),
     /** Optimiser updates. */
     steps: positiveInt.default(3000),
     /** Sequences per update. */
@@ -29,7 +32,10 @@ export const PretrainConfigSchema = z
     /** Global gradient-norm clip. */
     maxGradNorm: z.number().positive().default(1),
     /** Relative share of the batches spent on each domain (chess is the harder one). */
-    domainWeights: z.object({ chess: z.number().min(0).default(0.7), shell: z.number().min(0).default(0.3) }).strict().default({ chess: 0.7, shell: 0.3 }),
+    domainWeights: z
+      .object({ chess: z.number().min(0).default(0.7), shell: z.number().min(0).default(0.3) })
+      .strict()
+      .default({ chess: 0.7, shell: 0.3 }),
     /** Share of the batches that are perception (one image → its text action); the rest is text tracking. */
     perceptionShare: z.number().min(0).max(1).default(0.4),
     /** Longest text sequence the base tracks (the RL episodes have 5 actions). */
@@ -91,7 +97,10 @@ export type PretrainConfig = z.infer<typeof PretrainConfigSchema>;
 export function loadPretrainConfig(file: string | undefined, overrides: Partial<PretrainConfig>): PretrainConfig {
   let fromFile: unknown = {};
   if (file) {
-    fromFile = readJson(file, z.record(z.string(), z.unknown()), { prefix: '--config: ', invalid: 'expected a JSON object' });
+    fromFile = readJson(file, z.record(z.string(), z.unknown()), {
+      prefix: '--config: ',
+      invalid: 'expected a JSON object',
+    });
   }
   const defined = Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined));
   const config = parseOrFail(PretrainConfigSchema, { ...(fromFile as object), ...defined }, 'pretrain config: ');

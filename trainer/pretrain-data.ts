@@ -29,7 +29,13 @@ export interface SupervisedExample {
 }
 
 /** One episode drawn for (seed, label): the shared generator keeps it in the train split. */
-function drawEpisode(env: Env, seed: string, actions: number, extra: Record<string, unknown>, split: 'train' | 'test' = 'train'): Episode {
+function drawEpisode(
+  env: Env,
+  seed: string,
+  actions: number,
+  extra: Record<string, unknown>,
+  split: 'train' | 'test' = 'train',
+): Episode {
   return generateEpisodes(env, { n: 1, actions, split, seed, modality: 'text', extra })[0];
 }
 
@@ -68,17 +74,31 @@ function withRandomModalities(episode: Episode, imageRatio: number, rng: Rng): E
 }
 
 /** A tracking example with `actions` text actions (whole), or a partial trace of a longer episode. */
-export function trackingExample(env: Env, seed: string, actions: number, config: PretrainConfig, split: 'train' | 'test' = 'train'): SupervisedExample {
+export function trackingExample(
+  env: Env,
+  seed: string,
+  actions: number,
+  config: PretrainConfig,
+  split: 'train' | 'test' = 'train',
+): SupervisedExample {
   const rng = new Rng(seed, 'tracking-offset');
   const partial = config.maxTrackActions > 0 && rng.next() < config.partialTraceShare;
-  const listed = partial ? config.maxTrackActions + 1 + rng.int(config.maxListedActions - config.maxTrackActions) : actions;
+  const listed = partial
+    ? config.maxTrackActions + 1 + rng.int(config.maxListedActions - config.maxTrackActions)
+    : actions;
   const extra = env.domain === 'chess' ? chessExtra(rng, config, listed) : {};
   const drawn = drawEpisode(env, seed, listed, extra, split);
   if (!partial) {
     // Whole traces are text-only unless wholeImageRatio says otherwise (drawn only then, so that the default leaves
     // the examples of the shipped stages unchanged).
     const whole = config.wholeImageRatio > 0 ? withRandomModalities(drawn, config.wholeImageRatio, rng) : drawn;
-    return { domain: env.domain, kind: 'tracking', input: episodeToModelInput(env, whole), target: targetText(env, whole), ends: true };
+    return {
+      domain: env.domain,
+      kind: 'tracking',
+      input: episodeToModelInput(env, whole),
+      target: targetText(env, whole),
+      ends: true,
+    };
   }
   // A partial trace: each listed action is an image with probability partialImageRatio (drawn after the number of
   // taught lines, so that with a ratio of 0 the examples are those of text-only partial traces).
@@ -87,7 +107,10 @@ export function trackingExample(env: Env, seed: string, actions: number, config:
   // The taught lines start at the trace's first line, or (partialStart 'any') after a given prefix of 0..T-1 lines,
   // which is then part of the prompt: the model learns to carry on a trace from any point.
   const target = targetText(env, episode);
-  const lines = target.split('\n').slice(0, -1).map((line) => `${line}\n`);
+  const lines = target
+    .split('\n')
+    .slice(0, -1)
+    .map((line) => `${line}\n`);
   const input = episodeToModelInput(env, episode);
   // A share of them (partialEndShare, drawn only when positive so that a share of 0 leaves the examples of the shipped
   // stages unchanged) end the trace instead: all but the last `taught` lines are given, and the model writes those
@@ -100,7 +123,13 @@ export function trackingExample(env: Env, seed: string, actions: number, config:
   }
   const start = config.partialStart === 'any' ? rng.int(lines.length) : 0;
   if (start > 0) input.push({ type: 'text', text: lines.slice(0, start).join('') });
-  return { domain: env.domain, kind: 'tracking', input, target: lines.slice(start, start + taught).join(''), ends: false };
+  return {
+    domain: env.domain,
+    kind: 'tracking',
+    input,
+    target: lines.slice(start, start + taught).join(''),
+    ends: false,
+  };
 }
 
 /**
@@ -114,6 +143,8 @@ export function pretrainBatch(envs: Env[], config: PretrainConfig, step: number)
   const perception = rng.next() < config.perceptionShare;
   return Array.from({ length: config.batchSize }, (_, i) => {
     const seed = `${config.seed}:${step}:${i}`;
-    return perception ? perceptionExample(env, seed) : trackingExample(env, seed, rng.int(config.maxTrackActions + 1), config);
+    return perception
+      ? perceptionExample(env, seed)
+      : trackingExample(env, seed, rng.int(config.maxTrackActions + 1), config);
   });
 }

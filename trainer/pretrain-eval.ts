@@ -45,7 +45,12 @@ function perceptionAccuracy(policy: BuiltinPolicy, env: Env, n: number): BaseMea
   const examples = Array.from({ length: n }, (_, i) => perceptionExample(env, `${MEASURE_SEED}:${i}`, 'test'));
   let correct = 0;
   for (const chunk of chunks(examples, 16)) {
-    const groups = policy.sampleGroups(chunk.map((ex) => policy.encode(ex.input)), 1, { temperature: 0, topP: 1, maxNewTokens: 12 }, new Rng(0));
+    const groups = policy.sampleGroups(
+      chunk.map((ex) => policy.encode(ex.input)),
+      1,
+      { temperature: 0, topP: 1, maxNewTokens: 12 },
+      new Rng(0),
+    );
     chunk.forEach((ex, i) => {
       if (groups[i][0].text.trim() === ex.target) correct++;
     });
@@ -54,17 +59,38 @@ function perceptionAccuracy(policy: BuiltinPolicy, env: Env, n: number): BaseMea
 }
 
 /** Accuracy on the episodes (`target-<T>-<modality>`); with countLines, also the trace-line shares `lines-*-<T>-<modality>`. */
-function episodeAccuracy(policy: BuiltinPolicy, env: Env, episodes: Episode[], modality: Modality, skill: string, countLines = false): BaseMeasurement[] {
-  const items = episodes.map((e) => withModality(e, modality)).map((episode) => ({
-    episode,
-    prompt: policy.encode(episodeToModelInput(env, episode)),
-  }));
-  const result = evaluateSplit(policy, env, items, modality, completionBudget(episodes.map((e) => policy.encodeTarget(targetText(env, e)).length)), (text) => responseForScoring(env, text));
-  const out: BaseMeasurement[] = [{ domain: env.domain, skill, n: result.n, accuracy: result.accuracy, low: result.low, high: result.high }];
+function episodeAccuracy(
+  policy: BuiltinPolicy,
+  env: Env,
+  episodes: Episode[],
+  modality: Modality,
+  skill: string,
+  countLines = false,
+): BaseMeasurement[] {
+  const items = episodes
+    .map((e) => withModality(e, modality))
+    .map((episode) => ({
+      episode,
+      prompt: policy.encode(episodeToModelInput(env, episode)),
+    }));
+  const result = evaluateSplit(
+    policy,
+    env,
+    items,
+    modality,
+    completionBudget(episodes.map((e) => policy.encodeTarget(targetText(env, e)).length)),
+    (text) => responseForScoring(env, text),
+  );
+  const out: BaseMeasurement[] = [
+    { domain: env.domain, skill, n: result.n, accuracy: result.accuracy, low: result.low, high: result.high },
+  ];
   if (countLines && env.traceStates) {
     const lines = skill.replace(/^target-/, '');
     const zero: TraceLineCounts = { expected: 0, written: 0, actionCopied: 0, stateCorrect: 0 };
-    const total = items.reduce((sum, item, i) => addTraceLineCounts(sum, traceLineCounts(env, item.episode, result.completions[i])), zero);
+    const total = items.reduce(
+      (sum, item, i) => addTraceLineCounts(sum, traceLineCounts(env, item.episode, result.completions[i])),
+      zero,
+    );
     out.push(share(env.domain, `lines-written-${lines}`, total.written, total.expected));
     out.push(share(env.domain, `lines-action-${lines}`, total.actionCopied, total.expected));
     out.push(share(env.domain, `lines-state-${lines}`, total.stateCorrect, total.expected));
@@ -77,9 +103,22 @@ export function measureBase(policy: BuiltinPolicy, envs: Env[], config: Pretrain
   for (const env of envs) {
     out.push(perceptionAccuracy(policy, env, config.evalSize));
     const k = config.maxTrackActions;
-    const tracking = generateEpisodes(env, { n: config.evalSize, actions: k, split: 'test', seed: MEASURE_SEED, modality: 'text', extra: env.domain === 'chess' ? { offset: 'random' } : {} });
+    const tracking = generateEpisodes(env, {
+      n: config.evalSize,
+      actions: k,
+      split: 'test',
+      seed: MEASURE_SEED,
+      modality: 'text',
+      extra: env.domain === 'chess' ? { offset: 'random' } : {},
+    });
     out.push(...episodeAccuracy(policy, env, tracking, 'text', `tracking-${k}-text`));
-    const targets = generateEpisodes(env, { n: config.evalSize, actions: TARGET_ACTIONS, split: 'test', seed: MEASURE_SEED, modality: 'text' });
+    const targets = generateEpisodes(env, {
+      n: config.evalSize,
+      actions: TARGET_ACTIONS,
+      split: 'test',
+      seed: MEASURE_SEED,
+      modality: 'text',
+    });
     for (const modality of ['text', 'image'] as const) {
       out.push(...episodeAccuracy(policy, env, targets, modality, `target-${TARGET_ACTIONS}-${modality}`, true));
     }

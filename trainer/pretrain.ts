@@ -86,7 +86,11 @@ function saveOptimizerState(dir: string, optimizer: AdamW, step: number): void {
 }
 
 /** What state.json beside a pretraining checkpoint records. */
-const PretrainStateSchema = z.object({ step: z.number().int().min(0), optimizerStep: z.number().int().min(0), variables: z.number().int().min(0) });
+const PretrainStateSchema = z.object({
+  step: z.number().int().min(0),
+  optimizerStep: z.number().int().min(0),
+  variables: z.number().int().min(0),
+});
 
 function loadOptimizerState(dir: string, optimizer: AdamW): number {
   const statePath = join(dir, 'state.json');
@@ -122,10 +126,16 @@ function pretrainArchitecture(config: PretrainConfig): Partial<Architecture> {
 function loadInitialWeights(config: PretrainConfig): BuiltinPolicy {
   const loaded = loadBaseCheckpoint(config.init!);
   const wanted = defaultArchitecture(pretrainArchitecture(config));
-  const differs = Object.entries(wanted).filter(([key, value]) => key !== 'positions' && JSON.stringify(value) !== JSON.stringify((loaded.arch as unknown as Record<string, unknown>)[key]));
+  const differs = Object.entries(wanted).filter(
+    ([key, value]) =>
+      key !== 'positions' &&
+      JSON.stringify(value) !== JSON.stringify((loaded.arch as unknown as Record<string, unknown>)[key]),
+  );
   if (differs.length > 0) {
     loaded.dispose();
-    throw new UserError(`pretrain config: init ${config.init} has another architecture (${differs.map(([k]) => k).join(', ')} differ from the configured one)`);
+    throw new UserError(
+      `pretrain config: init ${config.init} has another architecture (${differs.map(([k]) => k).join(', ')} differ from the configured one)`,
+    );
   }
   if (loaded.arch.positions === wanted.positions) return loaded;
   return new BuiltinPolicy({ ...loaded.arch, positions: wanted.positions }, loaded.tokenizer, loaded.weights);
@@ -139,7 +149,8 @@ export async function pretrain(setup: PretrainSetup): Promise<BaseMeasurement[]>
   let policy: BuiltinPolicy;
   let fromStep = 0;
   if (setup.resume) {
-    if (!existsSync(join(stateDir, 'state.json'))) throw new UserError(`--resume: no pretraining checkpoint in ${outDir}`);
+    if (!existsSync(join(stateDir, 'state.json')))
+      throw new UserError(`--resume: no pretraining checkpoint in ${outDir}`);
     policy = loadBaseCheckpoint(outDir);
   } else if (config.init) {
     policy = loadInitialWeights(config);
@@ -147,7 +158,13 @@ export async function pretrain(setup: PretrainSetup): Promise<BaseMeasurement[]>
     policy = BuiltinPolicy.create({ architecture: pretrainArchitecture(config), seed: config.seed });
   }
   const variables = policy.trainableVariables('base');
-  const optimizer = new AdamW(variables, { learningRate: config.learningRate, beta1: 0.9, beta2: 0.98, epsilon: 1e-8, weightDecay: config.weightDecay });
+  const optimizer = new AdamW(variables, {
+    learningRate: config.learningRate,
+    beta1: 0.9,
+    beta2: 0.98,
+    epsilon: 1e-8,
+    weightDecay: config.weightDecay,
+  });
   if (setup.resume) {
     fromStep = loadOptimizerState(stateDir, optimizer);
     // Rows the killed run wrote after its last checkpoint are written again by the resumed run: drop them.
@@ -166,7 +183,10 @@ export async function pretrain(setup: PretrainSetup): Promise<BaseMeasurement[]>
   for (let step = fromStep + 1; step <= config.steps; step++) {
     const started = performance.now();
     const batch = pretrainBatch(envs, config, step);
-    const items = batch.map((ex) => ({ prompt: policy.encode(ex.input), completion: policy.encodeTarget(ex.target, { eos: ex.ends }) }));
+    const items = batch.map((ex) => ({
+      prompt: policy.encode(ex.input),
+      completion: policy.encodeTarget(ex.target, { eos: ex.ends }),
+    }));
     optimizer.options.learningRate = learningRateAt(config, step);
     let perItemValues: Float32Array = new Float32Array();
     const { value, grads } = tf.variableGrads(() => {
@@ -178,7 +198,9 @@ export async function pretrain(setup: PretrainSetup): Promise<BaseMeasurement[]>
     value.dispose();
     if (!Number.isFinite(loss)) {
       tf.dispose(grads);
-      throw new UserError(`pretraining diverged at step ${step} (loss ${loss}); lower --lr and resume from the last checkpoint`);
+      throw new UserError(
+        `pretraining diverged at step ${step} (loss ${loss}); lower --lr and resume from the last checkpoint`,
+      );
     }
     const clipped = clipGradientsByGlobalNorm(grads, config.maxGradNorm);
     optimizer.apply(clipped.grads);
@@ -203,7 +225,10 @@ export async function pretrain(setup: PretrainSetup): Promise<BaseMeasurement[]>
     const last = step === config.steps;
     if (step % config.evalEvery === 0 || last) {
       measurements = measureBase(policy, envs, config);
-      appendJsonl(metricsPath, measurements.map((m) => ({ type: 'eval', step, ...m })));
+      appendJsonl(
+        metricsPath,
+        measurements.map((m) => ({ type: 'eval', step, ...m })),
+      );
       setup.onEvent?.({ kind: 'eval', step, measurements });
     }
     if (step % config.checkpointEvery === 0 || last) checkpoint(step, last ? { measurements } : {});

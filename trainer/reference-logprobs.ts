@@ -44,7 +44,9 @@ export function referenceAndOldLogProbs(
 ): { batches: LearnerBatch[]; entropyThreshold?: number } {
   const { config, sampler } = run;
   const refIsPolicy = config.beta > 0 && run.engine.referenceIsPolicy();
-  const sequences: SequenceBatchItem[] = items.flatMap((item, k) => groups[k].map((c) => ({ prompt: item.prompt, completion: c.tokens })));
+  const sequences: SequenceBatchItem[] = items.flatMap((item, k) =>
+    groups[k].map((c) => ({ prompt: item.prompt, completion: c.tokens })),
+  );
   const correct = run.engine.remote !== undefined && config.vllmImportanceSamplingCorrection;
   const samplingLogProbs = groups.flat().map((c) => c.logProbs);
   const pooled: Float32Array[] = [];
@@ -53,22 +55,38 @@ export function referenceAndOldLogProbs(
   const passTokens = run.learner.passTokens?.bind(run.learner);
   const planned = passTokens
     ? chunksByCost(indexed, (chunk) => passTokens(chunk.map((c) => c.seq)), config.learnerBatch, config.learnerTokens)
-    : chunksWithin(indexed, ({ seq }) => seq.prompt.tokens.length + seq.completion.length, config.learnerBatch, config.learnerTokens);
+    : chunksWithin(
+        indexed,
+        ({ seq }) => seq.prompt.tokens.length + seq.completion.length,
+        config.learnerBatch,
+        config.learnerTokens,
+      );
   const seqsOf = planned.map((chunk) => chunk.map((c) => c.seq));
   // Every chunk's pass in one call where the sampler takes them together (it may spread them over cores).
   // (tidy: a tfjs forward's intermediates go, its results stay.)
   const scoreAll = (options: TokenLogProbsOptions): TokenLogProbs[] =>
     sampler.tokenLogProbsMany
       ? sampler.tokenLogProbsMany(seqsOf, options)
-      : seqsOf.map((seqs) => tf.tidy(() => sampler.tokenLogProbs(seqs, options) as unknown as tf.TensorContainer) as unknown as TokenLogProbs);
-  const refs = config.beta > 0 && !refIsPolicy ? scoreAll({ useLora: false, temperature: config.temperature }).map((lp) => {
-    lp.mask.dispose();
-    lp.entropy?.dispose();
-    return tf.keep(lp.logProbs);
-  }) : null;
+      : seqsOf.map(
+          (seqs) =>
+            tf.tidy(
+              () => sampler.tokenLogProbs(seqs, options) as unknown as tf.TensorContainer,
+            ) as unknown as TokenLogProbs,
+        );
+  const refs =
+    config.beta > 0 && !refIsPolicy
+      ? scoreAll({ useLora: false, temperature: config.temperature }).map((lp) => {
+          lp.mask.dispose();
+          lp.entropy?.dispose();
+          return tf.keep(lp.logProbs);
+        })
+      : null;
   // With μ = 1 the old policy is the current one: its log-probs are taken from the gradient pass itself, and this
   // pass runs only when the entropy mask needs the step's entropies first.
-  const olds = config.numIterations > 1 || objective.needsEntropy ? scoreAll({ useLora: true, withEntropy: objective.needsEntropy, temperature: config.temperature }) : null;
+  const olds =
+    config.numIterations > 1 || objective.needsEntropy
+      ? scoreAll({ useLora: true, withEntropy: objective.needsEntropy, temperature: config.temperature })
+      : null;
   const batches = planned.map((chunk, k) => {
     const seqs = seqsOf[k];
     const indices = chunk.map((c) => c.i);
@@ -83,7 +101,15 @@ export function referenceAndOldLogProbs(
       lp.mask.dispose();
       lp.entropy?.dispose();
     }
-    return { seqs, adv, ref, old, indices, refIsPolicy, sampling: correct ? indices.map((i) => samplingLogProbs[i]) : null };
+    return {
+      seqs,
+      adv,
+      ref,
+      old,
+      indices,
+      refIsPolicy,
+      sampling: correct ? indices.map((i) => samplingLogProbs[i]) : null,
+    };
   });
   if (!objective.needsEntropy) return { batches };
   const all = new Float32Array(pooled.reduce((n, p) => n + p.length, 0));

@@ -53,13 +53,19 @@ export function parseRewardSpec(spec: string): { builtin: string } | { path: str
   if (Object.hasOwn(BUILTIN_REWARDS, spec)) return { builtin: spec };
   const match = MODULE_SPEC.exec(spec);
   if (!match) {
-    throw new UserError(`--reward ${spec}: neither a built-in reward (${Object.keys(BUILTIN_REWARDS).join(', ')}) nor a module path ending in .ts or .js (with an optional :export)`);
+    throw new UserError(
+      `--reward ${spec}: neither a built-in reward (${Object.keys(BUILTIN_REWARDS).join(', ')}) nor a module path ending in .ts or .js (with an optional :export)`,
+    );
   }
   return { path: match[1], exportName: match[2] ?? null };
 }
 
 /** Load one SPEC; module paths are resolved against `cwd`; a module's calls are bounded by `timeoutSeconds`. */
-export async function loadRewardFunction(spec: string, cwd = process.cwd(), timeoutSeconds = DEFAULT_REWARD_TIMEOUT_S): Promise<RewardFunction> {
+export async function loadRewardFunction(
+  spec: string,
+  cwd = process.cwd(),
+  timeoutSeconds = DEFAULT_REWARD_TIMEOUT_S,
+): Promise<RewardFunction> {
   const parsed = parseRewardSpec(spec);
   if ('builtin' in parsed) return { ...BUILTIN_REWARDS[parsed.builtin], source: parsed.builtin };
   const file = resolve(cwd, parsed.path);
@@ -68,7 +74,9 @@ export async function loadRewardFunction(spec: string, cwd = process.cwd(), time
   try {
     // A plain ES module (.mjs) loads natively, without tsx: the bundled CLI of bench/device-bundle.sh has no loader.
     const url = pathToFileURL(file).href;
-    mod = exportsOf((await (file.endsWith('.mjs') ? import(url) : tsImport(url, import.meta.url))) as Record<string, unknown>);
+    mod = exportsOf(
+      (await (file.endsWith('.mjs') ? import(url) : tsImport(url, import.meta.url))) as Record<string, unknown>,
+    );
   } catch (error) {
     throw new UserError(`--reward ${spec}: the module failed to load: ${firstLine(error)}`);
   }
@@ -78,27 +86,44 @@ export async function loadRewardFunction(spec: string, cwd = process.cwd(), time
     if (typeof mod.default === 'function') exportName = 'default';
     else if (functions.length === 1) exportName = functions[0];
     else {
-      const found = functions.length === 0 ? 'it exports no function' : `it exports several (${functions.join(', ')}): pick one with ${parsed.path}:NAME`;
+      const found =
+        functions.length === 0
+          ? 'it exports no function'
+          : `it exports several (${functions.join(', ')}): pick one with ${parsed.path}:NAME`;
       throw new UserError(`--reward ${spec}: needs a default export (completion, episode) => number; ${found}`);
     }
   }
   const fn = mod[exportName];
   if (typeof fn !== 'function') {
-    throw new UserError(`--reward ${spec}: exports no function named ${exportName} (functions: ${functions.join(', ') || 'none'})`);
+    throw new UserError(
+      `--reward ${spec}: exports no function named ${exportName} (functions: ${functions.join(', ') || 'none'})`,
+    );
   }
   const name = exportName === 'default' ? basename(parsed.path, extname(parsed.path)) : exportName;
   const user = fn as UserRewardFunction;
-  return { name, source: spec, compute: ({ completion, episode }) => user(completion, episode), timeoutMs: timeoutSeconds * 1000 };
+  return {
+    name,
+    source: spec,
+    compute: ({ completion, episode }) => user(completion, episode),
+    timeoutMs: timeoutSeconds * 1000,
+  };
 }
 
 /** Load every SPEC, in order; two rewards with the same name would share a log key, so that is a UserError. */
-export async function loadRewardFunctions(specs: readonly string[], cwd = process.cwd(), timeoutSeconds = DEFAULT_REWARD_TIMEOUT_S): Promise<RewardFunction[]> {
+export async function loadRewardFunctions(
+  specs: readonly string[],
+  cwd = process.cwd(),
+  timeoutSeconds = DEFAULT_REWARD_TIMEOUT_S,
+): Promise<RewardFunction[]> {
   if (specs.length === 0) throw new UserError('--reward: at least one reward is needed (for instance: domain)');
   const out: RewardFunction[] = [];
   for (const spec of specs) {
     const reward = await loadRewardFunction(spec, cwd, timeoutSeconds);
     const clash = out.find((r) => r.name === reward.name);
-    if (clash) throw new UserError(`--reward ${spec}: its name ${reward.name} is already taken by --reward ${clash.source}; export the function under another name`);
+    if (clash)
+      throw new UserError(
+        `--reward ${spec}: its name ${reward.name} is already taken by --reward ${clash.source}; export the function under another name`,
+      );
     out.push(reward);
   }
   return out;
@@ -115,9 +140,15 @@ export interface ComputedRewards {
  * Every reward on every input, and their weighted sum. `weights` default to 1 each (TRL's reward_weights). Calls of
  * one reward run concurrently (a module may call a service); the first failure in input order is reported.
  */
-export async function computeRewards(rewards: readonly RewardFunction[], inputs: readonly RewardInput[], weights?: readonly number[]): Promise<ComputedRewards> {
+export async function computeRewards(
+  rewards: readonly RewardFunction[],
+  inputs: readonly RewardInput[],
+  weights?: readonly number[],
+): Promise<ComputedRewards> {
   if (weights && weights.length !== rewards.length) {
-    throw new UserError(`--reward-weights: ${weights.length} weights for ${rewards.length} rewards (${rewards.map((r) => r.name).join(', ')})`);
+    throw new UserError(
+      `--reward-weights: ${weights.length} weights for ${rewards.length} rewards (${rewards.map((r) => r.name).join(', ')})`,
+    );
   }
   const total = new Array<number>(inputs.length).fill(0);
   const byName: Record<string, number[]> = {};
@@ -126,12 +157,17 @@ export async function computeRewards(rewards: readonly RewardFunction[], inputs:
     const values = settled.map((result, i) => {
       const id = inputs[i].episode.id;
       if (result.status === 'rejected' && result.reason === TIMED_OUT) {
-        throw new UserError(`--reward ${reward.source}: no answer within ${reward.timeoutMs! / 1000} s on episode ${id} (--reward-timeout)`);
+        throw new UserError(
+          `--reward ${reward.source}: no answer within ${reward.timeoutMs! / 1000} s on episode ${id} (--reward-timeout)`,
+        );
       }
-      if (result.status === 'rejected') throw new UserError(`--reward ${reward.source}: threw on episode ${id}: ${firstLine(result.reason)}`);
+      if (result.status === 'rejected')
+        throw new UserError(`--reward ${reward.source}: threw on episode ${id}: ${firstLine(result.reason)}`);
       const value = result.value;
       if (typeof value !== 'number' || !Number.isFinite(value)) {
-        throw new UserError(`--reward ${reward.source}: returned ${describe(value)} on episode ${id}; a reward must be a finite number`);
+        throw new UserError(
+          `--reward ${reward.source}: returned ${describe(value)} on episode ${id}; a reward must be a finite number`,
+        );
       }
       return value;
     });

@@ -9,7 +9,12 @@
 // the servers must return log-probs at that temperature: vLLM's and metrl serve's --logprobs-mode processed_logprobs.
 import * as tf from '@tensorflow/tfjs';
 
-export const VLLM_IMPORTANCE_SAMPLING_MODES = ['token_truncate', 'token_mask', 'sequence_truncate', 'sequence_mask'] as const;
+export const VLLM_IMPORTANCE_SAMPLING_MODES = [
+  'token_truncate',
+  'token_mask',
+  'sequence_truncate',
+  'sequence_mask',
+] as const;
 export type VllmImportanceSamplingMode = (typeof VLLM_IMPORTANCE_SAMPLING_MODES)[number];
 
 export interface CorrectionSettings {
@@ -29,7 +34,15 @@ export interface CorrectionSums {
   ratioCount: number;
 }
 
-export const emptyCorrectionSums = (): CorrectionSums => ({ diffSum: 0, diffMax: 0, tokens: 0, ratioMin: Infinity, ratioSum: 0, ratioMax: -Infinity, ratioCount: 0 });
+export const emptyCorrectionSums = (): CorrectionSums => ({
+  diffSum: 0,
+  diffMax: 0,
+  tokens: 0,
+  ratioMin: Infinity,
+  ratioSum: 0,
+  ratioMax: -Infinity,
+  ratioCount: 0,
+});
 
 /** Rows' sampling log-probs padded to [B, T] (T: the learner's width). */
 export function samplingTensor(rows: readonly Float32Array[], width: number): tf.Tensor2D {
@@ -42,7 +55,13 @@ export function samplingTensor(rows: readonly Float32Array[], width: number): tf
  * The weights ([B, T] token modes, [B, 1] sequence modes; constants) for old (learner) and sampling log-probs [B, T]
  * under `mask`, adding the step's metrics to `sums` when given.
  */
-export function importanceWeights(old: tf.Tensor2D, sampling: tf.Tensor2D, mask: tf.Tensor2D, settings: CorrectionSettings, sums?: CorrectionSums): tf.Tensor2D {
+export function importanceWeights(
+  old: tf.Tensor2D,
+  sampling: tf.Tensor2D,
+  mask: tf.Tensor2D,
+  settings: CorrectionSettings,
+  sums?: CorrectionSums,
+): tf.Tensor2D {
   return tf.tidy(() => {
     const diff = tf.mul(tf.sub(old, sampling), mask) as tf.Tensor2D;
     const sequence = settings.mode.startsWith('sequence');
@@ -65,7 +84,9 @@ export function importanceWeights(old: tf.Tensor2D, sampling: tf.Tensor2D, mask:
         sums.tokens++;
         if (!sequence) add(sums, w[k]);
       }
-      if (sequence) for (let i = 0; i < w.length; i++) if (m.subarray(i * width, (i + 1) * width).some((x) => x > 0)) add(sums, w[i]);
+      if (sequence)
+        for (let i = 0; i < w.length; i++)
+          if (m.subarray(i * width, (i + 1) * width).some((x) => x > 0)) add(sums, w[i]);
     }
     return weights as tf.Tensor2D;
   });

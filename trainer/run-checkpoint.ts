@@ -55,7 +55,9 @@ export function learnerAdapterStore(learner: Learner, baseModel: string, lora: L
     load: (dir) => {
       const loaded = learner.loadAdapter(dir);
       if (loaded.r !== lora.r || loaded.alpha !== lora.alpha) {
-        throw new UserError(`${dir}: adapter has r=${loaded.r}, alpha=${loaded.alpha} but the run's config says r=${lora.r}, alpha=${lora.alpha}`);
+        throw new UserError(
+          `${dir}: adapter has r=${loaded.r}, alpha=${loaded.alpha} but the run's config says r=${lora.r}, alpha=${lora.alpha}`,
+        );
       }
     },
   };
@@ -76,7 +78,12 @@ export function checkpointName(step: number): string {
 }
 
 /** Write checkpoint `state.step` under `root` (the run's checkpoints/ folder) and point `latest` at it. */
-export function saveCheckpoint(root: string, adapter: AdapterStore, state: TrainerState, optimizer: AdamWState): string {
+export function saveCheckpoint(
+  root: string,
+  adapter: AdapterStore,
+  state: TrainerState,
+  optimizer: AdamWState,
+): string {
   ensureDir(root);
   const name = checkpointName(state.step);
   const final = join(root, name);
@@ -115,7 +122,11 @@ export function readCheckpoint(dir: string, adapter: AdapterStore): Checkpoint {
     if (!existsSync(join(dir, file))) throw new UserError(`checkpoint ${dir} is incomplete: ${file} is missing`);
   }
   const state = readJson(join(dir, STATE_FILE), TrainerStateSchema, { invalid: (error) => describeZodError(error) });
-  return { dir, state, optimizer: decodeOptimizerState(readFileSync(join(dir, OPTIMIZER_FILE)), join(dir, OPTIMIZER_FILE)) };
+  return {
+    dir,
+    state,
+    optimizer: decodeOptimizerState(readFileSync(join(dir, OPTIMIZER_FILE)), join(dir, OPTIMIZER_FILE)),
+  };
 }
 
 function encodeOptimizerState(state: AdamWState): Uint8Array {
@@ -130,7 +141,8 @@ function decodeOptimizerState(bytes: Uint8Array, source: string): AdamWState {
   const { tensors, metadata } = decodeSafetensors(bytes, source);
   const count = Number(metadata.variables);
   const step = Number(metadata.step);
-  if (!Number.isInteger(count) || !Number.isInteger(step)) throw new UserError(`${source}: metadata lacks step or variables`);
+  if (!Number.isInteger(count) || !Number.isInteger(step))
+    throw new UserError(`${source}: metadata lacks step or variables`);
   const m: Float32Array[] = [];
   const v: Float32Array[] = [];
   for (let i = 0; i < count; i++) {

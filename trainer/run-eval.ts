@@ -20,7 +20,12 @@ export function evaluationDue(run: Run, step: number): boolean {
 
 /** The Game Start baseline on the test split, logged once at the start of a run. */
 export function logBaseline(run: Run): void {
-  const baseline: BaselineRow = { type: 'baseline', step: 0, name: 'game-start', ...gameStartBaseline(run.env, run.testEpisodes) };
+  const baseline: BaselineRow = {
+    type: 'baseline',
+    step: 0,
+    name: 'game-start',
+    ...gameStartBaseline(run.env, run.testEpisodes),
+  };
   appendJsonl(run.metricsPath, [baseline]);
   run.setup.onEvent?.({ kind: 'baseline', row: baseline });
 }
@@ -32,11 +37,15 @@ export function logBaseline(run: Run): void {
 export async function evaluate(run: Run, state: RunState, atStep: number): Promise<void> {
   const { env, sampler } = run;
   // Modalities evaluated at this step before an interruption are not evaluated again.
-  const pending = run.testSets.filter(({ modality }) => !(atStep === state.step && state.logged.has(`eval:${modality}`)));
+  const pending = run.testSets.filter(
+    ({ modality }) => !(atStep === state.step && state.logged.has(`eval:${modality}`)),
+  );
   if (pending.length === 0) return;
   const rows: EvalRow[] = [];
   for (const { modality, role, items } of pending) {
-    const steps = evaluateSplitStepwise(sampler, env, items, modality, run.maxCompletionTokens, (text) => sampler.responseOf(env, text));
+    const steps = evaluateSplitStepwise(sampler, env, items, modality, run.maxCompletionTokens, (text) =>
+      sampler.responseOf(env, text),
+    );
     run.setup.onEvent?.({ kind: 'eval-progress', step: atStep, modality, role, done: 0, total: items.length });
     let next = steps.next();
     while (!next.done) {
@@ -45,7 +54,19 @@ export async function evaluate(run: Run, state: RunState, atStep: number): Promi
       next = steps.next();
     }
     const e = next.value;
-    const row: EvalRow = { type: 'eval', step: atStep, modality, role, n: e.n, accuracy: e.accuracy, low: e.low, high: e.high, exactRate: e.exactRate, validRate: e.validRate, seconds: e.seconds };
+    const row: EvalRow = {
+      type: 'eval',
+      step: atStep,
+      modality,
+      role,
+      n: e.n,
+      accuracy: e.accuracy,
+      low: e.low,
+      high: e.high,
+      exactRate: e.exactRate,
+      validRate: e.validRate,
+      seconds: e.seconds,
+    };
     // Written as soon as it is known, so that a stop during the next modality keeps this one.
     appendJsonl(run.metricsPath, [row]);
     rows.push(row);

@@ -8,7 +8,13 @@ import { UserError } from '../core/errors.ts';
 import { AdamW } from './adamw.ts';
 import { startEntropyControl, type EntropyControl } from './entropy-control.ts';
 import { DataOrder } from './data-order.ts';
-import { latestCheckpointDir, readCheckpoint, saveCheckpoint, TRAINER_STATE_VERSION, type Checkpoint } from './run-checkpoint.ts';
+import {
+  latestCheckpointDir,
+  readCheckpoint,
+  saveCheckpoint,
+  TRAINER_STATE_VERSION,
+  type Checkpoint,
+} from './run-checkpoint.ts';
 import { truncateLogAfterStep, type EvalRow } from './metrics.ts';
 import type { Run } from './run.ts';
 
@@ -45,9 +51,10 @@ export function startOrResume(run: Run): RunState {
   if (checkpoint) {
     run.adapter.load(checkpoint.dir);
     run.engine.syncLora(checkpoint.optimizer.step);
-  }
-  else if (!setup.resume && existsSync(run.metricsPath)) {
-    throw new UserError(`${setup.runDir} already holds a run (metrics.jsonl); use --resume to continue it or choose another --out`);
+  } else if (!setup.resume && existsSync(run.metricsPath)) {
+    throw new UserError(
+      `${setup.runDir} already holds a run (metrics.jsonl); use --resume to continue it or choose another --out`,
+    );
   }
   const variables = run.learner.trainableVariables('lora');
   if (variables.length === 0) throw new Error('the policy has no LoRA variables to train');
@@ -58,7 +65,19 @@ export function startOrResume(run: Run): RunState {
     epsilon: config.adamEpsilon,
     weightDecay: config.weightDecay,
   });
-  const state: RunState = { step: 0, nanStreak: 0, rng: new Rng(config.seed, 'rollouts'), order: new DataOrder(run.trainSet.length, config.seed), optimizer, variables, evals: [], logged: new Set(), checkpointed: checkpoint !== null, entropyControl: startEntropyControl(config), numTokens: 0 };
+  const state: RunState = {
+    step: 0,
+    nanStreak: 0,
+    rng: new Rng(config.seed, 'rollouts'),
+    order: new DataOrder(run.trainSet.length, config.seed),
+    optimizer,
+    variables,
+    evals: [],
+    logged: new Set(),
+    checkpointed: checkpoint !== null,
+    entropyControl: startEntropyControl(config),
+    numTokens: 0,
+  };
   if (checkpoint) {
     optimizer.setState(checkpoint.optimizer);
     state.rng = Rng.fromState(checkpoint.state.rng);
@@ -78,7 +97,9 @@ export function startOrResume(run: Run): RunState {
       if (row.type === 'eval') state.logged.add(`eval:${row.modality}`);
     }
     // TRL's num_tokens counts on from the last training row kept.
-    const lastTrain = kept.filter((row) => row.type === 'train').at(-1) as { trl?: Record<string, number | null> } | undefined;
+    const lastTrain = kept.filter((row) => row.type === 'train').at(-1) as
+      | { trl?: Record<string, number | null> }
+      | undefined;
     state.numTokens = lastTrain?.trl?.['num_tokens'] ?? 0;
   }
   return state;
@@ -91,9 +112,13 @@ export function startOrResume(run: Run): RunState {
 function findCheckpoint(run: Run): Checkpoint | null {
   const dir = latestCheckpointDir(run.checkpointsDir);
   if (dir) return readCheckpoint(dir, run.adapter);
-  const trained = truncateLogAfterStep<{ type: string; step: number }>(run.metricsPath, Infinity).some((r) => r.type === 'train');
+  const trained = truncateLogAfterStep<{ type: string; step: number }>(run.metricsPath, Infinity).some(
+    (r) => r.type === 'train',
+  );
   if (trained) {
-    throw new UserError(`--resume: ${run.metricsPath} has training steps but ${run.checkpointsDir} holds no checkpoint to continue from; start the run again in a new --out`);
+    throw new UserError(
+      `--resume: ${run.metricsPath} has training steps but ${run.checkpointsDir} holds no checkpoint to continue from; start the run again in a new --out`,
+    );
   }
   return null;
 }
@@ -103,7 +128,21 @@ export function checkpoint(run: Run, state: RunState): void {
   const dir = saveCheckpoint(
     run.checkpointsDir,
     run.adapter,
-    { version: TRAINER_STATE_VERSION, step: state.step, rng: state.rng.state(), dataOrder: state.order.state(), nanStreak: state.nanStreak, ...(run.config.useAdaptiveEntropy ? { entropyControl: { coef: state.entropyControl.coef, lastEntropy: Number.isFinite(state.entropyControl.lastEntropy) ? state.entropyControl.lastEntropy : null } } : {}) },
+    {
+      version: TRAINER_STATE_VERSION,
+      step: state.step,
+      rng: state.rng.state(),
+      dataOrder: state.order.state(),
+      nanStreak: state.nanStreak,
+      ...(run.config.useAdaptiveEntropy
+        ? {
+            entropyControl: {
+              coef: state.entropyControl.coef,
+              lastEntropy: Number.isFinite(state.entropyControl.lastEntropy) ? state.entropyControl.lastEntropy : null,
+            },
+          }
+        : {}),
+    },
     state.optimizer.getState(),
   );
   run.setup.onEvent?.({ kind: 'checkpoint', dir, step: state.step });

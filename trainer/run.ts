@@ -56,7 +56,17 @@ export interface TrainingSetup {
 
 export type TrainEvent =
   /** `engine` describes the inference engine ("tfjs", "ONNX Runtime 1.30.0 (cpu, 2 threads)"), `learner` what computes the gradients. */
-  | { kind: 'start'; fromStep: number; steps: number; trainEpisodes: number; testEpisodes: number; maxCompletionTokens: number; evaluatedModalities: number; engine: string; learner: 'ONNX Runtime' | 'tfjs' }
+  | {
+      kind: 'start';
+      fromStep: number;
+      steps: number;
+      trainEpisodes: number;
+      testEpisodes: number;
+      maxCompletionTokens: number;
+      evaluatedModalities: number;
+      engine: string;
+      learner: 'ONNX Runtime' | 'tfjs';
+    }
   | { kind: 'step'; row: TrainRow }
   | { kind: 'eval'; rows: EvalRow[] }
   /** During an evaluation: items of `modality` answered so far at `step`. */
@@ -106,20 +116,28 @@ export const otherModality = (m: Modality): Modality => (m === 'text' ? 'image' 
 
 /** A text-only model (imageSize 0) cannot be trained on image actions: say so before anything is written. */
 export function assertReadsModality(sampler: Sampler, modality: Modality): void {
-  if (modality === 'image' && sampler.imageSize === 0) throw new UserError('the model reads text only and cannot train on image actions: use --modality text');
+  if (modality === 'image' && sampler.imageSize === 0)
+    throw new UserError('the model reads text only and cannot train on image actions: use --modality text');
 }
 
 /**
  * Every prompt leaves room for the completion budget in the model's context: one line naming the first that does not
  * (a --dataset row by file:line), before anything is written, instead of a failure at its first rollout.
  */
-function assertPromptsFit(items: PreparedEpisode[], budget: number, context: number, dataset: TrainingSetup['dataset']): void {
+function assertPromptsFit(
+  items: PreparedEpisode[],
+  budget: number,
+  context: number,
+  dataset: TrainingSetup['dataset'],
+): void {
   const lines = new Map((dataset ? [...dataset.train, ...dataset.test] : []).map((item) => [item.episode, item.line]));
   for (const { episode, prompt } of items) {
     if (prompt.tokens.length + budget <= context) continue;
     const line = lines.get(episode);
     const where = dataset && line !== undefined ? `${dataset.file}:${line}` : `episode ${episode.id}`;
-    throw new UserError(`${where}: its prompt of ${prompt.tokens.length} tokens and the completion budget of ${budget} exceed the model's context of ${context} tokens`);
+    throw new UserError(
+      `${where}: its prompt of ${prompt.tokens.length} tokens and the completion budget of ${budget} exceed the model's context of ${context} tokens`,
+    );
   }
 }
 
@@ -134,7 +152,9 @@ export async function prepareRun(setup: TrainingSetup, rewards: RewardFunction[]
   // policy's adapters after each update) and ONNX Runtime computes the LoRA gradients (models/onnx/ort-learner.ts);
   // the tfjs variables stay what AdamW updates and what checkpoints save.
   const local = await openEngine(policy, config.engine, setup.ort);
-  const learner: Learner = local.ortLearner ? ortLearner(policy, { threads: setup.ort?.threads, device: setup.ort?.device }) : policy;
+  const learner: Learner = local.ortLearner
+    ? ortLearner(policy, { threads: setup.ort?.threads, device: setup.ort?.device })
+    : policy;
   // With --rollout-server the rollouts go to vLLM / SGLang / metrl serve replicas (TRL's vllm_mode="server"); the
   // learner, the reference and old log-probs and the evaluation stay on the local engine.
   const engine = config.rolloutServer
@@ -150,25 +170,47 @@ export async function prepareRun(setup: TrainingSetup, rewards: RewardFunction[]
   // loss as constants), so an entropy bonus would train nothing there: refused, before anything is written.
   if (local.ortLearner && entropyBonusEnabled(config)) {
     local.dispose();
-    throw new UserError('--entropy-coef / --use-adaptive-entropy: the ONNX Runtime learner does not differentiate the entropy; add --engine tfjs');
+    throw new UserError(
+      '--entropy-coef / --use-adaptive-entropy: the ONNX Runtime learner does not differentiate the entropy; add --engine tfjs',
+    );
   }
   const sampler: Sampler = engine.sampler;
   // Chat rows are prompted with their own messages, which the model's chatPrompt ends with the answer cue: the
   // completion is the answer alone, never the domain's trace layout.
-  const env: Env = dataset?.format === 'chat' ? { ...setup.env, traceStates: undefined, traceStart: undefined } : setup.env;
-  const prepare = (episodes: Episode[]): PreparedEpisode[] => episodes.map((episode) => ({ episode, prompt: sampler.prompt(env, episode) }));
+  const env: Env =
+    dataset?.format === 'chat' ? { ...setup.env, traceStates: undefined, traceStart: undefined } : setup.env;
+  const prepare = (episodes: Episode[]): PreparedEpisode[] =>
+    episodes.map((episode) => ({ episode, prompt: sampler.prompt(env, episode) }));
   const prepareRows = async (items: DatasetItem[]): Promise<PreparedEpisode[]> => {
     const out: PreparedEpisode[] = [];
-    for (const { episode, messages } of items) out.push({ episode, prompt: messages ? await sampler.chatPrompt(messages) : sampler.prompt(env, episode) });
+    for (const { episode, messages } of items)
+      out.push({ episode, prompt: messages ? await sampler.chatPrompt(messages) : sampler.prompt(env, episode) });
     return out;
   };
   const trainSet = dataset
     ? await prepareRows(dataset.train)
-    : prepare(generateEpisodes(env, { n: config.trainSize, actions: config.actions, split: 'train', seed: config.seed, modality, extra: setup.envExtra }));
+    : prepare(
+        generateEpisodes(env, {
+          n: config.trainSize,
+          actions: config.actions,
+          split: 'train',
+          seed: config.seed,
+          modality,
+          extra: setup.envExtra,
+        }),
+      );
   // A folder `metrl generate` wrote holds one split: without test rows, the domain's test split is generated as usual.
-  const testEpisodes = dataset && (dataset.test.length > 0 || dataset.format === 'chat')
-    ? dataset.test.map((i) => i.episode)
-    : generateEpisodes(env, { n: config.testSize, actions: config.actions, split: 'test', seed: config.testSeed, modality, extra: setup.envExtra });
+  const testEpisodes =
+    dataset && (dataset.test.length > 0 || dataset.format === 'chat')
+      ? dataset.test.map((i) => i.episode)
+      : generateEpisodes(env, {
+          n: config.testSize,
+          actions: config.actions,
+          split: 'test',
+          seed: config.testSeed,
+          modality,
+          extra: setup.envExtra,
+        });
   const transfer = otherModality(modality);
   const testSets: TestSet[] = [];
   if (dataset?.format === 'chat') {
@@ -179,14 +221,26 @@ export async function prepareRun(setup: TrainingSetup, rewards: RewardFunction[]
     // Environments whose actions have one form only (boxes, MCST: text; MATE, REM: images) have no transfer modality,
     // and a text-only model (imageSize 0) none in images.
     if ((!env.modalities || env.modalities.includes(transfer)) && (transfer === 'text' || sampler.imageSize > 0)) {
-      testSets.push({ modality: transfer, role: 'transfer', items: prepare(testEpisodes.map((e) => withModality(e, transfer))) });
+      testSets.push({
+        modality: transfer,
+        role: 'transfer',
+        items: prepare(testEpisodes.map((e) => withModality(e, transfer))),
+      });
     }
   }
   // The completion budget fitted to the task: room for the longest reference completion, with a quarter to spare.
   const referenceEpisodes = [...trainSet.map((p) => p.episode), ...testEpisodes];
-  const fitted = () => (referenceEpisodes.length === 0 ? FALLBACK_COMPLETION_TOKENS : completionBudget(referenceEpisodes.map((e) => sampler.referenceTokens(env, e))));
+  const fitted = () =>
+    referenceEpisodes.length === 0
+      ? FALLBACK_COMPLETION_TOKENS
+      : completionBudget(referenceEpisodes.map((e) => sampler.referenceTokens(env, e)));
   const maxCompletionTokens = config.maxCompletionTokens ?? fitted();
-  assertPromptsFit([...trainSet, ...testSets.flatMap((t) => t.items)], maxCompletionTokens, sampler.contextLimit, dataset);
+  assertPromptsFit(
+    [...trainSet, ...testSets.flatMap((t) => t.items)],
+    maxCompletionTokens,
+    sampler.contextLimit,
+    dataset,
+  );
   return {
     setup,
     env,

@@ -17,15 +17,28 @@ import type { UpdateStats } from './update-policy.ts';
  * all rounds: what the policy wrote); the loss statistics and learner throughput over the trained groups. `trl` holds
  * the same step under TRL's GRPOTrainer keys (trl-metrics.ts), with dynamic_sampling/* when it is on.
  */
-export function trainRow(run: Run, state: RunState, groups: StepGroups, trained: Rollouts, stats: UpdateStats, t: { tStart: number; tReward: number; tLogprobs: number; tUpdate: number }): TrainRow {
+export function trainRow(
+  run: Run,
+  state: RunState,
+  groups: StepGroups,
+  trained: Rollouts,
+  stats: UpdateStats,
+  t: { tStart: number; tReward: number; tLogprobs: number; tUpdate: number },
+): TrainRow {
   const { config } = run;
   const { step } = state;
   // TRL's num_tokens: every completion drawn, with its prompt, counted into the run's total.
-  state.numTokens += groups.drawn.items.reduce((s, item, k) => s + groups.drawn.groups[k].reduce((sum, c) => sum + item.prompt.tokens.length + c.tokens.length, 0), 0);
+  state.numTokens += groups.drawn.items.reduce(
+    (s, item, k) => s + groups.drawn.groups[k].reduce((sum, c) => sum + item.prompt.tokens.length + c.tokens.length, 0),
+    0,
+  );
   const { scores, rewards, byName } = groups.rewarded;
   const completions = groups.drawn.groups.flat();
   const completionTokens = completions.reduce((s, c) => s + c.tokens.length, 0);
-  const sequenceTokens = trained.items.reduce((s, item, k) => s + trained.groups[k].reduce((sum, c) => sum + item.prompt.tokens.length + c.tokens.length, 0), 0);
+  const sequenceTokens = trained.items.reduce(
+    (s, item, k) => s + trained.groups[k].reduce((sum, c) => sum + item.prompt.tokens.length + c.tokens.length, 0),
+    0,
+  );
   const passes = config.numIterations;
   const learnerPasses = passes + (config.beta > 0 ? 1 : 0) + (passes > 1 || config.topEntropyQuantile < 1 ? 1 : 0);
   const n = rewards.length;
@@ -63,18 +76,26 @@ export function trainRow(run: Run, state: RunState, groups: StepGroups, trained:
     },
     trl: {
       ...trlMetrics({
-      rewards,
-      groupSize: config.groupSize,
-      rewardsByName: byName,
-      completionLengths: completions.map((c) => c.tokens.length),
-      finished: completions.map((c) => c.finished),
-      beta: config.beta,
-      sums: stats.trl,
-      lossType: config.lossType,
-      entropyBonus: entropyBonusEnabled(config) ? { coef: state.entropyControl.coef, policyLoss: trained0 ? null : finiteOrNull(stats.policyLoss / passes) } : undefined,
-      stepTime: (t.tUpdate - t.tStart) / 1000,
-      numTokens: state.numTokens,
-      dynamicSampling: tally && { kept: tally.kept, drawn: tally.drawn, dropped: tally.dropped, surplus: tally.surplus, extraDraws: tally.extraDraws },
+        rewards,
+        groupSize: config.groupSize,
+        rewardsByName: byName,
+        completionLengths: completions.map((c) => c.tokens.length),
+        finished: completions.map((c) => c.finished),
+        beta: config.beta,
+        sums: stats.trl,
+        lossType: config.lossType,
+        entropyBonus: entropyBonusEnabled(config)
+          ? { coef: state.entropyControl.coef, policyLoss: trained0 ? null : finiteOrNull(stats.policyLoss / passes) }
+          : undefined,
+        stepTime: (t.tUpdate - t.tStart) / 1000,
+        numTokens: state.numTokens,
+        dynamicSampling: tally && {
+          kept: tally.kept,
+          drawn: tally.drawn,
+          dropped: tally.dropped,
+          surplus: tally.surplus,
+          extraDraws: tally.extraDraws,
+        },
       }),
       ...(stats.correction ? correctionMetrics(stats.correction) : {}),
     },
@@ -97,13 +118,24 @@ export function trainRow(run: Run, state: RunState, groups: StepGroups, trained:
 export function sampleRows(run: Run, step: number, { drawn, rewarded, trained, advantages }: StepGroups): SampleRow[] {
   const G = run.config.groupSize;
   const { scores, rewards } = rewarded;
-  return drawn.groups.flat().slice(0, run.config.samplesPerStep).map((c, i) => {
-    const g = Math.floor(i / G);
-    const item = drawn.items[g];
-    const at = trained.indexOf(g);
-    const advantage = at < 0 ? 0 : advantages[at * G + (i % G)];
-    return { step, episode: item.episode.id, target: item.episode.target, completion: c.text, reward: rewards[i], valid: scores[i].valid, advantage };
-  });
+  return drawn.groups
+    .flat()
+    .slice(0, run.config.samplesPerStep)
+    .map((c, i) => {
+      const g = Math.floor(i / G);
+      const item = drawn.items[g];
+      const at = trained.indexOf(g);
+      const advantage = at < 0 ? 0 : advantages[at * G + (i % G)];
+      return {
+        step,
+        episode: item.episode.id,
+        target: item.episode.target,
+        completion: c.text,
+        reward: rewards[i],
+        valid: scores[i].valid,
+        advantage,
+      };
+    });
 }
 
 /** Append the step's rows and stop the run after too many non-finite losses in a row. */

@@ -18,7 +18,11 @@ export interface TraceLineCounts {
 }
 
 /** Compare a trace-layout completion with the trace the episode implies (env.traceStates). */
-export function traceLineCounts(env: Pick<Env, 'traceStates'>, episode: Episode, completionText: string): TraceLineCounts {
+export function traceLineCounts(
+  env: Pick<Env, 'traceStates'>,
+  episode: Episode,
+  completionText: string,
+): TraceLineCounts {
   if (!env.traceStates) throw new Error('traceLineCounts needs an environment that writes traces');
   const states = env.traceStates(episode);
   const lines = parseTraceLines(completionText);
@@ -35,5 +39,10 @@ export function traceLineCounts(env: Pick<Env, 'traceStates'>, episode: Episode,
 
 /** Sum of counts over episodes. */
 export function addTraceLineCounts(a: TraceLineCounts, b: TraceLineCounts): TraceLineCounts {
-  return { expected: a.expected + b.expected, written: a.written + b.written, actionCopied: a.actionCopied + b.actionCopied, stateCorrect: a.stateCorrect + b.stateCorrect };
+  return {
+    expected: a.expected + b.expected,
+    written: a.written + b.written,
+    actionCopied: a.actionCopied + b.actionCopied,
+    stateCorrect: a.stateCorrect + b.stateCorrect,
+  };
 }

@@ -58,7 +58,8 @@ export interface TrlStepStats {
 
 export type TrlMetrics = Record<string, number | null>;
 
-const mean = (xs: readonly number[]): number | null => (xs.length === 0 ? null : xs.reduce((s, x) => s + x, 0) / xs.length);
+const mean = (xs: readonly number[]): number | null =>
+  xs.length === 0 ? null : xs.reduce((s, x) => s + x, 0) / xs.length;
 const ratio = (num: number, den: number): number | null => (den > 0 && Number.isFinite(num / den) ? num / den : null);
 
 export function trlMetrics(stats: TrlStepStats): TrlMetrics {

@@ -35,13 +35,38 @@ export interface UpdateStats {
 }
 
 /** Update: μ passes, each one AdamW step on the gradient summed over the chunks; a non-finite pass skips the rest. */
-export function updatePolicy(run: Run, state: RunState, batches: LearnerBatch[], objective: StepObjective, threshold?: number): UpdateStats {
+export function updatePolicy(
+  run: Run,
+  state: RunState,
+  batches: LearnerBatch[],
+  objective: StepObjective,
+  threshold?: number,
+): UpdateStats {
   const { config, learner } = run;
-  const stats: UpdateStats = { loss: 0, tokens: 0, kl: 0, clipped: 0, ratio: 0, entropy: 0, entropyTokens: 0, gradNorm: 0, updated: true, nonFinite: false, trl: emptyLossSums(), policyLoss: 0, correction: batches.some((b) => b.sampling) ? emptyCorrectionSums() : null };
+  const stats: UpdateStats = {
+    loss: 0,
+    tokens: 0,
+    kl: 0,
+    clipped: 0,
+    ratio: 0,
+    entropy: 0,
+    entropyTokens: 0,
+    gradNorm: 0,
+    updated: true,
+    nonFinite: false,
+    trl: emptyLossSums(),
+    policyLoss: 0,
+    correction: batches.some((b) => b.sampling) ? emptyCorrectionSums() : null,
+  };
   // Dynamic sampling kept no group with a spread: nothing to learn from this step.
   if (batches.length === 0) return { ...stats, updated: false };
-  const correction = { mode: config.vllmImportanceSamplingMode, clipMax: config.vllmImportanceSamplingClipMax, clipMin: config.vllmImportanceSamplingClipMin };
-  const stepOptions = threshold === undefined ? objective.options : { ...objective.options, entropyThreshold: threshold };
+  const correction = {
+    mode: config.vllmImportanceSamplingMode,
+    clipMax: config.vllmImportanceSamplingClipMax,
+    clipMin: config.vllmImportanceSamplingClipMin,
+  };
+  const stepOptions =
+    threshold === undefined ? objective.options : { ...objective.options, entropyThreshold: threshold };
   const options = stepOptions;
   const bonus = stepOptions.entropyCoef !== undefined;
   for (let it = 0; it < config.numIterations && stats.updated; it++) {
@@ -49,43 +74,67 @@ export function updatePolicy(run: Run, state: RunState, batches: LearnerBatch[],
     const coef = bonus ? appliedEntropyCoef(config, state.entropyControl) : 0;
     const options = bonus ? { ...stepOptions, entropyCoef: coef } : stepOptions;
     let passEntropy = 0;
-    const lpOptions = { useLora: true, withEntropy: it === 0 || objective.needsEntropy, temperature: config.temperature };
+    const lpOptions = {
+      useLora: true,
+      withEntropy: it === 0 || objective.needsEntropy,
+      temperature: config.temperature,
+    };
     // All chunks in one call (a learner may run a prompt group split over chunks once, or spread the work over cores);
     // the losses run in chunk order, and the pass's gradient is the sum of the chunks'.
-    const { values, grads: summed } = summedLossGradients(learner, batches.map((batch) => ({
-      batch: batch.seqs,
-      options: lpOptions,
-      loss: (lp: TokenLogProbs) => {
-        const ownRef = batch.refIsPolicy && batch.ref === null;
-        const detached = batch.old === null || ownRef ? (tf.tensor(lp.logProbs.dataSync(), lp.logProbs.shape) as tf.Tensor2D) : null;
-        const oldLogProbs = batch.old ?? detached!;
-        // The first pass's own log-probs are the reference's (the adapters were zero); later passes (μ > 1) keep them.
-        if (ownRef) batch.ref = tf.keep(tf.clone(detached!));
-        const refLogProbs = batch.ref;
-        // TRL's vllm importance-sampling weights: the learner's old log-probs against the server's (constants).
-        let weights: tf.Tensor2D | undefined;
-        if (batch.sampling) {
-          const sampling = samplingTensor(batch.sampling, lp.logProbs.shape[1]);
-          weights = importanceWeights(oldLogProbs, sampling, lp.mask, correction, it === 0 ? (stats.correction ?? undefined) : undefined);
-          sampling.dispose();
-        }
-        const out = grpoLoss(
-          { logProbs: lp.logProbs, oldLogProbs, refLogProbs, mask: lp.mask, advantages: tf.tensor1d(batch.adv), entropies: lp.entropy, importanceWeights: weights, ...objective.rows(batch.indices) },
-          options,
-        );
-        stats.tokens += out.sums.tokens.dataSync()[0];
-        stats.kl += out.sums.kl.dataSync()[0];
-        stats.clipped += out.sums.clipped.dataSync()[0];
-        stats.ratio += out.sums.ratio.dataSync()[0];
-        if (it === 0 && lp.entropy) {
-          stats.entropy += tf.sum(tf.mul(lp.entropy, lp.mask)).dataSync()[0];
-          stats.entropyTokens += out.sums.tokens.dataSync()[0];
-        }
-        addLossSums(stats.trl, out.sums, it === 0 ? lp.entropy : undefined, lp.mask);
-        if (bonus) passEntropy += out.sums.entropyBonus.dataSync()[0];
-        return out.loss;
-      },
-    })), state.variables);
+    const { values, grads: summed } = summedLossGradients(
+      learner,
+      batches.map((batch) => ({
+        batch: batch.seqs,
+        options: lpOptions,
+        loss: (lp: TokenLogProbs) => {
+          const ownRef = batch.refIsPolicy && batch.ref === null;
+          const detached =
+            batch.old === null || ownRef ? (tf.tensor(lp.logProbs.dataSync(), lp.logProbs.shape) as tf.Tensor2D) : null;
+          const oldLogProbs = batch.old ?? detached!;
+          // The first pass's own log-probs are the reference's (the adapters were zero); later passes (μ > 1) keep them.
+          if (ownRef) batch.ref = tf.keep(tf.clone(detached!));
+          const refLogProbs = batch.ref;
+          // TRL's vllm importance-sampling weights: the learner's old log-probs against the server's (constants).
+          let weights: tf.Tensor2D | undefined;
+          if (batch.sampling) {
+            const sampling = samplingTensor(batch.sampling, lp.logProbs.shape[1]);
+            weights = importanceWeights(
+              oldLogProbs,
+              sampling,
+              lp.mask,
+              correction,
+              it === 0 ? (stats.correction ?? undefined) : undefined,
+            );
+            sampling.dispose();
+          }
+          const out = grpoLoss(
+            {
+              logProbs: lp.logProbs,
+              oldLogProbs,
+              refLogProbs,
+              mask: lp.mask,
+              advantages: tf.tensor1d(batch.adv),
+              entropies: lp.entropy,
+              importanceWeights: weights,
+              ...objective.rows(batch.indices),
+            },
+            options,
+          );
+          stats.tokens += out.sums.tokens.dataSync()[0];
+          stats.kl += out.sums.kl.dataSync()[0];
+          stats.clipped += out.sums.clipped.dataSync()[0];
+          stats.ratio += out.sums.ratio.dataSync()[0];
+          if (it === 0 && lp.entropy) {
+            stats.entropy += tf.sum(tf.mul(lp.entropy, lp.mask)).dataSync()[0];
+            stats.entropyTokens += out.sums.tokens.dataSync()[0];
+          }
+          addLossSums(stats.trl, out.sums, it === 0 ? lp.entropy : undefined, lp.mask);
+          if (bonus) passEntropy += out.sums.entropyBonus.dataSync()[0];
+          return out.loss;
+        },
+      })),
+      state.variables,
+    );
     const passLoss = values.reduce((sum, value) => sum + value.dataSync()[0], 0);
     tf.dispose(values);
     const clippedGrads = clipGradientsByGlobalNorm(summed, config.maxGradNorm);

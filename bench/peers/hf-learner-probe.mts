@@ -37,7 +37,9 @@ sampler.releaseHostWeights();
 const beforeLearner = memory();
 const learner = new HfOrtLearner(policy, { threads: 1 });
 let t = performance.now();
-const session = (learner as unknown as { session(): { run: (...args: unknown[]) => Record<string, unknown> } }).session();
+const session = (
+  learner as unknown as { session(): { run: (...args: unknown[]) => Record<string, unknown> } }
+).session();
 const sessionSeconds = (performance.now() - t) / 1000;
 const passes: number[] = [];
 const run = session.run.bind(session);
@@ -49,10 +51,22 @@ session.run = (...args: unknown[]) => {
 };
 const prompt = { tokens: JSON.parse(readFileSync(join(ckpt, 'prompt.json'), 'utf8')).tokens as number[], images: [] };
 const rng = new Rng(3, 'probe-completions');
-const batch = Array.from({ length: G }, () => ({ prompt, completion: Array.from({ length: N }, () => 5 + Math.floor(rng.next() * 40000)) }));
+const batch = Array.from({ length: G }, () => ({
+  prompt,
+  completion: Array.from({ length: N }, () => 5 + Math.floor(rng.next() * 40000)),
+}));
 const vars = policy.trainableVariables('lora');
 const update = () => {
-  const { values, grads } = learner.lossGradientsSum([{ batch, options: { useLora: true, withEntropy: true }, loss: (l: { mask: unknown; logProbs: unknown }) => tf.sum(tf.mul(l.mask, l.logProbs)) }], vars);
+  const { values, grads } = learner.lossGradientsSum(
+    [
+      {
+        batch,
+        options: { useLora: true, withEntropy: true },
+        loss: (l: { mask: unknown; logProbs: unknown }) => tf.sum(tf.mul(l.mask, l.logProbs)),
+      },
+    ],
+    vars,
+  );
   tf.dispose([...values, ...Object.values(grads)]);
 };
 update();
@@ -61,10 +75,20 @@ t = performance.now();
 update();
 const updateSeconds = (performance.now() - t) / 1000;
 const after = memory();
-console.log(JSON.stringify({
-  checkpoint: ckpt, rows: prompt.tokens.length + G * (N - 1), threads: 1,
-  sessionSeconds, forwardSeconds: passes[0], gradientSeconds: passes[1], updateSeconds,
-  rssGiBBeforeLearner: beforeLearner.rss, rssGiBAfter: after.rss, peakGiB: after.peak, loadavg: loadavg().map((x) => x.toFixed(2)),
-}));
+console.log(
+  JSON.stringify({
+    checkpoint: ckpt,
+    rows: prompt.tokens.length + G * (N - 1),
+    threads: 1,
+    sessionSeconds,
+    forwardSeconds: passes[0],
+    gradientSeconds: passes[1],
+    updateSeconds,
+    rssGiBBeforeLearner: beforeLearner.rss,
+    rssGiBAfter: after.rss,
+    peakGiB: after.peak,
+    loadavg: loadavg().map((x) => x.toFixed(2)),
+  }),
+);
 learner.dispose();
 sampler.dispose();

@@ -44,7 +44,8 @@ const warmup = Number(flag('warmup', '1'));
 const G = 8;
 
 const backend = await initBackend(process.env.METRL_BACKEND ?? 'wasm', null);
-if (tf.getBackend() !== backend.tfBackend) throw new Error(`two tfjs instances: ${tf.getBackend()} vs ${backend.tfBackend}`);
+if (tf.getBackend() !== backend.tfBackend)
+  throw new Error(`two tfjs instances: ${tf.getBackend()} vs ${backend.tfBackend}`);
 /** The process's peak resident memory so far (VmHWM), in MB. */
 const peakRssMB = () => (process.resourceUsage().maxRSS * 1024) / 2 ** 20;
 
@@ -73,14 +74,33 @@ function step(n: number) {
 for (const n of lengths) {
   for (let i = 0; i < warmup; i++) step(Math.min(n, 8));
   const done = Array.from({ length: steps }, () => step(n));
-  const med = Object.fromEntries((['rollout', 'reference', 'update', 'total'] as const).map((k) => [k, median(done.map((s) => s[k]))]));
+  const med = Object.fromEntries(
+    (['rollout', 'reference', 'update', 'total'] as const).map((k) => [k, median(done.map((s) => s[k]))]),
+  );
   const Pn = prompt.tokens.length;
-  console.log(JSON.stringify({
-    side: 'metrl', engine, threads: engine === 'ort' ? threads : 1, completionTokens: n, promptTokens: Pn, group: G, steps: done, median: med,
-    tokensPerSecond: { rollout: (G * n) / med.rollout, reference: (Pn + G * n) / med.reference, update: (Pn + G * n) / med.update },
-    cpuSecondsPerStep: median(done.map((s) => s.cpu.total)), loadSeconds, peakRssMB: peakRssMB(),
-    loadavg: loadavg().map((x) => x.toFixed(2)), backend: backend.name, note: engine === 'ort' ? 'every phase on ONNX Runtime (AdamW on tfjs)' : 'all phases on tfjs WASM (1 thread)',
-  }));
+  console.log(
+    JSON.stringify({
+      side: 'metrl',
+      engine,
+      threads: engine === 'ort' ? threads : 1,
+      completionTokens: n,
+      promptTokens: Pn,
+      group: G,
+      steps: done,
+      median: med,
+      tokensPerSecond: {
+        rollout: (G * n) / med.rollout,
+        reference: (Pn + G * n) / med.reference,
+        update: (Pn + G * n) / med.update,
+      },
+      cpuSecondsPerStep: median(done.map((s) => s.cpu.total)),
+      loadSeconds,
+      peakRssMB: peakRssMB(),
+      loadavg: loadavg().map((x) => x.toFixed(2)),
+      backend: backend.name,
+      note: engine === 'ort' ? 'every phase on ONNX Runtime (AdamW on tfjs)' : 'all phases on tfjs WASM (1 thread)',
+    }),
+  );
 }
 sampler !== policy && (sampler as { dispose(): void }).dispose();
 learner !== policy && (learner as { dispose(): void }).dispose();

@@ -33,7 +33,8 @@ export function peerStep(s: PeerStepSetup, prompt: unknown, n: number, mark: () 
   // rollout
   const [group] = s.sampler.sampleGroups([prompt], G, { temperature: 1, topP: 1, maxNewTokens: n }, s.rng);
   phase();
-  if (group.length !== G || group.some((x: { tokens: number[] }) => x.tokens.length !== n)) throw new Error(`not forced: ${group.map((x: { tokens: number[] }) => x.tokens.length)}`);
+  if (group.length !== G || group.some((x: { tokens: number[] }) => x.tokens.length !== n))
+    throw new Error(`not forced: ${group.map((x: { tokens: number[] }) => x.tokens.length)}`);
   const rewards = Array.from({ length: G }, () => s.rng.next());
   const mean = rewards.reduce((a, b) => a + b, 0) / G;
   const std = Math.sqrt(rewards.reduce((a, b) => a + (b - mean) ** 2, 0) / (G - 1));
@@ -48,17 +49,33 @@ export function peerStep(s: PeerStepSetup, prompt: unknown, n: number, mark: () 
   phase();
   // update
   let entropy = 0;
-  const { values, grads } = summedLossGradients(s.learner, [{
-    batch: items,
-    options: { useLora: true, withEntropy: true, temperature: 1 },
-    loss: (l: { logProbs: any; mask: any; entropy?: any }) => {
-      const old = tf.tensor(l.logProbs.dataSync(), l.logProbs.shape);
-      const out = grpoLoss({ logProbs: l.logProbs, oldLogProbs: old, refLogProbs: ref, mask: l.mask, advantages: tf.tensor1d(adv), entropies: l.entropy }, { epsilon: 0.2, beta: 0.04, lossType: 'grpo', maxCompletionTokens: n, totalSequences: G });
-      for (const k of ['tokens', 'kl', 'clipped', 'ratio'] as const) out.sums[k].dataSync();
-      entropy = tf.sum(tf.mul(l.entropy, l.mask)).dataSync()[0] / (G * n);
-      return out.loss;
-    },
-  }], s.vars);
+  const { values, grads } = summedLossGradients(
+    s.learner,
+    [
+      {
+        batch: items,
+        options: { useLora: true, withEntropy: true, temperature: 1 },
+        loss: (l: { logProbs: any; mask: any; entropy?: any }) => {
+          const old = tf.tensor(l.logProbs.dataSync(), l.logProbs.shape);
+          const out = grpoLoss(
+            {
+              logProbs: l.logProbs,
+              oldLogProbs: old,
+              refLogProbs: ref,
+              mask: l.mask,
+              advantages: tf.tensor1d(adv),
+              entropies: l.entropy,
+            },
+            { epsilon: 0.2, beta: 0.04, lossType: 'grpo', maxCompletionTokens: n, totalSequences: G },
+          );
+          for (const k of ['tokens', 'kl', 'clipped', 'ratio'] as const) out.sums[k].dataSync();
+          entropy = tf.sum(tf.mul(l.entropy, l.mask)).dataSync()[0] / (G * n);
+          return out.loss;
+        },
+      },
+    ],
+    s.vars,
+  );
   const loss = values.reduce((a: number, v: { dataSync(): Float32Array }) => a + v.dataSync()[0], 0);
   tf.dispose(values);
   const clipped = clipGradientsByGlobalNorm(grads, 1);
@@ -69,7 +86,17 @@ export function peerStep(s: PeerStepSetup, prompt: unknown, n: number, mark: () 
   phase();
   const d = (i: number) => (w[i + 1] - w[i]) / 1000;
   const dc = (i: number) => c[i + 1] - c[i];
-  return { rollout: d(0), reference: d(1), update: d(2), total: (w[3] - w[0]) / 1000, cpu: { rollout: dc(0), reference: dc(1), update: dc(2), total: c[3] - c[0] }, loss, gradNorm: clipped.norm as number, entropy, numTensors: tf.memory().numTensors as number };
+  return {
+    rollout: d(0),
+    reference: d(1),
+    update: d(2),
+    total: (w[3] - w[0]) / 1000,
+    cpu: { rollout: dc(0), reference: dc(1), update: dc(2), total: c[3] - c[0] },
+    loss,
+    gradNorm: clipped.norm as number,
+    entropy,
+    numTensors: tf.memory().numTensors as number,
+  };
 }
 
 /** The median of a list of numbers. */

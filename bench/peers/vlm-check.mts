@@ -50,9 +50,18 @@ function compare(a: ArrayLike<number>, b: ArrayLike<number>, atol = 1e-4, rtol =
   return { maxAbs, maxRef, relative: maxAbs / maxRef, within };
 }
 
-const spec = JSON.parse(readFileSync(join(ckpt, 'vlm-prompt.json'), 'utf8')) as { tokens: number[]; imageShape: number[] };
+const spec = JSON.parse(readFileSync(join(ckpt, 'vlm-prompt.json'), 'utf8')) as {
+  tokens: number[];
+  imageShape: number[];
+};
 const pixels = f32(join(ckpt, 'pixel_values.f32'));
-const check = JSON.parse(readFileSync(join(dir, 'check.json'), 'utf8')) as { sequence: number[]; featuresShape: number[]; comps: number[][]; loss: number; logp: number[][] };
+const check = JSON.parse(readFileSync(join(dir, 'check.json'), 'utf8')) as {
+  sequence: number[];
+  featuresShape: number[];
+  comps: number[][];
+  loss: number;
+  logp: number[][];
+};
 const seq = check.sequence;
 const T = seq.length;
 const torchLogits = f32(join(dir, 'logits.f32'));
@@ -61,7 +70,9 @@ const torchFeatures = f32(join(dir, 'features.f32'));
 const policy = await HfPolicy.load(ckpt);
 const V = policy.decoder.config.vocabSize;
 if (torchLogits.length !== T * V) throw new Error(`logits.f32 holds ${torchLogits.length}, expected ${T * V}`);
-const encoder = policy.imageEncoder as { encode(p: { data: Float32Array; shape: number[] }): { dataSync(): Float32Array; dispose(): void } };
+const encoder = policy.imageEncoder as {
+  encode(p: { data: Float32Array; shape: number[] }): { dataSync(): Float32Array; dispose(): void };
+};
 const features = (data: Float32Array) => {
   const t = encoder.encode({ data, shape: spec.imageShape });
   const out = t.dataSync().slice();
@@ -75,7 +86,12 @@ const promptOf = () => ({ tokens: seq, images: [pixels.slice()] });
 // tfjs: tower and decoder
 const tfjsFeatures = features(pixels.slice());
 const embTfjs = policy.prefillInputs([promptOf()], [seq]).embeds as Float32Array;
-const out = policy.decoder.forward({ ids: [seq], inputsEmbeds: tf.tensor3d(embTfjs, [1, T, embTfjs.length / T]), useLora: false, logits: 'all' });
+const out = policy.decoder.forward({
+  ids: [seq],
+  inputsEmbeds: tf.tensor3d(embTfjs, [1, T, embTfjs.length / T]),
+  useLora: false,
+  logits: 'all',
+});
 const tfjsLogits = (out.logits.dataSync() as Float32Array).slice();
 tf.dispose([out.logits, out.hidden]);
 
@@ -83,7 +99,14 @@ tf.dispose([out.logits, out.hidden]);
 const sampler = new HfOrtSampler(policy, { threads: 1 });
 const ortFeatures = features(pixels.slice());
 const embOrt = policy.prefillInputs([promptOf()], [seq]).embeds as Float32Array;
-const ortLogits = sampler.model.run({ embeds: embOrt, rows: 1, seq: T, attentionMask: [new Array<number>(T).fill(1)], cache: null, useLora: false }).logits as Float32Array;
+const ortLogits = sampler.model.run({
+  embeds: embOrt,
+  rows: 1,
+  seq: T,
+  attentionMask: [new Array<number>(T).fill(1)],
+  cache: null,
+  useLora: false,
+}).logits as Float32Array;
 sampler.dispose();
 
 // LoRA: torch's adapter, loss Σ log p of the packed group on the image prompt, gradients (tfjs autodiff, ORT learner)
@@ -92,11 +115,17 @@ function readF32Safetensors(path: string): Map<string, { shape: number[]; data: 
   const n = Number(buf.readBigUInt64LE(0));
   const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8'));
   const out = new Map<string, { shape: number[]; data: Float32Array }>();
-  for (const [name, e] of Object.entries(header) as [string, { dtype: string; shape: number[]; data_offsets: [number, number] }][]) {
+  for (const [name, e] of Object.entries(header) as [
+    string,
+    { dtype: string; shape: number[]; data_offsets: [number, number] },
+  ][]) {
     if (name === '__metadata__') continue;
     if (e.dtype !== 'F32') throw new Error(`${name}: ${e.dtype}`);
     const bytes = buf.subarray(8 + n + e.data_offsets[0], 8 + n + e.data_offsets[1]);
-    out.set(name, { shape: e.shape, data: new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length)) });
+    out.set(name, {
+      shape: e.shape,
+      data: new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length)),
+    });
   }
   return out;
 }
@@ -114,9 +143,15 @@ function compareGrads(grads: Grads) {
   let maxAbs = 0;
   let maxRef = 0;
   let compared = 0;
-  for (const [module, l] of policy.decoder.linears() as Map<string, { lora?: { a: { name: string }; b: { name: string } } }>) {
+  for (const [module, l] of policy.decoder.linears() as Map<
+    string,
+    { lora?: { a: { name: string }; b: { name: string } } }
+  >) {
     if (!l.lora) continue;
-    for (const [part, v] of [['lora_A', l.lora.a], ['lora_B', l.lora.b]] as const) {
+    for (const [part, v] of [
+      ['lora_A', l.lora.a],
+      ['lora_B', l.lora.b],
+    ] as const) {
       const t = torchGrads.get(`${module}.${part}.weight`);
       if (!t) throw new Error(`torch has no gradient for ${module}.${part}`);
       const mine = transpose(grads[v.name].dataSync(), t.shape[1], t.shape[0]); // metrl [in, r] / [r, out] → PEFT [r, in] / [out, r]
@@ -147,41 +182,65 @@ const tfjsGrads = compareGrads(tfjsGrad.grads);
 tf.dispose([tfjsGrad.value, ...Object.values(tfjsGrad.grads)]);
 const learner = new HfOrtLearner(policy, { threads: 1 });
 let ortLogp: Float32Array | null = null;
-const ortGrad = summedLossGradients(learner, [{
-  batch: items, // the same prompt object: its image features (tfjs tower, compared above) come from the policy's cache
-  options: { useLora: true },
-  loss: (s: { logProbs: { dataSync(): Float32Array }; mask: unknown }) => {
-    ortLogp = s.logProbs.dataSync().slice();
-    return tf.sum(tf.mul(s.logProbs, s.mask));
-  },
-}], vars);
+const ortGrad = summedLossGradients(
+  learner,
+  [
+    {
+      batch: items, // the same prompt object: its image features (tfjs tower, compared above) come from the policy's cache
+      options: { useLora: true },
+      loss: (s: { logProbs: { dataSync(): Float32Array }; mask: unknown }) => {
+        ortLogp = s.logProbs.dataSync().slice();
+        return tf.sum(tf.mul(s.logProbs, s.mask));
+      },
+    },
+  ],
+  vars,
+);
 const ortLoss = ortGrad.values.reduce((a: number, v: { dataSync(): Float32Array }) => a + v.dataSync()[0], 0);
 const ortGrads = compareGrads(ortGrad.grads);
 learner.dispose();
 
-const argmaxRows = (x: Float32Array) => Array.from({ length: T }, (_, t) => {
-  let best = 0;
-  for (let v = 1; v < V; v++) if (x[t * V + v] > x[t * V + best]) best = v;
-  return best;
-});
+const argmaxRows = (x: Float32Array) =>
+  Array.from({ length: T }, (_, t) => {
+    let best = 0;
+    for (let v = 1; v < V; v++) if (x[t * V + v] > x[t * V + best]) best = v;
+    return best;
+  });
 const torchArg = argmaxRows(torchLogits);
 const result = {
   tokens: T,
   imageTokens: spec.tokens.filter((t) => t === (policy.config.raw as { image_token_id: number }).image_token_id).length,
-  features: { shape: check.featuresShape, tfjs: compare(tfjsFeatures, torchFeatures), ort: compare(ortFeatures, torchFeatures) },
+  features: {
+    shape: check.featuresShape,
+    tfjs: compare(tfjsFeatures, torchFeatures),
+    ort: compare(ortFeatures, torchFeatures),
+  },
   logits: {
-    tfjs: compare(tfjsLogits, torchLogits), ort: compare(ortLogits, torchLogits),
-    argmaxSameTfjs: argmaxRows(tfjsLogits).every((x, i) => x === torchArg[i]), argmaxSameOrt: argmaxRows(ortLogits).every((x, i) => x === torchArg[i]),
+    tfjs: compare(tfjsLogits, torchLogits),
+    ort: compare(ortLogits, torchLogits),
+    argmaxSameTfjs: argmaxRows(tfjsLogits).every((x, i) => x === torchArg[i]),
+    argmaxSameOrt: argmaxRows(ortLogits).every((x, i) => x === torchArg[i]),
   },
   lora: {
-    torchLoss: check.loss, tfjsLoss, ortLoss,
+    torchLoss: check.loss,
+    tfjsLoss,
+    ortLoss,
     logp: { tfjs: compare(tfjsLogp!, torchLogp), ort: compare(ortLogp!, torchLogp) },
     grads: { tfjs: tfjsGrads, ort: ortGrads },
   },
   backend: backend.name,
 };
-const ok = result.features.tfjs.within && result.features.ort.within && result.logits.tfjs.within && result.logits.ort.within && result.logits.argmaxSameTfjs && result.logits.argmaxSameOrt
-  && result.lora.logp.tfjs.within && result.lora.logp.ort.within && tfjsGrads.within && ortGrads.within;
+const ok =
+  result.features.tfjs.within &&
+  result.features.ort.within &&
+  result.logits.tfjs.within &&
+  result.logits.ort.within &&
+  result.logits.argmaxSameTfjs &&
+  result.logits.argmaxSameOrt &&
+  result.lora.logp.tfjs.within &&
+  result.lora.logp.ort.within &&
+  tfjsGrads.within &&
+  ortGrads.within;
 console.log(JSON.stringify({ ok, ...result }));
 policy.dispose();
 process.exitCode = ok ? 0 : 1;

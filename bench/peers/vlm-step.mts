@@ -54,7 +54,8 @@ const PROMPT_FILE = 'vlm-prompt.json';
 const PIXEL_FILE = 'pixel_values.f32';
 
 const backend = await initBackend(process.env.METRL_BACKEND ?? 'wasm', null);
-if (tf.getBackend() !== backend.tfBackend) throw new Error(`two tfjs instances: ${tf.getBackend()} vs ${backend.tfBackend}`);
+if (tf.getBackend() !== backend.tfBackend)
+  throw new Error(`two tfjs instances: ${tf.getBackend()} vs ${backend.tfBackend}`);
 
 if (argv.includes('--write-prompt')) {
   const { getEnv } = await imp('envs/registry.ts');
@@ -68,20 +69,38 @@ if (argv.includes('--write-prompt')) {
   const image = prompt.images[0];
   if (image.length !== 3 * side * side) throw new Error(`pixel values: ${image.length} for 3 x ${side} x ${side}`);
   writeFileSync(join(ckpt, PIXEL_FILE), new Uint8Array(image.buffer, image.byteOffset, image.byteLength));
-  const imageTokenId = (JSON.parse(readFileSync(join(ckpt, 'config.json'), 'utf8')) as { image_token_id: number }).image_token_id;
+  const imageTokenId = (JSON.parse(readFileSync(join(ckpt, 'config.json'), 'utf8')) as { image_token_id: number })
+    .image_token_id;
   const imageTokens = prompt.tokens.filter((t) => t === imageTokenId).length;
-  writeFileSync(join(ckpt, PROMPT_FILE), JSON.stringify({
-    tokens: prompt.tokens, imageShape: [1, 3, side, side], pixelValues: PIXEL_FILE, imageTokenId, imageTokens,
-    source: 'metrl HfPolicy.prompt: chess, 1-action image episode, train split, seed 0 (zero-shot); pixel values = the Idefics3 processor output, float32 little-endian',
-  }));
-  console.log(JSON.stringify({ prompt: join(ckpt, PROMPT_FILE), tokens: prompt.tokens.length, imageTokens, imageShape: [1, 3, side, side] }));
+  writeFileSync(
+    join(ckpt, PROMPT_FILE),
+    JSON.stringify({
+      tokens: prompt.tokens,
+      imageShape: [1, 3, side, side],
+      pixelValues: PIXEL_FILE,
+      imageTokenId,
+      imageTokens,
+      source:
+        'metrl HfPolicy.prompt: chess, 1-action image episode, train split, seed 0 (zero-shot); pixel values = the Idefics3 processor output, float32 little-endian',
+    }),
+  );
+  console.log(
+    JSON.stringify({
+      prompt: join(ckpt, PROMPT_FILE),
+      tokens: prompt.tokens.length,
+      imageTokens,
+      imageShape: [1, 3, side, side],
+    }),
+  );
   policy.dispose();
   process.exit(0);
 }
 
 const spec = JSON.parse(readFileSync(join(ckpt, PROMPT_FILE), 'utf8')) as { tokens: number[]; imageTokens: number };
 const pixelBytes = readFileSync(join(ckpt, PIXEL_FILE));
-const pixels = new Float32Array(pixelBytes.buffer.slice(pixelBytes.byteOffset, pixelBytes.byteOffset + pixelBytes.byteLength));
+const pixels = new Float32Array(
+  pixelBytes.buffer.slice(pixelBytes.byteOffset, pixelBytes.byteOffset + pixelBytes.byteLength),
+);
 
 const t0 = performance.now();
 const policy = await HfPolicy.load(ckpt, { hostWeights: engine === 'ort' });
@@ -128,14 +147,37 @@ function step(n: number) {
 for (const n of lengths) {
   for (let i = 0; i < warmup; i++) step(Math.min(n, 8));
   const done = Array.from({ length: steps }, () => step(n));
-  const med = Object.fromEntries((['rollout', 'reference', 'update', 'total', 'vision'] as const).map((k) => [k, median(done.map((s) => s[k]))]));
+  const med = Object.fromEntries(
+    (['rollout', 'reference', 'update', 'total', 'vision'] as const).map((k) => [k, median(done.map((s) => s[k]))]),
+  );
   const Pn = spec.tokens.length;
-  console.log(JSON.stringify({
-    side: 'metrl', engine, threads: engine === 'ort' ? threads : 1, completionTokens: n, promptTokens: Pn, imageTokens: spec.imageTokens, group: G, steps: done, median: med,
-    tokensPerSecond: { rollout: (G * n) / med.rollout, reference: (Pn + G * n) / med.reference, update: (Pn + G * n) / med.update },
-    cpuSecondsPerStep: median(done.map((s) => s.cpu.total)), loadSeconds, peakRssMB: (process.resourceUsage().maxRSS * 1024) / 2 ** 20,
-    loadavg: loadavg().map((x) => x.toFixed(2)), backend: backend.name, note: engine === 'ort' ? 'vision tower, rollout, reference and LoRA gradients on ONNX Runtime (AdamW on tfjs)' : 'all phases on tfjs WASM (1 thread)',
-  }));
+  console.log(
+    JSON.stringify({
+      side: 'metrl',
+      engine,
+      threads: engine === 'ort' ? threads : 1,
+      completionTokens: n,
+      promptTokens: Pn,
+      imageTokens: spec.imageTokens,
+      group: G,
+      steps: done,
+      median: med,
+      tokensPerSecond: {
+        rollout: (G * n) / med.rollout,
+        reference: (Pn + G * n) / med.reference,
+        update: (Pn + G * n) / med.update,
+      },
+      cpuSecondsPerStep: median(done.map((s) => s.cpu.total)),
+      loadSeconds,
+      peakRssMB: (process.resourceUsage().maxRSS * 1024) / 2 ** 20,
+      loadavg: loadavg().map((x) => x.toFixed(2)),
+      backend: backend.name,
+      note:
+        engine === 'ort'
+          ? 'vision tower, rollout, reference and LoRA gradients on ONNX Runtime (AdamW on tfjs)'
+          : 'all phases on tfjs WASM (1 thread)',
+    }),
+  );
 }
 sampler !== policy && (sampler as { dispose(): void }).dispose();
 learner !== policy && (learner as { dispose(): void }).dispose();

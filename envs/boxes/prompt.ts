@@ -13,7 +13,10 @@ type Style = (typeof BOXES_PROMPT_STYLES)[number];
 
 function instructions(episode: Episode): string {
   const noun = episode.meta.forms === 'alt' ? 'container' : 'box';
-  const adjectives = episode.meta.ambiguousReferences === true ? ' Name every object with its adjective (for example "the small book").' : '';
+  const adjectives =
+    episode.meta.ambiguousReferences === true
+      ? ' Name every object with its adjective (for example "the small book").'
+      : '';
   return (
     `Given the description after "Description:", complete the statement after "Statement:" so that it is true: ` +
     `list the objects in the ${noun} at the end of the description, each with "the" and joined by "and", ` +
@@ -41,7 +44,9 @@ function turn(episode: Episode, style: Style): PromptMessage {
 export function boxesPrompt(episode: Episode, options: PromptOptions): PromptMessage[] {
   const style = options.style as Style;
   if (!BOXES_PROMPT_STYLES.includes(style)) {
-    throw new UserError(`boxes: unknown prompt style '${options.style}' (choose from ${BOXES_PROMPT_STYLES.join(', ')})`);
+    throw new UserError(
+      `boxes: unknown prompt style '${options.style}' (choose from ${BOXES_PROMPT_STYLES.join(', ')})`,
+    );
   }
   const messages: PromptMessage[] = [];
   if (style === 'few-shot') {

@@ -34,7 +34,15 @@ import {
   type Operation,
 } from './world.ts';
 
-export const SPLIT_KINDS = ['base', 'numops', 'vocab', 'altforms', 'altforms-numops', 'ambiref', 'movecontents'] as const;
+export const SPLIT_KINDS = [
+  'base',
+  'numops',
+  'vocab',
+  'altforms',
+  'altforms-numops',
+  'ambiref',
+  'movecontents',
+] as const;
 export type SplitKind = (typeof SPLIT_KINDS)[number];
 
 export const MAX_BOXES_ACTIONS = 100;
@@ -55,9 +63,20 @@ interface KindConfig {
 const SAME = <T>(v: T): Record<Split, T> => ({ train: v, test: v });
 const KINDS: Record<SplitKind, KindConfig> = {
   base: { forms: SAME('base'), vocabulary: SAME('common'), ambiguous: false, moveContents: false },
-  numops: { maxTrainOps: NUMOPS_TRAIN_MAX, forms: SAME('base'), vocabulary: SAME('common'), ambiguous: false, moveContents: false },
+  numops: {
+    maxTrainOps: NUMOPS_TRAIN_MAX,
+    forms: SAME('base'),
+    vocabulary: SAME('common'),
+    ambiguous: false,
+    moveContents: false,
+  },
   vocab: { forms: SAME('base'), vocabulary: { train: 'rare', test: 'common' }, ambiguous: false, moveContents: false },
-  altforms: { forms: { train: 'alt', test: 'base' }, vocabulary: { train: 'rare', test: 'common' }, ambiguous: false, moveContents: false },
+  altforms: {
+    forms: { train: 'alt', test: 'base' },
+    vocabulary: { train: 'rare', test: 'common' },
+    ambiguous: false,
+    moveContents: false,
+  },
   'altforms-numops': {
     maxTrainOps: NUMOPS_TRAIN_MAX,
     forms: { train: 'alt', test: 'base' },
@@ -90,16 +109,20 @@ export interface BoxesScenario {
 
 /** The extra options, validated; accepts kebab-case keys too, since commands may pass argv as is. */
 export function parseBoxesOptions(extra: Record<string, unknown>): BoxesOptions {
-  const parsed = parseOrFail(BoxesOptionsSchema, { 'split-kind': extra.splitKind ?? extra['split-kind'], prefixes: extra.prefixes }, 'boxes: --');
+  const parsed = parseOrFail(
+    BoxesOptionsSchema,
+    { 'split-kind': extra.splitKind ?? extra['split-kind'], prefixes: extra.prefixes },
+    'boxes: --',
+  );
   return { splitKind: parsed['split-kind'], prefixes: parsed.prefixes };
 }
 
 function objectPool(rng: Rng, config: KindConfig, split: Split): BoxObject[] {
   const nouns = config.vocabulary[split] === 'rare' ? RARE_NOUNS : COMMON_NOUNS;
   if (!config.ambiguous) return nouns.map((noun) => ({ noun }));
-  return rng.sample(nouns, AMBIREF_NOUNS).flatMap((noun) =>
-    rng.sample(ADJECTIVES, AMBIREF_ADJECTIVES_PER_NOUN).map((adjective) => ({ noun, adjective })),
-  );
+  return rng
+    .sample(nouns, AMBIREF_NOUNS)
+    .flatMap((noun) => rng.sample(ADJECTIVES, AMBIREF_ADJECTIVES_PER_NOUN).map((adjective) => ({ noun, adjective })));
 }
 
 /** A scenario with `length` operations (fewer only if the world runs out of valid operations, which cannot happen). */
@@ -173,10 +196,17 @@ export function* boxesCandidates(rng: Rng, options: SampleOptions): Generator<Ca
   const config = KINDS[splitKind];
   const maxOps = options.actions;
   if (!Number.isInteger(maxOps) || maxOps < 0 || maxOps > MAX_BOXES_ACTIONS) {
-    throw new UserError(`boxes: --actions must be an integer from 0 to ${MAX_BOXES_ACTIONS} (operations shown), got ${maxOps}`);
+    throw new UserError(
+      `boxes: --actions must be an integer from 0 to ${MAX_BOXES_ACTIONS} (operations shown), got ${maxOps}`,
+    );
   }
   const split = options.split;
-  if (split === undefined && (config.forms.train !== config.forms.test || config.vocabulary.train !== config.vocabulary.test || config.maxTrainOps !== undefined)) {
+  if (
+    split === undefined &&
+    (config.forms.train !== config.forms.test ||
+      config.vocabulary.train !== config.vocabulary.test ||
+      config.maxTrainOps !== undefined)
+  ) {
     throw new Error(`boxes: split kind ${splitKind} needs options.split (train and test episodes differ in form)`);
   }
   const effectiveSplit: Split = split ?? 'train';

@@ -5,8 +5,10 @@
 import type { ScoredRow } from '../../core/score.ts';
 import { accuracyBy, cell } from '../breakdown.ts';
 
-const baseline = (row: ScoredRow) => (typeof row.input.meta?.baselineAccuracy === 'number' ? row.input.meta.baselineAccuracy : null);
-const opsAffecting = (row: ScoredRow) => (typeof row.input.meta?.opsAffectingBox === 'number' ? row.input.meta.opsAffectingBox : null);
+const baseline = (row: ScoredRow) =>
+  typeof row.input.meta?.baselineAccuracy === 'number' ? row.input.meta.baselineAccuracy : null;
+const opsAffecting = (row: ScoredRow) =>
+  typeof row.input.meta?.opsAffectingBox === 'number' ? row.input.meta.opsAffectingBox : null;
 
 export function summarizeBoxes(rows: ScoredRow[]): Record<string, unknown> {
   const changed = rows.filter((r) => r.input.meta?.changed === true);
@@ -18,7 +20,11 @@ export function summarizeBoxes(rows: ScoredRow[]): Record<string, unknown> {
     unchangedByOpsAffectingBox: accuracyBy(unchanged, opsAffecting, { baseline }),
     changed: cell(changed, { baseline }),
     unchanged: cell(unchanged, { baseline }),
-    byNumOps: accuracyBy(rows, (r) => (typeof r.input.meta?.numOps === 'number' ? r.input.meta.numOps : null), { baseline }),
-    wrongChangedRepeatingInitial: wrongChanged.length ? wrongChanged.filter((r) => r.score.metrics.repeatsInitial === true).length / wrongChanged.length : null,
+    byNumOps: accuracyBy(rows, (r) => (typeof r.input.meta?.numOps === 'number' ? r.input.meta.numOps : null), {
+      baseline,
+    }),
+    wrongChangedRepeatingInitial: wrongChanged.length
+      ? wrongChanged.filter((r) => r.score.metrics.repeatsInitial === true).length / wrongChanged.length
+      : null,
   };
 }

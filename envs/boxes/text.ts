@@ -41,7 +41,9 @@ export function referTo(object: BoxObject, box: readonly BoxObject[]): string {
 export function describeInitialState(state: BoxesState, forms: Forms): string {
   if (forms === 'base') {
     const clauses = state.map((box, i) =>
-      box.length === 0 ? `${boxLabel(i, forms)} is empty` : `${boxLabel(i, forms)} contains ${theList(box.map(objectName))}`,
+      box.length === 0
+        ? `${boxLabel(i, forms)} is empty`
+        : `${boxLabel(i, forms)} contains ${theList(box.map(objectName))}`,
     );
     return `${clauses.join(', ')}.`;
   }
@@ -63,11 +65,15 @@ export function describeOperation(op: Operation, state: BoxesState, forms: Forms
     }
     case 'remove': {
       const refs = theList(op.objects.map((o) => referTo(o, state[op.from])));
-      return forms === 'base' ? `Remove ${refs} from ${boxLabel(op.from, forms)}.` : `Take ${refs} out of ${boxLabel(op.from, forms)}.`;
+      return forms === 'base'
+        ? `Remove ${refs} from ${boxLabel(op.from, forms)}.`
+        : `Take ${refs} out of ${boxLabel(op.from, forms)}.`;
     }
     case 'put': {
       const names = theList(op.objects.map(objectName));
-      return forms === 'base' ? `Put ${names} into ${boxLabel(op.to, forms)}.` : `Place ${names} inside ${boxLabel(op.to, forms)}.`;
+      return forms === 'base'
+        ? `Put ${names} into ${boxLabel(op.to, forms)}.`
+        : `Place ${names} inside ${boxLabel(op.to, forms)}.`;
     }
     case 'move-contents':
       if (forms !== 'base') throw new Error('boxes: move-contents has no alternative phrasing');

@@ -86,7 +86,12 @@ export function sampleInitialState(rng: Rng, pool: readonly BoxObject[]): BoxesS
 }
 
 /** A valid operation in `state`, or null when none is possible. `pool` is every object of the scenario. */
-export function sampleOperation(rng: Rng, state: BoxesState, pool: readonly BoxObject[], allowMoveContents: boolean): Operation | null {
+export function sampleOperation(
+  rng: Rng,
+  state: BoxesState,
+  pool: readonly BoxObject[],
+  allowMoveContents: boolean,
+): Operation | null {
   const boxes = state.map((_, i) => i);
   const nonEmpty = boxes.filter((b) => state[b].length > 0);
   const withSpace = boxes.filter((b) => state[b].length < BOX_CAPACITY);
@@ -95,7 +100,8 @@ export function sampleOperation(rng: Rng, state: BoxesState, pool: readonly BoxO
   const moveContentsPairs: Array<[number, number]> = [];
   if (allowMoveContents) {
     for (const from of nonEmpty) {
-      for (const to of boxes) if (to !== from && state[to].length + state[from].length <= BOX_CAPACITY) moveContentsPairs.push([from, to]);
+      for (const to of boxes)
+        if (to !== from && state[to].length + state[from].length <= BOX_CAPACITY) moveContentsPairs.push([from, to]);
     }
   }
   const kinds: OperationKind[] = [];

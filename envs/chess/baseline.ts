@@ -25,7 +25,10 @@ export function scatteredFen(initialFen: string, rng: Rng): string {
   const placement = initialFen.trim().split(/\s+/)[0] ?? '';
   const pieces = [...placement].filter((c) => /[prnbqkPRNBQK]/.test(c));
   const board: string[] = Array(64).fill('.');
-  const squares = rng.sample(Array.from({ length: 64 }, (_, i) => i), Math.min(pieces.length, 64));
+  const squares = rng.sample(
+    Array.from({ length: 64 }, (_, i) => i),
+    Math.min(pieces.length, 64),
+  );
   squares.forEach((sq, i) => (board[sq] = pieces[i]));
   return `${placementOf(board)} ${rng.bool() ? 'w' : 'b'} - - 0 1`;
 }

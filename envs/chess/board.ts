@@ -99,7 +99,12 @@ export class Board {
       }
     });
     board.turn = side === 'b' ? BLACK : WHITE;
-    for (const [ch, bit] of [['K', CASTLE_WK], ['Q', CASTLE_WQ], ['k', CASTLE_BK], ['q', CASTLE_BQ]] as const) {
+    for (const [ch, bit] of [
+      ['K', CASTLE_WK],
+      ['Q', CASTLE_WQ],
+      ['k', CASTLE_BK],
+      ['q', CASTLE_BQ],
+    ] as const) {
       if (castling.includes(ch)) board.castling |= bit;
     }
     board.ep = ep === '-' ? -1 : squareIndex(ep);
@@ -252,7 +257,13 @@ export class Board {
         moves.push({ from, to: from + 2, piece, captured: 0, promotion: 0, flags: FLAG_CASTLE });
       }
     }
-    if (this.castling & queenside && s[from - 1] === 0 && s[from - 2] === 0 && s[from - 3] === 0 && s[from - 4] === (ROOK | us)) {
+    if (
+      this.castling & queenside &&
+      s[from - 1] === 0 &&
+      s[from - 2] === 0 &&
+      s[from - 3] === 0 &&
+      s[from - 4] === (ROOK | us)
+    ) {
       if (!this.isAttacked(from, them) && !this.isAttacked(from - 1, them) && !this.isAttacked(from - 2, them)) {
         moves.push({ from, to: from - 2, piece, captured: 0, promotion: 0, flags: FLAG_CASTLE });
       }
@@ -333,7 +344,14 @@ export class Board {
     const us = this.turn;
     for (const from of us === WHITE ? [this.ep - 15, this.ep - 17] : [this.ep + 15, this.ep + 17]) {
       if (from & 0x88 || this.squares[from] !== (PAWN | us)) continue;
-      this.make({ from, to: this.ep, piece: PAWN | us, captured: PAWN, promotion: 0, flags: FLAG_CAPTURE | FLAG_EN_PASSANT });
+      this.make({
+        from,
+        to: this.ep,
+        piece: PAWN | us,
+        captured: PAWN,
+        promotion: 0,
+        flags: FLAG_CAPTURE | FLAG_EN_PASSANT,
+      });
       const legal = !this.inCheck(us);
       this.unmake();
       if (legal) return true;

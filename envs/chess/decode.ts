@@ -62,11 +62,17 @@ function uniqueSquare(image: RawImage, layout: BoardLayout, rgb: Rgb, what: stri
 
 /** Read the letter glyph inside a badge: bounding box of the black ink, sampled on the 5×7 grid, nearest glyph. */
 function readLetter(image: RawImage, badge: Rect): PromotionPiece | null {
-  let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+  let x0 = Infinity,
+    y0 = Infinity,
+    x1 = -Infinity,
+    y1 = -Infinity;
   for (let y = badge.y; y < badge.y + badge.h; y++) {
     for (let x = badge.x; x < badge.x + badge.w; x++) {
       if (near(image.data, (y * image.width + x) * 3, COLORS.promotionLetter)) {
-        x0 = Math.min(x0, x); y0 = Math.min(y0, y); x1 = Math.max(x1, x); y1 = Math.max(y1, y);
+        x0 = Math.min(x0, x);
+        y0 = Math.min(y0, y);
+        x1 = Math.max(x1, x);
+        y1 = Math.max(y1, y);
       }
     }
   }
@@ -86,7 +92,10 @@ function readLetter(image: RawImage, badge: Rect): PromotionPiece | null {
         if (ink !== bitmap[r][c]) mismatch++;
       }
     }
-    if (mismatch < bestMismatch) { bestMismatch = mismatch; best = piece; }
+    if (mismatch < bestMismatch) {
+      bestMismatch = mismatch;
+      best = piece;
+    }
   }
   return bestMismatch <= 2 ? best : null;
 }
@@ -101,7 +110,10 @@ export function decodeMoveImage(image: RawImage): DecodedMove {
   let bestCount = 0;
   for (const piece of PROMOTION_PIECES) {
     const count = countIn(image, badge, (i) => near(image.data, i, PROMOTION_COLORS[piece]));
-    if (count > bestCount) { bestCount = count; promotion = piece; }
+    if (count > bestCount) {
+      bestCount = count;
+      promotion = piece;
+    }
   }
   if (bestCount < 0.25 * badge.w * badge.h) promotion = null;
   const letter = promotion && layout.labelled ? readLetter(image, badge) : null;

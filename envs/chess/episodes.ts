@@ -73,9 +73,13 @@ function* synthetic(rng: Rng, count: number, offset: Offset): Generator<Candidat
 /** The candidate stream of the chess environment. Validates options (and reads the games file) before returning. */
 export function chessCandidates(rng: Rng, options: SampleOptions): Iterable<Candidate> {
   const count = options.actions;
-  if (!Number.isInteger(count) || count < 0) throw new UserError(`--actions must be a non-negative integer, got ${count}`);
+  if (!Number.isInteger(count) || count < 0)
+    throw new UserError(`--actions must be a non-negative integer, got ${count}`);
   const extra = parseOrFail(chessExtraSchema, options.extra, '--');
-  const source = extra.games !== undefined ? fromFile(readGamesFile(extra.games), rng, count, extra.offset) : synthetic(rng, count, extra.offset);
+  const source =
+    extra.games !== undefined
+      ? fromFile(readGamesFile(extra.games), rng, count, extra.offset)
+      : synthetic(rng, count, extra.offset);
   if (extra['chess-answer'] === 'reference') return unique(source);
   // The scoring option travels with each episode (into evaluation rows too, so `metrl score` honours it).
   return withMeta(unique(source), { answerParsing: BARE_FEN_PARSING });

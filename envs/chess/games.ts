@@ -30,7 +30,10 @@ const RESULT_TOKEN = /^(1-0|0-1|1\/2-1\/2|\*)$/;
  * that move, with its game and ply, rather than the whole file as "neither PGN nor UCI"), and it is not PGN movetext.
  */
 function isUciLine(line: string): boolean {
-  const tokens = line.trim().split(/\s+/).filter((t) => t !== '');
+  const tokens = line
+    .trim()
+    .split(/\s+/)
+    .filter((t) => t !== '');
   const uci = tokens.filter((t) => UCI_PATTERN.test(t.toLowerCase())).length;
   const moves = tokens.filter((t) => UCI_PATTERN.test(t.toLowerCase()) || RESULT_TOKEN.test(t)).length;
   return uci > 0 && moves * 2 >= tokens.length && !looksLikePgn(line);
@@ -46,7 +49,14 @@ export function detectGamesFormat(text: string): GamesFormat | null {
 }
 
 /** Apply one move (UCI or SAN) to the board, returning it in UCI, or throw the error that names game and ply. */
-function applyMove(chess: Chess, move: string, label: string, game: number, ply: number, checkpoints: string[]): string {
+function applyMove(
+  chess: Chess,
+  move: string,
+  label: string,
+  game: number,
+  ply: number,
+  checkpoints: string[],
+): string {
   let uci: string;
   try {
     const done = UCI_PATTERN.test(move)
@@ -67,10 +77,14 @@ function gamesFromUci(text: string, label: string): Game[] {
     const number = games.length + 1;
     const chess = new Chess();
     const checkpoints = [chess.fen()];
-    const tokens = line.trim().split(/\s+/).filter((t) => !RESULT_TOKEN.test(t));
+    const tokens = line
+      .trim()
+      .split(/\s+/)
+      .filter((t) => !RESULT_TOKEN.test(t));
     const moves = tokens.map((token, i) => {
       const move = token.toLowerCase();
-      if (!UCI_PATTERN.test(move)) throw new UserError(`${label}: game ${number}, ply ${i + 1}: '${token}' is not a UCI move`);
+      if (!UCI_PATTERN.test(move))
+        throw new UserError(`${label}: game ${number}, ply ${i + 1}: '${token}' is not a UCI move`);
       return applyMove(chess, move, label, number, i + 1, checkpoints);
     });
     games.push({ startFen: checkpoints[0], moves, checkpoints });
@@ -84,7 +98,10 @@ function gamesFromPgn(text: string, label: string): Game[] {
     let startFen = DEFAULT_POSITION;
     if (pgn.tags.FEN !== undefined && pgn.tags.SetUp !== '0') {
       const check = validateFen(pgn.tags.FEN);
-      if (!check.ok) throw new UserError(`${label}: game ${number}: FEN header is not a valid position (${check.error ?? pgn.tags.FEN})`);
+      if (!check.ok)
+        throw new UserError(
+          `${label}: game ${number}: FEN header is not a valid position (${check.error ?? pgn.tags.FEN})`,
+        );
       startFen = pgn.tags.FEN;
     }
     const chess = new Chess(startFen);
@@ -101,7 +118,9 @@ export function parseGamesText(text: string, label: string): Game[] {
   const format = detectGamesFormat(clean);
   if (format === null) {
     const first = clean.split(/\r?\n/).find((l) => l.trim() !== '') ?? '';
-    throw new UserError(`${label}: neither PGN nor one game per line in UCI (first line: ${JSON.stringify(first.slice(0, 60))})`);
+    throw new UserError(
+      `${label}: neither PGN nor one game per line in UCI (first line: ${JSON.stringify(first.slice(0, 60))})`,
+    );
   }
   const games = format === 'uci' ? gamesFromUci(clean, label) : gamesFromPgn(clean, label);
   if (games.every((g) => g.moves.length === 0)) throw new UserError(`${label}: no game in the file has any moves`);

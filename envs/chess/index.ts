@@ -24,7 +24,11 @@ export const chessEnv: Env = {
   score: (input) => scoreChess(input),
   // Every summary says how answers were parsed, so that a number scored with the bare-FEN extension is never taken
   // for one comparable with MET-Bench's.
-  summarize: (rows) => ({ answerParsing: rows.some((r) => r.input.meta?.answerParsing === BARE_FEN_PARSING) ? 'bare-fen accepted (not the reference)' : 'reference' }),
+  summarize: (rows) => ({
+    answerParsing: rows.some((r) => r.input.meta?.answerParsing === BARE_FEN_PARSING)
+      ? 'bare-fen accepted (not the reference)'
+      : 'reference',
+  }),
   // Per-square rewards of one board are not independent: the interval is over mean board scores (clustered by board).
   intervalMethod: 'mean',
   baselineAnswer: chessBaselineAnswer,

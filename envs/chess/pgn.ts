@@ -17,7 +17,9 @@ const TAG_PAIR = /^\[\s*([A-Za-z0-9_]+)\s+"((?:[^"\\]|\\.)*)"\s*\]/;
 
 /** True when the text looks like PGN: a tag pair at the start of a line, or movetext starting with a move number. */
 export function looksLikePgn(text: string): boolean {
-  return /^\s*\[\s*[A-Za-z0-9_]+\s+"/m.test(text) || /(^|\s)\d+\.(\.\.)?\s*([KQRBN]?[a-h]?[1-8]?x?[a-h][1-8]|O-O)/.test(text);
+  return (
+    /^\s*\[\s*[A-Za-z0-9_]+\s+"/m.test(text) || /(^|\s)\d+\.(\.\.)?\s*([KQRBN]?[a-h]?[1-8]?x?[a-h][1-8]|O-O)/.test(text)
+  );
 }
 
 /**
@@ -44,16 +46,34 @@ export function parsePgn(text: string, label = 'PGN'): PgnGame[] {
       const ch = line[i];
       if (inComment) {
         const end = line.indexOf('}', i);
-        if (end < 0) { i = line.length; break; }
+        if (end < 0) {
+          i = line.length;
+          break;
+        }
         inComment = false;
         i = end + 1;
         continue;
       }
-      if (ch === '{') { inComment = true; i++; continue; }
+      if (ch === '{') {
+        inComment = true;
+        i++;
+        continue;
+      }
       if (ch === ';') break; // rest-of-line comment
-      if (ch === '(') { depth++; i++; continue; }
-      if (ch === ')') { if (depth > 0) depth--; i++; continue; }
-      if (/\s/.test(ch)) { i++; continue; }
+      if (ch === '(') {
+        depth++;
+        i++;
+        continue;
+      }
+      if (ch === ')') {
+        if (depth > 0) depth--;
+        i++;
+        continue;
+      }
+      if (/\s/.test(ch)) {
+        i++;
+        continue;
+      }
       if (depth > 0) {
         // Inside a variation: skip everything except brackets and comments, handled above.
         i++;
@@ -67,7 +87,9 @@ export function parsePgn(text: string, label = 'PGN'): PgnGame[] {
           i += match[0].length;
           continue;
         }
-        throw new UserError(`${label}:${lineIndex + 1}: unreadable tag pair ${JSON.stringify(line.slice(i, i + 60))} (expected [Name "value"] on one line)`);
+        throw new UserError(
+          `${label}:${lineIndex + 1}: unreadable tag pair ${JSON.stringify(line.slice(i, i + 60))} (expected [Name "value"] on one line)`,
+        );
       }
       // A token: up to the next space or bracket/comment opener.
       let j = i;
@@ -75,7 +97,10 @@ export function parsePgn(text: string, label = 'PGN'): PgnGame[] {
       if (j === i) j = i + 1; // a stray closing bracket: consume it as its own token
       const token = line.slice(i, j);
       i = j;
-      if (RESULT.test(token)) { finish(); continue; }
+      if (RESULT.test(token)) {
+        finish();
+        continue;
+      }
       if (token.startsWith('$')) continue; // NAG
       let san = token.replace(MOVE_NUMBER, '');
       san = san.replace(/[!?]+$/, '');

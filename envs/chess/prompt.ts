@@ -48,7 +48,10 @@ function isStyle(style: string): style is ChessPromptStyle {
 /** The user turn of one question: instructions, question, initial state, the moves, the question again. */
 function questionParts(episode: Episode, question: string): PromptPart[] {
   const parts: PromptPart[] = [
-    { type: 'text', text: `${INSTRUCTIONS}\n\n${question}\nThe initial state is: ${episode.initialState}\nHere are the moves played:\n` },
+    {
+      type: 'text',
+      text: `${INSTRUCTIONS}\n\n${question}\nThe initial state is: ${episode.initialState}\nHere are the moves played:\n`,
+    },
   ];
   episode.actions.forEach((action, index) => {
     if (action.modality === 'text') parts.push({ type: 'text', text: `${action.text}\n` });
@@ -67,7 +70,10 @@ export function exampleAnswer(episode: Episode): string {
 }
 
 export function chessPrompt(episode: Episode, options: PromptOptions): PromptMessage[] {
-  if (!isStyle(options.style)) throw new UserError(`unknown chess prompt style '${options.style}' (choose from ${CHESS_PROMPT_STYLES.join(', ')})`);
+  if (!isStyle(options.style))
+    throw new UserError(
+      `unknown chess prompt style '${options.style}' (choose from ${CHESS_PROMPT_STYLES.join(', ')})`,
+    );
   const question = QUESTIONS[options.style];
   const messages: PromptMessage[] = [];
   if (options.style === 'few-shot') {

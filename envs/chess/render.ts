@@ -58,7 +58,8 @@ export interface Rect {
 }
 
 export function boardLayout(size: number): BoardLayout {
-  if (!Number.isInteger(size) || size < MIN_SIZE) throw new UserError(`chess image size must be an integer of at least ${MIN_SIZE} px, got ${size}`);
+  if (!Number.isInteger(size) || size < MIN_SIZE)
+    throw new UserError(`chess image size must be an integer of at least ${MIN_SIZE} px, got ${size}`);
   const labelled = size >= LABELLED_MIN_SIZE;
   const margin = labelled ? Math.round(size / 16) : 0;
   const square = Math.floor((size - margin) / 8);
@@ -67,7 +68,12 @@ export function boardLayout(size: number): BoardLayout {
 }
 
 export function squareRect(layout: BoardLayout, sq: SquareCoord): Rect {
-  return { x: layout.originX + sq.file * layout.square, y: layout.originY + (7 - sq.rank) * layout.square, w: layout.square, h: layout.square };
+  return {
+    x: layout.originX + sq.file * layout.square,
+    y: layout.originY + (7 - sq.rank) * layout.square,
+    w: layout.square,
+    h: layout.square,
+  };
 }
 
 /** The promotion badge (or colour block) inside the to-square. */
@@ -89,7 +95,13 @@ function fillRect(data: Uint8Array, width: number, rect: Rect, rgb: Rgb): void {
 }
 
 /** Fill a convex polygon, sampling pixel centres, clipped to the image. */
-function fillConvexPolygon(data: Uint8Array, width: number, height: number, points: Array<[number, number]>, rgb: Rgb): void {
+function fillConvexPolygon(
+  data: Uint8Array,
+  width: number,
+  height: number,
+  points: Array<[number, number]>,
+  rgb: Rgb,
+): void {
   const ys = points.map((p) => p[1]);
   const yStart = Math.max(0, Math.floor(Math.min(...ys)));
   const yEnd = Math.min(height - 1, Math.ceil(Math.max(...ys)));
@@ -116,7 +128,15 @@ function fillConvexPolygon(data: Uint8Array, width: number, height: number, poin
   }
 }
 
-function drawGlyph(data: Uint8Array, width: number, ch: string, centerX: number, centerY: number, scale: number, rgb: Rgb): void {
+function drawGlyph(
+  data: Uint8Array,
+  width: number,
+  ch: string,
+  centerX: number,
+  centerY: number,
+  scale: number,
+  rgb: Rgb,
+): void {
   const bitmap = glyph(ch);
   const x0 = Math.round(centerX - (GLYPH_WIDTH * scale) / 2);
   const y0 = Math.round(centerY - (GLYPH_HEIGHT * scale) / 2);
@@ -141,8 +161,24 @@ function drawEmptyBoard(layout: BoardLayout): Uint8Array {
     const boardBottom = layout.originY + 8 * layout.square;
     for (let i = 0; i < 8; i++) {
       const cellCenter = layout.square * i + layout.square / 2;
-      drawGlyph(data, size, 'abcdefgh'[i], layout.originX + cellCenter, boardBottom + layout.margin / 2, scale, COLORS.label);
-      drawGlyph(data, size, String(8 - i), layout.originX - layout.margin / 2, layout.originY + cellCenter, scale, COLORS.label);
+      drawGlyph(
+        data,
+        size,
+        'abcdefgh'[i],
+        layout.originX + cellCenter,
+        boardBottom + layout.margin / 2,
+        scale,
+        COLORS.label,
+      );
+      drawGlyph(
+        data,
+        size,
+        String(8 - i),
+        layout.originX - layout.margin / 2,
+        layout.originY + cellCenter,
+        scale,
+        COLORS.label,
+      );
     }
   }
   return data;
@@ -180,17 +216,29 @@ function drawArrow(data: Uint8Array, layout: BoardLayout, from: SquareCoord, to:
   const baseX = bx - dx * headLength;
   const baseY = by - dy * headLength;
   const size = layout.size;
-  fillConvexPolygon(data, size, size, [
-    [ax + px * shaftHalf, ay + py * shaftHalf],
-    [baseX + px * shaftHalf, baseY + py * shaftHalf],
-    [baseX - px * shaftHalf, baseY - py * shaftHalf],
-    [ax - px * shaftHalf, ay - py * shaftHalf],
-  ], COLORS.arrow);
-  fillConvexPolygon(data, size, size, [
-    [bx, by],
-    [baseX + px * headHalf, baseY + py * headHalf],
-    [baseX - px * headHalf, baseY - py * headHalf],
-  ], COLORS.arrow);
+  fillConvexPolygon(
+    data,
+    size,
+    size,
+    [
+      [ax + px * shaftHalf, ay + py * shaftHalf],
+      [baseX + px * shaftHalf, baseY + py * shaftHalf],
+      [baseX - px * shaftHalf, baseY - py * shaftHalf],
+      [ax - px * shaftHalf, ay - py * shaftHalf],
+    ],
+    COLORS.arrow,
+  );
+  fillConvexPolygon(
+    data,
+    size,
+    size,
+    [
+      [bx, by],
+      [baseX + px * headHalf, baseY + py * headHalf],
+      [baseX - px * headHalf, baseY - py * headHalf],
+    ],
+    COLORS.arrow,
+  );
 }
 
 /** Render a UCI move as an image `size` pixels square. */
@@ -207,7 +255,15 @@ export function renderMove(uci: string, size: number): RawImage {
     fillRect(data, size, badge, PROMOTION_COLORS[move.promotion]);
     if (layout.labelled) {
       const scale = Math.max(1, Math.floor((badge.h * 0.8) / GLYPH_HEIGHT));
-      drawGlyph(data, size, move.promotion.toUpperCase(), badge.x + badge.w / 2, badge.y + badge.h / 2, scale, COLORS.promotionLetter);
+      drawGlyph(
+        data,
+        size,
+        move.promotion.toUpperCase(),
+        badge.x + badge.w / 2,
+        badge.y + badge.h / 2,
+        scale,
+        COLORS.promotionLetter,
+      );
     }
   }
   return { width: size, height: size, channels: 3, data };

@@ -20,8 +20,19 @@
 // A game that ends (mate, stalemate) before the plies an episode needs is discarded by the caller.
 import type { Rng } from '../../core/rng.ts';
 import {
-  BISHOP, Board, FLAG_CAPTURE, FLAG_CASTLE, KING, KNIGHT, moveToUci, PAWN, QUEEN, ROOK, WHITE,
-  type BoardMove, type Side,
+  BISHOP,
+  Board,
+  FLAG_CAPTURE,
+  FLAG_CASTLE,
+  KING,
+  KNIGHT,
+  moveToUci,
+  PAWN,
+  QUEEN,
+  ROOK,
+  WHITE,
+  type BoardMove,
+  type Side,
 } from './board.ts';
 
 /** Material value by piece type (index PAWN … KING). */
@@ -84,7 +95,8 @@ export function scoreMove(board: Board, move: BoardMove, ply: number): number {
   if (type === KING && ply < 40) score -= 1.5;
   const file = fileOf(move.to);
   const rank = rankOf(move.to);
-  if ((file === 3 || file === 4) && (rank === 3 || rank === 4)) score += 1; // d4 e4 d5 e5
+  if ((file === 3 || file === 4) && (rank === 3 || rank === 4))
+    score += 1; // d4 e4 d5 e5
   else if (file >= 2 && file <= 5 && rank >= 2 && rank <= 5) score += 0.4; // the c3-f6 box
   return score;
 }
@@ -141,5 +153,3 @@ export function playSyntheticMove(board: Board, rng: Rng, ply: number): string |
 export function startBoard(): Board {
   return Board.fromFen('rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1');
 }
-
-

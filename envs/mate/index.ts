@@ -34,20 +34,21 @@ const TASK_GROUPS: Record<string, MateTask[]> = {
   all: [...MATE_TASKS],
 };
 
-const taskSchema = z
-  .string()
-  .transform((s, ctx) => {
-    const tasks = new Set<MateTask>();
-    for (const part of s.split(',').map((p) => p.trim())) {
-      if (TASK_GROUPS[part]) TASK_GROUPS[part].forEach((t) => tasks.add(t));
-      else if ((MATE_TASKS as readonly string[]).includes(part)) tasks.add(part as MateTask);
-      else {
-        ctx.addIssue({ code: 'custom', message: `unknown task '${part}' (choose from ${[...MATE_TASKS, ...Object.keys(TASK_GROUPS)].join(', ')})` });
-        return z.NEVER;
-      }
+const taskSchema = z.string().transform((s, ctx) => {
+  const tasks = new Set<MateTask>();
+  for (const part of s.split(',').map((p) => p.trim())) {
+    if (TASK_GROUPS[part]) TASK_GROUPS[part].forEach((t) => tasks.add(t));
+    else if ((MATE_TASKS as readonly string[]).includes(part)) tasks.add(part as MateTask);
+    else {
+      ctx.addIssue({
+        code: 'custom',
+        message: `unknown task '${part}' (choose from ${[...MATE_TASKS, ...Object.keys(TASK_GROUPS)].join(', ')})`,
+      });
+      return z.NEVER;
     }
-    return MATE_TASKS.filter((t) => tasks.has(t));
-  });
+  }
+  return MATE_TASKS.filter((t) => tasks.has(t));
+});
 
 const optionsSchema = z.object({
   'mate-task': taskSchema.default(['img2txt', 'txt2img']),
@@ -60,7 +61,11 @@ export function mateOptions(extra: Record<string, unknown>): MateOptions {
   const pick = (kebab: string, camel: string) => extra[kebab] ?? extra[camel];
   const parsed = parseOrFail(
     optionsSchema,
-    { 'mate-task': pick('mate-task', 'mateTask'), 'mate-objects': pick('mate-objects', 'mateObjects'), 'mate-shots': pick('mate-shots', 'mateShots') },
+    {
+      'mate-task': pick('mate-task', 'mateTask'),
+      'mate-objects': pick('mate-objects', 'mateObjects'),
+      'mate-shots': pick('mate-shots', 'mateShots'),
+    },
     '--',
   );
   return { tasks: parsed['mate-task'], objects: parsed['mate-objects'], shots: parsed['mate-shots'] };
@@ -71,7 +76,8 @@ function candidates(rng: Rng, options: SampleOptions): Iterable<Candidate> {
 }
 
 function renderAction(episode: Episode, index: number, size: number): RawImage {
-  if (index !== 0) throw new RangeError(`mate: episode ${episode.id} has one action (the scene image), not ${index + 1}`);
+  if (index !== 0)
+    throw new RangeError(`mate: episode ${episode.id} has one action (the scene image), not ${index + 1}`);
   if (episode.meta.task === 'txt2txt') return blankImage(size);
   const scene = episode.meta.scene;
   if (!Array.isArray(scene)) throw new UserError(`mate: episode ${episode.id} has no scene in its meta`);

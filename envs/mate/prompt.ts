@@ -21,7 +21,8 @@ const PLACEHOLDER: Record<string, string> = {
   shape: 'SHAPE',
 };
 
-const IMAGE_INTRO = 'This image shows a minimalist arrangement of 3D geometric shapes made of different materials and colors.';
+const IMAGE_INTRO =
+  'This image shows a minimalist arrangement of 3D geometric shapes made of different materials and colors.';
 const JSON_INTRO =
   'The following JSON contains information about all objects in the scene in the image, including their name, 3D coordinates (represented as [X, Y, Z]), material, and other attributes.';
 
@@ -61,10 +62,14 @@ export function matePrompt(episode: Episode, options: PromptOptions): PromptMess
   const format = `{"answer": "${PLACEHOLDER[target]}"}`;
   const lines: string[] = [];
   if (task !== 'txt2txt') lines.push(IMAGE_INTRO);
-  if (task !== 'img2img') lines.push(task === 'txt2txt' ? JSON_INTRO.replace(' in the scene in the image', ' in a scene') : JSON_INTRO);
+  if (task !== 'img2img')
+    lines.push(task === 'txt2txt' ? JSON_INTRO.replace(' in the scene in the image', ' in a scene') : JSON_INTRO);
   lines.push(`${job(task, pointerOf(question), target)} in the following format: ${format}`);
   const opts = answerOptions(target);
-  if (opts) lines.push(`Select your answer from the following options: ${opts.slice(0, -1).join(', ')}, or ${opts[opts.length - 1]}.`);
+  if (opts)
+    lines.push(
+      `Select your answer from the following options: ${opts.slice(0, -1).join(', ')}, or ${opts[opts.length - 1]}.`,
+    );
   if (options.style === 'cot') {
     lines.push(
       `Think step by step: first find the object that matches the pointer ${pointerPlace(task)} and list its attributes, then ` +
@@ -72,11 +77,17 @@ export function matePrompt(episode: Episode, options: PromptOptions): PromptMess
         `retrieve its ${targetNoun(target)}. End your response with your answer in the following format: ${format}.`,
     );
   } else {
-    lines.push(`Do not add any additional text to your answer, provide your answer always in the following format: ${format}.`);
+    lines.push(
+      `Do not add any additional text to your answer, provide your answer always in the following format: ${format}.`,
+    );
   }
-  if (task !== 'img2img') lines.push(`Here is the JSON containing details about all objects in the scene in the image: ${episode.initialState}`);
+  if (task !== 'img2img')
+    lines.push(
+      `Here is the JSON containing details about all objects in the scene in the image: ${episode.initialState}`,
+    );
   const shots = options.style === 'zero-shot' ? [] : ((meta.shots as MateShot[] | undefined) ?? []);
-  if (shots.length > 0) lines.push(`For example: ${shots.map((s) => `${s.question} {"answer": ${JSON.stringify(s.answer)}}`).join(' ')}`);
+  if (shots.length > 0)
+    lines.push(`For example: ${shots.map((s) => `${s.question} {"answer": ${JSON.stringify(s.answer)}}`).join(' ')}`);
   lines.push(`Now answer the following question: ${question}`);
   return [
     {

@@ -106,7 +106,8 @@ export function answerOptions(attribute: MateAttribute): readonly string[] | nul
 /** Objects whose value of `attribute` no other object shares. */
 export function uniqueObjects(scene: MateScene, attribute: MateAttribute): MateObject[] {
   const counts = new Map<string, number>();
-  for (const o of scene.objects) counts.set(attributeText(o, attribute), (counts.get(attributeText(o, attribute)) ?? 0) + 1);
+  for (const o of scene.objects)
+    counts.set(attributeText(o, attribute), (counts.get(attributeText(o, attribute)) ?? 0) + 1);
   return scene.objects.filter((o) => counts.get(attributeText(o, attribute)) === 1);
 }
 
@@ -122,7 +123,12 @@ function linkValue(o: MateObject, a: Linkable): string {
  * The smallest set of attributes shown in both modalities that singles the object out (the paper's key attributes;
  * size counts by its visible class); ['coords'] when only the position does. Null for unimodal tasks.
  */
-export function linkingAttributes(scene: MateScene, object: MateObject, task: MateTask, pair: AttributePair): string[] | null {
+export function linkingAttributes(
+  scene: MateScene,
+  object: MateObject,
+  task: MateTask,
+  pair: AttributePair,
+): string[] | null {
   if (task !== 'img2txt' && task !== 'txt2img') return null;
   const shared = LINKABLE.filter((a) => a !== pair.pointer && a !== pair.target);
   const others = scene.objects.filter((o) => o !== object);
@@ -149,7 +155,14 @@ export interface MateShot {
 }
 
 /** Up to `count` solved questions about other objects of the scene, same task and target attribute. */
-export function sceneShots(rng: Rng, scene: MateScene, task: MateTask, pair: AttributePair, asked: MateObject, count: number): MateShot[] {
+export function sceneShots(
+  rng: Rng,
+  scene: MateScene,
+  task: MateTask,
+  pair: AttributePair,
+  asked: MateObject,
+  count: number,
+): MateShot[] {
   const shots: MateShot[] = [];
   const used = new Set<MateObject>([asked]);
   const samePointer = [pair];

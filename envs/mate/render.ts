@@ -121,7 +121,16 @@ function drawObject(image: RawImage, object: MateObject): void {
         case 'cone': {
           // Apex at the top centre, base the full width at the bottom.
           if (Math.abs(u - 0.5) <= v / 2) rgb = color;
-          if (rgb && metal && u >= 0.4 && u < 0.4 + stripe && v > 0.45 && v < 0.9 && Math.abs(u + stripe - 0.5) <= v / 2) rgb = HIGHLIGHT;
+          if (
+            rgb &&
+            metal &&
+            u >= 0.4 &&
+            u < 0.4 + stripe &&
+            v > 0.45 &&
+            v < 0.9 &&
+            Math.abs(u + stripe - 0.5) <= v / 2
+          )
+            rgb = HIGHLIGHT;
           break;
         }
       }

@@ -23,11 +23,18 @@ function tally(map: Map<string, Tally>, key: string, row: ScoredRow): void {
 }
 
 function table(map: Map<string, Tally>): Record<string, unknown> {
-  const keys = [...map.keys()].sort((a, b) => (Number(a) - Number(b)) || a.localeCompare(b));
+  const keys = [...map.keys()].sort((a, b) => Number(a) - Number(b) || a.localeCompare(b));
   return Object.fromEntries(
     keys.map((k) => {
       const t = map.get(k)!;
-      return [k, { count: t.count, accuracy: t.correct / t.count, outOfSceneErrorRate: t.errors > 0 ? t.outOfScene / t.errors : null }];
+      return [
+        k,
+        {
+          count: t.count,
+          accuracy: t.correct / t.count,
+          outOfSceneErrorRate: t.errors > 0 ? t.outOfScene / t.errors : null,
+        },
+      ];
     }),
   );
 }
@@ -50,7 +57,8 @@ export function summarizeMate(rows: ScoredRow[]): Record<string, unknown> {
     tally(all, 'all', row);
     tally(groups.byTargetAttribute, targetAttributeOf(row.input.target, meta), row);
     if (typeof meta.task === 'string') tally(groups.byTask, meta.task, row);
-    if (typeof meta.pointerAttribute === 'string') tally(groups.byPair, `${meta.pointerAttribute}->${meta.targetAttribute}`, row);
+    if (typeof meta.pointerAttribute === 'string')
+      tally(groups.byPair, `${meta.pointerAttribute}->${meta.targetAttribute}`, row);
     if (typeof meta.objectCount === 'number') tally(groups.byObjectCount, String(meta.objectCount), row);
     if (Array.isArray(meta.linkingAttributes)) {
       const l = meta.linkingAttributes as string[];
@@ -60,6 +68,10 @@ export function summarizeMate(rows: ScoredRow[]): Record<string, unknown> {
   const overall = all.get('all');
   return {
     outOfSceneErrorRate: overall && overall.errors > 0 ? overall.outOfScene / overall.errors : null,
-    ...Object.fromEntries(Object.entries(groups).filter(([, m]) => m.size > 0).map(([k, m]) => [k, table(m)])),
+    ...Object.fromEntries(
+      Object.entries(groups)
+        .filter(([, m]) => m.size > 0)
+        .map(([k, m]) => [k, table(m)]),
+    ),
   };
 }

@@ -43,13 +43,15 @@ function turn(episode: Episode, style: 'direct' | 'cot' | 'state-tracking'): Pro
     style === 'cot'
       ? `Let's think step by step, then give the answer (${hint}) on the last line as FINAL ANSWER: <answer>.`
       : `Answer with ${hint} only, in the form FINAL ANSWER: <answer>.`;
-  const text = style === 'state-tracking' ? `${scenario}${STP_RULES}${question}${ending}` : `${scenario}${question}${ending}`;
+  const text =
+    style === 'state-tracking' ? `${scenario}${STP_RULES}${question}${ending}` : `${scenario}${question}${ending}`;
   return { role: 'user', parts: [{ type: 'text', text }] };
 }
 
 export function mcstPrompt(episode: Episode, options: PromptOptions): PromptMessage[] {
   const style = CANONICAL[options.style as Style];
-  if (!style) throw new UserError(`mcst: unknown prompt style '${options.style}' (choose from ${MCST_PROMPT_STYLES.join(', ')})`);
+  if (!style)
+    throw new UserError(`mcst: unknown prompt style '${options.style}' (choose from ${MCST_PROMPT_STYLES.join(', ')})`);
   const messages: PromptMessage[] = [];
   for (const shot of options.style === 'few-shot' ? options.shots : []) {
     messages.push(turn(shot, style));

@@ -110,7 +110,8 @@ export function questionCandidates(ctx: QuestionContext, types: readonly Questio
   const grid = world.gridSize > 0;
   for (const o of world.objects) {
     if (want.has('possession')) add('possession', `Who has the ${o} now?`, (s) => holderOf(s, o));
-    if (want.has('location') && 'place' in final.where[o]) add('location', `Where ${beFor(o)} the ${o} now?`, (s) => whereIs(s, o));
+    if (want.has('location') && 'place' in final.where[o])
+      add('location', `Where ${beFor(o)} the ${o} now?`, (s) => whereIs(s, o));
   }
   if (want.has('verification')) {
     for (const o of world.objects) {
@@ -128,19 +129,25 @@ export function questionCandidates(ctx: QuestionContext, types: readonly Questio
         if (a.kind === 'give') people.add(a.to);
       }
       for (const place of places) {
-        add('verification', `True or False: The ${o} ${beFor(o)} ${placePrep(domain, place)} the ${place}.`, (s) => truth(whereIs(s, o) === place));
+        add('verification', `True or False: The ${o} ${beFor(o)} ${placePrep(domain, place)} the ${place}.`, (s) =>
+          truth(whereIs(s, o) === place),
+        );
       }
-      for (const person of people) add('verification', `True or False: ${person} has the ${o}.`, (s) => truth(holderOf(s, o) === person));
+      for (const person of people)
+        add('verification', `True or False: ${person} has the ${o}.`, (s) => truth(holderOf(s, o) === person));
     }
   }
   for (const e of world.entities) {
-    if (want.has('count-entity')) add('count-entity', `How many objects does ${e} have now?`, (s) => String(inventory(s, e).length));
+    if (want.has('count-entity'))
+      add('count-entity', `How many objects does ${e} have now?`, (s) => String(inventory(s, e).length));
     if (grid && want.has('direction')) add('direction', `Which direction is ${e} facing now?`, (s) => s.grid[e].facing);
     if (grid && want.has('position')) add('position', `What are ${e}'s coordinates now?`, (s) => coords(s, e));
   }
   if (want.has('count-location')) {
     for (const p of world.places) {
-      add('count-location', `How many objects are ${placePrep(domain, p)} the ${p} now?`, (s) => String(objectsAt(s, p).length));
+      add('count-location', `How many objects are ${placePrep(domain, p)} the ${p} now?`, (s) =>
+        String(objectsAt(s, p).length),
+      );
     }
   }
   if (want.has('comparison')) {
@@ -162,7 +169,9 @@ export function questionCandidates(ctx: QuestionContext, types: readonly Questio
     ctx.actions.forEach((act, index) => {
       const a = act.body;
       if (a.kind !== 'pick' || act.negated || act.showsSource) return;
-      const picks = ctx.actions.filter((x) => x.body.kind === 'pick' && x.body.entity === a.entity && x.body.object === a.object);
+      const picks = ctx.actions.filter(
+        (x) => x.body.kind === 'pick' && x.body.entity === a.entity && x.body.object === a.object,
+      );
       if (picks.length !== 1) return;
       const answer = a.from;
       const startHolder = s0.where[a.object];
@@ -171,7 +180,10 @@ export function questionCandidates(ctx: QuestionContext, types: readonly Questio
       const blindBefore = ctx.blind[index];
       out.push({
         type: 'backward',
-        text: beFor(a.object) === 'is' ? `Where was the ${a.object} before ${a.entity} picked it up?` : `Where were the ${a.object} before ${a.entity} picked them up?`,
+        text:
+          beFor(a.object) === 'is'
+            ? `Where was the ${a.object} before ${a.entity} picked it up?`
+            : `Where were the ${a.object} before ${a.entity} picked them up?`,
         answer,
         initialAnswer,
         blindAnswer: blindBefore ? whereIs(blindBefore, a.object) : null,

@@ -18,16 +18,39 @@ import type { Episode } from '../../core/episode.ts';
 import { DOMAIN_KEYS, domainSpec, type DomainSpec } from './domains.ts';
 import { LEVELS, levelSpec, negatedCount, type LevelSpec } from './levels.ts';
 import { NAME_REGIONS, REGION_KEYS } from './names.ts';
-import { ANSWER_KIND, chooseQuestion, isNegationSensitive, QUESTION_TYPES, type Question, type QuestionType } from './questions.ts';
+import {
+  ANSWER_KIND,
+  chooseQuestion,
+  isNegationSensitive,
+  QUESTION_TYPES,
+  type Question,
+  type QuestionType,
+} from './questions.ts';
 import { describeInitialState, realiseAction } from './text.ts';
-import { applyAction, DIRECTIONS, inventory, isLegal, sampleAction, type ActionBody, type McstState, type World } from './world.ts';
+import {
+  applyAction,
+  DIRECTIONS,
+  inventory,
+  isLegal,
+  sampleAction,
+  type ActionBody,
+  type McstState,
+  type World,
+} from './world.ts';
 
 const INITIALLY_HELD_PROBABILITY = 0.25;
 
 const listOf = <T extends string>(values: readonly T[], name: string) =>
   z.preprocess(
-    (v) => (v === undefined ? undefined : Array.isArray(v) ? v.flatMap((x) => String(x).split(',')) : String(v).split(',')),
-    z.array(z.enum(['all', ...values] as [string, ...string[]], { message: `${name} must be one of all, ${values.join(', ')}` })).optional(),
+    (v) =>
+      v === undefined ? undefined : Array.isArray(v) ? v.flatMap((x) => String(x).split(',')) : String(v).split(','),
+    z
+      .array(
+        z.enum(['all', ...values] as [string, ...string[]], {
+          message: `${name} must be one of all, ${values.join(', ')}`,
+        }),
+      )
+      .optional(),
   );
 
 export const McstOptionsSchema = z.object({
@@ -39,7 +62,10 @@ export const McstOptionsSchema = z.object({
   'mcst-domain': listOf(DOMAIN_KEYS, 'domain'),
   'question-type': listOf(QUESTION_TYPES, 'question type'),
   // Single-factor ablations (paper §4.4, Tables 18, 20, 22): override one parameter of the level.
-  'negation-rate': z.preprocess((v) => (v === undefined ? undefined : Number(v)), z.number({ message: 'must be a number from 0 to 0.5' }).min(0).max(0.5).optional()),
+  'negation-rate': z.preprocess(
+    (v) => (v === undefined ? undefined : Number(v)),
+    z.number({ message: 'must be a number from 0 to 0.5' }).min(0).max(0.5).optional(),
+  ),
   'mcst-actions': z.preprocess(
     (v) => (v === undefined ? undefined : String(v)),
     z
@@ -52,7 +78,11 @@ export const McstOptionsSchema = z.object({
   ),
   'mcst-grid': z.preprocess(
     (v) => (v === undefined ? undefined : v === 'none' ? 0 : Number(v)),
-    z.number({ message: 'must be none or a side length from 3 to 15' }).int().refine((n) => n === 0 || (n >= 3 && n <= 15), 'must be none or a side length from 3 to 15').optional(),
+    z
+      .number({ message: 'must be none or a side length from 3 to 15' })
+      .int()
+      .refine((n) => n === 0 || (n >= 3 && n <= 15), 'must be none or a side length from 3 to 15')
+      .optional(),
   ),
 });
 
@@ -112,18 +142,33 @@ export interface Scenario {
   blind: Array<McstState | null>;
 }
 
-function sampleWorld(rng: Rng, level: LevelSpec, domain: DomainSpec, region: string): { world: World; initial: McstState } {
+function sampleWorld(
+  rng: Rng,
+  level: LevelSpec,
+  domain: DomainSpec,
+  region: string,
+): { world: World; initial: McstState } {
   const entities = rng.sample(NAME_REGIONS[region], rng.range(...level.entities));
   const objects = rng.sample(domain.objects, rng.range(...level.objects));
-  const places = rng.sample(domain.places, Math.min(domain.places.length, Math.max(3, entities.length))).map((p) => p.name);
+  const places = rng
+    .sample(domain.places, Math.min(domain.places.length, Math.max(3, entities.length)))
+    .map((p) => p.name);
   const world: World = { entities, objects, places, capacity: rng.pick([2, 3]), gridSize: level.gridSize };
   const initial: McstState = { where: {}, grid: {} };
   for (const object of objects) {
     const free = entities.filter((e) => inventory(initial, e).length < world.capacity);
-    initial.where[object] = free.length > 0 && rng.bool(INITIALLY_HELD_PROBABILITY) ? { entity: rng.pick(free) } : { place: rng.pick(places) };
+    initial.where[object] =
+      free.length > 0 && rng.bool(INITIALLY_HELD_PROBABILITY)
+        ? { entity: rng.pick(free) }
+        : { place: rng.pick(places) };
   }
   for (const entity of entities) {
-    if (level.gridSize > 0) initial.grid[entity] = { x: rng.range(1, level.gridSize), y: rng.range(1, level.gridSize), facing: rng.pick(DIRECTIONS) };
+    if (level.gridSize > 0)
+      initial.grid[entity] = {
+        x: rng.range(1, level.gridSize),
+        y: rng.range(1, level.gridSize),
+        facing: rng.pick(DIRECTIONS),
+      };
   }
   return { world, initial };
 }
@@ -138,7 +183,8 @@ export function sampleScenario(rng: Rng, level: LevelSpec, domain: DomainSpec, r
   for (let i = 0; i < count; i++) {
     const state = states[i];
     const body = sampleAction(rng, world, state, blind[i]);
-    if (body === null) throw new Error('mcst: no legal action (cannot happen: placing or picking up is always possible)');
+    if (body === null)
+      throw new Error('mcst: no legal action (cannot happen: placing or picking up is always possible)');
     const negated = negatedAt.has(i);
     const { text, showsSource } = realiseAction(rng, domain, body, negated);
     actions.push({ body, negated, text, showsSource });
@@ -146,7 +192,16 @@ export function sampleScenario(rng: Rng, level: LevelSpec, domain: DomainSpec, r
     const b = blind[i];
     blind.push(b !== null && isLegal(world, b, body) ? applyAction(b, body) : null);
   }
-  return { level, domain, region, world, initialText: describeInitialState(domain, world, initial), actions, states, blind };
+  return {
+    level,
+    domain,
+    region,
+    world,
+    initialText: describeInitialState(domain, world, initial),
+    actions,
+    states,
+    blind,
+  };
 }
 
 /** The candidate for a scenario and its question, with its negated sentences (if `withNegation`) or without. */
@@ -213,22 +268,42 @@ const GRID_ONLY: readonly QuestionType[] = ['direction', 'position'];
 export function* mcstCandidates(rng: Rng, options: SampleOptions): Generator<Candidate> {
   const opts = parseMcstOptions(options.extra);
   const gridOnly = opts.questionTypes.every((t) => GRID_ONLY.includes(t));
-  if (gridOnly && (opts.overrides.gridSize === 0 || (opts.overrides.gridSize === undefined && opts.level !== undefined && levelSpec(opts.level).gridSize === 0))) {
-    throw new UserError(`mcst: --question-type ${opts.questionTypes.join(',')} needs a grid, which only levels 3-5 have (or --mcst-grid N)`);
+  if (
+    gridOnly &&
+    (opts.overrides.gridSize === 0 ||
+      (opts.overrides.gridSize === undefined && opts.level !== undefined && levelSpec(opts.level).gridSize === 0))
+  ) {
+    throw new UserError(
+      `mcst: --question-type ${opts.questionTypes.join(',')} needs a grid, which only levels 3-5 have (or --mcst-grid N)`,
+    );
   }
   let fruitless = 0;
   for (;;) {
     const level = { ...(opts.level !== undefined ? levelSpec(opts.level) : rng.pick(LEVELS)), ...opts.overrides };
     const scenario = sampleScenario(rng, level, domainSpec(rng.pick(opts.domains)), rng.pick(REGION_KEYS));
-    const question = chooseQuestion(rng, { domain: scenario.domain, world: scenario.world, actions: scenario.actions, states: scenario.states, blind: scenario.blind }, opts.questionTypes);
+    const question = chooseQuestion(
+      rng,
+      {
+        domain: scenario.domain,
+        world: scenario.world,
+        actions: scenario.actions,
+        states: scenario.states,
+        blind: scenario.blind,
+      },
+      opts.questionTypes,
+    );
     if (question === null) {
       // e.g. only grid questions asked while levels are mixed: draw again, but not forever.
-      if (++fruitless > MAX_FRUITLESS_SCENARIOS) throw new UserError(`mcst: no valid ${opts.questionTypes.join('/')} question in ${MAX_FRUITLESS_SCENARIOS} scenarios`);
+      if (++fruitless > MAX_FRUITLESS_SCENARIOS)
+        throw new UserError(
+          `mcst: no valid ${opts.questionTypes.join('/')} question in ${MAX_FRUITLESS_SCENARIOS} scenarios`,
+        );
       continue;
     }
     fruitless = 0;
     const hasNegation = scenario.actions.some((a) => a.negated);
     if (opts.negation !== 'off') yield scenarioCandidate(scenario, question, true);
-    if (opts.negation === 'off' || (opts.negation === 'paired' && hasNegation)) yield scenarioCandidate(scenario, question, false);
+    if (opts.negation === 'off' || (opts.negation === 'paired' && hasNegation))
+      yield scenarioCandidate(scenario, question, false);
   }
 }

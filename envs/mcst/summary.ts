@@ -12,7 +12,14 @@ const keyOf = (key: string) => (row: ScoredRow) => {
 };
 
 /** Table 22's buckets of sequence length. */
-const ACTION_BUCKETS: Array<[number, number]> = [[0, 5], [6, 8], [9, 12], [13, 17], [18, 25], [26, 40]];
+const ACTION_BUCKETS: Array<[number, number]> = [
+  [0, 5],
+  [6, 8],
+  [9, 12],
+  [13, 17],
+  [18, 25],
+  [26, 40],
+];
 function actionBucket(n: unknown): string | null {
   if (typeof n !== 'number') return null;
   const bucket = ACTION_BUCKETS.find(([lo, hi]) => n >= lo && n <= hi);

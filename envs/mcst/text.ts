@@ -10,10 +10,30 @@ import { inventory, objectsAt, type ActionBody, type McstState, type World } fro
 export const NEGATIONS = ['does not', "doesn't", 'does NOT', 'did not', 'refuses to'] as const;
 
 const GENERIC: Record<'pick' | 'place' | 'give' | 'move' | 'turn', readonly Verb[]> = {
-  pick: [['picks up', 'pick up'], ['grabs', 'grab'], ['takes', 'take'], ['retrieves', 'retrieve'], ['gets', 'get']],
-  place: [['places', 'place'], ['puts', 'put'], ['sets down', 'set down'], ['leaves', 'leave']],
-  give: [['gives', 'give'], ['hands', 'hand'], ['passes', 'pass']],
-  move: [['moves', 'move'], ['walks', 'walk'], ['goes', 'go'], ['heads', 'head']],
+  pick: [
+    ['picks up', 'pick up'],
+    ['grabs', 'grab'],
+    ['takes', 'take'],
+    ['retrieves', 'retrieve'],
+    ['gets', 'get'],
+  ],
+  place: [
+    ['places', 'place'],
+    ['puts', 'put'],
+    ['sets down', 'set down'],
+    ['leaves', 'leave'],
+  ],
+  give: [
+    ['gives', 'give'],
+    ['hands', 'hand'],
+    ['passes', 'pass'],
+  ],
+  move: [
+    ['moves', 'move'],
+    ['walks', 'walk'],
+    ['goes', 'go'],
+    ['heads', 'head'],
+  ],
   turn: [['turns', 'turn']],
 };
 
@@ -50,10 +70,16 @@ export function realiseAction(rng: Rng, domain: DomainSpec, action: ActionBody, 
   switch (action.kind) {
     case 'pick': {
       const showsSource = rng.bool(0.5);
-      return { text: `${e} ${verb} the ${action.object}${showsSource ? ` from the ${action.from}` : ''}.`, showsSource };
+      return {
+        text: `${e} ${verb} the ${action.object}${showsSource ? ` from the ${action.from}` : ''}.`,
+        showsSource,
+      };
     }
     case 'place':
-      return { text: `${e} ${verb} the ${action.object} ${placePrep(domain, action.to)} the ${action.to}.`, showsSource: false };
+      return {
+        text: `${e} ${verb} the ${action.object} ${placePrep(domain, action.to)} the ${action.to}.`,
+        showsSource: false,
+      };
     case 'give':
       return { text: `${e} ${verb} the ${action.object} to ${action.to}.`, showsSource: false };
     case 'move':
@@ -71,7 +97,11 @@ export function describeInitialState(domain: DomainSpec, world: World, state: Mc
   for (const place of world.places) {
     const here = objectsAt(state, place).sort();
     const prep = placePrep(domain, place);
-    sentences.push(here.length === 0 ? `Nothing is ${prep} the ${place}.` : `${cap(the(here))} ${here.length === 1 ? beFor(here[0]) : 'are'} ${prep} the ${place}.`);
+    sentences.push(
+      here.length === 0
+        ? `Nothing is ${prep} the ${place}.`
+        : `${cap(the(here))} ${here.length === 1 ? beFor(here[0]) : 'are'} ${prep} the ${place}.`,
+    );
   }
   for (const entity of world.entities) {
     const held = inventory(state, entity).sort();
@@ -80,7 +110,9 @@ export function describeInitialState(domain: DomainSpec, world: World, state: Mc
   sentences.push(`Each person can carry at most ${world.capacity} objects.`);
   if (world.gridSize > 0) {
     const n = world.gridSize;
-    sentences.push(`Everyone stands on a ${n} by ${n} grid: x runs from 1 (west) to ${n} (east) and y from 1 (south) to ${n} (north).`);
+    sentences.push(
+      `Everyone stands on a ${n} by ${n} grid: x runs from 1 (west) to ${n} (east) and y from 1 (south) to ${n} (north).`,
+    );
     for (const entity of world.entities) {
       const g = state.grid[entity];
       sentences.push(`${entity} is at (${g.x}, ${g.y}) facing ${g.facing}.`);

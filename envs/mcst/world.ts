@@ -99,12 +99,22 @@ export function isLegal(world: World, state: McstState, a: ActionBody): boolean 
     }
     case 'give': {
       const h = state.where[a.object];
-      return h !== undefined && 'entity' in h && h.entity === a.entity && a.to !== a.entity && inventorySize(state, a.to) < world.capacity;
+      return (
+        h !== undefined &&
+        'entity' in h &&
+        h.entity === a.entity &&
+        a.to !== a.entity &&
+        inventorySize(state, a.to) < world.capacity
+      );
     }
     case 'move':
       return world.gridSize > 0 && a.steps > 0 && inGrid(world, destination(state, a.entity, a.direction, a.steps));
     case 'forward':
-      return world.gridSize > 0 && a.steps > 0 && inGrid(world, destination(state, a.entity, state.grid[a.entity].facing, a.steps));
+      return (
+        world.gridSize > 0 &&
+        a.steps > 0 &&
+        inGrid(world, destination(state, a.entity, state.grid[a.entity].facing, a.steps))
+      );
     case 'turn':
       return world.gridSize > 0;
   }
@@ -131,10 +141,16 @@ export function applyAction(state: McstState, a: ActionBody): McstState {
       next.where[a.object] = { entity: a.to };
       break;
     case 'move':
-      next.grid[a.entity] = { ...destination(state, a.entity, a.direction, a.steps), facing: state.grid[a.entity].facing };
+      next.grid[a.entity] = {
+        ...destination(state, a.entity, a.direction, a.steps),
+        facing: state.grid[a.entity].facing,
+      };
       break;
     case 'forward':
-      next.grid[a.entity] = { ...destination(state, a.entity, state.grid[a.entity].facing, a.steps), facing: state.grid[a.entity].facing };
+      next.grid[a.entity] = {
+        ...destination(state, a.entity, state.grid[a.entity].facing, a.steps),
+        facing: state.grid[a.entity].facing,
+      };
       break;
     case 'turn':
       next.grid[a.entity] = { ...state.grid[a.entity], facing: turned(state.grid[a.entity].facing, a.side) };
@@ -165,7 +181,8 @@ function legalActions(world: World, state: McstState, alsoIn: McstState | null):
   }
   if (world.gridSize > 0) {
     for (const entity of world.entities) {
-      for (const direction of DIRECTIONS) for (let steps = 1; steps <= 3; steps++) add({ kind: 'move', entity, direction, steps });
+      for (const direction of DIRECTIONS)
+        for (let steps = 1; steps <= 3; steps++) add({ kind: 'move', entity, direction, steps });
       for (let steps = 1; steps <= 3; steps++) add({ kind: 'forward', entity, steps });
       add({ kind: 'turn', entity, side: 'left' });
       add({ kind: 'turn', entity, side: 'right' });
@@ -179,7 +196,12 @@ function legalActions(world: World, state: McstState, alsoIn: McstState | null):
  * `alsoIn` (the negation-blind state), only actions legal in both states are drawn when there are any, so that the
  * negation-blind reading of the scenario stays a consistent story with its own answer.
  */
-export function sampleAction(rng: Rng, world: World, state: McstState, alsoIn: McstState | null = null): ActionBody | null {
+export function sampleAction(
+  rng: Rng,
+  world: World,
+  state: McstState,
+  alsoIn: McstState | null = null,
+): ActionBody | null {
   let legal = legalActions(world, state, alsoIn);
   if (legal.size === 0 && alsoIn !== null) legal = legalActions(world, state, null);
   const kinds = [...legal.keys()];

@@ -7,7 +7,11 @@ import { z } from 'zod';
 import { parseOrFail } from '../../core/errors.ts';
 
 export class HubTimeout extends Error {
-  constructor(readonly url: string, readonly seconds: number, readonly phase: 'answer' | 'body') {
+  constructor(
+    readonly url: string,
+    readonly seconds: number,
+    readonly phase: 'answer' | 'body',
+  ) {
     super(`${new URL(url).host} sent ${phase === 'answer' ? 'no answer' : 'nothing more'} within ${seconds} s`);
     this.name = 'HubTimeout';
   }
@@ -29,7 +33,8 @@ export function boundedFetch(idleMs: number, inner: typeof fetch = fetch): typeo
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     const controller = new AbortController();
     const signal = init?.signal ? AbortSignal.any([init.signal, controller.signal]) : controller.signal;
-    const expire = (phase: 'answer' | 'body') => setTimeout(() => controller.abort(new HubTimeout(url, idleMs / 1000, phase)), idleMs);
+    const expire = (phase: 'answer' | 'body') =>
+      setTimeout(() => controller.abort(new HubTimeout(url, idleMs / 1000, phase)), idleMs);
     let timer = expire('answer');
     let response: Response;
     try {
@@ -52,7 +57,11 @@ export function boundedFetch(idleMs: number, inner: typeof fetch = fetch): typeo
       },
       cancel: (reason) => reader.cancel(reason),
     });
-    const bounded = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+    const bounded = new Response(body, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
     // What a constructed Response cannot be given, and the Hub client reads (redirected downloads).
     Object.defineProperties(bounded, { url: { value: response.url }, redirected: { value: response.redirected } });
     return bounded;

@@ -10,7 +10,14 @@ import { join } from 'node:path';
 import { UserError } from '../../core/errors.ts';
 import type { Dataset } from '../dataset-reader.ts';
 import { boundedFetch, hubTimeoutIn, hubTimeoutSeconds } from './bounded-fetch.ts';
-import { RELEASES, selectOfficial, splitShards, type OfficialSelection, type OfficialSource, type SelectOptions } from './official.ts';
+import {
+  RELEASES,
+  selectOfficial,
+  splitShards,
+  type OfficialSelection,
+  type OfficialSource,
+  type SelectOptions,
+} from './official.ts';
 
 export interface HubAddress {
   repo: string;
@@ -28,13 +35,17 @@ export function parseHubAddress(address: string): HubAddress {
   const repo = m[1];
   const pinned = Object.values(RELEASES).find((r) => r.repo.toLowerCase() === repo.toLowerCase());
   const revision = m[2] ?? pinned?.revision;
-  if (revision === undefined) throw new UserError(`--dataset ${address}: name a revision (hf://${repo}@<commit>); only the MET-Bench sets have a pinned one`);
+  if (revision === undefined)
+    throw new UserError(
+      `--dataset ${address}: name a revision (hf://${repo}@<commit>); only the MET-Bench sets have a pinned one`,
+    );
   return { repo, revision };
 }
 
 export function hubCacheDir(): string {
   if (process.env.HF_HUB_CACHE) return process.env.HF_HUB_CACHE;
-  const home = process.env.HF_HOME ?? join(process.env.XDG_CACHE_HOME ?? join(process.env.HOME ?? '.', '.cache'), 'huggingface');
+  const home =
+    process.env.HF_HOME ?? join(process.env.XDG_CACHE_HOME ?? join(process.env.HOME ?? '.', '.cache'), 'huggingface');
   return join(home, 'hub');
 }
 
@@ -50,13 +61,19 @@ const CONFIG_SHARD = /^full\/(?:(?:test|train)-[^/]*|(?:test|train)\/[^/]*)\.par
  * The local folder holding the dataset's shards at that revision: the cache snapshot when it already has the test
  * split (no request is made), else downloaded into the cache. Failures are one UserError.
  */
-export async function resolveHubDataset(address: string, splits: ('test' | 'train')[] = ['test']): Promise<{ dir: string; source: OfficialSource }> {
+export async function resolveHubDataset(
+  address: string,
+  splits: ('test' | 'train')[] = ['test'],
+): Promise<{ dir: string; source: OfficialSource }> {
   const hub = parseHubAddress(address);
   const cache = hubCacheDir();
   const cached = snapshotDir(cache, hub);
-  if (COMMIT.test(hub.revision) && existsSync(cached) && splits.every((s) => splitShards(cached, s).length > 0)) return { dir: cached, source: { repo: hub.repo, revision: hub.revision } };
+  if (COMMIT.test(hub.revision) && existsSync(cached) && splits.every((s) => splitShards(cached, s).length > 0))
+    return { dir: cached, source: { repo: hub.repo, revision: hub.revision } };
   if (process.env.HF_HUB_OFFLINE === '1' || process.env.HF_HUB_OFFLINE === 'true') {
-    throw new UserError(`--dataset ${address}: revision ${hub.revision} of ${hub.repo} is not in the Hugging Face cache (${cache}) and HF_HUB_OFFLINE is set`);
+    throw new UserError(
+      `--dataset ${address}: revision ${hub.revision} of ${hub.repo} is not in the Hugging Face cache (${cache}) and HF_HUB_OFFLINE is set`,
+    );
   }
   const { listFiles, downloadFileToCacheDir } = await import('@huggingface/hub');
   const repo = { type: 'dataset' as const, name: hub.repo };
@@ -71,13 +88,34 @@ export async function resolveHubDataset(address: string, splits: ('test' | 'trai
   console.debug = () => {};
   try {
     const shards: string[] = [];
-    for await (const entry of listFiles({ repo, revision: hub.revision, recursive: true, hubUrl, fetch, ...credentials })) {
-      if (entry.type === 'file' && CONFIG_SHARD.test(entry.path) && splits.some((s) => entry.path.startsWith(`full/${s}`))) shards.push(entry.path);
+    for await (const entry of listFiles({
+      repo,
+      revision: hub.revision,
+      recursive: true,
+      hubUrl,
+      fetch,
+      ...credentials,
+    })) {
+      if (
+        entry.type === 'file' &&
+        CONFIG_SHARD.test(entry.path) &&
+        splits.some((s) => entry.path.startsWith(`full/${s}`))
+      )
+        shards.push(entry.path);
     }
-    if (!shards.some((p) => /^full\/test[-/]/.test(p))) throw new UserError(`--dataset ${address}: the repository has no config "full" test shards at ${hub.revision}`);
+    if (!shards.some((p) => /^full\/test[-/]/.test(p)))
+      throw new UserError(`--dataset ${address}: the repository has no config "full" test shards at ${hub.revision}`);
     let dir = '';
     for (const path of shards.sort()) {
-      const local = await downloadFileToCacheDir({ repo, path, revision: hub.revision, hubUrl, cacheDir: cache, fetch, ...credentials });
+      const local = await downloadFileToCacheDir({
+        repo,
+        path,
+        revision: hub.revision,
+        hubUrl,
+        cacheDir: cache,
+        fetch,
+        ...credentials,
+      });
       // The snapshot folder the shards land in (a branch name resolves to its commit there).
       if (!dir) dir = local.slice(0, local.length - path.length - 1);
     }
@@ -86,7 +124,10 @@ export async function resolveHubDataset(address: string, splits: ('test' | 'trai
   } catch (error) {
     if (error instanceof UserError) throw error;
     const timeout = hubTimeoutIn(error);
-    if (timeout) throw new UserError(`--dataset ${address}: cannot download: ${timeout.message} (HF_HUB_DOWNLOAD_TIMEOUT=${timeoutSeconds})`);
+    if (timeout)
+      throw new UserError(
+        `--dataset ${address}: cannot download: ${timeout.message} (HF_HUB_DOWNLOAD_TIMEOUT=${timeoutSeconds})`,
+      );
     throw new UserError(`--dataset ${address}: cannot download (${describe(error)})`);
   } finally {
     console.debug = debug;
@@ -101,7 +142,10 @@ function describe(error: unknown): string {
 }
 
 /** A MET-Bench set named by hf:// address or local path, selected as the harness selects it. */
-export async function readOfficialDataset(path: string, options: Omit<SelectOptions, 'source'>): Promise<OfficialSelection> {
+export async function readOfficialDataset(
+  path: string,
+  options: Omit<SelectOptions, 'source'>,
+): Promise<OfficialSelection> {
   if (!isHubAddress(path)) return selectOfficial(path, options);
   const { dir, source } = await resolveHubDataset(path, [options.split ?? 'test']);
   return selectOfficial(dir, { ...options, source });
@@ -112,11 +156,30 @@ export async function readOfficialDataset(path: string, options: Omit<SelectOpti
  * the test tasks are), leaving out tasks that are also test tasks, and the test selection (up to `testLimit`) to
  * measure progress on. A set without train shards is one UserError.
  */
-export async function readOfficialTrainingSet(path: string, options: { actions: number; testLimit: number }): Promise<Dataset> {
-  const where = isHubAddress(path) ? await resolveHubDataset(path, ['test', 'train']) : { dir: path, source: undefined };
-  if (splitShards(where.dir, 'train').length === 0) throw new UserError(`--dataset ${path}: no train shards (full/train-*.parquet) to train on; the official test split is for evaluation`);
+export async function readOfficialTrainingSet(
+  path: string,
+  options: { actions: number; testLimit: number },
+): Promise<Dataset> {
+  const where = isHubAddress(path)
+    ? await resolveHubDataset(path, ['test', 'train'])
+    : { dir: path, source: undefined };
+  if (splitShards(where.dir, 'train').length === 0)
+    throw new UserError(
+      `--dataset ${path}: no train shards (full/train-*.parquet) to train on; the official test split is for evaluation`,
+    );
   const common = { actions: options.actions, images: false, source: where.source, atMost: true };
   const test = await selectOfficial(where.dir, { ...common, limit: options.testLimit });
-  const train = await selectOfficial(where.dir, { ...common, split: 'train', limit: Infinity, exclude: new Set(test.episodes.map((e) => e.meta.fingerprint as string)) });
-  return { file: path, format: 'metbench', domain: test.domain, train: train.episodes.map((episode) => ({ episode })), test: test.episodes.map((episode) => ({ episode })) };
+  const train = await selectOfficial(where.dir, {
+    ...common,
+    split: 'train',
+    limit: Infinity,
+    exclude: new Set(test.episodes.map((e) => e.meta.fingerprint as string)),
+  });
+  return {
+    file: path,
+    format: 'metbench',
+    domain: test.domain,
+    train: train.episodes.map((episode) => ({ episode })),
+    test: test.episodes.map((episode) => ({ episode })),
+  };
 }

@@ -22,7 +22,16 @@ import { pyDumps, pyLoads, type PyValue } from '../../core/python-json.ts';
 import type { Domain, Episode } from '../../core/episode.ts';
 import { imageMime, putDatasetImage } from '../dataset-images.ts';
 import { minecraftQuestion } from '../minecraft/prompt.ts';
-import { columnNames, openShard, readRows, requireColumns, rowGroupRanges, type CellValue, type OpenShard, type Row } from './parquet-rows.ts';
+import {
+  columnNames,
+  openShard,
+  readRows,
+  requireColumns,
+  rowGroupRanges,
+  type CellValue,
+  type OpenShard,
+  type Row,
+} from './parquet-rows.ts';
 
 export type OfficialDomain = Extract<Domain, 'chess' | 'shell' | 'minecraft'>;
 
@@ -96,10 +105,17 @@ export function splitShards(path: string, split: 'test' | 'train'): string[] {
   const full = resolve(path);
   if (statSync(full).isFile()) return [full];
   const files = parquetFiles(full).map((f) => ({ f, parts: relative(full, f).split(sep) }));
-  const inSplit = (parts: string[]) => parts.length >= 2 && (parts[parts.length - 2] === split || basename(parts[parts.length - 1]).startsWith(`${split}-`) || basename(parts[parts.length - 1]) === `${split}.parquet`);
+  const inSplit = (parts: string[]) =>
+    parts.length >= 2 &&
+    (parts[parts.length - 2] === split ||
+      basename(parts[parts.length - 1]).startsWith(`${split}-`) ||
+      basename(parts[parts.length - 1]) === `${split}.parquet`);
   const configured = files.filter(({ parts }) => parts.includes(CONFIG));
   const pool = configured.length > 0 ? configured : files;
-  const shards = pool.filter(({ parts }) => inSplit(parts) || (parts.length === 1 && (parts[0].startsWith(`${split}-`) || parts[0] === `${split}.parquet`)));
+  const shards = pool.filter(
+    ({ parts }) =>
+      inSplit(parts) || (parts.length === 1 && (parts[0].startsWith(`${split}-`) || parts[0] === `${split}.parquet`)),
+  );
   return shards.map(({ f }) => f);
 }
 
@@ -111,18 +127,27 @@ export function cacheSource(path: string): OfficialSource | null {
 
 /** Which domain a set is: by its repository name when known, else by its columns and first row. */
 function detectDomain(shard: OpenShard, firstInitial: CellValue | undefined, repo: string | null): OfficialDomain {
-  const byRepo = repo && (Object.entries(RELEASES) as [OfficialDomain, { repo: string }][]).find(([, r]) => r.repo.toLowerCase() === repo.toLowerCase());
+  const byRepo =
+    repo &&
+    (Object.entries(RELEASES) as [OfficialDomain, { repo: string }][]).find(
+      ([, r]) => r.repo.toLowerCase() === repo.toLowerCase(),
+    );
   if (byRepo) return byRepo[0];
   const columns = new Set(columnNames(shard));
   if (columns.has('candidate_states')) return 'minecraft';
-  if (!columns.has('initial_state')) throw new UserError(`${shard.path}: missing column 'initial_state': not a MET-Bench test shard (chess and shell have ${TRACK_COLUMNS.join(', ')}; Minecraft has ${MINECRAFT_COLUMNS.join(', ')})`);
+  if (!columns.has('initial_state'))
+    throw new UserError(
+      `${shard.path}: missing column 'initial_state': not a MET-Bench test shard (chess and shell have ${TRACK_COLUMNS.join(', ')}; Minecraft has ${MINECRAFT_COLUMNS.join(', ')})`,
+    );
   // A chess state is a FEN (ranks separated by '/'); a shell state is the ball's shell.
   return typeof firstInitial === 'string' && firstInitial.includes('/') ? 'chess' : 'shell';
 }
 
 /** sha256 of the task input as the harness serialises it. */
 export function taskFingerprint(value: PyValue): string {
-  return createHash('sha256').update(pyDumps(value, { sortKeys: true }), 'utf8').digest('hex');
+  return createHash('sha256')
+    .update(pyDumps(value, { sortKeys: true }), 'utf8')
+    .digest('hex');
 }
 
 /** str(value) in Python, for the scalar states and ids the sets hold. */
@@ -148,8 +173,12 @@ function asJson(value: CellValue, what: string, where: string): PyValue {
 
 /** The bytes of an image struct {bytes, path}; the sets embed the bytes. */
 function imageBytes(value: CellValue, where: string): { bytes: Uint8Array; mime: string } {
-  const bytes = value !== null && typeof value === 'object' && !(value instanceof Uint8Array) && !Array.isArray(value) ? (value as Record<string, CellValue>).bytes : undefined;
-  if (!(bytes instanceof Uint8Array)) throw new UserError(`${where}: an image without embedded bytes (expected a {bytes, path} struct)`);
+  const bytes =
+    value !== null && typeof value === 'object' && !(value instanceof Uint8Array) && !Array.isArray(value)
+      ? (value as Record<string, CellValue>).bytes
+      : undefined;
+  if (!(bytes instanceof Uint8Array))
+    throw new UserError(`${where}: an image without embedded bytes (expected a {bytes, path} struct)`);
   const mime = imageMime(bytes);
   if (mime === null) throw new UserError(`${where}: image bytes that are neither PNG, JPEG, WebP nor GIF`);
   return { bytes, mime };
@@ -176,7 +205,10 @@ export interface SelectOptions {
 export async function selectOfficial(path: string, options: SelectOptions): Promise<OfficialSelection> {
   const split = options.split ?? 'test';
   const shardPaths = splitShards(path, split);
-  if (shardPaths.length === 0) throw new UserError(`--dataset ${path}: no ${split} shards (expected ${CONFIG}/${split}-*.parquet, as the Hub stores MET-Bench)`);
+  if (shardPaths.length === 0)
+    throw new UserError(
+      `--dataset ${path}: no ${split} shards (expected ${CONFIG}/${split}-*.parquet, as the Hub stores MET-Bench)`,
+    );
   const known = options.source ?? cacheSource(path);
   let domain: OfficialDomain | null = null;
   const episodes: Episode[] = [];
@@ -186,20 +218,26 @@ export async function selectOfficial(path: string, options: SelectOptions): Prom
   for (const shardPath of shardPaths) {
     const shard = await openShard(shardPath);
     if (domain === null) {
-      const first = columnNames(shard).includes('initial_state') && shard.metadata.row_groups.length > 0 ? (await readRows(shard, ['initial_state'], 0, 1))[0]?.initial_state : undefined;
+      const first =
+        columnNames(shard).includes('initial_state') && shard.metadata.row_groups.length > 0
+          ? (await readRows(shard, ['initial_state'], 0, 1))[0]?.initial_state
+          : undefined;
       domain = detectDomain(shard, first, known?.repo ?? null);
     }
     const minecraft = domain === 'minecraft';
     const columns = minecraft ? MINECRAFT_COLUMNS : TRACK_COLUMNS;
     requireColumns(shard, columns, `a MET-Bench ${domain} test shard`);
     const imageColumns = minecraft ? MINECRAFT_IMAGES : TRACK_IMAGES;
-    if (options.images) requireColumns(shard, [...columns, ...imageColumns], `a MET-Bench ${domain} test shard with images`);
+    if (options.images)
+      requireColumns(shard, [...columns, ...imageColumns], `a MET-Bench ${domain} test shard with images`);
     for (const [start, end] of rowGroupRanges(shard)) {
       const rows = await readRows(shard, columns, start, end);
       const kept: { at: number; episode: Episode }[] = [];
       for (let i = 0; i < rows.length; i++, sourceRow++) {
         const where = `${shardPath}: ${split} row ${sourceRow}`;
-        const made = minecraft ? minecraftTask(rows[i], sourceRow, where) : trackTask(domain, rows[i], sourceRow, T, where);
+        const made = minecraft
+          ? minecraftTask(rows[i], sourceRow, where)
+          : trackTask(domain, rows[i], sourceRow, T, where);
         made.episode.split = split;
         if (seen.has(made.fingerprint) || options.exclude?.has(made.fingerprint)) continue;
         seen.add(made.fingerprint);
@@ -210,22 +248,39 @@ export async function selectOfficial(path: string, options: SelectOptions): Prom
         const first = start + kept[0].at;
         const last = start + kept[kept.length - 1].at;
         const imageRows = await readRows(shard, imageColumns, first, last + 1);
-        for (const { at, episode } of kept) attachImages(episode, imageRows[start + at - first], minecraft, T, `${shardPath}: ${split} row ${episode.meta.source_row}`);
+        for (const { at, episode } of kept)
+          attachImages(
+            episode,
+            imageRows[start + at - first],
+            minecraft,
+            T,
+            `${shardPath}: ${split} row ${episode.meta.source_row}`,
+          );
       }
       episodes.push(...kept.map((k) => k.episode));
       if (episodes.length === options.limit) return finish(domain, known, options, episodes, sourceRow + 1);
     }
   }
   if (options.atMost && episodes.length > 0) return finish(domain!, known, options, episodes, sourceRow);
-  throw new UserError(`--dataset ${path}: only ${episodes.length} distinct ${domain} tasks among its ${sourceRow} ${split} rows, ${options.limit} asked (the harness selects ${OFFICIAL_LIMIT}; lower --n)`);
+  throw new UserError(
+    `--dataset ${path}: only ${episodes.length} distinct ${domain} tasks among its ${sourceRow} ${split} rows, ${options.limit} asked (the harness selects ${OFFICIAL_LIMIT}; lower --n)`,
+  );
 }
 
 /** A chess or shell row: the task input, cut to T actions, and the state after action T. */
-function trackTask(domain: OfficialDomain, row: Row, sourceRow: number, T: number, where: string): { fingerprint: string; episode: Episode } {
+function trackTask(
+  domain: OfficialDomain,
+  row: Row,
+  sourceRow: number,
+  T: number,
+  where: string,
+): { fingerprint: string; episode: Episode } {
   const actions = asList(row.actions, 'actions', where);
   const states = asList(row.states, 'states', where);
   if (actions.length < T || states.length <= T) {
-    throw new UserError(`${where}: a short trajectory (${actions.length} actions, ${states.length} states) where ${T} actions need at least ${T} actions and ${T + 1} states; the harness stops here too`);
+    throw new UserError(
+      `${where}: a short trajectory (${actions.length} actions, ${states.length} states) where ${T} actions need at least ${T} actions and ${T + 1} states; the harness stops here too`,
+    );
   }
   const prefix = actions.slice(0, T);
   const fingerprint = taskFingerprint([row.initial_state as PyValue, prefix as PyValue[]]);
@@ -246,9 +301,14 @@ function trackTask(domain: OfficialDomain, row: Row, sourceRow: number, T: numbe
 function minecraftTask(row: Row, sourceRow: number, where: string): { fingerprint: string; episode: Episode } {
   const candidates = asList(row.candidate_states, 'candidate_states', where);
   if (typeof row.action !== 'string') throw new UserError(`${where}: column 'action' is not text`);
-  const fingerprint = taskFingerprint([asJson(row.initial_state, 'initial_state', where), row.action, candidates.map((c) => asJson(c, 'candidate_states', where))]);
+  const fingerprint = taskFingerprint([
+    asJson(row.initial_state, 'initial_state', where),
+    row.action,
+    candidates.map((c) => asJson(c, 'candidate_states', where)),
+  ]);
   const choice = pyStr(row.correct_choice);
-  if (!/^[1-9]$/.test(choice) || Number(choice) > candidates.length) throw new UserError(`${where}: correct_choice ${choice} is not one of 1-${candidates.length}`);
+  if (!/^[1-9]$/.test(choice) || Number(choice) > candidates.length)
+    throw new UserError(`${where}: correct_choice ${choice} is not one of 1-${candidates.length}`);
   const candidateStates = candidates.map((c) => pyStr(c));
   const id = row.example_id === null ? `minecraft-test-row${sourceRow}` : pyStr(row.example_id);
   const episode: Episode = {
@@ -259,7 +319,12 @@ function minecraftTask(row: Row, sourceRow: number, where: string): { fingerprin
     actions: [{ text: row.action, modality: 'text' }],
     target: choice,
     question: minecraftQuestion(candidateStates),
-    meta: { example_id: exampleId(row.example_id), source_row: sourceRow, fingerprint, candidate_states: candidateStates },
+    meta: {
+      example_id: exampleId(row.example_id),
+      source_row: sourceRow,
+      fingerprint,
+      candidate_states: candidateStates,
+    },
   };
   return { fingerprint, episode };
 }
@@ -272,7 +337,9 @@ function exampleId(value: CellValue): string | number | null {
 
 /** Keep a selected row's pictures (the first T action images; Minecraft: the initial frame, then the candidates). */
 function attachImages(episode: Episode, row: Row, minecraft: boolean, T: number, where: string): void {
-  const pictures = minecraft ? [row.image_initial_state, ...asList(row.image_candidate_states, 'image_candidate_states', where)] : asList(row.image_actions, 'image_actions', where).slice(0, T);
+  const pictures = minecraft
+    ? [row.image_initial_state, ...asList(row.image_candidate_states, 'image_candidate_states', where)]
+    : asList(row.image_actions, 'image_actions', where).slice(0, T);
   const keys = pictures.map((picture, i) => {
     const key = `${episode.id}#${i}`;
     putDatasetImage(key, imageBytes(picture, where));
@@ -281,7 +348,13 @@ function attachImages(episode: Episode, row: Row, minecraft: boolean, T: number,
   episode.meta.images = keys;
 }
 
-function finish(domain: OfficialDomain, known: OfficialSource | null, options: SelectOptions, episodes: Episode[], rowsScanned: number): OfficialSelection {
+function finish(
+  domain: OfficialDomain,
+  known: OfficialSource | null,
+  options: SelectOptions,
+  episodes: Episode[],
+  rowsScanned: number,
+): OfficialSelection {
   const source = known ?? { repo: RELEASES[domain].repo, revision: null };
   const actions = domain === 'minecraft' ? null : options.actions;
   // Key order and layout as the harness's selection_manifest and write_json (indent 2, trailing newline).
@@ -290,7 +363,20 @@ function finish(domain: OfficialDomain, known: OfficialSource | null, options: S
     revision: source.revision,
     split: 'test',
     actions: actions === null ? null : BigInt(actions),
-    examples: episodes.map((e) => ({ example_id: typeof e.meta.example_id === 'number' ? BigInt(e.meta.example_id) : (e.meta.example_id as string | null), source_row: BigInt(e.meta.source_row as number), fingerprint: e.meta.fingerprint as string })),
+    examples: episodes.map((e) => ({
+      example_id:
+        typeof e.meta.example_id === 'number' ? BigInt(e.meta.example_id) : (e.meta.example_id as string | null),
+      source_row: BigInt(e.meta.source_row as number),
+      fingerprint: e.meta.fingerprint as string,
+    })),
   };
-  return { domain, source, actions, episodes, manifestFile: `${domain}-selection.json`, manifest: `${pyDumps(manifest, { indent: 2 })}\n`, rowsScanned };
+  return {
+    domain,
+    source,
+    actions,
+    episodes,
+    manifestFile: `${domain}-selection.json`,
+    manifest: `${pyDumps(manifest, { indent: 2 })}\n`,
+    rowsScanned,
+  };
 }

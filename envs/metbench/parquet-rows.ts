@@ -4,7 +4,15 @@
 // floats as PyFloat, strings, lists; binary leaves (image bytes) stay Uint8Array. A file that is not parquet or lacks
 // a column is one UserError naming the shard. Layer: envs/.
 import { statSync } from 'node:fs';
-import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects, parquetSchema, type AsyncBuffer, type FileMetaData, type SchemaTree } from 'hyparquet';
+import {
+  asyncBufferFromFile,
+  parquetMetadataAsync,
+  parquetReadObjects,
+  parquetSchema,
+  type AsyncBuffer,
+  type FileMetaData,
+  type SchemaTree,
+} from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
 import { UserError } from '../../core/errors.ts';
 import { PyFloat, type PyValue } from '../../core/python-json.ts';
@@ -29,7 +37,9 @@ export async function openShard(path: string): Promise<OpenShard> {
     file = await asyncBufferFromFile(path);
     metadata = await parquetMetadataAsync(file);
   } catch (error) {
-    throw new UserError(`${path}: not a readable parquet shard (${error instanceof Error ? error.message : String(error)})`);
+    throw new UserError(
+      `${path}: not a readable parquet shard (${error instanceof Error ? error.message : String(error)})`,
+    );
   }
   return { path, file, metadata, schema: parquetSchema(metadata) };
 }
@@ -43,7 +53,8 @@ export function columnNames(shard: OpenShard): string[] {
 export function requireColumns(shard: OpenShard, columns: string[], what: string): void {
   const have = new Set(columnNames(shard));
   const missing = columns.find((c) => !have.has(c));
-  if (missing !== undefined) throw new UserError(`${shard.path}: missing column '${missing}' (${what} has ${columns.join(', ')})`);
+  if (missing !== undefined)
+    throw new UserError(`${shard.path}: missing column '${missing}' (${what} has ${columns.join(', ')})`);
 }
 
 /** Row-group boundaries of a shard: [start, end) row indices within it. */
@@ -63,9 +74,19 @@ export async function readRows(shard: OpenShard, columns: string[], start: numbe
   let raw: Record<string, unknown>[];
   try {
     // utf8: false keeps unannotated binary (image bytes) as bytes; string columns carry the UTF8 annotation.
-    raw = await parquetReadObjects({ file: shard.file, metadata: shard.metadata, columns, rowStart: start, rowEnd: end, utf8: false, compressors });
+    raw = await parquetReadObjects({
+      file: shard.file,
+      metadata: shard.metadata,
+      columns,
+      rowStart: start,
+      rowEnd: end,
+      utf8: false,
+      compressors,
+    });
   } catch (error) {
-    throw new UserError(`${shard.path}: rows ${start}-${end - 1} do not parse (${error instanceof Error ? error.message : String(error)})`);
+    throw new UserError(
+      `${shard.path}: rows ${start}-${end - 1} do not parse (${error instanceof Error ? error.message : String(error)})`,
+    );
   }
   const nodes = new Map(shard.schema.children.map((c) => [c.element.name, c]));
   return raw.map((r) => Object.fromEntries(columns.map((c) => [c, toCell(r[c], nodes.get(c)!)])));
@@ -81,7 +102,8 @@ function toCell(value: unknown, node: SchemaTree): CellValue {
   if (isList(node)) {
     // Three-level list (LIST → repeated group → element) or the legacy two-level form.
     const repeated = node.children[0];
-    const element = repeated.element.type === undefined && repeated.children.length === 1 ? repeated.children[0] : repeated;
+    const element =
+      repeated.element.type === undefined && repeated.children.length === 1 ? repeated.children[0] : repeated;
     return (value as unknown[]).map((v) => toCell(v, element));
   }
   if (node.children.length > 0) {
@@ -109,7 +131,8 @@ function toCell(value: unknown, node: SchemaTree): CellValue {
  * became the target "{}" (a JS number is no PyValue).
  */
 function fromJson(value: unknown): CellValue {
-  if (value === null || typeof value === 'string' || typeof value === 'boolean' || typeof value === 'bigint') return value;
+  if (value === null || typeof value === 'string' || typeof value === 'boolean' || typeof value === 'bigint')
+    return value;
   if (typeof value === 'number') return Number.isInteger(value) ? BigInt(value) : new PyFloat(value);
   if (Array.isArray(value)) return value.map(fromJson);
   if (typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, fromJson(v)]));

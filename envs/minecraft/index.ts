@@ -55,10 +55,14 @@ export const minecraftEnv: Env = {
   modalities: ['text'],
   imageSizes: { chat: 0, model: 0 },
   candidates() {
-    throw new UserError('minecraft has no episode generator: its tasks come from the published set (metrl evaluate --dataset hf://vanyacohen/MET-Bench-Minecraft or a local copy)');
+    throw new UserError(
+      'minecraft has no episode generator: its tasks come from the published set (metrl evaluate --dataset hf://vanyacohen/MET-Bench-Minecraft or a local copy)',
+    );
   },
   renderAction(episode) {
-    throw new UserError(`minecraft: screenshots of ${episode.id} are sent to chat models as the dataset stores them; the built-in model and local checkpoints read --modality text only`);
+    throw new UserError(
+      `minecraft: screenshots of ${episode.id} are sent to chat models as the dataset stores them; the built-in model and local checkpoints read --modality text only`,
+    );
   },
   prompt: minecraftPrompt,
   score: scoreMinecraft,

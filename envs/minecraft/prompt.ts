@@ -24,8 +24,11 @@ export const MINECRAFT_IMAGE_INSTRUCTIONS =
 
 /** The question, by modality and style; n candidates. */
 export function minecraftFinalQuestion(image: boolean, style: string, action: string, n: number): string {
-  const ask = image ? `Which image (1-${n}) shows the correct next frame after the action "${action}"?` : `Which game state (1-${n}) is the correct next state after the action "${action}"?`;
-  if (style === 'cot') return `${ask} Think step by step about how the ${image ? 'scene' : 'game state'} should change given the action, then output your answer as FINAL ANSWER: [1-${n}].`;
+  const ask = image
+    ? `Which image (1-${n}) shows the correct next frame after the action "${action}"?`
+    : `Which game state (1-${n}) is the correct next state after the action "${action}"?`;
+  if (style === 'cot')
+    return `${ask} Think step by step about how the ${image ? 'scene' : 'game state'} should change given the action, then output your answer as FINAL ANSWER: [1-${n}].`;
   return `${ask} Output only a single number 1-${n}. Start the next message with FINAL ANSWER:`;
 }
 
@@ -36,13 +39,16 @@ export function minecraftQuestion(candidates: string[]): string {
 
 export function candidateStates(episode: Episode): string[] {
   const states = episode.meta.candidate_states;
-  if (!Array.isArray(states) || states.some((s) => typeof s !== 'string')) throw new UserError(`minecraft: episode ${episode.id} has no candidate states`);
+  if (!Array.isArray(states) || states.some((s) => typeof s !== 'string'))
+    throw new UserError(`minecraft: episode ${episode.id} has no candidate states`);
   return states as string[];
 }
 
 export function minecraftPrompt(episode: Episode, options: PromptOptions): PromptMessage[] {
   if (!(MINECRAFT_PROMPT_STYLES as readonly string[]).includes(options.style)) {
-    throw new UserError(`minecraft: unknown prompt style '${options.style}' (choose from ${MINECRAFT_PROMPT_STYLES.join(', ')})`);
+    throw new UserError(
+      `minecraft: unknown prompt style '${options.style}' (choose from ${MINECRAFT_PROMPT_STYLES.join(', ')})`,
+    );
   }
   const action = episode.actions[0];
   if (!action) throw new UserError(`minecraft: episode ${episode.id} has no action`);

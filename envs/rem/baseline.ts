@@ -26,7 +26,10 @@ export function remBaselineAnswer(episode: Episode, baseline: 'game-start' | 'ra
   const world = episode.meta.world as RemWorld;
   const entities = (episode.meta.entities as string[] | undefined) ?? [];
   const coverage = renderFrame(world, world.start, REFERENCE_SIZE, false).coverage;
-  const shown = (value: string) => world.objects.map((o, i) => (matches(value, o) && coverage[i].pixels >= VISIBLE_PIXELS ? i : -1)).filter((i) => i >= 0);
+  const shown = (value: string) =>
+    world.objects
+      .map((o, i) => (matches(value, o) && coverage[i].pixels >= VISIBLE_PIXELS ? i : -1))
+      .filter((i) => i >= 0);
   const [a, b] = entities.map(shown);
   switch (category) {
     case 'counting':

@@ -31,7 +31,15 @@ import type { Candidate, Env, SampleOptions } from '../env.ts';
 import type { Episode } from '../../core/episode.ts';
 import type { RawImage } from '../../core/image.ts';
 import { REM_PROMPT_STYLES, remPrompt } from './prompt.ts';
-import { askCategory, countingQuestion, fullRotationQuestions, REM_CATEGORIES, sightings, type RemCategory, type RemQuestion } from './questions.ts';
+import {
+  askCategory,
+  countingQuestion,
+  fullRotationQuestions,
+  REM_CATEGORIES,
+  sightings,
+  type RemCategory,
+  type RemQuestion,
+} from './questions.ts';
 import { frameCoverage, renderFrame } from './render.ts';
 import {
   baselineMoves,
@@ -64,7 +72,10 @@ const categorySchema = z.string().transform((s, ctx) => {
     if (part === 'all') REM_CATEGORIES.forEach((c) => out.add(c));
     else if ((REM_CATEGORIES as readonly string[]).includes(part)) out.add(part as RemCategory);
     else {
-      ctx.addIssue({ code: 'custom', message: `unknown question type '${part}' (choose from all, ${REM_CATEGORIES.join(', ')})` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `unknown question type '${part}' (choose from all, ${REM_CATEGORIES.join(', ')})`,
+      });
       return z.NEVER;
     }
   }
@@ -95,7 +106,8 @@ export function remOptions(extra: Record<string, unknown>): RemOptions {
   if (variant !== 'baseline' && !o['rem-question'].includes('counting')) {
     throw new UserError(`--rem-question: the ${variant} variant asks counting questions only`);
   }
-  if (variant === 'full-rotation' && o['rem-objects']) throw new UserError('--rem-objects: full-rotation always has 24 objects');
+  if (variant === 'full-rotation' && o['rem-objects'])
+    throw new UserError('--rem-objects: full-rotation always has 24 objects');
   const duplicates = o['rem-duplicates'] ?? null;
   if (variant === 'full-rotation' && duplicates && (duplicates[0] < 1 || duplicates[1] > 2)) {
     throw new UserError('--rem-duplicates: full-rotation duplicates 1 or 2 targets');
@@ -113,7 +125,10 @@ function drawObjectsAndDuplicates(rng: Rng, options: RemOptions): [number, numbe
   const wanted = options.duplicates ?? [lo, Math.max(lo, Math.floor(count / 2))];
   const a = Math.max(lo, wanted[0]);
   const b = Math.min(hi, wanted[1]);
-  if (a > b) throw new UserError(`--rem-duplicates: ${wanted[0]}-${wanted[1]} is impossible with ${count} objects (allowed ${lo}-${hi})`);
+  if (a > b)
+    throw new UserError(
+      `--rem-duplicates: ${wanted[0]}-${wanted[1]} is impossible with ${count} objects (allowed ${lo}-${hi})`,
+    );
   return [count, rng.range(a, b)];
 }
 
@@ -131,7 +146,8 @@ function trajectory(rng: Rng, options: RemOptions, frames: number): Trajectory {
     return { world, actionTexts: [START, ...Array.from({ length: 23 }, () => turn)], duplicates: targets };
   }
   const [count, duplicates] = drawObjectsAndDuplicates(rng, options);
-  if (options.variant === 'single-frame') return { world: singleFrameWorld(rng, count, duplicates), actionTexts: [START], duplicates };
+  if (options.variant === 'single-frame')
+    return { world: singleFrameWorld(rng, count, duplicates), actionTexts: [START], duplicates };
   const world = baselineWorld(rng, count, duplicates);
   return { world, actionTexts: [START, ...baselineMoves(rng, world, frames - 1)], duplicates };
 }
@@ -142,12 +158,16 @@ const MOVE_LETTER: Record<string, string> = { [MOVE_FORWARD]: 'F', [ROTATE_LEFT]
 
 /** The moves as one compact line: a letter per move, in order (empty for a single frame). */
 export function movesLine(actionTexts: readonly string[]): string {
-  return `moves between frames (F = move forward 1m, L = rotate left 15°, R = rotate right 15°): ${actionTexts.slice(1).map((t) => MOVE_LETTER[t]).join('')}`;
+  return `moves between frames (F = move forward 1m, L = rotate left 15°, R = rotate right 15°): ${actionTexts
+    .slice(1)
+    .map((t) => MOVE_LETTER[t])
+    .join('')}`;
 }
 
 function* remCandidates(rng: Rng, sample: SampleOptions): Generator<Candidate> {
   const options = remOptions(sample.extra);
-  if (options.variant === 'baseline' && !(sample.actions >= 1)) throw new UserError(`--actions: a trajectory needs at least 1 frame, got ${sample.actions}`);
+  if (options.variant === 'baseline' && !(sample.actions >= 1))
+    throw new UserError(`--actions: a trajectory needs at least 1 frame, got ${sample.actions}`);
   let barren = 0; // trajectories in a row that supported none of the asked question types
   for (;;) {
     const { world, actionTexts, duplicates } = trajectory(rng, options, sample.actions);
@@ -159,13 +179,20 @@ function* remCandidates(rng: Rng, sample: SampleOptions): Generator<Candidate> {
     let questions: RemQuestion[];
     if (options.variant === 'full-rotation') questions = fullRotationQuestions(rng, world, s);
     else if (options.variant === 'single-frame') {
-      questions = (['color', 'shape', 'color-shape'] as const).map((kind) => countingQuestion(rng, world, s, kind)).filter((q) => q !== null);
+      questions = (['color', 'shape', 'color-shape'] as const)
+        .map((kind) => countingQuestion(rng, world, s, kind))
+        .filter((q) => q !== null);
     } else {
-      questions = rng.shuffle(options.categories).map((c) => askCategory(rng, c, world, s)).filter((q) => q !== null);
+      questions = rng
+        .shuffle(options.categories)
+        .map((c) => askCategory(rng, c, world, s))
+        .filter((q) => q !== null);
     }
     if (questions.length === 0) {
       if (++barren >= MAX_BARREN_TRAJECTORIES) {
-        throw new UserError(`rem: ${MAX_BARREN_TRAJECTORIES} trajectories in a row allowed no ${options.categories.join('/')} question; use more objects or frames`);
+        throw new UserError(
+          `rem: ${MAX_BARREN_TRAJECTORIES} trajectories in a row allowed no ${options.categories.join('/')} question; use more objects or frames`,
+        );
       }
       continue;
     }
@@ -197,14 +224,19 @@ function* remCandidates(rng: Rng, sample: SampleOptions): Generator<Candidate> {
 
 function worldOf(episode: Episode): RemWorld {
   const world = episode.meta.world as RemWorld | undefined;
-  if (!world || !Array.isArray(world.objects) || !world.start) throw new UserError(`rem: episode ${episode.id} has no world in its meta`);
+  if (!world || !Array.isArray(world.objects) || !world.start)
+    throw new UserError(`rem: episode ${episode.id} has no world in its meta`);
   return world;
 }
 
 function renderAction(episode: Episode, index: number, size: number): RawImage {
-  if (!(index >= 0 && index < episode.actions.length)) throw new RangeError(`rem: episode ${episode.id} has no frame ${index + 1}`);
+  if (!(index >= 0 && index < episode.actions.length))
+    throw new RangeError(`rem: episode ${episode.id} has no frame ${index + 1}`);
   const world = worldOf(episode);
-  const poses = framePoses(world, episode.actions.slice(0, index + 1).map((a) => a.text));
+  const poses = framePoses(
+    world,
+    episode.actions.slice(0, index + 1).map((a) => a.text),
+  );
   return renderFrame(world, poses[index], size).image!;
 }
 

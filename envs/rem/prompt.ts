@@ -16,8 +16,8 @@ export const REM_SYSTEM_PROMPT =
   'The possible shapes include cuboid, cone, sphere. The possible colors include red, green, blue, yellow, purple, ' +
   'brown, black, orange. Please answer the question based on the set of images. Answer as concisely as possible, ' +
   "usually only a single word. If it's a question where you're asked to compare the number of objects, respond only " +
-  'with whichever object there are more of, or equal, if there are the same number of objects. If you\'re asked to ' +
-  'count objects, answer only with the number (as a number, not in english) of objects you see. If you\'re asked ' +
+  "with whichever object there are more of, or equal, if there are the same number of objects. If you're asked to " +
+  "count objects, answer only with the number (as a number, not in english) of objects you see. If you're asked " +
   "whether you saw something before, after, or at the same time as another object, answer only with 'before', " +
   "'after', or 'same time' only. If the first time you see an object is in an image before another object, it comes " +
   'before (and the other comes after). If two objects appear in the same frame together for their first viewing, ' +
@@ -30,7 +30,12 @@ export function remPrompt(episode: Episode, options: PromptOptions): PromptMessa
   }
   const question = episode.question ?? '';
   const n = episode.actions.length;
-  const parts: PromptPart[] = [{ type: 'text', text: `Question: ${question}\n${n === 1 ? 'Here is the image:' : `Here are the ${n} images, with the action taken between them:`}\n` }];
+  const parts: PromptPart[] = [
+    {
+      type: 'text',
+      text: `Question: ${question}\n${n === 1 ? 'Here is the image:' : `Here are the ${n} images, with the action taken between them:`}\n`,
+    },
+  ];
   episode.actions.forEach((action, i) => {
     if (i > 0) parts.push({ type: 'text', text: `\nAction: ${action.text}\n` });
     parts.push({ type: 'text', text: `Image ${i + 1}:\n` }, { type: 'image', ref: { episode, index: i } });

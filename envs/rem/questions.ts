@@ -71,13 +71,25 @@ function presentValues(world: RemWorld, kind: Kind): string[] {
   return order.filter((v) => values.includes(v));
 }
 
-export function countingQuestion(rng: Rng, world: RemWorld, s: Sightings, kind?: Kind, value?: string): RemQuestion | null {
+export function countingQuestion(
+  rng: Rng,
+  world: RemWorld,
+  s: Sightings,
+  kind?: Kind,
+  value?: string,
+): RemQuestion | null {
   const k = kind ?? rng.pick<Kind>(['color', 'shape', 'color-shape']);
   const values = presentValues(world, k);
   if (values.length === 0) return null;
   const v = value ?? rng.pick(values);
   const count = seenCount(world, s, k, v);
-  return { category: 'counting', question: `How many ${entityPhrase(k, v)} did you see?`, target: String(count), counts: [count], entities: [v] };
+  return {
+    category: 'counting',
+    question: `How many ${entityPhrase(k, v)} did you see?`,
+    target: String(count),
+    counts: [count],
+    entities: [v],
+  };
 }
 
 export function comparisonQuestion(rng: Rng, world: RemWorld, s: Sightings): RemQuestion | null {
@@ -136,7 +148,12 @@ export function leftRightQuestion(rng: Rng, world: RemWorld, s: Sightings): RemQ
   }
   if (pairs.length === 0) return null;
   const p = rng.pick(pairs);
-  return { category: 'left-right', question: `Is the ${p.a} to the left or right of the ${p.b}?`, target: p.side, entities: [p.a, p.b] };
+  return {
+    category: 'left-right',
+    question: `Is the ${p.a} to the left or right of the ${p.b}?`,
+    target: p.side,
+    entities: [p.a, p.b],
+  };
 }
 
 export function temporalQuestion(rng: Rng, world: RemWorld, s: Sightings): RemQuestion | null {

@@ -72,8 +72,19 @@ export function camera(pose: Pose, size: number): Camera {
   const p = (PITCH_DEGREES * Math.PI) / 180;
   const fwd: Vec3 = [Math.cos(h) * Math.cos(p), Math.sin(h) * Math.cos(p), Math.sin(p)];
   const right: Vec3 = [Math.sin(h), -Math.cos(h), 0];
-  const up: Vec3 = [right[1] * fwd[2] - right[2] * fwd[1], right[2] * fwd[0] - right[0] * fwd[2], right[0] * fwd[1] - right[1] * fwd[0]];
-  return { pos: [pose.x, pose.y, CAMERA_HEIGHT], fwd, right, up, f: size / 2 / Math.tan((FOV_DEGREES * Math.PI) / 360), size };
+  const up: Vec3 = [
+    right[1] * fwd[2] - right[2] * fwd[1],
+    right[2] * fwd[0] - right[0] * fwd[2],
+    right[0] * fwd[1] - right[1] * fwd[0],
+  ];
+  return {
+    pos: [pose.x, pose.y, CAMERA_HEIGHT],
+    fwd,
+    right,
+    up,
+    f: size / 2 / Math.tan((FOV_DEGREES * Math.PI) / 360),
+    size,
+  };
 }
 
 /** Camera-space coordinates (x right, y up, z forward). */
@@ -169,14 +180,24 @@ class Painter {
         o.y + CUBOID_HALF * (sx * ax[1] + sy * ay[1]),
         z,
       ];
-      const ring = [[1, 1], [-1, 1], [-1, -1], [1, -1]] as const;
+      const ring = [
+        [1, 1],
+        [-1, 1],
+        [-1, -1],
+        [1, -1],
+      ] as const;
       for (let k = 0; k < 4; k++) {
         const [sx0, sy0] = ring[k];
         const [sx1, sy1] = ring[(k + 1) % 4];
         const mx = (sx0 + sx1) / 2;
         const my = (sy0 + sy1) / 2;
         faces.push({
-          points: [corner(sx0, sy0, 0), corner(sx1, sy1, 0), corner(sx1, sy1, CUBOID_HEIGHT), corner(sx0, sy0, CUBOID_HEIGHT)],
+          points: [
+            corner(sx0, sy0, 0),
+            corner(sx1, sy1, 0),
+            corner(sx1, sy1, CUBOID_HEIGHT),
+            corner(sx0, sy0, CUBOID_HEIGHT),
+          ],
           normal: [mx * ax[0] + my * ay[0], mx * ax[1] + my * ay[1], 0],
         });
       }
@@ -190,16 +211,31 @@ class Painter {
         const a1 = (2 * Math.PI * (k + 1)) / n;
         const am = (a0 + a1) / 2;
         faces.push({
-          points: [apex, [o.x + CONE_RADIUS * Math.cos(a0), o.y + CONE_RADIUS * Math.sin(a0), 0], [o.x + CONE_RADIUS * Math.cos(a1), o.y + CONE_RADIUS * Math.sin(a1), 0]],
+          points: [
+            apex,
+            [o.x + CONE_RADIUS * Math.cos(a0), o.y + CONE_RADIUS * Math.sin(a0), 0],
+            [o.x + CONE_RADIUS * Math.cos(a1), o.y + CONE_RADIUS * Math.sin(a1), 0],
+          ],
           normal: normalize([Math.cos(am), Math.sin(am), slope]),
         });
       }
     }
     for (const face of faces) {
-      const centre = face.points.reduce<Vec3>((s, p) => [s[0] + p[0] / face.points.length, s[1] + p[1] / face.points.length, s[2] + p[2] / face.points.length], [0, 0, 0]);
+      const centre = face.points.reduce<Vec3>(
+        (s, p) => [
+          s[0] + p[0] / face.points.length,
+          s[1] + p[1] / face.points.length,
+          s[2] + p[2] / face.points.length,
+        ],
+        [0, 0, 0],
+      );
       const toCam: Vec3 = [this.cam.pos[0] - centre[0], this.cam.pos[1] - centre[1], this.cam.pos[2] - centre[2]];
       if (dot(face.normal, toCam) <= 0) continue; // back face
-      this.polygon(face.points.map((p) => toCamera(this.cam, p)), shade(color, face.normal), id);
+      this.polygon(
+        face.points.map((p) => toCamera(this.cam, p)),
+        shade(color, face.normal),
+        id,
+      );
     }
   }
 
@@ -232,7 +268,7 @@ class Painter {
         if (d2 > 1) continue;
         // Normal of the visible hemisphere in camera space (dx, -dy, -nz), turned to world space for the light.
         const nz = Math.sqrt(1 - d2);
-        const light = (dx * lightCam[0] - dy * lightCam[1] - nz * lightCam[2]);
+        const light = dx * lightCam[0] - dy * lightCam[1] - nz * lightCam[2];
         const s = 0.55 + 0.45 * Math.max(0, light);
         const k = py * size + px;
         this.ids[k] = id;

@@ -17,12 +17,20 @@ function add(map: Map<string, Tally>, key: string, reward: number): void {
 
 function table(map: Map<string, Tally>): Record<string, { count: number; accuracy: number }> {
   const keys = [...map.keys()].sort((a, b) => Number(a) - Number(b) || a.localeCompare(b));
-  return Object.fromEntries(keys.map((k) => [k, { count: map.get(k)!.count, accuracy: map.get(k)!.correct / map.get(k)!.count }]));
+  return Object.fromEntries(
+    keys.map((k) => [k, { count: map.get(k)!.count, accuracy: map.get(k)!.correct / map.get(k)!.count }]),
+  );
 }
 
 /** Bins of the number of objects seen in a trajectory, as the paper's scaling plots group them. */
 function seenBin(n: number): string {
-  for (const [hi, label] of [[8, '0-8'], [16, '9-16'], [24, '17-24'], [36, '25-36']] as const) if (n <= hi) return label;
+  for (const [hi, label] of [
+    [8, '0-8'],
+    [16, '9-16'],
+    [24, '17-24'],
+    [36, '25-36'],
+  ] as const)
+    if (n <= hi) return label;
   return '37+';
 }
 

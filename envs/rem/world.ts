@@ -68,7 +68,9 @@ export function applyMove(pose: Pose, move: string): Pose {
     case START:
       return pose;
     default:
-      throw new UserError(`rem: unknown move ${JSON.stringify(move)} (expected "${MOVE_FORWARD}", "${ROTATE_LEFT}" or "${ROTATE_RIGHT}")`);
+      throw new UserError(
+        `rem: unknown move ${JSON.stringify(move)} (expected "${MOVE_FORWARD}", "${ROTATE_LEFT}" or "${ROTATE_RIGHT}")`,
+      );
   }
 }
 
@@ -86,7 +88,8 @@ export function framePoses(world: RemWorld, actionTexts: readonly string[]): Pos
 /** Types for `count` objects with `duplicates` of them repeating a type already used. */
 function drawTypes(rng: Rng, count: number, duplicates: number): { color: RemColor; shape: RemShape }[] {
   const [lo, hi] = duplicateBounds(count);
-  if (!(duplicates >= lo && duplicates <= hi)) throw new RangeError(`rem: ${duplicates} duplicates among ${count} objects (allowed ${lo}-${hi})`);
+  if (!(duplicates >= lo && duplicates <= hi))
+    throw new RangeError(`rem: ${duplicates} duplicates among ${count} objects (allowed ${lo}-${hi})`);
   const distinct = rng.sample(ALL_TYPES, count - duplicates);
   const extra = Array.from({ length: duplicates }, () => rng.pick(distinct));
   return rng.shuffle([...distinct, ...extra]);
@@ -180,7 +183,15 @@ export function fullRotationWorld(rng: Rng, targets: number): RemWorld {
       const r = 2.5 + rng.next() * 4.5;
       const a = ((rng.pick([0, 180]) + (rng.next() - 0.5) * 60) * Math.PI) / 180;
       const p = { x: round(r * Math.cos(a)), y: round(r * Math.sin(a)) };
-      if (spaced([...front, ...sides], p.x, p.y) && spaced(front.map((f) => ({ x: -f.x, y: -f.y })), p.x, p.y)) sides.push(p);
+      if (
+        spaced([...front, ...sides], p.x, p.y) &&
+        spaced(
+          front.map((f) => ({ x: -f.x, y: -f.y })),
+          p.x,
+          p.y,
+        )
+      )
+        sides.push(p);
     }
     if (front.length < 8 || sides.length < 8) continue;
     const types = rng.shuffle(ALL_TYPES);

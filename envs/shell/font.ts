@@ -17,7 +17,14 @@ export interface PixelFont {
 }
 
 function glyph(rows: string[]): Glyph {
-  return { width: rows[0].length, height: rows.length, cells: rows.join('').split('').map((c) => c === '#') };
+  return {
+    width: rows[0].length,
+    height: rows.length,
+    cells: rows
+      .join('')
+      .split('')
+      .map((c) => c === '#'),
+  };
 }
 
 /** 3×5 cells: for small images. */

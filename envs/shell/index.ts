@@ -15,7 +15,10 @@ function renderAction(episode: Episode, index: number, size: number): RawImage {
   const action = episode.actions[index];
   if (!action) throw new RangeError(`shell: episode ${episode.id} has no action ${index}`);
   const swap = parseSwap(action.text);
-  if (!swap) throw new UserError(`shell: action ${index + 1} of ${episode.id} is not "x swap y": ${JSON.stringify(action.text)}`);
+  if (!swap)
+    throw new UserError(
+      `shell: action ${index + 1} of ${episode.id} is not "x swap y": ${JSON.stringify(action.text)}`,
+    );
   return renderSwap(swap, size);
 }
 
@@ -36,7 +39,10 @@ export const shellEnv: Env = {
     let ball = Number(episode.initialState);
     return episode.actions.map((action, i) => {
       const swap = parseSwap(action.text);
-      if (!swap) throw new UserError(`shell: action ${i + 1} of ${episode.id} is not "x swap y": ${JSON.stringify(action.text)}`);
+      if (!swap)
+        throw new UserError(
+          `shell: action ${i + 1} of ${episode.id} is not "x swap y": ${JSON.stringify(action.text)}`,
+        );
       if (ball === swap[0]) ball = swap[1];
       else if (ball === swap[1]) ball = swap[0];
       return String(ball);

@@ -34,7 +34,10 @@ const QUESTIONS: Record<(typeof SHELL_PROMPT_STYLES)[number], string> = {
 /** One user turn: instructions, question, initial state, the moves, the question again. */
 function episodeTurn(episode: Episode, question: string): PromptMessage {
   const parts: PromptPart[] = [
-    { type: 'text', text: `${SHELL_INSTRUCTIONS}\n\n${question}\nThe initial state is: ${episode.initialState}\nHere are the moves played:\n` },
+    {
+      type: 'text',
+      text: `${SHELL_INSTRUCTIONS}\n\n${question}\nThe initial state is: ${episode.initialState}\nHere are the moves played:\n`,
+    },
   ];
   episode.actions.forEach((action, index) => {
     if (action.modality === 'text') {
@@ -52,7 +55,9 @@ export function shellPrompt(episode: Episode, options: PromptOptions): PromptMes
   const style = options.style as keyof typeof QUESTIONS;
   const question = QUESTIONS[style];
   if (question === undefined) {
-    throw new UserError(`shell: unknown prompt style '${options.style}' (choose from ${SHELL_PROMPT_STYLES.join(', ')})`);
+    throw new UserError(
+      `shell: unknown prompt style '${options.style}' (choose from ${SHELL_PROMPT_STYLES.join(', ')})`,
+    );
   }
   const messages: PromptMessage[] = [];
   if (style === 'few-shot') {
@@ -70,7 +75,10 @@ export function shellPerceptionProbe(episode: Episode, index: number): { message
   const action = episode.actions[index];
   if (!action) throw new RangeError(`shell perception probe: episode ${episode.id} has no action ${index}`);
   const parts: PromptPart[] = [
-    { type: 'text', text: 'You are a helpful assistant that interprets image-based actions in the shell game.\nHere is an image representing a swap:\n' },
+    {
+      type: 'text',
+      text: 'You are a helpful assistant that interprets image-based actions in the shell game.\nHere is an image representing a swap:\n',
+    },
     { type: 'image', ref: { episode, index } },
     {
       type: 'text',

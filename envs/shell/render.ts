@@ -66,11 +66,16 @@ function drawBackground(width: number): Uint8Array {
   const n = SUPERSAMPLE * SUPERSAMPLE;
   for (let py = 0; py < width; py++) {
     for (let px = 0; px < width; px++) {
-      let r = 0, g = 0, b = 0;
+      let r = 0,
+        g = 0,
+        b = 0;
       for (let sy = 0; sy < SUPERSAMPLE; sy++) {
         for (let sx = 0; sx < SUPERSAMPLE; sx++) {
-          const c = LAYER_COLOURS[layerAt((px + (sx + 0.5) / SUPERSAMPLE) / width, (py + (sy + 0.5) / SUPERSAMPLE) / width)];
-          r += c[0]; g += c[1]; b += c[2];
+          const c =
+            LAYER_COLOURS[layerAt((px + (sx + 0.5) / SUPERSAMPLE) / width, (py + (sy + 0.5) / SUPERSAMPLE) / width)];
+          r += c[0];
+          g += c[1];
+          b += c[2];
         }
       }
       const o = (py * width + px) * 3;
@@ -119,7 +124,8 @@ export function parseSwap(text: string): Swap | null {
 
 /** Render the swap of shells a and b as a width×width RGB image (a fresh copy the caller may modify). */
 export function renderSwap(swap: Swap, width: number): RawImage {
-  if (!Number.isInteger(width) || width < 32) throw new RangeError(`shell images need an integer width ≥ 32, got ${width}`);
+  if (!Number.isInteger(width) || width < 32)
+    throw new RangeError(`shell images need an integer width ≥ 32, got ${width}`);
   const [a, b] = swap[0] < swap[1] ? swap : [swap[1], swap[0]];
   const key = `${width}:${a}-${b}`;
   let picture = cache.get(key);
@@ -130,7 +136,8 @@ export function renderSwap(swap: Swap, width: number): RawImage {
       backgrounds.set(width, background);
     }
     picture = background.slice();
-    for (let label = 1; label <= 3; label++) drawLabel(picture, width, label, label === a || label === b ? LABEL_GREEN : LABEL_DARK);
+    for (let label = 1; label <= 3; label++)
+      drawLabel(picture, width, label, label === a || label === b ? LABEL_GREEN : LABEL_DARK);
     if (cache.size >= MAX_CACHED) {
       cache.clear();
       backgrounds.clear();

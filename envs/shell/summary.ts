@@ -19,7 +19,9 @@ export function summarizeShell(rows: ScoredRow[]): Record<string, unknown> {
   const breakdown: Record<string, unknown> = { predictions };
   if (byBallMoves.size > 0) {
     breakdown.accuracyByBallMoves = Object.fromEntries(
-      [...byBallMoves.entries()].sort(([a], [b]) => a - b).map(([k, e]) => [String(k), { count: e.count, accuracy: e.correct / e.count }]),
+      [...byBallMoves.entries()]
+        .sort(([a], [b]) => a - b)
+        .map(([k, e]) => [String(k), { count: e.count, accuracy: e.correct / e.count }]),
     );
   }
   return breakdown;

@@ -14,7 +14,12 @@ export interface ChatTokenOptions {
   tokenText(token: number): string;
 }
 
-export function chatTokenResponse(modelId: string, prompt: number[], choices: TokenChoice[], options: ChatTokenOptions): object {
+export function chatTokenResponse(
+  modelId: string,
+  prompt: number[],
+  choices: TokenChoice[],
+  options: ChatTokenOptions,
+): object {
   const completionTokens = choices.reduce((s, c) => s + c.tokens.length, 0);
   return {
     id: options.id,
@@ -24,12 +29,18 @@ export function chatTokenResponse(modelId: string, prompt: number[], choices: To
     choices: choices.map((c, index) => ({
       index,
       message: { role: 'assistant', content: c.text },
-      logprobs: options.logprobs ? { content: c.tokens.map((t, j) => logprobEntry(options.tokenText(t), c.logProbs[j])) } : null,
+      logprobs: options.logprobs
+        ? { content: c.tokens.map((t, j) => logprobEntry(options.tokenText(t), c.logProbs[j])) }
+        : null,
       finish_reason: c.finishReason,
       stop_reason: null,
       ...(options.returnTokenIds ? { token_ids: c.tokens } : {}),
     })),
-    usage: { prompt_tokens: prompt.length, completion_tokens: completionTokens, total_tokens: prompt.length + completionTokens },
+    usage: {
+      prompt_tokens: prompt.length,
+      completion_tokens: completionTokens,
+      total_tokens: prompt.length + completionTokens,
+    },
     ...(options.returnTokenIds ? { prompt_token_ids: prompt } : {}),
   };
 }

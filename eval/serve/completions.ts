@@ -13,19 +13,30 @@ const tokenIds = z.array(z.number().int().min(0)).min(1, 'a token-id prompt need
 
 export const completionRequestSchema = z.looseObject({
   model: z.string().optional(),
-  prompt: z.union([z.string().min(1), tokenIds, z.array(tokenIds).min(1)], { error: 'must be a string, a list of token ids or a list of such lists' }),
+  prompt: z.union([z.string().min(1), tokenIds, z.array(tokenIds).min(1)], {
+    error: 'must be a string, a list of token ids or a list of such lists',
+  }),
   temperature: z.number().min(0).max(2).nullish(),
   top_p: z.number().gt(0).max(1).nullish(),
   max_tokens: z.number().int().positive().nullish(),
   n: z.number().int().min(1).max(MAX_N).nullish(),
   seed: z.number().int().nullish(),
-  logprobs: z.number().int().min(0).max(0, 'metrl serve returns the sampled token\'s log-prob only (logprobs: 0)').nullish(),
+  logprobs: z
+    .number()
+    .int()
+    .min(0)
+    .max(0, "metrl serve returns the sampled token's log-prob only (logprobs: 0)")
+    .nullish(),
   return_token_ids: z.boolean().nullish(),
   stream: z.boolean().nullish(),
 });
 export type CompletionRequest = z.infer<typeof completionRequestSchema>;
 
-export const loadLoraSchema = z.looseObject({ lora_name: z.string().min(1), lora_path: z.string().min(1), load_inplace: z.boolean().nullish() });
+export const loadLoraSchema = z.looseObject({
+  lora_name: z.string().min(1),
+  lora_path: z.string().min(1),
+  load_inplace: z.boolean().nullish(),
+});
 export const unloadLoraSchema = z.looseObject({ lora_name: z.string().min(1) });
 
 /** One generated sequence as the engine gives it. */
@@ -56,14 +67,23 @@ export function completionResponse(
       index,
       text: c.text,
       logprobs: options.logprobs
-        ? { text_offset: offsets(c), token_logprobs: c.logProbs, tokens: c.tokens.map((t) => `token_id:${t}`), top_logprobs: c.tokens.map((t, i) => ({ [`token_id:${t}`]: c.logProbs[i] })) }
+        ? {
+            text_offset: offsets(c),
+            token_logprobs: c.logProbs,
+            tokens: c.tokens.map((t) => `token_id:${t}`),
+            top_logprobs: c.tokens.map((t, i) => ({ [`token_id:${t}`]: c.logProbs[i] })),
+          }
         : null,
       finish_reason: c.finishReason,
       stop_reason: null,
       prompt_logprobs: null,
       ...(options.returnTokenIds ? { prompt_token_ids: prompt, token_ids: c.tokens } : {}),
     })),
-    usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
+    usage: {
+      prompt_tokens: promptTokens,
+      completion_tokens: completionTokens,
+      total_tokens: promptTokens + completionTokens,
+    },
   };
 }
 

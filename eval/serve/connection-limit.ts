@@ -14,9 +14,15 @@ export const RETRY_AFTER_S = 1;
 /** How long a refused connection may take to read its 503 before it is destroyed. */
 const REFUSED_LINGER_MS = 1000;
 
-const BUSY_BODY = JSON.stringify({ error: { message: `every connection is answering a request; retry in ${RETRY_AFTER_S} s`, type: 'server_error', param: null, code: null } });
-const BUSY_RESPONSE =
-  `HTTP/1.1 503 Service Unavailable\r\nRetry-After: ${RETRY_AFTER_S}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(BUSY_BODY)}\r\nConnection: close\r\n\r\n${BUSY_BODY}`;
+const BUSY_BODY = JSON.stringify({
+  error: {
+    message: `every connection is answering a request; retry in ${RETRY_AFTER_S} s`,
+    type: 'server_error',
+    param: null,
+    code: null,
+  },
+});
+const BUSY_RESPONSE = `HTTP/1.1 503 Service Unavailable\r\nRetry-After: ${RETRY_AFTER_S}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(BUSY_BODY)}\r\nConnection: close\r\n\r\n${BUSY_BODY}`;
 
 /**
  * Keep at most `max` connections open on `server`, as described above. The request handler asks `refused(socket)`

@@ -14,7 +14,12 @@ import type { ChatEngine, EngineResult, EngineSampling } from './server.ts';
 const DEFAULT_MAX_TOKENS = 1024;
 
 /** `sampler` generates (default: the policy; models/engine.ts gives ONNX Runtime's); prompts are the policy's. */
-export function policyEngine(policy: Policy, modelId: string, seed: number, sampler: Sampler = policy): ChatEngine & { generator: BatchedGenerator } {
+export function policyEngine(
+  policy: Policy,
+  modelId: string,
+  seed: number,
+  sampler: Sampler = policy,
+): ChatEngine & { generator: BatchedGenerator } {
   const generator = new BatchedGenerator(sampler, seed);
   const maxContext = policy.contextLimit;
   return {
@@ -31,7 +36,10 @@ export function policyEngine(policy: Policy, modelId: string, seed: number, samp
         arrived();
       }
       const room = maxContext - prompt.tokens.length;
-      if (room < 1) throw new UserError(`messages: the prompt is ${prompt.tokens.length} tokens, the model's context is ${maxContext}`);
+      if (room < 1)
+        throw new UserError(
+          `messages: the prompt is ${prompt.tokens.length} tokens, the model's context is ${maxContext}`,
+        );
       const completions = await generator.generate(
         prompt,
         { temperature: sampling.temperature, topP: sampling.topP, maxNewTokens: Math.min(sampling.maxTokens, room) },
@@ -40,7 +48,11 @@ export function policyEngine(policy: Policy, modelId: string, seed: number, samp
       );
       return {
         promptTokens: prompt.tokens.length,
-        choices: completions.map((c) => ({ text: c.text, finishReason: c.finished ? 'stop' : 'length', completionTokens: c.tokens.length })),
+        choices: completions.map((c) => ({
+          text: c.text,
+          finishReason: c.finished ? 'stop' : 'length',
+          completionTokens: c.tokens.length,
+        })),
       };
     },
   };

@@ -15,7 +15,9 @@ export type ContentPart = z.infer<typeof contentPartSchema>;
 export const messageSchema = z.object({
   role: z.enum(['system', 'user', 'assistant']),
   content: z
-    .union([z.string(), z.array(contentPartSchema)], { error: 'must be a string or a list of parts of type text or image_url' })
+    .union([z.string(), z.array(contentPartSchema)], {
+      error: 'must be a string or a list of parts of type text or image_url',
+    })
     .nullable(),
 });
 export type RequestMessage = z.infer<typeof messageSchema>;
@@ -35,7 +37,12 @@ export const chatRequestSchema = z.looseObject({
   stop: z.union([z.string(), z.array(z.string()).max(4)]).nullish(),
   // vLLM's fields for rollouts (chat-token-ids.ts): the sampled tokens' log-probs, and the prompt's and choices' token ids.
   logprobs: z.boolean().nullish(),
-  top_logprobs: z.number().int().min(0).max(0, 'metrl serve returns the sampled token\'s log-prob only (top_logprobs: 0)').nullish(),
+  top_logprobs: z
+    .number()
+    .int()
+    .min(0)
+    .max(0, "metrl serve returns the sampled token's log-prob only (top_logprobs: 0)")
+    .nullish(),
   return_token_ids: z.boolean().nullish(),
 });
 export type ChatRequest = z.infer<typeof chatRequestSchema>;

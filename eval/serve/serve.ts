@@ -41,7 +41,11 @@ export interface ServeOptions {
 
 /** r, alpha and targets of a PEFT adapter folder (what decides an ONNX Runtime graph's LoRA inputs). */
 function adapterSettings(dir: string): LoraSettings {
-  const c = JSON.parse(readFileSync(join(dir, 'adapter_config.json'), 'utf8')) as { r: number; lora_alpha: number; target_modules: string[] };
+  const c = JSON.parse(readFileSync(join(dir, 'adapter_config.json'), 'utf8')) as {
+    r: number;
+    lora_alpha: number;
+    target_modules: string[];
+  };
   return { r: c.r, alpha: c.lora_alpha, targets: c.target_modules };
 }
 
@@ -51,7 +55,12 @@ export async function serve(options: ServeOptions): Promise<void> {
   let backendLine = '';
   const ort = { threads: options.threads, device: options.device };
   const engineName = chooseEngine(options.engine, checkpointModelType(options.checkpoint, options.base), ort);
-  const loaded = await loadPolicy(options.checkpoint, { ...(options.base ? { base: options.base } : {}), ...(options.backend ? { backend: options.backend } : {}), log: (line) => (backendLine = line), hostWeights: engineName === 'ort' });
+  const loaded = await loadPolicy(options.checkpoint, {
+    ...(options.base ? { base: options.base } : {}),
+    ...(options.backend ? { backend: options.backend } : {}),
+    log: (line) => (backendLine = line),
+    hostWeights: engineName === 'ort',
+  });
   // The adapter is loaded: an ORT session built now reads its weights.
   let inference = await openEngine(loaded.policy, engineName, ort).catch((error: unknown) => {
     loaded.policy.dispose();
@@ -80,20 +89,36 @@ export async function serve(options: ServeOptions): Promise<void> {
     generator: chat.generator,
     sampler: current,
     logprobsMode: options.logprobsMode ?? 'raw_logprobs',
-    ...(options.enableLora ? { lora: { startup: loaded.adapter, startupSettings: loaded.adapter ? adapterSettings(loaded.adapter) : null, follow } } : {}),
+    ...(options.enableLora
+      ? {
+          lora: {
+            startup: loaded.adapter,
+            startupSettings: loaded.adapter ? adapterSettings(loaded.adapter) : null,
+            follow,
+          },
+        }
+      : {}),
   });
   const engine = { ...chat, tokens };
-  const running = await startServer(engine, { host: options.host, port: options.port, log }).catch((error: NodeJS.ErrnoException) => {
-    inference.dispose();
-    loaded.policy.dispose();
-    if (error.code === 'EADDRINUSE') throw new UserError(`--port ${options.port}: already in use on ${options.host} (pick another, or 0 for any free port)`);
-    if (error.code === 'EACCES') throw new UserError(`--port ${options.port}: not allowed to bind it on ${options.host}`);
-    if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND') throw new UserError(`--host ${options.host}: not an address of this machine`);
-    throw error;
-  });
+  const running = await startServer(engine, { host: options.host, port: options.port, log }).catch(
+    (error: NodeJS.ErrnoException) => {
+      inference.dispose();
+      loaded.policy.dispose();
+      if (error.code === 'EADDRINUSE')
+        throw new UserError(
+          `--port ${options.port}: already in use on ${options.host} (pick another, or 0 for any free port)`,
+        );
+      if (error.code === 'EACCES')
+        throw new UserError(`--port ${options.port}: not allowed to bind it on ${options.host}`);
+      if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND')
+        throw new UserError(`--host ${options.host}: not an address of this machine`);
+      throw error;
+    },
+  );
   if (backendLine !== '') log(backendLine);
   if (inference.engine === 'ort') log(`inference engine: ${inference.describe}`);
-  if (options.enableLora) log('metrl serve: runtime LoRA loading on (POST /v1/load_lora_adapter, /v1/unload_lora_adapter)');
+  if (options.enableLora)
+    log('metrl serve: runtime LoRA loading on (POST /v1/load_lora_adapter, /v1/unload_lora_adapter)');
   log(`metrl serve: model ${modelId} (base ${loaded.base}${loaded.adapter ? `, adapter ${loaded.adapter}` : ''})`);
   process.stdout.write(`${running.url}\n`);
   await new Promise<void>((done) => {

@@ -12,7 +12,13 @@ import type { ChatMessage } from '../../core/chat.ts';
 import { UserError } from '../../core/errors.ts';
 import { limitConnections } from './connection-limit.ts';
 import { chatTokenResponse } from './chat-token-ids.ts';
-import { completionRequestSchema, completionResponse, loadLoraSchema, unloadLoraSchema, type TokenChoice } from './completions.ts';
+import {
+  completionRequestSchema,
+  completionResponse,
+  loadLoraSchema,
+  unloadLoraSchema,
+  type TokenChoice,
+} from './completions.ts';
 
 export interface EngineSampling {
   temperature: number;
@@ -59,7 +65,10 @@ export interface TokenEngine {
   /** Each prompt's n choices; a UserError is a 400. */
   completeTokens(prompts: number[][], sampling: EngineSampling): Promise<TokenChoice[][]>;
   /** Chat messages tokenised by the policy (images as data URLs), and their n choices; a UserError is a 400. */
-  completeChat(messages: ChatMessage[], sampling: EngineSampling): Promise<{ prompt: number[]; choices: TokenChoice[] }>;
+  completeChat(
+    messages: ChatMessage[],
+    sampling: EngineSampling,
+  ): Promise<{ prompt: number[]; choices: TokenChoice[] }>;
   /** Runtime LoRA loading (--enable-lora); absent: the routes are 404, as on vLLM without it. UserError: a 400. */
   readonly adapters?: {
     load(name: string, path: string, inplace: boolean): Promise<void>;
@@ -120,14 +129,25 @@ export async function startServer(engine: ChatEngine, options: ServeOptions): Pr
   const requestTimeout = Math.max(headersTimeout, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
   // Node checks the header and request deadlines on this interval (default 30 s): check often enough to honour them.
   const checkEvery = Math.max(100, Math.min(1000, Math.floor(headersTimeout / 2)));
-  const server = createServer({ headersTimeout, requestTimeout, connectionsCheckingInterval: checkEvery, keepAliveTimeout: options.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS }, (req, res) => {
-    if (connections.refused(req.socket)) return; // already told 503; the connection is closing
-    handle(req, res).catch((error: unknown) => {
-      const status = error instanceof HttpError ? error.status : 500;
-      if (status >= 500) options.log?.(`serve: ${req.method} ${req.url}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-      sendError(res, error instanceof HttpError ? error : new HttpError(500, 'internal error while generating'));
-    });
-  });
+  const server = createServer(
+    {
+      headersTimeout,
+      requestTimeout,
+      connectionsCheckingInterval: checkEvery,
+      keepAliveTimeout: options.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
+    },
+    (req, res) => {
+      if (connections.refused(req.socket)) return; // already told 503; the connection is closing
+      handle(req, res).catch((error: unknown) => {
+        const status = error instanceof HttpError ? error.status : 500;
+        if (status >= 500)
+          options.log?.(
+            `serve: ${req.method} ${req.url}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+          );
+        sendError(res, error instanceof HttpError ? error : new HttpError(500, 'internal error while generating'));
+      });
+    },
+  );
 
   // Not server.maxConnections, which resets every connection over it: slow clients then lock normal ones out.
   const connections = limitConnections(server, options.maxConnections ?? DEFAULT_MAX_CONNECTIONS);
@@ -137,7 +157,10 @@ export async function startServer(engine: ChatEngine, options: ServeOptions): Pr
     const path = routeOf(req.url);
     if (path === '/v1/models' || path === '/models') {
       allow(req, 'GET');
-      return sendJson(res, 200, { object: 'list', data: [{ id: engine.modelId, object: 'model', created, owned_by: 'metrl' }] });
+      return sendJson(res, 200, {
+        object: 'list',
+        data: [{ id: engine.modelId, object: 'model', created, owned_by: 'metrl' }],
+      });
     }
     if (path === '/health') {
       allow(req, 'GET');
@@ -148,9 +171,15 @@ export async function startServer(engine: ChatEngine, options: ServeOptions): Pr
       const request = parseRequest(await readBody(req, maxBody));
       const messages = toChatMessages(request);
       const chars = promptChars(messages);
-      if (chars > maxPromptChars) throw new HttpError(400, `messages: ${chars} characters of text, more than this server accepts (${maxPromptChars}) and far beyond the model's context`, 'messages');
+      if (chars > maxPromptChars)
+        throw new HttpError(
+          400,
+          `messages: ${chars} characters of text, more than this server accepts (${maxPromptChars}) and far beyond the model's context`,
+          'messages',
+        );
       const sampling = samplingOf(request, engine);
-      if (request.logprobs === true || request.return_token_ids === true) return sendJson(res, 200, await chatWithTokenIds(engine, request, messages, sampling));
+      if (request.logprobs === true || request.return_token_ids === true)
+        return sendJson(res, 200, await chatWithTokenIds(engine, request, messages, sampling));
       const result = await engine.complete(messages, sampling).catch((error: unknown) => {
         throw error instanceof UserError ? new HttpError(400, error.message) : error;
       });
@@ -160,8 +189,17 @@ export async function startServer(engine: ChatEngine, options: ServeOptions): Pr
         object: 'chat.completion',
         created: Math.floor(Date.now() / 1000),
         model: engine.modelId,
-        choices: result.choices.map((c, index) => ({ index, message: { role: 'assistant', content: c.text }, logprobs: null, finish_reason: c.finishReason })),
-        usage: { prompt_tokens: result.promptTokens, completion_tokens: completionTokens, total_tokens: result.promptTokens + completionTokens },
+        choices: result.choices.map((c, index) => ({
+          index,
+          message: { role: 'assistant', content: c.text },
+          logprobs: null,
+          finish_reason: c.finishReason,
+        })),
+        usage: {
+          prompt_tokens: result.promptTokens,
+          completion_tokens: completionTokens,
+          total_tokens: result.promptTokens + completionTokens,
+        },
       });
     }
     if ((path === '/v1/completions' || path === '/completions') && engine.tokens) {
@@ -279,23 +317,41 @@ function validated<T>(schema: z.ZodType<T>, json: unknown): T {
 
 function parseRequest(body: Buffer): ChatRequest {
   const request = validated(chatRequestSchema, parseJson(body));
-  if (request.stream) throw new HttpError(400, 'stream: streaming is not supported by metrl serve; send stream: false', 'stream');
+  if (request.stream)
+    throw new HttpError(400, 'stream: streaming is not supported by metrl serve; send stream: false', 'stream');
   return request;
 }
 
 /** POST /v1/completions in vLLM's shape (completions.ts). */
 async function tokenCompletions(engine: ChatEngine, tokens: TokenEngine, body: Buffer): Promise<object> {
   const request = validated(completionRequestSchema, parseJson(body));
-  if (request.stream) throw new HttpError(400, 'stream: streaming is not supported by metrl serve; send stream: false', 'stream');
+  if (request.stream)
+    throw new HttpError(400, 'stream: streaming is not supported by metrl serve; send stream: false', 'stream');
   const served = servedModel(engine, tokens, request.model);
-  const prompts = typeof request.prompt === 'string' ? [tokens.encodeText(request.prompt)] : Array.isArray(request.prompt[0]) ? (request.prompt as number[][]) : [request.prompt as number[]];
+  const prompts =
+    typeof request.prompt === 'string'
+      ? [tokens.encodeText(request.prompt)]
+      : Array.isArray(request.prompt[0])
+        ? (request.prompt as number[][])
+        : [request.prompt as number[]];
   const maxTokens = request.max_tokens ?? 16; // vLLM's default for /v1/completions
-  if (maxTokens > engine.maxTokensLimit) throw new HttpError(400, `max_tokens: at most ${engine.maxTokensLimit} for this model`, 'max_tokens');
-  const sampling: EngineSampling = { temperature: request.temperature ?? 1, topP: request.top_p ?? 1, maxTokens, n: request.n ?? 1, seed: request.seed ?? null };
+  if (maxTokens > engine.maxTokensLimit)
+    throw new HttpError(400, `max_tokens: at most ${engine.maxTokensLimit} for this model`, 'max_tokens');
+  const sampling: EngineSampling = {
+    temperature: request.temperature ?? 1,
+    topP: request.top_p ?? 1,
+    maxTokens,
+    n: request.n ?? 1,
+    seed: request.seed ?? null,
+  };
   const choices = await tokens.completeTokens(prompts, sampling).catch((error: unknown) => {
     throw error instanceof UserError ? new HttpError(400, error.message) : error;
   });
-  return completionResponse(served, prompts, choices, { logprobs: request.logprobs !== undefined && request.logprobs !== null, returnTokenIds: request.return_token_ids === true, id: `cmpl-${randomUUID()}` });
+  return completionResponse(served, prompts, choices, {
+    logprobs: request.logprobs !== undefined && request.logprobs !== null,
+    returnTokenIds: request.return_token_ids === true,
+    id: `cmpl-${randomUUID()}`,
+  });
 }
 
 /** The served model's name; a request naming another is vLLM's 404. */
@@ -303,22 +359,36 @@ function servedModel(engine: ChatEngine, tokens: TokenEngine, model: string | un
   const served = tokens.servedModel();
   if (model !== undefined && model !== served) {
     // metrl serve holds one model at a time: with an adapter loaded, the base it was started with is not served.
-    const why = model === engine.modelId ? ` metrl serve serves one model at a time and adapter '${served}' is loaded (unload it to serve ${engine.modelId}).` : '';
+    const why =
+      model === engine.modelId
+        ? ` metrl serve serves one model at a time and adapter '${served}' is loaded (unload it to serve ${engine.modelId}).`
+        : '';
     throw new HttpError(404, `The model \`${model}\` does not exist.${why}`, 'model', 'NotFoundError');
   }
   return served;
 }
 
 /** POST /v1/chat/completions with vLLM's logprobs / return_token_ids (chat-token-ids.ts): the rollout client's image prompts. */
-async function chatWithTokenIds(engine: ChatEngine, request: ChatRequest, messages: ChatMessage[], sampling: EngineSampling): Promise<object> {
-  if (!engine.tokens) throw new HttpError(400, 'logprobs and return_token_ids are not served by this engine', 'logprobs');
+async function chatWithTokenIds(
+  engine: ChatEngine,
+  request: ChatRequest,
+  messages: ChatMessage[],
+  sampling: EngineSampling,
+): Promise<object> {
+  if (!engine.tokens)
+    throw new HttpError(400, 'logprobs and return_token_ids are not served by this engine', 'logprobs');
   const tokens = engine.tokens;
   // Plain chat requests ignore `model` (any OpenAI client's name is fine); the rollout fields name the adapter as vLLM's do.
   const served = servedModel(engine, tokens, request.model);
   const { prompt, choices } = await tokens.completeChat(messages, sampling).catch((error: unknown) => {
     throw error instanceof UserError ? new HttpError(400, error.message) : error;
   });
-  return chatTokenResponse(served, prompt, choices, { logprobs: request.logprobs === true, returnTokenIds: request.return_token_ids === true, id: `chatcmpl-${randomUUID()}`, tokenText: tokens.tokenText });
+  return chatTokenResponse(served, prompt, choices, {
+    logprobs: request.logprobs === true,
+    returnTokenIds: request.return_token_ids === true,
+    id: `chatcmpl-${randomUUID()}`,
+    tokenText: tokens.tokenText,
+  });
 }
 
 /** Validated request messages in the project's chat form; images must be inline data URLs (nothing is fetched). */
@@ -331,7 +401,12 @@ function toChatMessages(request: ChatRequest): ChatMessage[] {
         if (p.type === 'text') return { type: 'text' as const, text: p.text };
         const url = typeof p.image_url === 'string' ? p.image_url : p.image_url.url;
         const param = `messages.${i}.content.${j}.image_url`;
-        if (!isImageDataUrl(url)) throw new HttpError(400, `${param}: only base64 image data URLs are accepted (data:image/png;base64,…)`, param);
+        if (!isImageDataUrl(url))
+          throw new HttpError(
+            400,
+            `${param}: only base64 image data URLs are accepted (data:image/png;base64,…)`,
+            param,
+          );
         return { type: 'image_url' as const, image_url: { url } };
       }),
     };
@@ -340,7 +415,8 @@ function toChatMessages(request: ChatRequest): ChatMessage[] {
 
 function samplingOf(request: ChatRequest, engine: ChatEngine): EngineSampling {
   const maxTokens = request.max_completion_tokens ?? request.max_tokens ?? engine.defaultMaxTokens;
-  if (maxTokens > engine.maxTokensLimit) throw new HttpError(400, `max_tokens: at most ${engine.maxTokensLimit} for this model`, 'max_tokens');
+  if (maxTokens > engine.maxTokensLimit)
+    throw new HttpError(400, `max_tokens: at most ${engine.maxTokensLimit} for this model`, 'max_tokens');
   return {
     temperature: request.temperature ?? 1,
     topP: request.top_p ?? 1,

@@ -33,7 +33,8 @@ export interface TokenEngineOptions {
   lora?: { startup: string | null; startupSettings: LoraSettings | null; follow(changedShape: boolean): Promise<void> };
 }
 
-const settingsKey = (s: LoraSettings | null) => (s === null ? 'none' : JSON.stringify([s.r, s.alpha, [...(s.targets ?? [])]]));
+const settingsKey = (s: LoraSettings | null) =>
+  s === null ? 'none' : JSON.stringify([s.r, s.alpha, [...(s.targets ?? [])]]);
 
 export function tokenEngine(options: TokenEngineOptions): TokenEngine {
   const { policy, modelId, generator } = options;
@@ -55,9 +56,14 @@ export function tokenEngine(options: TokenEngineOptions): TokenEngine {
   const adapters = options.lora && {
     load: (name: string, path: string, inplace: boolean) =>
       serial(async () => {
-        if (loaded !== null && loaded !== name) throw new UserError(`metrl serve holds one adapter and '${loaded}' is loaded; unload it first`);
-        if (loaded === name && !inplace) throw new UserError(`The lora adapter '${name}' has already been loaded (send load_inplace: true to replace it).`);
-        if (!existsSync(join(path, 'adapter_config.json'))) throw new UserError(`lora_path ${path}: no adapter_config.json that this server can read`);
+        if (loaded !== null && loaded !== name)
+          throw new UserError(`metrl serve holds one adapter and '${loaded}' is loaded; unload it first`);
+        if (loaded === name && !inplace)
+          throw new UserError(
+            `The lora adapter '${name}' has already been loaded (send load_inplace: true to replace it).`,
+          );
+        if (!existsSync(join(path, 'adapter_config.json')))
+          throw new UserError(`lora_path ${path}: no adapter_config.json that this server can read`);
         await apply(policy.loadAdapter(path));
         loaded = name;
       }),
@@ -77,9 +83,23 @@ export function tokenEngine(options: TokenEngineOptions): TokenEngine {
   /** One prompt's n choices, their log-probs in the server's mode. */
   const complete = async (prompt: EncodedPrompt, sampling: EngineSampling): Promise<TokenChoice[]> => {
     const room = policy.contextLimit - prompt.tokens.length;
-    if (room < 1) throw new UserError(`prompt: ${prompt.tokens.length} tokens, the model's context is ${policy.contextLimit}`);
-    const completions = await generator.generate(prompt, { temperature: sampling.temperature, topP: sampling.topP, maxNewTokens: Math.min(sampling.maxTokens, room) }, sampling.n, sampling.seed);
-    const processed = options.logprobsMode === 'processed_logprobs' && sampling.temperature > 0 ? rescore(options.sampler(), prompt, completions.map((c) => c.tokens), sampling.temperature) : null;
+    if (room < 1)
+      throw new UserError(`prompt: ${prompt.tokens.length} tokens, the model's context is ${policy.contextLimit}`);
+    const completions = await generator.generate(
+      prompt,
+      { temperature: sampling.temperature, topP: sampling.topP, maxNewTokens: Math.min(sampling.maxTokens, room) },
+      sampling.n,
+      sampling.seed,
+    );
+    const processed =
+      options.logprobsMode === 'processed_logprobs' && sampling.temperature > 0
+        ? rescore(
+            options.sampler(),
+            prompt,
+            completions.map((c) => c.tokens),
+            sampling.temperature,
+          )
+        : null;
     return completions.map((c, i) => ({
       tokens: c.tokens,
       text: c.text,
@@ -96,7 +116,10 @@ export function tokenEngine(options: TokenEngineOptions): TokenEngine {
       await busy; // never sample from a half-loaded adapter
       return Promise.all(prompts.map((tokens) => complete({ tokens, images: [] }, sampling)));
     },
-    async completeChat(messages: ChatMessage[], sampling: EngineSampling): Promise<{ prompt: number[]; choices: TokenChoice[] }> {
+    async completeChat(
+      messages: ChatMessage[],
+      sampling: EngineSampling,
+    ): Promise<{ prompt: number[]; choices: TokenChoice[] }> {
       const arrived = generator.announce();
       let prompt: EncodedPrompt;
       try {

@@ -17,7 +17,10 @@ export function baselineSource(name: BaselineName, seed: number): ModelSource {
       const env = await getEnv(domain);
       if (query.kind === 'perception') {
         if (!env.randomPerceptionAnswer) throw new UserError(`baseline:${name} is not defined for ${domain}`);
-        if (name === 'game-start') throw new UserError('baseline:game-start predicts a state; it has no answer to the perception task (use baseline:random)');
+        if (name === 'game-start')
+          throw new UserError(
+            'baseline:game-start predicts a state; it has no answer to the perception task (use baseline:random)',
+          );
         return { text: env.randomPerceptionAnswer(query.episode, query.index, rng), usage: null };
       }
       if (!env.baselineAnswer) throw new UserError(`baseline:${name} is not defined for ${domain}`);

@@ -49,7 +49,9 @@ export function hostedSource(options: HostedOptions): ModelSource {
         output = await chatCompletion(
           {
             model: options.model,
-            ...(options.endpointUrl ? { endpointUrl: options.endpointUrl } : { provider: options.provider as InferenceProviderOrPolicy }),
+            ...(options.endpointUrl
+              ? { endpointUrl: options.endpointUrl }
+              : { provider: options.provider as InferenceProviderOrPolicy }),
             ...(options.accessToken ? { accessToken: options.accessToken } : {}),
             messages: messages as Parameters<typeof chatCompletion>[0]['messages'],
             temperature: options.sampling.temperature,
@@ -61,7 +63,8 @@ export function hostedSource(options: HostedOptions): ModelSource {
         throw classify(error, seen);
       }
       const parsed = completionSchema.safeParse(output);
-      if (!parsed.success) throw new RequestFailure(`malformed reply: ${parsed.error.issues[0]?.message ?? 'unexpected shape'}`, 'item');
+      if (!parsed.success)
+        throw new RequestFailure(`malformed reply: ${parsed.error.issues[0]?.message ?? 'unexpected shape'}`, 'item');
       const reply = parsed.data;
       const usage: TokenUsage | null = reply.usage
         ? {
@@ -79,7 +82,9 @@ export function hostedSource(options: HostedOptions): ModelSource {
 function classify(error: unknown, response: Response | null): RequestFailure {
   const failure = classifyUnredacted(error, response);
   const message = redact(failure.message);
-  return message === failure.message ? failure : new RequestFailure(message, failure.kind, failure.status, failure.retryAfterMs);
+  return message === failure.message
+    ? failure
+    : new RequestFailure(message, failure.kind, failure.status, failure.retryAfterMs);
 }
 
 function classifyUnredacted(error: unknown, response: Response | null): RequestFailure {

@@ -39,7 +39,9 @@ export async function checkpointSource(
   // policy as the chat messages a hosted model gets (its chat template decides the tokens).
   const promptOf = async (env: Env, query: Query): Promise<EncodedPrompt> => {
     if (query.style === COMPACT_STYLE) {
-      return generator.encode(query.kind === 'track' ? compactTemplate.trackInput(env, query) : compactTemplate.perceptionInput(env, query));
+      return generator.encode(
+        query.kind === 'track' ? compactTemplate.trackInput(env, query) : compactTemplate.perceptionInput(env, query),
+      );
     }
     return loaded.policy.chatPrompt(await queryToChat(env, query));
   };
@@ -57,10 +59,22 @@ export async function checkpointSource(
       const env = envs.get(query.episode.domain)!;
       const prompt = await promptOf(env, query);
       const room = maxContext - prompt.tokens.length;
-      if (room < 1) throw new Error(`prompt of ${prompt.tokens.length} tokens does not fit the model's context of ${maxContext}`);
-      const [completion] = await generator.generate(prompt, { temperature: sampling.temperature, topP: 1, maxNewTokens: Math.min(sampling.maxTokens, room) });
+      if (room < 1)
+        throw new Error(`prompt of ${prompt.tokens.length} tokens does not fit the model's context of ${maxContext}`);
+      const [completion] = await generator.generate(prompt, {
+        temperature: sampling.temperature,
+        topP: 1,
+        maxNewTokens: Math.min(sampling.maxTokens, room),
+      });
       const completionTokens = completion.tokens.length;
-      return { text: completion.text, usage: { prompt_tokens: prompt.tokens.length, completion_tokens: completionTokens, total_tokens: prompt.tokens.length + completionTokens } };
+      return {
+        text: completion.text,
+        usage: {
+          prompt_tokens: prompt.tokens.length,
+          completion_tokens: completionTokens,
+          total_tokens: prompt.tokens.length + completionTokens,
+        },
+      };
     },
     async close() {
       engine.dispose();

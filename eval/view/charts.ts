@@ -38,7 +38,9 @@ const parseMetrics = schemaRows(MetricsRowSchema, 'a metrics row');
 function runLabel(folder: ViewedFolder): string {
   const config = readConfig(folder.root);
   const { domain, modality } = config ?? {};
-  return domain && modality && !folder.name.includes(`${domain}-${modality}`) ? `${folder.name} (${domain}, trained on ${modality})` : folder.name;
+  return domain && modality && !folder.name.includes(`${domain}-${modality}`)
+    ? `${folder.name} (${domain}, trained on ${modality})`
+    : folder.name;
 }
 
 function curves(folders: ViewedFolder[], messages: string[]): TopLevelSpec | null {
@@ -50,7 +52,8 @@ function curves(folders: ViewedFolder[], messages: string[]): TopLevelSpec | nul
       if (existsSync(folder.root)) messages.push(`${folder.name}: no metrics rows yet`);
       continue;
     }
-    if (!read.rows.some((r) => r.type === 'eval')) messages.push(`${folder.name}: no evaluation rows yet (test accuracy appears after the step-0 evaluation)`);
+    if (!read.rows.some((r) => r.type === 'eval'))
+      messages.push(`${folder.name}: no evaluation rows yet (test accuracy appears after the step-0 evaluation)`);
     const domain = readConfig(folder.root)?.domain;
     runs.push({ label: runLabel(folder), ...(typeof domain === 'string' ? { domain } : {}), rows: read.rows });
   }
@@ -78,7 +81,15 @@ function evalTable(folder: ViewedFolder): { final: boolean; table: EvalTableRow[
   }
   const bySetting = new Map<string, EvalTableRow>();
   for (const s of folderSamples(folder).samples) {
-    const row = bySetting.get(s.group) ?? { setting: s.group, modality: s.modality, n: 0, accuracy: 0, low: null, high: null, invalid: 0 };
+    const row = bySetting.get(s.group) ?? {
+      setting: s.group,
+      modality: s.modality,
+      n: 0,
+      accuracy: 0,
+      low: null,
+      high: null,
+      invalid: 0,
+    };
     if (s.reward !== null) {
       row.accuracy = (row.accuracy! * row.n + s.reward) / (row.n + 1);
       row.n++;
@@ -94,7 +105,9 @@ const MODALITY_COLORS: Record<string, string> = { text: '#1f77b4', image: '#d627
 
 /** Accuracy per setting with its 95% interval, coloured by modality. */
 function settingsSpec(table: EvalTableRow[]): TopLevelSpec | null {
-  const values = table.filter((r) => r.accuracy !== null).map((r) => ({ ...r, low: r.low ?? r.accuracy, high: r.high ?? r.accuracy }));
+  const values = table
+    .filter((r) => r.accuracy !== null)
+    .map((r) => ({ ...r, low: r.low ?? r.accuracy, high: r.high ?? r.accuracy }));
   if (values.length === 0) return null;
   const present = ['text', 'image', 'mixed'].filter((m) => values.some((v) => v.modality === m));
   return {
@@ -104,13 +117,31 @@ function settingsSpec(table: EvalTableRow[]): TopLevelSpec | null {
     height: { step: 22 },
     encoding: { y: { field: 'setting', type: 'nominal', title: null, sort: null, axis: { labelLimit: 260 } } },
     layer: [
-      { mark: { type: 'rule' }, encoding: { x: { field: 'low', type: 'quantitative', scale: { domain: [0, 1] }, title: 'accuracy (95% CI)' }, x2: { field: 'high' }, color: { field: 'modality', type: 'nominal', legend: null } } },
+      {
+        mark: { type: 'rule' },
+        encoding: {
+          x: { field: 'low', type: 'quantitative', scale: { domain: [0, 1] }, title: 'accuracy (95% CI)' },
+          x2: { field: 'high' },
+          color: { field: 'modality', type: 'nominal', legend: null },
+        },
+      },
       {
         mark: { type: 'point', filled: true, size: 60 },
         encoding: {
           x: { field: 'accuracy', type: 'quantitative' },
-          color: { field: 'modality', type: 'nominal', scale: { domain: present, range: present.map((m) => MODALITY_COLORS[m] ?? '#777') } },
-          tooltip: [{ field: 'setting' }, { field: 'accuracy', format: '.3f' }, { field: 'low', format: '.3f' }, { field: 'high', format: '.3f' }, { field: 'n' }, { field: 'invalid' }],
+          color: {
+            field: 'modality',
+            type: 'nominal',
+            scale: { domain: present, range: present.map((m) => MODALITY_COLORS[m] ?? '#777') },
+          },
+          tooltip: [
+            { field: 'setting' },
+            { field: 'accuracy', format: '.3f' },
+            { field: 'low', format: '.3f' },
+            { field: 'high', format: '.3f' },
+            { field: 'n' },
+            { field: 'invalid' },
+          ],
         },
       },
     ],
@@ -125,7 +156,10 @@ export async function chartsView(folders: ViewedFolder[]): Promise<ChartsView> {
     const { final, table, report } = evalTable(folder);
     let spec = settingsSpec(table);
     // A sweep (several lengths, or mixed image ratios) gets `metrl plot`'s figure; text against image the chart above.
-    const sweeps = report && (new Set(report.settings.map((s) => s.setting.actions)).size > 1 || report.settings.some((s) => s.setting.modality === 'mixed'));
+    const sweeps =
+      report &&
+      (new Set(report.settings.map((s) => s.setting.actions)).size > 1 ||
+        report.settings.some((s) => s.setting.modality === 'mixed'));
     if (report && sweeps) {
       try {
         spec = sweepSpec([report]);

@@ -62,15 +62,26 @@ export function trainLayout(folder: ViewedFolder): Layout {
 
 async function trainEpisodes(folder: ViewedFolder): Promise<Map<string, Episode>> {
   const parsed = trainConfigSchema.safeParse(readConfig(folder.root));
-  if (!parsed.success) throw new Error(`config.json does not say how the episodes were made (${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message})`);
+  if (!parsed.success)
+    throw new Error(
+      `config.json does not say how the episodes were made (${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message})`,
+    );
   const info = parsed.data;
   const env = await loadEnv(info.domain);
   let episodes: Episode[];
   if (info.dataset !== undefined) {
-    if (!existsSync(info.dataset)) throw new Error(`the run's dataset ${info.dataset} is not on this machine (or is a hub address)`);
+    if (!existsSync(info.dataset))
+      throw new Error(`the run's dataset ${info.dataset} is not on this machine (or is a hub address)`);
     episodes = readDataset(info.dataset, info.domain).train.map((i) => i.episode);
   } else {
-    episodes = generateEpisodes(env, { n: info.config.trainSize, actions: info.config.actions, split: 'train', seed: info.config.seed, modality: info.modality, extra: info.envExtra });
+    episodes = generateEpisodes(env, {
+      n: info.config.trainSize,
+      actions: info.config.actions,
+      split: 'train',
+      seed: info.config.seed,
+      modality: info.modality,
+      extra: info.envExtra,
+    });
   }
   return new Map(episodes.map((e) => [e.id, e]));
 }
@@ -78,7 +89,15 @@ async function trainEpisodes(folder: ViewedFolder): Promise<Map<string, Episode>
 const selectionRow = z.object({
   group: z.string(),
   role: z.string(),
-  episode: z.object({ id: z.string(), domain: z.string(), initialState: z.string(), actions: z.array(z.object({ text: z.string(), modality: z.enum(['text', 'image']) })), target: z.string() }).loose(),
+  episode: z
+    .object({
+      id: z.string(),
+      domain: z.string(),
+      initialState: z.string(),
+      actions: z.array(z.object({ text: z.string(), modality: z.enum(['text', 'image']) })),
+      target: z.string(),
+    })
+    .loose(),
 });
 
 function evalEpisodes(folder: ViewedFolder): Map<string, Episode> {
@@ -86,7 +105,8 @@ function evalEpisodes(folder: ViewedFolder): Map<string, Episode> {
   const read = readRows(path, schemaRows(selectionRow, 'an episode row'));
   if (read.missing) throw new Error(`no ${EPISODES_FILE}`);
   const out = new Map<string, Episode>();
-  for (const row of read.rows) if (row.role === 'test') out.set(`${row.group}|${row.episode.id}`, row.episode as unknown as Episode);
+  for (const row of read.rows)
+    if (row.role === 'test') out.set(`${row.group}|${row.episode.id}`, row.episode as unknown as Episode);
   return out;
 }
 
@@ -102,7 +122,11 @@ export function episodeSource(folder: ViewedFolder): Promise<EpisodeSource> {
         const map = folder.kind === 'train' ? await trainEpisodes(folder) : evalEpisodes(folder);
         return { find: (k) => map.get(k), env: loadEnv };
       } catch (error) {
-        return { find: () => undefined, env: loadEnv, problem: `prompts and images not shown: ${error instanceof Error ? error.message : String(error)}` };
+        return {
+          find: () => undefined,
+          env: loadEnv,
+          problem: `prompts and images not shown: ${error instanceof Error ? error.message : String(error)}`,
+        };
       }
     };
     sources.set(folder.root, { stamp, source: build() });
@@ -117,12 +141,21 @@ export function promptParts(env: Env, episode: Episode, layout: Layout, style = 
     const shown: number[] = [];
     const input = episodeToModelInput(env, episode, (_e, index) => (shown.push(index), blankImage(1, 1)));
     let next = 0;
-    return input.map((p) => (p.type === 'text' ? { type: 'text', text: p.text } : { type: 'image', action: shown[next++] }));
+    return input.map((p) =>
+      p.type === 'text' ? { type: 'text', text: p.text } : { type: 'image', action: shown[next++] },
+    );
   }
   const style_ = env.promptStyles.includes(style) ? style : 'zero-shot';
-  return env.prompt(episode, { style: style_, shots: [] }).flatMap((m) =>
-    m.parts.map((p): PromptPart => (p.type === 'text' ? { type: 'text', text: p.text + (p.separate ? '\n' : '') } : { type: 'image', action: p.ref.index })),
-  );
+  return env
+    .prompt(episode, { style: style_, shots: [] })
+    .flatMap((m) =>
+      m.parts.map(
+        (p): PromptPart =>
+          p.type === 'text'
+            ? { type: 'text', text: p.text + (p.separate ? '\n' : '') }
+            : { type: 'image', action: p.ref.index },
+      ),
+    );
 }
 
 /** Width of the images the model read: its own size for the built-in model, the chat size for chat models. */

@@ -49,7 +49,12 @@ export function readRows<T>(path: string, parse: RowParser<T>): Rows<T> {
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    return { rows: [], missing: true, problems: [`${basename(path)}: cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`], stamp: '' };
+    return {
+      rows: [],
+      missing: true,
+      problems: [`${basename(path)}: cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`],
+      stamp: '',
+    };
   }
   const lines = text.split('\n');
   const rows: T[] = [];

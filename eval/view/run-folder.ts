@@ -31,7 +31,9 @@ export const RESULTS_FILE = /^[a-z]+-(text|image|mixed)\.jsonl$/;
 export function readConfig(root: string): Record<string, unknown> | null {
   try {
     const value: unknown = JSON.parse(readFileSync(join(root, CONFIG_FILE), 'utf8'));
-    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+    return value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : null;
   } catch {
     return null;
   }
@@ -40,7 +42,11 @@ export function readConfig(root: string): Record<string, unknown> | null {
 function kindOf(root: string): FolderKind | null {
   const config = readConfig(root);
   if (config?.kind === 'metrl-eval') return 'eval';
-  if (existsSync(join(root, METRICS_FILE)) || (config && typeof config.domain === 'string' && typeof config.config === 'object')) return 'train';
+  if (
+    existsSync(join(root, METRICS_FILE)) ||
+    (config && typeof config.domain === 'string' && typeof config.config === 'object')
+  )
+    return 'train';
   return null;
 }
 
@@ -50,7 +56,10 @@ export function openFolder(given: string, index: number): ViewedFolder {
   const root = realpathSync(given);
   if (!statSync(root).isDirectory()) throw new UserError(`${given}: not a folder (give a run folder, e.g. runs/<id>)`);
   const kind = kindOf(root);
-  if (!kind) throw new UserError(`${given}: not a training run or an evaluation folder (no ${METRICS_FILE}, and no ${CONFIG_FILE} written by metrl train or metrl evaluate)`);
+  if (!kind)
+    throw new UserError(
+      `${given}: not a training run or an evaluation folder (no ${METRICS_FILE}, and no ${CONFIG_FILE} written by metrl train or metrl evaluate)`,
+    );
   return { index, given, root, name: basename(root), kind };
 }
 
@@ -60,13 +69,19 @@ export function lacks(folder: ViewedFolder): string[] {
   if (!existsSync(root)) return [`${folder.given} no longer exists (deleted while viewed?)`];
   const has = (f: string) => existsSync(join(root, f));
   const out: string[] = [];
-  if (!has(CONFIG_FILE)) out.push(`no ${CONFIG_FILE}: the episodes cannot be rebuilt, so prompts and images are not shown`);
+  if (!has(CONFIG_FILE))
+    out.push(`no ${CONFIG_FILE}: the episodes cannot be rebuilt, so prompts and images are not shown`);
   if (folder.kind === 'train') {
-    if (!has(METRICS_FILE)) out.push(`no ${METRICS_FILE} yet: no curves (the run has not finished its first evaluation)`);
-    if (!has(SAMPLES_FILE)) out.push(`no ${SAMPLES_FILE} yet: no sampled completions (none until the first step ends, or the run has --samples-per-step 0)`);
+    if (!has(METRICS_FILE))
+      out.push(`no ${METRICS_FILE} yet: no curves (the run has not finished its first evaluation)`);
+    if (!has(SAMPLES_FILE))
+      out.push(
+        `no ${SAMPLES_FILE} yet: no sampled completions (none until the first step ends, or the run has --samples-per-step 0)`,
+      );
   } else {
     if (!has(EPISODES_FILE)) out.push(`no ${EPISODES_FILE}: prompts and images are not shown`);
-    if (!has(SUMMARY_FILE)) out.push(`no ${SUMMARY_FILE}: the evaluation has not finished (or was stopped); rows written so far are shown`);
+    if (!has(SUMMARY_FILE))
+      out.push(`no ${SUMMARY_FILE}: the evaluation has not finished (or was stopped); rows written so far are shown`);
     let files: string[] = [];
     try {
       files = readdirSync(root).filter((f) => RESULTS_FILE.test(f));

@@ -76,7 +76,15 @@ export interface RawSample {
   error?: string | null;
 }
 
-const sampleRow = z.object({ step: z.number(), episode: z.string(), target: z.string(), completion: z.string(), reward: z.number(), valid: z.boolean(), advantage: z.number().optional() });
+const sampleRow = z.object({
+  step: z.number(),
+  episode: z.string(),
+  target: z.string(),
+  completion: z.string(),
+  reward: z.number(),
+  valid: z.boolean(),
+  advantage: z.number().optional(),
+});
 const parseSample = schemaRows(sampleRow, 'a sample row');
 
 const resultRow = z
@@ -109,7 +117,20 @@ function trainSamples(folder: ViewedFolder, problems: string[]): RawSample[] {
   return read.rows
     .map((r, i) => ({ r, i }))
     .sort((a, b) => b.r.step - a.r.step || a.i - b.i)
-    .map(({ r }) => ({ group: String(r.step), modality, domain, episodeId: r.episode, episodeKey: r.episode, layout, style: 'zero-shot', target: r.target, completion: r.completion, reward: r.reward, valid: r.valid, advantage: r.advantage }));
+    .map(({ r }) => ({
+      group: String(r.step),
+      modality,
+      domain,
+      episodeId: r.episode,
+      episodeKey: r.episode,
+      layout,
+      style: 'zero-shot',
+      target: r.target,
+      completion: r.completion,
+      reward: r.reward,
+      valid: r.valid,
+      advantage: r.advantage,
+    }));
 }
 
 /** "shell/image/T10/compact" → its episode group "shell/image/T10" (eval/selection.ts's episodeGroup: perception reads images). */
@@ -122,7 +143,9 @@ function episodeGroupOf(setting: string, task: string): string {
 function evalSamples(folder: ViewedFolder, problems: string[]): RawSample[] {
   let files: string[] = [];
   try {
-    files = readdirSync(folder.root).filter((f) => RESULTS_FILE.test(f)).sort();
+    files = readdirSync(folder.root)
+      .filter((f) => RESULTS_FILE.test(f))
+      .sort();
   } catch {
     return [];
   }
@@ -177,15 +200,32 @@ export async function samplesPage(folder: ViewedFolder, query: SampleQuery): Pro
   const { samples: all, problems } = folderSamples(folder);
   const groups = [...new Set(all.map((s) => s.group))];
   const modalities = [...new Set(all.map((s) => s.modality))];
-  const matching = all.filter((s) => (query.group === '' || s.group === query.group) && (query.modality === '' || s.modality === query.modality) && rewardMatches(query.reward, s));
+  const matching = all.filter(
+    (s) =>
+      (query.group === '' || s.group === query.group) &&
+      (query.modality === '' || s.modality === query.modality) &&
+      rewardMatches(query.reward, s),
+  );
   const source = await episodeSource(folder);
   if (source.problem && all.length > 0) problems.push(source.problem);
   const rows: SampleView[] = [];
-  for (const s of matching.slice(query.offset, query.offset + query.limit)) rows.push(await view(s, source.find(s.episodeKey), source.env));
-  return { groupKind: folder.kind === 'train' ? 'step' : 'setting', groups, modalities, total: matching.length, rows, problems };
+  for (const s of matching.slice(query.offset, query.offset + query.limit))
+    rows.push(await view(s, source.find(s.episodeKey), source.env));
+  return {
+    groupKind: folder.kind === 'train' ? 'step' : 'setting',
+    groups,
+    modalities,
+    total: matching.length,
+    rows,
+    problems,
+  };
 }
 
-async function view(s: RawSample, episode: Episode | undefined, envOf: (domain: string) => Promise<Env>): Promise<SampleView> {
+async function view(
+  s: RawSample,
+  episode: Episode | undefined,
+  envOf: (domain: string) => Promise<Env>,
+): Promise<SampleView> {
   const out: SampleView = {
     group: s.group,
     modality: s.modality,
@@ -208,13 +248,24 @@ async function view(s: RawSample, episode: Episode | undefined, envOf: (domain: 
   }
   if (episode) {
     out.episodeKey = s.episodeKey;
-    out.prompt = s.action !== undefined ? [{ type: 'text', text: `${s.domain}: read action ${s.action + 1}\n` }, { type: 'image', action: s.action }] : promptParts(env, episode, s.layout, s.style);
+    out.prompt =
+      s.action !== undefined
+        ? [
+            { type: 'text', text: `${s.domain}: read action ${s.action + 1}\n` },
+            { type: 'image', action: s.action },
+          ]
+        : promptParts(env, episode, s.layout, s.style);
   }
   // Training samples carry no parsed answer: score the completion as the trainer did.
   if (s.prediction === undefined && s.completion !== null) {
     const response = s.layout === 'compact' ? responseForScoring(env, s.completion) : s.completion;
     try {
-      out.prediction = env.score({ target: s.target, response, initialState: episode?.initialState, meta: episode?.meta }).prediction;
+      out.prediction = env.score({
+        target: s.target,
+        response,
+        initialState: episode?.initialState,
+        meta: episode?.meta,
+      }).prediction;
     } catch {
       out.prediction = null;
     }

@@ -48,7 +48,8 @@ const TYPES: Record<string, string> = {
   '.md': 'text/plain; charset=utf-8',
 };
 /** The page runs vega (which compiles its expressions, hence unsafe-eval) and fetches only from this server. */
-const CSP = "default-src 'self'; script-src 'self' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'";
+const CSP =
+  "default-src 'self'; script-src 'self' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'";
 
 class HttpError extends Error {
   constructor(
@@ -63,7 +64,10 @@ class HttpError extends Error {
 function packageFile(name: string, file: string): string {
   const require = createRequire(import.meta.url);
   let dir = dirname(require.resolve(name));
-  while (!existsSync(join(dir, 'package.json')) || JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).name !== name) {
+  while (
+    !existsSync(join(dir, 'package.json')) ||
+    JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).name !== name
+  ) {
     const up = dirname(dir);
     if (up === dir) throw new Error(`cannot find the ${name} package`);
     dir = up;
@@ -81,7 +85,9 @@ function folderStamp(folder: ViewedFolder): string {
   if (!existsSync(folder.root)) return 'gone';
   let names: string[] = [];
   try {
-    names = readdirSync(folder.root).filter((n) => /\.(jsonl|json)$/.test(n)).sort();
+    names = readdirSync(folder.root)
+      .filter((n) => /\.(jsonl|json)$/.test(n))
+      .sort();
   } catch {
     return 'unreadable';
   }
@@ -90,7 +96,10 @@ function folderStamp(folder: ViewedFolder): string {
 
 function topFiles(folder: ViewedFolder): string[] {
   try {
-    return readdirSync(folder.root, { withFileTypes: true }).filter((e) => e.isFile()).map((e) => e.name).sort();
+    return readdirSync(folder.root, { withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => e.name)
+      .sort();
   } catch {
     return [];
   }
@@ -101,12 +110,26 @@ export async function startViewServer(folders: ViewedFolder[], options: ViewServ
   const requestTimeout = Math.max(headersTimeout, options.requestTimeoutMs ?? 30_000);
   const maxFileBytes = options.maxFileBytes ?? 256 * 1024 * 1024;
   const server = createServer(
-    { headersTimeout, requestTimeout, keepAliveTimeout: options.keepAliveTimeoutMs ?? 5_000, connectionsCheckingInterval: Math.max(100, Math.min(1000, headersTimeout / 2)) },
+    {
+      headersTimeout,
+      requestTimeout,
+      keepAliveTimeout: options.keepAliveTimeoutMs ?? 5_000,
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, headersTimeout / 2)),
+    },
     (req, res) => {
       handle(req, res).catch((error: unknown) => {
         const status = error instanceof HttpError ? error.status : 500;
-        if (status >= 500) options.log?.(`view: ${req.method} ${req.url}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-        if (!res.headersSent) send(res, status, 'application/json; charset=utf-8', JSON.stringify({ error: error instanceof Error ? error.message : String(error) }));
+        if (status >= 500)
+          options.log?.(
+            `view: ${req.method} ${req.url}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+          );
+        if (!res.headersSent)
+          send(
+            res,
+            status,
+            'application/json; charset=utf-8',
+            JSON.stringify({ error: error instanceof Error ? error.message : String(error) }),
+          );
         else res.destroy();
       });
     },
@@ -121,9 +144,11 @@ export async function startViewServer(folders: ViewedFolder[], options: ViewServ
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, `${req.method} not allowed (the view is read-only)`);
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      throw new HttpError(405, `${req.method} not allowed (the view is read-only)`);
     const host = req.headers.host ?? '';
-    if (host !== `${HOST}:${port}` && host !== `localhost:${port}`) throw new HttpError(403, `Host ${JSON.stringify(host.slice(0, 80))} refused: open http://${HOST}:${port}/`);
+    if (host !== `${HOST}:${port}` && host !== `localhost:${port}`)
+      throw new HttpError(403, `Host ${JSON.stringify(host.slice(0, 80))} refused: open http://${HOST}:${port}/`);
     // The raw target, not a URL-normalised one: a path's `..` must reach the containment check, not vanish before it.
     const target = req.url ?? '/';
     const q = target.indexOf('?');
@@ -133,18 +158,39 @@ export async function startViewServer(folders: ViewedFolder[], options: ViewServ
     if (Object.hasOwn(PAGE_FILES, path)) return sendFile(res, join(PAGE_DIR, PAGE_FILES[path]));
     if (Object.hasOwn(VENDOR, path)) return sendFile(res, VENDOR[path](), 'public, max-age=3600');
     if (path === '/api/folders') {
-      return sendJson(res, folders.map((f) => ({ index: f.index, name: f.name, given: f.given, kind: f.kind, lacks: lacks(f), stamp: folderStamp(f), files: topFiles(f) })));
+      return sendJson(
+        res,
+        folders.map((f) => ({
+          index: f.index,
+          name: f.name,
+          given: f.given,
+          kind: f.kind,
+          lacks: lacks(f),
+          stamp: folderStamp(f),
+          files: topFiles(f),
+        })),
+      );
     }
     if (path === '/api/charts') return sendJson(res, await chartsView(folders.filter((f) => existsSync(f.root))));
     let m = /^\/api\/folders\/(\d+)\/samples$/.exec(path);
     if (m) {
       const folder = folderAt(m[1]);
-      if (!existsSync(folder.root)) throw new HttpError(404, `${folder.given} no longer exists (deleted while viewed?)`);
+      if (!existsSync(folder.root))
+        throw new HttpError(404, `${folder.given} no longer exists (deleted while viewed?)`);
       const reward = (query.get('reward') ?? 'all') as RewardFilter;
       if (!REWARD_FILTERS.includes(reward)) throw new HttpError(400, `reward: one of ${REWARD_FILTERS.join(', ')}`);
       const offset = Math.max(0, Number(query.get('offset') ?? 0) || 0);
       const limit = Math.min(200, Math.max(1, Number(query.get('limit') ?? 40) || 40));
-      return sendJson(res, await samplesPage(folder, { group: query.get('group') ?? '', modality: query.get('modality') ?? '', reward, offset, limit }));
+      return sendJson(
+        res,
+        await samplesPage(folder, {
+          group: query.get('group') ?? '',
+          modality: query.get('modality') ?? '',
+          reward,
+          offset,
+          limit,
+        }),
+      );
     }
     m = /^\/api\/folders\/(\d+)\/image$/.exec(path);
     if (m) {
@@ -154,10 +200,18 @@ export async function startViewServer(folders: ViewedFolder[], options: ViewServ
       const source = await episodeSource(folder);
       const episode = source.find(key);
       if (!episode) throw new HttpError(404, `no episode ${JSON.stringify(key.slice(0, 120))} in ${folder.name}`);
-      if (!Number.isInteger(action) || action < 0 || action >= episode.actions.length) throw new HttpError(404, `episode ${episode.id} has no action ${query.get('a')}`);
+      if (!Number.isInteger(action) || action < 0 || action >= episode.actions.length)
+        throw new HttpError(404, `episode ${episode.id} has no action ${query.get('a')}`);
       const env = await source.env(episode.domain);
-      const layout: Layout = folder.kind === 'train' ? trainLayout(folder) : query.get('layout') === 'reference' ? 'reference' : 'compact';
-      return send(res, 200, 'image/png', await actionPng(env, episode, action, imageSize(env, layout)), 'public, max-age=3600');
+      const layout: Layout =
+        folder.kind === 'train' ? trainLayout(folder) : query.get('layout') === 'reference' ? 'reference' : 'compact';
+      return send(
+        res,
+        200,
+        'image/png',
+        await actionPng(env, episode, action, imageSize(env, layout)),
+        'public, max-age=3600',
+      );
     }
     m = /^\/runs\/(\d+)\/(.+)$/.exec(path);
     if (m) return sendFile(res, containedPath(folderAt(m[1]), m[2]), 'no-cache', maxFileBytes);
@@ -171,7 +225,8 @@ export async function startViewServer(folders: ViewedFolder[], options: ViewServ
       done();
     });
   }).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'EADDRINUSE') throw new UserError(`--port ${options.port}: already in use on ${HOST} (pick another, or 0 for any free port)`);
+    if (error.code === 'EADDRINUSE')
+      throw new UserError(`--port ${options.port}: already in use on ${HOST} (pick another, or 0 for any free port)`);
     if (error.code === 'EACCES') throw new UserError(`--port ${options.port}: not allowed to bind it on ${HOST}`);
     throw error;
   });
@@ -199,7 +254,8 @@ export function containedPath(folder: ViewedFolder, relative: string): string {
     throw new HttpError(400, 'malformed percent-encoding in the path');
   }
   const outside = new HttpError(403, `refused: the path leaves ${folder.name}`);
-  if (segments.some((s) => s === '..' || s === '.' || s.includes('/') || s.includes('\\') || s.includes('\0'))) throw outside;
+  if (segments.some((s) => s === '..' || s === '.' || s.includes('/') || s.includes('\\') || s.includes('\0')))
+    throw outside;
   const full = resolve(folder.root, ...segments);
   if (!full.startsWith(folder.root + sep)) throw outside;
   let real: string;
@@ -213,7 +269,13 @@ export function containedPath(folder: ViewedFolder, relative: string): string {
 }
 
 function send(res: ServerResponse, status: number, type: string, body: string | Buffer, cache = 'no-store'): void {
-  res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body), 'cache-control': cache, 'x-content-type-options': 'nosniff', 'content-security-policy': CSP });
+  res.writeHead(status, {
+    'content-type': type,
+    'content-length': Buffer.byteLength(body),
+    'cache-control': cache,
+    'x-content-type-options': 'nosniff',
+    'content-security-policy': CSP,
+  });
   res.end(res.req.method === 'HEAD' ? undefined : body);
 }
 
@@ -231,7 +293,13 @@ function sendFile(res: ServerResponse, path: string, cache = 'no-cache', maxByte
     throw error instanceof HttpError ? error : new HttpError(404, 'no such file');
   }
   if (size > maxBytes) throw new HttpError(413, `file over ${Math.round(maxBytes / 1024 / 1024)} MB`);
-  res.writeHead(200, { 'content-type': TYPES[extname(path)] ?? 'text/plain; charset=utf-8', 'content-length': size, 'cache-control': cache, 'x-content-type-options': 'nosniff', 'content-security-policy': CSP });
+  res.writeHead(200, {
+    'content-type': TYPES[extname(path)] ?? 'text/plain; charset=utf-8',
+    'content-length': size,
+    'cache-control': cache,
+    'x-content-type-options': 'nosniff',
+    'content-security-policy': CSP,
+  });
   if (res.req.method === 'HEAD') {
     res.end();
     return Promise.resolve();

@@ -19,7 +19,9 @@ export async function view(options: ViewOptions): Promise<void> {
     roots.add(f.root);
   }
   const running = await startViewServer(folders, { port: options.port, log });
-  log(`metrl view: ${folders.map((f) => `${f.name} (${f.kind === 'train' ? 'training run' : 'evaluation'})`).join(', ')}; Ctrl-C stops it`);
+  log(
+    `metrl view: ${folders.map((f) => `${f.name} (${f.kind === 'train' ? 'training run' : 'evaluation'})`).join(', ')}; Ctrl-C stops it`,
+  );
   process.stdout.write(`${running.url}\n`);
   await new Promise<void>((done) => {
     const stop = () => running.close().then(done, done);

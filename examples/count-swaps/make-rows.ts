@@ -16,12 +16,22 @@ mkdirSync(out, { recursive: true });
 const SWAPS = ['1 swap 2', '2 swap 1', '1 swap 3', '3 swap 1', '2 swap 3', '3 swap 2'];
 const rng = new Rng(0, 'count-swaps');
 const rows: string[] = [];
-for (const [split, count] of [['train', Number(trainRows)], ['test', Number(testRows)]] as const) {
+for (const [split, count] of [
+  ['train', Number(trainRows)],
+  ['test', Number(testRows)],
+] as const) {
   for (let i = 0; i < count; i++) {
     const n = 1 + rng.int(3);
     const swaps = Array.from({ length: n }, () => SWAPS[rng.int(SWAPS.length)]);
     const question = `Swaps:\n${swaps.join('\n')}\nHow many swaps are listed?`;
-    rows.push(JSON.stringify({ id: `${split}-${i}`, messages: [{ role: 'user', content: question }], target: String(n), split }));
+    rows.push(
+      JSON.stringify({
+        id: `${split}-${i}`,
+        messages: [{ role: 'user', content: question }],
+        target: String(n),
+        split,
+      }),
+    );
   }
 }
 writeFileSync(join(out, 'rows.jsonl'), rows.join('\n') + '\n');

@@ -45,11 +45,20 @@ export function saveBaseCheckpoint(policy: BuiltinPolicy, dir: string, extra: Re
 function checkShapes(dir: string, tensors: Map<string, NamedTensor>, expected: Map<string, number[]>): void {
   for (const [name, shape] of expected) {
     const t = tensors.get(name);
-    if (!t) throw new UserError(`${dir}: model.safetensors lacks tensor ${name} that config.json's architecture needs (another architecture?)`);
-    if (!sameShape(t.shape, shape)) throw new UserError(`${dir}: tensor ${name} has shape [${t.shape}] but config.json's architecture needs [${shape}]`);
+    if (!t)
+      throw new UserError(
+        `${dir}: model.safetensors lacks tensor ${name} that config.json's architecture needs (another architecture?)`,
+      );
+    if (!sameShape(t.shape, shape))
+      throw new UserError(
+        `${dir}: tensor ${name} has shape [${t.shape}] but config.json's architecture needs [${shape}]`,
+      );
   }
   const extra = [...tensors.keys()].filter((n) => !expected.has(n));
-  if (extra.length > 0) throw new UserError(`${dir}: model.safetensors has tensors this architecture does not use (${extra.slice(0, 3).join(', ')}${extra.length > 3 ? '…' : ''})`);
+  if (extra.length > 0)
+    throw new UserError(
+      `${dir}: model.safetensors has tensors this architecture does not use (${extra.slice(0, 3).join(', ')}${extra.length > 3 ? '…' : ''})`,
+    );
 }
 
 /** Load a base checkpoint into a new policy (no adapters attached). */
@@ -71,7 +80,9 @@ export function loadBaseCheckpoint(dir: string): BuiltinPolicy {
       if (!t) throw new UserError(`${dir}: model.safetensors lacks tensor ${e.name} (another architecture?)`);
       const expected = e.transposeOnDisk ? [...e.variable.shape].reverse() : e.variable.shape;
       if (!sameShape(t.shape, expected)) {
-        throw new UserError(`${dir}: tensor ${e.name} has shape [${t.shape}] but config.json's architecture needs [${expected}]`);
+        throw new UserError(
+          `${dir}: tensor ${e.name} has shape [${t.shape}] but config.json's architecture needs [${expected}]`,
+        );
       }
       const value = fromDisk(t, e.transposeOnDisk);
       e.variable.assign(value);
@@ -79,7 +90,10 @@ export function loadBaseCheckpoint(dir: string): BuiltinPolicy {
     }
     const known = new Set(entries.map((e) => e.name));
     const extra = [...file.tensors.keys()].filter((n) => !known.has(n));
-    if (extra.length > 0) throw new UserError(`${dir}: model.safetensors has tensors this architecture does not use (${extra.slice(0, 3).join(', ')}…)`);
+    if (extra.length > 0)
+      throw new UserError(
+        `${dir}: model.safetensors has tensors this architecture does not use (${extra.slice(0, 3).join(', ')}…)`,
+      );
   } catch (error) {
     policy.dispose();
     throw error;

@@ -28,7 +28,9 @@ export const ArchitectureSchema = z
     patchSize: z.number().int().min(2).max(256).default(16),
   })
   .strict()
-  .refine((a) => a.dModel % a.nHeads === 0 && (a.dModel / a.nHeads) % 2 === 0, { message: 'dModel / nHeads must be an even integer (RoPE rotates pairs)' })
+  .refine((a) => a.dModel % a.nHeads === 0 && (a.dModel / a.nHeads) % 2 === 0, {
+    message: 'dModel / nHeads must be an even integer (RoPE rotates pairs)',
+  })
   .refine((a) => a.imageSize % a.patchSize === 0, { message: 'imageSize must be a multiple of patchSize' });
 
 export type Architecture = z.infer<typeof ArchitectureSchema>;
@@ -38,7 +40,10 @@ export const LoraConfigSchema = z
     r: z.number().int().min(1).max(512).default(16),
     alpha: z.number().positive().default(32),
     /** Which projections get adapters (PEFT target_modules names). */
-    targetModules: z.array(z.enum(['q_proj', 'k_proj', 'v_proj', 'o_proj', 'up_proj', 'down_proj'])).min(1).default(['q_proj', 'k_proj', 'v_proj', 'o_proj', 'up_proj', 'down_proj']),
+    targetModules: z
+      .array(z.enum(['q_proj', 'k_proj', 'v_proj', 'o_proj', 'up_proj', 'down_proj']))
+      .min(1)
+      .default(['q_proj', 'k_proj', 'v_proj', 'o_proj', 'up_proj', 'down_proj']),
   })
   .strict();
 export type LoraConfig = z.infer<typeof LoraConfigSchema>;

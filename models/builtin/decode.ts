@@ -7,7 +7,15 @@
 import * as tf from '@tensorflow/tfjs';
 import { headDim, type Architecture } from './config.ts';
 import { block, embed, head } from './model-ops.ts';
-import { NEG, ropeTables, TfjsRowOps, type ForwardResult, type PassRows, type TfjsQkv, type TransformerModel } from './transformer.ts';
+import {
+  NEG,
+  ropeTables,
+  TfjsRowOps,
+  type ForwardResult,
+  type PassRows,
+  type TfjsQkv,
+  type TransformerModel,
+} from './transformer.ts';
 
 export interface DecodeState {
   prompts: number;
@@ -29,7 +37,12 @@ export interface DecodeState {
  * the whole decode). Padding is a concat with zeros: WASM's Pad and Slice kernels cost time in proportion to their
  * input, so callers prefill a few prompts at a time and slice small tensors.
  */
-export function stackPrompts(prefill: ForwardResult, starts: number[], lengths: number[], P: number): { k: tf.Tensor3D[]; v: tf.Tensor3D[] } {
+export function stackPrompts(
+  prefill: ForwardResult,
+  starts: number[],
+  lengths: number[],
+  P: number,
+): { k: tf.Tensor3D[]; v: tf.Tensor3D[] } {
   const stack = (rows: tf.Tensor2D) =>
     tf.stack(
       starts.map((start, u) => {
@@ -41,7 +54,13 @@ export function stackPrompts(prefill: ForwardResult, starts: number[], lengths: 
 }
 
 /** The decoding state from every prompt's stacked keys/values (per layer [U, P, d], prompts in order). */
-export function decodeState(model: TransformerModel, keys: tf.Tensor3D[], values: tf.Tensor3D[], lengths: number[], group: number): DecodeState {
+export function decodeState(
+  model: TransformerModel,
+  keys: tf.Tensor3D[],
+  values: tf.Tensor3D[],
+  lengths: number[],
+  group: number,
+): DecodeState {
   const { arch } = model;
   const U = lengths.length;
   const H = arch.nHeads;
@@ -52,9 +71,26 @@ export function decodeState(model: TransformerModel, keys: tf.Tensor3D[], values
   // Kept: the state outlives the caller's scope and is freed by disposeDecodeState.
   const keyOrder = group === 1 ? [0, 2, 1, 3] : [0, 2, 3, 1];
   const keyShape: [number, number, number] = group === 1 ? [U * H, P, dh] : [U * H, dh, P];
-  const prefixKT = keys.map((k) => tf.keep(tf.tidy(() => tf.reshape(tf.transpose(tf.reshape(k, [U, P, H, dh]), keyOrder), keyShape) as tf.Tensor3D)));
-  const prefixV = values.map((v) => tf.keep(tf.tidy(() => tf.reshape(tf.transpose(tf.reshape(v, [U, P, H, dh]), [0, 2, 1, 3]), [U * H, P, dh]) as tf.Tensor3D)));
-  return { prompts: U, group, prefixLength: P, prefixKT, prefixV, prefixMask: tf.keep(tf.tensor4d(mask, [U, 1, 1, P])), ownK: null, ownV: null };
+  const prefixKT = keys.map((k) =>
+    tf.keep(tf.tidy(() => tf.reshape(tf.transpose(tf.reshape(k, [U, P, H, dh]), keyOrder), keyShape) as tf.Tensor3D)),
+  );
+  const prefixV = values.map((v) =>
+    tf.keep(
+      tf.tidy(
+        () => tf.reshape(tf.transpose(tf.reshape(v, [U, P, H, dh]), [0, 2, 1, 3]), [U * H, P, dh]) as tf.Tensor3D,
+      ),
+    ),
+  );
+  return {
+    prompts: U,
+    group,
+    prefixLength: P,
+    prefixKT,
+    prefixV,
+    prefixMask: tf.keep(tf.tensor4d(mask, [U, 1, 1, P])),
+    ownK: null,
+    ownV: null,
+  };
 }
 
 /**
@@ -87,7 +123,8 @@ class DecodeOps extends TfjsRowOps {
     const qByPrompt = tf.reshape(tf.transpose(tf.reshape(q, [U, G, H, dh]), [0, 2, 1, 3]), [U * H, G, dh]);
     // With one query per prompt and head (G = 1, evaluation) a broadcast product and a sum beat WASM's slow batched
     // matMul (measured ~3× on 64 prompts); with a group of queries the product amortises better.
-    const rawScores = G === 1 ? tf.sum(tf.mul(qByPrompt, state.prefixKT[i]), -1) : tf.matMul(qByPrompt, state.prefixKT[i]);
+    const rawScores =
+      G === 1 ? tf.sum(tf.mul(qByPrompt, state.prefixKT[i]), -1) : tf.matMul(qByPrompt, state.prefixKT[i]);
     const prefixScores = tf.add(tf.reshape(rawScores, [U, H, G, P]), state.prefixMask);
     const prefixRows = tf.reshape(tf.transpose(prefixScores, [0, 2, 1, 3]), [rows, H, P]);
     // Own part: per (completion, head), the query against the completion's own keys so far.
@@ -100,10 +137,19 @@ class DecodeOps extends TfjsRowOps {
     const t = keys.shape[1];
     const ownScores = tf.reshape(tf.matMul(tf.reshape(q, [rows * H, 1, dh]), keys, false, true), [rows, H, t]);
     const probs = tf.softmax(tf.concat([prefixRows, ownScores], 2));
-    const prefixProbs = tf.reshape(tf.transpose(tf.reshape(tf.slice(probs, [0, 0, 0], [-1, -1, P]), [U, G, H, P]), [0, 2, 1, 3]), [U * H, G, P]);
-    const mixed = G === 1 ? tf.sum(tf.mul(tf.reshape(prefixProbs, [U * H, P, 1]), state.prefixV[i]), 1) : tf.matMul(prefixProbs, state.prefixV[i]);
+    const prefixProbs = tf.reshape(
+      tf.transpose(tf.reshape(tf.slice(probs, [0, 0, 0], [-1, -1, P]), [U, G, H, P]), [0, 2, 1, 3]),
+      [U * H, G, P],
+    );
+    const mixed =
+      G === 1
+        ? tf.sum(tf.mul(tf.reshape(prefixProbs, [U * H, P, 1]), state.prefixV[i]), 1)
+        : tf.matMul(prefixProbs, state.prefixV[i]);
     const fromPrompt = tf.reshape(tf.transpose(tf.reshape(mixed, [U, H, G, dh]), [0, 2, 1, 3]), [rows, d]);
-    const fromOwn = tf.reshape(tf.matMul(tf.reshape(tf.slice(probs, [0, 0, P], [-1, -1, -1]), [rows * H, 1, t]), values), [rows, d]);
+    const fromOwn = tf.reshape(
+      tf.matMul(tf.reshape(tf.slice(probs, [0, 0, P], [-1, -1, -1]), [rows * H, 1, t]), values),
+      [rows, d],
+    );
     return tf.add(fromPrompt, fromOwn) as tf.Tensor2D;
   }
 }
@@ -112,7 +158,12 @@ class DecodeOps extends TfjsRowOps {
  * Feed one token per completion (rows ordered prompt by prompt) at the given positions. Returns next-token logits
  * [rows, vocab] and the state with the new keys/values appended (the previous own tensors are disposed).
  */
-export function decodeStep(model: TransformerModel, state: DecodeState, tokens: Int32Array, positions: Int32Array): tf.Tensor2D {
+export function decodeStep(
+  model: TransformerModel,
+  state: DecodeState,
+  tokens: Int32Array,
+  positions: Int32Array,
+): tf.Tensor2D {
   const { arch, weights } = model;
   const past = { k: state.ownK, v: state.ownV };
   const out = tf.tidy(() => {

@@ -78,7 +78,9 @@ export function mergeLora(weights: ModelWeights, lora: LoraSet): void {
   lora.layers.forEach((adapters, i) => {
     for (const [p, adapter] of Object.entries(adapters) as [Projection, LoraAdapter][]) {
       const w = weights.layers[i].proj[p];
-      w.assign(tf.tidy(() => tf.add(w, tf.mul(tf.matMul(adapter.a as tf.Tensor2D, adapter.b as tf.Tensor2D), lora.scale))));
+      w.assign(
+        tf.tidy(() => tf.add(w, tf.mul(tf.matMul(adapter.a as tf.Tensor2D, adapter.b as tf.Tensor2D), lora.scale))),
+      );
       adapter.b.assign(tf.zerosLike(adapter.b));
     }
   });
@@ -97,7 +99,9 @@ export function mergedProjections(weights: ModelWeights, lora: LoraSet): Record<
   return weights.layers.map((layer, i) => {
     const out = { ...layer.proj } as Record<Projection, tf.Tensor>;
     for (const [p, adapter] of Object.entries(lora.layers[i]) as [Projection, LoraAdapter][]) {
-      out[p] = tf.tidy(() => tf.add(layer.proj[p], tf.mul(tf.matMul(adapter.a as tf.Tensor2D, adapter.b as tf.Tensor2D), lora.scale)));
+      out[p] = tf.tidy(() =>
+        tf.add(layer.proj[p], tf.mul(tf.matMul(adapter.a as tf.Tensor2D, adapter.b as tf.Tensor2D), lora.scale)),
+      );
     }
     return out;
   });

@@ -86,7 +86,10 @@ export function embed<T, Q>(ops: BuiltinOps<T, Q>, w: ModelWeights): T {
   const pixels = ops.patchPixels();
   if (pixels === null) return x;
   // Every distinct patch once: [patches, patchDim] → [patches, d].
-  const patches = ops.add(ops.addBias(ops.project(ops.subScalar(pixels, 0.5), w.patchProj), w.patchBias), ops.patchPositions(w.patchPos));
+  const patches = ops.add(
+    ops.addBias(ops.project(ops.subScalar(pixels, 0.5), w.patchProj), w.patchBias),
+    ops.patchPositions(w.patchPos),
+  );
   return ops.placePatches(x, patches);
 }
 

@@ -61,12 +61,22 @@ export function loadAdapter(policy: LoraHost, dir: string): LoraConfig {
   const configPath = join(dir, 'adapter_config.json');
   const parsed = AdapterConfigSchema.safeParse(readJsonValue(configPath));
   if (!parsed.success) throw new UserError(describeZodError(parsed.error, `${configPath}: `));
-  const config = LoraConfigSchema.safeParse({ r: parsed.data.r, alpha: parsed.data.lora_alpha, targetModules: parsed.data.target_modules });
+  const config = LoraConfigSchema.safeParse({
+    r: parsed.data.r,
+    alpha: parsed.data.lora_alpha,
+    targetModules: parsed.data.target_modules,
+  });
   if (!config.success) throw new UserError(describeZodError(config.error, `${configPath}: `));
-  const file = decodeSafetensors(readFileSync(join(dir, 'adapter_model.safetensors')), join(dir, 'adapter_model.safetensors'));
+  const file = decodeSafetensors(
+    readFileSync(join(dir, 'adapter_model.safetensors')),
+    join(dir, 'adapter_model.safetensors'),
+  );
   const lora = policy.attachLora(config.data, new Rng(0, 'lora-load'));
   for (const a of loraAdapters(lora)) {
-    for (const [suffix, variable] of [['lora_A', a.a], ['lora_B', a.b]] as const) {
+    for (const [suffix, variable] of [
+      ['lora_A', a.a],
+      ['lora_B', a.b],
+    ] as const) {
       const name = `${ADAPTER_PREFIX}${a.module}.${suffix}.weight`;
       const t = file.tensors.get(name);
       if (!t) {
@@ -76,7 +86,9 @@ export function loadAdapter(policy: LoraHost, dir: string): LoraConfig {
       const expected = [...variable.shape].reverse();
       if (!sameShape(t.shape, expected)) {
         policy.detachLora();
-        throw new UserError(`${dir}: ${name} has shape [${t.shape}] but this model needs [${expected}] (adapter for another architecture?)`);
+        throw new UserError(
+          `${dir}: ${name} has shape [${t.shape}] but this model needs [${expected}] (adapter for another architecture?)`,
+        );
       }
       const value = fromDisk(t, true);
       variable.assign(value);

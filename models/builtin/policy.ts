@@ -9,7 +9,15 @@ import { UserError, parseOrFail } from '../../core/errors.ts';
 import type { ChatMessage } from '../../core/chat.ts';
 import type { Episode } from '../../core/episode.ts';
 import type { Env } from '../../envs/env.ts';
-import type { Completion, EncodedPrompt, ModelInput, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
+import type {
+  Completion,
+  EncodedPrompt,
+  ModelInput,
+  SamplingOptions,
+  SequenceBatchItem,
+  TokenLogProbs,
+  TokenLogProbsOptions,
+} from '../types.ts';
 import type { Policy } from '../policy.ts';
 import { ArchitectureSchema, LoraConfigSchema, patchesPerImage, type Architecture, type LoraConfig } from './config.ts';
 import { CharTokenizer } from './tokenizer.ts';
@@ -37,7 +45,8 @@ export class BuiltinPolicy implements Policy, TransformerModel, LoraHost {
   lora: LoraSet | null = null;
 
   constructor(arch: Architecture, tokenizer: CharTokenizer, weights: ModelWeights) {
-    if (tokenizer.vocabSize > arch.vocabSize) throw new UserError(`tokenizer has ${tokenizer.vocabSize} tokens but the model's vocabSize is ${arch.vocabSize}`);
+    if (tokenizer.vocabSize > arch.vocabSize)
+      throw new UserError(`tokenizer has ${tokenizer.vocabSize} tokens but the model's vocabSize is ${arch.vocabSize}`);
     this.arch = arch;
     this.tokenizer = tokenizer;
     this.weights = weights;
@@ -74,7 +83,11 @@ export class BuiltinPolicy implements Policy, TransformerModel, LoraHost {
     const { targets, ...rest } = config;
     // Short names (q, up, …) as --lora-targets accepts them; the built-in model has no gate projection.
     const targetModules = targets?.map((t) => (/^(q|k|v|o|gate|up|down)$/.test(t) ? `${t}_proj` : t));
-    const parsed = parseOrFail(LoraConfigSchema, { ...rest, ...(targetModules ? { targetModules } : {}) }, 'LoRA settings: ');
+    const parsed = parseOrFail(
+      LoraConfigSchema,
+      { ...rest, ...(targetModules ? { targetModules } : {}) },
+      'LoRA settings: ',
+    );
     if (this.lora) disposeLora(this.lora);
     this.lora = createLora(this.weights, parsed, rng);
     this.setBaseFrozen(true);
@@ -135,7 +148,9 @@ export class BuiltinPolicy implements Policy, TransformerModel, LoraHost {
    * 512-px picture shrunk to 64 is misread, so it is refused), the answer cue appended when missing (template.ts).
    */
   async chatPrompt(messages: ChatMessage[]): Promise<EncodedPrompt> {
-    return this.encode(await chatToModelInput(messages, { imageSize: this.arch.imageSize, answerCue: true, exactSize: true }));
+    return this.encode(
+      await chatToModelInput(messages, { imageSize: this.arch.imageSize, answerCue: true, exactSize: true }),
+    );
   }
 
   /**
@@ -144,7 +159,11 @@ export class BuiltinPolicy implements Policy, TransformerModel, LoraHost {
    */
   promptMessages(env: Env, episode: Episode): Promise<ChatMessage[]> {
     const size = this.arch.imageSize;
-    return modelInputToChat(episodeToModelInput(env, episode).map((p) => (p.type === 'image' ? { type: 'image', image: resizeImage(p.image, size, size) } : p)));
+    return modelInputToChat(
+      episodeToModelInput(env, episode).map((p) =>
+        p.type === 'image' ? { type: 'image', image: resizeImage(p.image, size, size) } : p,
+      ),
+    );
   }
 
   /** The template's prompt ends with the answer cue, so the completion is the answer's tail: the cue goes back in front. */
@@ -163,7 +182,9 @@ export class BuiltinPolicy implements Policy, TransformerModel, LoraHost {
   /** The architecture's maxContext is the longest sequence the model is used with: refuse longer ones plainly. */
   private checkLength(promptTokens: number, newTokens: number): void {
     if (promptTokens + newTokens > this.arch.maxContext) {
-      throw new UserError(`a prompt of ${promptTokens} tokens plus ${newTokens} new tokens exceeds the model's context of ${this.arch.maxContext} tokens`);
+      throw new UserError(
+        `a prompt of ${promptTokens} tokens plus ${newTokens} new tokens exceeds the model's context of ${this.arch.maxContext} tokens`,
+      );
     }
   }
 
@@ -176,7 +197,14 @@ export class BuiltinPolicy implements Policy, TransformerModel, LoraHost {
   /** Completion log-probabilities (see models/builtin/scoring.ts for the batch layout). */
   tokenLogProbs(items: SequenceBatchItem[], options: TokenLogProbsOptions): TokenLogProbs {
     for (const it of items) this.checkLength(it.prompt.tokens.length, it.completion.length);
-    return completionLogProbs(this, this.tokenizer, options.useLora ? this.lora : null, items, options.withEntropy ?? false, options.temperature ?? 1);
+    return completionLogProbs(
+      this,
+      this.tokenizer,
+      options.useLora ? this.lora : null,
+      items,
+      options.withEntropy ?? false,
+      options.temperature ?? 1,
+    );
   }
 
   /** Logits at every position of one sequence (a prompt, possibly followed by generated tokens): for tests. */
@@ -199,10 +227,14 @@ export class BuiltinPolicy implements Policy, TransformerModel, LoraHost {
 
   trainableVariables(scope: 'lora' | 'base'): tf.Variable[] {
     if (scope === 'base') {
-      if (this.lora) throw new Error('trainableVariables("base"): the base is frozen while LoRA adapters are attached (detachLora or mergeLora first)');
+      if (this.lora)
+        throw new Error(
+          'trainableVariables("base"): the base is frozen while LoRA adapters are attached (detachLora or mergeLora first)',
+        );
       return weightEntries(this.weights).map((e) => e.variable);
     }
-    if (!this.lora) throw new Error('trainableVariables("lora"): no LoRA adapters attached (call attachLora or load an adapter)');
+    if (!this.lora)
+      throw new Error('trainableVariables("lora"): no LoRA adapters attached (call attachLora or load an adapter)');
     return loraVariables(this.lora);
   }
 

@@ -80,7 +80,12 @@ export class PositionCursor {
   }
 
   /** A cursor that continues from `state` (another cursor's, possibly on another thread). */
-  static resume(scheme: PositionScheme, tokenizer: CursorTokenizer, newline: number, state: CursorState): PositionCursor {
+  static resume(
+    scheme: PositionScheme,
+    tokenizer: CursorTokenizer,
+    newline: number,
+    state: CursorState,
+  ): PositionCursor {
     const cursor = new PositionCursor(scheme, tokenizer, newline);
     Object.assign(cursor, { index: state.index, row: state.row, column: state.column, line: state.line });
     return cursor;

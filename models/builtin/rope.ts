@@ -45,7 +45,6 @@ export function ropeValues(arch: Architecture, positions: Int32Array): { cos: Fl
   return { cos, sin };
 }
 
-
 /** R with x R = per-head rotate_half(x) = concat(-x2, x1), [d, d] row-major: one product instead of slices and concats. */
 export function rotationValues(arch: Architecture): Float32Array {
   const d = arch.dModel;

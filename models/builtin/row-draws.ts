@@ -28,7 +28,11 @@ export class RowDraws {
     private readonly rows: number,
     private readonly tokenizer: DrawTokens,
   ) {
-    this.drawn = { tokens: Array.from({ length: rows }, () => []), logProbs: Array.from({ length: rows }, () => []), finished: new Array<boolean>(rows).fill(false) };
+    this.drawn = {
+      tokens: Array.from({ length: rows }, () => []),
+      logProbs: Array.from({ length: rows }, () => []),
+      finished: new Array<boolean>(rows).fill(false),
+    };
     this.banned = new Set([tokenizer.pad, tokenizer.bos, tokenizer.img, tokenizer.unk]);
     this.open = rows;
   }
@@ -71,10 +75,20 @@ export class RowDraws {
 }
 
 /** Completions per prompt of drawn rows (rows prompt by prompt, `group` each), their texts decoded by `tokenizer`. */
-export function completionsOf(drawn: DrawnRows, prompts: number, group: number, tokenizer: Pick<CharTokenizer, 'decode'>): Completion[][] {
+export function completionsOf(
+  drawn: DrawnRows,
+  prompts: number,
+  group: number,
+  tokenizer: Pick<CharTokenizer, 'decode'>,
+): Completion[][] {
   const out: Completion[][] = Array.from({ length: prompts }, () => []);
   drawn.tokens.forEach((tokens, r) => {
-    out[Math.floor(r / group)].push({ tokens, text: tokenizer.decode(tokens), logProbs: Float32Array.from(drawn.logProbs[r]), finished: drawn.finished[r] });
+    out[Math.floor(r / group)].push({
+      tokens,
+      text: tokenizer.decode(tokens),
+      logProbs: Float32Array.from(drawn.logProbs[r]),
+      finished: drawn.finished[r],
+    });
   });
   return out;
 }

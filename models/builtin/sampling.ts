@@ -78,7 +78,8 @@ export function addImageSlots(
     slots.push({ image: index, start: offset + i });
     i += p - 1;
   }
-  if (next !== prompt.images.length) throw new Error(`prompt has ${prompt.images.length} images but ${next} image token runs`);
+  if (next !== prompt.images.length)
+    throw new Error(`prompt has ${prompt.images.length} images but ${next} image token runs`);
 }
 
 /**
@@ -100,7 +101,13 @@ export function sampleGroups(
   const merged = lora ? mergedProjections(model.weights, lora) : null;
   const original = model;
   model = merged
-    ? { arch: model.arch, weights: { ...model.weights, layers: model.weights.layers.map((l, i) => ({ ...l, proj: merged[i] })) } as unknown as ModelWeights }
+    ? {
+        arch: model.arch,
+        weights: {
+          ...model.weights,
+          layers: model.weights.layers.map((l, i) => ({ ...l, proj: merged[i] })),
+        } as unknown as ModelWeights,
+      }
     : model;
   lora = null;
   // Prefill: every prompt once, a few prompts per pass (small tensors keep WASM's slicing cheap); stack their
@@ -116,8 +123,16 @@ export function sampleGroups(
         const { batch, starts, ends } = packPrompts(model, tokenizer, chunk);
         promptEnds.push(...ends);
         const out = forward(model, batch, lora);
-        const stacked = stackPrompts(out, starts, chunk.map((p) => p.tokens.length), P);
-        const last = tf.concat(chunk.map((p, u) => tf.slice(out.hidden, [starts[u] + p.tokens.length - 1, 0], [1, -1])), 0) as tf.Tensor2D;
+        const stacked = stackPrompts(
+          out,
+          starts,
+          chunk.map((p) => p.tokens.length),
+          P,
+        );
+        const last = tf.concat(
+          chunk.map((p, u) => tf.slice(out.hidden, [starts[u] + p.tokens.length - 1, 0], [1, -1])),
+          0,
+        ) as tf.Tensor2D;
         return { ...stacked, last: logits(model, last) } as unknown as tf.TensorContainer;
       }) as unknown as { k: tf.Tensor3D[]; v: tf.Tensor3D[]; last: tf.Tensor2D },
     );
@@ -147,6 +162,9 @@ export function sampleGroups(
     rowLogits = (r: number) => values.subarray(r * V, (r + 1) * V);
   }
   disposeDecodeState(decoding);
-  if (merged) merged.forEach((proj, i) => Object.entries(proj).forEach(([p, t]) => t !== original.weights.layers[i].proj[p as Projection] && t.dispose()));
+  if (merged)
+    merged.forEach((proj, i) =>
+      Object.entries(proj).forEach(([p, t]) => t !== original.weights.layers[i].proj[p as Projection] && t.dispose()),
+    );
   return draws.completions(prompts.length, group, tokenizer);
 }

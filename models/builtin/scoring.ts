@@ -73,7 +73,13 @@ function scoreBatch(
     const first = forward(model, prefill, lora);
     let offset = 0;
     const groups: Group[] = prompts.map((p, u) => {
-      const g: Group = { start: offset, count: members[u].length, length: C, shared: sharedFrom(first, starts[u], p.tokens.length), past: null };
+      const g: Group = {
+        start: offset,
+        count: members[u].length,
+        length: C,
+        shared: sharedFrom(first, starts[u], p.tokens.length),
+        past: null,
+      };
       offset += members[u].length * C;
       return g;
     });
@@ -81,7 +87,10 @@ function scoreBatch(
     // Rows predicting the completion: the prompt's last position, then the completion's own positions.
     const blocks = prompts.map((p, u) => {
       const n = members[u].length;
-      const last = tf.tile(tf.reshape(tf.slice(first.hidden, [starts[u] + p.tokens.length - 1, 0], [1, -1]), [1, 1, d]), [n, 1, 1]);
+      const last = tf.tile(
+        tf.reshape(tf.slice(first.hidden, [starts[u] + p.tokens.length - 1, 0], [1, -1]), [1, 1, d]),
+        [n, 1, 1],
+      );
       if (!second) return last;
       return tf.concat([last, tf.reshape(tf.slice(second.hidden, [groups[u].start, 0], [n * C, -1]), [n, C, d])], 1);
     });
@@ -149,8 +158,11 @@ export function completionLogProbs(
 ): TokenLogProbs {
   if (!(temperature > 0)) throw new Error(`temperature must be positive, got ${temperature}`);
   const chunks = recordingGradients() ? chunksOf(items) : [];
-  const variables = (lora ? loraVariables(lora) : weightEntries(model.weights).map((e) => e.variable)).filter((v) => v.trainable);
-  if (chunks.length <= 1 || variables.length === 0) return scoreBatch(model, tokenizer, lora, items, withEntropy, temperature);
+  const variables = (lora ? loraVariables(lora) : weightEntries(model.weights).map((e) => e.variable)).filter(
+    (v) => v.trainable,
+  );
+  if (chunks.length <= 1 || variables.length === 0)
+    return scoreBatch(model, tokenizer, lora, items, withEntropy, temperature);
   const B = items.length;
   const L = Math.max(...items.map((it) => it.completion.length));
   const maskValues = new Float32Array(B * L);
@@ -174,12 +186,25 @@ export function completionLogProbs(
           let grads: tf.NamedTensorMap;
           try {
             ({ grads } = tf.variableGrads(() => {
-              const part = scoreBatch(model, tokenizer, lora, chunk.map((i) => items[i]), entropyGrad, temperature);
+              const part = scoreBatch(
+                model,
+                tokenizer,
+                lora,
+                chunk.map((i) => items[i]),
+                entropyGrad,
+                temperature,
+              );
               const width = part.logProbs.shape[1];
-              const weights = tf.tensor2d(chunk.flatMap((i) => upstream[i].slice(0, width)), [chunk.length, width]);
+              const weights = tf.tensor2d(
+                chunk.flatMap((i) => upstream[i].slice(0, width)),
+                [chunk.length, width],
+              );
               const logpTerm = tf.sum(tf.mul(part.logProbs, weights)) as tf.Scalar;
               if (!entropyGrad || !part.entropy) return logpTerm;
-              const entropyWeights = tf.tensor2d(chunk.flatMap((i) => upstream[B + i].slice(0, width)), [chunk.length, width]);
+              const entropyWeights = tf.tensor2d(
+                chunk.flatMap((i) => upstream[B + i].slice(0, width)),
+                [chunk.length, width],
+              );
               return tf.add(logpTerm, tf.sum(tf.mul(part.entropy, entropyWeights))) as tf.Scalar;
             }, variables));
           } finally {

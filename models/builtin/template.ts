@@ -4,7 +4,7 @@
 //   prompt       <domain>\n<initial state>\nA: <action 1>\n … <label T>: <action T>\ntrace\nstart -> <state 0>\n
 //   completion   A: <action 1> -> <state 1>\n … <label T>: <action T> -> <state T>\nFINAL ANSWER: <target>
 // answer (the other environments) — one-shot:
-//   prompt       <domain>\n<initial state>\n<action 1>\n … <action T>\n[<question>\n]FINAL ANSWER: 
+//   prompt       <domain>\n<initial state>\n<action 1>\n … <action T>\n[<question>\n]FINAL ANSWER:
 //   completion   <target>
 //
 // An image action is its patch tokens in place of the text; in the trace the model writes what it read. Why a trace: a
@@ -21,7 +21,7 @@
 // the prompt's line for action i, so that copying the action is a fixed-offset lookup, not a search for its label.
 //
 // The perception probe reads one image (<domain>\nread\n<image>\nFINAL ANSWER: ) or one labelled image among several:
-//   prompt       <domain>\nread\nA: <image>\n … <label n>: <image>\n<label j>: 
+//   prompt       <domain>\nread\nA: <image>\n … <label n>: <image>\n<label j>:
 //   completion   <text of action j>
 import sharp from 'sharp';
 import type { Env } from '../../envs/env.ts';
@@ -76,7 +76,11 @@ function modelSizeRenderer(env: TemplateEnv): RenderImage {
   return (episode, index) => env.renderAction(episode, index, env.imageSizes.model);
 }
 
-export function episodeToModelInput(env: TemplateEnv, episode: Episode, renderImage: RenderImage = modelSizeRenderer(env)): ModelInput {
+export function episodeToModelInput(
+  env: TemplateEnv,
+  episode: Episode,
+  renderImage: RenderImage = modelSizeRenderer(env),
+): ModelInput {
   const traced = usesTrace(env);
   const parts: ModelInputPart[] = [];
   push(parts, { type: 'text', text: `${episode.domain}\n${episode.initialState}\n` });
@@ -142,7 +146,11 @@ export function parseTraceLines(completionText: string): TraceLine[] {
     const labelEnd = line.indexOf(': ');
     const arrow = line.lastIndexOf(STEP_ARROW);
     if (labelEnd <= 0 || arrow < labelEnd + 2) break;
-    lines.push({ label: line.slice(0, labelEnd), action: line.slice(labelEnd + 2, arrow), state: line.slice(arrow + STEP_ARROW.length) });
+    lines.push({
+      label: line.slice(0, labelEnd),
+      action: line.slice(labelEnd + 2, arrow),
+      state: line.slice(arrow + STEP_ARROW.length),
+    });
   }
   return lines;
 }
@@ -160,7 +168,9 @@ export function responseForScoring(env: Pick<Env, 'traceStates'>, completionText
 
 /** Does a text end the way one of the model's own prompts does (answer marker, trace cue, perception label)? */
 function endsWithCue(text: string): boolean {
-  return text.endsWith(ANSWER_CUE) || text.endsWith(TRACE_CUE) || TRACE_START_END.test(text) || /\n[A-Z]+: $/.test(text);
+  return (
+    text.endsWith(ANSWER_CUE) || text.endsWith(TRACE_CUE) || TRACE_START_END.test(text) || /\n[A-Z]+: $/.test(text)
+  );
 }
 
 /** The end of a trace-layout prompt: the trace cue, then line 0. */
@@ -175,7 +185,9 @@ export async function decodeDataUrlImage(url: string, size: number, exactSize = 
   if (!match) throw new UserError(`image_url must be a base64 data: URL (got ${url.slice(0, 40)}…)`);
   const bytes = Buffer.from(match[1], 'base64');
   if (exactSize) {
-    const meta = await sharp(bytes).metadata().catch(() => null);
+    const meta = await sharp(bytes)
+      .metadata()
+      .catch(() => null);
     if (meta && (meta.width !== size || meta.height !== size)) {
       throw new UserError(
         `image_url is ${meta.width}×${meta.height} pixels; the built-in model reads only metrl's own ${size}×${size} renderings of an action (metrl generate --image-size ${size}, or metrl evaluate --prompt compact), and misreads resized pictures`,
@@ -190,10 +202,17 @@ export async function decodeDataUrlImage(url: string, size: number, exactSize = 
       .raw()
       .toBuffer({ resolveWithObject: true });
   } catch (error) {
-    throw new UserError(`image_url could not be decoded as an image (${error instanceof Error ? error.message.split('\n')[0] : String(error)})`);
+    throw new UserError(
+      `image_url could not be decoded as an image (${error instanceof Error ? error.message.split('\n')[0] : String(error)})`,
+    );
   }
   const { data, info } = decoded;
-  return { width: info.width, height: info.height, channels: 3, data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
+  return {
+    width: info.width,
+    height: info.height,
+    channels: 3,
+    data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+  };
 }
 
 /**
@@ -204,7 +223,11 @@ export async function decodeDataUrlImage(url: string, size: number, exactSize = 
 export async function modelInputToChat(input: ModelInput): Promise<ChatMessage[]> {
   const content: ChatContentPart[] = [];
   for (const part of input) {
-    content.push(part.type === 'text' ? { type: 'text', text: part.text } : { type: 'image_url', image_url: { url: pngDataUrl(await encodePng(part.image)) } });
+    content.push(
+      part.type === 'text'
+        ? { type: 'text', text: part.text }
+        : { type: 'image_url', image_url: { url: pngDataUrl(await encodePng(part.image)) } },
+    );
   }
   return [{ role: 'user', content }];
 }
@@ -215,13 +238,18 @@ export async function modelInputToChat(input: ModelInput): Promise<ChatMessage[]
  * with a cue of the model's own template: the answer marker is appended unless the text already ends with it or with
  * the trace cue (a compact-layout prompt sent through `metrl serve`).
  */
-export async function chatToModelInput(messages: ChatMessage[], options: { imageSize?: number; answerCue?: boolean; exactSize?: boolean } = {}): Promise<ModelInput> {
+export async function chatToModelInput(
+  messages: ChatMessage[],
+  options: { imageSize?: number; answerCue?: boolean; exactSize?: boolean } = {},
+): Promise<ModelInput> {
   const size = options.imageSize ?? 64;
   const ordered: ({ type: 'text'; text: string } | { type: 'image'; url: string })[] = [];
   messages.forEach((m, i) => {
     if (i > 0) ordered.push({ type: 'text', text: '\n' });
     if (typeof m.content === 'string') ordered.push({ type: 'text', text: m.content });
-    else for (const c of m.content) ordered.push(c.type === 'text' ? { type: 'text', text: c.text } : { type: 'image', url: c.image_url.url });
+    else
+      for (const c of m.content)
+        ordered.push(c.type === 'text' ? { type: 'text', text: c.text } : { type: 'image', url: c.image_url.url });
   });
   const out: ModelInputPart[] = [];
   for (const p of ordered) {

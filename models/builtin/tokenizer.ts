@@ -25,7 +25,9 @@ export function defaultCharacters(): string[] {
   return chars;
 }
 
-const AddedTokenSchema = z.object({ id: z.number().int().nonnegative(), content: z.string(), special: z.boolean().optional() }).loose();
+const AddedTokenSchema = z
+  .object({ id: z.number().int().nonnegative(), content: z.string(), special: z.boolean().optional() })
+  .loose();
 const TokenizerJsonSchema = z
   .object({
     added_tokens: z.array(AddedTokenSchema).default([]),
@@ -86,14 +88,24 @@ export class CharTokenizer {
     for (const t of parsed.data.added_tokens) vocab.set(t.content, t.id);
     const specials = {} as Record<SpecialName, number>;
     for (const name of Object.keys(SPECIAL_ALIASES) as SpecialName[]) {
-      const candidates = name === 'unk' && parsed.data.model.unk_token ? [parsed.data.model.unk_token, ...SPECIAL_ALIASES.unk] : SPECIAL_ALIASES[name];
+      const candidates =
+        name === 'unk' && parsed.data.model.unk_token
+          ? [parsed.data.model.unk_token, ...SPECIAL_ALIASES.unk]
+          : SPECIAL_ALIASES[name];
       const found = candidates.find((c) => vocab.has(c));
-      if (found === undefined) throw new UserError(`${source}: no ${name.toUpperCase()} token (expected one of ${SPECIAL_ALIASES[name].join(', ')})`);
+      if (found === undefined)
+        throw new UserError(
+          `${source}: no ${name.toUpperCase()} token (expected one of ${SPECIAL_ALIASES[name].join(', ')})`,
+        );
       specials[name] = vocab.get(found)!;
     }
     for (const [token] of vocab) {
-      const isSpecial = Object.values(SPECIAL_ALIASES).some((list) => list.includes(token)) || token === parsed.data.model.unk_token;
-      if (!isSpecial && [...token].length !== 1) throw new UserError(`${source}: token ${JSON.stringify(token)} is not a single character (only character-level vocabularies are supported)`);
+      const isSpecial =
+        Object.values(SPECIAL_ALIASES).some((list) => list.includes(token)) || token === parsed.data.model.unk_token;
+      if (!isSpecial && [...token].length !== 1)
+        throw new UserError(
+          `${source}: token ${JSON.stringify(token)} is not a single character (only character-level vocabularies are supported)`,
+        );
     }
     return new CharTokenizer(vocab, specials);
   }
@@ -117,7 +129,13 @@ export class CharTokenizer {
 
   /** The Hugging Face tokenizer.json representation. */
   toJson(): Record<string, unknown> {
-    const specials: [SpecialName, number][] = [['pad', this.pad], ['bos', this.bos], ['eos', this.eos], ['img', this.img], ['unk', this.unk]];
+    const specials: [SpecialName, number][] = [
+      ['pad', this.pad],
+      ['bos', this.bos],
+      ['eos', this.eos],
+      ['img', this.img],
+      ['unk', this.unk],
+    ];
     const vocab: Record<string, number> = {};
     for (const [name, id] of specials) vocab[SPECIAL_TOKENS[name]] = id;
     for (const [ch, id] of this.charToId) vocab[ch] = id;
@@ -127,7 +145,15 @@ export class CharTokenizer {
       padding: null,
       added_tokens: specials
         .sort((a, b) => a[1] - b[1])
-        .map(([name, id]) => ({ id, content: SPECIAL_TOKENS[name], single_word: false, lstrip: false, rstrip: false, normalized: false, special: true })),
+        .map(([name, id]) => ({
+          id,
+          content: SPECIAL_TOKENS[name],
+          single_word: false,
+          lstrip: false,
+          rstrip: false,
+          normalized: false,
+          special: true,
+        })),
       normalizer: null,
       // Every character is its own piece; WordLevel then maps each piece to its id.
       pre_tokenizer: { type: 'Split', pattern: { Regex: '[\\s\\S]' }, behavior: 'Isolated', invert: false },

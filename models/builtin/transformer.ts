@@ -83,7 +83,10 @@ import { NEG, ropeValues, rotationValues } from './rope.ts';
 /** The same as tensors [rows, d] (the ONNX Runtime engine feeds ropeValues to its graph instead). */
 export function ropeTables(arch: Architecture, positions: Int32Array): { cos: tf.Tensor2D; sin: tf.Tensor2D } {
   const { cos, sin } = ropeValues(arch, positions);
-  return { cos: tf.tensor2d(cos, [positions.length, arch.dModel]), sin: tf.tensor2d(sin, [positions.length, arch.dModel]) };
+  return {
+    cos: tf.tensor2d(cos, [positions.length, arch.dModel]),
+    sin: tf.tensor2d(sin, [positions.length, arch.dModel]),
+  };
 }
 
 const constantCache = new Map<string, tf.Variable>();
@@ -98,10 +101,11 @@ function constant(key: string, make: () => tf.Tensor): tf.Variable {
   return v;
 }
 
-
 /** rotationValues as a frozen variable (kept across tidy scopes). */
 function rotationMatrix(arch: Architecture): tf.Variable {
-  return constant(`rot:${arch.dModel}:${headDim(arch)}`, () => tf.tensor2d(rotationValues(arch), [arch.dModel, arch.dModel]));
+  return constant(`rot:${arch.dModel}:${headDim(arch)}`, () =>
+    tf.tensor2d(rotationValues(arch), [arch.dModel, arch.dModel]),
+  );
 }
 
 /** [1, H, d]: row h is 1 on head h's dimensions. */
@@ -149,7 +153,15 @@ const PER_HEAD_MIN_ROWS = Number(process.env.METRL_PER_HEAD_MIN_ROWS ?? 64);
  * Attention of one group. q, k, v: this pass's rows of the group ([count * length, d], q already scaled).
  * Returns the attended values [count * length, d] and the group's own keys/values including this pass.
  */
-function groupAttention(arch: Architecture, group: Group, layer: number, q: tf.Tensor2D, k: tf.Tensor2D, v: tf.Tensor2D, mask: tf.Tensor2D): { out: tf.Tensor2D; own: OwnKV } {
+function groupAttention(
+  arch: Architecture,
+  group: Group,
+  layer: number,
+  q: tf.Tensor2D,
+  k: tf.Tensor2D,
+  v: tf.Tensor2D,
+  mask: tf.Tensor2D,
+): { out: tf.Tensor2D; own: OwnKV } {
   const { count: n, length: C } = group;
   const d = arch.dModel;
   const H = arch.nHeads;
@@ -159,8 +171,12 @@ function groupAttention(arch: Architecture, group: Group, layer: number, q: tf.T
   const pastLength = past ? past.k.shape[1] : 0;
   const keys = pastLength + C;
   const own: OwnKV = {
-    k: past ? tf.concat([past.k, tf.reshape(k, [n, C, d]) as tf.Tensor3D], 1) : (tf.reshape(k, [n, C, d]) as tf.Tensor3D),
-    v: past ? tf.concat([past.v, tf.reshape(v, [n, C, d]) as tf.Tensor3D], 1) : (tf.reshape(v, [n, C, d]) as tf.Tensor3D),
+    k: past
+      ? tf.concat([past.k, tf.reshape(k, [n, C, d]) as tf.Tensor3D], 1)
+      : (tf.reshape(k, [n, C, d]) as tf.Tensor3D),
+    v: past
+      ? tf.concat([past.v, tf.reshape(v, [n, C, d]) as tf.Tensor3D], 1)
+      : (tf.reshape(v, [n, C, d]) as tf.Tensor3D),
   };
   const ownK = tf.reshape(own.k, [n * keys, d]) as tf.Tensor2D;
   const ownV = tf.reshape(own.v, [n * keys, d]) as tf.Tensor2D;
@@ -171,7 +187,10 @@ function groupAttention(arch: Architecture, group: Group, layer: number, q: tf.T
     const dh = d / H;
     const causal = tf.reshape(tf.slice(tf.reshape(mask, [C, H, keys]), [0, 0, 0], [C, 1, keys]), [C, keys]);
     const outs = Array.from({ length: H }, (_, h) => {
-      const scores = tf.add(mm(tf.slice(q, [0, h * dh], [C, dh]), tf.transpose(tf.slice(ownK, [0, h * dh], [keys, dh]))), causal);
+      const scores = tf.add(
+        mm(tf.slice(q, [0, h * dh], [C, dh]), tf.transpose(tf.slice(ownK, [0, h * dh], [keys, dh]))),
+        causal,
+      );
       return mm(tf.softmax(scores) as tf.Tensor2D, tf.slice(ownV, [0, h * dh], [keys, dh]));
     });
     return { out: tf.concat(outs, 1), own };
@@ -188,7 +207,9 @@ function groupAttention(arch: Architecture, group: Group, layer: number, q: tf.T
       const ki = tf.slice(ownK, [i * keys, 0], [keys, d]);
       blocks.push(mm(qi, tf.transpose(ki)));
     }
-    ownScores = tf.add(tf.reshape(tf.concat(blocks, 0), [n, C * H, keys]), tf.reshape(mask, [1, C * H, keys])).reshape([n * C * H, keys]);
+    ownScores = tf
+      .add(tf.reshape(tf.concat(blocks, 0), [n, C * H, keys]), tf.reshape(mask, [1, C * H, keys]))
+      .reshape([n * C * H, keys]);
   } else {
     ownScores = tf.add(mm(qHeads, tf.transpose(ownK)), mask);
   }
@@ -201,7 +222,11 @@ function groupAttention(arch: Architecture, group: Group, layer: number, q: tf.T
   let prefixScores: tf.Tensor2D | null = null;
   if (shared && perHead) {
     const blocks = Array.from({ length: H }, (_, h) =>
-      tf.reshape(mm(tf.slice(q, [0, h * dh], [n * C, dh]), tf.slice(shared.kT, [h * dh, 0], [dh, prefix])), [1, n * C, prefix]),
+      tf.reshape(mm(tf.slice(q, [0, h * dh], [n * C, dh]), tf.slice(shared.kT, [h * dh, 0], [dh, prefix])), [
+        1,
+        n * C,
+        prefix,
+      ]),
     );
     // Rows (head, position) → (position, head), the heads-as-rows order of the own scores.
     prefixScores = tf.reshape(tf.transpose(tf.concat(blocks, 0), [1, 0, 2]), [n * C * H, prefix]) as tf.Tensor2D;
@@ -227,7 +252,10 @@ function groupAttention(arch: Architecture, group: Group, layer: number, q: tf.T
   if (shared && perHead) {
     const byHead = tf.transpose(tf.reshape(tf.slice(probs, [0, 0], [-1, prefix]), [n * C, H, prefix]), [1, 0, 2]);
     const parts = Array.from({ length: H }, (_, h) =>
-      mm(tf.reshape(tf.slice(byHead, [h, 0, 0], [1, -1, -1]), [n * C, prefix]) as tf.Tensor2D, tf.slice(shared.v, [0, h * dh], [prefix, dh])),
+      mm(
+        tf.reshape(tf.slice(byHead, [h, 0, 0], [1, -1, -1]), [n * C, prefix]) as tf.Tensor2D,
+        tf.slice(shared.v, [0, h * dh], [prefix, dh]),
+      ),
     );
     out = tf.add(out, tf.concat(parts, 1));
   }
@@ -308,7 +336,10 @@ export abstract class TfjsRowOps implements BuiltinOps<tf.Tensor2D, TfjsQkv> {
     const place = customGrad((rows: tf.Tensor) => ({
       value: tf.gather(tf.concat([tf.zeros([1, d]), rows as tf.Tensor2D], 0), tf.tensor1d(source, 'int32')),
       gradFunc: (dy: tf.Tensor) => {
-        const perOccurrence = tf.reshape(tf.gather(dy, tf.tensor1d(targets, 'int32')), [occurrences, p * d]) as tf.Tensor2D;
+        const perOccurrence = tf.reshape(tf.gather(dy, tf.tensor1d(targets, 'int32')), [
+          occurrences,
+          p * d,
+        ]) as tf.Tensor2D;
         return tf.reshape(tf.matMul(tf.tensor2d(selection, [u, occurrences]), perOccurrence), [u * p, d]);
       },
     }));
@@ -381,8 +412,17 @@ class TfjsForwardOps extends TfjsRowOps {
     this.groups.forEach((group, g) => {
       const rows = group.count * group.length;
       const result = tf.tidy(() => {
-        const slice = (t: tf.Tensor2D) => (this.groups.length === 1 ? t : (tf.slice(t, [group.start, 0], [rows, -1]) as tf.Tensor2D));
-        return groupAttention(this.arch, group, layer, slice(q), slice(k), slice(v), this.masks[g]) as unknown as tf.TensorContainer;
+        const slice = (t: tf.Tensor2D) =>
+          this.groups.length === 1 ? t : (tf.slice(t, [group.start, 0], [rows, -1]) as tf.Tensor2D);
+        return groupAttention(
+          this.arch,
+          group,
+          layer,
+          slice(q),
+          slice(k),
+          slice(v),
+          this.masks[g],
+        ) as unknown as tf.TensorContainer;
       }) as unknown as { out: tf.Tensor2D; own: OwnKV };
       outs.push(result.out);
       this.own.push(result.own);
@@ -397,9 +437,16 @@ export function forward(model: TransformerModel, batch: PackedBatch, lora: LoraS
   const masks = batch.groups.map((g) => {
     const past = g.past?.[0]?.k.shape[1] ?? 0;
     const perSequence = g.count > 1 && g.length > 1;
-    return perSequence ? ownMask(1, g.length, past + g.length, arch.nHeads, past) : ownMask(g.count, g.length, past + g.length, arch.nHeads, past);
+    return perSequence
+      ? ownMask(1, g.length, past + g.length, arch.nHeads, past)
+      : ownMask(g.count, g.length, past + g.length, arch.nHeads, past);
   });
-  const rows: PassRows = { tokens: batch.tokens, images: batch.images, slots: batch.slots, rope: ropeTables(arch, batch.positions) };
+  const rows: PassRows = {
+    tokens: batch.tokens,
+    images: batch.images,
+    slots: batch.slots,
+    rope: ropeTables(arch, batch.positions),
+  };
   const ops = new TfjsForwardOps(arch, rows, lora, batch.groups, masks);
   let x = embed(ops, weights);
   const keys: tf.Tensor2D[] = [];

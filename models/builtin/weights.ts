@@ -89,7 +89,14 @@ export function diskShapes(arch: Architecture): Map<string, number[]> {
     ['model.vision.patch_proj.bias', [d]],
     ['model.vision.patch_position_embedding', [patchesPerImage(arch), d]],
   ]);
-  const projectionShape: Record<Projection, number[]> = { q_proj: [d, d], k_proj: [d, d], v_proj: [d, d], o_proj: [d, d], up_proj: [arch.dMlp, d], down_proj: [d, arch.dMlp] };
+  const projectionShape: Record<Projection, number[]> = {
+    q_proj: [d, d],
+    k_proj: [d, d],
+    v_proj: [d, d],
+    o_proj: [d, d],
+    up_proj: [arch.dMlp, d],
+    down_proj: [d, arch.dMlp],
+  };
   for (let i = 0; i < arch.nLayers; i++) {
     shapes.set(`model.layers.${i}.input_layernorm.weight`, [d]);
     for (const p of PROJECTIONS) shapes.set(`${projectionModule(i, p)}.weight`, projectionShape[p]);
@@ -109,9 +116,18 @@ export function weightEntries(w: ModelWeights): WeightEntry[] {
     { name: 'model.vision.patch_position_embedding', variable: w.patchPos, transposeOnDisk: false },
   ];
   w.layers.forEach((layer, i) => {
-    entries.push({ name: `model.layers.${i}.input_layernorm.weight`, variable: layer.attnNorm, transposeOnDisk: false });
-    for (const p of PROJECTIONS) entries.push({ name: `${projectionModule(i, p)}.weight`, variable: layer.proj[p], transposeOnDisk: true });
-    entries.push({ name: `model.layers.${i}.post_attention_layernorm.weight`, variable: layer.mlpNorm, transposeOnDisk: false });
+    entries.push({
+      name: `model.layers.${i}.input_layernorm.weight`,
+      variable: layer.attnNorm,
+      transposeOnDisk: false,
+    });
+    for (const p of PROJECTIONS)
+      entries.push({ name: `${projectionModule(i, p)}.weight`, variable: layer.proj[p], transposeOnDisk: true });
+    entries.push({
+      name: `model.layers.${i}.post_attention_layernorm.weight`,
+      variable: layer.mlpNorm,
+      transposeOnDisk: false,
+    });
   });
   entries.push({ name: 'model.norm.weight', variable: w.finalNorm, transposeOnDisk: false });
   entries.push({ name: 'lm_head.weight', variable: w.lmHead, transposeOnDisk: true });

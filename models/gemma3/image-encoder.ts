@@ -4,8 +4,20 @@
 import * as tf from '@tensorflow/tfjs';
 import type { PixelValues } from '../hf/pixel-values.ts';
 import type { Gemma3VisionSetup } from '../hf/vision-config.ts';
-import { disposeSiglip, loadSiglipWeights, SIGLIP_PREFIX, siglipForward, type SiglipWeights, type TensorLookup } from '../vision/siglip.ts';
-import { GEMMA3_PROJECTOR_PREFIX, gemma3Project, loadGemma3Projector, type Gemma3ProjectorWeights } from './projector.ts';
+import {
+  disposeSiglip,
+  loadSiglipWeights,
+  SIGLIP_PREFIX,
+  siglipForward,
+  type SiglipWeights,
+  type TensorLookup,
+} from '../vision/siglip.ts';
+import {
+  GEMMA3_PROJECTOR_PREFIX,
+  gemma3Project,
+  loadGemma3Projector,
+  type Gemma3ProjectorWeights,
+} from './projector.ts';
 
 export class Gemma3ImageEncoder {
   runTower = (pixels: tf.Tensor4D): tf.Tensor3D => siglipForward(this.tower, this.setup.vision, pixels);
@@ -21,11 +33,21 @@ export class Gemma3ImageEncoder {
    * as real google/gemma-3 files do), or `model.vision_tower.…` / `model.multi_modal_projector.…` when `hasTensor` says
    * the file uses the in-memory names. `textHidden` is the language model's hidden size.
    */
-  static load(get: TensorLookup, setup: Gemma3VisionSetup, textHidden: number, source = 'model.safetensors', hasTensor?: (name: string) => boolean): Gemma3ImageEncoder {
+  static load(
+    get: TensorLookup,
+    setup: Gemma3VisionSetup,
+    textHidden: number,
+    source = 'model.safetensors',
+    hasTensor?: (name: string) => boolean,
+  ): Gemma3ImageEncoder {
     const modern = hasTensor?.(`model.${SIGLIP_PREFIX.gemma3}embeddings.patch_embedding.weight`) ?? false;
     const lead = modern ? 'model.' : '';
     const tower = loadSiglipWeights(get, lead + SIGLIP_PREFIX.gemma3, setup.vision, source);
-    return new Gemma3ImageEncoder(setup, tower, loadGemma3Projector(get, setup.vision.hiddenSize, textHidden, source, lead + GEMMA3_PROJECTOR_PREFIX));
+    return new Gemma3ImageEncoder(
+      setup,
+      tower,
+      loadGemma3Projector(get, setup.vision.hiddenSize, textHidden, source, lead + GEMMA3_PROJECTOR_PREFIX),
+    );
   }
 
   get towerConfig() {
@@ -41,7 +63,12 @@ export class Gemma3ImageEncoder {
     return tf.tidy(() => {
       const input = pixels instanceof tf.Tensor ? pixels : tf.tensor4d(pixels.data, pixels.shape);
       const vision = this.runTower(input);
-      const features = gemma3Project(this.projector, vision, this.setup.mmTokensPerImage, this.setup.vision.layerNormEps); // [n, tokens, text hidden]
+      const features = gemma3Project(
+        this.projector,
+        vision,
+        this.setup.mmTokensPerImage,
+        this.setup.vision.layerNormEps,
+      ); // [n, tokens, text hidden]
       const [n, t, d] = features.shape;
       return tf.reshape(features, [n * t, d]) as tf.Tensor2D;
     });

@@ -25,14 +25,22 @@ export class Gemma3Model extends VisionLanguageModel {
     const { config, decoder, tensors } = loadHfDecoder(dir);
     try {
       const setup = parseGemma3VisionSetup(config.raw, join(dir, 'config.json'));
-      const images = Gemma3ImageEncoder.load(tensorLookup(tensors), setup, config.text.hiddenSize, tensors.source, (n) => tensors.has(n));
+      const images = Gemma3ImageEncoder.load(
+        tensorLookup(tensors),
+        setup,
+        config.text.hiddenSize,
+        tensors.source,
+        (n) => tensors.has(n),
+      );
       const model = new Gemma3Model(config, decoder, images, setup.imageTokenId);
       model.setup = setup;
       const pre = readPreprocessorConfig(dir);
       model.processor = new Gemma3ImageProcessor(pre.raw, { defaultSize: setup.vision.imageSize, source: pre.source });
       const size = setup.vision.imageSize;
       if (model.processor.config.do_resize && (model.processor.height !== size || model.processor.width !== size)) {
-        throw new UserError(`${pre.source}: size ${model.processor.height}x${model.processor.width} differs from the vision tower's image_size ${size}`);
+        throw new UserError(
+          `${pre.source}: size ${model.processor.height}x${model.processor.width} differs from the vision tower's image_size ${size}`,
+        );
       }
       return model;
     } catch (error) {

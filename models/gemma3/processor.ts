@@ -9,7 +9,13 @@ import { z } from 'zod';
 import type { RawImage } from '../../core/image.ts';
 import { parseOrFail, UserError } from '../../core/errors.ts';
 import { filterFromPilCode, resizePil, type ResampleFilter } from '../hf/resample.ts';
-import { channelValues, imageToChannelsFirst, stackImages, type PixelScaling, type PixelValues } from '../hf/pixel-values.ts';
+import {
+  channelValues,
+  imageToChannelsFirst,
+  stackImages,
+  type PixelScaling,
+  type PixelValues,
+} from '../hf/pixel-values.ts';
 
 /** preprocessor_config.json of a Gemma 3 checkpoint; defaults are Gemma3ImageProcessor's (transformers 4.57) but `size`. */
 export const gemma3PreprocessorSchema = z.object({
@@ -17,7 +23,10 @@ export const gemma3PreprocessorSchema = z.object({
   size: z.object({ height: z.number().int().positive(), width: z.number().int().positive() }).optional(),
   resample: z.number().int().default(2),
   do_rescale: z.boolean().default(true),
-  rescale_factor: z.number().positive().default(1 / 255),
+  rescale_factor: z
+    .number()
+    .positive()
+    .default(1 / 255),
   do_normalize: z.boolean().default(true),
   image_mean: channelValues.default([0.5, 0.5, 0.5]),
   image_std: channelValues.default([0.5, 0.5, 0.5]),
@@ -39,15 +48,25 @@ export class Gemma3ImageProcessor {
   constructor(raw: unknown, options: { defaultSize?: number; source?: string } = {}) {
     const source = options.source ?? 'preprocessor_config.json';
     this.config = parseOrFail(gemma3PreprocessorSchema, raw ?? {}, `${source}: `);
-    if (this.config.do_pan_and_scan) throw new UserError(`${source}: do_pan_and_scan is not supported (set it to false or null)`);
+    if (this.config.do_pan_and_scan)
+      throw new UserError(`${source}: do_pan_and_scan is not supported (set it to false or null)`);
     const filter = filterFromPilCode(this.config.resample);
-    if (!filter) throw new UserError(`${source}: resample ${this.config.resample} is not supported (1 LANCZOS, 2 BILINEAR, 3 BICUBIC, 4 BOX, 5 HAMMING)`);
+    if (!filter)
+      throw new UserError(
+        `${source}: resample ${this.config.resample} is not supported (1 LANCZOS, 2 BILINEAR, 3 BICUBIC, 4 BOX, 5 HAMMING)`,
+      );
     this.filter = filter;
     const side = options.defaultSize ?? 896;
     this.height = this.config.size?.height ?? side;
     this.width = this.config.size?.width ?? side;
     const c = this.config;
-    this.scaling = { doRescale: c.do_rescale, rescaleFactor: c.rescale_factor, doNormalize: c.do_normalize, imageMean: c.image_mean, imageStd: c.image_std };
+    this.scaling = {
+      doRescale: c.do_rescale,
+      rescaleFactor: c.rescale_factor,
+      doNormalize: c.do_normalize,
+      imageMean: c.image_mean,
+      imageStd: c.image_std,
+    };
   }
 
   /** The resized 8-bit image, before rescaling. */
@@ -60,7 +79,12 @@ export class Gemma3ImageProcessor {
     const resized = images.map((img) => this.resize(img));
     const h = resized[0]?.height ?? this.height;
     const w = resized[0]?.width ?? this.width;
-    if (resized.some((img) => img.height !== h || img.width !== w)) throw new UserError('gemma3 processor: with do_resize false, all images must have the same size');
-    return stackImages(resized.map((img) => imageToChannelsFirst(img, this.scaling)), h, w);
+    if (resized.some((img) => img.height !== h || img.width !== w))
+      throw new UserError('gemma3 processor: with do_resize false, all images must have the same size');
+    return stackImages(
+      resized.map((img) => imageToChannelsFirst(img, this.scaling)),
+      h,
+      w,
+    );
   }
 }

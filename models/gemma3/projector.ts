@@ -16,7 +16,13 @@ export interface Gemma3ProjectorWeights {
 /** On-disk prefix: the legacy `multi_modal_projector.` that transformers 4.57 writes; v5 files say `model.multi_modal_projector.`. */
 export const GEMMA3_PROJECTOR_PREFIX = 'multi_modal_projector.';
 
-export function loadGemma3Projector(get: TensorLookup, visionHidden: number, textHidden: number, source = 'model.safetensors', prefix = GEMMA3_PROJECTOR_PREFIX): Gemma3ProjectorWeights {
+export function loadGemma3Projector(
+  get: TensorLookup,
+  visionHidden: number,
+  textHidden: number,
+  source = 'model.safetensors',
+  prefix = GEMMA3_PROJECTOR_PREFIX,
+): Gemma3ProjectorWeights {
   const take = (name: string, shape: number[]) => {
     const full = prefix + name;
     const t = get(full);
@@ -39,11 +45,17 @@ export function gemmaRmsNorm(x: tf.Tensor2D, weight: tf.Tensor1D, eps: number): 
 }
 
 /** SigLIP output [N, n², D] -> image features [N, mmTokensPerImage, text hidden]. */
-export function gemma3Project(weights: Gemma3ProjectorWeights, visionOut: tf.Tensor3D, mmTokensPerImage: number, eps: number): tf.Tensor3D {
+export function gemma3Project(
+  weights: Gemma3ProjectorWeights,
+  visionOut: tf.Tensor3D,
+  mmTokensPerImage: number,
+  eps: number,
+): tf.Tensor3D {
   const [N, seq, D] = visionOut.shape;
   const n = Math.round(Math.sqrt(seq));
   const t = Math.round(Math.sqrt(mmTokensPerImage));
-  if (n * n !== seq || t * t !== mmTokensPerImage || n % t !== 0) throw new Error(`gemma3Project: cannot pool ${seq} patches to ${mmTokensPerImage} tokens`);
+  if (n * n !== seq || t * t !== mmTokensPerImage || n % t !== 0)
+    throw new Error(`gemma3Project: cannot pool ${seq} patches to ${mmTokensPerImage} tokens`);
   const k = n / t; // AvgPool2d kernel = stride
   return tf.tidy(() => {
     // Pool rows, then columns, each a mean over one axis: [N·t, k, t, k·D] -> [N·t, t, k·D] -> [N·t·t, k, D] -> [N·t·t, D].

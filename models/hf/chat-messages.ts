@@ -29,7 +29,10 @@ export interface TemplateMessageOptions {
 }
 
 /** Render images of an environment's episodes the way the hosted-model path does (its chat image size by default). */
-export function envRenderer(env: Pick<Env, 'renderAction' | 'imageSizes'>, size = env.imageSizes.chat): (ref: ImageRef) => RawImage {
+export function envRenderer(
+  env: Pick<Env, 'renderAction' | 'imageSizes'>,
+  size = env.imageSizes.chat,
+): (ref: ImageRef) => RawImage {
   return (ref) => env.renderAction(ref.episode, ref.index, size);
 }
 
@@ -64,7 +67,10 @@ export function toTemplatePrompt(
  * server that applies the chat template itself receives (models/remote/); chatToTemplatePrompt reads them back to
  * the same template messages and images that toTemplatePrompt gives.
  */
-export async function chatMessagesWithImages(prompt: PromptMessage[], render: (ref: ImageRef) => RawImage): Promise<ChatMessage[]> {
+export async function chatMessagesWithImages(
+  prompt: PromptMessage[],
+  render: (ref: ImageRef) => RawImage,
+): Promise<ChatMessage[]> {
   const urls = new Map<string, string>();
   for (const m of prompt) {
     for (const p of m.parts) {
@@ -77,16 +83,23 @@ export async function chatMessagesWithImages(prompt: PromptMessage[], render: (r
 }
 
 /** Chat messages to template messages, each image_url part resolved through `image`, in order of appearance. */
-function fromChatMessages(chat: ChatMessage[], image: (url: string) => RawImage, options: TemplateMessageOptions): TemplatePrompt {
+function fromChatMessages(
+  chat: ChatMessage[],
+  image: (url: string) => RawImage,
+  options: TemplateMessageOptions,
+): TemplatePrompt {
   const images: RawImage[] = [];
   const messages = chat.map((m): ChatTemplateMessage => {
     if (typeof m.content === 'string') {
       return { role: m.role, content: options.content === 'parts' ? [{ type: 'text', text: m.content }] : m.content };
     }
     if (options.content === 'string' && m.content.some((p) => p.type === 'image_url')) {
-      throw new UserError(`this checkpoint's model reads text only, but the prompt shows images (use the text modality)`);
+      throw new UserError(
+        `this checkpoint's model reads text only, but the prompt shows images (use the text modality)`,
+      );
     }
-    if (options.content === 'string') return { role: m.role, content: m.content.map((p) => (p as { text: string }).text).join('') };
+    if (options.content === 'string')
+      return { role: m.role, content: m.content.map((p) => (p as { text: string }).text).join('') };
     const parts = m.content.map((p): ChatTemplatePart => {
       if (p.type === 'text') return { type: 'text', text: p.text };
       images.push(image(p.image_url.url));
@@ -112,12 +125,16 @@ async function decodeDataUrl(url: string): Promise<RawImage> {
  * OpenAI-format chat messages (core/chat.ts; images as data URLs) as chat-template messages and decoded images: for
  * `metrl serve`, and for evaluating in process on exactly the messages eval/query-to-chat.ts builds for hosted models.
  */
-export async function chatToTemplatePrompt(chat: ChatMessage[], options: TemplateMessageOptions): Promise<TemplatePrompt> {
+export async function chatToTemplatePrompt(
+  chat: ChatMessage[],
+  options: TemplateMessageOptions,
+): Promise<TemplatePrompt> {
   const decoded = new Map<string, RawImage>();
   for (const m of chat) {
     if (typeof m.content === 'string') continue;
     for (const p of m.content) {
-      if (p.type === 'image_url' && !decoded.has(p.image_url.url)) decoded.set(p.image_url.url, await decodeDataUrl(p.image_url.url));
+      if (p.type === 'image_url' && !decoded.has(p.image_url.url))
+        decoded.set(p.image_url.url, await decodeDataUrl(p.image_url.url));
     }
   }
   return fromChatMessages(chat, (url) => decoded.get(url)!, options);

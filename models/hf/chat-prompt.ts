@@ -32,7 +32,11 @@ export interface EncodedChatPrompt {
  */
 export function loadChatPromptKit(dir: string, config: unknown, configFile: string): ChatPromptKit {
   const tokenizer = loadHfTokenizer(dir);
-  return { tokenizer, template: loadChatTemplate(dir, tokenizer), layout: imagePlaceholderLayout(config, configFile, tokenizer) };
+  return {
+    tokenizer,
+    template: loadChatTemplate(dir, tokenizer),
+    layout: imagePlaceholderLayout(config, configFile, tokenizer),
+  };
 }
 
 /**

@@ -60,15 +60,21 @@ function readTemplateField(path: string): z.infer<typeof templateFieldSchema> {
 }
 
 /** Pick one template from a string or a list of named templates. */
-function pick(field: z.infer<typeof templateFieldSchema>, file: string, name: string | undefined): ChatTemplateSource | null {
+function pick(
+  field: z.infer<typeof templateFieldSchema>,
+  file: string,
+  name: string | undefined,
+): ChatTemplateSource | null {
   if (field === null || field === undefined) return null;
   if (typeof field === 'string') {
-    if (name !== undefined && name !== 'default') throw new UserError(`${file}: has one chat template, not one named '${name}'`);
+    if (name !== undefined && name !== 'default')
+      throw new UserError(`${file}: has one chat template, not one named '${name}'`);
     return { file, template: field };
   }
   const wanted = name ?? 'default';
   const found = field.find((t) => t.name === wanted);
-  if (!found) throw new UserError(`${file}: no chat template named '${wanted}' (has ${field.map((t) => t.name).join(', ')})`);
+  if (!found)
+    throw new UserError(`${file}: no chat template named '${wanted}' (has ${field.map((t) => t.name).join(', ')})`);
   return { file, template: found.template };
 }
 
@@ -79,7 +85,8 @@ function pick(field: z.infer<typeof templateFieldSchema>, file: string, name: st
 export function findChatTemplate(dir: string, name?: string): ChatTemplateSource | null {
   const jinjaPath = join(dir, CHAT_TEMPLATE_JINJA);
   if (existsSync(jinjaPath)) {
-    if (name !== undefined && name !== 'default') throw new UserError(`${jinjaPath}: is the only chat template, not one named '${name}'`);
+    if (name !== undefined && name !== 'default')
+      throw new UserError(`${jinjaPath}: is the only chat template, not one named '${name}'`);
     return { file: jinjaPath, template: readFileSync(jinjaPath, 'utf8') };
   }
   const jsonPath = join(dir, CHAT_TEMPLATE_JSON);
@@ -129,7 +136,9 @@ export class ChatTemplate {
 export function loadChatTemplate(dir: string, tokenizer: HfTokenizer, name?: string): ChatTemplate {
   const found = findChatTemplate(dir, name);
   if (!found) {
-    throw new UserError(`${dir}: no chat template (looked for ${CHAT_TEMPLATE_JINJA}, ${CHAT_TEMPLATE_JSON} and chat_template in ${TOKENIZER_CONFIG})`);
+    throw new UserError(
+      `${dir}: no chat template (looked for ${CHAT_TEMPLATE_JINJA}, ${CHAT_TEMPLATE_JSON} and chat_template in ${TOKENIZER_CONFIG})`,
+    );
   }
   return new ChatTemplate(found.file, found.template, tokenizer.templateVariables());
 }

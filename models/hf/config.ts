@@ -140,24 +140,67 @@ const TopJson = z
 
 /** Class defaults of transformers 4.57 for the keys a sub-config may omit (hf_config.py mirrors them). */
 const LLAMA_DEFAULTS = {
-  vocab_size: 32000, hidden_size: 4096, intermediate_size: 11008, num_hidden_layers: 32, num_attention_heads: 32,
-  hidden_act: 'silu', rms_norm_eps: 1e-6, rope_theta: 10000, attention_bias: false, mlp_bias: false,
-  tie_word_embeddings: false, bos_token_id: 1, eos_token_id: 2, pad_token_id: null,
+  vocab_size: 32000,
+  hidden_size: 4096,
+  intermediate_size: 11008,
+  num_hidden_layers: 32,
+  num_attention_heads: 32,
+  hidden_act: 'silu',
+  rms_norm_eps: 1e-6,
+  rope_theta: 10000,
+  attention_bias: false,
+  mlp_bias: false,
+  tie_word_embeddings: false,
+  bos_token_id: 1,
+  eos_token_id: 2,
+  pad_token_id: null,
 } as const;
 const QWEN2_DEFAULTS = {
-  vocab_size: 151936, hidden_size: 4096, intermediate_size: 22016, num_hidden_layers: 32, num_attention_heads: 32,
-  hidden_act: 'silu', rms_norm_eps: 1e-6, rope_theta: 10000, tie_word_embeddings: false, bos_token_id: null,
-  eos_token_id: null, pad_token_id: null, use_sliding_window: false, sliding_window: 4096, max_window_layers: 28,
+  vocab_size: 151936,
+  hidden_size: 4096,
+  intermediate_size: 22016,
+  num_hidden_layers: 32,
+  num_attention_heads: 32,
+  hidden_act: 'silu',
+  rms_norm_eps: 1e-6,
+  rope_theta: 10000,
+  tie_word_embeddings: false,
+  bos_token_id: null,
+  eos_token_id: null,
+  pad_token_id: null,
+  use_sliding_window: false,
+  sliding_window: 4096,
+  max_window_layers: 28,
 } as const;
 const GEMMA3_TEXT_DEFAULTS = {
-  vocab_size: 262208, hidden_size: 2304, intermediate_size: 9216, num_hidden_layers: 26, num_attention_heads: 8,
-  num_key_value_heads: 4, head_dim: 256, hidden_activation: 'gelu_pytorch_tanh', rms_norm_eps: 1e-6,
-  rope_theta: 1_000_000, rope_local_base_freq: 10_000, attention_bias: false, query_pre_attn_scalar: 256,
-  sliding_window: 4096, sliding_window_pattern: 6, tie_word_embeddings: true, bos_token_id: 2, eos_token_id: 1,
+  vocab_size: 262208,
+  hidden_size: 2304,
+  intermediate_size: 9216,
+  num_hidden_layers: 26,
+  num_attention_heads: 8,
+  num_key_value_heads: 4,
+  head_dim: 256,
+  hidden_activation: 'gelu_pytorch_tanh',
+  rms_norm_eps: 1e-6,
+  rope_theta: 1_000_000,
+  rope_local_base_freq: 10_000,
+  attention_bias: false,
+  query_pre_attn_scalar: 256,
+  sliding_window: 4096,
+  sliding_window_pattern: 6,
+  tie_word_embeddings: true,
+  bos_token_id: 2,
+  eos_token_id: 1,
   pad_token_id: 0,
 } as const;
 
-const REQUIRED_TOP_LEVEL = ['vocab_size', 'hidden_size', 'intermediate_size', 'num_hidden_layers', 'num_attention_heads'] as const;
+const REQUIRED_TOP_LEVEL = [
+  'vocab_size',
+  'hidden_size',
+  'intermediate_size',
+  'num_hidden_layers',
+  'num_attention_heads',
+] as const;
 
 function tokenList(v: number | number[] | null | undefined): number[] {
   if (v === null || v === undefined) return [];
@@ -185,14 +228,22 @@ function linearFactor(scaling: z.infer<typeof RopeScaling> | undefined, source: 
 
 /** Normalise one decoder config. `where` prefixes key names in messages ('' or 'text_config.'). */
 function decoderFrom(family: DecoderFamily, json: DecoderJson, source: string, where: string): DecoderConfig {
-  const d = (family === 'llama' ? LLAMA_DEFAULTS : family === 'qwen2' ? QWEN2_DEFAULTS : GEMMA3_TEXT_DEFAULTS) as Record<string, unknown>;
+  const d = (
+    family === 'llama' ? LLAMA_DEFAULTS : family === 'qwen2' ? QWEN2_DEFAULTS : GEMMA3_TEXT_DEFAULTS
+  ) as Record<string, unknown>;
   const get = <T>(key: keyof DecoderJson): T => (json[key] !== undefined ? json[key] : d[key as string]) as T;
   const numHeads = get<number>('num_attention_heads');
   const hiddenSize = get<number>('hidden_size');
   const numKvHeads = (json.num_key_value_heads ?? (d.num_key_value_heads as number | undefined) ?? numHeads) as number;
   const headDim = (json.head_dim ?? (d.head_dim as number | undefined) ?? hiddenSize / numHeads) as number;
-  if (!Number.isInteger(headDim)) throw new UserError(`${source}: ${where}hidden_size ${hiddenSize} is not a multiple of num_attention_heads ${numHeads}`);
-  if (numHeads % numKvHeads !== 0) throw new UserError(`${source}: ${where}num_attention_heads ${numHeads} is not a multiple of num_key_value_heads ${numKvHeads}`);
+  if (!Number.isInteger(headDim))
+    throw new UserError(
+      `${source}: ${where}hidden_size ${hiddenSize} is not a multiple of num_attention_heads ${numHeads}`,
+    );
+  if (numHeads % numKvHeads !== 0)
+    throw new UserError(
+      `${source}: ${where}num_attention_heads ${numHeads} is not a multiple of num_key_value_heads ${numKvHeads}`,
+    );
   if (headDim % 2 !== 0) throw new UserError(`${source}: ${where}head_dim ${headDim} is odd (RoPE needs an even size)`);
   const numLayers = get<number>('num_hidden_layers');
   const gemma = family === 'gemma3';
@@ -203,19 +254,28 @@ function decoderFrom(family: DecoderFamily, json: DecoderJson, source: string, w
     slidingWindow = get<number | null>('sliding_window');
     const pattern = json.sliding_window_pattern ?? json._sliding_window_pattern ?? 6;
     // Older Gemma 3 configs have only the pattern: layer i is global iff (i + 1) % pattern == 0.
-    layerTypes = json.layer_types ?? Array.from({ length: numLayers }, (_, i) => ((i + 1) % pattern ? 'sliding_attention' : 'full_attention'));
-    if (json.use_bidirectional_attention) throw new UserError(`${source}: ${where}use_bidirectional_attention (EmbeddingGemma) is not supported`);
+    layerTypes =
+      json.layer_types ??
+      Array.from({ length: numLayers }, (_, i) => ((i + 1) % pattern ? 'sliding_attention' : 'full_attention'));
+    if (json.use_bidirectional_attention)
+      throw new UserError(`${source}: ${where}use_bidirectional_attention (EmbeddingGemma) is not supported`);
   } else if (family === 'qwen2') {
     const useSliding = get<boolean>('use_sliding_window');
     slidingWindow = useSliding ? get<number | null>('sliding_window') : null;
     const maxWindow = get<number>('max_window_layers');
-    layerTypes = json.layer_types ?? Array.from({ length: numLayers }, (_, i) => (slidingWindow !== null && i >= maxWindow ? 'sliding_attention' : 'full_attention'));
+    layerTypes =
+      json.layer_types ??
+      Array.from({ length: numLayers }, (_, i) =>
+        slidingWindow !== null && i >= maxWindow ? 'sliding_attention' : 'full_attention',
+      );
   } else {
     slidingWindow = null;
     layerTypes = Array.from({ length: numLayers }, () => 'full_attention' as const);
   }
-  if (layerTypes.length !== numLayers) throw new UserError(`${source}: ${where}layer_types has ${layerTypes.length} entries for ${numLayers} layers`);
-  if (layerTypes.includes('sliding_attention') && !slidingWindow) throw new UserError(`${source}: ${where}sliding_window is missing for sliding_attention layers`);
+  if (layerTypes.length !== numLayers)
+    throw new UserError(`${source}: ${where}layer_types has ${layerTypes.length} entries for ${numLayers} layers`);
+  if (layerTypes.includes('sliding_attention') && !slidingWindow)
+    throw new UserError(`${source}: ${where}sliding_window is missing for sliding_attention layers`);
   if (!layerTypes.includes('sliding_attention')) slidingWindow = null;
 
   const attnBias = family === 'qwen2' ? true : get<boolean>('attention_bias');
@@ -261,14 +321,17 @@ function parseDecoderJson(value: unknown, source: string, where: string): Decode
 
 /** Parse a config.json object. `source` (the file's path) names the file in error messages. */
 export function parseHfConfig(json: unknown, source = 'config.json'): HfModelConfig {
-  if (json === null || typeof json !== 'object' || Array.isArray(json)) throw new UserError(`${source}: not a JSON object`);
+  if (json === null || typeof json !== 'object' || Array.isArray(json))
+    throw new UserError(`${source}: not a JSON object`);
   const top = TopJson.safeParse(json);
   if (!top.success) throw new UserError(describeZodError(top.error, `${source}: `, json));
   const raw = json as Record<string, unknown>;
   const architecture = top.data.architectures?.[0];
   if (!architecture) throw new UserError(`${source}: missing key 'architectures'`);
   if (!(SUPPORTED_ARCHITECTURES as readonly string[]).includes(architecture)) {
-    throw new UserError(`${source}: architecture ${architecture} is not supported (supported: ${SUPPORTED_ARCHITECTURES.join(', ')})`);
+    throw new UserError(
+      `${source}: architecture ${architecture} is not supported (supported: ${SUPPORTED_ARCHITECTURES.join(', ')})`,
+    );
   }
   const dtype = top.data.dtype ?? top.data.torch_dtype ?? null;
   const modelType = top.data.model_type ?? '';
@@ -281,16 +344,20 @@ export function parseHfConfig(json: unknown, source = 'config.json'): HfModelCon
     const sub = parseDecoderJson(top.data.text_config, source, 'text_config.');
     const expectedType = family === 'llama' ? 'llama' : 'gemma3_text';
     if (sub.model_type !== undefined && sub.model_type !== expectedType) {
-      throw new UserError(`${source}: text_config.model_type '${sub.model_type}' is not supported for ${architecture} (expected ${expectedType})`);
+      throw new UserError(
+        `${source}: text_config.model_type '${sub.model_type}' is not supported for ${architecture} (expected ${expectedType})`,
+      );
     }
     text = decoderFrom(family, sub, source, 'text_config.');
     // Gemma3ForConditionalGeneration (transformers 4.57) does not apply final_logit_softcapping; only the CausalLM does.
     if (family === 'gemma3') text.finalLogitSoftcap = null;
     imageTokenId = top.data.image_token_id ?? top.data.image_token_index ?? (family === 'llama' ? 128257 : 262144);
   } else {
-    const family: DecoderFamily = architecture === 'LlamaForCausalLM' ? 'llama' : architecture === 'Qwen2ForCausalLM' ? 'qwen2' : 'gemma3';
+    const family: DecoderFamily =
+      architecture === 'LlamaForCausalLM' ? 'llama' : architecture === 'Qwen2ForCausalLM' ? 'qwen2' : 'gemma3';
     const sub = parseDecoderJson(json, source, '');
-    for (const key of REQUIRED_TOP_LEVEL) if (sub[key] === undefined) throw new UserError(`${source}: missing key '${key}'`);
+    for (const key of REQUIRED_TOP_LEVEL)
+      if (sub[key] === undefined) throw new UserError(`${source}: missing key '${key}'`);
     text = decoderFrom(family, sub, source, '');
   }
   return { architecture, modelType, dtype, text, imageTokenId, raw };
@@ -299,7 +366,8 @@ export function parseHfConfig(json: unknown, source = 'config.json'): HfModelCon
 /** Read and parse `<dir>/config.json`. */
 export function readHfConfig(dir: string): HfModelConfig {
   const path = join(dir, 'config.json');
-  if (!existsSync(path)) throw new UserError(`${path}: no such file (a Hugging Face checkpoint folder has a config.json)`);
+  if (!existsSync(path))
+    throw new UserError(`${path}: no such file (a Hugging Face checkpoint folder has a config.json)`);
   return parseHfConfig(readJson(path, z.unknown()), path);
 }
 
@@ -316,7 +384,11 @@ const GenerationJson = z
   .loose();
 
 export function readGenerationTokens(dir: string, config: HfModelConfig): GenerationTokens {
-  const fallback = { bosTokenId: config.text.bosTokenId, eosTokenIds: config.text.eosTokenIds, padTokenId: config.text.padTokenId };
+  const fallback = {
+    bosTokenId: config.text.bosTokenId,
+    eosTokenIds: config.text.eosTokenIds,
+    padTokenId: config.text.padTokenId,
+  };
   const path = join(dir, 'generation_config.json');
   if (!existsSync(path)) return fallback;
   const g = readJson(path, GenerationJson);

@@ -76,7 +76,15 @@ export function decoderBlock<T>(ops: DecoderOps<T>, c: DecoderConfig, w: Decoder
   const table = sliding && c.ropeLocalTheta !== null ? 'local' : 'global';
   q = ops.rope(q, table);
   k = ops.rope(k, table);
-  const out = ops.attention(q, k, v, { layer, sliding, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: c.headDim, scale: c.attnScale, softcap: c.attnLogitSoftcap });
+  const out = ops.attention(q, k, v, {
+    layer,
+    sliding,
+    heads: c.numHeads,
+    kvHeads: c.numKvHeads,
+    headDim: c.headDim,
+    scale: c.attnScale,
+    softcap: c.attnLogitSoftcap,
+  });
   const a = ops.linear(out, w.o);
   if (c.sandwichNorm) {
     // Gemma: the attention and MLP outputs are normalised before their residual adds.

@@ -21,7 +21,14 @@ import { activate } from '../layers/mlp.ts';
 import { rmsNorm } from '../layers/rms-norm.ts';
 import { applyRope, disposeRope, inverseFrequencies, ropeTable, type RopeTable } from '../layers/rope.ts';
 import { customGrad, mm } from '../ops.ts';
-import { decoderBlock, decoderFinalNorm, decoderLogits, type AttentionSpec, type DecoderOps, type WeightTensor } from './decoder-ops.ts';
+import {
+  decoderBlock,
+  decoderFinalNorm,
+  decoderLogits,
+  type AttentionSpec,
+  type DecoderOps,
+  type WeightTensor,
+} from './decoder-ops.ts';
 import type { DecoderWeights } from './decoder-weights.ts';
 import type { MlpActivation } from '../layers/mlp.ts';
 import type { NormStyle } from '../layers/rms-norm.ts';
@@ -141,8 +148,23 @@ class TfjsDecoderOps implements DecoderOps<tf.Tensor> {
   }
   attention(q: tf.Tensor, k: tf.Tensor, v: tf.Tensor, spec: AttentionSpec): tf.Tensor {
     const ctx = this.ctx!;
-    const shape = { batch: ctx.B, queries: ctx.T, heads: spec.heads, kvHeads: spec.kvHeads, headDim: spec.headDim, scale: spec.scale, softcap: spec.softcap };
-    const { out, kv } = attention(q as tf.Tensor3D, k as tf.Tensor3D, v as tf.Tensor3D, spec.sliding ? ctx.slidingMask! : ctx.fullMask, shape, this.cache);
+    const shape = {
+      batch: ctx.B,
+      queries: ctx.T,
+      heads: spec.heads,
+      kvHeads: spec.kvHeads,
+      headDim: spec.headDim,
+      scale: spec.scale,
+      softcap: spec.softcap,
+    };
+    const { out, kv } = attention(
+      q as tf.Tensor3D,
+      k as tf.Tensor3D,
+      v as tf.Tensor3D,
+      spec.sliding ? ctx.slidingMask! : ctx.fullMask,
+      shape,
+      this.cache,
+    );
     this.kv = kv;
     return out;
   }
@@ -214,13 +236,34 @@ export class HfDecoder {
   private passContext(spec: PassSpec): PassContext {
     const c = this.config;
     const { B, T, past, positions, maskRows, tokenTypeIds, segments } = spec;
-    const packed = segments ? { segments, positions: Array.from({ length: B }, (_, b) => Array.from(positions.subarray(b * T, (b + 1) * T))) } : {};
+    const packed = segments
+      ? { segments, positions: Array.from({ length: B }, (_, b) => Array.from(positions.subarray(b * T, (b + 1) * T))) }
+      : {};
     return {
       ...spec,
       ropeGlobal: ropeTable(positions, inverseFrequencies(c.headDim, c.ropeTheta, c.ropeLinearFactor)),
-      ropeLocal: c.ropeLocalTheta !== null ? ropeTable(positions, inverseFrequencies(c.headDim, c.ropeLocalTheta)) : null,
-      fullMask: buildMask({ batch: B, queries: T, past, attentionMask: maskRows, window: null, tokenTypeIds, ...packed }),
-      slidingMask: c.layerTypes.includes('sliding_attention') ? buildMask({ batch: B, queries: T, past, attentionMask: maskRows, window: c.slidingWindow, tokenTypeIds, ...packed }) : null,
+      ropeLocal:
+        c.ropeLocalTheta !== null ? ropeTable(positions, inverseFrequencies(c.headDim, c.ropeLocalTheta)) : null,
+      fullMask: buildMask({
+        batch: B,
+        queries: T,
+        past,
+        attentionMask: maskRows,
+        window: null,
+        tokenTypeIds,
+        ...packed,
+      }),
+      slidingMask: c.layerTypes.includes('sliding_attention')
+        ? buildMask({
+            batch: B,
+            queries: T,
+            past,
+            attentionMask: maskRows,
+            window: c.slidingWindow,
+            tokenTypeIds,
+            ...packed,
+          })
+        : null,
     };
   }
 
@@ -228,7 +271,13 @@ export class HfDecoder {
    * One decoder block: x [B·T, H] → x [B·T, H], and this layer's keys/values (cache included). The block itself is
    * models/hf/decoder-ops.ts's decoderBlock, the definition the ONNX graph is built from too; this is its tfjs executor.
    */
-  private block(i: number, x: tf.Tensor2D, ctx: PassContext, cache: LayerKV | null, useLora: boolean): { x: tf.Tensor2D; kv: LayerKV } {
+  private block(
+    i: number,
+    x: tf.Tensor2D,
+    ctx: PassContext,
+    cache: LayerKV | null,
+    useLora: boolean,
+  ): { x: tf.Tensor2D; kv: LayerKV } {
     const ops = new TfjsDecoderOps(ctx, cache, useLora);
     const out = decoderBlock(ops, this.config, this.weights.layers[i], i, x as tf.Tensor) as tf.Tensor2D;
     return { x: out, kv: ops.kv! };
@@ -240,7 +289,9 @@ export class HfDecoder {
    */
   private recomputedBlock(i: number, x: tf.Tensor2D, spec: PassSpec, ctx: PassContext, useLora: boolean): tf.Tensor2D {
     const w = this.weights.layers[i];
-    const vars = useLora ? [w.q, w.k, w.v, w.o, w.mlp.gate, w.mlp.up, w.mlp.down].flatMap((l) => (l.lora ? [l.lora.a, l.lora.b] : [])) : [];
+    const vars = useLora
+      ? [w.q, w.k, w.v, w.o, w.mlp.gate, w.mlp.up, w.mlp.down].flatMap((l) => (l.lora ? [l.lora.a, l.lora.b] : []))
+      : [];
     const f = customGrad((xIn: tf.Tensor, ...rest: unknown[]) => {
       const save = rest[rest.length - 1] as (t: tf.Tensor[]) => void;
       const value = tf.tidy(() => this.block(i, xIn as tf.Tensor2D, ctx, null, useLora).x);
@@ -254,7 +305,11 @@ export class HfDecoder {
           const again = this.passContext(spec);
           const xVar = tf.variable(saved[0], true);
           try {
-            const { value: v, grads } = tf.variableGrads(() => tf.sum(tf.mul(this.block(i, xVar as unknown as tf.Tensor2D, again, null, useLora).x, dy)) as tf.Scalar, [xVar, ...vars]);
+            const { value: v, grads } = tf.variableGrads(
+              () =>
+                tf.sum(tf.mul(this.block(i, xVar as unknown as tf.Tensor2D, again, null, useLora).x, dy)) as tf.Scalar,
+              [xVar, ...vars],
+            );
             v.dispose();
             return [grads[xVar.name], ...vars.map((u) => grads[u.name])];
           } finally {
@@ -276,7 +331,8 @@ export class HfDecoder {
     const past = input.cache?.length ?? 0;
     const S = past + T;
     const mask = input.attentionMask ?? Array.from({ length: B }, () => new Int32Array(S).fill(1));
-    if (mask.length !== B || mask.some((r) => r.length !== S)) throw new Error(`forward: attention mask must be [${B}, ${S}]`);
+    if (mask.length !== B || mask.some((r) => r.length !== S))
+      throw new Error(`forward: attention mask must be [${B}, ${S}]`);
     const positions = new Int32Array(B * T);
     const given = input.positionIds ?? positionsFromMask(mask).map((r) => r.subarray(past));
     given.forEach((row, b) => {
@@ -284,8 +340,10 @@ export class HfDecoder {
     });
     const useLora = input.useLora ?? true;
     const recompute = input.recompute ?? false;
-    if (recompute && (input.cache || input.returnCache || input.collectHidden)) throw new Error('forward: recompute is for the learner (no cache, no hidden states)');
-    if (input.segments && (input.cache || input.returnCache || !input.positionIds)) throw new Error('forward: packed segments need positionIds and no cache');
+    if (recompute && (input.cache || input.returnCache || input.collectHidden))
+      throw new Error('forward: recompute is for the learner (no cache, no hidden states)');
+    if (input.segments && (input.cache || input.returnCache || !input.positionIds))
+      throw new Error('forward: packed segments need positionIds and no cache');
     const spec: PassSpec = {
       B,
       T,
@@ -311,19 +369,32 @@ export class HfDecoder {
             // One tidy per block: without a gradient tape (reference log-probs, prefill) a block's attention scores
             // and MLP activations are freed before the next block (a 1,900-token packed row holds ~0.5 GB of them);
             // under a tape, tidy keeps what the backward pass saved.
-            const r = tf.tidy(() => this.block(i, x, ctx, input.cache?.layers[i] ?? null, useLora) as unknown as tf.TensorContainer) as unknown as { x: tf.Tensor2D; kv: LayerKV };
+            const r = tf.tidy(
+              () => this.block(i, x, ctx, input.cache?.layers[i] ?? null, useLora) as unknown as tf.TensorContainer,
+            ) as unknown as { x: tf.Tensor2D; kv: LayerKV };
             x = r.x;
             newCache.push(r.kv);
           }
           if (input.collectHidden) hiddenStates.push(x);
         }
-        const hidden = decoderFinalNorm(new TfjsDecoderOps(ctx, null, false), c, this.weights, x as tf.Tensor) as tf.Tensor2D; // [B·T, H]
+        const hidden = decoderFinalNorm(
+          new TfjsDecoderOps(ctx, null, false),
+          c,
+          this.weights,
+          x as tf.Tensor,
+        ) as tf.Tensor2D; // [B·T, H]
         if (input.collectHidden) hiddenStates.push(hidden);
         let logits: tf.Tensor3D | null = null;
         if ((input.logits ?? 'all') !== 'none') {
           const from = input.logits === 'last' ? T - 1 : (input.logitsFrom ?? 0);
           if (from < 0 || from >= T) throw new Error(`forward: logitsFrom ${from} outside 0..${T - 1}`);
-          const rows = from === 0 ? hidden : (tf.reshape(tf.slice(tf.reshape(hidden, [B, T, c.hiddenSize]), [0, from, 0], [B, T - from, c.hiddenSize]), [B * (T - from), c.hiddenSize]) as tf.Tensor2D);
+          const rows =
+            from === 0
+              ? hidden
+              : (tf.reshape(
+                  tf.slice(tf.reshape(hidden, [B, T, c.hiddenSize]), [0, from, 0], [B, T - from, c.hiddenSize]),
+                  [B * (T - from), c.hiddenSize],
+                ) as tf.Tensor2D);
           logits = tf.reshape(this.head(rows), [B, T - from, c.vocabSize]) as tf.Tensor3D;
         }
         const cache = input.returnCache ? { layers: newCache, length: S } : null;
@@ -338,7 +409,12 @@ export class HfDecoder {
   /** Logits [N, V] of final-normalised hidden rows [N, H]: the output head and Gemma's optional soft-capping. */
   head(rows: tf.Tensor2D): tf.Tensor2D {
     this.checkHeld();
-    return decoderLogits(new TfjsDecoderOps(null, null, false), this.config, this.weights, rows as tf.Tensor) as tf.Tensor2D; // [N, V]
+    return decoderLogits(
+      new TfjsDecoderOps(null, null, false),
+      this.config,
+      this.weights,
+      rows as tf.Tensor,
+    ) as tf.Tensor2D; // [N, V]
   }
 
   /**
@@ -357,13 +433,15 @@ export class HfDecoder {
   private projectionsReleased = false;
 
   private checkHeld(): void {
-    if (this.projectionsReleased) throw new Error('internal: the tfjs forward ran after the projection weights were released to ONNX Runtime');
+    if (this.projectionsReleased)
+      throw new Error('internal: the tfjs forward ran after the projection weights were released to ONNX Runtime');
   }
 
   /** Every linear layer of the decoder, by module path (model.layers.0.self_attn.q_proj, …): LoRA targets. */
   linears(): Map<string, LinearWeights> {
     const out = new Map<string, LinearWeights>();
-    for (const w of this.weights.layers) for (const l of [w.q, w.k, w.v, w.o, w.mlp.gate, w.mlp.up, w.mlp.down]) out.set(l.module, l);
+    for (const w of this.weights.layers)
+      for (const l of [w.q, w.k, w.v, w.o, w.mlp.gate, w.mlp.up, w.mlp.down]) out.set(l.module, l);
     return out;
   }
 

@@ -52,11 +52,20 @@ export interface DecodeRows {
 }
 
 /** What both engines' decoding loops start from: group size, rows, the prompt mask and each row's own copy, the rows' state. */
-export function decodeSetup(input: { ids: ArrayLike<number>[]; attentionMask?: ArrayLike<number>[] }, options: GenerateOptions) {
+export function decodeSetup(
+  input: { ids: ArrayLike<number>[]; attentionMask?: ArrayLike<number>[] },
+  options: GenerateOptions,
+) {
   const G = options.group ?? 1;
   const B = input.ids.length * G;
-  const promptMask: number[][] = (input.attentionMask ?? input.ids.map((r) => Array.from(r, () => 1))).map((r) => Array.from(r));
-  const rows: DecodeRows = { tokens: Array.from({ length: B }, () => []), logitsKept: Array.from({ length: B }, () => []), finished: new Array<boolean>(B).fill(false) };
+  const promptMask: number[][] = (input.attentionMask ?? input.ids.map((r) => Array.from(r, () => 1))).map((r) =>
+    Array.from(r),
+  );
+  const rows: DecodeRows = {
+    tokens: Array.from({ length: B }, () => []),
+    logitsKept: Array.from({ length: B }, () => []),
+    finished: new Array<boolean>(B).fill(false),
+  };
   return {
     G,
     B,
@@ -75,7 +84,15 @@ export function decodeSetup(input: { ids: ArrayLike<number>[]; attentionMask?: A
  * row b's logits are row rowOf(b) of `values` [rows, V]; a running row appends its choice (and stops on a stop id), a
  * finished row is fed its last id again. Returns the ids to feed next, one per row.
  */
-export function chooseNext(values: Float32Array, V: number, rowOf: (b: number) => number, rows: DecodeRows, choose: (logits: Float32Array, row: number) => number, stop: Set<number>, keepLogits: boolean): number[] {
+export function chooseNext(
+  values: Float32Array,
+  V: number,
+  rowOf: (b: number) => number,
+  rows: DecodeRows,
+  choose: (logits: Float32Array, row: number) => number,
+  stop: Set<number>,
+  keepLogits: boolean,
+): number[] {
   const { tokens, logitsKept, finished } = rows;
   const next: number[] = [];
   for (let b = 0; b < tokens.length; b++) {
@@ -97,7 +114,13 @@ export function repeatCache(cache: KVCache, group: number): KVCache {
   const index = Int32Array.from({ length: rows * group }, (_, i) => Math.floor(i / group));
   return tf.tidy(() => {
     const idx = tf.tensor1d(index, 'int32');
-    return { layers: cache.layers.map((kv) => ({ k: tf.gather(kv.k, idx) as tf.Tensor4D, v: tf.gather(kv.v, idx) as tf.Tensor4D })), length: cache.length };
+    return {
+      layers: cache.layers.map((kv) => ({
+        k: tf.gather(kv.k, idx) as tf.Tensor4D,
+        v: tf.gather(kv.v, idx) as tf.Tensor4D,
+      })),
+      length: cache.length,
+    };
   });
 }
 
@@ -119,7 +142,19 @@ export function generate(model: HfDecoder, input: GenerateInput, options: Genera
     if (G > 1) {
       const prefill = out.cache!;
       const logits = out.logits!;
-      out = { ...out, cache: repeatCache(prefill, G), logits: tf.tidy(() => tf.gather(logits, tf.tensor1d(Int32Array.from({ length: B }, (_, i) => Math.floor(i / G)), 'int32'))) };
+      out = {
+        ...out,
+        cache: repeatCache(prefill, G),
+        logits: tf.tidy(() =>
+          tf.gather(
+            logits,
+            tf.tensor1d(
+              Int32Array.from({ length: B }, (_, i) => Math.floor(i / G)),
+              'int32',
+            ),
+          ),
+        ),
+      };
       disposeCache(prefill);
       logits.dispose();
     }
@@ -128,11 +163,26 @@ export function generate(model: HfDecoder, input: GenerateInput, options: Genera
       out.hidden.dispose();
       const values = out.logits!.dataSync() as Float32Array; // [B, 1, V]
       out.logits!.dispose();
-      const next = chooseNext(values, V, (b) => b, { tokens, logitsKept, finished }, choose, stop, options.keepLogits ?? false);
+      const next = chooseNext(
+        values,
+        V,
+        (b) => b,
+        { tokens, logitsKept, finished },
+        choose,
+        stop,
+        options.keepLogits ?? false,
+      );
       if (step === options.maxNewTokens - 1 || finished.every(Boolean)) break;
       for (const row of mask) row.push(1);
       const prev: KVCache | null = cache;
-      out = model.forward({ ids: next.map((id) => [id]), attentionMask: mask, cache: prev, returnCache: true, useLora: options.useLora, logits: 'last' });
+      out = model.forward({
+        ids: next.map((id) => [id]),
+        attentionMask: mask,
+        cache: prev,
+        returnCache: true,
+        useLora: options.useLora,
+        logits: 'last',
+      });
       disposeCache(prev);
       cache = null;
     }

@@ -13,7 +13,8 @@ export function imageTokenPositions(ids: TokenIds, imageTokenId: number): number
   const T = ids[0]?.length ?? 0;
   const out: number[] = [];
   ids.forEach((row, b) => {
-    if (row.length !== T) throw new Error(`imageTokenPositions: sequence ${b} has ${row.length} ids, sequence 0 has ${T}`);
+    if (row.length !== T)
+      throw new Error(`imageTokenPositions: sequence ${b} has ${row.length} ids, sequence 0 has ${T}`);
     for (let t = 0; t < T; t++) if (row[t] === imageTokenId) out.push(b * T + t);
   });
   return out;
@@ -23,14 +24,23 @@ export function imageTokenPositions(ids: TokenIds, imageTokenId: number): number
  * Token embeddings [B, T, D] with the image-token rows replaced by `features` ([M, D] or [images, tokens, D], image 0
  * first). M must equal the number of image tokens. Differentiable in both inputs.
  */
-export function mergeImageFeatures(embeddings: tf.Tensor3D, ids: TokenIds, imageTokenId: number, features: tf.Tensor): tf.Tensor3D {
+export function mergeImageFeatures(
+  embeddings: tf.Tensor3D,
+  ids: TokenIds,
+  imageTokenId: number,
+  features: tf.Tensor,
+): tf.Tensor3D {
   const [B, T, D] = embeddings.shape;
-  if (ids.length !== B || (ids[0]?.length ?? 0) !== T) throw new Error(`mergeImageFeatures: ids are ${ids.length}x${ids[0]?.length}, embeddings [${embeddings.shape}]`);
+  if (ids.length !== B || (ids[0]?.length ?? 0) !== T)
+    throw new Error(`mergeImageFeatures: ids are ${ids.length}x${ids[0]?.length}, embeddings [${embeddings.shape}]`);
   const positions = imageTokenPositions(ids, imageTokenId);
   const rows = features.size / D;
-  if (features.shape[features.rank - 1] !== D) throw new Error(`mergeImageFeatures: features [${features.shape}] are not ${D} wide`);
+  if (features.shape[features.rank - 1] !== D)
+    throw new Error(`mergeImageFeatures: features [${features.shape}] are not ${D} wide`);
   if (positions.length !== rows) {
-    throw new UserError(`the prompt has ${positions.length} image tokens (id ${imageTokenId}) but its images give ${rows} feature rows`);
+    throw new UserError(
+      `the prompt has ${positions.length} image tokens (id ${imageTokenId}) but its images give ${rows} feature rows`,
+    );
   }
   if (rows === 0) return embeddings.clone();
   // Cut the flat [B·T, D] rows into runs of text rows (sliced from the embeddings) and runs of image rows (sliced from

@@ -35,7 +35,10 @@ const idefics3ConfigSchema = z
     image_token_id: z.number().int().nonnegative().default(128257),
     scale_factor: z.number().int().positive().default(2),
     vision_config: z
-      .object({ image_size: z.number().int().positive().default(224), patch_size: z.number().int().positive().default(32) })
+      .object({
+        image_size: z.number().int().positive().default(224),
+        patch_size: z.number().int().positive().default(32),
+      })
       .loose()
       .default({ image_size: 224, patch_size: 32 }),
   })
@@ -66,7 +69,8 @@ function tokenOf(tokenizer: HfTokenizer, id: number, key: string, file: string):
 
 function idOf(tokenizer: HfTokenizer, token: string, file: string): number {
   const id = tokenizer.tokenToId(token);
-  if (id === undefined) throw new UserError(`${file}: the tokenizer has no ${token} token, which the image prompt layout needs`);
+  if (id === undefined)
+    throw new UserError(`${file}: the tokenizer has no ${token} token, which the image prompt layout needs`);
   return id;
 }
 
@@ -85,7 +89,8 @@ function idefics3Layout(config: unknown, file: string, tokenizer: HfTokenizer): 
   return {
     modelType: 'idefics3',
     placeholder: imageToken,
-    expansion: IDEFICS3_FAKE_TOKEN + IDEFICS3_GLOBAL_IMAGE_TOKEN + imageToken.repeat(tokensPerImage) + IDEFICS3_FAKE_TOKEN,
+    expansion:
+      IDEFICS3_FAKE_TOKEN + IDEFICS3_GLOBAL_IMAGE_TOKEN + imageToken.repeat(tokensPerImage) + IDEFICS3_FAKE_TOKEN,
     imageToken,
     imageTokenId: c.image_token_id,
     tokensPerImage,
@@ -118,7 +123,11 @@ const LAYOUTS: Record<string, (config: unknown, file: string, tokenizer: HfToken
  * The image placeholder layout of a checkpoint from its parsed config.json (`file` names it in errors), or null for
  * an architecture that reads no images (llama, qwen2, gemma3_text).
  */
-export function imagePlaceholderLayout(config: unknown, file: string, tokenizer: HfTokenizer): ImagePlaceholderLayout | null {
+export function imagePlaceholderLayout(
+  config: unknown,
+  file: string,
+  tokenizer: HfTokenizer,
+): ImagePlaceholderLayout | null {
   const { model_type } = parseConfig(modelTypeSchema, config, file);
   const layout = LAYOUTS[model_type];
   return layout ? layout(config, file, tokenizer) : null;

@@ -122,7 +122,12 @@ export function buildDecoder(c: DecoderConfig, layout: TextModelLayout, tensors:
     const embedEntry = tensors.read(embedName, c.tieWordEmbeddings ? scratch : undefined); // tied: transposed below
     // Tied: hold the matrix once, as the output head's [H, V]; lookups gather its columns.
     const embed = c.tieWordEmbeddings
-      ? { table: variable(tf.tensor2d(transpose2d(embedEntry.data, c.vocabSize, c.hiddenSize), [c.hiddenSize, c.vocabSize])), layout: 'columns' as const }
+      ? {
+          table: variable(
+            tf.tensor2d(transpose2d(embedEntry.data, c.vocabSize, c.hiddenSize), [c.hiddenSize, c.vocabSize]),
+          ),
+          layout: 'columns' as const,
+        }
       : { table: variable(tf.tensor2d(embedEntry.data, [c.vocabSize, c.hiddenSize])), layout: 'rows' as const };
     const layers: DecoderLayerWeights[] = [];
     for (let i = 0; i < c.numLayers; i++) {
@@ -130,8 +135,15 @@ export function buildDecoder(c: DecoderConfig, layout: TextModelLayout, tensors:
       const layer: DecoderLayerWeights = {
         inputNorm: vector(`${p}${l}input_layernorm.weight`),
         postAttnNorm: vector(`${p}${l}post_attention_layernorm.weight`),
-        ...(c.sandwichNorm ? { preFfnNorm: vector(`${p}${l}pre_feedforward_layernorm.weight`), postFfnNorm: vector(`${p}${l}post_feedforward_layernorm.weight`) } : {}),
-        ...(c.qkNorm ? { qNorm: vector(`${p}${l}self_attn.q_norm.weight`), kNorm: vector(`${p}${l}self_attn.k_norm.weight`) } : {}),
+        ...(c.sandwichNorm
+          ? {
+              preFfnNorm: vector(`${p}${l}pre_feedforward_layernorm.weight`),
+              postFfnNorm: vector(`${p}${l}post_feedforward_layernorm.weight`),
+            }
+          : {}),
+        ...(c.qkNorm
+          ? { qNorm: vector(`${p}${l}self_attn.q_norm.weight`), kNorm: vector(`${p}${l}self_attn.k_norm.weight`) }
+          : {}),
         q: lin(`${l}self_attn.q_proj`, `${l}self_attn.q_proj`, c.qkvBias),
         k: lin(`${l}self_attn.k_proj`, `${l}self_attn.k_proj`, c.qkvBias),
         v: lin(`${l}self_attn.v_proj`, `${l}self_attn.v_proj`, c.qkvBias),

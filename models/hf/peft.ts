@@ -24,7 +24,15 @@ export const ADAPTER_WEIGHTS = 'adapter_model.safetensors';
 const KEY_PREFIX = 'base_model.model.';
 
 /** The projections a LoRA adapter targets by default: every linear layer of the language model's blocks. */
-export const DEFAULT_LORA_TARGETS = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] as const;
+export const DEFAULT_LORA_TARGETS = [
+  'q_proj',
+  'k_proj',
+  'v_proj',
+  'o_proj',
+  'gate_proj',
+  'up_proj',
+  'down_proj',
+] as const;
 
 export interface LoraSettings {
   r: number;
@@ -48,7 +56,10 @@ const AdapterConfigSchema = z
     peft_type: z.literal('LORA'),
     r: z.number().int().positive(),
     lora_alpha: z.number().positive(),
-    target_modules: z.union([z.array(z.string()), z.string()]).nullable().optional(),
+    target_modules: z
+      .union([z.array(z.string()), z.string()])
+      .nullable()
+      .optional(),
     base_model_name_or_path: z.string().nullable().optional(),
     use_rslora: z.boolean().optional(),
     use_dora: z.boolean().optional(),
@@ -73,7 +84,8 @@ export function normaliseTarget(name: string): string {
 function targetLinears(decoder: HfDecoder, targets: readonly string[]): LinearWeights[] {
   const wanted = new Set(targets.map(normaliseTarget));
   for (const t of wanted) {
-    if (!(DEFAULT_LORA_TARGETS as readonly string[]).includes(t)) throw new UserError(`--lora-targets: unknown projection '${t}' (choose from ${DEFAULT_LORA_TARGETS.join(', ')})`);
+    if (!(DEFAULT_LORA_TARGETS as readonly string[]).includes(t))
+      throw new UserError(`--lora-targets: unknown projection '${t}' (choose from ${DEFAULT_LORA_TARGETS.join(', ')})`);
   }
   return [...decoder.linears().values()].filter((l) => wanted.has(l.module.slice(l.module.lastIndexOf('.') + 1)));
 }
@@ -99,7 +111,11 @@ export function createLora(decoder: HfDecoder, settings: LoraSettings, rng: Rng)
     const bound = 1 / Math.sqrt(inDim);
     const a = new Float32Array(inDim * settings.r);
     for (let i = 0; i < a.length; i++) a[i] = (rng.next() * 2 - 1) * bound;
-    l.lora = { a: tf.variable(tf.tensor2d(a, [inDim, settings.r]), true), b: tf.variable(tf.zeros([settings.r, outDim]), true), scale };
+    l.lora = {
+      a: tf.variable(tf.tensor2d(a, [inDim, settings.r]), true),
+      b: tf.variable(tf.zeros([settings.r, outDim]), true),
+      scale,
+    };
   }
   return decoder.loraVariables();
 }
@@ -107,7 +123,8 @@ export function createLora(decoder: HfDecoder, settings: LoraSettings, rng: Rng)
 /** Parse adapter_config.json of an adapter folder. */
 export function readPeftConfig(dir: string): PeftAdapterConfig {
   const path = join(dir, ADAPTER_CONFIG);
-  if (!existsSync(path)) throw new UserError(`${path}: no such file (a PEFT adapter folder has adapter_config.json and ${ADAPTER_WEIGHTS})`);
+  if (!existsSync(path))
+    throw new UserError(`${path}: no such file (a PEFT adapter folder has adapter_config.json and ${ADAPTER_WEIGHTS})`);
   const c = readJson(path, AdapterConfigSchema);
   const refuse = (what: string) => {
     throw new UserError(`${path}: ${what} is not supported`);
@@ -142,10 +159,17 @@ export function loadPeftAdapter(decoder: HfDecoder, dir: string, trainable = tru
   const found = new Map<string, { a?: string; b?: string }>();
   for (const key of entries.keys()) {
     const m = /^base_model\.model\.(.+)\.lora_([AB])\.weight$/.exec(key);
-    if (!m) throw new UserError(`${file}: tensor ${key} is not a LoRA weight (base_model.model.<module>.lora_A.weight / lora_B.weight)`);
+    if (!m)
+      throw new UserError(
+        `${file}: tensor ${key} is not a LoRA weight (base_model.model.<module>.lora_A.weight / lora_B.weight)`,
+      );
     let module = m[1];
-    for (const legacy of legacyModulePrefixes) if (module.startsWith(legacy)) module = modulePrefix + module.slice(legacy.length);
-    if (!linears.has(module)) throw new UserError(`${file}: tensor ${key} targets module ${m[1]}, which this ${decoder.config.family} language model does not have`);
+    for (const legacy of legacyModulePrefixes)
+      if (module.startsWith(legacy)) module = modulePrefix + module.slice(legacy.length);
+    if (!linears.has(module))
+      throw new UserError(
+        `${file}: tensor ${key} targets module ${m[1]}, which this ${decoder.config.family} language model does not have`,
+      );
     const slot = found.get(module) ?? {};
     slot[m[2] === 'A' ? 'a' : 'b'] = key;
     found.set(module, slot);
@@ -154,7 +178,8 @@ export function loadPeftAdapter(decoder: HfDecoder, dir: string, trainable = tru
   // Check every shape before reading anything.
   const expected = new Map<string, number[]>();
   for (const [module, { a, b }] of found) {
-    if (!a || !b) throw new UserError(`${file}: module ${module} has lora_${a ? 'A' : 'B'} but no lora_${a ? 'B' : 'A'}`);
+    if (!a || !b)
+      throw new UserError(`${file}: module ${module} has lora_${a ? 'A' : 'B'} but no lora_${a ? 'B' : 'A'}`);
     const [inDim, outDim] = linears.get(module)!.w.shape as [number, number];
     expected.set(a, [config.r, inDim]);
     expected.set(b, [outDim, config.r]);
@@ -168,7 +193,11 @@ export function loadPeftAdapter(decoder: HfDecoder, dir: string, trainable = tru
     const [inDim, outDim] = l.w.shape as [number, number];
     const aT = transpose(tensors.read(a!).data, config.r, inDim); // [in, r]
     const bT = transpose(tensors.read(b!).data, outDim, config.r); // [r, out]
-    l.lora = { a: tf.variable(tf.tensor2d(aT, [inDim, config.r]), trainable), b: tf.variable(tf.tensor2d(bT, [config.r, outDim]), trainable), scale };
+    l.lora = {
+      a: tf.variable(tf.tensor2d(aT, [inDim, config.r]), trainable),
+      b: tf.variable(tf.tensor2d(bT, [config.r, outDim]), trainable),
+      scale,
+    };
   }
   return config;
 }
@@ -182,13 +211,38 @@ function transpose(data: Float32Array, rows: number, cols: number): Float32Array
 /** adapter_config.json as PEFT 0.17.1 writes it: every LoraConfig field, keys sorted, indent 2, no final newline. */
 export function peftConfigJson(config: PeftAdapterConfig): string {
   const fields: Record<string, unknown> = {
-    alpha_pattern: {}, auto_mapping: null, base_model_name_or_path: config.baseModelNameOrPath, bias: 'none',
-    corda_config: null, eva_config: null, exclude_modules: null, fan_in_fan_out: false, inference_mode: true,
-    init_lora_weights: true, layer_replication: null, layers_pattern: null, layers_to_transform: null, loftq_config: {},
-    lora_alpha: config.alpha, lora_bias: false, lora_dropout: 0.0, megatron_config: null, megatron_core: 'megatron.core',
-    modules_to_save: null, peft_type: 'LORA', qalora_group_size: 16, r: config.r, rank_pattern: {}, revision: null,
-    target_modules: config.targetModules, target_parameters: null, task_type: 'CAUSAL_LM', trainable_token_indices: null,
-    use_dora: false, use_qalora: false, use_rslora: config.useRslora,
+    alpha_pattern: {},
+    auto_mapping: null,
+    base_model_name_or_path: config.baseModelNameOrPath,
+    bias: 'none',
+    corda_config: null,
+    eva_config: null,
+    exclude_modules: null,
+    fan_in_fan_out: false,
+    inference_mode: true,
+    init_lora_weights: true,
+    layer_replication: null,
+    layers_pattern: null,
+    layers_to_transform: null,
+    loftq_config: {},
+    lora_alpha: config.alpha,
+    lora_bias: false,
+    lora_dropout: 0.0,
+    megatron_config: null,
+    megatron_core: 'megatron.core',
+    modules_to_save: null,
+    peft_type: 'LORA',
+    qalora_group_size: 16,
+    r: config.r,
+    rank_pattern: {},
+    revision: null,
+    target_modules: config.targetModules,
+    target_parameters: null,
+    task_type: 'CAUSAL_LM',
+    trainable_token_indices: null,
+    use_dora: false,
+    use_qalora: false,
+    use_rslora: config.useRslora,
   };
   return pythonJson(fields, 0);
 }
@@ -198,10 +252,16 @@ function pythonJson(value: unknown, depth: number, key = ''): string {
   const pad = '  '.repeat(depth + 1);
   const end = '  '.repeat(depth);
   if (value === null) return 'null';
-  if (typeof value === 'number') return key === 'lora_dropout' && Number.isInteger(value) ? `${value}.0` : JSON.stringify(value);
-  if (typeof value === 'string') return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  if (typeof value === 'number')
+    return key === 'lora_dropout' && Number.isInteger(value) ? `${value}.0` : JSON.stringify(value);
+  if (typeof value === 'string')
+    return JSON.stringify(value).replace(
+      /[\u007f-\uffff]/g,
+      (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`,
+    );
   if (typeof value === 'boolean') return String(value);
-  if (Array.isArray(value)) return value.length === 0 ? '[]' : `[\n${value.map((v) => pad + pythonJson(v, depth + 1)).join(',\n')}\n${end}]`;
+  if (Array.isArray(value))
+    return value.length === 0 ? '[]' : `[\n${value.map((v) => pad + pythonJson(v, depth + 1)).join(',\n')}\n${end}]`;
   const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   if (entries.length === 0) return '{}';
   return `{\n${entries.map(([k, v]) => `${pad}${JSON.stringify(k)}: ${pythonJson(v, depth + 1, k)}`).join(',\n')}\n${end}}`;
@@ -234,8 +294,14 @@ export function savePeftAdapter(decoder: HfDecoder, dir: string, options: SaveAd
     const [inDim, outDim] = l.w.shape as [number, number];
     const r = l.lora.a.shape[1] as number;
     if (r !== options.r) throw new Error(`savePeftAdapter: ${l.module} has rank ${r}, options say ${options.r}`);
-    tensors.set(`${KEY_PREFIX}${l.module}.lora_A.weight`, { shape: [r, inDim], data: transpose(l.lora.a.dataSync() as Float32Array, inDim, r) });
-    tensors.set(`${KEY_PREFIX}${l.module}.lora_B.weight`, { shape: [outDim, r], data: transpose(l.lora.b.dataSync() as Float32Array, r, outDim) });
+    tensors.set(`${KEY_PREFIX}${l.module}.lora_A.weight`, {
+      shape: [r, inDim],
+      data: transpose(l.lora.a.dataSync() as Float32Array, inDim, r),
+    });
+    tensors.set(`${KEY_PREFIX}${l.module}.lora_B.weight`, {
+      shape: [outDim, r],
+      data: transpose(l.lora.b.dataSync() as Float32Array, r, outDim),
+    });
     const p = l.module.slice(l.module.lastIndexOf('.') + 1);
     if (!projections.includes(p)) projections.push(p);
   }

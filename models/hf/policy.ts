@@ -20,8 +20,22 @@ import { finalAnswerResponse } from '../../rewards/final-answer.ts';
 import type { LoraSettings } from '../learner.ts';
 import type { Policy } from '../policy.ts';
 import { sampleToken } from '../token-sampling.ts';
-import type { Completion, EncodedPrompt, ModelInput, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
-import { chatMessagesWithImages, chatToTemplatePrompt, envRenderer, toTemplatePrompt, type TemplatePrompt } from './chat-messages.ts';
+import type {
+  Completion,
+  EncodedPrompt,
+  ModelInput,
+  SamplingOptions,
+  SequenceBatchItem,
+  TokenLogProbs,
+  TokenLogProbsOptions,
+} from '../types.ts';
+import {
+  chatMessagesWithImages,
+  chatToTemplatePrompt,
+  envRenderer,
+  toTemplatePrompt,
+  type TemplatePrompt,
+} from './chat-messages.ts';
 import { loadChatPromptKit, type ChatPromptKit } from './chat-prompt.ts';
 import type { LoadOptions } from '../registry.ts';
 import type { ChatTemplateMessage } from './chat-template.ts';
@@ -30,7 +44,14 @@ import type { HfDecoder } from './decoder.ts';
 import { generate, type GenerateOptions, type GenerateResult } from './generate.ts';
 import { expandImagePlaceholders } from './image-placeholders.ts';
 import { loadHfDecoder } from './load-decoder.ts';
-import { ADAPTER_CONFIG, ADAPTER_WEIGHTS, createLora, DEFAULT_LORA_TARGETS, loadPeftAdapter, savePeftAdapter } from './peft.ts';
+import {
+  ADAPTER_CONFIG,
+  ADAPTER_WEIGHTS,
+  createLora,
+  DEFAULT_LORA_TARGETS,
+  loadPeftAdapter,
+  savePeftAdapter,
+} from './peft.ts';
 import type { PixelValues } from './pixel-values.ts';
 import { completionLogProbs, promptRuns, type ScoreItem } from './score.ts';
 import type { ImageEncoder, VisionLanguageModel } from './vision-language-model.ts';
@@ -106,7 +127,9 @@ export class HfPolicy implements Policy {
     const kit = loadChatPromptKit(dir, config.raw, join(dir, 'config.json'));
     // So is the template: one user turn rendered now, so that a template which cannot render fails the load (one
     // line naming its file) instead of every prompt of a run, after the run folder has been written.
-    kit.template.render([{ role: 'user', content: kit.layout ? [{ type: 'text', text: 'Hello.' }] : 'Hello.' }], { addGenerationPrompt: true });
+    kit.template.render([{ role: 'user', content: kit.layout ? [{ type: 'text', text: 'Hello.' }] : 'Hello.' }], {
+      addGenerationPrompt: true,
+    });
     if (config.architecture === 'Idefics3ForConditionalGeneration') {
       const model = (await import('../idefics3/model.ts')).Idefics3Model.load(dir);
       return new HfPolicy(dir, config, model.decoder, model, model.processor, kit);
@@ -135,11 +158,14 @@ export class HfPolicy implements Policy {
   encode(input: ModelInput): EncodedPrompt {
     // A bare model input is one user turn: its text and images in order.
     const images = input.filter((p) => p.type === 'image').map((p) => p.image);
-    const content = input.map((p) => (p.type === 'text' ? { type: 'text' as const, text: p.text } : { type: 'image' as const }));
+    const content = input.map((p) =>
+      p.type === 'text' ? { type: 'text' as const, text: p.text } : { type: 'image' as const },
+    );
     const message: ChatTemplateMessage = this.kit.layout
       ? { role: 'user', content }
       : { role: 'user', content: input.map((p) => (p.type === 'text' ? p.text : '')).join('') };
-    if (!this.kit.layout && images.length > 0) throw new UserError(`${this.dir}: ${this.config.architecture} is a text model and cannot read images`);
+    if (!this.kit.layout && images.length > 0)
+      throw new UserError(`${this.dir}: ${this.config.architecture} is a text model and cannot read images`);
     return this.encodeTemplate({ messages: [message], images });
   }
 
@@ -157,7 +183,9 @@ export class HfPolicy implements Policy {
    */
   sampleGroups(prompts: EncodedPrompt[], group: number, options: SamplingOptions, rng: Rng): Completion[][] {
     return this.sampleGroupsWith(prompts, group, options, rng, (ids, attentionMask, generateOptions) =>
-      this.withImageFeatures(prompts, (imageFeatures) => this.generateBatch(ids, attentionMask, imageFeatures, generateOptions)),
+      this.withImageFeatures(prompts, (imageFeatures) =>
+        this.generateBatch(ids, attentionMask, imageFeatures, generateOptions),
+      ),
     );
   }
 
@@ -178,19 +206,32 @@ export class HfPolicy implements Policy {
     const P = Math.max(...prompts.map((p) => p.tokens.length));
     const pad = this.padId();
     const ids = prompts.map((p) => [...new Array<number>(P - p.tokens.length).fill(pad), ...p.tokens]);
-    const attentionMask = prompts.map((p) => [...new Array<number>(P - p.tokens.length).fill(0), ...new Array<number>(p.tokens.length).fill(1)]);
+    const attentionMask = prompts.map((p) => [
+      ...new Array<number>(P - p.tokens.length).fill(0),
+      ...new Array<number>(p.tokens.length).fill(1),
+    ]);
     const logProbs: number[][] = Array.from({ length: prompts.length * group }, () => []);
     const choose = (row: Float32Array, b: number): number => {
       const { token, logProb } = sampleToken(row, options, rng);
       logProbs[b].push(logProb);
       return token;
     };
-    const generateOptions: GenerateOptions = { maxNewTokens: options.maxNewTokens, choose, stopIds: [...this.kit.tokenizer.eosIds], group };
+    const generateOptions: GenerateOptions = {
+      maxNewTokens: options.maxNewTokens,
+      choose,
+      stopIds: [...this.kit.tokenizer.eosIds],
+      group,
+    };
     const result = run(ids, attentionMask, generateOptions);
     const eos = new Set(this.kit.tokenizer.eosIds);
     const completions = result.tokens.map((tokens, b): Completion => {
       const body = result.finished[b] && eos.has(tokens[tokens.length - 1]) ? tokens.slice(0, -1) : tokens;
-      return { tokens, text: this.decode(body), logProbs: Float32Array.from(logProbs[b]), finished: result.finished[b] };
+      return {
+        tokens,
+        text: this.decode(body),
+        logProbs: Float32Array.from(logProbs[b]),
+        finished: result.finished[b],
+      };
     });
     return prompts.map((_, k) => completions.slice(k * group, (k + 1) * group));
   }
@@ -199,9 +240,13 @@ export class HfPolicy implements Policy {
    * The first pass's inputs for another engine: embeddings [B · T · H] of left-padded `ids` (one row per prompt, Gemma's
    * scaling applied, image features merged: the vision tower runs here, on tfjs) and Gemma 3's token type ids.
    */
-  prefillInputs(prompts: EncodedPrompt[], ids: number[][]): { embeds: Float32Array; tokenTypeIds?: ArrayLike<number>[] } {
+  prefillInputs(
+    prompts: EncodedPrompt[],
+    ids: number[][],
+  ): { embeds: Float32Array; tokenTypeIds?: ArrayLike<number>[] } {
     return this.withImageFeatures(prompts, (imageFeatures) => {
-      const tensor = imageFeatures && this.vlm ? this.vlm.embedWithImages(ids, { imageFeatures }) : this.decoder.embed(ids);
+      const tensor =
+        imageFeatures && this.vlm ? this.vlm.embedWithImages(ids, { imageFeatures }) : this.decoder.embed(ids);
       const embeds = (tensor.dataSync() as Float32Array).slice();
       tensor.dispose();
       const tokenTypeIds = imageFeatures && this.vlm ? this.vlm.tokenTypeIds(ids) : undefined;
@@ -221,7 +266,9 @@ export class HfPolicy implements Policy {
   tokenLogProbs(batch: SequenceBatchItem[], options: TokenLogProbsOptions): TokenLogProbs {
     for (const it of batch) this.checkLength(it.prompt.tokens.length, it.completion.length);
     const tokens = this.passTokens(batch);
-    const recompute = options.useLora && tokens * this.config.text.hiddenSize * this.config.text.numLayers + this.baseParameters() > RECOMPUTE_ABOVE;
+    const recompute =
+      options.useLora &&
+      tokens * this.config.text.hiddenSize * this.config.text.numLayers + this.baseParameters() > RECOMPUTE_ABOVE;
     // The blockwise head forms no gradient for the output head: used whenever only LoRA variables (or none) can
     // receive one, i.e. with recomputed blocks, or for the frozen base with LoRA off.
     const leanHead = recompute || (!options.useLora && !this.baseTrainable());
@@ -233,7 +280,13 @@ export class HfPolicy implements Policy {
         if (!prompt) merged.set(it.prompt, (prompt = { prompt: it.prompt.tokens, ...this.promptImages(it.prompt) }));
         return { ...prompt, completion: it.completion };
       });
-      const scores = completionLogProbs(this.decoder, items, { useLora: options.useLora, temperature: options.temperature, withEntropy: options.withEntropy, recompute, leanHead });
+      const scores = completionLogProbs(this.decoder, items, {
+        useLora: options.useLora,
+        temperature: options.temperature,
+        withEntropy: options.withEntropy,
+        recompute,
+        leanHead,
+      });
       return { ...scores } as unknown as tf.TensorContainer;
     }) as unknown as TokenLogProbs;
   }
@@ -254,7 +307,9 @@ export class HfPolicy implements Policy {
   /** The environment's reference prompt (zero-shot) through the checkpoint's chat template, images at the chat size. */
   prompt(env: Env, episode: Episode): EncodedPrompt {
     const messages = env.prompt(episode, { style: 'zero-shot', shots: [] });
-    return this.encodeTemplate(toTemplatePrompt(messages, envRenderer(env), { content: this.kit.layout ? 'parts' : 'string' }));
+    return this.encodeTemplate(
+      toTemplatePrompt(messages, envRenderer(env), { content: this.kit.layout ? 'parts' : 'string' }),
+    );
   }
 
   async chatPrompt(messages: ChatMessage[]): Promise<EncodedPrompt> {
@@ -282,25 +337,35 @@ export class HfPolicy implements Policy {
     if (scope === 'base') {
       // Supervised training of the whole language model (the built-in policy's contract): the weights are loaded
       // frozen (inference, LoRA), so they are unfrozen here, and only while no adapter is attached.
-      if (this.decoder.loraVariables().length > 0) throw new Error('trainableVariables("base"): the base is frozen while LoRA adapters are attached');
+      if (this.decoder.loraVariables().length > 0)
+        throw new Error('trainableVariables("base"): the base is frozen while LoRA adapters are attached');
       const variables = this.decoder.baseVariables();
       for (const v of variables) v.trainable = true;
       return variables;
     }
     const variables = this.decoder.loraVariables();
-    if (variables.length === 0) throw new Error('trainableVariables("lora"): no LoRA adapters attached (call attachLora or load an adapter)');
+    if (variables.length === 0)
+      throw new Error('trainableVariables("lora"): no LoRA adapters attached (call attachLora or load an adapter)');
     return variables;
   }
 
   attachLora(settings: LoraSettings, rng: Rng): void {
     this.freezeBase();
-    createLora(this.decoder, { r: settings.r, alpha: settings.alpha, targets: settings.targets ?? DEFAULT_LORA_TARGETS }, rng);
+    createLora(
+      this.decoder,
+      { r: settings.r, alpha: settings.alpha, targets: settings.targets ?? DEFAULT_LORA_TARGETS },
+      rng,
+    );
     this.loraSettings = { r: settings.r, alpha: settings.alpha };
   }
 
   saveAdapter(dir: string, options: { baseModel?: string } = {}): void {
     if (!this.loraSettings) throw new Error('saveAdapter: no LoRA adapters attached');
-    savePeftAdapter(this.decoder, dir, { baseModelNameOrPath: options.baseModel ?? this.dir, r: this.loraSettings.r, alpha: this.loraSettings.alpha });
+    savePeftAdapter(this.decoder, dir, {
+      baseModelNameOrPath: options.baseModel ?? this.dir,
+      r: this.loraSettings.r,
+      alpha: this.loraSettings.alpha,
+    });
   }
 
   loadAdapter(dir: string): LoraSettings {
@@ -372,7 +437,9 @@ export class HfPolicy implements Policy {
 
   checkLength(promptTokens: number, newTokens: number): void {
     if (promptTokens + newTokens > this.contextLimit) {
-      throw new UserError(`a prompt of ${promptTokens} tokens plus ${newTokens} new tokens exceeds the model's context of ${this.contextLimit} tokens`);
+      throw new UserError(
+        `a prompt of ${promptTokens} tokens plus ${newTokens} new tokens exceeds the model's context of ${this.contextLimit} tokens`,
+      );
     }
   }
 
@@ -382,7 +449,8 @@ export class HfPolicy implements Policy {
     const text = this.kit.layout ? expandImagePlaceholders(rendered, this.kit.layout, images.length) : rendered;
     const tokens = this.kit.tokenizer.encode(text, { addSpecialTokens: false });
     if (images.length === 0) return { tokens, images: [] };
-    if (!this.processor) throw new UserError(`${this.dir}: ${this.config.architecture} is a text model and cannot read images`);
+    if (!this.processor)
+      throw new UserError(`${this.dir}: ${this.config.architecture} is a text model and cannot read images`);
     const pixels = this.processor.preprocess(images); // [n, 3, S, S]
     const per = pixels.shape[1] * pixels.shape[2] * pixels.shape[3];
     return { tokens, images: images.map((_, i) => pixels.data.slice(i * per, (i + 1) * per)) };
@@ -410,17 +478,26 @@ export class HfPolicy implements Policy {
   /** Prompt embeddings [P, H] with the image rows merged (and Gemma's token types), for the learner's batch. */
   private promptImages(prompt: EncodedPrompt): Pick<ScoreItem, 'promptEmbeds' | 'promptTokenTypeIds'> {
     if (prompt.images.length === 0 || !this.vlm) return {};
-    const features = tf.concat(prompt.images.map((img) => this.imageFeatures(img)), 0);
+    const features = tf.concat(
+      prompt.images.map((img) => this.imageFeatures(img)),
+      0,
+    );
     const embeds = this.vlm.embedWithImages([prompt.tokens], { imageFeatures: features }); // [1, P, H]
     const typeIds = this.vlm.tokenTypeIds([prompt.tokens]);
-    return { promptEmbeds: tf.reshape(embeds, [prompt.tokens.length, this.config.text.hiddenSize]) as tf.Tensor2D, ...(typeIds ? { promptTokenTypeIds: typeIds[0] } : {}) };
+    return {
+      promptEmbeds: tf.reshape(embeds, [prompt.tokens.length, this.config.text.hiddenSize]) as tf.Tensor2D,
+      ...(typeIds ? { promptTokenTypeIds: typeIds[0] } : {}),
+    };
   }
 
   /** Run `f` with the batch's image features in row order ([Σ tokens, H]), or none for a text batch. */
   private withImageFeatures<T>(prompts: EncodedPrompt[], f: (features: tf.Tensor2D | null) => T): T {
     const all = prompts.flatMap((p) => p.images);
     if (all.length === 0 || !this.vlm) return f(null);
-    const features = tf.concat(all.map((img) => this.imageFeatures(img)), 0) as tf.Tensor2D;
+    const features = tf.concat(
+      all.map((img) => this.imageFeatures(img)),
+      0,
+    ) as tf.Tensor2D;
     try {
       return f(features);
     } finally {
@@ -428,8 +505,17 @@ export class HfPolicy implements Policy {
     }
   }
 
-  private generateBatch(ids: number[][], attentionMask: number[][], imageFeatures: tf.Tensor2D | null, options: GenerateOptions): GenerateResult {
-    if (this.vlm) return this.vlm.generate({ ids, attentionMask, ...(imageFeatures ? { images: { imageFeatures } } : {}) }, options);
+  private generateBatch(
+    ids: number[][],
+    attentionMask: number[][],
+    imageFeatures: tf.Tensor2D | null,
+    options: GenerateOptions,
+  ): GenerateResult {
+    if (this.vlm)
+      return this.vlm.generate(
+        { ids, attentionMask, ...(imageFeatures ? { images: { imageFeatures } } : {}) },
+        options,
+      );
     return generate(this.decoder, { ids, attentionMask }, options);
   }
 }

@@ -71,22 +71,30 @@ export function promptRuns<T>(items: readonly T[], same: (a: T, b: T) => boolean
   return runs;
 }
 
-const samePrompt = (a: ScoreItem, b: ScoreItem) => a.prompt === b.prompt && a.promptEmbeds === b.promptEmbeds && a.promptTokenTypeIds === b.promptTokenTypeIds;
+const samePrompt = (a: ScoreItem, b: ScoreItem) =>
+  a.prompt === b.prompt && a.promptEmbeds === b.promptEmbeds && a.promptTokenTypeIds === b.promptTokenTypeIds;
 
-export function completionLogProbs(decoder: HfDecoder, items: ScoreItem[], options: ScoreOptions = {}): CompletionScores {
+export function completionLogProbs(
+  decoder: HfDecoder,
+  items: ScoreItem[],
+  options: ScoreOptions = {},
+): CompletionScores {
   const N = items.length;
   const L = Math.max(0, ...items.map((it) => it.completion.length));
   if (L === 0 || N === 0) {
     const empty = () => tf.zeros([N, 0]) as tf.Tensor2D;
     return { logProbs: empty(), mask: empty(), ...(options.withEntropy ? { entropy: empty() } : {}) };
   }
-  if (items.some((it) => it.prompt.length === 0)) throw new Error('completionLogProbs: every prompt needs at least one token');
+  if (items.some((it) => it.prompt.length === 0))
+    throw new Error('completionLogProbs: every prompt needs at least one token');
   const V = decoder.config.vocabSize;
   const H = decoder.config.hiddenSize;
   const pad = decoder.config.padTokenId ?? 0;
   const runs = options.sharePrompts === false ? items.map((_, i) => [i]) : promptRuns(items, samePrompt);
   const B = runs.length;
-  const T = Math.max(...runs.map((run) => items[run[0]].prompt.length + run.reduce((n, i) => n + items[i].completion.length, 0)));
+  const T = Math.max(
+    ...runs.map((run) => items[run[0]].prompt.length + run.reduce((n, i) => n + items[i].completion.length, 0)),
+  );
   const ids: number[][] = [];
   const attentionMask: number[][] = [];
   const positionIds: number[][] = [];
@@ -196,7 +204,12 @@ function gatherRows(x: tf.Tensor2D, rows: Int32Array): tf.Tensor2D {
 
 /** values[n] = logp[n, targets[n]], with a gradient (tfjs has none for GatherNd; scatterND is it). */
 function pick(logp: tf.Tensor, targets: Int32Array, n: number, v: number): tf.Tensor1D {
-  const indices = () => tf.tensor2d(Int32Array.from({ length: 2 * n }, (_, i) => (i % 2 === 0 ? i / 2 : targets[(i - 1) / 2])), [n, 2], 'int32');
+  const indices = () =>
+    tf.tensor2d(
+      Int32Array.from({ length: 2 * n }, (_, i) => (i % 2 === 0 ? i / 2 : targets[(i - 1) / 2])),
+      [n, 2],
+      'int32',
+    );
   const f = customGrad((x: tf.Tensor) => ({
     value: tf.tidy(() => tf.gatherND(x, indices())),
     gradFunc: (dy: tf.Tensor) => tf.tidy(() => tf.scatterND(indices(), dy, [n, v])),
@@ -218,7 +231,12 @@ function leanHead(decoder: HfDecoder, rows: tf.Tensor2D, targets: Int32Array, te
   const W = decoder.weights.lmHead as tf.Tensor2D; // [H, V]
   const blocks: Array<[number, number]> = [];
   for (let s = 0; s < N; s += HEAD_ROWS) blocks.push([s, Math.min(HEAD_ROWS, N - s)]);
-  const indices = (s: number, n: number) => tf.tensor2d(Int32Array.from({ length: 2 * n }, (_, i) => (i % 2 === 0 ? i / 2 : targets[s + (i - 1) / 2])), [n, 2], 'int32');
+  const indices = (s: number, n: number) =>
+    tf.tensor2d(
+      Int32Array.from({ length: 2 * n }, (_, i) => (i % 2 === 0 ? i / 2 : targets[s + (i - 1) / 2])),
+      [n, 2],
+      'int32',
+    );
   const f = customGrad((x: tf.Tensor, save: (t: tf.Tensor[]) => void) => {
     const value = tf.tidy(() =>
       tf.concat(

@@ -169,7 +169,9 @@ function countDigitsConfigs(config: unknown): number {
   if (typeof config !== 'object' || config === null) return 0;
   const c = config as { type?: unknown; pretokenizers?: unknown };
   if (c.type === 'Digits') return 1;
-  return Array.isArray(c.pretokenizers) ? c.pretokenizers.reduce((n: number, inner) => n + countDigitsConfigs(inner), 0) : 0;
+  return Array.isArray(c.pretokenizers)
+    ? c.pretokenizers.reduce((n: number, inner) => n + countDigitsConfigs(inner), 0)
+    : 0;
 }
 
 // --- the tokenizer -------------------------------------------------------------------------------------------------
@@ -234,7 +236,9 @@ export class HfTokenizer {
    * library does.
    */
   decode(ids: readonly number[], options: DecodeOptions = {}): string {
-    const known = ids.filter((id) => this.tokenizer.id_to_token(id) !== undefined && !(options.skipSpecialTokens && this.specialIds.has(id)));
+    const known = ids.filter(
+      (id) => this.tokenizer.id_to_token(id) !== undefined && !(options.skipSpecialTokens && this.specialIds.has(id)),
+    );
     if (known.length === 0) return '';
     return this.tokenizer.decode(known, {
       skip_special_tokens: false,
@@ -260,7 +264,9 @@ export class HfTokenizer {
       const text = tokenText(this.config[role]);
       if (text !== null) vars[role] = text;
     }
-    const additional = (this.config.additional_special_tokens ?? []).map(tokenText).filter((t): t is string => t !== null);
+    const additional = (this.config.additional_special_tokens ?? [])
+      .map(tokenText)
+      .filter((t): t is string => t !== null);
     if (additional.length > 0) vars.additional_special_tokens = additional;
     const extra = this.config.extra_special_tokens;
     if (extra && !Array.isArray(extra)) {
@@ -276,7 +282,8 @@ export class HfTokenizer {
  */
 export function loadHfTokenizer(dir: string): HfTokenizer {
   const jsonPath = join(dir, TOKENIZER_JSON);
-  if (!existsSync(jsonPath)) throw new UserError(`${dir}: no ${TOKENIZER_JSON} (a Hugging Face checkpoint folder needs one)`);
+  if (!existsSync(jsonPath))
+    throw new UserError(`${dir}: no ${TOKENIZER_JSON} (a Hugging Face checkpoint folder needs one)`);
   const raw = readJson(jsonPath);
   const parsed = parseFile(tokenizerJsonSchema, raw, jsonPath);
 
@@ -288,7 +295,8 @@ export function loadHfTokenizer(dir: string): HfTokenizer {
   const map = mapRaw === undefined ? undefined : parseFile(tokenizerConfigSchema, mapRaw, mapPath);
   const config = mergeSpecialTokensMap(ownConfig, map);
   const generationRaw = readJsonIfExists(generationPath);
-  const generation = generationRaw === undefined ? undefined : parseFile(generationConfigSchema, generationRaw, generationPath);
+  const generation =
+    generationRaw === undefined ? undefined : parseFile(generationConfigSchema, generationRaw, generationPath);
 
   let tokenizer: Tokenizer;
   try {
@@ -303,7 +311,9 @@ export function loadHfTokenizer(dir: string): HfTokenizer {
   }
   const digitSteps = countDigitsConfigs(parsed.pre_tokenizer);
   if (withUnicodeDigits(tokenizer.pre_tokenizer) !== digitSteps) {
-    throw new Error(`@huggingface/tokenizers changed its pre-tokenizer objects: the Unicode digit correction found no Digits step to patch (${jsonPath})`);
+    throw new Error(
+      `@huggingface/tokenizers changed its pre-tokenizer objects: the Unicode digit correction found no Digits step to patch (${jsonPath})`,
+    );
   }
   return new HfTokenizer(tokenizer, config, generation, parsed.added_tokens);
 }

@@ -92,11 +92,15 @@ const visionSchema = z.object({
 export function parseVisionConfig(raw: unknown, expected: VisionModelType, source = 'config.json'): VisionConfig {
   const v = parseOrFail(visionSchema, raw ?? {}, `${source}: vision_config.`);
   const modelType = v.model_type ?? expected;
-  if (modelType !== expected) throw new UserError(`${source}: vision_config.model_type is ${modelType}, expected ${expected}`);
+  if (modelType !== expected)
+    throw new UserError(`${source}: vision_config.model_type is ${modelType}, expected ${expected}`);
   const d = VISION_DEFAULTS[modelType];
   const act = v.hidden_act ?? d.hidden_act;
   const hiddenAct = ACTIVATIONS[act];
-  if (!hiddenAct) throw new UserError(`${source}: vision_config.hidden_act ${act} is not supported (${Object.keys(ACTIVATIONS).join(', ')})`);
+  if (!hiddenAct)
+    throw new UserError(
+      `${source}: vision_config.hidden_act ${act} is not supported (${Object.keys(ACTIVATIONS).join(', ')})`,
+    );
   const config: VisionConfig = {
     modelType,
     hiddenSize: v.hidden_size ?? d.hidden_size,
@@ -110,12 +114,17 @@ export function parseVisionConfig(raw: unknown, expected: VisionModelType, sourc
     layerNormEps: v.layer_norm_eps ?? d.layer_norm_eps,
   };
   if (config.hiddenSize % config.numAttentionHeads !== 0) {
-    throw new UserError(`${source}: vision_config.hidden_size ${config.hiddenSize} is not a multiple of num_attention_heads ${config.numAttentionHeads}`);
+    throw new UserError(
+      `${source}: vision_config.hidden_size ${config.hiddenSize} is not a multiple of num_attention_heads ${config.numAttentionHeads}`,
+    );
   }
   if (config.imageSize % config.patchSize !== 0) {
-    throw new UserError(`${source}: vision_config.image_size ${config.imageSize} is not a multiple of patch_size ${config.patchSize}`);
+    throw new UserError(
+      `${source}: vision_config.image_size ${config.imageSize} is not a multiple of patch_size ${config.patchSize}`,
+    );
   }
-  if (config.numChannels !== 3) throw new UserError(`${source}: vision_config.num_channels ${config.numChannels} is not supported (RGB images: 3)`);
+  if (config.numChannels !== 3)
+    throw new UserError(`${source}: vision_config.num_channels ${config.numChannels} is not supported (RGB images: 3)`);
   return config;
 }
 
@@ -142,7 +151,8 @@ export function parseIdefics3VisionSetup(raw: unknown, source = 'config.json'): 
   const c = parseOrFail(idefics3Schema, raw, `${source}: `);
   const vision = parseVisionConfig(c.vision_config, 'idefics3_vision', source);
   const side = patchesPerSide(vision);
-  if (side % c.scale_factor !== 0) throw new UserError(`${source}: scale_factor ${c.scale_factor} does not divide the ${side}x${side} patch grid`);
+  if (side % c.scale_factor !== 0)
+    throw new UserError(`${source}: scale_factor ${c.scale_factor} does not divide the ${side}x${side} patch grid`);
   return { vision, scaleFactor: c.scale_factor, imageTokenId: c.image_token_id };
 }
 
@@ -175,7 +185,9 @@ export function parseGemma3VisionSetup(raw: unknown, source = 'config.json'): Ge
   const side = patchesPerSide(vision);
   const perSide = Math.round(Math.sqrt(c.mm_tokens_per_image));
   if (perSide * perSide !== c.mm_tokens_per_image || side % perSide !== 0) {
-    throw new UserError(`${source}: mm_tokens_per_image ${c.mm_tokens_per_image} is not a square whose side divides the ${side}x${side} patch grid`);
+    throw new UserError(
+      `${source}: mm_tokens_per_image ${c.mm_tokens_per_image} is not a square whose side divides the ${side}x${side} patch grid`,
+    );
   }
   return {
     vision,

@@ -82,18 +82,34 @@ export class VisionLanguageModel {
     if (!images) return this.decoder.forward(rest);
     const embeds = this.embedWithImages(input.ids, images);
     try {
-      return this.decoder.forward({ ...rest, inputsEmbeds: embeds, tokenTypeIds: rest.tokenTypeIds ?? this.tokenTypeIds(input.ids) });
+      return this.decoder.forward({
+        ...rest,
+        inputsEmbeds: embeds,
+        tokenTypeIds: rest.tokenTypeIds ?? this.tokenTypeIds(input.ids),
+      });
     } finally {
       embeds.dispose();
     }
   }
 
   /** Prefill with the images, then one token per step from the KV cache (transformers' generate()). */
-  generate(input: { ids: ArrayLike<number>[]; attentionMask?: ArrayLike<number>[]; images?: ImageInput }, options: GenerateOptions): GenerateResult {
+  generate(
+    input: { ids: ArrayLike<number>[]; attentionMask?: ArrayLike<number>[]; images?: ImageInput },
+    options: GenerateOptions,
+  ): GenerateResult {
     if (!input.images) return generate(this.decoder, input, options);
     const embeds = this.embedWithImages(input.ids, input.images);
     try {
-      return generate(this.decoder, { ids: input.ids, attentionMask: input.attentionMask, inputsEmbeds: embeds, tokenTypeIds: this.tokenTypeIds(input.ids) }, options);
+      return generate(
+        this.decoder,
+        {
+          ids: input.ids,
+          attentionMask: input.attentionMask,
+          inputsEmbeds: embeds,
+          tokenTypeIds: this.tokenTypeIds(input.ids),
+        },
+        options,
+      );
     } finally {
       embeds.dispose();
     }

@@ -47,19 +47,25 @@ export function readSafetensorsHeader(path: string): Map<string, TensorEntry> {
     } catch {
       throw new UserError(`${path}: header is not valid JSON`);
     }
-    if (header === null || typeof header !== 'object' || Array.isArray(header)) throw new UserError(`${path}: header is not a JSON object`);
+    if (header === null || typeof header !== 'object' || Array.isArray(header))
+      throw new UserError(`${path}: header is not a JSON object`);
     const dataStart = 8 + headerLength;
     const entries = new Map<string, TensorEntry>();
     for (const [name, value] of Object.entries(header as Record<string, unknown>)) {
       if (name === '__metadata__') continue;
       const e = value as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
       const shapeOk = Array.isArray(e?.shape) && e.shape.every((n) => Number.isInteger(n) && n >= 0);
-      const offsetsOk = Array.isArray(e?.data_offsets) && e.data_offsets.length === 2 && e.data_offsets.every((n) => Number.isInteger(n) && n >= 0);
-      if (typeof e?.dtype !== 'string' || !shapeOk || !offsetsOk) throw new UserError(`${path}: tensor ${name} lacks a valid dtype, shape or data_offsets`);
+      const offsetsOk =
+        Array.isArray(e?.data_offsets) &&
+        e.data_offsets.length === 2 &&
+        e.data_offsets.every((n) => Number.isInteger(n) && n >= 0);
+      if (typeof e?.dtype !== 'string' || !shapeOk || !offsetsOk)
+        throw new UserError(`${path}: tensor ${name} lacks a valid dtype, shape or data_offsets`);
       const [b, en] = e.data_offsets as [number, number];
       const begin = dataStart + b;
       const end = dataStart + en;
-      if (end < begin || end > size) throw new UserError(`${path}: tensor ${name} has data_offsets [${b}, ${en}] beyond the file size`);
+      if (end < begin || end > size)
+        throw new UserError(`${path}: tensor ${name} has data_offsets [${b}, ${en}] beyond the file size`);
       entries.set(name, { name, file: path, dtype: e.dtype, shape: e.shape as number[], begin, end });
     }
     return entries;
@@ -110,7 +116,9 @@ export class CheckpointTensors {
     const single = join(dir, SINGLE_FILE);
     const index = join(dir, INDEX_FILE);
     if (existsSync(index)) {
-      const { weight_map: weightMap } = readJson(index, IndexSchema, { invalid: 'lacks a weight_map object of tensor name → shard file' });
+      const { weight_map: weightMap } = readJson(index, IndexSchema, {
+        invalid: 'lacks a weight_map object of tensor name → shard file',
+      });
       const headers = new Map<string, Map<string, TensorEntry>>();
       for (const shard of new Set(Object.values(weightMap))) {
         const path = join(dir, shard);
@@ -123,7 +131,10 @@ export class CheckpointTensors {
       const entries = new Map<string, TensorEntry>();
       for (const [name, shard] of Object.entries(weightMap)) {
         const entry = headers.get(shard)!.get(name);
-        if (!entry) throw new UserError(`${join(dir, shard)}: lacks tensor ${name}, which ${basename(index)} places there (partial shard?)`);
+        if (!entry)
+          throw new UserError(
+            `${join(dir, shard)}: lacks tensor ${name}, which ${basename(index)} places there (partial shard?)`,
+          );
         entries.set(name, entry);
       }
       return new CheckpointTensors(dir, index, entries);
@@ -156,12 +167,17 @@ export class CheckpointTensors {
     for (const [name, shape] of expected) {
       const e = this.entry(name);
       if (e.shape.length !== shape.length || e.shape.some((n, i) => n !== shape[i])) {
-        throw new UserError(`${e.file}: tensor ${name} has shape [${e.shape.join(', ')}], ${why} implies [${shape.join(', ')}]`);
+        throw new UserError(
+          `${e.file}: tensor ${name} has shape [${e.shape.join(', ')}], ${why} implies [${shape.join(', ')}]`,
+        );
       }
       const width = READABLE_DTYPES[e.dtype];
       if (!width) throw new UserError(`${e.file}: tensor ${name} has dtype ${e.dtype} (F32, F16 and BF16 are read)`);
       const count = shape.reduce((a, b) => a * b, 1);
-      if (e.end - e.begin !== count * width) throw new UserError(`${e.file}: tensor ${name} has ${e.end - e.begin} bytes, its shape and ${e.dtype} need ${count * width}`);
+      if (e.end - e.begin !== count * width)
+        throw new UserError(
+          `${e.file}: tensor ${name} has ${e.end - e.begin} bytes, its shape and ${e.dtype} need ${count * width}`,
+        );
     }
   }
 
@@ -176,10 +192,14 @@ export class CheckpointTensors {
     const width = READABLE_DTYPES[e.dtype];
     if (!width) throw new UserError(`${e.file}: tensor ${name} has dtype ${e.dtype} (F32, F16 and BF16 are read)`);
     const count = e.shape.reduce((a, b) => a * b, 1);
-    if (e.end - e.begin !== count * width) throw new UserError(`${e.file}: tensor ${name} has ${e.end - e.begin} bytes, its shape and ${e.dtype} need ${count * width}`);
+    if (e.end - e.begin !== count * width)
+      throw new UserError(
+        `${e.file}: tensor ${name} has ${e.end - e.begin} bytes, its shape and ${e.dtype} need ${count * width}`,
+      );
     // A fresh ArrayBuffer is aligned, so the float views below need no copy.
     const need = count * width;
-    if (scratch && (scratch.buffer === null || scratch.buffer.byteLength < need)) scratch.buffer = new ArrayBuffer(need);
+    if (scratch && (scratch.buffer === null || scratch.buffer.byteLength < need))
+      scratch.buffer = new ArrayBuffer(need);
     const bytes = new Uint8Array(scratch ? scratch.buffer! : new ArrayBuffer(need), 0, need);
     const fd = openSync(e.file, 'r');
     try {

@@ -19,13 +19,18 @@ export interface HostTensor {
 }
 
 /** Stream float32 tensors into a safetensors file (names sorted, header padded to 8 bytes), atomically. */
-export function writeSafetensorsFile(path: string, tensors: Map<string, HostTensor>, metadata: Record<string, string> = { format: 'pt' }): void {
+export function writeSafetensorsFile(
+  path: string,
+  tensors: Map<string, HostTensor>,
+  metadata: Record<string, string> = { format: 'pt' },
+): void {
   const names = [...tensors.keys()].sort();
   const header: Record<string, unknown> = { __metadata__: metadata };
   let offset = 0;
   for (const name of names) {
     const t = tensors.get(name)!;
-    if (t.shape.reduce((a, b) => a * b, 1) !== t.data.length) throw new Error(`writeSafetensorsFile: ${name} has ${t.data.length} values for shape [${t.shape}]`);
+    if (t.shape.reduce((a, b) => a * b, 1) !== t.data.length)
+      throw new Error(`writeSafetensorsFile: ${name} has ${t.data.length} values for shape [${t.shape}]`);
     header[name] = { dtype: 'F32', shape: t.shape, data_offsets: [offset, offset + t.data.byteLength] };
     offset += t.data.byteLength;
   }
@@ -61,16 +66,23 @@ export function decoderTensors(decoder: HfDecoder): Map<string, HostTensor> {
   const p = decoder.layout.weightPrefix;
   const m = decoder.layout.modulePrefix;
   const out = new Map<string, HostTensor>();
-  const vec = (name: string, v: tf.Tensor) => out.set(name, { shape: [...v.shape], data: (v.dataSync() as Float32Array).slice() });
+  const vec = (name: string, v: tf.Tensor) =>
+    out.set(name, { shape: [...v.shape], data: (v.dataSync() as Float32Array).slice() });
   const linear = (l: { module: string; w: tf.Variable; bias?: tf.Variable }) => {
     const [inDim, outDim] = l.w.shape as [number, number];
     const path = p + l.module.slice(m.length);
-    out.set(`${path}.weight`, { shape: [outDim, inDim], data: transpose(l.w.dataSync() as Float32Array, inDim, outDim) });
+    out.set(`${path}.weight`, {
+      shape: [outDim, inDim],
+      data: transpose(l.w.dataSync() as Float32Array, inDim, outDim),
+    });
     if (l.bias) vec(`${path}.bias`, l.bias);
   };
   const e = decoder.weights.embed;
   const table = e.table.dataSync() as Float32Array;
-  out.set(`${p}embed_tokens.weight`, { shape: [c.vocabSize, c.hiddenSize], data: e.layout === 'rows' ? table.slice() : transpose(table, c.hiddenSize, c.vocabSize) });
+  out.set(`${p}embed_tokens.weight`, {
+    shape: [c.vocabSize, c.hiddenSize],
+    data: e.layout === 'rows' ? table.slice() : transpose(table, c.hiddenSize, c.vocabSize),
+  });
   decoder.weights.layers.forEach((w, i) => {
     const l = `${p}layers.${i}.`;
     vec(`${l}input_layernorm.weight`, w.inputNorm);
@@ -83,7 +95,10 @@ export function decoderTensors(decoder: HfDecoder): Map<string, HostTensor> {
   });
   vec(`${p}norm.weight`, decoder.weights.finalNorm);
   if (!c.tieWordEmbeddings) {
-    out.set(decoder.layout.lmHead, { shape: [c.vocabSize, c.hiddenSize], data: transpose(decoder.weights.lmHead.dataSync() as Float32Array, c.hiddenSize, c.vocabSize) });
+    out.set(decoder.layout.lmHead, {
+      shape: [c.vocabSize, c.hiddenSize],
+      data: transpose(decoder.weights.lmHead.dataSync() as Float32Array, c.hiddenSize, c.vocabSize),
+    });
   }
   return out;
 }
@@ -92,7 +107,12 @@ export function decoderTensors(decoder: HfDecoder): Map<string, HostTensor> {
  * Random weights for a decoder, as transformers initialises them: normal(0, initializerRange) for matrices and
  * embeddings, zero biases, norms 1 (Llama/Qwen2 style, x̂ · w) or 0 (Gemma, x̂ · (1 + w)).
  */
-export function randomDecoderTensors(c: DecoderConfig, layout: TextModelLayout, rng: Rng, initializerRange = 0.02): Map<string, HostTensor> {
+export function randomDecoderTensors(
+  c: DecoderConfig,
+  layout: TextModelLayout,
+  rng: Rng,
+  initializerRange = 0.02,
+): Map<string, HostTensor> {
   const out = new Map<string, HostTensor>();
   for (const [name, shape] of expectedDecoderTensors(c, layout)) {
     const n = shape.reduce((a, b) => a * b, 1);
@@ -115,7 +135,11 @@ export function randomDecoderTensors(c: DecoderConfig, layout: TextModelLayout, 
 }
 
 /** Write config.json (the given object, e.g. the loaded raw config or a fresh one) and model.safetensors into `dir`. */
-export function writeHfCheckpoint(dir: string, configJson: Record<string, unknown>, tensors: Map<string, HostTensor>): void {
+export function writeHfCheckpoint(
+  dir: string,
+  configJson: Record<string, unknown>,
+  tensors: Map<string, HostTensor>,
+): void {
   writeSafetensorsFile(join(dir, SINGLE_FILE), tensors);
   writeJsonAtomic(join(dir, 'config.json'), configJson);
 }

@@ -17,12 +17,20 @@ export interface Idefics3ConnectorWeights {
 export const IDEFICS3_CONNECTOR_WEIGHT = 'model.connector.modality_projection.proj.weight';
 
 /** Read the projection ([text hidden, D·s²] on disk, nn.Linear layout), checking its input width. */
-export function loadIdefics3Connector(get: TensorLookup, visionHidden: number, scaleFactor: number, textHidden: number, source = 'model.safetensors'): Idefics3ConnectorWeights {
+export function loadIdefics3Connector(
+  get: TensorLookup,
+  visionHidden: number,
+  scaleFactor: number,
+  textHidden: number,
+  source = 'model.safetensors',
+): Idefics3ConnectorWeights {
   const t = get(IDEFICS3_CONNECTOR_WEIGHT);
   if (!t) throw new UserError(`${source}: tensor ${IDEFICS3_CONNECTOR_WEIGHT} is missing`);
   const inDim = visionHidden * scaleFactor * scaleFactor;
   if (t.shape.length !== 2 || t.shape[0] !== textHidden || t.shape[1] !== inDim) {
-    throw new UserError(`${source}: tensor ${IDEFICS3_CONNECTOR_WEIGHT} has shape [${t.shape}], config.json implies [${textHidden},${inDim}]`);
+    throw new UserError(
+      `${source}: tensor ${IDEFICS3_CONNECTOR_WEIGHT} has shape [${t.shape}], config.json implies [${textHidden},${inDim}]`,
+    );
   }
   const out = new Float32Array(inDim * textHidden);
   for (let r = 0; r < textHidden; r++) for (let c = 0; c < inDim; c++) out[c * textHidden + r] = t.data[r * inDim + c];
@@ -33,7 +41,8 @@ export function loadIdefics3Connector(get: TensorLookup, visionHidden: number, s
 export function pixelShuffle(x: tf.Tensor3D, s: number): tf.Tensor3D {
   const [N, seq, D] = x.shape;
   const n = Math.round(Math.sqrt(seq));
-  if (n * n !== seq || n % s !== 0) throw new Error(`pixelShuffle: ${seq} patches are not a square grid divisible by ${s}`);
+  if (n * n !== seq || n % s !== 0)
+    throw new Error(`pixelShuffle: ${seq} patches are not a square grid divisible by ${s}`);
   const m = n / s;
   return tf.tidy(() => {
     const a = tf.reshape(x, [N * m, s, m, s * D]); // [N·R, i, C, (j, d)]: patch (R·s+i, C·s+j)
@@ -43,7 +52,11 @@ export function pixelShuffle(x: tf.Tensor3D, s: number): tf.Tensor3D {
 }
 
 /** Vision tower output [N, n², D] -> image hidden states [N, (n/s)², text hidden]. */
-export function idefics3Connect(weights: Idefics3ConnectorWeights, visionOut: tf.Tensor3D, scaleFactor: number): tf.Tensor3D {
+export function idefics3Connect(
+  weights: Idefics3ConnectorWeights,
+  visionOut: tf.Tensor3D,
+  scaleFactor: number,
+): tf.Tensor3D {
   return tf.tidy(() => {
     const shuffled = pixelShuffle(visionOut, scaleFactor);
     const [N, T, W] = shuffled.shape;

@@ -4,7 +4,14 @@
 import * as tf from '@tensorflow/tfjs';
 import type { PixelValues } from '../hf/pixel-values.ts';
 import { idefics3ImageSeqLen, type Idefics3VisionSetup } from '../hf/vision-config.ts';
-import { disposeSiglip, loadSiglipWeights, SIGLIP_PREFIX, siglipForward, type SiglipWeights, type TensorLookup } from '../vision/siglip.ts';
+import {
+  disposeSiglip,
+  loadSiglipWeights,
+  SIGLIP_PREFIX,
+  siglipForward,
+  type SiglipWeights,
+  type TensorLookup,
+} from '../vision/siglip.ts';
 import { idefics3Connect, loadIdefics3Connector, type Idefics3ConnectorWeights } from './connector.ts';
 
 export class Idefics3ImageEncoder {
@@ -17,9 +24,18 @@ export class Idefics3ImageEncoder {
   ) {}
 
   /** Read `model.vision_model.*` and `model.connector.*`; `textHidden` is the language model's hidden size. */
-  static load(get: TensorLookup, setup: Idefics3VisionSetup, textHidden: number, source = 'model.safetensors'): Idefics3ImageEncoder {
+  static load(
+    get: TensorLookup,
+    setup: Idefics3VisionSetup,
+    textHidden: number,
+    source = 'model.safetensors',
+  ): Idefics3ImageEncoder {
     const tower = loadSiglipWeights(get, SIGLIP_PREFIX.idefics3, setup.vision, source);
-    return new Idefics3ImageEncoder(setup, tower, loadIdefics3Connector(get, setup.vision.hiddenSize, setup.scaleFactor, textHidden, source));
+    return new Idefics3ImageEncoder(
+      setup,
+      tower,
+      loadIdefics3Connector(get, setup.vision.hiddenSize, setup.scaleFactor, textHidden, source),
+    );
   }
 
   get towerConfig() {

@@ -10,7 +10,13 @@ import { z } from 'zod';
 import type { RawImage } from '../../core/image.ts';
 import { parseOrFail, UserError } from '../../core/errors.ts';
 import { filterFromPilCode, resizePil, type ResampleFilter } from '../hf/resample.ts';
-import { channelValues, imageToChannelsFirst, stackImages, type PixelScaling, type PixelValues } from '../hf/pixel-values.ts';
+import {
+  channelValues,
+  imageToChannelsFirst,
+  stackImages,
+  type PixelScaling,
+  type PixelValues,
+} from '../hf/pixel-values.ts';
 
 const longestEdge = z.object({ longest_edge: z.number().int().positive() });
 
@@ -22,7 +28,10 @@ export const idefics3PreprocessorSchema = z.object({
   resample: z.number().int().default(1),
   do_image_splitting: z.boolean().default(true),
   do_rescale: z.boolean().default(true),
-  rescale_factor: z.number().positive().default(1 / 255),
+  rescale_factor: z
+    .number()
+    .positive()
+    .default(1 / 255),
   do_normalize: z.boolean().default(true),
   image_mean: channelValues.default([0.5, 0.5, 0.5]),
   image_std: channelValues.default([0.5, 0.5, 0.5]),
@@ -81,13 +90,24 @@ export class Idefics3ImageProcessor {
         : given;
     this.config = parseOrFail(idefics3PreprocessorSchema, withDefaults, `${source}: `);
     if (visionImageSize !== undefined && this.config.max_image_size.longest_edge !== visionImageSize) {
-      throw new UserError(`${source}: max_image_size.longest_edge ${this.config.max_image_size.longest_edge} differs from the vision tower's image_size ${visionImageSize}`);
+      throw new UserError(
+        `${source}: max_image_size.longest_edge ${this.config.max_image_size.longest_edge} differs from the vision tower's image_size ${visionImageSize}`,
+      );
     }
     const filter = filterFromPilCode(this.config.resample);
-    if (!filter) throw new UserError(`${source}: resample ${this.config.resample} is not supported (1 LANCZOS, 2 BILINEAR, 3 BICUBIC, 4 BOX, 5 HAMMING)`);
+    if (!filter)
+      throw new UserError(
+        `${source}: resample ${this.config.resample} is not supported (1 LANCZOS, 2 BILINEAR, 3 BICUBIC, 4 BOX, 5 HAMMING)`,
+      );
     this.filter = filter;
     const c = this.config;
-    this.scaling = { doRescale: c.do_rescale, rescaleFactor: c.rescale_factor, doNormalize: c.do_normalize, imageMean: c.image_mean, imageStd: c.image_std };
+    this.scaling = {
+      doRescale: c.do_rescale,
+      rescaleFactor: c.rescale_factor,
+      doNormalize: c.do_normalize,
+      imageMean: c.image_mean,
+      imageStd: c.image_std,
+    };
   }
 
   /** True when the config asked for splitting, which this processor does not do (see the header). */
@@ -113,6 +133,10 @@ export class Idefics3ImageProcessor {
   /** Images (RGB, already decoded) -> pixel values [n, 3, S, S], S = max_image_size.longest_edge. */
   preprocess(images: readonly RawImage[]): PixelValues {
     const side = this.imageSize;
-    return stackImages(images.map((img) => imageToChannelsFirst(this.resize(img), this.scaling)), side, side);
+    return stackImages(
+      images.map((img) => imageToChannelsFirst(this.resize(img), this.scaling)),
+      side,
+      side,
+    );
   }
 }

@@ -57,13 +57,19 @@ export function expectedIdefics3VisionTensors(setup: Idefics3VisionSetup, textHi
  * Every tensor of the checkpoint: matrices, embeddings and the patch kernel normal(0, initializerRange), biases 0,
  * LayerNorm / RMSNorm weights 1.
  */
-export function randomIdefics3Tensors(config: HfModelConfig, setup: Idefics3VisionSetup, rng: Rng, initializerRange = 0.02): Map<string, HostTensor> {
+export function randomIdefics3Tensors(
+  config: HfModelConfig,
+  setup: Idefics3VisionSetup,
+  rng: Rng,
+  initializerRange = 0.02,
+): Map<string, HostTensor> {
   const out = randomDecoderTensors(config.text, IDEFICS3_TEXT_LAYOUT, rng, initializerRange);
   for (const [name, shape] of expectedIdefics3VisionTensors(setup, config.text.hiddenSize)) {
     const n = shape.reduce((a, b) => a * b, 1);
     let data: Float32Array;
     if (name.endsWith('.bias')) data = new Float32Array(n);
-    else if (shape.length === 1) data = new Float32Array(n).fill(1); // LayerNorm weights
+    else if (shape.length === 1)
+      data = new Float32Array(n).fill(1); // LayerNorm weights
     else data = normal(n, initializerRange, rng);
     out.set(name, { shape, data });
   }

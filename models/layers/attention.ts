@@ -102,7 +102,14 @@ export interface AttentionShape {
  * q [B·T, heads, d], k and v [B·T, kvHeads, d] (RoPE already applied to q and k), optional cache of earlier keys and
  * values, additive mask [B, 1, T, S]. Returns the attention output [B·T, heads·d] and the cache extended by this pass.
  */
-export function attention(q: tf.Tensor3D, k: tf.Tensor3D, v: tf.Tensor3D, mask: tf.Tensor4D, shape: AttentionShape, cache: LayerKV | null): { out: tf.Tensor2D; kv: LayerKV } {
+export function attention(
+  q: tf.Tensor3D,
+  k: tf.Tensor3D,
+  v: tf.Tensor3D,
+  mask: tf.Tensor4D,
+  shape: AttentionShape,
+  cache: LayerKV | null,
+): { out: tf.Tensor2D; kv: LayerKV } {
   const { batch: B, queries: T, heads: H, kvHeads: KV, headDim: D } = shape;
   const rep = H / KV;
   // Keys/values of this pass, [B, KV, T, D], appended to the cache along the position axis.
@@ -156,7 +163,15 @@ export function attention(q: tf.Tensor3D, k: tf.Tensor3D, v: tf.Tensor3D, mask: 
  * rep heads). Its gradient keeps only the probabilities (dx = p ⊙ (dy - Σ dy ⊙ p) · scale), where the plain ops would
  * keep the scaled and the masked scores as well: at long prompts these matrices are most of the learner's memory.
  */
-function maskedSoftmax(scores: tf.Tensor2D, mask: tf.Tensor, scale: number, softcap: number | null, rep: number, T: number, S: number): tf.Tensor2D {
+function maskedSoftmax(
+  scores: tf.Tensor2D,
+  mask: tf.Tensor,
+  scale: number,
+  softcap: number | null,
+  rep: number,
+  T: number,
+  S: number,
+): tf.Tensor2D {
   const forward = (x: tf.Tensor) => {
     let s = tf.mul(x, scale);
     if (softcap !== null) s = tf.mul(tf.tanh(tf.div(s, softcap)), softcap);
@@ -168,10 +183,11 @@ function maskedSoftmax(scores: tf.Tensor2D, mask: tf.Tensor, scale: number, soft
     save([p]);
     return {
       value: p,
-      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => tf.tidy(() => {
-        const [y] = saved;
-        return tf.mul(tf.mul(y, tf.sub(dy, tf.sum(tf.mul(dy, y), -1, true))), scale);
-      }),
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) =>
+        tf.tidy(() => {
+          const [y] = saved;
+          return tf.mul(tf.mul(y, tf.sub(dy, tf.sum(tf.mul(dy, y), -1, true))), scale);
+        }),
     };
   });
   return f(scores) as tf.Tensor2D;

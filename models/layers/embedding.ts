@@ -15,7 +15,8 @@ export interface EmbeddingTable {
 export function embeddingLookup(e: EmbeddingTable, ids: Int32Array): tf.Tensor2D {
   return tf.tidy(() => {
     const idx = tf.tensor1d(ids, 'int32');
-    const look = (t: tf.Tensor) => (e.layout === 'rows' ? tf.gather(t, idx) : tf.transpose(tf.gather(t, idx, 1))) as tf.Tensor2D;
+    const look = (t: tf.Tensor) =>
+      (e.layout === 'rows' ? tf.gather(t, idx) : tf.transpose(tf.gather(t, idx, 1))) as tf.Tensor2D;
     if (!e.table.trainable) return look(e.table);
     const vocab = (e.layout === 'rows' ? e.table.shape[0] : e.table.shape[1]) as number;
     const f = customGrad((t: tf.Tensor) => ({

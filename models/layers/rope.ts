@@ -23,7 +23,10 @@ export interface RopeTable {
 }
 
 /** cos/sin values for each position (flattened [B·T] positions), [N, d] row-major (the ONNX engine feeds these). */
-export function ropeValues(positions: ArrayLike<number>, invFreq: Float32Array): { cos: Float32Array; sin: Float32Array } {
+export function ropeValues(
+  positions: ArrayLike<number>,
+  invFreq: Float32Array,
+): { cos: Float32Array; sin: Float32Array } {
   const half = invFreq.length;
   const d = half * 2;
   const cos = new Float32Array(positions.length * d);

@@ -87,7 +87,10 @@ export class DiffGraph {
   /** a ⊙ b, equal shapes, both possibly differentiated (the gated MLP's act(gate) ⊙ up). VJP: [dy ⊙ b, dy ⊙ a]. */
   mul(a: Value, c: Value): Value {
     const y = this.out(this.b.op1('Mul', [a.name, c.name]), Math.max(a.rank, c.rank), [a, c]);
-    this.record([a, c], [y], ([dy]) => [dy && a.diff ? this.b.op1('Mul', [dy, c.name]) : null, dy && c.diff ? this.b.op1('Mul', [dy, a.name]) : null]);
+    this.record([a, c], [y], ([dy]) => [
+      dy && a.diff ? this.b.op1('Mul', [dy, c.name]) : null,
+      dy && c.diff ? this.b.op1('Mul', [dy, a.name]) : null,
+    ]);
     return y;
   }
 
@@ -96,7 +99,9 @@ export class DiffGraph {
     const b = this.b;
     const t = b.op1('Tanh', [b.op1('Div', [x.name, b.scalar(cap)])]);
     const y = this.out(b.op1('Mul', [t, b.scalar(cap)]), x.rank, [x]);
-    this.record([x], [y], ([dy]) => [dy ? b.op1('Mul', [dy, b.op1('Sub', [b.scalar(1), b.op1('Mul', [t, t])])]) : null]);
+    this.record([x], [y], ([dy]) => [
+      dy ? b.op1('Mul', [dy, b.op1('Sub', [b.scalar(1), b.op1('Mul', [t, t])])]) : null,
+    ]);
     return y;
   }
 
@@ -108,14 +113,20 @@ export class DiffGraph {
     const b = this.b;
     const c = Math.sqrt(2 / Math.PI);
     const x2 = b.op1('Mul', [x.name, x.name]);
-    const inner = b.op1('Mul', [b.op1('Add', [x.name, b.op1('Mul', [b.op1('Mul', [x2, x.name]), b.scalar(0.044715)])]), b.scalar(c)]);
+    const inner = b.op1('Mul', [
+      b.op1('Add', [x.name, b.op1('Mul', [b.op1('Mul', [x2, x.name]), b.scalar(0.044715)])]),
+      b.scalar(c),
+    ]);
     const t = b.op1('Tanh', [inner]);
     const onePlusT = b.op1('Add', [t, b.scalar(1)]);
     const y = this.out(b.op1('Mul', [b.op1('Mul', [x.name, b.scalar(0.5)]), onePlusT]), x.rank, [x]);
     this.record([x], [y], ([dy]) => {
       if (!dy) return [null];
       const du = b.op1('Mul', [b.op1('Add', [b.scalar(1), b.op1('Mul', [x2, b.scalar(3 * 0.044715)])]), b.scalar(c)]);
-      const dt = b.op1('Mul', [b.op1('Mul', [b.op1('Mul', [x.name, b.scalar(0.5)]), b.op1('Sub', [b.scalar(1), b.op1('Mul', [t, t])])]), du]);
+      const dt = b.op1('Mul', [
+        b.op1('Mul', [b.op1('Mul', [x.name, b.scalar(0.5)]), b.op1('Sub', [b.scalar(1), b.op1('Mul', [t, t])])]),
+        du,
+      ]);
       return [b.op1('Mul', [dy, b.op1('Add', [b.op1('Mul', [onePlusT, b.scalar(0.5)]), dt])])];
     });
     return y;
@@ -125,7 +136,8 @@ export class DiffGraph {
 
   /** a @ b for 2-D a and b (the row-wise products: projections, adapters, head); gradients are Gemm nodes. */
   matmul(a: Value, c: Value): Value {
-    if (a.rank !== 2 || c.rank !== 2) throw new Error(`matmul: 2-D operands only (ranks ${a.rank}, ${c.rank}); attention has its own op`);
+    if (a.rank !== 2 || c.rank !== 2)
+      throw new Error(`matmul: 2-D operands only (ranks ${a.rank}, ${c.rank}); attention has its own op`);
     const y = this.out(this.b.op1('MatMul', [a.name, c.name]), 2, [a, c]);
     // y = a b:  da = dy bᵀ,  db = aᵀ dy.
     this.record([a, c], [y], ([dy]) => [
@@ -166,7 +178,15 @@ export class DiffGraph {
 
   /** Concatenate along `axis`; `sizes` (int64 [n]) gives the parts' sizes there, for the VJP's Split. */
   concat(xs: Value[], axis: number, sizes: string): Value {
-    const y = this.out(this.b.op1('Concat', xs.map((x) => x.name), { axis }), xs[0].rank, xs);
+    const y = this.out(
+      this.b.op1(
+        'Concat',
+        xs.map((x) => x.name),
+        { axis },
+      ),
+      xs[0].rank,
+      xs,
+    );
     this.record(xs, [y], ([dy]) => (dy ? this.b.op('Split', [dy, sizes], { axis }, xs.length) : xs.map(() => null)));
     return y;
   }
@@ -206,7 +226,8 @@ export class DiffGraph {
    */
   attention(q: Value, keys: Value, values: Value, mask: string): Value {
     const b = this.b;
-    const ms = (x: string, w: string, transA: number, transB: number) => b.op1('FusedMatMul', [x, w], { transA, transB }, undefined, MS_DOMAIN);
+    const ms = (x: string, w: string, transA: number, transB: number) =>
+      b.op1('FusedMatMul', [x, w], { transA, transB }, undefined, MS_DOMAIN);
     const probs = b.op1('Softmax', [b.op1('Add', [ms(q.name, keys.name, 0, 1), mask])], { axis: -1 });
     const y = this.out(b.op1('MatMul', [probs, values.name]), q.rank, [q, keys, values]);
     this.record([q, keys, values], [y], ([dy]) => {
@@ -247,9 +268,17 @@ export class DiffGraph {
    */
   rope(x: Value, cos: string, signedSin: string, layout: { halves: string; rows: string; swap: string }): Value {
     const b = this.b;
-    const swap = (t: string) => b.op1('Reshape', [b.op1('Gather', [b.op1('Reshape', [t, layout.halves]), layout.swap], { axis: 1 }), layout.rows]);
-    const y = this.out(b.op1('Add', [b.op1('Mul', [x.name, cos]), b.op1('Mul', [swap(x.name), signedSin])]), x.rank, [x]);
-    this.record([x], [y], ([dy]) => (dy ? [b.op1('Add', [b.op1('Mul', [dy, cos]), swap(b.op1('Mul', [dy, signedSin]))])] : [null]));
+    const swap = (t: string) =>
+      b.op1('Reshape', [
+        b.op1('Gather', [b.op1('Reshape', [t, layout.halves]), layout.swap], { axis: 1 }),
+        layout.rows,
+      ]);
+    const y = this.out(b.op1('Add', [b.op1('Mul', [x.name, cos]), b.op1('Mul', [swap(x.name), signedSin])]), x.rank, [
+      x,
+    ]);
+    this.record([x], [y], ([dy]) =>
+      dy ? [b.op1('Add', [b.op1('Mul', [dy, cos]), swap(b.op1('Mul', [dy, signedSin]))])] : [null],
+    );
     return y;
   }
 
@@ -261,7 +290,10 @@ export class DiffGraph {
     const y = this.out(b.op1('Mul', [x.name, s]), x.rank, [x]);
     this.record([x], [y], ([dy]) => {
       if (!dy) return [null];
-      const slope = b.op1('Add', [s, b.op1('Mul', [b.op1('Mul', [b.op1('Mul', [x.name, k]), s]), b.op1('Sub', [b.scalar(1), s])])]);
+      const slope = b.op1('Add', [
+        s,
+        b.op1('Mul', [b.op1('Mul', [b.op1('Mul', [x.name, k]), s]), b.op1('Sub', [b.scalar(1), s])]),
+      ]);
       return [b.op1('Mul', [dy, slope])];
     });
     return y;

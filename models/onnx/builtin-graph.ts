@@ -65,7 +65,8 @@ export function loraSpec(config: LoraConfig | null): LoraSpec | null {
 export const QKV = ['q_proj', 'k_proj', 'v_proj'] as const satisfies readonly Projection[];
 
 /** Name of a LoRA input: `lora.<layer>.<proj>.a|b` for o/up/down, `lora.<layer>.qkv.a|b` for the joined q/k/v. */
-export const loraInputName = (layer: number, projection: Projection | 'qkv', part: 'a' | 'b'): string => `lora.${layer}.${projection}.${part}`;
+export const loraInputName = (layer: number, projection: Projection | 'qkv', part: 'a' | 'b'): string =>
+  `lora.${layer}.${projection}.${part}`;
 
 /** row-major [n, k] × [k, m]. */
 function matmul(a: Float32Array, b: Float32Array, n: number, k: number, m: number): Float32Array {
@@ -82,7 +83,14 @@ function matmul(a: Float32Array, b: Float32Array, n: number, k: number, m: numbe
 
 /** Columns [q·s | k | q R·s | k R | v] of the joined q/k/v weight from q, k, v blocks [rows, d] (see the header; s is
  *  the definition's query scale, model-ops.ts queryScale). */
-export function joinQkv(arch: Architecture, q: Float32Array, k: Float32Array, v: Float32Array, rows: number, s: number): Float32Array {
+export function joinQkv(
+  arch: Architecture,
+  q: Float32Array,
+  k: Float32Array,
+  v: Float32Array,
+  rows: number,
+  s: number,
+): Float32Array {
   const d = arch.dModel;
   const rot = rotationValues(arch);
   const qs = Float32Array.from(q, (x) => x * s);
@@ -183,7 +191,11 @@ class OnnxBuiltinOps implements BuiltinOps<string, OnnxQkv> {
   /** Patches projected once per distinct patch, placed by a gather from [0; patches] (row 0 = no patch). */
   placePatches(x: string, patches: string): string {
     const b = this.b;
-    const table = b.op1('Concat', [b.floats('no_patch', new Float32Array(this.arch.dModel), [1, this.arch.dModel]), this.val(patches)], { axis: 0 }); // [1 + patches, d]
+    const table = b.op1(
+      'Concat',
+      [b.floats('no_patch', new Float32Array(this.arch.dModel), [1, this.arch.dModel]), this.val(patches)],
+      { axis: 0 },
+    ); // [1 + patches, d]
     return b.op1('Add', [this.val(x), b.op1('Gather', [table, this.inputs.patches!.index])]); // [B, S, d]
   }
 
@@ -193,7 +205,12 @@ class OnnxBuiltinOps implements BuiltinOps<string, OnnxQkv> {
 
   /** The output head's product is the graph output `logits`. */
   project(x: string, w: Weight): string {
-    return this.b.op1('MatMul', [this.val(x), this.weight(w)], {}, this.names.get(w) === 'lm_head' ? 'logits' : undefined);
+    return this.b.op1(
+      'MatMul',
+      [this.val(x), this.weight(w)],
+      {},
+      this.names.get(w) === 'lm_head' ? 'logits' : undefined,
+    );
   }
 
   /** x W (+ (x A') B with A' = scale · A, fed pre-scaled: lora.ts linear's function, one node fewer). */
@@ -226,7 +243,13 @@ class OnnxBuiltinOps implements BuiltinOps<string, OnnxQkv> {
     const g = this.weight(gain);
     const p = this.pending.get(x);
     if (p && p.sum === null) {
-      const [normed, , , sum] = this.b.op('SkipSimplifiedLayerNormalization', [this.val(p.a), this.val(p.b), g], { epsilon: { float: eps } }, 4, MS_DOMAIN);
+      const [normed, , , sum] = this.b.op(
+        'SkipSimplifiedLayerNormalization',
+        [this.val(p.a), this.val(p.b), g],
+        { epsilon: { float: eps } },
+        4,
+        MS_DOMAIN,
+      );
       p.sum = sum;
       return normed;
     }
@@ -247,7 +270,8 @@ class OnnxBuiltinOps implements BuiltinOps<string, OnnxQkv> {
     const joined = joinQkv(this.arch, values(w.proj.q_proj), values(w.proj.k_proj), values(w.proj.v_proj), d, qScale);
     let qkv = b.op1('MatMul', [input, b.floats(`layers.${layer}.qkv_proj`, joined, [d, 5 * d])]); // [B, S, 5d]
     const lora = this.lora;
-    if (lora && QKV.some((p) => lora.targets.includes(p))) qkv = this.withLora(input, qkv, `${layer}.qkv`, d, 3 * lora.r, 5 * d);
+    if (lora && QKV.some((p) => lora.targets.includes(p)))
+      qkv = this.withLora(input, qkv, `${layer}.qkv`, d, 3 * lora.r, 5 * d);
     const [qk, qkR, v] = b.op('Split', [qkv, b.ints([2 * d, 2 * d, d])], { axis: -1 }, 3);
     const qkRot = b.op1('Add', [b.op1('Mul', [qk, this.inputs.cos]), b.op1('Mul', [qkR, this.inputs.sin])]); // [B, S, 2d]: q (scaled) and k, RoPE applied
     return { qk: qkRot, v };
@@ -260,45 +284,75 @@ class OnnxBuiltinOps implements BuiltinOps<string, OnnxQkv> {
     const dh = headDim(this.arch);
     const { bias, shapes } = this.inputs;
     /** q kᵀ over the last two axes, keys [.., len, dh] as cached (com.microsoft FusedMatMul: no transposed copy). */
-    const scores = (q: string, k: string) => b.op1('FusedMatMul', [q, k], { transB: 1, alpha: { float: 1 } }, undefined, MS_DOMAIN);
+    const scores = (q: string, k: string) =>
+      b.op1('FusedMatMul', [q, k], { transB: 1, alpha: { float: 1 } }, undefined, MS_DOMAIN);
     const promptK = b.input(`prompt_k.${i}`, 'float32', ['prompts', H, 'prompt_len', dh]);
     const promptV = b.input(`prompt_v.${i}`, 'float32', ['prompts', H, 'prompt_len', dh]);
     if (this.mode === 'decode') {
       const ownK = b.input(`own_k.${i}`, 'float32', ['prompts', H, 'group', 'own_len', dh]);
       const ownV = b.input(`own_v.${i}`, 'float32', ['prompts', H, 'group', 'own_len', dh]);
       // [B, 1, 3d] → [U, G, 3H, dh] → [U, 3H, G, dh] → q, k, v [U, H, G, dh]
-      const joined = b.op1('Transpose', [b.op1('Reshape', [b.op1('Concat', [qkRot, v], { axis: -1 }), shapes.ug3hdh])], { perm: [0, 2, 1, 3] });
+      const joined = b.op1(
+        'Transpose',
+        [b.op1('Reshape', [b.op1('Concat', [qkRot, v], { axis: -1 }), shapes.ug3hdh])],
+        { perm: [0, 2, 1, 3] },
+      );
       const [q, k, vv] = b.op('Split', [joined], { axis: 1, num_outputs: 3 }, [`query.${i}`, `key.${i}`, `value.${i}`]);
       const rows5 = b.ints([0, 0, 0, 1, dh]);
       const flat4 = b.ints([0, 0, 0, -1]);
       const sPrompt = scores(q, promptK); // [U, H, G, P]
       const sOwn = b.op1('Reshape', [scores(b.op1('Reshape', [q, rows5]), ownK), flat4]); // [U, H, G, T]
       const sNew = b.op1('ReduceSum', [b.op1('Mul', [q, k]), b.ints([-1])], { keepdims: 1 }); // [U, H, G, 1]
-      const probs = b.op1('Softmax', [b.op1('Add', [b.op1('Concat', [sPrompt, sOwn, sNew], { axis: -1 }), bias])], { axis: -1 });
+      const probs = b.op1('Softmax', [b.op1('Add', [b.op1('Concat', [sPrompt, sOwn, sNew], { axis: -1 }), bias])], {
+        axis: -1,
+      });
       const [pPrompt, pOwn, pNew] = b.op('Split', [probs, shapes.splits], { axis: -1 }, 3);
-      const fromOwn = b.op1('Reshape', [b.op1('MatMul', [b.op1('Reshape', [pOwn, b.ints([0, 0, 0, 1, -1])]), ownV]), flat4]); // [U, H, G, dh]
-      const mixed = b.op1('Add', [b.op1('Add', [b.op1('MatMul', [pPrompt, promptV]), fromOwn]), b.op1('Mul', [pNew, vv])]); // [U, H, G, dh]
+      const fromOwn = b.op1('Reshape', [
+        b.op1('MatMul', [b.op1('Reshape', [pOwn, b.ints([0, 0, 0, 1, -1])]), ownV]),
+        flat4,
+      ]); // [U, H, G, dh]
+      const mixed = b.op1('Add', [
+        b.op1('Add', [b.op1('MatMul', [pPrompt, promptV]), fromOwn]),
+        b.op1('Mul', [pNew, vv]),
+      ]); // [U, H, G, dh]
       b.output(`key.${i}`, 'float32', ['prompts', H, 'group', dh]);
       b.output(`value.${i}`, 'float32', ['prompts', H, 'group', dh]);
       return b.op1('Reshape', [b.op1('Transpose', [mixed], { perm: [0, 2, 1, 3] }), b.ints([-1, 1, d])]); // [B, 1, d]
     }
     const [q, kFlat] = b.op('Split', [qkRot], { axis: -1, num_outputs: 2 }, 2); // [B, S, d] each
-    const k = b.op1('Transpose', [b.op1('Reshape', [kFlat, b.ints([0, 0, H, dh])])], { perm: [0, 2, 1, 3] }, `key.${i}`); // [B, H, S, dh]
+    const k = b.op1(
+      'Transpose',
+      [b.op1('Reshape', [kFlat, b.ints([0, 0, H, dh])])],
+      { perm: [0, 2, 1, 3] },
+      `key.${i}`,
+    ); // [B, H, S, dh]
     const vh = b.op1('Transpose', [b.op1('Reshape', [v, b.ints([0, 0, H, dh])])], { perm: [0, 2, 1, 3] }, `value.${i}`);
     // Each row's keys: its prompt's (repeated for the G rows) then this call's, [B, H, P + S, dh]; one fused
     // attention (com.microsoft MultiHeadAttention, q pre-scaled so scale 1) with the additive mask: the [S, P + S]
     // scores of one row and head are made, masked, normalised and used while still in cache.
-    const rows = (cache: string) => b.op1('Reshape', [b.op1('Expand', [b.op1('Unsqueeze', [cache, b.ints([1])]), shapes.ughPdh]), shapes.bhPdh]);
+    const rows = (cache: string) =>
+      b.op1('Reshape', [b.op1('Expand', [b.op1('Unsqueeze', [cache, b.ints([1])]), shapes.ughPdh]), shapes.bhPdh]);
     const keys = b.op1('Concat', [rows(promptK), k], { axis: 2 });
     const vals = b.op1('Concat', [rows(promptV), vh], { axis: 2 });
     b.output(`key.${i}`, 'float32', ['batch', H, 'seq', dh]);
     b.output(`value.${i}`, 'float32', ['batch', H, 'seq', dh]);
-    return b.op1('MultiHeadAttention', [q, keys, vals, '', '', bias], { num_heads: H, scale: { float: 1 } }, undefined, MS_DOMAIN); // [B, S, d]
+    return b.op1(
+      'MultiHeadAttention',
+      [q, keys, vals, '', '', bias],
+      { num_heads: H, scale: { float: 1 } },
+      undefined,
+      MS_DOMAIN,
+    ); // [B, S, d]
   }
 }
 
 /** The serialised model for `weights` (read once from the tfjs variables; LoRA adapters are inputs, not weights). */
-export function buildBuiltinGraph(arch: Architecture, weights: ModelWeights, lora: LoraSpec | null, mode: GraphMode): Uint8Array {
+export function buildBuiltinGraph(
+  arch: Architecture,
+  weights: ModelWeights,
+  lora: LoraSpec | null,
+  mode: GraphMode,
+): Uint8Array {
   const d = arch.dModel;
   const b = new GraphBuilder(`metrl-vlm-${mode}`);
   const ids = b.input('input_ids', 'int64', ['batch', 'seq']);
@@ -320,7 +374,10 @@ export function buildBuiltinGraph(arch: Architecture, weights: ModelWeights, lor
     const bias = b.input('attn_bias', 'float32', ['batch', 1, 'seq', 'keys']);
     // Shapes of the prompt caches repeated for each of their G rows (B = U·G): [U, 1, H, P, dh] expanded to
     // [U, G, H, P, dh], then read as [B, H, P, dh]; given by the caller.
-    const shapes = { ughPdh: b.input('shape.u_g_h_p_dh', 'int64', [5]), bhPdh: b.input('shape.b_h_p_dh', 'int64', [4]) };
+    const shapes = {
+      ughPdh: b.input('shape.u_g_h_p_dh', 'int64', [5]),
+      bhPdh: b.input('shape.b_h_p_dh', 'int64', [4]),
+    };
     inputs = { ids, cos, sin, bias, patches, shapes };
   }
   const ops = new OnnxBuiltinOps(b, arch, weights, lora, mode, inputs);

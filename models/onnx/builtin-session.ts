@@ -147,7 +147,12 @@ class RopeRows {
 /** An empty cache of one masked zero position (the graph never sees a zero-sized dimension). */
 export function emptyCache(arch: Architecture, count: number, length = 1): KVCache {
   const n = count * arch.nHeads * headDim(arch) * length;
-  return { count, length, k: Array.from({ length: arch.nLayers }, () => new Float32Array(n)), v: Array.from({ length: arch.nLayers }, () => new Float32Array(n)) };
+  return {
+    count,
+    length,
+    k: Array.from({ length: arch.nLayers }, () => new Float32Array(n)),
+    v: Array.from({ length: arch.nLayers }, () => new Float32Array(n)),
+  };
 }
 
 export class BuiltinOrtModel {
@@ -163,16 +168,33 @@ export class BuiltinOrtModel {
   private zeroB: Record<string, Tensor> = {};
   private readonly rope: RopeRows;
   /** The last decode step's mask and what it was built for (see decodeStep). */
-  private decodeMask: { bias: Float32Array; B: number; P: number; T: number; valid: ArrayLike<number>; filled: number } | null = null;
+  private decodeMask: {
+    bias: Float32Array;
+    B: number;
+    P: number;
+    T: number;
+    valid: ArrayLike<number>;
+    filled: number;
+  } | null = null;
 
-  constructor(model: { arch: Architecture; weights: ModelWeights; lora: LoraSet | null } | PrebuiltModel, options: BuiltinOrtOptions = {}) {
+  constructor(
+    model: { arch: Architecture; weights: ModelWeights; lora: LoraSet | null } | PrebuiltModel,
+    options: BuiltinOrtOptions = {},
+  ) {
     this.arch = model.arch;
     const prebuilt = 'graphs' in model ? model : null;
     this.spec = prebuilt ? prebuilt.spec : loraSpec((model as { lora: LoraSet | null }).lora?.config ?? null);
-    this.graphs = prebuilt ? prebuilt.graphs : builtinGraphs(model as { arch: Architecture; weights: ModelWeights; lora: LoraSet | null });
+    this.graphs = prebuilt
+      ? prebuilt.graphs
+      : builtinGraphs(model as { arch: Architecture; weights: ModelWeights; lora: LoraSet | null });
     this.rope = new RopeRows(model.arch);
     const open = (bytes: Uint8Array, mode: 'general' | 'decode') =>
-      new OrtSession(bytes, { threads: options.threads, spin: options.spin, device: options.device, label: `built-in model (${mode})` });
+      new OrtSession(bytes, {
+        threads: options.threads,
+        spin: options.spin,
+        device: options.device,
+        label: `built-in model (${mode})`,
+      });
     this.general = open(this.graphs.general, 'general');
     this.generalBase = this.graphs.generalBase ? open(this.graphs.generalBase, 'general') : this.general;
     this.decoder = open(this.graphs.decoder, 'decode');
@@ -200,7 +222,8 @@ export class BuiltinOrtModel {
   /** Adapter feeds as computed by loraValues (a worker's copy of the model takes them from the main thread). */
   setLora(values: LoraValues): void {
     this.lora = values;
-    const wrap = (m: Record<string, { data: Float32Array; dims: number[] }>) => Object.fromEntries(Object.entries(m).map(([k, t]) => [k, floatTensor(t.data, t.dims)]));
+    const wrap = (m: Record<string, { data: Float32Array; dims: number[] }>) =>
+      Object.fromEntries(Object.entries(m).map(([k, t]) => [k, floatTensor(t.data, t.dims)]));
     this.loraFeeds = wrap(values.feeds);
     this.zeroB = wrap(values.zeros);
   }
@@ -209,14 +232,25 @@ export class BuiltinOrtModel {
   loraValues(lora: LoraSet): LoraValues {
     const spec = this.spec;
     if (!spec) throw new Error('the ONNX graph was built without LoRA inputs');
-    if (lora.config.r !== spec.r || lora.scale !== spec.scale || lora.config.targetModules.join() !== spec.targets.join()) {
+    if (
+      lora.config.r !== spec.r ||
+      lora.scale !== spec.scale ||
+      lora.config.targetModules.join() !== spec.targets.join()
+    ) {
       throw new Error('LoRA settings differ from those the ONNX graph was built for');
     }
     const { r, scale } = spec;
     const d = this.arch.dModel;
     const feeds: LoraValues['feeds'] = {};
     const zeros: LoraValues['zeros'] = {};
-    const put = (layer: number, name: Projection | 'qkv', a: Float32Array, aDims: number[], b: Float32Array, bDims: number[]) => {
+    const put = (
+      layer: number,
+      name: Projection | 'qkv',
+      a: Float32Array,
+      aDims: number[],
+      b: Float32Array,
+      bDims: number[],
+    ) => {
       feeds[loraInputName(layer, name, 'a')] = { data: a, dims: aDims };
       feeds[loraInputName(layer, name, 'b')] = { data: b, dims: bDims };
       zeros[loraInputName(layer, name, 'b')] = { data: new Float32Array(b.length), dims: bDims };
@@ -233,7 +267,8 @@ export class BuiltinOrtModel {
           if (!adapter) return;
           const av = adapter.a.dataSync() as Float32Array; // [d, r]
           const bv = adapter.b.dataSync() as Float32Array; // [r, d]
-          for (let row = 0; row < d; row++) for (let c = 0; c < r; c++) a[row * 3 * r + j * r + c] = scale * av[row * r + c];
+          for (let row = 0; row < d; row++)
+            for (let c = 0; c < r; c++) a[row * 3 * r + j * r + c] = scale * av[row * r + c];
           const blocks = QKV.map((_, k) => (k === j ? bv : none));
           b.set(joinQkv(this.arch, blocks[0], blocks[1], blocks[2], r, queryScale(this.arch)), j * r * 5 * d);
         });
@@ -319,13 +354,31 @@ export class BuiltinOrtModel {
    * completion inputs attending to its cache. Returns the logits of the prompt's last token [V] and of the completion
    * rows [n·seq, V] (null when seq is 0).
    */
-  scoreGroup(prompt: { tokens: Int32Array; positions: Int32Array; slots: PatchSlot[]; length: number; valid: number }, rows: { n: number; seq: number; tokens: Int32Array; positions: Int32Array }, useLora: boolean): { last: Float32Array; rest: Float32Array | null } {
+  scoreGroup(
+    prompt: { tokens: Int32Array; positions: Int32Array; slots: PatchSlot[]; length: number; valid: number },
+    rows: { n: number; seq: number; tokens: Int32Array; positions: Int32Array },
+    useLora: boolean,
+  ): { last: Float32Array; rest: Float32Array | null } {
     const V = this.arch.vocabSize;
-    const first = this.forward({ rows: 1, seq: prompt.length, tokens: prompt.tokens, positions: prompt.positions, slots: prompt.slots, useLora });
+    const first = this.forward({
+      rows: 1,
+      seq: prompt.length,
+      tokens: prompt.tokens,
+      positions: prompt.positions,
+      slots: prompt.slots,
+      useLora,
+    });
     const last = first.logits.slice((prompt.valid - 1) * V, prompt.valid * V);
     if (rows.seq === 0) return { last, rest: null };
     const cache = { count: 1, length: prompt.length, k: first.keys, v: first.values };
-    const rest = this.forward({ rows: rows.n, seq: rows.seq, tokens: rows.tokens, positions: rows.positions, useLora, prompt: { cache, valid: new Int32Array(rows.n).fill(prompt.valid) } }).logits;
+    const rest = this.forward({
+      rows: rows.n,
+      seq: rows.seq,
+      tokens: rows.tokens,
+      positions: rows.positions,
+      useLora,
+      prompt: { cache, valid: new Int32Array(rows.n).fill(prompt.valid) },
+    }).logits;
     return { last, rest };
   }
 
@@ -345,7 +398,14 @@ export class BuiltinOrtModel {
     // previous step of the same decode (same shapes and prompt lengths), whose mask only lacks the newly filled ones.
     const last = this.decodeMask;
     let bias: Float32Array;
-    if (last && last.B === B && last.P === P && last.T === T && last.valid === req.prompt.valid && last.filled <= req.own.filled) {
+    if (
+      last &&
+      last.B === B &&
+      last.P === P &&
+      last.T === T &&
+      last.valid === req.prompt.valid &&
+      last.filled <= req.own.filled
+    ) {
       bias = last.bias;
       for (let r = 0; r < B; r++) bias.fill(0, r * K + P + last.filled, r * K + P + req.own.filled);
     } else {

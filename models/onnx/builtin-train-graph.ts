@@ -28,7 +28,8 @@ import { QKV, weightNames, type BuiltinGraphSpec, type LoraSpec } from './builti
 import type { GraphBuilder } from './graph-builder.ts';
 
 /** Name of a LoRA param input (raw A [in, r] and B [r, out], as the tfjs variables hold them). */
-export const trainLoraName = (layer: number, projection: Projection, part: 'a' | 'b'): string => `lora.${layer}.${projection}.${part}`;
+export const trainLoraName = (layer: number, projection: Projection, part: 'a' | 'b'): string =>
+  `lora.${layer}.${projection}.${part}`;
 /**
  * How many blocks the completions' queries attend in (the learner lays completions out with at least this many rows).
  * Measured on the chess learner pass at one thread (4 groups × 8 × 376 tokens, CPU seconds, medians of 6 interleaved
@@ -103,7 +104,12 @@ class TrainOps implements BuiltinOps<Value, TrainQkv> {
     const signs = new Float32Array(d);
     for (let i = 0; i < d; i++) signs[i] = i % dh < dh / 2 ? -1 : 1;
     this.signedSin = b.op1('Mul', [inputs.sin, b.floats('rope_signs', signs, [d])]);
-    this.shapes = { rowsToHeads: b.ints([-1, H, dh]), headsToRows: b.ints([-1, d]), oneHPdh: b.ints([1, H, -1, dh]), thirds: b.ints([d, d, d]) };
+    this.shapes = {
+      rowsToHeads: b.ints([-1, H, dh]),
+      headsToRows: b.ints([-1, d]),
+      oneHPdh: b.ints([1, H, -1, dh]),
+      thirds: b.ints([d, d, d]),
+    };
   }
 
   /** A float32 scalar initializer, one per value. */
@@ -144,7 +150,9 @@ class TrainOps implements BuiltinOps<Value, TrainQkv> {
   placePatches(x: Value, patches: Value): Value {
     if (x.diff || patches.diff) throw new Error('builtin-train-graph: embeddings are constants here');
     const b = this.b;
-    const table = b.op1('Concat', [b.floats('no_patch', new Float32Array(this.d), [1, this.d]), patches.name], { axis: 0 });
+    const table = b.op1('Concat', [b.floats('no_patch', new Float32Array(this.d), [1, this.d]), patches.name], {
+      axis: 0,
+    });
     return this.constant(b.op1('Add', [x.name, b.op1('Gather', [table, this.inputs.patchIndex])]), 2); // [N, d]
   }
 
@@ -205,7 +213,12 @@ class TrainOps implements BuiltinOps<Value, TrainQkv> {
       const wp = values(w.proj[p]);
       for (let r = 0; r < d; r++) joined.set(wp.subarray(r * d, (r + 1) * d), r * 3 * d + j * d);
     });
-    const bases = g.split(g.matmul(h, this.initializer(`layers.${layer}.qkv_proj`, joined, [d, 3 * d])), 1, this.shapes.thirds, 3);
+    const bases = g.split(
+      g.matmul(h, this.initializer(`layers.${layer}.qkv_proj`, joined, [d, 3 * d])),
+      1,
+      this.shapes.thirds,
+      3,
+    );
     const out = [...bases];
     const targets = QKV.map((p, j) => ({ p, j })).filter(({ p }) => lora.targets.includes(p));
     if (targets.length > 0) {
@@ -221,7 +234,11 @@ class TrainOps implements BuiltinOps<Value, TrainQkv> {
     }
     const [qLin, kLin, v] = out;
     const { cos } = this.inputs;
-    return { q: g.mulConst(g.rope(qLin, cos, this.signedSin, this.rot), this.scalar(qScale)), k: g.rope(kLin, cos, this.signedSin, this.rot), v };
+    return {
+      q: g.mulConst(g.rope(qLin, cos, this.signedSin, this.rot), this.scalar(qScale)),
+      k: g.rope(kLin, cos, this.signedSin, this.rot),
+      v,
+    };
   }
 
   /**
@@ -241,8 +258,13 @@ class TrainOps implements BuiltinOps<Value, TrainQkv> {
     const completionHeads = (t: Value) => g.transpose(g.reshape(t, gChd, 4), [0, 2, 1, 3]); // [G·C, d] → [G, H, C, dh]
     const kpH = promptHeads(kp);
     const vpH = promptHeads(vp);
-    const promptOut = g.reshape(g.transpose(g.attention(promptHeads(qp), kpH, vpH, promptMask), [1, 0, 2]), headsToRows, 2); // [P, d]
-    const keysOf = (prompt: Value, own: Value) => g.concat([g.expand(g.reshape(prompt, oneHPdh, 4), g111, [0]), completionHeads(own)], 2, scoreSplits);
+    const promptOut = g.reshape(
+      g.transpose(g.attention(promptHeads(qp), kpH, vpH, promptMask), [1, 0, 2]),
+      headsToRows,
+      2,
+    ); // [P, d]
+    const keysOf = (prompt: Value, own: Value) =>
+      g.concat([g.expand(g.reshape(prompt, oneHPdh, 4), g111, [0]), completionHeads(own)], 2, scoreSplits);
     const [keys, vals] = [keysOf(kpH, kc), keysOf(vpH, vc)]; // [G, H, P + C, dh]
     // The completions' queries in QUERY_BLOCKS blocks of about C / n rows: block i sees the prompt and its own keys up
     // to its last row only, so its scores are [G, H, Cᵢ, P + C₀ + … + Cᵢ] instead of [G, H, Cᵢ, P + C]: of the causal
@@ -250,7 +272,11 @@ class TrainOps implements BuiltinOps<Value, TrainQkv> {
     // chess's sizes).
     const blocks = g.split(completionHeads(qc), 2, querySplits, QUERY_BLOCKS); // [G, H, Cᵢ, dh]
     const upTo = (t: Value, i: number) => (i === QUERY_BLOCKS - 1 ? t : g.split(t, 2, keySplits[i], 2)[0]);
-    const mixed = g.concat(blocks.map((qi, i) => g.attention(qi, upTo(keys, i), upTo(vals, i), blockMasks[i])), 2, querySplits); // [G, H, C, dh]
+    const mixed = g.concat(
+      blocks.map((qi, i) => g.attention(qi, upTo(keys, i), upTo(vals, i), blockMasks[i])),
+      2,
+      querySplits,
+    ); // [G, H, C, dh]
     const completionOut = g.reshape(g.transpose(mixed, [0, 2, 1, 3]), headsToRows, 2); // [G·C, d]
     return g.concat([promptOut, completionOut], 0, rowSplits); // [N, d]
   }
@@ -261,7 +287,11 @@ class TrainOps implements BuiltinOps<Value, TrainQkv> {
  * same forward pass alone (log_probs only, no target_weights input): the learner's scoring pass, so the log-probs the
  * loss sees come from the very forward the gradients differentiate.
  */
-export function buildBuiltinTrainGraph(spec: BuiltinGraphSpec, weights: ModelWeights, options: { gradients?: boolean } = {}): Uint8Array {
+export function buildBuiltinTrainGraph(
+  spec: BuiltinGraphSpec,
+  weights: ModelWeights,
+  options: { gradients?: boolean } = {},
+): Uint8Array {
   const withGradients = options.gradients ?? true;
   const { arch } = spec;
   const lora = spec.lora;
@@ -278,7 +308,9 @@ export function buildBuiltinTrainGraph(spec: BuiltinGraphSpec, weights: ModelWei
     cos: b.input('rope_cos', 'float32', ['rows', d]),
     sin: b.input('rope_sin', 'float32', ['rows', d]),
     promptMask: b.input('prompt_mask', 'float32', ['prompt', 'prompt']), // additive, causal
-    blockMasks: Array.from({ length: QUERY_BLOCKS }, (_, i) => b.input(`completion_mask.${i}`, 'float32', [`block${i}`, `keys${i}`])),
+    blockMasks: Array.from({ length: QUERY_BLOCKS }, (_, i) =>
+      b.input(`completion_mask.${i}`, 'float32', [`block${i}`, `keys${i}`]),
+    ),
     querySplits: b.input('query_splits', 'int64', [QUERY_BLOCKS]),
     keySplits: Array.from({ length: QUERY_BLOCKS - 1 }, (_, i) => b.input(`key_splits.${i}`, 'int64', [2])),
     rowSplits: b.input('row_splits', 'int64', [2]), // [P, G·C]
@@ -298,7 +330,13 @@ export function buildBuiltinTrainGraph(spec: BuiltinGraphSpec, weights: ModelWei
   if (!withGradients) return b.toBytes();
   // d/dz of Σ W ⊙ log_softmax(z) = W − softmax(z) · Σ_v W.
   const targetWeights = b.input('target_weights', 'float32', ['rows', V]);
-  const dz = b.op1('Sub', [targetWeights, b.op1('Mul', [b.op1('Softmax', [z.name], { axis: -1 }), b.op1('ReduceSum', [targetWeights, b.ints([-1])], { keepdims: 1 })])]);
+  const dz = b.op1('Sub', [
+    targetWeights,
+    b.op1('Mul', [
+      b.op1('Softmax', [z.name], { axis: -1 }),
+      b.op1('ReduceSum', [targetWeights, b.ints([-1])], { keepdims: 1 }),
+    ]),
+  ]);
   const grads = g.backward(new Map([[z.name, dz]]), ops.params);
   for (const p of ops.params) {
     const grad = grads.get(p.name);

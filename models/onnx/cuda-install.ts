@@ -32,13 +32,25 @@ function run(command: string, args: string[], cwd: string, timeoutSeconds: numbe
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutSeconds * 1000);
     child.on('error', (error) => {
       clearTimeout(timer);
-      failed(new UserError(`install-cuda: cannot run ${command} (${(error as NodeJS.ErrnoException).code ?? error.message}) to ${what}`));
+      failed(
+        new UserError(
+          `install-cuda: cannot run ${command} (${(error as NodeJS.ErrnoException).code ?? error.message}) to ${what}`,
+        ),
+      );
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
       if (code === 0) return done();
-      const last = stderr.split('\n').map((l) => l.trim()).filter((l) => l !== '').pop() ?? '';
-      const why = signal === 'SIGKILL' ? `no answer within ${timeoutSeconds} s (--timeout)` : `${command} exited ${code}${last ? `: ${last}` : ''}`;
+      const last =
+        stderr
+          .split('\n')
+          .map((l) => l.trim())
+          .filter((l) => l !== '')
+          .pop() ?? '';
+      const why =
+        signal === 'SIGKILL'
+          ? `no answer within ${timeoutSeconds} s (--timeout)`
+          : `${command} exited ${code}${last ? `: ${last}` : ''}`;
       failed(new UserError(`install-cuda: cannot ${what}: ${why}`));
     });
   });
@@ -53,7 +65,9 @@ async function sha512(file: string): Promise<string> {
 /** Install the CUDA build into the folder; returns the folder. */
 export async function installCuda(options: InstallOptions): Promise<string> {
   if (process.platform !== 'linux' || process.arch !== 'x64') {
-    throw new UserError(`install-cuda: the CUDA build metrl installs is for Linux x64 (this is ${process.platform} ${process.arch})`);
+    throw new UserError(
+      `install-cuda: the CUDA build metrl installs is for Linux x64 (this is ${process.platform} ${process.arch})`,
+    );
   }
   const dir = options.dir ?? cudaInstallDir();
   try {
@@ -68,23 +82,44 @@ export async function installCuda(options: InstallOptions): Promise<string> {
       let tarball: string;
       if (options.from) {
         tarball = join(options.from, pkg.tarball);
-        if (!existsSync(tarball)) throw new UserError(`install-cuda: --from ${options.from} has no ${pkg.tarball} (get it with \`npm pack ${pkg.spec}\`)`);
+        if (!existsSync(tarball))
+          throw new UserError(
+            `install-cuda: --from ${options.from} has no ${pkg.tarball} (get it with \`npm pack ${pkg.spec}\`)`,
+          );
       } else {
         options.say(`downloading ${pkg.spec} (${pkg.megabytes} MB) from the npm registry`);
-        await run('npm', ['pack', pkg.spec, '--pack-destination', staging, '--silent'], staging, options.timeoutSeconds, `download ${pkg.spec}`);
+        await run(
+          'npm',
+          ['pack', pkg.spec, '--pack-destination', staging, '--silent'],
+          staging,
+          options.timeoutSeconds,
+          `download ${pkg.spec}`,
+        );
         tarball = join(staging, pkg.tarball);
       }
       const integrity = await sha512(tarball);
-      if (integrity !== pkg.integrity) throw new UserError(`install-cuda: ${tarball} is not ${pkg.spec} as published (sha512 differs); delete it and run again`);
+      if (integrity !== pkg.integrity)
+        throw new UserError(
+          `install-cuda: ${tarball} is not ${pkg.spec} as published (sha512 differs); delete it and run again`,
+        );
       options.say(`unpacking ${Object.values(pkg.files).join(', ')}`);
-      await run('tar', ['-xzf', tarball, '--no-same-owner', '-C', staging, ...Object.keys(pkg.files)], staging, options.timeoutSeconds, `unpack ${pkg.tarball}`);
+      await run(
+        'tar',
+        ['-xzf', tarball, '--no-same-owner', '-C', staging, ...Object.keys(pkg.files)],
+        staging,
+        options.timeoutSeconds,
+        `unpack ${pkg.tarball}`,
+      );
       for (const [inside, name] of Object.entries(pkg.files)) unpacked.push([join(staging, inside), name]);
     }
     const versions = unpacked.map(([path, name]) => [name, ortVersionOf(path)] as const).filter(([, v]) => v !== null);
     const wrong = versions.find(([, v]) => v !== CUDA_BUILD.ort);
     if (wrong) throw new UserError(`install-cuda: ${wrong[0]} is ONNX Runtime ${wrong[1]}, not ${CUDA_BUILD.ort}`);
     for (const [path, name] of unpacked) renameSync(path, join(dir, name));
-    writeFileSync(join(dir, 'metrl-install.json'), `${JSON.stringify({ ort: CUDA_BUILD.ort, cuda: CUDA_BUILD.cuda, packages: CUDA_BUILD.packages.map((p) => p.spec) }, null, 2)}\n`);
+    writeFileSync(
+      join(dir, 'metrl-install.json'),
+      `${JSON.stringify({ ort: CUDA_BUILD.ort, cuda: CUDA_BUILD.cuda, packages: CUDA_BUILD.packages.map((p) => p.spec) }, null, 2)}\n`,
+    );
     return dir;
   } catch (error) {
     throw systemErrorAsUserError(error, dir, 'cannot install');

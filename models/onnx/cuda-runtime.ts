@@ -25,7 +25,10 @@ export const CUDA_BUILD = {
       tarball: 'onnxruntime-node-1.29.0.tgz',
       integrity: 'sha512-WjiVVB72riILz8HbYvxvmjKyE/WmkYoSfKY++axo5jAR609HQg8MwiG/HhShpTcJfmmAdzxxmB+MMST3A+SiPA==',
       megabytes: 112,
-      files: { 'package/bin/napi-v6/linux/x64/onnxruntime_binding.node': 'onnxruntime_binding.node', 'package/bin/napi-v6/linux/x64/libonnxruntime.so.1': 'libonnxruntime.so.1' },
+      files: {
+        'package/bin/napi-v6/linux/x64/onnxruntime_binding.node': 'onnxruntime_binding.node',
+        'package/bin/napi-v6/linux/x64/libonnxruntime.so.1': 'libonnxruntime.so.1',
+      },
     },
     {
       spec: 'com.github.asus4.onnxruntime.linux-x64-gpu@0.4.9',
@@ -41,7 +44,10 @@ export const CUDA_BUILD = {
 } as const;
 
 /** The provider's libraries, loaded by ORT from the folder of its own library. */
-export const CUDA_PROVIDER_LIBRARIES = ['libonnxruntime_providers_shared.so', 'libonnxruntime_providers_cuda.so'] as const;
+export const CUDA_PROVIDER_LIBRARIES = [
+  'libonnxruntime_providers_shared.so',
+  'libonnxruntime_providers_cuda.so',
+] as const;
 const ORT_LIBRARY = 'libonnxruntime.so.1';
 
 /** The folder `metrl install-cuda` fills: METRL_ORT_CUDA_DIR, else under XDG_CACHE_HOME (default ~/.cache). */
@@ -68,7 +74,9 @@ function checkPairing(dir: string, ort: string, where: string): void {
   const library = join(dir, 'libonnxruntime_providers_cuda.so');
   const version = ortVersionOf(library);
   if (version !== ort) {
-    throw new UserError(`--device cuda: the CUDA provider in ${where} (${library}) is built for ONNX Runtime ${version ?? 'of an unknown version'}, but the ONNX Runtime beside it is ${ort}; a provider runs only with the ONNX Runtime of its own release: ${HOW}`);
+    throw new UserError(
+      `--device cuda: the CUDA provider in ${where} (${library}) is built for ONNX Runtime ${version ?? 'of an unknown version'}, but the ONNX Runtime beside it is ${ort}; a provider runs only with the ONNX Runtime of its own release: ${HOW}`,
+    );
   }
 }
 
@@ -79,19 +87,30 @@ function checkPairing(dir: string, ort: string, where: string): void {
 export function findCudaRuntime(): CudaRuntime {
   const project = projectBindingDir();
   if (CUDA_PROVIDER_LIBRARIES.every((f) => existsSync(join(project, f)))) {
-    checkPairing(project, projectOrtVersion(), 'onnxruntime-node\'s folder');
+    checkPairing(project, projectOrtVersion(), "onnxruntime-node's folder");
     return { dir: project, ort: projectOrtVersion(), source: 'onnxruntime-node' };
   }
   if (process.platform !== 'linux' || process.arch !== 'x64') {
-    throw new UserError(`--device cuda: onnxruntime-node has no CUDA execution provider here, and \`metrl install-cuda\` installs one for Linux x64 only (this is ${process.platform} ${process.arch})`);
+    throw new UserError(
+      `--device cuda: onnxruntime-node has no CUDA execution provider here, and \`metrl install-cuda\` installs one for Linux x64 only (this is ${process.platform} ${process.arch})`,
+    );
   }
   const dir = cudaInstallDir();
   const needed = ['onnxruntime_binding.node', ORT_LIBRARY, ...CUDA_PROVIDER_LIBRARIES];
   const missing = needed.filter((f) => !existsSync(join(dir, f)));
-  if (missing.length === needed.length) throw new UserError(`--device cuda: ONNX Runtime's CUDA execution provider is not installed (not beside onnxruntime-node, and ${dir} has none); ${HOW}`);
-  if (missing.length > 0) throw new UserError(`--device cuda: the CUDA install in ${dir} is incomplete (${missing.join(', ')} missing); ${HOW}`);
+  if (missing.length === needed.length)
+    throw new UserError(
+      `--device cuda: ONNX Runtime's CUDA execution provider is not installed (not beside onnxruntime-node, and ${dir} has none); ${HOW}`,
+    );
+  if (missing.length > 0)
+    throw new UserError(
+      `--device cuda: the CUDA install in ${dir} is incomplete (${missing.join(', ')} missing); ${HOW}`,
+    );
   const ort = ortVersionOf(join(dir, ORT_LIBRARY));
-  if (!ort) throw new UserError(`--device cuda: ${join(dir, ORT_LIBRARY)} is not an ONNX Runtime library (no version in it); ${HOW}`);
+  if (!ort)
+    throw new UserError(
+      `--device cuda: ${join(dir, ORT_LIBRARY)} is not an ONNX Runtime library (no version in it); ${HOW}`,
+    );
   checkPairing(dir, ort, dir);
   return { dir, ort, source: 'metrl install-cuda' };
 }

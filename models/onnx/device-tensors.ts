@@ -28,7 +28,8 @@ export type TensorLocation = 'cpu' | 'gpu-buffer';
 export const keepsTensorsOnDevice = (device: Device | undefined): boolean => device === 'webgpu';
 
 /** The location of kept tensors on `device`. */
-export const keptLocation = (device: Device | undefined): TensorLocation => (keepsTensorsOnDevice(device) ? 'gpu-buffer' : 'cpu');
+export const keptLocation = (device: Device | undefined): TensorLocation =>
+  keepsTensorsOnDevice(device) ? 'gpu-buffer' : 'cpu';
 
 const rank = (dims: readonly number[]): string[] => dims.map((_, i) => `d${i}`);
 
@@ -57,9 +58,17 @@ export class DeviceTensors {
     const session = this.open(key, () => {
       const b = new GraphBuilder('metrl_upload');
       tensors.forEach((t, i) => {
-        const x = b.input(`in_${i}`, 'float32', rank(t.dims).map((d) => `${d}_${i}`));
+        const x = b.input(
+          `in_${i}`,
+          'float32',
+          rank(t.dims).map((d) => `${d}_${i}`),
+        );
         b.op1('Identity', [x], {}, `out_${i}`);
-        b.output(`out_${i}`, 'float32', rank(t.dims).map((d) => `${d}_${i}`));
+        b.output(
+          `out_${i}`,
+          'float32',
+          rank(t.dims).map((d) => `${d}_${i}`),
+        );
       });
       return b;
     });
@@ -75,13 +84,25 @@ export class DeviceTensors {
       const b = new GraphBuilder('metrl_gather_rows');
       const index = b.input('rows', 'int64', ['B']);
       tensors.forEach((t, i) => {
-        const x = b.input(`in_${i}`, 'float32', rank(t.dims).map((d) => `${d}_${i}`));
+        const x = b.input(
+          `in_${i}`,
+          'float32',
+          rank(t.dims).map((d) => `${d}_${i}`),
+        );
         b.op1('Gather', [x, index], { axis: 0 }, `out_${i}`);
-        b.output(`out_${i}`, 'float32', ['B', ...rank(t.dims).slice(1).map((d) => `${d}_${i}`)]);
+        b.output(`out_${i}`, 'float32', [
+          'B',
+          ...rank(t.dims)
+            .slice(1)
+            .map((d) => `${d}_${i}`),
+        ]);
       });
       return b;
     });
-    const out = session.run({ rows: int64Tensor(rows, [rows.length]), ...Object.fromEntries(tensors.map((t, i) => [`in_${i}`, t])) });
+    const out = session.run({
+      rows: int64Tensor(rows, [rows.length]),
+      ...Object.fromEntries(tensors.map((t, i) => [`in_${i}`, t])),
+    });
     return tensors.map((_, i) => out[`out_${i}`]);
   }
 
@@ -103,4 +124,5 @@ export class DeviceTensors {
 }
 
 /** A zero-filled host float32 tensor. */
-export const zeros = (dims: number[]): Tensor => new Tensor('float32', new Float32Array(dims.reduce((a, b) => a * b, 1)), dims);
+export const zeros = (dims: number[]): Tensor =>
+  new Tensor('float32', new Float32Array(dims.reduce((a, b) => a * b, 1)), dims);

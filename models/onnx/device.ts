@@ -19,7 +19,8 @@ export type Device = (typeof DEVICES)[number];
 /** onnxruntime-node's name for each device's execution provider. */
 const PROVIDER: Record<Device, string> = { cpu: 'cpu', cuda: 'cuda', webgpu: 'webgpu' };
 
-const WEBGPU_HOW = 'it needs a GPU with Vulkan drivers (libvulkan1 and the vendor\'s driver; `vulkaninfo` should list the GPU)';
+const WEBGPU_HOW =
+  "it needs a GPU with Vulkan drivers (libvulkan1 and the vendor's driver; `vulkaninfo` should list the GPU)";
 
 const require = createRequire(import.meta.url);
 
@@ -71,14 +72,24 @@ function probe(device: Device): { reason: string; diagnostics: string } | null {
   }
   if (result?.ok) return null;
   const diagnostics = child.stderr ?? '';
-  const reason = result?.reason ?? (child.signal ? `the probe process died (${child.signal})` : `the probe process exited ${child.status}`);
+  const reason =
+    result?.reason ??
+    (child.signal ? `the probe process died (${child.signal})` : `the probe process exited ${child.status}`);
   return { reason, diagnostics };
 }
 
 /** First line, control characters and ORT's source-path prefixes removed. */
 function oneLine(text: string): string {
-  const line = text.split('\n').map((l) => l.trim()).find((l) => l !== '') ?? '';
-  return line.replace(/\x1b\[[0-9;]*m/g, '').replace(/^\/onnxruntime_src\/\S+ /, '').replace(/^.*?::<lambda\(\)> /, '').replace(/^.* was false\. /, '');
+  const line =
+    text
+      .split('\n')
+      .map((l) => l.trim())
+      .find((l) => l !== '') ?? '';
+  return line
+    .replace(/\x1b\[[0-9;]*m/g, '')
+    .replace(/^\/onnxruntime_src\/\S+ /, '')
+    .replace(/^.*?::<lambda\(\)> /, '')
+    .replace(/^.* was false\. /, '');
 }
 
 /**
@@ -95,22 +106,32 @@ export function checkDevice(device: Device): void {
   }
   const providers = supportedProviders();
   if (!providers.some((p) => p.name === PROVIDER[device])) {
-    throw new UserError(`--device ${device}: this onnxruntime-node build has no ${device} execution provider (it has ${providers.map((p) => p.name).join(', ')})`);
+    throw new UserError(
+      `--device ${device}: this onnxruntime-node build has no ${device} execution provider (it has ${providers.map((p) => p.name).join(', ')})`,
+    );
   }
   const failed = probe(device);
   if (!failed) return;
   const vulkan = /Couldn't load Vulkan: ([^\n]*)/.exec(failed.diagnostics)?.[1]?.trim();
   if (device === 'webgpu') {
-    throw new UserError(`--device webgpu: ONNX Runtime's WebGPU execution provider found no GPU (${oneLine(failed.reason)}${vulkan ? `; ${vulkan}` : ''}); ${WEBGPU_HOW}`);
+    throw new UserError(
+      `--device webgpu: ONNX Runtime's WebGPU execution provider found no GPU (${oneLine(failed.reason)}${vulkan ? `; ${vulkan}` : ''}); ${WEBGPU_HOW}`,
+    );
   }
   const cudaMajor = cuda!.source === 'metrl install-cuda' ? '13' : '12';
   // ORT's own reason is "Failed to load shared library"; the library it could not find is on its error log.
-  const library = /Failed to load library \S+ with error: ([^\n]*)/.exec(failed.diagnostics)?.[1]?.replace(/\x1b\[[0-9;]*m/g, '').trim();
-  throw new UserError(`--device cuda: ONNX Runtime ${cuda!.ort}'s CUDA execution provider cannot start (${oneLine(failed.reason)}${library ? `: ${library}` : ''}); it needs an NVIDIA GPU with its driver, and the CUDA ${cudaMajor} and cuDNN 9 libraries on the library path (LD_LIBRARY_PATH)`);
+  const library = /Failed to load library \S+ with error: ([^\n]*)/
+    .exec(failed.diagnostics)?.[1]
+    ?.replace(/\x1b\[[0-9;]*m/g, '')
+    .trim();
+  throw new UserError(
+    `--device cuda: ONNX Runtime ${cuda!.ort}'s CUDA execution provider cannot start (${oneLine(failed.reason)}${library ? `: ${library}` : ''}); it needs an NVIDIA GPU with its driver, and the CUDA ${cudaMajor} and cuDNN 9 libraries on the library path (LD_LIBRARY_PATH)`,
+  );
 }
 
 /** ORT's words when an allocation fails: its arena on any device, CUDA's and cuBLAS's status, C++'s bad_alloc. */
-const OUT_OF_MEMORY = /Failed to allocate memory for requested buffer|Available memory of \d+ is smaller than requested|CUDA failure 2\b|out of memory|CUBLAS_STATUS_ALLOC_FAILED|(?:std::)?bad_alloc|bad allocation/i;
+const OUT_OF_MEMORY =
+  /Failed to allocate memory for requested buffer|Available memory of \d+ is smaller than requested|CUDA failure 2\b|out of memory|CUBLAS_STATUS_ALLOC_FAILED|(?:std::)?bad_alloc|bad allocation/i;
 
 /**
  * A UserError (one line) when ORT's error says the device ran out of memory for `label`'s graph, else null: what did
@@ -121,7 +142,12 @@ export function outOfMemoryError(error: unknown, label: string, device: Device |
   const line = message.split('\n').find((l) => OUT_OF_MEMORY.test(l));
   if (line === undefined) return null;
   // From ORT's words on (its source location and function signature before them say nothing to a user).
-  const reason = line.slice(OUT_OF_MEMORY.exec(line)!.index).replace(/ ; GPU=.*$/, '').trim();
-  const where = !device || device === 'cpu' ? 'this machine\'s memory' : `the ${device} device's memory`;
-  return new UserError(`the ${label} does not fit in ${where} (${reason}): use a smaller model or fewer rows a step (--prompts-per-step, --group-size, --max-completion-tokens), or a device with more memory`);
+  const reason = line
+    .slice(OUT_OF_MEMORY.exec(line)!.index)
+    .replace(/ ; GPU=.*$/, '')
+    .trim();
+  const where = !device || device === 'cpu' ? "this machine's memory" : `the ${device} device's memory`;
+  return new UserError(
+    `the ${label} does not fit in ${where} (${reason}): use a smaller model or fewer rows a step (--prompts-per-step, --group-size, --max-completion-tokens), or a device with more memory`,
+  );
 }

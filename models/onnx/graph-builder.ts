@@ -19,7 +19,13 @@ export type ElementType = 'float32' | 'int64' | 'int32' | 'bool';
 /** A dimension: a fixed size or a symbolic name (batch, sequence, past_sequence …). */
 export type Dim = number | string;
 
-export type AttributeValue = number | string | number[] | { floats: number[] } | { float: number } | { graph: Onnx.IGraphProto };
+export type AttributeValue =
+  | number
+  | string
+  | number[]
+  | { floats: number[] }
+  | { float: number }
+  | { graph: Onnx.IGraphProto };
 
 const ELEMENT: Record<ElementType, number> = {
   float32: onnx.TensorProto.DataType.FLOAT,
@@ -129,15 +135,28 @@ export class GraphBuilder {
    * kept, not copied (a large model's weights are not held twice), so it must not change before then. Given as a
    * function, it is read only if the model needs its bytes (not when a shared weight file holds them already).
    */
-  floats(name: string, data: Float32Array | (() => Float32Array), dims: number[], stored: WeightDtype = 'float32'): string {
+  floats(
+    name: string,
+    data: Float32Array | (() => Float32Array),
+    dims: number[],
+    stored: WeightDtype = 'float32',
+  ): string {
     const expected = dims.reduce((a, b) => a * b, 1);
     const read = () => {
       const values = typeof data === 'function' ? data() : data;
-      if (values.length !== expected) throw new Error(`initializer ${name}: ${values.length} values for shape [${dims}]`);
-      return stored === 'float32' ? new Uint8Array(values.buffer, values.byteOffset, values.byteLength) : sixteenBitBytes(values, stored);
+      if (values.length !== expected)
+        throw new Error(`initializer ${name}: ${values.length} values for shape [${dims}]`);
+      return stored === 'float32'
+        ? new Uint8Array(values.buffer, values.byteOffset, values.byteLength)
+        : sixteenBitBytes(values, stored);
     };
     if (typeof data !== 'function') read();
-    const dataType = stored === 'float32' ? ELEMENT.float32 : stored === 'bfloat16' ? onnx.TensorProto.DataType.BFLOAT16 : onnx.TensorProto.DataType.FLOAT16;
+    const dataType =
+      stored === 'float32'
+        ? ELEMENT.float32
+        : stored === 'bfloat16'
+          ? onnx.TensorProto.DataType.BFLOAT16
+          : onnx.TensorProto.DataType.FLOAT16;
     const proto: Onnx.ITensorProto = { name: this.claim(name), dataType, dims };
     this.initializers.push(proto);
     this.weightBytes.set(proto, { byteLength: expected * (stored === 'float32' ? 4 : 2), read });
@@ -148,7 +167,12 @@ export class GraphBuilder {
    * A weight read as float32: the initializer itself, or, stored 16-bit (weight-dtype.ts), a Cast of it to float32
    * where it is read (the product computes and accumulates in float32).
    */
-  weight(name: string, data: Float32Array | (() => Float32Array), dims: number[], stored: WeightDtype = 'float32'): string {
+  weight(
+    name: string,
+    data: Float32Array | (() => Float32Array),
+    dims: number[],
+    stored: WeightDtype = 'float32',
+  ): string {
     const init = this.floats(stored === 'float32' ? name : `${name}.${stored}`, data, dims, stored);
     return stored === 'float32' ? init : this.op1('Cast', [init], { to: ELEMENT.float32 });
   }
@@ -164,7 +188,12 @@ export class GraphBuilder {
   /** A float32 scalar constant (shape []). */
   scalar(value: number, prefix = 'scalar'): string {
     const name = this.fresh(prefix);
-    this.initializers.push({ name, dataType: ELEMENT.float32, dims: [], rawData: new Uint8Array(Float32Array.of(value).buffer) });
+    this.initializers.push({
+      name,
+      dataType: ELEMENT.float32,
+      dims: [],
+      rawData: new Uint8Array(Float32Array.of(value).buffer),
+    });
     return name;
   }
 
@@ -172,8 +201,17 @@ export class GraphBuilder {
    * One node. `outputs`: the number of outputs (fresh names) or their names. Returns the output names. An empty
    * string in `inputs` is ONNX's "optional input left out".
    */
-  op(type: string, inputs: string[], attributes: Record<string, AttributeValue> = {}, outputs: number | string[] = 1, domain = ''): string[] {
-    const outNames = typeof outputs === 'number' ? Array.from({ length: outputs }, () => this.fresh(type.toLowerCase())) : outputs.map((n) => this.claim(n));
+  op(
+    type: string,
+    inputs: string[],
+    attributes: Record<string, AttributeValue> = {},
+    outputs: number | string[] = 1,
+    domain = '',
+  ): string[] {
+    const outNames =
+      typeof outputs === 'number'
+        ? Array.from({ length: outputs }, () => this.fresh(type.toLowerCase()))
+        : outputs.map((n) => this.claim(n));
     if (domain) this.domains.add(domain);
     this.sink.push({
       opType: type,
@@ -191,20 +229,36 @@ export class GraphBuilder {
    * its outputs; `inputs` are its own inputs (a Loop body's iteration number and condition, names from fresh()). Its
    * nodes may read any value of the enclosing graph; initializers made meanwhile stay the enclosing graph's.
    */
-  subgraph(name: string, build: () => { name: string; type: ElementType; dims: Dim[] }[], inputs: { name: string; type: ElementType; dims: Dim[] }[] = []): Onnx.IGraphProto {
+  subgraph(
+    name: string,
+    build: () => { name: string; type: ElementType; dims: Dim[] }[],
+    inputs: { name: string; type: ElementType; dims: Dim[] }[] = [],
+  ): Onnx.IGraphProto {
     const outer = this.sink;
     const nodes: Onnx.INodeProto[] = [];
     this.sink = nodes;
     try {
       const outputs = build();
-      return { name, node: nodes, input: inputs.map((i) => valueInfo(i.name, i.type, i.dims)), initializer: [], output: outputs.map((o) => valueInfo(o.name, o.type, o.dims)) };
+      return {
+        name,
+        node: nodes,
+        input: inputs.map((i) => valueInfo(i.name, i.type, i.dims)),
+        initializer: [],
+        output: outputs.map((o) => valueInfo(o.name, o.type, o.dims)),
+      };
     } finally {
       this.sink = outer;
     }
   }
 
   /** A node with one output (the common case). */
-  op1(type: string, inputs: string[], attributes: Record<string, AttributeValue> = {}, name?: string, domain = ''): string {
+  op1(
+    type: string,
+    inputs: string[],
+    attributes: Record<string, AttributeValue> = {},
+    name?: string,
+    domain = '',
+  ): string {
     return this.op(type, inputs, attributes, name ? [name] : 1, domain)[0];
   }
 
@@ -236,7 +290,11 @@ export class GraphBuilder {
       pieces.push({ offset, bytes });
       length = offset + bytes.byteLength;
       const entry = (key: string, value: string | number) => ({ key, value: String(value) });
-      return { ...proto, dataLocation: onnx.TensorProto.DataLocation.EXTERNAL, externalData: [entry('location', EXTERNAL_FILE), entry('offset', offset), entry('length', bytes.byteLength)] };
+      return {
+        ...proto,
+        dataLocation: onnx.TensorProto.DataLocation.EXTERNAL,
+        externalData: [entry('location', EXTERNAL_FILE), entry('offset', offset), entry('length', bytes.byteLength)],
+      };
     });
     return { model: this.encode(opset, initializer), external: outside ? { pieces, length } : null };
   }
@@ -250,9 +308,15 @@ export class GraphBuilder {
       const weight = this.weightBytes.get(proto);
       if (!weight) return proto;
       if (weight.byteLength < SHARE_MIN_BYTES) return { ...proto, rawData: weight.read() };
-      const { offset, length } = shared.has(proto.name!) ? shared.place(proto.name!, null, weight.byteLength) : shared.place(proto.name!, weight.read());
+      const { offset, length } = shared.has(proto.name!)
+        ? shared.place(proto.name!, null, weight.byteLength)
+        : shared.place(proto.name!, weight.read());
       const entry = (key: string, value: string | number) => ({ key, value: String(value) });
-      return { ...proto, dataLocation: onnx.TensorProto.DataLocation.EXTERNAL, externalData: [entry('location', WEIGHT_FILE), entry('offset', offset), entry('length', length)] };
+      return {
+        ...proto,
+        dataLocation: onnx.TensorProto.DataLocation.EXTERNAL,
+        externalData: [entry('location', WEIGHT_FILE), entry('offset', offset), entry('length', length)],
+      };
     });
     return { model: this.encode(opset, initializer), external: null, shared };
   }

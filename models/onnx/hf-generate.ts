@@ -50,10 +50,29 @@ export function generateOrt(model: HfOrtModel, input: OrtGenerateInput, options:
   let rowOf = (b: number) => Math.floor(b / G);
   try {
     for (let step = 0; step < options.maxNewTokens; step++) {
-      const next = chooseNext(values, V, rowOf, { tokens, logitsKept, finished }, choose, stop, options.keepLogits ?? false);
+      const next = chooseNext(
+        values,
+        V,
+        rowOf,
+        { tokens, logitsKept, finished },
+        choose,
+        stop,
+        options.keepLogits ?? false,
+      );
       if (step === options.maxNewTokens - 1 || finished.every(Boolean)) break;
       for (const row of mask) row.push(1);
-      const out = model.run({ embeds: embedIds(model.decoder, next.map((id) => [id])), rows: B, seq: 1, attentionMask: mask, cache, logitRows: [0], useLora });
+      const out = model.run({
+        embeds: embedIds(
+          model.decoder,
+          next.map((id) => [id]),
+        ),
+        rows: B,
+        seq: 1,
+        attentionMask: mask,
+        cache,
+        logitRows: [0],
+        useLora,
+      });
       model.releaseCache(cache);
       cache = out.cache;
       values = out.logits; // [B, 1, V]

@@ -20,7 +20,14 @@
 // maps the same file), else inline, or in an external data file when the model is too large for one protobuf
 // (graph-builder.ts toModel).
 import type { DecoderConfig } from '../hf/config.ts';
-import { decoderBlock, decoderFinalNorm, decoderLogits, type AttentionSpec, type DecoderOps, type WeightTensor } from '../hf/decoder-ops.ts';
+import {
+  decoderBlock,
+  decoderFinalNorm,
+  decoderLogits,
+  type AttentionSpec,
+  type DecoderOps,
+  type WeightTensor,
+} from '../hf/decoder-ops.ts';
 import type { DecoderWeights } from '../hf/decoder-weights.ts';
 import type { LinearWeights } from '../layers/linear.ts';
 import type { MlpActivation } from '../layers/mlp.ts';
@@ -42,7 +49,14 @@ class OnnxDecoderOps implements DecoderOps<string> {
   constructor(
     private readonly b: GraphBuilder,
     private readonly lora: HfLoraSpec,
-    private readonly inputs: { cos: string; sin: string; cosLocal: string | null; sinLocal: string | null; mask: string; maskSliding: string | null },
+    private readonly inputs: {
+      cos: string;
+      sin: string;
+      cosLocal: string | null;
+      sinLocal: string | null;
+      mask: string;
+      maskSliding: string | null;
+    },
     private readonly stored: WeightDtype,
   ) {}
 
@@ -64,7 +78,10 @@ class OnnxDecoderOps implements DecoderOps<string> {
     const w = values(weight);
     // Gemma's (1 + w) in float32, as tfjs's add computes it.
     const gain = style === 'one_plus_w' ? Float32Array.from(w, (v) => Math.fround(v + 1)) : w;
-    return this.b.op1('SimplifiedLayerNormalization', [x, this.b.floats(`norm.${this.norms++}`, gain, [w.length])], { axis: -1, epsilon: { float: eps } });
+    return this.b.op1('SimplifiedLayerNormalization', [x, this.b.floats(`norm.${this.norms++}`, gain, [w.length])], {
+      axis: -1,
+      epsilon: { float: eps },
+    });
   }
 
   heads(x: string, n: number, d: number): string {
@@ -98,7 +115,10 @@ class OnnxDecoderOps implements DecoderOps<string> {
     const kT = b.op1('Unsqueeze', [b.op1('Transpose', [keys], { perm: [0, 1, 3, 2] }), b.ints([2])]); // [B, nkv, 1, d, K]
     let scores = b.op1('Mul', [b.op1('MatMul', [q5, kT]), b.scalar(spec.scale)]); // [B, nkv, rep, S, K]
     if (spec.softcap !== null) scores = this.softcap(scores, spec.softcap);
-    const mask = b.op1('Unsqueeze', [spec.sliding && this.inputs.maskSliding ? this.inputs.maskSliding : this.inputs.mask, b.ints([1])]); // [B, 1, 1, S, K]
+    const mask = b.op1('Unsqueeze', [
+      spec.sliding && this.inputs.maskSliding ? this.inputs.maskSliding : this.inputs.mask,
+      b.ints([1]),
+    ]); // [B, 1, 1, S, K]
     const probs = b.op1('Softmax', [b.op1('Add', [scores, mask])], { axis: -1 });
     const o = b.op1('MatMul', [probs, b.op1('Unsqueeze', [vals, b.ints([2])])]); // [B, nkv, rep, S, d]
     const perHead = b.op1('Transpose', [b.op1('Reshape', [o, b.ints([0, nh, -1, d])])], { perm: [0, 2, 1, 3] }); // [B, S, nh, d]
@@ -110,7 +130,10 @@ class OnnxDecoderOps implements DecoderOps<string> {
     if (act === 'silu') return b.op1('Mul', [x, b.op1('Sigmoid', [x])]);
     // GELU, tanh approximation, as layers/mlp.ts geluTanh writes it.
     const cube = b.op1('Mul', [b.op1('Mul', [x, x]), x]);
-    const inner = b.op1('Mul', [b.op1('Add', [x, b.op1('Mul', [cube, b.scalar(0.044715)])]), b.scalar(Math.sqrt(2 / Math.PI))]);
+    const inner = b.op1('Mul', [
+      b.op1('Add', [x, b.op1('Mul', [cube, b.scalar(0.044715)])]),
+      b.scalar(Math.sqrt(2 / Math.PI)),
+    ]);
     return b.op1('Mul', [b.op1('Mul', [x, b.scalar(0.5)]), b.op1('Add', [b.op1('Tanh', [inner]), b.scalar(1)])]);
   }
 
@@ -149,7 +172,12 @@ export interface GraphWeightOptions {
  * The serialised model of a decoder (weights read from its tfjs variables), with LoRA inputs for `lora`'s modules; past
  * `maxInlineBytes` of weights (a checkpoint above about 400 M parameters) they go to an external data file.
  */
-export function buildHfDecoderGraph(c: DecoderConfig, weights: DecoderWeights, lora: HfLoraSpec, options: GraphWeightOptions = {}): SerializedModel {
+export function buildHfDecoderGraph(
+  c: DecoderConfig,
+  weights: DecoderWeights,
+  lora: HfLoraSpec,
+  options: GraphWeightOptions = {},
+): SerializedModel {
   const b = new GraphBuilder(`metrl-hf-${c.family}`);
   const d = c.headDim;
   const embeds = b.input('inputs_embeds', 'float32', ['batch', 'seq', c.hiddenSize]);

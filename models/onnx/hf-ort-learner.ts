@@ -26,10 +26,23 @@ import { UserError } from '../../core/errors.ts';
 import type { HfPolicy } from '../hf/policy.ts';
 import { maskValues } from '../layers/attention.ts';
 import { inverseFrequencies, ropeValues } from '../layers/rope.ts';
-import type { LogProbLoss, LossGradients, LossRequest, Learner, LoraSettings, SummedLossGradients } from '../learner.ts';
+import type {
+  LogProbLoss,
+  LossGradients,
+  LossRequest,
+  Learner,
+  LoraSettings,
+  SummedLossGradients,
+} from '../learner.ts';
 import type { EncodedPrompt, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
 import type { Device } from './device.ts';
-import { buildHfTrainGraph, hfGradName, hfHiddenName, hfTrainLoraName, type HfTrainLoraSpec } from './hf-train-graph.ts';
+import {
+  buildHfTrainGraph,
+  hfGradName,
+  hfHiddenName,
+  hfTrainLoraName,
+  type HfTrainLoraSpec,
+} from './hf-train-graph.ts';
 import { OrtSession, floatTensor, int64Tensor, type Feeds } from './session.ts';
 import { weightFileOf } from './weight-file.ts';
 import { deviceWeightDtype, type WeightDtype } from './weight-dtype.ts';
@@ -38,7 +51,8 @@ import { logpLossAndGradient } from './logp-loss.ts';
 /** Most [predicted tokens × vocabulary] logit values one run holds (2^25 floats: 128 MB a tensor). */
 const LOGIT_BUDGET = 2 ** 25;
 /** What the training graph lacks (hf-train-graph.ts refuses it too). */
-export const ATTENTION_SOFTCAP = 'engine ort: the ONNX Runtime learner has no attention soft-capping (attn_logit_softcapping); use --engine tfjs for this checkpoint';
+export const ATTENTION_SOFTCAP =
+  'engine ort: the ONNX Runtime learner has no attention soft-capping (attn_logit_softcapping); use --engine tfjs for this checkpoint';
 const WITH_GRADIENTS = new Tensor('bool', [true], []);
 const NO_GRADIENTS = new Tensor('bool', [false], []);
 /** The additive mask value of a blocked key (layers/attention.ts's). */
@@ -116,7 +130,8 @@ export class HfOrtLearner implements Learner {
   /** The adapted modules with their rank and scale, and the key of that set (a change rebuilds the sessions). */
   private loraSpec(): { key: string; spec: HfTrainLoraSpec } {
     const spec = new Map<string, { r: number; scale: number }>();
-    for (const [module, l] of this.policy.decoder.linears()) if (l.lora) spec.set(module, { r: l.lora.a.shape[1] as number, scale: l.lora.scale });
+    for (const [module, l] of this.policy.decoder.linears())
+      if (l.lora) spec.set(module, { r: l.lora.a.shape[1] as number, scale: l.lora.scale });
     return { key: [...spec].map(([m, { r, scale }]) => `${m}:${r}:${scale}`).join(','), spec };
   }
 
@@ -129,22 +144,38 @@ export class HfOrtLearner implements Learner {
       // The decoder's shared weight file (the sampler's graph maps the same one), unless a test asks for the graph's own.
       const stored = this.options.stored ?? deviceWeightDtype(this.policy.config.dtype, this.options.device);
       const chunks = { stored, headChunkLogits: this.options.headChunkLogits };
-      const weights = this.options.maxInlineBytes === undefined ? { shared: weightFileOf(decoder, `${decoder.config.family} decoder`), ...chunks } : { maxInlineBytes: this.options.maxInlineBytes, ...chunks };
+      const weights =
+        this.options.maxInlineBytes === undefined
+          ? { shared: weightFileOf(decoder, `${decoder.config.family} decoder`), ...chunks }
+          : { maxInlineBytes: this.options.maxInlineBytes, ...chunks };
       const graph = buildHfTrainGraph(decoder.config, decoder.weights, spec, weights);
-      const options = { label: `${decoder.config.family} training`, threads: this.options.threads, spin: this.options.spin, device: this.options.device, arena: false, prepack: false };
+      const options = {
+        label: `${decoder.config.family} training`,
+        threads: this.options.threads,
+        spin: this.options.spin,
+        device: this.options.device,
+        arena: false,
+        prepack: false,
+      };
       this.sessions = { key, session: new OrtSession(graph, options) };
     }
     return this.sessions.session;
   }
 
-  lossGradients(batch: SequenceBatchItem[], options: TokenLogProbsOptions, loss: LogProbLoss, variables: tf.Variable[]): LossGradients {
+  lossGradients(
+    batch: SequenceBatchItem[],
+    options: TokenLogProbsOptions,
+    loss: LogProbLoss,
+    variables: tf.Variable[],
+  ): LossGradients {
     const { values, grads } = this.lossGradientsSum([{ batch, options, loss }], variables);
     return { value: values[0], grads };
   }
 
   /** The losses of the requests (chunks), evaluated in request order, and the gradient of their sum. */
   lossGradientsSum(requests: LossRequest[], variables: tf.Variable[]): SummedLossGradients {
-    if (requests.some((r) => !r.options.useLora)) throw new Error('the ONNX Runtime learner differentiates LoRA adapters: score with useLora');
+    if (requests.some((r) => !r.options.useLora))
+      throw new Error('the ONNX Runtime learner differentiates LoRA adapters: score with useLora');
     const paramOf = new Map<string, string>();
     for (const [module, l] of this.policy.decoder.linears()) {
       if (!l.lora) continue;
@@ -152,21 +183,34 @@ export class HfOrtLearner implements Learner {
       paramOf.set(l.lora.b.name, hfTrainLoraName(module, 'b'));
     }
     if (paramOf.size === 0) throw new Error('the ONNX Runtime learner differentiates LoRA adapters: attach them first');
-    for (const v of variables) if (!paramOf.has(v.name)) throw new Error(`the ONNX Runtime learner has no gradient for ${v.name} (LoRA adapters only)`);
-    for (const { batch } of requests) for (const it of batch) this.policy.checkLength(it.prompt.tokens.length, it.completion.length);
+    for (const v of variables)
+      if (!paramOf.has(v.name))
+        throw new Error(`the ONNX Runtime learner has no gradient for ${v.name} (LoRA adapters only)`);
+    for (const { batch } of requests)
+      for (const it of batch) this.policy.checkLength(it.prompt.tokens.length, it.completion.length);
     const V = this.policy.decoder.config.vocabSize;
     const temperatures = requests.map(({ options }) => {
       const T = options.temperature ?? 1;
       if (!(T > 0)) throw new Error(`temperature must be positive, got ${T}`);
       return T;
     });
-    for (const { batch } of requests) for (const it of batch) for (const t of it.completion) if (!(t >= 0 && t < V)) throw new Error(`completion token ${t} outside the vocabulary`);
+    for (const { batch } of requests)
+      for (const it of batch)
+        for (const t of it.completion)
+          if (!(t >= 0 && t < V)) throw new Error(`completion token ${t} outside the vocabulary`);
     const loraFeeds = this.loraFeeds();
     const parts = this.parts(requests, temperatures);
     const layouts = new Map<Part, PartLayout>();
     const layoutOf = (part: Part) => layouts.get(part) ?? layouts.set(part, this.layout(part, requests)).get(part)!;
-    const shapes = requests.map(({ batch }) => ({ B: batch.length, L: Math.max(0, ...batch.map((it) => it.completion.length)) }));
-    const lps = shapes.map(({ B, L }) => ({ logp: new Float32Array(B * L), entropy: new Float32Array(B * L), mask: new Float32Array(B * L) }));
+    const shapes = requests.map(({ batch }) => ({
+      B: batch.length,
+      L: Math.max(0, ...batch.map((it) => it.completion.length)),
+    }));
+    const lps = shapes.map(({ B, L }) => ({
+      logp: new Float32Array(B * L),
+      entropy: new Float32Array(B * L),
+      mask: new Float32Array(B * L),
+    }));
 
     // 1. Every part's forward: its tokens' log-probs and entropies into their requests' [B, L] arrays, and its layers'
     // input hidden states (one [N, H] per layer), which step 3 recomputes each layer from.
@@ -176,7 +220,16 @@ export class HfOrtLearner implements Learner {
     const kept = new Map<Part, Feeds>();
     for (const part of parts) {
       const layout = layoutOf(part);
-      const out = this.session().run({ ...layout.feeds, ...loraFeeds, ...noHidden, with_gradients: NO_GRADIENTS, target_grads: floatTensor(new Float32Array(layout.tokens.length), [layout.tokens.length]) }, ['token_logp', 'token_entropy', ...hiddenOut]);
+      const out = this.session().run(
+        {
+          ...layout.feeds,
+          ...loraFeeds,
+          ...noHidden,
+          with_gradients: NO_GRADIENTS,
+          target_grads: floatTensor(new Float32Array(layout.tokens.length), [layout.tokens.length]),
+        },
+        ['token_logp', 'token_entropy', ...hiddenOut],
+      );
       kept.set(part, Object.fromEntries(hiddenOut.map((name, i) => [hfHiddenName(i + 1), out[name]])));
       const logp = out.token_logp.data as Float32Array;
       const entropy = out.token_entropy.data as Float32Array;
@@ -200,7 +253,16 @@ export class HfOrtLearner implements Learner {
         const { r, b } = part.members[m];
         g[k] = losses[r].g[b * shapes[r].L + j];
       });
-      const out = this.session().run({ ...layout.feeds, ...loraFeeds, ...kept.get(part)!, with_gradients: WITH_GRADIENTS, target_grads: floatTensor(g, [g.length]) }, wanted);
+      const out = this.session().run(
+        {
+          ...layout.feeds,
+          ...loraFeeds,
+          ...kept.get(part)!,
+          with_gradients: WITH_GRADIENTS,
+          target_grads: floatTensor(g, [g.length]),
+        },
+        wanted,
+      );
       kept.delete(part);
       for (const name of wanted) {
         const data = out[name].data as Float32Array;
@@ -243,11 +305,13 @@ export class HfOrtLearner implements Learner {
     const V = this.policy.decoder.config.vocabSize;
     const budget = Math.max(1, Math.floor((this.options.logitBudget ?? LOGIT_BUDGET) / V));
     const groups = new Map<EncodedPrompt, Map<number, { r: number; b: number }[]>>();
-    requests.forEach(({ batch }, r) => batch.forEach((item, b) => {
-      if (item.completion.length === 0) return;
-      const byT = groups.get(item.prompt) ?? groups.set(item.prompt, new Map()).get(item.prompt)!;
-      (byT.get(temperatures[r]) ?? byT.set(temperatures[r], []).get(temperatures[r])!).push({ r, b });
-    }));
+    requests.forEach(({ batch }, r) =>
+      batch.forEach((item, b) => {
+        if (item.completion.length === 0) return;
+        const byT = groups.get(item.prompt) ?? groups.set(item.prompt, new Map()).get(item.prompt)!;
+        (byT.get(temperatures[r]) ?? byT.set(temperatures[r], []).get(temperatures[r])!).push({ r, b });
+      }),
+    );
     const parts: Part[] = [];
     for (const [prompt, byT] of groups) {
       for (const [temperature, members] of byT) {
@@ -305,7 +369,19 @@ export class HfOrtLearner implements Learner {
       for (let r = 0; r < rep; r++) out.set(mask, r * mask.length);
       return floatTensor(out, [rep * rows, keys]);
     };
-    const promptMask = (window: number | null) => tiled(maskValues({ batch: 1, queries: P, past: 0, attentionMask: [new Array<number>(P).fill(1)], window, tokenTypeIds }), P, P);
+    const promptMask = (window: number | null) =>
+      tiled(
+        maskValues({
+          batch: 1,
+          queries: P,
+          past: 0,
+          attentionMask: [new Array<number>(P).fill(1)],
+          window,
+          tokenTypeIds,
+        }),
+        P,
+        P,
+      );
     // Completion row i (position P + i) sees prompt key t at distance P + i − t and its own key j ≤ i at i − j.
     const completionMask = (window: number | null) => {
       const K = P + C;
@@ -334,11 +410,13 @@ export class HfOrtLearner implements Learner {
     const tokens: { m: number; j: number }[] = [];
     const predict: number[] = [];
     const targets: number[] = [];
-    completions.forEach((t, m) => t.forEach((id, j) => {
-      tokens.push({ m, j });
-      predict.push(j === 0 ? P - 1 : P + m * C + j - 1);
-      targets.push(id);
-    }));
+    completions.forEach((t, m) =>
+      t.forEach((id, j) => {
+        tokens.push({ m, j });
+        predict.push(j === 0 ? P - 1 : P + m * C + j - 1);
+        targets.push(id);
+      }),
+    );
     feeds.predict_rows = int64Tensor(predict, [predict.length]);
     feeds.targets = int64Tensor(targets, [targets.length]);
     return { feeds, tokens };
@@ -350,4 +428,3 @@ export class HfOrtLearner implements Learner {
     this.sessions = null;
   }
 }
-

@@ -16,7 +16,14 @@ import type { HfPolicy } from '../hf/policy.ts';
 import type { Sampler } from '../sampler.ts';
 import { PolicyFront } from './policy-front.ts';
 import { scoreToken } from '../token-sampling.ts';
-import type { Completion, EncodedPrompt, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
+import type {
+  Completion,
+  EncodedPrompt,
+  SamplingOptions,
+  SequenceBatchItem,
+  TokenLogProbs,
+  TokenLogProbsOptions,
+} from '../types.ts';
 import type { Device } from './device.ts';
 import { releaseSiglipProjections } from '../vision/siglip.ts';
 import { generateOrt } from './hf-generate.ts';
@@ -50,7 +57,11 @@ export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
   constructor(policy: HfPolicy, options: HfOrtSamplerOptions = {}) {
     super(policy);
     const { logitBudget, stored, keepOnDevice, ...session } = options;
-    this.model = new HfOrtModel(policy.decoder, { ...session, keepOnDevice, stored: stored ?? deviceWeightDtype(policy.config.dtype, session.device) });
+    this.model = new HfOrtModel(policy.decoder, {
+      ...session,
+      keepOnDevice,
+      stored: stored ?? deviceWeightDtype(policy.config.dtype, session.device),
+    });
     const encoder = policy.imageEncoder;
     this.towerOptions = session;
     this.releaseTower = encoder ? policy.useVisionTower((pixels) => this.ortTower().forward(pixels)) : () => {};
@@ -119,7 +130,15 @@ export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
       if (Lu === 0) continue;
       const P = prompt.tokens.length;
       const ids = [Array.from(prompt.tokens)];
-      const first = this.model.run({ ...this.policy.prefillInputs([prompt], ids), rows: 1, seq: P, attentionMask: [new Array<number>(P).fill(1)], cache: null, logitRows: [P - 1], useLora });
+      const first = this.model.run({
+        ...this.policy.prefillInputs([prompt], ids),
+        rows: 1,
+        seq: P,
+        attentionMask: [new Array<number>(P).fill(1)],
+        cache: null,
+        logitRows: [P - 1],
+        useLora,
+      });
       const C = Lu - 1;
       // Completions in chunks whose [rows, C, V] logits stay under the logit budget (at SmolVLM's 49,280-token
       // vocabulary eight 376-token completions would be 0.6 GB at once).
@@ -129,10 +148,19 @@ export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
         let rest: Float32Array | null = null;
         if (C > 0) {
           // Completion tokens 0 … C-1 of every member, right-padded (a padded position only feeds rows never read).
-          const rows = part.map((b) => Array.from({ length: C }, (_, j) => (j < items[b].completion.length - 1 ? items[b].completion[j] : pad)));
+          const rows = part.map((b) =>
+            Array.from({ length: C }, (_, j) => (j < items[b].completion.length - 1 ? items[b].completion[j] : pad)),
+          );
           const embeds = tf.tidy(() => this.policy.decoder.embed(rows).dataSync() as Float32Array).slice();
           const cache = this.model.repeatCache(first.cache, part.length);
-          const out = this.model.run({ embeds, rows: part.length, seq: C, attentionMask: rows.map(() => new Array<number>(P + C).fill(1)), cache, useLora });
+          const out = this.model.run({
+            embeds,
+            rows: part.length,
+            seq: C,
+            attentionMask: rows.map(() => new Array<number>(P + C).fill(1)),
+            cache,
+            useLora,
+          });
           this.model.releaseCache(cache);
           this.model.releaseCache(out.cache);
           rest = out.logits; // [rows, C, V]

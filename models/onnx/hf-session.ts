@@ -70,11 +70,18 @@ export class HfOrtModel {
      * past which the graph keeps them in an external data file of its own instead of the shared one. `keepOnDevice`
      * (default: on WebGPU) keeps caches and adapters where the session computes; tests set it on the CPU.
      */
-    private readonly options: SessionOptions & { maxInlineBytes?: number; stored?: WeightDtype; keepOnDevice?: boolean } = {},
+    private readonly options: SessionOptions & {
+      maxInlineBytes?: number;
+      stored?: WeightDtype;
+      keepOnDevice?: boolean;
+    } = {},
   ) {
     const c = decoder.config;
     const { device, threads, spin } = options;
-    this.kept = (options.keepOnDevice ?? keepsTensorsOnDevice(device)) ? new DeviceTensors({ device, threads, spin }, keptLocation(device)) : null;
+    this.kept =
+      (options.keepOnDevice ?? keepsTensorsOnDevice(device))
+        ? new DeviceTensors({ device, threads, spin }, keptLocation(device))
+        : null;
     this.invGlobal = inverseFrequencies(c.headDim, c.ropeTheta, c.ropeLinearFactor);
     this.invLocal = c.ropeLocalTheta !== null ? inverseFrequencies(c.headDim, c.ropeLocalTheta) : null;
     this.spec = this.currentSpec();
@@ -102,7 +109,11 @@ export class HfOrtModel {
     const label = `${this.config.family} decoder`;
     const location = this.kept?.location;
     const session: SessionOptions = location ? { ...options, outputLocations: this.cacheLocations(location) } : options;
-    if (maxInlineBytes !== undefined) return new OrtSession(buildHfDecoderGraph(this.config, this.decoder.weights, this.spec, { maxInlineBytes, stored }), { label, ...session });
+    if (maxInlineBytes !== undefined)
+      return new OrtSession(
+        buildHfDecoderGraph(this.config, this.decoder.weights, this.spec, { maxInlineBytes, stored }),
+        { label, ...session },
+      );
     // The decoder's shared weight file, mapped by the learner's session too. Prepacking makes a packed copy of every
     // weight for ORT's GEMMs: worth it for a small model (SmolLM2-135M's rollout took 10.5 s with it and 14.5 s
     // without, one thread; bench/peers/hf-step.mts, 2026-11-28, load 1.1-1.3), not for one whose weights are what
@@ -141,7 +152,10 @@ export class HfOrtModel {
       const outDim = l.lora.b.shape[1] as number;
       const scale = l.lora.scale;
       // A pre-multiplied by alpha / r: x (s·A) B is the tfjs (x A) B · s up to float rounding.
-      const a = floatTensor(Float32Array.from(l.lora.a.dataSync() as Float32Array, (x) => x * scale), [inDim, r]);
+      const a = floatTensor(
+        Float32Array.from(l.lora.a.dataSync() as Float32Array, (x) => x * scale),
+        [inDim, r],
+      );
       this.loraFeeds[loraInput(module, 'a')] = a;
       this.loraFeeds[loraInput(module, 'b')] = floatTensor((l.lora.b.dataSync() as Float32Array).slice(), [r, outDim]);
       this.baseFeeds[loraInput(module, 'a')] = a;
@@ -150,7 +164,12 @@ export class HfOrtModel {
     if (this.kept) {
       // One upload of every adapter (and the reference's B = 0) per update; the previous ones are freed.
       this.kept.release(previous);
-      const names = [...Object.keys(this.loraFeeds).map((n) => ['lora', n] as const), ...Object.keys(this.baseFeeds).filter((n) => n.endsWith('.b')).map((n) => ['base', n] as const)];
+      const names = [
+        ...Object.keys(this.loraFeeds).map((n) => ['lora', n] as const),
+        ...Object.keys(this.baseFeeds)
+          .filter((n) => n.endsWith('.b'))
+          .map((n) => ['base', n] as const),
+      ];
       const onDevice = this.kept.upload(names.map(([set, n]) => (set === 'lora' ? this.loraFeeds : this.baseFeeds)[n]));
       names.forEach(([set, n], i) => ((set === 'lora' ? this.loraFeeds : this.baseFeeds)[n] = onDevice[i]));
       for (const n of Object.keys(this.baseFeeds)) if (n.endsWith('.a')) this.baseFeeds[n] = this.loraFeeds[n];
@@ -161,7 +180,12 @@ export class HfOrtModel {
   emptyCache(rows: number): HfOrtCache {
     const L = this.config.numLayers;
     const dims = [rows, this.config.numKvHeads, 0, this.config.headDim];
-    return { rows, length: 0, k: Array.from({ length: L }, () => zeros(dims)), v: Array.from({ length: L }, () => zeros(dims)) };
+    return {
+      rows,
+      length: 0,
+      k: Array.from({ length: L }, () => zeros(dims)),
+      v: Array.from({ length: L }, () => zeros(dims)),
+    };
   }
 
   run(req: HfRunRequest): HfRunResult {
@@ -171,7 +195,8 @@ export class HfOrtModel {
     const past = cache.length;
     const K = past + S;
     if (cache.rows !== B) throw new Error(`HfOrtModel.run: cache of ${cache.rows} rows for ${B} rows`);
-    if (req.attentionMask.length !== B || req.attentionMask.some((r) => r.length !== K)) throw new Error(`HfOrtModel.run: attention mask must be [${B}, ${K}]`);
+    if (req.attentionMask.length !== B || req.attentionMask.some((r) => r.length !== K))
+      throw new Error(`HfOrtModel.run: attention mask must be [${B}, ${K}]`);
     const maskRows = req.attentionMask.map((r) => Array.from(r));
     const given = req.positionIds ?? positionsFromMask(req.attentionMask).map((r) => r.subarray(past));
     const positions = new Int32Array(B * S);
@@ -183,7 +208,10 @@ export class HfOrtModel {
     const logitRows = req.logitRows ?? Array.from({ length: S }, (_, t) => t);
     const feeds: Record<string, Tensor> = {
       inputs_embeds: floatTensor(req.embeds, [B, S, c.hiddenSize]),
-      mask: floatTensor(maskValues({ batch: B, queries: S, past, attentionMask: maskRows, window: null, tokenTypeIds }), [B, 1, S, K]),
+      mask: floatTensor(
+        maskValues({ batch: B, queries: S, past, attentionMask: maskRows, window: null, tokenTypeIds }),
+        [B, 1, S, K],
+      ),
       logit_rows: int64Tensor(logitRows, [logitRows.length]),
       ...(req.useLora ? this.loraFeeds : this.baseFeeds),
     };
@@ -196,7 +224,10 @@ export class HfOrtModel {
       feeds.rope_sin_local = floatTensor(local.sin, [B, S, 1, d]);
     }
     if (c.layerTypes.includes('sliding_attention')) {
-      feeds.mask_sliding = floatTensor(maskValues({ batch: B, queries: S, past, attentionMask: maskRows, window: c.slidingWindow, tokenTypeIds }), [B, 1, S, K]);
+      feeds.mask_sliding = floatTensor(
+        maskValues({ batch: B, queries: S, past, attentionMask: maskRows, window: c.slidingWindow, tokenTypeIds }),
+        [B, 1, S, K],
+      );
     }
     for (let i = 0; i < c.numLayers; i++) {
       feeds[`past_key.${i}`] = cache.k[i];
@@ -218,7 +249,10 @@ export class HfOrtModel {
   repeatCache(cache: HfOrtCache, group: number): HfOrtCache {
     const rows = cache.rows * group;
     if (this.kept) {
-      const picked = this.kept.gatherRows([...cache.k, ...cache.v], Array.from({ length: rows }, (_, i) => Math.floor(i / group)));
+      const picked = this.kept.gatherRows(
+        [...cache.k, ...cache.v],
+        Array.from({ length: rows }, (_, i) => Math.floor(i / group)),
+      );
       const L = cache.k.length;
       return { rows, length: cache.length, k: picked.slice(0, L), v: picked.slice(L) };
     }
@@ -226,7 +260,8 @@ export class HfOrtModel {
       const data = t.data as Float32Array;
       const per = data.length / cache.rows;
       const out = new Float32Array(data.length * group);
-      for (let b = 0; b < cache.rows; b++) for (let g = 0; g < group; g++) out.set(data.subarray(b * per, (b + 1) * per), (b * group + g) * per);
+      for (let b = 0; b < cache.rows; b++)
+        for (let g = 0; g < group; g++) out.set(data.subarray(b * per, (b + 1) * per), (b * group + g) * per);
       return floatTensor(out, [rows, ...t.dims.slice(1)]);
     };
     return { rows, length: cache.length, k: cache.k.map(rep), v: cache.v.map(rep) };

@@ -24,7 +24,14 @@
 // receive the gradient of every completion. Only the R predicting rows go through the output head ([R, V] logits,
 // not [N, V]).
 import type { DecoderConfig } from '../hf/config.ts';
-import { decoderBlock, decoderFinalNorm, decoderLogits, type AttentionSpec, type DecoderOps, type WeightTensor } from '../hf/decoder-ops.ts';
+import {
+  decoderBlock,
+  decoderFinalNorm,
+  decoderLogits,
+  type AttentionSpec,
+  type DecoderOps,
+  type WeightTensor,
+} from '../hf/decoder-ops.ts';
 import type { DecoderWeights } from '../hf/decoder-weights.ts';
 import type { LinearWeights } from '../layers/linear.ts';
 import type { MlpActivation } from '../layers/mlp.ts';
@@ -120,7 +127,16 @@ class HfTrainOps implements DecoderOps<Value> {
     let value = this.weightValues.get(w);
     if (value === undefined) {
       let init = this.decl.initializers.get(w);
-      if (init === undefined) this.decl.initializers.set(w, (init = this.b.floats(stored === 'float32' ? name : `${name}.${stored}`, data ?? (() => values(w)), w.shape as number[], stored)));
+      if (init === undefined)
+        this.decl.initializers.set(
+          w,
+          (init = this.b.floats(
+            stored === 'float32' ? name : `${name}.${stored}`,
+            data ?? (() => values(w)),
+            w.shape as number[],
+            stored,
+          )),
+        );
       value = stored === 'float32' ? init : this.b.op1('Cast', [init], { to: 1 }); // 1: FLOAT
       this.weightValues.set(w, value);
     }
@@ -177,7 +193,10 @@ class HfTrainOps implements DecoderOps<Value> {
     let signed = this.signedSin.get(sin);
     if (signed === undefined) {
       const signs = Float32Array.from({ length: d }, (_, i) => (i < d / 2 ? -1 : 1));
-      this.signedSin.set(sin, (signed = this.b.op1('Mul', [sin, this.b.floats(`rope_signs.${this.decl.ropeSigns++}`, signs, [d])])));
+      this.signedSin.set(
+        sin,
+        (signed = this.b.op1('Mul', [sin, this.b.floats(`rope_signs.${this.decl.ropeSigns++}`, signs, [d])])),
+      );
     }
     // Views [N·n, 2, d/2] (the halves swapped by a gather) and back to x's shape.
     this.halves ??= { halves: this.b.ints([-1, 2, d / 2]), swap: this.b.ints([1, 0]) };
@@ -185,7 +204,10 @@ class HfTrainOps implements DecoderOps<Value> {
   }
 
   attention(q: Value, k: Value, v: Value, spec: AttentionSpec): Value {
-    if (spec.softcap !== null) throw new UserError('engine ort: the ONNX Runtime learner has no attention soft-capping (attn_logit_softcapping); use --engine tfjs for this checkpoint');
+    if (spec.softcap !== null)
+      throw new UserError(
+        'engine ort: the ONNX Runtime learner has no attention soft-capping (attn_logit_softcapping); use --engine tfjs for this checkpoint',
+      );
     const { g, b } = this;
     const { heads: nh, kvHeads: nkv, headDim: d } = spec;
     const rep = nh / nkv;
@@ -200,7 +222,11 @@ class HfTrainOps implements DecoderOps<Value> {
     // the mask tiled to match) and every product is per KV head: no copy of the keys per query head, and dK = dSᵀ q
     // sums over the folded heads by itself.
     // The prompt: queries [nkv, rep·P, d], keys and values [nkv, P, d].
-    const qpH = g.reshape(g.transpose(g.reshape(qp, b.ints([-1, nkv, rep, d]), 4), [1, 2, 0, 3]), b.ints([0, -1, d]), 3);
+    const qpH = g.reshape(
+      g.transpose(g.reshape(qp, b.ints([-1, nkv, rep, d]), 4), [1, 2, 0, 3]),
+      b.ints([0, -1, d]),
+      3,
+    );
     const kpH = g.transpose(kp, [1, 0, 2]);
     const vpH = g.transpose(vp, [1, 0, 2]);
     const promptOut = g.reshape(g.attention(qpH, kpH, vpH, promptMask), b.ints([0, rep, -1, d]), 4); // [nkv, rep, P, d]
@@ -209,8 +235,19 @@ class HfTrainOps implements DecoderOps<Value> {
     // their own [G, nkv, C, d], joined along the key axis.
     const qcH = g.reshape(g.transpose(g.reshape(qc, inp.shapeQc, 5), [0, 2, 3, 1, 4]), b.ints([0, 0, -1, d]), 4);
     const keysOf = (prompt: Value, own: Value) =>
-      g.concat([g.expand(g.reshape(prompt, b.ints([1, nkv, -1, d]), 4), inp.expandPrompt, [0]), g.transpose(g.reshape(own, inp.shapeKc, 4), [0, 2, 1, 3])], 2, inp.scoreSplits); // [G, nkv, P + C, d]
-    const completionOut = g.reshape(g.attention(qcH, keysOf(kpH, kc), keysOf(vpH, vc), completionMask), b.ints([0, 0, rep, -1, d]), 5); // [G, nkv, rep, C, d]
+      g.concat(
+        [
+          g.expand(g.reshape(prompt, b.ints([1, nkv, -1, d]), 4), inp.expandPrompt, [0]),
+          g.transpose(g.reshape(own, inp.shapeKc, 4), [0, 2, 1, 3]),
+        ],
+        2,
+        inp.scoreSplits,
+      ); // [G, nkv, P + C, d]
+    const completionOut = g.reshape(
+      g.attention(qcH, keysOf(kpH, kc), keysOf(vpH, vc), completionMask),
+      b.ints([0, 0, rep, -1, d]),
+      5,
+    ); // [G, nkv, rep, C, d]
     const completionRows = g.reshape(g.transpose(completionOut, [0, 3, 1, 2, 4]), b.ints([-1, nh * d]), 2); // [G·C, nh·d]
     return g.concat([promptRows, completionRows], 0, inp.rowSplits); // [N, nh·d]
   }
@@ -257,7 +294,12 @@ export const hfHiddenName = (i: number): string => `hidden.${i}`;
  *          recomputation and backward is an If subgraph of its own, which ONNX Runtime runs whole, in order.
  * Outputs a branch does not compute are empty tensors; inputs a pass does not use are fed empty.
  */
-export function buildHfTrainGraph(c: DecoderConfig, weights: DecoderWeights, lora: HfTrainLoraSpec, options: GraphWeightOptions = {}): SerializedModel {
+export function buildHfTrainGraph(
+  c: DecoderConfig,
+  weights: DecoderWeights,
+  lora: HfTrainLoraSpec,
+  options: GraphWeightOptions = {},
+): SerializedModel {
   if (lora.size === 0) throw new Error('the training graph needs LoRA adapters (it differentiates them)');
   const g = new DiffGraph(`metrl-hf-${c.family}-train`);
   const b = g.b;
@@ -287,7 +329,9 @@ export function buildHfTrainGraph(c: DecoderConfig, weights: DecoderWeights, lor
   const invT = b.input('inv_temperature', 'float32', []);
   const withGradients = b.input('with_gradients', 'bool', []);
   const targetGrads = b.input('target_grads', 'float32', ['predicted']);
-  const hidden = Array.from({ length: L + 1 }, (_, i) => (i === 0 ? embeds : b.input(hfHiddenName(i), 'float32', ['hidden_rows', H])));
+  const hidden = Array.from({ length: L + 1 }, (_, i) =>
+    i === 0 ? embeds : b.input(hfHiddenName(i), 'float32', ['hidden_rows', H]),
+  );
   const decl = new TrainDeclarations();
   const stored = options.stored ?? 'float32';
   const empty = () => b.op1('ConstantOfShape', [b.ints([0])]);
@@ -308,14 +352,28 @@ export function buildHfTrainGraph(c: DecoderConfig, weights: DecoderWeights, lor
     let entropy: string;
     if (!softcap) {
       // The head in row chunks (hf-train-head.ts): no [R, V] tensor of all rows.
-      const head = chunkedHead(b, rows.name, ops.headWeight(weights.lmHead).name, invT, targets, c.vocabSize, H, options.headChunkLogits);
+      const head = chunkedHead(
+        b,
+        rows.name,
+        ops.headWeight(weights.lmHead).name,
+        invT,
+        targets,
+        c.vocabSize,
+        H,
+        options.headChunkLogits,
+      );
       logp = head.tokenLogp;
       entropy = head.tokenEntropy;
     } else {
       // Final soft-capping (Gemma 3 CausalLM checkpoints that set it): the whole head at once.
       const lsm = b.op1('LogSoftmax', [g.mulConst(decoderLogits(ops, c, weights, rows), invT).name], { axis: -1 });
-      logp = b.op1('Reshape', [b.op1('GatherElements', [lsm, b.op1('Unsqueeze', [targets, b.ints([1])])], { axis: 1 }), b.ints([-1])]);
-      entropy = b.op1('Neg', [b.op1('ReduceSum', [b.op1('Mul', [b.op1('Exp', [lsm]), lsm]), b.ints([-1])], { keepdims: 0 })]);
+      logp = b.op1('Reshape', [
+        b.op1('GatherElements', [lsm, b.op1('Unsqueeze', [targets, b.ints([1])])], { axis: 1 }),
+        b.ints([-1]),
+      ]);
+      entropy = b.op1('Neg', [
+        b.op1('ReduceSum', [b.op1('Mul', [b.op1('Exp', [lsm]), lsm]), b.ints([-1])], { keepdims: 0 }),
+      ]);
     }
     return [
       { name: b.op1('Identity', [logp]), type: 'float32' as const, dims: ['predicted'] },
@@ -335,14 +393,29 @@ export function buildHfTrainGraph(c: DecoderConfig, weights: DecoderWeights, lor
     const rows = g.gatherRows(decoderFinalNorm(ops, c, weights, top), predictRows); // [R, H]
     let seeds: Map<string, string>;
     if (!softcap) {
-      const rowGradient = chunkedHeadGradient(b, rows.name, ops.headWeight(weights.lmHead).name, invT, targets, c.vocabSize, H, options.headChunkLogits);
+      const rowGradient = chunkedHeadGradient(
+        b,
+        rows.name,
+        ops.headWeight(weights.lmHead).name,
+        invT,
+        targets,
+        c.vocabSize,
+        H,
+        options.headChunkLogits,
+      );
       seeds = new Map([[rows.name, rowGradient(targetGrads)]]);
     } else {
       // d/dz of Σ_r g_r log_softmax(z)[r, target_r] = g_r (onehot(target_r) − softmax(z)_r).
       const z = g.mulConst(decoderLogits(ops, c, weights, rows), invT); // [R, V]
       const p = b.op1('Softmax', [z.name], { axis: -1 });
-      const onehot = b.op1('OneHot', [targets, b.ints([c.vocabSize], []), b.floats('onehot_values', Float32Array.of(0, 1), [2])], { axis: -1 });
-      seeds = new Map([[z.name, b.op1('Mul', [b.op1('Sub', [onehot, p]), b.op1('Unsqueeze', [targetGrads, b.ints([1])])])]]);
+      const onehot = b.op1(
+        'OneHot',
+        [targets, b.ints([c.vocabSize], []), b.floats('onehot_values', Float32Array.of(0, 1), [2])],
+        { axis: -1 },
+      );
+      seeds = new Map([
+        [z.name, b.op1('Mul', [b.op1('Sub', [onehot, p]), b.op1('Unsqueeze', [targetGrads, b.ints([1])])])],
+      ]);
     }
     let dOut = g.backward(seeds, [top]).get(top.name);
     if (!dOut) throw new Error('no gradient reaches the last hidden state');
@@ -366,11 +439,19 @@ export function buildHfTrainGraph(c: DecoderConfig, weights: DecoderWeights, lor
           if (!found) throw new Error(`no gradient reaches ${name}`);
           return { name: b.op1('Identity', [found]), type: 'float32' as const };
         };
-        outs = [...(i > 0 ? [{ ...grad(x.name), dims: ['rows', H] }] : []), ...used.map((p) => ({ ...grad(p.name), dims: decl.paramDims.get(p.name)! }))];
+        outs = [
+          ...(i > 0 ? [{ ...grad(x.name), dims: ['rows', H] }] : []),
+          ...used.map((p) => ({ ...grad(p.name), dims: decl.paramDims.get(p.name)! })),
+        ];
         return outs;
       });
       const none = b.subgraph(`gradients_layer_${i}_none`, () => outs.map((o) => ({ ...o, name: empty(), dims: [0] })));
-      const results = b.op('If', [withGradients], { then_branch: { graph: layer }, else_branch: { graph: none } }, outs.length);
+      const results = b.op(
+        'If',
+        [withGradients],
+        { then_branch: { graph: layer }, else_branch: { graph: none } },
+        outs.length,
+      );
       if (i > 0) dOut = results[0];
       used.forEach((p, k) => grads.set(p.name, results[k + (i > 0 ? 1 : 0)]));
     }
@@ -383,7 +464,12 @@ export function buildHfTrainGraph(c: DecoderConfig, weights: DecoderWeights, lor
   });
   const gradNames = params.map((p) => hfGradName(p.name));
   const hiddenNames = hidden.slice(1).map((_, i) => `${hfHiddenName(i + 1)}.out`);
-  b.op('If', [withGradients], { then_branch: { graph: gradients }, else_branch: { graph: forward } }, ['token_logp', 'token_entropy', ...hiddenNames, ...gradNames]);
+  b.op('If', [withGradients], { then_branch: { graph: gradients }, else_branch: { graph: forward } }, [
+    'token_logp',
+    'token_entropy',
+    ...hiddenNames,
+    ...gradNames,
+  ]);
   b.output('token_logp', 'float32', ['predicted']);
   b.output('token_entropy', 'float32', ['predicted']);
   hiddenNames.forEach((name) => b.output(name, 'float32', [`${name}.rows`, `${name}.cols`]));

@@ -14,14 +14,21 @@ export interface ChunkLogProbs {
 }
 
 /** The loss of a [B, L] chunk and its gradient with respect to the log-probs ([B·L]). */
-export function logpLossAndGradient(values: ChunkLogProbs, shape: { B: number; L: number }, options: TokenLogProbsOptions, loss: LogProbLoss): { value: tf.Scalar; g: Float32Array } {
+export function logpLossAndGradient(
+  values: ChunkLogProbs,
+  shape: { B: number; L: number },
+  options: TokenLogProbsOptions,
+  loss: LogProbLoss,
+): { value: tf.Scalar; g: Float32Array } {
   const { B, L } = shape;
   const lp: TokenLogProbs = {
     logProbs: tf.tensor2d(values.logp, [B, L]),
     mask: tf.tensor2d(values.mask, [B, L]),
     ...(options.withEntropy ? { entropy: tf.tensor2d(values.entropy, [B, L]) } : {}),
   };
-  const { value, grad } = tf.valueAndGrad((logProbs: tf.Tensor) => loss({ ...lp, logProbs: logProbs as tf.Tensor2D }))(lp.logProbs);
+  const { value, grad } = tf.valueAndGrad((logProbs: tf.Tensor) => loss({ ...lp, logProbs: logProbs as tf.Tensor2D }))(
+    lp.logProbs,
+  );
   const g = grad.dataSync() as Float32Array;
   tf.dispose([grad, lp.logProbs, lp.mask, ...(lp.entropy ? [lp.entropy] : [])]);
   return { value, g };

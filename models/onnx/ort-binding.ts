@@ -15,7 +15,11 @@ export interface NativeSession {
   loadModel(path: string, options: Record<string, unknown>): void;
   readonly inputMetadata: { name: string }[];
   readonly outputMetadata: { name: string }[];
-  run(feeds: Record<string, Tensor>, fetches: Record<string, null>, options: Record<string, unknown>): Record<string, Tensor>;
+  run(
+    feeds: Record<string, Tensor>,
+    fetches: Record<string, null>,
+    options: Record<string, unknown>,
+  ): Record<string, Tensor>;
   endProfiling(): void;
   dispose(): void;
 }
@@ -34,7 +38,13 @@ const require = createRequire(import.meta.url);
 
 /** The folder of the project's onnxruntime-node binding and its ORT library (bin/napi-v6/<platform>/<arch>). */
 export function projectBindingDir(): string {
-  return join(dirname(require.resolve('onnxruntime-node/package.json')), 'bin', 'napi-v6', process.platform, process.arch);
+  return join(
+    dirname(require.resolve('onnxruntime-node/package.json')),
+    'bin',
+    'napi-v6',
+    process.platform,
+    process.arch,
+  );
 }
 
 /** The project's onnxruntime-node version. */
@@ -69,7 +79,9 @@ export function ortVersionOf(file: string): string | null {
 /** The ORT release of the binding this process runs (or will run). */
 export function bindingOrtVersion(): string {
   const dir = bindingDir();
-  return dir === resolve(projectBindingDir()) ? projectOrtVersion() : (ortVersionOf(join(dir, 'libonnxruntime.so.1')) ?? 'of unknown version');
+  return dir === resolve(projectBindingDir())
+    ? projectOrtVersion()
+    : (ortVersionOf(join(dir, 'libonnxruntime.so.1')) ?? 'of unknown version');
 }
 
 let loaded: { dir: string; binding: NativeBinding } | null = null;
@@ -84,7 +96,8 @@ export function bindingDir(): string {
  * (a bug: the device is chosen before any session opens).
  */
 export function useBindingDir(dir: string): void {
-  if (loaded && loaded.dir !== resolve(dir)) throw new Error(`internal: ONNX Runtime from ${loaded.dir} is loaded already; cannot switch to ${dir}`);
+  if (loaded && loaded.dir !== resolve(dir))
+    throw new Error(`internal: ONNX Runtime from ${loaded.dir} is loaded already; cannot switch to ${dir}`);
   process.env[BINDING_DIR_VARIABLE] = resolve(dir);
 }
 

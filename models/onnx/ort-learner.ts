@@ -19,7 +19,14 @@
 // gradients are summed over the groups in order, so the result does not depend on which session ran what.
 import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../../core/rng.ts';
-import type { LogProbLoss, LossGradients, LossRequest, Learner, LoraSettings, SummedLossGradients } from '../learner.ts';
+import type {
+  LogProbLoss,
+  LossGradients,
+  LossRequest,
+  Learner,
+  LoraSettings,
+  SummedLossGradients,
+} from '../learner.ts';
 import type { EncodedPrompt, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
 import { BuiltinPolicy } from '../builtin/policy.ts';
 import { HfPolicy } from '../hf/policy.ts';
@@ -35,7 +42,15 @@ import { loraSpec } from './builtin-graph.ts';
 import { buildBuiltinTrainGraph, gradName, QUERY_BLOCKS, trainLoraName } from './builtin-train-graph.ts';
 import { OrtSession, floatTensor, int64Tensor, type Feeds } from './session.ts';
 import { logpLossAndGradient } from './logp-loss.ts';
-import { executorCount, MIN_JOBS_WORK, ortWorkers, RemoteSession, runJobs, splitAlways, type OrtWorker } from './worker-pool.ts';
+import {
+  executorCount,
+  MIN_JOBS_WORK,
+  ortWorkers,
+  RemoteSession,
+  runJobs,
+  splitAlways,
+  type OrtWorker,
+} from './worker-pool.ts';
 import type { Device } from './device.ts';
 
 export interface OrtLearnerOptions {
@@ -104,9 +119,21 @@ export class OrtLearner implements Learner {
     if (this.sessions?.key !== key) {
       this.dispose();
       const spec = { arch: this.policy.arch, lora: loraSpec(this.policy.lora!.config) };
-      const executors = executorCount(this.options.threads, this.options.device ?? 'cpu', this.options.parallel !== false);
-      const options = { threads: executors > 1 ? 1 : this.options.threads, spin: this.options.spin, device: this.options.device, label: 'built-in model training' };
-      const graphs = { score: buildBuiltinTrainGraph(spec, this.policy.weights, { gradients: false }), train: buildBuiltinTrainGraph(spec, this.policy.weights, { gradients: true }) };
+      const executors = executorCount(
+        this.options.threads,
+        this.options.device ?? 'cpu',
+        this.options.parallel !== false,
+      );
+      const options = {
+        threads: executors > 1 ? 1 : this.options.threads,
+        spin: this.options.spin,
+        device: this.options.device,
+        label: 'built-in model training',
+      };
+      const graphs = {
+        score: buildBuiltinTrainGraph(spec, this.policy.weights, { gradients: false }),
+        train: buildBuiltinTrainGraph(spec, this.policy.weights, { gradients: true }),
+      };
       this.sessions = { key, executors, options, graphs, score: null, train: null, remote: null };
     }
     return this.sessions;
@@ -121,7 +148,11 @@ export class OrtLearner implements Learner {
   /** The workers' sessions, opened on first use (not waited for). */
   private remotes(sessions: Sessions): Remote[] {
     const options = { threads: 1, spin: this.options.spin, label: 'built-in model training' };
-    sessions.remote ??= ortWorkers(sessions.executors - 1).map((worker) => ({ worker, score: new RemoteSession(worker, sessions.graphs.score, options), train: new RemoteSession(worker, sessions.graphs.train, options) }));
+    sessions.remote ??= ortWorkers(sessions.executors - 1).map((worker) => ({
+      worker,
+      score: new RemoteSession(worker, sessions.graphs.score, options),
+      train: new RemoteSession(worker, sessions.graphs.train, options),
+    }));
     return sessions.remote;
   }
 
@@ -131,7 +162,8 @@ export class OrtLearner implements Learner {
    */
   private runAll(which: 'score' | 'train', feeds: (() => Feeds)[], outputs: string[], work: number): Feeds[] {
     const sessions = this.session();
-    const split = sessions.executors > 1 && feeds.length > 1 && (splitAlways(this.options.parallel) || work >= MIN_JOBS_WORK);
+    const split =
+      sessions.executors > 1 && feeds.length > 1 && (splitAlways(this.options.parallel) || work >= MIN_JOBS_WORK);
     const remote = split ? this.remotes(sessions) : [];
     const remoteOf = new Map(remote.map((r) => [r.worker, r[which]]));
     return runJobs(feeds, {
@@ -142,7 +174,12 @@ export class OrtLearner implements Learner {
     });
   }
 
-  lossGradients(batch: SequenceBatchItem[], options: TokenLogProbsOptions, loss: LogProbLoss, variables: tf.Variable[]): LossGradients {
+  lossGradients(
+    batch: SequenceBatchItem[],
+    options: TokenLogProbsOptions,
+    loss: LogProbLoss,
+    variables: tf.Variable[],
+  ): LossGradients {
     const { values, grads } = this.lossGradientsSum([{ batch, options, loss }], variables);
     return { value: values[0], grads };
   }
@@ -150,7 +187,8 @@ export class OrtLearner implements Learner {
   /** The losses of the requests (chunks), evaluated in request order, and the gradient of their sum. */
   lossGradientsSum(requests: LossRequest[], variables: tf.Variable[]): SummedLossGradients {
     const lora = this.policy.lora;
-    if (!lora || requests.some((r) => !r.options.useLora)) throw new Error('the ONNX Runtime learner differentiates LoRA adapters: attach them and score with useLora');
+    if (!lora || requests.some((r) => !r.options.useLora))
+      throw new Error('the ONNX Runtime learner differentiates LoRA adapters: attach them and score with useLora');
     // Which graph param each variable is.
     const paramOf = new Map<string, string>();
     lora.layers.forEach((adapters, i) => {
@@ -159,12 +197,16 @@ export class OrtLearner implements Learner {
         paramOf.set(adapter.b.name, trainLoraName(i, p, 'b'));
       }
     });
-    for (const v of variables) if (!paramOf.has(v.name)) throw new Error(`the ONNX Runtime learner has no gradient for ${v.name} (LoRA adapters only)`);
+    for (const v of variables)
+      if (!paramOf.has(v.name))
+        throw new Error(`the ONNX Runtime learner has no gradient for ${v.name} (LoRA adapters only)`);
 
     for (const { batch } of requests) {
       for (const it of batch) {
         if (it.prompt.tokens.length + it.completion.length > this.policy.arch.maxContext) {
-          throw new UserError(`a prompt of ${it.prompt.tokens.length} tokens plus ${it.completion.length} new tokens exceeds the model's context of ${this.policy.arch.maxContext} tokens`);
+          throw new UserError(
+            `a prompt of ${it.prompt.tokens.length} tokens plus ${it.completion.length} new tokens exceeds the model's context of ${this.policy.arch.maxContext} tokens`,
+          );
         }
       }
     }
@@ -181,27 +223,42 @@ export class OrtLearner implements Learner {
       if (!(T > 0)) throw new Error(`temperature must be positive, got ${T}`);
       return T;
     });
-    const shapes = requests.map(({ batch }) => ({ B: batch.length, L: Math.max(0, ...batch.map((it) => it.completion.length)) }));
+    const shapes = requests.map(({ batch }) => ({
+      B: batch.length,
+      L: Math.max(0, ...batch.map((it) => it.completion.length)),
+    }));
     // Jobs: one per prompt group (a prompt and a temperature) over all the requests, so a group whose completions fall
     // in several chunks runs its prompt once a pass; members in request order. A group's feeds are built when its
     // first run is handed out (the main thread builds them while a worker runs).
     const byGroup = new Map<EncodedPrompt, Map<number, { r: number; b: number }[]>>();
-    requests.forEach(({ batch }, r) => batch.forEach((item, b) => {
-      const byT = byGroup.get(item.prompt) ?? byGroup.set(item.prompt, new Map()).get(item.prompt)!;
-      const members = byT.get(temperatures[r]) ?? byT.set(temperatures[r], []).get(temperatures[r])!;
-      members.push({ r, b });
-    }));
-    const jobs = [...byGroup].flatMap(([prompt, byT]) => [...byT].flatMap(([T, members]) => {
-      const completions = members.map(({ r, b }) => requests[r].batch[b].completion);
-      if (completions.every((c) => c.length === 0)) return [];
-      let built: NonNullable<ReturnType<OrtLearner['groupLayout']>> | null = null;
-      return [{ members, layout: () => (built ??= this.groupLayout(prompt, completions, T)!) }];
-    }));
+    requests.forEach(({ batch }, r) =>
+      batch.forEach((item, b) => {
+        const byT = byGroup.get(item.prompt) ?? byGroup.set(item.prompt, new Map()).get(item.prompt)!;
+        const members = byT.get(temperatures[r]) ?? byT.set(temperatures[r], []).get(temperatures[r])!;
+        members.push({ r, b });
+      }),
+    );
+    const jobs = [...byGroup].flatMap(([prompt, byT]) =>
+      [...byT].flatMap(([T, members]) => {
+        const completions = members.map(({ r, b }) => requests[r].batch[b].completion);
+        if (completions.every((c) => c.length === 0)) return [];
+        let built: NonNullable<ReturnType<OrtLearner['groupLayout']>> | null = null;
+        return [{ members, layout: () => (built ??= this.groupLayout(prompt, completions, T)!) }];
+      }),
+    );
     // Token positions × parameters: whether the runs are worth spreading (worker-pool.ts MIN_JOBS_WORK).
     this.params ??= this.policy.parameterCount;
-    const work = requests.reduce((t, { batch }) => t + batch.reduce((u, it) => u + it.prompt.tokens.length + it.completion.length, 0), 0) * this.params;
+    const work =
+      requests.reduce(
+        (t, { batch }) => t + batch.reduce((u, it) => u + it.prompt.tokens.length + it.completion.length, 0),
+        0,
+      ) * this.params;
 
-    const lps = shapes.map(({ B, L }) => ({ logp: new Float32Array(B * L), entropy: new Float32Array(B * L), mask: new Float32Array(B * L) }));
+    const lps = shapes.map(({ B, L }) => ({
+      logp: new Float32Array(B * L),
+      entropy: new Float32Array(B * L),
+      mask: new Float32Array(B * L),
+    }));
     /** A job's log-probs (and entropies) from its forward's log_probs [N, V] into its requests' [B, L] arrays. */
     const scoreJob = (k: number, rows: Float32Array) => {
       const { members, layout: lazy } = jobs[k];
@@ -248,10 +305,20 @@ export class OrtLearner implements Learner {
 
     // 1. Every job's forward (the scoring graph), 2. the losses in request order, 3. every job's forward + backward (the
     // training graph), the gradients summed in job order; steps 1 and 3 spread over the sessions.
-    const scored = this.runAll('score', jobs.map(({ layout }) => () => ({ ...layout().feeds, ...loraFeeds })), ['log_probs'], work);
+    const scored = this.runAll(
+      'score',
+      jobs.map(({ layout }) => () => ({ ...layout().feeds, ...loraFeeds })),
+      ['log_probs'],
+      work,
+    );
     scored.forEach((out, k) => scoreJob(k, out.log_probs.data as Float32Array));
     const losses = requests.map((_, r) => lossOf(r));
-    const trained = this.runAll('train', jobs.map(({ layout }, k) => () => ({ ...layout().feeds, ...loraFeeds, target_weights: targetOf(k, losses) })), wanted, work);
+    const trained = this.runAll(
+      'train',
+      jobs.map(({ layout }, k) => () => ({ ...layout().feeds, ...loraFeeds, target_weights: targetOf(k, losses) })),
+      wanted,
+      work,
+    );
     trained.forEach(add);
     const grads: tf.NamedTensorMap = {};
     for (const v of variables) {
@@ -265,7 +332,11 @@ export class OrtLearner implements Learner {
    * The graph feeds of one prompt and its completions (all but target_weights), the packed row count and the row whose
    * logits predict completion m's token j; null when every completion is empty.
    */
-  private groupLayout(prompt: EncodedPrompt, completions: number[][], temperature: number): { feeds: Feeds; rows: number; rowOf: (m: number, j: number) => number } | null {
+  private groupLayout(
+    prompt: EncodedPrompt,
+    completions: number[][],
+    temperature: number,
+  ): { feeds: Feeds; rows: number; rowOf: (m: number, j: number) => number } | null {
     const { arch, tokenizer } = this.policy;
     const V = arch.vocabSize;
     const H = arch.nHeads;
@@ -291,7 +362,8 @@ export class OrtLearner implements Learner {
         tokens[row] = j < completion.length - 1 ? completion[j] : tokenizer.pad;
         positions[row] = cursor.push(tokens[row]);
       }
-      for (const t of completion) if (!(t >= 0 && t < V)) throw new Error(`completion token ${t} outside the vocabulary`);
+      for (const t of completion)
+        if (!(t >= 0 && t < V)) throw new Error(`completion token ${t} outside the vocabulary`);
     });
     // Image patches: distinct images projected once, each patch row placed by index (0 = none).
     const p = patchesPerImage(arch);
@@ -313,14 +385,24 @@ export class OrtLearner implements Learner {
     const feeds: Feeds = {
       input_ids: int64Tensor(tokens, [N]),
       patch_pixels: floatTensor(pixels, [patchCount, patchDim(arch)]),
-      patch_slots: int64Tensor(Int32Array.from({ length: patchCount }, (_, i) => i % p), [patchCount]),
+      patch_slots: int64Tensor(
+        Int32Array.from({ length: patchCount }, (_, i) => i % p),
+        [patchCount],
+      ),
       patch_index: int64Tensor(patchIndex, [N]),
       rope_cos: floatTensor(cos, [N, arch.dModel]),
       rope_sin: floatTensor(sin, [N, arch.dModel]),
       prompt_mask: floatTensor(promptMask, [P, P]),
-      ...Object.fromEntries(blockEnds.map((end, i) => [`completion_mask.${i}`, blockMask(starts[i], end - starts[i], P + end)])),
-      ...Object.fromEntries(blockEnds.slice(0, -1).map((end, i) => [`key_splits.${i}`, int64Tensor([P + end, Cn - end], [2])])),
-      query_splits: int64Tensor(blockEnds.map((end, i) => end - starts[i]), [QUERY_BLOCKS]),
+      ...Object.fromEntries(
+        blockEnds.map((end, i) => [`completion_mask.${i}`, blockMask(starts[i], end - starts[i], P + end)]),
+      ),
+      ...Object.fromEntries(
+        blockEnds.slice(0, -1).map((end, i) => [`key_splits.${i}`, int64Tensor([P + end, Cn - end], [2])]),
+      ),
+      query_splits: int64Tensor(
+        blockEnds.map((end, i) => end - starts[i]),
+        [QUERY_BLOCKS],
+      ),
       row_splits: int64Tensor([P, G * Cn], [2]),
       score_splits: int64Tensor([P, Cn], [2]),
       'shape.g_c_h_dh': int64Tensor([G, Cn, H, dh], [4]),
@@ -345,7 +427,11 @@ export class OrtLearner implements Learner {
 
 /** The ORT learner of a policy: the built-in model's, or a Hugging Face checkpoint's (hf-ort-learner.ts). */
 export function ortLearner(policy: Policy, options: OrtLearnerOptions = {}): Learner {
-  if (policy instanceof HfPolicy) return new HfOrtLearner(policy, { threads: options.threads, spin: options.spin, device: options.device });
-  if (!(policy instanceof BuiltinPolicy)) throw new UserError(`engine ort: the ONNX Runtime learner has no graph for ${policy.constructor.name}; use engine tfjs`);
+  if (policy instanceof HfPolicy)
+    return new HfOrtLearner(policy, { threads: options.threads, spin: options.spin, device: options.device });
+  if (!(policy instanceof BuiltinPolicy))
+    throw new UserError(
+      `engine ort: the ONNX Runtime learner has no graph for ${policy.constructor.name}; use engine tfjs`,
+    );
   return new OrtLearner(policy, options);
 }

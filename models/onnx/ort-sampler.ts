@@ -15,7 +15,14 @@ import { UserError } from '../../core/errors.ts';
 import type { Sampler } from '../sampler.ts';
 import { PolicyFront } from './policy-front.ts';
 import { scoreToken } from '../token-sampling.ts';
-import type { Completion, EncodedPrompt, SamplingOptions, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
+import type {
+  Completion,
+  EncodedPrompt,
+  SamplingOptions,
+  SequenceBatchItem,
+  TokenLogProbs,
+  TokenLogProbsOptions,
+} from '../types.ts';
 import type { BuiltinPolicy } from '../builtin/policy.ts';
 import { packPrompts } from '../builtin/sampling.ts';
 import { completionsOf, RowDraws, type DrawnRows } from '../builtin/row-draws.ts';
@@ -24,7 +31,16 @@ import { BuiltinOrtModel, type PatchSlot } from './builtin-session.ts';
 import type { Device } from './device.ts';
 import { RolloutPart, type PartPlan, type PartPrompts } from './rollout-part.ts';
 import { RolloutBoard } from './rollout-board.ts';
-import { executorCount, MIN_JOBS_WORK, MIN_STEP_WORK, ortWorkers, runJobs, splitAlways, workerObjectId, type OrtWorker } from './worker-pool.ts';
+import {
+  executorCount,
+  MIN_JOBS_WORK,
+  MIN_STEP_WORK,
+  ortWorkers,
+  runJobs,
+  splitAlways,
+  workerObjectId,
+  type OrtWorker,
+} from './worker-pool.ts';
 
 export interface OrtSamplerOptions {
   /** ORT intra-op threads (default: every core). */
@@ -85,7 +101,12 @@ export class OrtSampler extends PolicyFront<BuiltinPolicy> implements Sampler {
     if (!this.remoteModels) {
       this.remoteModels = ortWorkers(this.executors - 1).map((worker) => {
         const remote = { worker, model: workerObjectId(), part: workerObjectId() };
-        worker.setup({ op: 'model', id: remote.model, model: this.model.prebuilt, options: { threads: 1, spin: this.spin } });
+        worker.setup({
+          op: 'model',
+          id: remote.model,
+          model: this.model.prebuilt,
+          options: { threads: 1, spin: this.spin },
+        });
         worker.setup({ op: 'part', id: remote.part, model: remote.model });
         if (this.model.lora) worker.setup({ op: 'lora', id: remote.model, values: this.model.lora });
         return remote;
@@ -110,7 +131,9 @@ export class OrtSampler extends PolicyFront<BuiltinPolicy> implements Sampler {
 
   private checkLength(promptTokens: number, newTokens: number): void {
     if (promptTokens + newTokens > this.policy.arch.maxContext) {
-      throw new UserError(`a prompt of ${promptTokens} tokens plus ${newTokens} new tokens exceeds the model's context of ${this.policy.arch.maxContext} tokens`);
+      throw new UserError(
+        `a prompt of ${promptTokens} tokens plus ${newTokens} new tokens exceeds the model's context of ${this.policy.arch.maxContext} tokens`,
+      );
     }
   }
 
@@ -135,7 +158,16 @@ export class OrtSampler extends PolicyFront<BuiltinPolicy> implements Sampler {
 
   /** Prefill padded prompts on the main thread's session: every position's logits (the tests compare them with tfjs). */
   private prefill(padded: PaddedPrompts, useLora: boolean): { logits: Float32Array } {
-    return { logits: this.model.forward({ rows: padded.count, seq: padded.length, tokens: padded.tokens, positions: padded.positions, slots: padded.slots, useLora }).logits };
+    return {
+      logits: this.model.forward({
+        rows: padded.count,
+        seq: padded.length,
+        tokens: padded.tokens,
+        positions: padded.positions,
+        slots: padded.slots,
+        useLora,
+      }).logits,
+    };
   }
 
   sampleGroup(prompt: EncodedPrompt, group: number, options: SamplingOptions, rng: Rng): Completion[] {
@@ -149,16 +181,31 @@ export class OrtSampler extends PolicyFront<BuiltinPolicy> implements Sampler {
     const padded = this.padPrompts(prompts);
     // Contiguous parts of the prompts (so of the rows u·G + g), the first on the main thread, the others in workers.
     const n = this.sharing(U, (k) => (rows / k) * this.params, MIN_STEP_WORK);
-    return n === 1 ? this.sampleOnePart(prompts, padded, group, options, rng) : this.sampleParts(prompts, padded, group, options, rng, n);
+    return n === 1
+      ? this.sampleOnePart(prompts, padded, group, options, rng)
+      : this.sampleParts(prompts, padded, group, options, rng, n);
   }
 
   /** The rollout on the main thread's session alone: draw every row, decode them all, step by step. */
-  private sampleOnePart(prompts: EncodedPrompt[], padded: PaddedPrompts, group: number, options: SamplingOptions, rng: Rng): Completion[][] {
+  private sampleOnePart(
+    prompts: EncodedPrompt[],
+    padded: PaddedPrompts,
+    group: number,
+    options: SamplingOptions,
+    rng: Rng,
+  ): Completion[][] {
     const { tokenizer } = this.policy;
     const rows = prompts.length * group;
     const draws = new RowDraws(rows, tokenizer);
     const cursors = Array.from({ length: rows }, (_, r) => padded.ends[Math.floor(r / group)].clone());
-    this.part.decode(padded, group, options.maxNewTokens, cursors, (rowLogits) => draws.step(rowLogits, options, rng), () => draws.allFinished());
+    this.part.decode(
+      padded,
+      group,
+      options.maxNewTokens,
+      cursors,
+      (rowLogits) => draws.step(rowLogits, options, rng),
+      () => draws.allFinished(),
+    );
     return draws.completions(prompts.length, group, tokenizer);
   }
 
@@ -167,7 +214,14 @@ export class OrtSampler extends PolicyFront<BuiltinPolicy> implements Sampler {
    * workers) prefills, draws and decodes its own rows (RolloutPart.rollout), meeting the others only on the shared
    * board; the rows' draws come out as the single session's, and `rng` ends where the single session leaves it.
    */
-  private sampleParts(prompts: EncodedPrompt[], padded: PaddedPrompts, group: number, options: SamplingOptions, rng: Rng, n: number): Completion[][] {
+  private sampleParts(
+    prompts: EncodedPrompt[],
+    padded: PaddedPrompts,
+    group: number,
+    options: SamplingOptions,
+    rng: Rng,
+    n: number,
+  ): Completion[][] {
     const { arch, tokenizer } = this.policy;
     const U = prompts.length;
     const P = padded.length;
@@ -193,7 +247,13 @@ export class OrtSampler extends PolicyFront<BuiltinPolicy> implements Sampler {
           group,
           options: { temperature: options.temperature, topP: options.topP, maxNewTokens: options.maxNewTokens },
           rng: rng.state(),
-          tokens: { pad: tokenizer.pad, bos: tokenizer.bos, eos: tokenizer.eos, img: tokenizer.img, unk: tokenizer.unk },
+          tokens: {
+            pad: tokenizer.pad,
+            bos: tokenizer.bos,
+            eos: tokenizer.eos,
+            img: tokenizer.img,
+            unk: tokenizer.unk,
+          },
           positions: { scheme: arch.positions, newline, texts, ends: padded.ends.slice(u0, u1).map((c) => c.state()) },
           board: board.cells,
         },
@@ -221,7 +281,11 @@ export class OrtSampler extends PolicyFront<BuiltinPolicy> implements Sampler {
     if (failure !== null) throw failure;
     drawn.unshift(local!);
     for (let i = board.valuesDrawn(options.temperature > 0 ? 1 : 0); i > 0; i--) rng.next();
-    const rows: DrawnRows = { tokens: drawn.flatMap((d) => d.tokens), logProbs: drawn.flatMap((d) => d.logProbs), finished: drawn.flatMap((d) => d.finished) };
+    const rows: DrawnRows = {
+      tokens: drawn.flatMap((d) => d.tokens),
+      logProbs: drawn.flatMap((d) => d.logProbs),
+      finished: drawn.flatMap((d) => d.finished),
+    };
     return completionsOf(rows, U, group, tokenizer);
   }
 
@@ -238,7 +302,8 @@ export class OrtSampler extends PolicyFront<BuiltinPolicy> implements Sampler {
    * spread over the sessions; each batch's result is what tokenLogProbs gives for it.
    */
   tokenLogProbsMany(batches: SequenceBatchItem[][], options: TokenLogProbsOptions): TokenLogProbs[] {
-    for (const items of batches) for (const it of items) this.checkLength(it.prompt.tokens.length, it.completion.length);
+    for (const items of batches)
+      for (const it of items) this.checkLength(it.prompt.tokens.length, it.completion.length);
     const { arch, tokenizer } = this.policy;
     const V = arch.vocabSize;
     const T = options.temperature ?? 1;
@@ -259,14 +324,21 @@ export class OrtSampler extends PolicyFront<BuiltinPolicy> implements Sampler {
         const positions = new Int32Array(n * C);
         members.forEach((b, row) => {
           const completion = items[b].completion;
-          for (const t of completion) if (!(t >= 0 && t < V)) throw new Error(`completion token ${t} outside the vocabulary`);
+          for (const t of completion)
+            if (!(t >= 0 && t < V)) throw new Error(`completion token ${t} outside the vocabulary`);
           const cursor = padded.ends[0].clone();
           for (let j = 0; j < C; j++) {
             if (j < completion.length - 1) tokens[row * C + j] = completion[j];
             positions[row * C + j] = cursor.push(tokens[row * C + j]);
           }
         });
-        const promptPart = { tokens: padded.tokens, positions: padded.positions, slots: padded.slots, length: padded.length, valid: padded.lengths[0] };
+        const promptPart = {
+          tokens: padded.tokens,
+          positions: padded.positions,
+          slots: padded.slots,
+          length: padded.length,
+          valid: padded.lengths[0],
+        };
         jobs.push({ batch, members, C, args: [promptPart, { n, seq: C, tokens, positions }, useLora] });
       }
     });
@@ -275,13 +347,19 @@ export class OrtSampler extends PolicyFront<BuiltinPolicy> implements Sampler {
     const results = runJobs(jobs, {
       workers: remotes.map((r) => r.worker),
       local: (job) => this.model.scoreGroup(...job.args),
-      remote: (worker, job) => worker.post({ op: 'score', id: remotes.find((r) => r.worker === worker)!.model, args: job.args }),
+      remote: (worker, job) =>
+        worker.post({ op: 'score', id: remotes.find((r) => r.worker === worker)!.model, args: job.args }),
       collect: (worker) => worker.receive<{ last: Float32Array; rest: Float32Array | null }>(),
     });
 
     const out = batches.map((items) => {
       const L = Math.max(0, ...items.map((it) => it.completion.length));
-      return { L, logp: new Float32Array(items.length * L), entropy: new Float32Array(items.length * L), mask: new Float32Array(items.length * L) };
+      return {
+        L,
+        logp: new Float32Array(items.length * L),
+        entropy: new Float32Array(items.length * L),
+        mask: new Float32Array(items.length * L),
+      };
     });
     jobs.forEach((job, k) => {
       const { last, rest } = results[k];

@@ -21,7 +21,8 @@ export class RolloutBoard {
     parts: number,
     steps: number,
   ) {
-    if (cells.length !== parts * (steps + 2)) throw new Error('rollout board: its size does not match its parts and steps');
+    if (cells.length !== parts * (steps + 2))
+      throw new Error('rollout board: its size does not match its parts and steps');
     this.parts = parts;
     this.steps = steps;
     this.DONE = steps + 1;

@@ -44,10 +44,11 @@ function textTokenizer(texts: string[], tokens: DrawTokens): CursorTokenizer {
   return {
     bos: tokens.bos,
     decode: (ids: number[]) => ids.map((id) => texts[id] ?? '').join(''),
-    encodeText: (text: string) => Array.from(text, (ch) => {
-      const id = texts.indexOf(ch);
-      return id < 0 ? tokens.unk : id;
-    }),
+    encodeText: (text: string) =>
+      Array.from(text, (ch) => {
+        const id = texts.indexOf(ch);
+        return id < 0 ? tokens.unk : id;
+      }),
   };
 }
 
@@ -70,7 +71,10 @@ export class RolloutPart {
   private ownBuffers(size: number): { k: Float32Array[]; v: Float32Array[] } {
     const layers = this.model.arch.nLayers;
     if (!this.buffers || this.buffers.k[0].length < size) {
-      this.buffers = { k: Array.from({ length: layers }, () => new Float32Array(size)), v: Array.from({ length: layers }, () => new Float32Array(size)) };
+      this.buffers = {
+        k: Array.from({ length: layers }, () => new Float32Array(size)),
+        v: Array.from({ length: layers }, () => new Float32Array(size)),
+      };
     }
     return this.buffers;
   }
@@ -80,9 +84,17 @@ export class RolloutPart {
     const { arch } = this.model;
     const V = arch.vocabSize;
     const { count: U, length: P } = prompts;
-    const out = this.model.forward({ rows: U, seq: P, tokens: prompts.tokens, positions: prompts.positions, slots: prompts.slots, useLora: true });
+    const out = this.model.forward({
+      rows: U,
+      seq: P,
+      tokens: prompts.tokens,
+      positions: prompts.positions,
+      slots: prompts.slots,
+      useLora: true,
+    });
     const last = new Float32Array(U * V);
-    for (let u = 0; u < U; u++) last.set(out.logits.subarray((u * P + prompts.lengths[u] - 1) * V, (u * P + prompts.lengths[u]) * V), u * V);
+    for (let u = 0; u < U; u++)
+      last.set(out.logits.subarray((u * P + prompts.lengths[u] - 1) * V, (u * P + prompts.lengths[u]) * V), u * V);
     // Each row's own keys/values, group-major (row r = u·G + g at slot m = (u·H + h)·G + g): k and v
     // [U·H·G, capacity, dh]; the capacity grows by OWN_CHUNK positions, re-laid out in place.
     const slots = U * group * arch.nHeads;
@@ -105,7 +117,8 @@ export class RolloutPart {
     const old = own.capacity;
     for (const buffer of [...buffers.k, ...buffers.v]) {
       // Last slot first: slot m moves up to m·capacity·dh, never onto a lower slot's data not yet moved.
-      for (let m = slots - 1; m >= 0; m--) buffer.copyWithin(m * capacity * dh, m * old * dh, (m * old + own.filled) * dh);
+      for (let m = slots - 1; m >= 0; m--)
+        buffer.copyWithin(m * capacity * dh, m * old * dh, (m * old + own.filled) * dh);
     }
     own.capacity = capacity;
     own.k = buffers.k.map((b) => b.subarray(0, slots * capacity * dh));
@@ -120,7 +133,14 @@ export class RolloutPart {
     const dh = headDim(arch);
     const { own, slots } = state;
     if (step >= own.capacity) this.grow(own.capacity + OWN_CHUNK);
-    const out = this.model.decodeStep({ group: state.group, tokens, positions, useLora: true, prompt: { cache: state.cache, valid: state.valid }, own });
+    const out = this.model.decodeStep({
+      group: state.group,
+      tokens,
+      positions,
+      useLora: true,
+      prompt: { cache: state.cache, valid: state.valid },
+      own,
+    });
     // Append this step's key and value at position `step` (keys/values [U, H, G, dh] = [slots, dh]).
     const T = own.capacity;
     for (let i = 0; i < arch.nLayers; i++) {
@@ -142,7 +162,14 @@ export class RolloutPart {
    * row's logits are its prompt's last, after a decode step its own), and the rows decode them, until `finished()` or
    * the `maxNewTokens`-th draw. Both rollouts run this loop: the single session's (ort-sampler.ts) and a part's (rollout).
    */
-  decode(prompts: PartPrompts, group: number, maxNewTokens: number, cursors: PositionCursor[], draw: (rowLogits: (row: number) => Float32Array, step: number) => Int32Array, finished: () => boolean): void {
+  decode(
+    prompts: PartPrompts,
+    group: number,
+    maxNewTokens: number,
+    cursors: PositionCursor[],
+    draw: (rowLogits: (row: number) => Float32Array, step: number) => Int32Array,
+    finished: () => boolean,
+  ): void {
     const V = this.model.arch.vocabSize;
     const positions = new Int32Array(cursors.length);
     try {
@@ -171,7 +198,14 @@ export class RolloutPart {
     const rows = plan.rows[k];
     const draws = new RowDraws(rows, plan.tokens);
     const tokenizer = textTokenizer(plan.positions.texts, plan.tokens);
-    const cursors = Array.from({ length: rows }, (_, r) => PositionCursor.resume(plan.positions.scheme, tokenizer, plan.positions.newline, plan.positions.ends[Math.floor(r / group)]));
+    const cursors = Array.from({ length: rows }, (_, r) =>
+      PositionCursor.resume(
+        plan.positions.scheme,
+        tokenizer,
+        plan.positions.newline,
+        plan.positions.ends[Math.floor(r / group)],
+      ),
+    );
     const rng = Rng.fromState(plan.rng);
     // Values of the stream this part's copy has passed, and each draw's (sampleToken takes one unless greedy).
     let taken = 0;

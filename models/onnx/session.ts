@@ -73,8 +73,17 @@ export class OrtSession {
       ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
       ...(options.device && options.device !== 'cpu' ? { executionProviders: executionProviders(options.device) } : {}),
       ...(options.outputLocations ? { preferredOutputLocation: options.outputLocations } : {}),
-      ...(process.env.METRL_ORT_PROFILE ? { enableProfiling: true, profileFilePrefix: process.env.METRL_ORT_PROFILE } : {}),
-      extra: { session: { ...((options.spin ?? process.env.METRL_ORT_SPIN === '1') ? {} : { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } }), ...(options.prepack === false ? { disable_prepacking: '1' } : {}) } },
+      ...(process.env.METRL_ORT_PROFILE
+        ? { enableProfiling: true, profileFilePrefix: process.env.METRL_ORT_PROFILE }
+        : {}),
+      extra: {
+        session: {
+          ...((options.spin ?? process.env.METRL_ORT_SPIN === '1')
+            ? {}
+            : { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } }),
+          ...(options.prepack === false ? { disable_prepacking: '1' } : {}),
+        },
+      },
     };
     const serialized = model instanceof Uint8Array ? { model, external: null } : model;
     const folder = serialized.external ? writeWithExternalWeights(serialized, options.label ?? 'model') : null;
@@ -85,11 +94,22 @@ export class OrtSession {
       if (sharedModel) writeFileSync(sharedModel, serialized.model);
       if (folder) this.native.loadModel(join(folder, 'model.onnx'), sessionOptions);
       else if (sharedModel) this.native.loadModel(sharedModel, sessionOptions);
-      else this.native.loadModel(serialized.model.buffer as ArrayBuffer, serialized.model.byteOffset, serialized.model.byteLength, sessionOptions);
+      else
+        this.native.loadModel(
+          serialized.model.buffer as ArrayBuffer,
+          serialized.model.byteOffset,
+          serialized.model.byteLength,
+          sessionOptions,
+        );
     } catch (error) {
       const system = systemErrorAsUserError(error);
       if (system instanceof UserError) throw system;
-      throw outOfMemoryError(error, `${options.label ?? 'model'} graph`, options.device) ?? new UserError(`ONNX Runtime cannot build the ${options.label ?? 'model'} graph: ${(error as Error).message.split('\n')[0]}`);
+      throw (
+        outOfMemoryError(error, `${options.label ?? 'model'} graph`, options.device) ??
+        new UserError(
+          `ONNX Runtime cannot build the ${options.label ?? 'model'} graph: ${(error as Error).message.split('\n')[0]}`,
+        )
+      );
     } finally {
       if (folder) rmSync(folder, { recursive: true, force: true });
       if (sharedModel) rmSync(sharedModel, { force: true });
@@ -126,7 +146,8 @@ function writeWithExternalWeights(serialized: SerializedModel, label: string): s
     const fd = openSync(join(folder, EXTERNAL_FILE), 'w');
     try {
       for (const { offset, bytes } of serialized.external!.pieces) {
-        for (let done = 0; done < bytes.byteLength; ) done += writeSync(fd, bytes, done, bytes.byteLength - done, offset + done);
+        for (let done = 0; done < bytes.byteLength; )
+          done += writeSync(fd, bytes, done, bytes.byteLength - done, offset + done);
       }
     } finally {
       closeSync(fd);
@@ -134,9 +155,14 @@ function writeWithExternalWeights(serialized: SerializedModel, label: string): s
     return folder;
   } catch (error) {
     rmSync(folder, { recursive: true, force: true });
-    throw systemErrorAsUserError(error, folder, `cannot write the ${label} graph's weights (${(serialized.external!.length / 2 ** 30).toFixed(1)} GiB)`);
+    throw systemErrorAsUserError(
+      error,
+      folder,
+      `cannot write the ${label} graph's weights (${(serialized.external!.length / 2 ** 30).toFixed(1)} GiB)`,
+    );
   }
 }
 
 export const floatTensor = (data: Float32Array, dims: number[]): Tensor => new Tensor('float32', data, dims);
-export const int64Tensor = (data: ArrayLike<number>, dims: number[]): Tensor => new Tensor('int64', BigInt64Array.from(Array.from(data, (v) => BigInt(v))), dims);
+export const int64Tensor = (data: ArrayLike<number>, dims: number[]): Tensor =>
+  new Tensor('int64', BigInt64Array.from(Array.from(data, (v) => BigInt(v))), dims);

@@ -21,14 +21,19 @@ export class SiglipOrtTower {
     // ORT's copy; without prepacking, which would keep a packed copy of each: the tower runs once per prompt's images,
     // not once per token. (SmolVLM-256M's 12 layers: RSS and vision seconds in docs/performance.md.)
     const shared = weightFileOf(weights, 'SigLIP vision tower');
-    this.session = new OrtSession(buildSiglipGraph(weights, config, { shared }), { label: 'SigLIP vision tower', prepack: false, ...options });
+    this.session = new OrtSession(buildSiglipGraph(weights, config, { shared }), {
+      label: 'SigLIP vision tower',
+      prepack: false,
+      ...options,
+    });
   }
 
   /** Pixel values [N, C, S, S] → the last hidden state [N, L, D], as siglipForward gives it (within float rounding). */
   forward(pixels: tf.Tensor4D): tf.Tensor3D {
     const [N, C, H, W] = pixels.shape;
     const { numChannels, imageSize: S, patchSize: P, hiddenSize: D } = this.config;
-    if (C !== numChannels || H !== S || W !== S) throw new Error(`SigLIP on ONNX Runtime: pixel values [${pixels.shape}] are not [N, ${numChannels}, ${S}, ${S}]`);
+    if (C !== numChannels || H !== S || W !== S)
+      throw new Error(`SigLIP on ONNX Runtime: pixel values [${pixels.shape}] are not [N, ${numChannels}, ${S}, ${S}]`);
     const out = this.session.run({ pixel_values: floatTensor(pixels.dataSync() as Float32Array, [N, C, H, W]) });
     return tf.tensor3d(out.last_hidden_state.data as Float32Array, [N, (S / P) ** 2, D]);
   }

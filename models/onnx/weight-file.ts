@@ -36,7 +36,8 @@ function removeAbandoned(): void {
     try {
       process.kill(Number(pid), 0);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ESRCH') rmSync(join(tmpdir(), name), { recursive: true, force: true });
+      if ((error as NodeJS.ErrnoException).code === 'ESRCH')
+        rmSync(join(tmpdir(), name), { recursive: true, force: true });
     }
   }
 }
@@ -71,13 +72,15 @@ export class SharedWeightFile {
   place(name: string, bytes: Uint8Array | null, byteLength = bytes?.byteLength ?? 0): Entry {
     const known = this.entries.get(name);
     if (known) {
-      if (known.length !== byteLength) throw new Error(`internal: shared weight ${name} is ${known.length} bytes, now ${byteLength}`);
+      if (known.length !== byteLength)
+        throw new Error(`internal: shared weight ${name} is ${known.length} bytes, now ${byteLength}`);
       return known;
     }
     if (!bytes) throw new Error(`internal: shared weight ${name} is not in the file yet`);
     const offset = Math.ceil(this.length / ALIGN) * ALIGN;
     try {
-      for (let done = 0; done < bytes.byteLength; ) done += writeSync(this.fd, bytes, done, bytes.byteLength - done, offset + done);
+      for (let done = 0; done < bytes.byteLength; )
+        done += writeSync(this.fd, bytes, done, bytes.byteLength - done, offset + done);
     } catch (error) {
       throw systemErrorAsUserError(error, join(this.dir, WEIGHT_FILE), `cannot write the ${this.label}'s weights`);
     }
@@ -100,8 +103,10 @@ export class SharedWeightFile {
   /** Read `length` bytes of weight `name` from `start` (a row of the embedding table, say). */
   read(name: string, start: number, into: Uint8Array): void {
     const entry = this.entries.get(name);
-    if (!entry || start + into.byteLength > entry.length) throw new Error(`internal: shared weight ${name} has no bytes ${start}…${start + into.byteLength}`);
-    for (let done = 0; done < into.byteLength; ) done += readSync(this.fd, into, done, into.byteLength - done, entry.offset + start + done);
+    if (!entry || start + into.byteLength > entry.length)
+      throw new Error(`internal: shared weight ${name} has no bytes ${start}…${start + into.byteLength}`);
+    for (let done = 0; done < into.byteLength; )
+      done += readSync(this.fd, into, done, into.byteLength - done, entry.offset + start + done);
   }
 
   /** A fresh model file name in the folder, for a session to load from. */

@@ -50,7 +50,9 @@ export interface WireTensor {
 export const toWire = (feeds: Feeds): Record<string, WireTensor> =>
   Object.fromEntries(Object.entries(feeds).map(([name, t]) => [name, { type: t.type, data: t.data, dims: t.dims }]));
 export const fromWire = (wire: Record<string, WireTensor>): Feeds =>
-  Object.fromEntries(Object.entries(wire).map(([name, t]) => [name, new Tensor(t.type, t.data as Float32Array, t.dims)]));
+  Object.fromEntries(
+    Object.entries(wire).map(([name, t]) => [name, new Tensor(t.type, t.data as Float32Array, t.dims)]),
+  );
 
 type Reply = { ok: true; value: unknown } | { ok: false; error: string; user: boolean };
 
@@ -66,7 +68,10 @@ export class OrtWorker {
   constructor() {
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
-    this.worker = new Worker(new URL('./ort-worker.mjs', import.meta.url), { workerData: { port: port2, signal: this.signal }, transferList: [port2] });
+    this.worker = new Worker(new URL('./ort-worker.mjs', import.meta.url), {
+      workerData: { port: port2, signal: this.signal },
+      transferList: [port2],
+    });
     this.worker.unref();
     this.port.unref();
   }
@@ -114,7 +119,8 @@ export class OrtWorker {
           this.received++;
           this.pending--;
           const reply = got.message as Reply;
-          if (!reply.ok) throw reply.user ? new UserError(reply.error) : new Error(`ONNX Runtime worker: ${reply.error}`);
+          if (!reply.ok)
+            throw reply.user ? new UserError(reply.error) : new Error(`ONNX Runtime worker: ${reply.error}`);
           return reply.value as T;
         }
       }
@@ -182,7 +188,12 @@ export class RemoteSession {
  */
 export function runJobs<J, R>(
   jobs: readonly J[],
-  executors: { workers: readonly OrtWorker[]; local: (job: J) => R; remote: (worker: OrtWorker, job: J) => void; collect: (worker: OrtWorker, job: J) => R },
+  executors: {
+    workers: readonly OrtWorker[];
+    local: (job: J) => R;
+    remote: (worker: OrtWorker, job: J) => void;
+    collect: (worker: OrtWorker, job: J) => R;
+  },
   depth = 2,
 ): R[] {
   const results = new Array<R>(jobs.length);
@@ -198,7 +209,11 @@ export function runJobs<J, R>(
     for (const [w, queue] of queues) {
       while (queue.length > 0 && w.ready()) take(w);
       // A second job ahead only while enough remain for the main thread too (no worker tail at the end).
-      while (queue.length < depth && next < jobs.length && (queue.length === 0 || jobs.length - next > queues.size + 1)) {
+      while (
+        queue.length < depth &&
+        next < jobs.length &&
+        (queue.length === 0 || jobs.length - next > queues.size + 1)
+      ) {
         executors.remote(w, jobs[next]);
         queue.push(next++);
       }

@@ -4,7 +4,10 @@
 // returned with its text for the protocol files to judge. A connection the server closed before answering is tried
 // once more first (the keep-alive race below).
 export class ServerDown extends Error {
-  constructor(readonly url: string, reason: string) {
+  constructor(
+    readonly url: string,
+    reason: string,
+  ) {
     super(`${url}: ${reason}`);
     this.name = 'ServerDown';
   }
@@ -26,7 +29,12 @@ export async function postJson(url: string, body: unknown, timeoutMs: number): P
   // it (its timers run before it reads). A second close means the server is down.
   for (let attempt = 1; ; attempt++) {
     try {
-      const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text, signal });
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: text,
+        signal,
+      });
       return { status: response.status, text: await response.text() };
     } catch (error) {
       const code = (error as { cause?: { code?: string } })?.cause?.code;
@@ -45,7 +53,11 @@ function describeFetchError(error: unknown, timeoutMs: number): string {
 /** The error text of a non-2xx answer: OpenAI/vLLM's {error: {message}}, vLLM's older {message}, else the text. */
 export function errorMessage(answer: HttpAnswer): string {
   try {
-    const json = JSON.parse(answer.text) as { error?: { message?: string } | string; message?: string; detail?: string };
+    const json = JSON.parse(answer.text) as {
+      error?: { message?: string } | string;
+      message?: string;
+      detail?: string;
+    };
     const message = typeof json.error === 'string' ? json.error : (json.error?.message ?? json.message ?? json.detail);
     if (typeof message === 'string') return message.slice(0, 300);
   } catch {

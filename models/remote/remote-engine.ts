@@ -51,8 +51,12 @@ export function remoteEngine(local: EngineSampler, options: RemoteRolloutOptions
     options.saveAdapter(tmp);
     rmSync(final, { recursive: true, force: true });
     renameSync(tmp, final);
-    const versions = readdirSync(adapterDir).filter((n) => /^v\d+$/.test(n)).map((n) => Number(n.slice(1))).sort((a, b) => b - a);
-    for (const old of versions.slice(KEEP_VERSIONS)) if (old !== version) rmSync(join(adapterDir, `v${old}`), { recursive: true, force: true });
+    const versions = readdirSync(adapterDir)
+      .filter((n) => /^v\d+$/.test(n))
+      .map((n) => Number(n.slice(1)))
+      .sort((a, b) => b - a);
+    for (const old of versions.slice(KEEP_VERSIONS))
+      if (old !== version) rmSync(join(adapterDir, `v${old}`), { recursive: true, force: true });
     return { version, path: final };
   };
 
@@ -65,7 +69,12 @@ export function remoteEngine(local: EngineSampler, options: RemoteRolloutOptions
     return { tokens: prompt.tokens, messages: await messages() };
   };
 
-  const sampleGroupsAsync = async (prompts: EncodedPrompt[], group: number, sampling: SamplingOptions, rng: Rng): Promise<Completion[][]> => {
+  const sampleGroupsAsync = async (
+    prompts: EncodedPrompt[],
+    group: number,
+    sampling: SamplingOptions,
+    rng: Rng,
+  ): Promise<Completion[][]> => {
     const requests: RolloutPrompt[] = [];
     for (const p of prompts) requests.push(await rolloutPrompt(p));
     if (pending !== null) {

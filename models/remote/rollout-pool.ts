@@ -14,7 +14,14 @@ import type { ChatMessage } from '../../core/chat.ts';
 import { UserError } from '../../core/errors.ts';
 import type { Completion, SamplingOptions } from '../types.ts';
 import { errorMessage, postJson, ServerDown, type HttpAnswer } from './http-json.ts';
-import { parseVllmChat, parseVllmCompletions, vllmChatRequest, vllmCompletionRequest, vllmLoadAdapterRequest, VLLM_ADAPTER_NAME } from './vllm-protocol.ts';
+import {
+  parseVllmChat,
+  parseVllmCompletions,
+  vllmChatRequest,
+  vllmCompletionRequest,
+  vllmLoadAdapterRequest,
+  VLLM_ADAPTER_NAME,
+} from './vllm-protocol.ts';
 import { parseSglangGenerate, sglangAdapterName, sglangGenerateRequest } from './sglang-protocol.ts';
 
 export const ROLLOUT_APIS = ['vllm', 'sglang'] as const;
@@ -75,7 +82,13 @@ export class RolloutPool {
   }
 
   /** Each prompt's group, sampled with `adapter`, with where it was sampled. */
-  async sampleGroups(prompts: RolloutPrompt[], group: number, options: SamplingOptions, seeds: number[], adapter: AdapterVersion): Promise<{ groups: Completion[][]; origins: GroupOrigin[] }> {
+  async sampleGroups(
+    prompts: RolloutPrompt[],
+    group: number,
+    options: SamplingOptions,
+    seeds: number[],
+    adapter: AdapterVersion,
+  ): Promise<{ groups: Completion[][]; origins: GroupOrigin[] }> {
     for (const r of this.replicas) r.down = null;
     const groups: Completion[][] = new Array(prompts.length);
     const origins: GroupOrigin[] = new Array(prompts.length);
@@ -97,7 +110,8 @@ export class RolloutPool {
         }
         replica.down ??= error.message;
         replica.loaded = null;
-        if (++tries[k] >= maxTries) fatal ??= new UserError(`rollout: group ${k} failed on ${tries[k]} tries (${error.message})`);
+        if (++tries[k] >= maxTries)
+          fatal ??= new UserError(`rollout: group ${k} failed on ${tries[k]} tries (${error.message})`);
         else {
           this.retries++;
           queue.unshift(k);
@@ -108,7 +122,9 @@ export class RolloutPool {
     // when nothing is in flight and no replica is up, the groups left have nowhere to go.
     while (fatal === null) {
       for (;;) {
-        const free = this.replicas.filter((r) => r.down === null && active.get(r)! < PER_REPLICA).sort((a, b) => active.get(a)! - active.get(b)!);
+        const free = this.replicas
+          .filter((r) => r.down === null && active.get(r)! < PER_REPLICA)
+          .sort((a, b) => active.get(a)! - active.get(b)!);
         if (queue.length === 0 || free.length === 0) break;
         const replica = free[0];
         const k = queue.shift()!;
@@ -124,7 +140,9 @@ export class RolloutPool {
     }
     if (fatal !== null) throw fatal;
     if (queue.length > 0) {
-      throw new UserError(`no rollout server answered (${this.replicas.map((r) => r.down ?? `${r.url}: unknown`).join('; ')}); the run stopped after its last checkpoint, and --resume continues it`);
+      throw new UserError(
+        `no rollout server answered (${this.replicas.map((r) => r.down ?? `${r.url}: unknown`).join('; ')}); the run stopped after its last checkpoint, and --resume continues it`,
+      );
     }
     return { groups, origins };
   }
@@ -143,25 +161,42 @@ export class RolloutPool {
   private async loadAdapter(replica: Replica, adapter: AdapterVersion): Promise<void> {
     const vllm = this.api === 'vllm';
     const route = vllm ? '/v1/load_lora_adapter' : '/load_lora_adapter';
-    const body = vllm ? vllmLoadAdapterRequest(adapter.path) : { lora_name: sglangAdapterName(adapter.version), lora_path: adapter.path };
+    const body = vllm
+      ? vllmLoadAdapterRequest(adapter.path)
+      : { lora_name: sglangAdapterName(adapter.version), lora_path: adapter.path };
     const answer = await postJson(replica.url + route, body, this.timeoutMs);
     // No such route (FastAPI's {"detail": "Not Found"}, metrl serve's "no route"): the server runs without LoRA.
     if (answer.status === 404 && /"detail":\s*"Not Found"|no route/.test(answer.text)) {
-      throw new UserError(`rollout server ${replica.url}: no ${route}, LoRA is not enabled (start vLLM with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True, SGLang with --enable-lora, metrl serve with --enable-lora)`);
+      throw new UserError(
+        `rollout server ${replica.url}: no ${route}, LoRA is not enabled (start vLLM with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True, SGLang with --enable-lora, metrl serve with --enable-lora)`,
+      );
     }
     if (answer.status > 500) throw new ServerDown(replica.url, `status ${answer.status} while loading the adapter`);
     if (answer.status < 200 || answer.status >= 300) {
-      throw new UserError(`rollout server ${replica.url} cannot load the adapter ${adapter.path}: ${errorMessage(answer)} (the folder must be readable by the servers at that path: --rollout-adapter-dir)`);
+      throw new UserError(
+        `rollout server ${replica.url} cannot load the adapter ${adapter.path}: ${errorMessage(answer)} (the folder must be readable by the servers at that path: --rollout-adapter-dir)`,
+      );
     }
     const previous = replica.loaded;
     replica.loaded = adapter;
     // SGLang loads each version under its own name: free the one before.
     if (!vllm && previous && previous.version !== adapter.version) {
-      await postJson(replica.url + '/unload_lora_adapter', { lora_name: sglangAdapterName(previous.version) }, this.timeoutMs).catch(() => undefined);
+      await postJson(
+        replica.url + '/unload_lora_adapter',
+        { lora_name: sglangAdapterName(previous.version) },
+        this.timeoutMs,
+      ).catch(() => undefined);
     }
   }
 
-  private async request(replica: Replica, prompt: RolloutPrompt, group: number, options: SamplingOptions, seed: number, adapter: AdapterVersion): Promise<Completion[]> {
+  private async request(
+    replica: Replica,
+    prompt: RolloutPrompt,
+    group: number,
+    options: SamplingOptions,
+    seed: number,
+    adapter: AdapterVersion,
+  ): Promise<Completion[]> {
     const vllm = this.api === 'vllm';
     const chat = vllm && prompt.messages !== undefined;
     const url = replica.url + (vllm ? (chat ? '/v1/chat/completions' : '/v1/completions') : '/generate');
@@ -169,22 +204,44 @@ export class RolloutPool {
       ? vllmChatRequest(VLLM_ADAPTER_NAME, prompt.messages!, group, options, seed)
       : vllm
         ? vllmCompletionRequest(VLLM_ADAPTER_NAME, prompt.tokens, group, options, seed)
-        : sglangGenerateRequest(sglangAdapterName(adapter.version), prompt.tokens, group, options, seed, imageUrls(prompt.messages));
+        : sglangGenerateRequest(
+            sglangAdapterName(adapter.version),
+            prompt.tokens,
+            group,
+            options,
+            seed,
+            imageUrls(prompt.messages),
+          );
     const answer: HttpAnswer = await postJson(url, body, this.timeoutMs);
     if (answer.status >= 500) throw new ServerDown(replica.url, `status ${answer.status}: ${errorMessage(answer)}`);
-    if (answer.status !== 200) throw new UserError(`rollout server ${replica.url} refused the request (status ${answer.status}): ${errorMessage(answer)}`);
+    if (answer.status !== 200)
+      throw new UserError(
+        `rollout server ${replica.url} refused the request (status ${answer.status}): ${errorMessage(answer)}`,
+      );
     let json: unknown;
     try {
       json = JSON.parse(answer.text);
     } catch {
       throw new UserError(`rollout server ${replica.url}: the answer to ${url} is not JSON`);
     }
-    const parsed = chat ? parseVllmChat(json, group) : vllm ? parseVllmCompletions(json, group) : parseSglangGenerate(json, group);
-    if (typeof parsed === 'string') throw new UserError(`rollout server ${replica.url}: the answer to ${url} does not fit the ${this.api} protocol: ${parsed}`);
+    const parsed = chat
+      ? parseVllmChat(json, group)
+      : vllm
+        ? parseVllmCompletions(json, group)
+        : parseSglangGenerate(json, group);
+    if (typeof parsed === 'string')
+      throw new UserError(
+        `rollout server ${replica.url}: the answer to ${url} does not fit the ${this.api} protocol: ${parsed}`,
+      );
     if (Array.isArray(parsed)) return parsed;
-    const differs = 'promptTokenIds' in parsed ? tokenDifference(parsed.promptTokenIds, prompt.tokens) : countDifference(parsed.promptTokens, prompt.tokens);
+    const differs =
+      'promptTokenIds' in parsed
+        ? tokenDifference(parsed.promptTokenIds, prompt.tokens)
+        : countDifference(parsed.promptTokens, prompt.tokens);
     if (differs !== null) {
-      throw new UserError(`rollout server ${replica.url} tokenised the prompt otherwise than metrl (${differs}): the learner would score other tokens than the server sampled after; serve the same checkpoint, chat template and image processor as --checkpoint`);
+      throw new UserError(
+        `rollout server ${replica.url} tokenised the prompt otherwise than metrl (${differs}): the learner would score other tokens than the server sampled after; serve the same checkpoint, chat template and image processor as --checkpoint`,
+      );
     }
     return parsed.completions;
   }
@@ -192,7 +249,9 @@ export class RolloutPool {
 
 /** The data URLs of a prompt's image_url parts, in order (SGLang's image_data). */
 function imageUrls(messages: ChatMessage[] | undefined): string[] {
-  return (messages ?? []).flatMap((m) => (typeof m.content === 'string' ? [] : m.content.flatMap((p) => (p.type === 'image_url' ? [p.image_url.url] : []))));
+  return (messages ?? []).flatMap((m) =>
+    typeof m.content === 'string' ? [] : m.content.flatMap((p) => (p.type === 'image_url' ? [p.image_url.url] : [])),
+  );
 }
 
 /** Where the server's prompt token ids differ from metrl's (null: equal, or not returned). */
@@ -206,5 +265,7 @@ function tokenDifference(server: number[] | null, ours: number[]): string | null
 
 /** SGLang's prompt length against metrl's (null: equal, or not returned). */
 function countDifference(server: number | null, ours: number[]): string | null {
-  return server === null || server === ours.length ? null : `meta_info.prompt_tokens: ${server} tokens against metrl's ${ours.length}`;
+  return server === null || server === ours.length
+    ? null
+    : `meta_info.prompt_tokens: ${server} tokens against metrl's ${ours.length}`;
 }

@@ -15,11 +15,23 @@ import type { Completion, SamplingOptions } from '../types.ts';
 
 export const sglangAdapterName = (version: number) => `metrl-v${version}`;
 
-export function sglangGenerateRequest(adapter: string, promptTokens: number[], group: number, options: SamplingOptions, seed: number, images: string[] = []): object {
+export function sglangGenerateRequest(
+  adapter: string,
+  promptTokens: number[],
+  group: number,
+  options: SamplingOptions,
+  seed: number,
+  images: string[] = [],
+): object {
   return {
     input_ids: Array.from({ length: group }, () => promptTokens),
     ...(images.length > 0 ? { image_data: Array.from({ length: group }, () => images) } : {}),
-    sampling_params: { temperature: options.temperature, top_p: options.topP, max_new_tokens: options.maxNewTokens, sampling_seed: seed },
+    sampling_params: {
+      temperature: options.temperature,
+      top_p: options.topP,
+      max_new_tokens: options.maxNewTokens,
+      sampling_seed: seed,
+    },
     return_logprob: true,
     lora_path: Array.from({ length: group }, () => adapter),
   };
@@ -28,14 +40,19 @@ export function sglangGenerateRequest(adapter: string, promptTokens: number[], g
 const itemSchema = z.looseObject({
   text: z.string(),
   meta_info: z.looseObject({
-    output_token_logprobs: z.array(z.tuple([z.number().nullable(), z.number().int()]).rest(z.unknown()), { error: 'no output_token_logprobs (the request asked for return_logprob: true)' }),
+    output_token_logprobs: z.array(z.tuple([z.number().nullable(), z.number().int()]).rest(z.unknown()), {
+      error: 'no output_token_logprobs (the request asked for return_logprob: true)',
+    }),
     finish_reason: z.looseObject({ type: z.string() }).nullable(),
     prompt_tokens: z.number().int().optional(),
   }),
 });
 
 /** The group's completions and the prompt length the server counted (null: not returned); a string says what is wrong. */
-export function parseSglangGenerate(json: unknown, group: number): { completions: Completion[]; promptTokens: number | null } | string {
+export function parseSglangGenerate(
+  json: unknown,
+  group: number,
+): { completions: Completion[]; promptTokens: number | null } | string {
   const parsed = z.array(itemSchema).safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -48,7 +65,12 @@ export function parseSglangGenerate(json: unknown, group: number): { completions
   for (const [i, item] of parsed.data.entries()) {
     const tuples = item.meta_info.output_token_logprobs;
     if (tuples.some((t) => t[0] === null)) return `result ${i}: a null logprob`;
-    out.push({ tokens: tuples.map((t) => t[1]), text: item.text, logProbs: Float32Array.from(tuples, (t) => t[0] as number), finished: item.meta_info.finish_reason?.type === 'stop' });
+    out.push({
+      tokens: tuples.map((t) => t[1]),
+      text: item.text,
+      logProbs: Float32Array.from(tuples, (t) => t[0] as number),
+      finished: item.meta_info.finish_reason?.type === 'stop',
+    });
   }
   return { completions: out, promptTokens: parsed.data[0]?.meta_info.prompt_tokens ?? null };
 }

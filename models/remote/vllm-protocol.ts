@@ -16,7 +16,13 @@ import type { Completion, SamplingOptions } from '../types.ts';
 
 export const VLLM_ADAPTER_NAME = 'metrl-policy';
 
-export function vllmCompletionRequest(model: string, promptTokens: number[], group: number, options: SamplingOptions, seed: number): object {
+export function vllmCompletionRequest(
+  model: string,
+  promptTokens: number[],
+  group: number,
+  options: SamplingOptions,
+  seed: number,
+): object {
   return {
     model,
     prompt: promptTokens,
@@ -33,8 +39,13 @@ export function vllmCompletionRequest(model: string, promptTokens: number[], gro
 const choiceSchema = z.looseObject({
   index: z.number().int(),
   text: z.string(),
-  token_ids: z.array(z.number().int(), { error: 'no token_ids (the server must support the request field return_token_ids, which older vLLM releases lack)' }),
-  logprobs: z.looseObject({ token_logprobs: z.array(z.number().nullable()) }, { error: 'no logprobs (the request asked for logprobs: 0)' }),
+  token_ids: z.array(z.number().int(), {
+    error: 'no token_ids (the server must support the request field return_token_ids, which older vLLM releases lack)',
+  }),
+  logprobs: z.looseObject(
+    { token_logprobs: z.array(z.number().nullable()) },
+    { error: 'no logprobs (the request asked for logprobs: 0)' },
+  ),
   finish_reason: z.string().nullable(),
 });
 const responseSchema = z.looseObject({ choices: z.array(choiceSchema) });
@@ -51,14 +62,26 @@ export function parseVllmCompletions(json: unknown, group: number): Completion[]
   const out: Completion[] = [];
   for (const c of choices) {
     const lps = c.logprobs.token_logprobs;
-    if (lps.length !== c.token_ids.length) return `choice ${c.index}: ${lps.length} token_logprobs for ${c.token_ids.length} token_ids`;
+    if (lps.length !== c.token_ids.length)
+      return `choice ${c.index}: ${lps.length} token_logprobs for ${c.token_ids.length} token_ids`;
     if (lps.some((x) => x === null)) return `choice ${c.index}: a null token_logprob`;
-    out.push({ tokens: c.token_ids, text: c.text, logProbs: Float32Array.from(lps as number[]), finished: c.finish_reason === 'stop' });
+    out.push({
+      tokens: c.token_ids,
+      text: c.text,
+      logProbs: Float32Array.from(lps as number[]),
+      finished: c.finish_reason === 'stop',
+    });
   }
   return out;
 }
 
-export function vllmChatRequest(model: string, messages: ChatMessage[], group: number, options: SamplingOptions, seed: number): object {
+export function vllmChatRequest(
+  model: string,
+  messages: ChatMessage[],
+  group: number,
+  options: SamplingOptions,
+  seed: number,
+): object {
   return {
     model,
     messages,
@@ -75,8 +98,13 @@ export function vllmChatRequest(model: string, messages: ChatMessage[], group: n
 const chatChoiceSchema = z.looseObject({
   index: z.number().int(),
   message: z.looseObject({ content: z.string().nullable() }),
-  token_ids: z.array(z.number().int(), { error: 'no token_ids (the server must support the request field return_token_ids, which older vLLM releases lack)' }),
-  logprobs: z.looseObject({ content: z.array(z.looseObject({ logprob: z.number().nullable() })) }, { error: 'no logprobs.content (the request asked for logprobs: true)' }),
+  token_ids: z.array(z.number().int(), {
+    error: 'no token_ids (the server must support the request field return_token_ids, which older vLLM releases lack)',
+  }),
+  logprobs: z.looseObject(
+    { content: z.array(z.looseObject({ logprob: z.number().nullable() })) },
+    { error: 'no logprobs.content (the request asked for logprobs: true)' },
+  ),
   finish_reason: z.string().nullable(),
 });
 const chatResponseSchema = z.looseObject({
@@ -85,7 +113,10 @@ const chatResponseSchema = z.looseObject({
 });
 
 /** A /v1/chat/completions answer: the group's completions and the prompt's token ids as the server made them (null: not returned). */
-export function parseVllmChat(json: unknown, group: number): { completions: Completion[]; promptTokenIds: number[] | null } | string {
+export function parseVllmChat(
+  json: unknown,
+  group: number,
+): { completions: Completion[]; promptTokenIds: number[] | null } | string {
   const parsed = chatResponseSchema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -96,9 +127,15 @@ export function parseVllmChat(json: unknown, group: number): { completions: Comp
   const completions: Completion[] = [];
   for (const c of choices) {
     const lps = c.logprobs.content.map((e) => e.logprob);
-    if (lps.length !== c.token_ids.length) return `choice ${c.index}: ${lps.length} logprobs.content entries for ${c.token_ids.length} token_ids`;
+    if (lps.length !== c.token_ids.length)
+      return `choice ${c.index}: ${lps.length} logprobs.content entries for ${c.token_ids.length} token_ids`;
     if (lps.some((x) => x === null)) return `choice ${c.index}: a null logprob`;
-    completions.push({ tokens: c.token_ids, text: c.message.content ?? '', logProbs: Float32Array.from(lps as number[]), finished: c.finish_reason === 'stop' });
+    completions.push({
+      tokens: c.token_ids,
+      text: c.message.content ?? '',
+      logProbs: Float32Array.from(lps as number[]),
+      finished: c.finish_reason === 'stop',
+    });
   }
   return { completions, promptTokenIds: parsed.data.prompt_token_ids ?? null };
 }

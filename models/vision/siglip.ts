@@ -62,7 +62,12 @@ export const SIGLIP_PREFIX = {
  * Read the tower's weights (names `${prefix}embeddings.patch_embedding.weight`, ...), checking every shape against the
  * config. `source` names the checkpoint file in errors.
  */
-export function loadSiglipWeights(get: TensorLookup, prefix: string, config: VisionConfig, source = 'model.safetensors'): SiglipWeights {
+export function loadSiglipWeights(
+  get: TensorLookup,
+  prefix: string,
+  config: VisionConfig,
+  source = 'model.safetensors',
+): SiglipWeights {
   const D = config.hiddenSize;
   const C = config.numChannels;
   const P = config.patchSize;
@@ -79,7 +84,10 @@ export function loadSiglipWeights(get: TensorLookup, prefix: string, config: Vis
     weight: transposed(take(`${name}.weight`, [outDim, inDim]).data, outDim, inDim),
     bias: vector(`${name}.bias`, outDim),
   });
-  const norm = (name: string): LayerNormWeights => ({ weight: vector(`${name}.weight`, D), bias: vector(`${name}.bias`, D) });
+  const norm = (name: string): LayerNormWeights => ({
+    weight: vector(`${name}.weight`, D),
+    bias: vector(`${name}.bias`, D),
+  });
   const numPositions = patchesPerSide(config) ** 2;
   // Conv2d weight [D, C, P, P] is, row-major, the matrix [D, C·P·P]; transposed it maps a flattened patch to D.
   const patchKernel = take('embeddings.patch_embedding.weight', [D, C, P, P]).data;
@@ -107,7 +115,13 @@ export function loadSiglipWeights(get: TensorLookup, prefix: string, config: Vis
 
 /** Free the tower's tensors. */
 export function disposeSiglip(weights: SiglipWeights): void {
-  const all: tf.Tensor[] = [weights.patch.weight, weights.patch.bias, weights.position, weights.postLayerNorm.weight, weights.postLayerNorm.bias];
+  const all: tf.Tensor[] = [
+    weights.patch.weight,
+    weights.patch.bias,
+    weights.position,
+    weights.postLayerNorm.weight,
+    weights.postLayerNorm.bias,
+  ];
   for (const l of weights.layers) {
     all.push(l.layerNorm1.weight, l.layerNorm1.bias, l.layerNorm2.weight, l.layerNorm2.bias);
     for (const lin of [l.q, l.k, l.v, l.out, l.fc1, l.fc2]) all.push(lin.weight, lin.bias);
@@ -161,7 +175,8 @@ export function idefics3PositionIds(nh: number, nw: number, perSide: number): In
   const bh = buckets(nh);
   const bw = buckets(nw);
   const ids = new Int32Array(bh.length * bw.length);
-  for (let i = 0; i < bh.length; i++) for (let j = 0; j < bw.length; j++) ids[i * bw.length + j] = bh[i] * perSide + bw[j];
+  for (let i = 0; i < bh.length; i++)
+    for (let j = 0; j < bw.length; j++) ids[i * bw.length + j] = bh[i] * perSide + bw[j];
   return ids;
 }
 
@@ -223,9 +238,18 @@ export function siglipTower<T>(ops: SiglipOps<T>, weights: SiglipWeights, config
   for (const layer of weights.layers) {
     h = ops.layer(h, (x) => {
       const n1 = ops.layerNorm(x, layer.layerNorm1, eps);
-      const attended = ops.attention(ops.linear(n1, layer.q), ops.linear(n1, layer.k), ops.linear(n1, layer.v), heads, scale);
+      const attended = ops.attention(
+        ops.linear(n1, layer.q),
+        ops.linear(n1, layer.k),
+        ops.linear(n1, layer.v),
+        heads,
+        scale,
+      );
       const a = ops.add(x, ops.linear(attended, layer.out));
-      const mlp = ops.linear(ops.gelu(ops.linear(ops.layerNorm(a, layer.layerNorm2, eps), layer.fc1), config.hiddenAct), layer.fc2);
+      const mlp = ops.linear(
+        ops.gelu(ops.linear(ops.layerNorm(a, layer.layerNorm2, eps), layer.fc1), config.hiddenAct),
+        layer.fc2,
+      );
       return ops.add(a, mlp);
     });
   }
@@ -308,21 +332,34 @@ function embedPatches(pixels: tf.Tensor4D, weights: SiglipWeights, config: Visio
  * order. `positionIds` (length L) default to 0..L-1 (SigLIP; Idefics3 on a full image); pass idefics3PositionIds for
  * other Idefics3 grids.
  */
-export function siglipForward(weights: SiglipWeights, config: VisionConfig, pixels: tf.Tensor4D, positionIds?: Int32Array): tf.Tensor3D {
-  if (released.has(weights)) throw new Error('internal: the tfjs vision tower ran after its weights were released to ONNX Runtime');
+export function siglipForward(
+  weights: SiglipWeights,
+  config: VisionConfig,
+  pixels: tf.Tensor4D,
+  positionIds?: Int32Array,
+): tf.Tensor3D {
+  if (released.has(weights))
+    throw new Error('internal: the tfjs vision tower ran after its weights were released to ONNX Runtime');
   const [N, C, H, W] = pixels.shape;
   const P = config.patchSize;
   if (C !== config.numChannels || H % P !== 0 || W % P !== 0) {
-    throw new Error(`siglipForward: pixel values [${pixels.shape}] do not fit ${config.numChannels} channels and patch ${P}`);
+    throw new Error(
+      `siglipForward: pixel values [${pixels.shape}] do not fit ${config.numChannels} channels and patch ${P}`,
+    );
   }
   const L = (H / P) * (W / P);
   const ids = positionIds ?? Int32Array.from({ length: L }, (_, i) => i);
   if (ids.length !== L) throw new Error(`siglipForward: ${ids.length} position ids for ${L} patches`);
-  if (ids.some((id) => id < 0 || id >= weights.position.shape[0])) throw new Error(`siglipForward: a position id is outside the ${weights.position.shape[0]}-row table`);
+  if (ids.some((id) => id < 0 || id >= weights.position.shape[0]))
+    throw new Error(`siglipForward: a position id is outside the ${weights.position.shape[0]}-row table`);
   return tf.tidy(() => {
     const D = config.hiddenSize;
     // Patch rows plus position rows: [N, L, D] + [L, D], as [N·L, D].
-    const embed = () => tf.reshape(tf.add(tf.reshape(embedPatches(pixels, weights, config), [N, L, D]), positionRows(weights.position, ids)), [N * L, D]) as tf.Tensor2D;
+    const embed = () =>
+      tf.reshape(
+        tf.add(tf.reshape(embedPatches(pixels, weights, config), [N, L, D]), positionRows(weights.position, ids)),
+        [N * L, D],
+      ) as tf.Tensor2D;
     return tf.reshape(siglipTower(new TfjsSiglipOps(N, L, embed), weights, config), [N, L, D]);
   });
 }

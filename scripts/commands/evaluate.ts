@@ -55,7 +55,13 @@ type EvaluateFlags = z.infer<typeof schema>;
 
 function evaluateOptions(flags: EvaluateFlags): EvaluateOptions {
   return {
-    source: { ...checkpointAndBase(flags), model: flags.model, provider: flags.provider, endpoint: flags.endpoint, apiKeyEnv: flags['api-key-env'] },
+    source: {
+      ...checkpointAndBase(flags),
+      model: flags.model,
+      provider: flags.provider,
+      endpoint: flags.endpoint,
+      apiKeyEnv: flags['api-key-env'],
+    },
     domain: flags.domain,
     modality: flags.modality,
     imageRatio: flags['image-ratio'],
@@ -89,48 +95,150 @@ function evaluateOptions(flags: EvaluateFlags): EvaluateOptions {
 
 const command: CommandModule = {
   command: 'evaluate',
-  describe: 'Evaluate a checkpoint, a hosted chat model or a baseline on MET-Bench settings (tables, sweeps, perception, cascade)',
+  describe:
+    'Evaluate a checkpoint, a hosted chat model or a baseline on MET-Bench settings (tables, sweeps, perception, cascade)',
   builder: (y) =>
     y
-      .option('checkpoint', { type: 'string', describe: 'a model run in process: a base checkpoint (built-in or Hugging Face folder), LoRA adapter or training-run folder (greedy by default)' })
-      .option('base', { type: 'string', describe: 'base checkpoint under a --checkpoint adapter (default: the one it names, else the shipped base)' })
-      .option('adapter', { type: 'string', describe: 'LoRA adapter (PEFT folder, run folder or run/checkpoints/step-N) on the --checkpoint base' })
-      .option('model', { type: 'string', describe: 'hosted model id (with --provider or --endpoint), or baseline:game-start | baseline:random' })
-      .option('provider', { type: 'string', describe: 'Hugging Face Inference Provider (e.g. together, nebius, auto); key from HF_TOKEN' })
-      .option('endpoint', { type: 'string', describe: 'OpenAI-compatible endpoint URL (vLLM, TGI, llama.cpp, metrl serve), e.g. http://127.0.0.1:8000/v1' })
-      .option('api-key-env', { type: 'string', describe: 'name of the environment variable holding the API key (provider default: HF_TOKEN)' })
-      .option('domain', { type: 'string', default: 'chess', describe: 'chess | shell | boxes | mcst | mate | rem (a comma list evaluates several); minecraft comes from --dataset' })
-      .option('prompt', { type: 'string', describe: 'zero-shot | few-shot | cot | fen-trace (chess) | direct | state-tracking | stp (mcst) | compact (the built-in model\'s layout); a comma list; default zero-shot (cot for minecraft), compact for a built-in --checkpoint' })
+      .option('checkpoint', {
+        type: 'string',
+        describe:
+          'a model run in process: a base checkpoint (built-in or Hugging Face folder), LoRA adapter or training-run folder (greedy by default)',
+      })
+      .option('base', {
+        type: 'string',
+        describe: 'base checkpoint under a --checkpoint adapter (default: the one it names, else the shipped base)',
+      })
+      .option('adapter', {
+        type: 'string',
+        describe: 'LoRA adapter (PEFT folder, run folder or run/checkpoints/step-N) on the --checkpoint base',
+      })
+      .option('model', {
+        type: 'string',
+        describe: 'hosted model id (with --provider or --endpoint), or baseline:game-start | baseline:random',
+      })
+      .option('provider', {
+        type: 'string',
+        describe: 'Hugging Face Inference Provider (e.g. together, nebius, auto); key from HF_TOKEN',
+      })
+      .option('endpoint', {
+        type: 'string',
+        describe: 'OpenAI-compatible endpoint URL (vLLM, TGI, llama.cpp, metrl serve), e.g. http://127.0.0.1:8000/v1',
+      })
+      .option('api-key-env', {
+        type: 'string',
+        describe: 'name of the environment variable holding the API key (provider default: HF_TOKEN)',
+      })
+      .option('domain', {
+        type: 'string',
+        default: 'chess',
+        describe:
+          'chess | shell | boxes | mcst | mate | rem (a comma list evaluates several); minecraft comes from --dataset',
+      })
+      .option('prompt', {
+        type: 'string',
+        describe:
+          "zero-shot | few-shot | cot | fen-trace (chess) | direct | state-tracking | stp (mcst) | compact (the built-in model's layout); a comma list; default zero-shot (cot for minecraft), compact for a built-in --checkpoint",
+      })
       .option('shots', { type: 'number', describe: 'few-shot examples from the train split (default 5)' })
-      .option('modality', { type: 'string', describe: 'text | image | mixed (a comma list); default text (image for --task perception, mixed with --image-ratio)' })
-      .option('image-ratio', { type: 'string', describe: 'share of image actions with --modality mixed; a comma list is the Figure 6 sweep' })
-      .option('actions', { type: 'string', default: '10', describe: 'actions per episode; a comma list is a length sweep (Figures 3-4), e.g. 0,5,10,20,50,100' })
-      .option('n', { type: 'number', describe: 'items per setting (episodes; image actions for --task perception); default 100, 500 for an official MET-Bench --dataset' })
+      .option('modality', {
+        type: 'string',
+        describe:
+          'text | image | mixed (a comma list); default text (image for --task perception, mixed with --image-ratio)',
+      })
+      .option('image-ratio', {
+        type: 'string',
+        describe: 'share of image actions with --modality mixed; a comma list is the Figure 6 sweep',
+      })
+      .option('actions', {
+        type: 'string',
+        default: '10',
+        describe: 'actions per episode; a comma list is a length sweep (Figures 3-4), e.g. 0,5,10,20,50,100',
+      })
+      .option('n', {
+        type: 'number',
+        describe:
+          'items per setting (episodes; image actions for --task perception); default 100, 500 for an official MET-Bench --dataset',
+      })
       .option('seed', { type: 'number', default: 0, describe: 'episode selection seed' })
-      .option('task', { type: 'string', default: 'track', describe: 'track (final state) | perception (one image → its action, Table 4)' })
-      .option('cascade', { type: 'boolean', default: false, describe: 'transcribe each image action first, then track on text (Table 3)' })
+      .option('task', {
+        type: 'string',
+        default: 'track',
+        describe: 'track (final state) | perception (one image → its action, Table 4)',
+      })
+      .option('cascade', {
+        type: 'boolean',
+        default: false,
+        describe: 'transcribe each image action first, then track on text (Table 3)',
+      })
       .option('temperature', { type: 'number', default: 0, describe: 'sampling temperature (the paper uses 0)' })
       .option('max-tokens', { type: 'number', default: 1024, describe: 'maximum tokens per answer' })
       .option('workers', { type: 'number', default: 4, describe: 'requests in flight' })
       .option('timeout', { type: 'number', default: 120, describe: 'seconds per request before it is retried' })
-      .option('retries', { type: 'number', default: 6, describe: 'retries per request on 429, 5xx, timeouts and dropped connections' })
-      .option('backoff', { type: 'number', default: 1, describe: 'first retry delay in seconds (doubles each time; Retry-After wins)' })
-      .option('resume', { type: 'boolean', default: false, describe: 'continue the run in --out: reuse finished items, retry failed ones' })
-      .option('limit', { type: 'number', describe: 'evaluate only the first N items of each setting (a quick check; --resume completes later)' })
+      .option('retries', {
+        type: 'number',
+        default: 6,
+        describe: 'retries per request on 429, 5xx, timeouts and dropped connections',
+      })
+      .option('backoff', {
+        type: 'number',
+        default: 1,
+        describe: 'first retry delay in seconds (doubles each time; Retry-After wins)',
+      })
+      .option('resume', {
+        type: 'boolean',
+        default: false,
+        describe: 'continue the run in --out: reuse finished items, retry failed ones',
+      })
+      .option('limit', {
+        type: 'number',
+        describe: 'evaluate only the first N items of each setting (a quick check; --resume completes later)',
+      })
       .option('out', { type: 'string', describe: 'output folder (default runs/eval-<model>-<time>)' })
       .option('games', { type: 'string', describe: 'chess: PGN or UCI games file (default: the built-in generator)' })
-      .option('offset', { type: 'string', describe: 'chess: episodes start at the game start (default, as the paper) or at a random ply (needed for many short episodes)' })
-      .option('dataset', { type: 'string', describe: 'evaluate the rows of a folder `metrl generate` wrote (its domain and action count; --n caps the rows), or an official MET-Bench set: a local copy of its parquet shards or hf://vanyacohen/MET-Bench-Chess[@revision] (-Shell, -Minecraft)' })
-      .option('engine', { type: 'string', describe: `inference engine for --checkpoint: ${ENGINES.join(' | ')} (ort: ONNX Runtime; ${DEFAULT_ENGINE_HELP})` })
-      .option('threads', { type: 'number', describe: 'cores ONNX Runtime uses, with --engine ort: N one-thread sessions for the built-in model on the CPU, else N intra-op threads (default: every core)' })
-      .option('device', { type: 'string', describe: `ONNX Runtime execution provider, with --engine ort: ${DEVICES.join(' | ')} (default cpu)` })
+      .option('offset', {
+        type: 'string',
+        describe:
+          'chess: episodes start at the game start (default, as the paper) or at a random ply (needed for many short episodes)',
+      })
+      .option('dataset', {
+        type: 'string',
+        describe:
+          'evaluate the rows of a folder `metrl generate` wrote (its domain and action count; --n caps the rows), or an official MET-Bench set: a local copy of its parquet shards or hf://vanyacohen/MET-Bench-Chess[@revision] (-Shell, -Minecraft)',
+      })
+      .option('engine', {
+        type: 'string',
+        describe: `inference engine for --checkpoint: ${ENGINES.join(' | ')} (ort: ONNX Runtime; ${DEFAULT_ENGINE_HELP})`,
+      })
+      .option('threads', {
+        type: 'number',
+        describe:
+          'cores ONNX Runtime uses, with --engine ort: N one-thread sessions for the built-in model on the CPU, else N intra-op threads (default: every core)',
+      })
+      .option('device', {
+        type: 'string',
+        describe: `ONNX Runtime execution provider, with --engine ort: ${DEVICES.join(' | ')} (default cpu)`,
+      })
       .options(envFlagOptions())
       .option('quiet', { type: 'boolean', default: false, describe: 'no progress on stderr' })
-      .option('tables', { type: 'string', array: true, describe: 'evaluate nothing: print one table from these run folders (models side by side, e.g. Table 5); --out FILE writes it' })
+      .option('tables', {
+        type: 'string',
+        array: true,
+        describe:
+          'evaluate nothing: print one table from these run folders (models side by side, e.g. Table 5); --out FILE writes it',
+      })
       .example('$0 evaluate --model baseline:game-start --domain chess --modality text,image', 'Table 1 baseline row')
-      .example('$0 evaluate --model google/gemma-3-27b-it --provider nebius --domain shell --modality text,image --prompt zero-shot,few-shot,cot', 'Table 2 for one model')
-      .example('$0 evaluate --model m --endpoint http://127.0.0.1:8000/v1 --domain shell --prompt cot --actions 0,5,10,20', 'length sweep')
-      .example('$0 evaluate --checkpoint runs/train-shell --domain shell --modality text,image', 'a trained checkpoint, both modalities')
+      .example(
+        '$0 evaluate --model google/gemma-3-27b-it --provider nebius --domain shell --modality text,image --prompt zero-shot,few-shot,cot',
+        'Table 2 for one model',
+      )
+      .example(
+        '$0 evaluate --model m --endpoint http://127.0.0.1:8000/v1 --domain shell --prompt cot --actions 0,5,10,20',
+        'length sweep',
+      )
+      .example(
+        '$0 evaluate --checkpoint runs/train-shell --domain shell --modality text,image',
+        'a trained checkpoint, both modalities',
+      )
       .example('$0 evaluate --tables runs/eval-base runs/eval-grpo --out table5.md', 'several runs in one table'),
   // The job is imported on use: listing commands must not load the HTTP client, sharp or tfjs.
   handler: handler(schema, async (flags) => (await import('../../eval/job.ts')).evaluate(evaluateOptions(flags))),

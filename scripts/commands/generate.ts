@@ -96,23 +96,56 @@ const command: CommandModule = {
   builder: (y) =>
     y
       .option('domain', { type: 'string', demandOption: true, describe: 'environment: chess | shell | …' })
-      .option('modality', { type: 'string', demandOption: true, describe: 'text | image | mixed: how actions are shown' })
-      .option('image-ratio', { type: 'number', default: 0.5, describe: 'with --modality mixed: probability that an action is an image' })
+      .option('modality', {
+        type: 'string',
+        demandOption: true,
+        describe: 'text | image | mixed: how actions are shown',
+      })
+      .option('image-ratio', {
+        type: 'number',
+        default: 0.5,
+        describe: 'with --modality mixed: probability that an action is an image',
+      })
       .option('n', { type: 'number', demandOption: true, describe: 'number of episodes' })
       .option('actions', { type: 'number', default: 10, describe: 'actions per episode (T)' })
       .option('split', { type: 'string', default: 'test', describe: 'train | test (disjoint by content fingerprint)' })
       .option('seed', { type: 'number', default: 0, describe: 'seed: the same seed gives the same dataset' })
-      .option('out', { type: 'string', demandOption: true, describe: 'output directory (must be empty or absent unless --force)' })
-      .option('games', { type: 'string', describe: 'chess: PGN or one-game-per-line UCI file (default: built-in synthetic games)' })
-      .option('offset', { type: 'string', describe: 'chess: start (the game start, default) | random (a random ply into the game)' })
-      .option('prompt', { type: 'string', default: 'zero-shot', describe: 'the messages column\'s prompt: zero-shot | few-shot | cot (rem: zero-shot | cot) | fen-trace (chess) | direct | state-tracking | stp (mcst)' })
-      .option('shots', { type: 'number', default: 5, describe: 'with --prompt few-shot: solved train-split examples before each question' })
+      .option('out', {
+        type: 'string',
+        demandOption: true,
+        describe: 'output directory (must be empty or absent unless --force)',
+      })
+      .option('games', {
+        type: 'string',
+        describe: 'chess: PGN or one-game-per-line UCI file (default: built-in synthetic games)',
+      })
+      .option('offset', {
+        type: 'string',
+        describe: 'chess: start (the game start, default) | random (a random ply into the game)',
+      })
+      .option('prompt', {
+        type: 'string',
+        default: 'zero-shot',
+        describe:
+          "the messages column's prompt: zero-shot | few-shot | cot (rem: zero-shot | cot) | fen-trace (chess) | direct | state-tracking | stp (mcst)",
+      })
+      .option('shots', {
+        type: 'number',
+        default: 5,
+        describe: 'with --prompt few-shot: solved train-split examples before each question',
+      })
       .option('image-size', { type: 'number', describe: 'image width in pixels (default: the chat size, 512)' })
       .option('force', { type: 'boolean', default: false, describe: 'replace a non-empty output directory' })
       .option('quiet', { type: 'boolean', default: false, describe: 'no progress on stderr' })
       .options(envFlagOptions())
-      .example('$0 generate --domain shell --modality image --n 500 --out data/shell-test', '500 test episodes, 10 image swaps each')
-      .example('$0 generate --domain chess --modality mixed --image-ratio 0.3 --n 100 --split train --prompt few-shot --out data/chess', '100 train episodes, about 30% of the actions as images, few-shot messages'),
+      .example(
+        '$0 generate --domain shell --modality image --n 500 --out data/shell-test',
+        '500 test episodes, 10 image swaps each',
+      )
+      .example(
+        '$0 generate --domain chess --modality mixed --image-ratio 0.3 --n 100 --split train --prompt few-shot --out data/chess',
+        '100 train episodes, about 30% of the actions as images, few-shot messages',
+      ),
   handler: handler(schema, run),
 };
 

@@ -17,16 +17,30 @@ const command: CommandModule = {
   describe: 'Install ONNX Runtime 1.29.0 and its CUDA 13 provider (290 MB, from the npm registry) for --device cuda',
   builder: (y) =>
     y
-      .option('dir', { type: 'string', describe: 'install folder (default: METRL_ORT_CUDA_DIR, else ~/.cache/metrl/onnxruntime-cuda-1.29.0); a non-default one is found through METRL_ORT_CUDA_DIR' })
-      .option('from', { type: 'string', describe: 'a folder holding the two tarballs already (`npm pack onnxruntime-node@1.29.0 com.github.asus4.onnxruntime.linux-x64-gpu@0.4.9`): nothing is downloaded' })
+      .option('dir', {
+        type: 'string',
+        describe:
+          'install folder (default: METRL_ORT_CUDA_DIR, else ~/.cache/metrl/onnxruntime-cuda-1.29.0); a non-default one is found through METRL_ORT_CUDA_DIR',
+      })
+      .option('from', {
+        type: 'string',
+        describe:
+          'a folder holding the two tarballs already (`npm pack onnxruntime-node@1.29.0 com.github.asus4.onnxruntime.linux-x64-gpu@0.4.9`): nothing is downloaded',
+      })
       .option('timeout', { type: 'number', default: 1800, describe: 'seconds allowed for each download and unpack' })
-      .example('$0 install-cuda && $0 train --domain chess --modality image --checkpoint gemma-3-4b-it --device cuda', 'then train on the GPU'),
+      .example(
+        '$0 install-cuda && $0 train --domain chess --modality image --checkpoint gemma-3-4b-it --device cuda',
+        'then train on the GPU',
+      ),
   handler: handler(schema, async ({ dir, from, timeout }) => {
     const { installCuda } = await import('../../models/onnx/cuda-install.ts');
     const say = (line: string) => process.stderr.write(`metrl: ${line}\n`);
     const folder = await installCuda({ dir, from, timeoutSeconds: timeout, say });
-    const hint = dir && dir !== process.env.METRL_ORT_CUDA_DIR ? ` (set METRL_ORT_CUDA_DIR=${folder} for metrl to find it)` : '';
-    process.stdout.write(`ONNX Runtime 1.29.0 with its CUDA 13 provider is in ${folder}${hint}; --device cuda needs an NVIDIA driver and the CUDA 13 and cuDNN 9 libraries on the library path\n`);
+    const hint =
+      dir && dir !== process.env.METRL_ORT_CUDA_DIR ? ` (set METRL_ORT_CUDA_DIR=${folder} for metrl to find it)` : '';
+    process.stdout.write(
+      `ONNX Runtime 1.29.0 with its CUDA 13 provider is in ${folder}${hint}; --device cuda needs an NVIDIA driver and the CUDA 13 and cuDNN 9 libraries on the library path\n`,
+    );
   }),
 };
 

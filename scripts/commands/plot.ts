@@ -33,8 +33,13 @@ const plotters: Plotter[] = [
         dirs.map((dir) => {
           const path = join(dir, 'metrics.jsonl');
           // A kill leaves a torn last line; the curves are drawn without it, and the user is told what was left out.
-          const rows = readMetrics(path, (line) => process.stderr.write(`plot: ${path}:${line}: left out a torn last line (what a killed or still running training leaves)\n`));
-          if (!rows.some((r) => r.type === 'eval')) throw new UserError(`${dir}: no evaluation rows yet in metrics.jsonl`);
+          const rows = readMetrics(path, (line) =>
+            process.stderr.write(
+              `plot: ${path}:${line}: left out a torn last line (what a killed or still running training leaves)\n`,
+            ),
+          );
+          if (!rows.some((r) => r.type === 'eval'))
+            throw new UserError(`${dir}: no evaluation rows yet in metrics.jsonl`);
           return { label: runLabel(dir), domain: runDomain(dir), rows };
         }),
       ),
@@ -62,7 +67,8 @@ function runLabel(dir: string): string {
   const name = basename(resolve(dir));
   try {
     const config = readJson(join(dir, 'config.json'), z.object({ domain: z.unknown(), modality: z.unknown() }).loose());
-    if (config.domain && config.modality && !name.includes(`${config.domain}-${config.modality}`)) return `${name} (${config.domain}, trained on ${config.modality})`;
+    if (config.domain && config.modality && !name.includes(`${config.domain}-${config.modality}`))
+      return `${name} (${config.domain}, trained on ${config.modality})`;
   } catch {
     // no or unreadable config.json: the folder name alone
   }
@@ -78,7 +84,10 @@ export async function plotRuns(dirs: string[], out?: string): Promise<{ svg: str
   for (const dir of dirs) if (!existsSync(dir)) throw new UserError(`${dir}: no such run folder`);
   const kinds = dirs.map((dir) => plotters.find((p) => p.recognises(dir)));
   const unknown = dirs.find((_, i) => !kinds[i]);
-  if (unknown !== undefined) throw new UserError(`${unknown}: not a run folder metrl can plot (neither a training run's metrics.jsonl nor an evaluation run)`);
+  if (unknown !== undefined)
+    throw new UserError(
+      `${unknown}: not a run folder metrl can plot (neither a training run's metrics.jsonl nor an evaluation run)`,
+    );
   const plotter = kinds[0]!;
   if (kinds.some((k) => k !== plotter)) throw new UserError('plot runs of one kind at a time');
   const file = out ?? join(dirs.length === 1 ? dirs[0] : '.', dirs.length === 1 ? 'curves' : 'runs-curves');
@@ -87,13 +96,20 @@ export async function plotRuns(dirs: string[], out?: string): Promise<{ svg: str
 
 const command: CommandModule = {
   command: 'plot <runs..>',
-  describe: 'Plot run folders as SVG and PNG: learning curves of training runs (test accuracy of both modalities with 95% CIs), or accuracy against length or image share for `metrl evaluate` sweeps',
+  describe:
+    'Plot run folders as SVG and PNG: learning curves of training runs (test accuracy of both modalities with 95% CIs), or accuracy against length or image share for `metrl evaluate` sweeps',
   builder: (y) =>
     y
       .positional('runs', { type: 'string', array: true, describe: 'run folders (several are drawn side by side)' })
-      .option('out', { type: 'string', describe: 'output path without extension (default: RUN_DIR/curves, or ./runs-curves for several runs)' })
+      .option('out', {
+        type: 'string',
+        describe: 'output path without extension (default: RUN_DIR/curves, or ./runs-curves for several runs)',
+      })
       .example('$0 plot runs/chess-image', 'learning curves: runs/chess-image/curves.svg and .png')
-      .example('$0 plot runs/eval-a runs/eval-b --out sweep', 'two evaluation sweeps side by side: sweep.svg and sweep.png'),
+      .example(
+        '$0 plot runs/eval-a runs/eval-b --out sweep',
+        'two evaluation sweeps side by side: sweep.svg and sweep.png',
+      ),
   handler: handler(schema, async ({ runs, out }) => {
     const written = await plotRuns(runs, out);
     process.stdout.write(`wrote ${written.svg} and ${written.png}\n`);

@@ -47,7 +47,9 @@ async function run(flags: PretrainFlags): Promise<void> {
     evalSize: flags.evalSize,
   });
   if (!flags.resume && existsSync(outDir) && readdirSync(outDir).length > 0 && !flags.force) {
-    throw new UserError(`--out ${flags.out} exists and is not empty (use --resume to continue it or --force to overwrite)`);
+    throw new UserError(
+      `--out ${flags.out} exists and is not empty (use --resume to continue it or --force to overwrite)`,
+    );
   }
   // The folder is made before the backend, the environments and the model (seconds of set-up), so that an --out that
   // cannot be written is the first thing said; a run that fails before writing anything leaves no folder behind.
@@ -60,7 +62,11 @@ async function run(flags: PretrainFlags): Promise<void> {
   }
 }
 
-async function pretrainInto(outDir: string, flags: PretrainFlags, config: ReturnType<typeof loadPretrainConfig>): Promise<void> {
+async function pretrainInto(
+  outDir: string,
+  flags: PretrainFlags,
+  config: ReturnType<typeof loadPretrainConfig>,
+): Promise<void> {
   const { initBackend, backendLine } = await import('../../models/backend.ts');
   const backend = await initBackend(flags.backend, null);
   const envs = await Promise.all(config.domains.map((d) => getEnv(d)));
@@ -80,7 +86,10 @@ async function pretrainInto(outDir: string, flags: PretrainFlags, config: Return
       if (event.kind === 'start') firstStep = event.fromStep + 1;
       // Printed once the run has started, so that an error before it is the only line a user sees.
       if (event.kind === 'start') log(backendLine(backend));
-      if (event.kind === 'start') log(`pretrain: ${event.parameters.toLocaleString('en')} parameters, steps ${event.fromStep + 1}-${event.steps}`);
+      if (event.kind === 'start')
+        log(
+          `pretrain: ${event.parameters.toLocaleString('en')} parameters, steps ${event.fromStep + 1}-${event.steps}`,
+        );
       if (event.kind === 'step' && (event.row.step % 10 === 0 || event.row.step === 1)) {
         const r = event.row;
         const elapsed = (Date.now() - started) / 1000;
@@ -91,7 +100,8 @@ async function pretrainInto(outDir: string, flags: PretrainFlags, config: Return
             `lr ${r.learningRate.toExponential(1)} ${r.tokensPerSecond.toFixed(0)} tok/s, ${elapsed.toFixed(0)} s, ETA ${Math.round(eta / 60)} min`,
         );
       }
-      if (event.kind === 'eval') for (const m of event.measurements) log(`eval step ${event.step}: ${formatMeasurement(m)}`);
+      if (event.kind === 'eval')
+        for (const m of event.measurements) log(`eval step ${event.step}: ${formatMeasurement(m)}`);
       if (event.kind === 'checkpoint') log(`checkpoint: step ${event.step} → ${outDir}`);
     },
   });
@@ -100,7 +110,8 @@ async function pretrainInto(outDir: string, flags: PretrainFlags, config: Return
 
 const command: CommandModule = {
   command: 'pretrain',
-  describe: 'Rebuild the base checkpoint of the built-in policy by supervised pretraining on chess and the shell game (perception: an image action → its text; tracking: short traces of states)',
+  describe:
+    'Rebuild the base checkpoint of the built-in policy by supervised pretraining on chess and the shell game (perception: an image action → its text; tracking: short traces of states)',
   builder: (y) =>
     y
       .option('out', { type: 'string', default: join(CHECKPOINTS_DIR, 'base'), describe: 'checkpoint folder to write' })
@@ -110,10 +121,16 @@ const command: CommandModule = {
       .option('seed', { type: 'number', describe: 'seed of initialisation and data (default 0)' })
       .option('eval-every', { type: 'number', describe: 'measure the base every N steps (default 500)' })
       .option('eval-size', { type: 'number', describe: 'test episodes per measured skill (default 64)' })
-      .option('config', { type: 'string', describe: 'JSON file with pretraining config fields (see trainer/pretrain-config.ts)' })
+      .option('config', {
+        type: 'string',
+        describe: 'JSON file with pretraining config fields (see trainer/pretrain-config.ts)',
+      })
       .option('resume', { type: 'boolean', default: false, describe: 'continue from the last checkpoint in --out' })
       .option('force', { type: 'boolean', default: false, describe: 'overwrite a non-empty --out' })
-      .option('backend', { type: 'string', describe: 'tfjs backend: node-gpu, node, wasm or cpu (default: best that loads)' })
+      .option('backend', {
+        type: 'string',
+        describe: 'tfjs backend: node-gpu, node, wasm or cpu (default: best that loads)',
+      })
       .option('quiet', { type: 'boolean', default: false, describe: 'no progress lines' }),
   handler: handler(schema, run) as never,
 };

@@ -47,7 +47,8 @@ function describeRowError(error: ZodError, value: unknown): string {
   const issue = error.issues[0];
   const field = issue.path.join('.');
   if (issue.path.length === 0) return 'not a JSON object';
-  if (issue.path.length === 1 && !Object.hasOwn(value as object, issue.path[0] as string)) return `missing field '${field}'`;
+  if (issue.path.length === 1 && !Object.hasOwn(value as object, issue.path[0] as string))
+    return `missing field '${field}'`;
   return `field '${field}': ${issue.message}`;
 }
 
@@ -81,7 +82,12 @@ async function rescore(file: string): Promise<{ rescored: Rescored[]; envs: Map<
     }
     const initialState = row.initial_state ?? row.initialState;
     try {
-      const score = env.score({ target: row.target, response: row.response, ...(initialState !== undefined ? { initialState } : {}), ...(row.meta ? { meta: row.meta } : {}) });
+      const score = env.score({
+        target: row.target,
+        response: row.response,
+        ...(initialState !== undefined ? { initialState } : {}),
+        ...(row.meta ? { meta: row.meta } : {}),
+      });
       rescored.push({ line, original, row, score });
     } catch (error) {
       throw error instanceof UserError ? new UserError(`${where}: ${error.message}`) : error;
@@ -102,10 +108,17 @@ function report(file: string, rescored: Rescored[], envs: Map<string, Env>): Sco
   for (const [domain, env] of envs) {
     const mine = rescored.filter((r) => r.row.domain === domain && r.score !== null);
     const scored: ScoredRow[] = mine.map((r) => ({
-      input: { target: r.row.target, response: r.row.response ?? '', initialState: r.row.initial_state ?? r.row.initialState, meta: r.row.meta },
+      input: {
+        target: r.row.target,
+        response: r.row.response ?? '',
+        initialState: r.row.initial_state ?? r.row.initialState,
+        meta: r.row.meta,
+      },
       score: r.score!,
     }));
-    const clusters = mine.map((r) => String(r.row.episode_id ?? r.row.id ?? `${r.row.initial_state ?? r.row.initialState ?? ''}\u0000${r.row.target}`));
+    const clusters = mine.map((r) =>
+      String(r.row.episode_id ?? r.row.id ?? `${r.row.initial_state ?? r.row.initialState ?? ''}\u0000${r.row.target}`),
+    );
     domains[domain] = summarizeScores(env, scored, { clusterOf: (_row, i) => clusters[i] });
   }
   const noResponse = rescored.filter((r) => r.skipped === 'no-response').length;
@@ -125,7 +138,13 @@ async function run(flags: ScoreFlags): Promise<void> {
     const lines = rescored.map((r) =>
       JSON.stringify(
         r.score
-          ? { ...r.original, reward: r.score.reward, valid: r.score.valid, prediction: r.score.prediction, metrics: r.score.metrics }
+          ? {
+              ...r.original,
+              reward: r.score.reward,
+              valid: r.score.valid,
+              prediction: r.score.prediction,
+              metrics: r.score.metrics,
+            }
           : { ...r.original, reward: null, valid: null, prediction: null, metrics: null },
       ),
     );
@@ -140,7 +159,10 @@ const command: CommandModule = {
   builder: (y) =>
     y
       .positional('file', { type: 'string', describe: 'JSONL file: one row per response' })
-      .option('out', { type: 'string', describe: 'write every row back with reward, valid, prediction and metrics (JSONL)' })
+      .option('out', {
+        type: 'string',
+        describe: 'write every row back with reward, valid, prediction and metrics (JSONL)',
+      })
       .example('$0 score runs/eval/shell-text.jsonl', 'summary with 95% intervals')
       .example('$0 score answers.jsonl --out scored.jsonl', 'also write per-row rewards'),
   handler: handler(schema, run),

@@ -35,14 +35,18 @@ async function run(flags: TrainFlags): Promise<void> {
   // Every environment trains; one whose actions have a single form (boxes and MCST are text, MATE and REM images)
   // trains in that form and has no transfer modality.
   if (env.modalities && !env.modalities.includes(modality)) {
-    throw new UserError(`--modality ${modality}: ${env.domain} shows its actions as ${env.modalities.join(' or ')} only`);
+    throw new UserError(
+      `--modality ${modality}: ${env.domain} shows its actions as ${env.modalities.join(' or ')} only`,
+    );
   }
   // Reward modules load before anything is written: a missing file or a module without a function is one line.
   const rewards = await loadRewardFunctions(config.reward, process.cwd(), config.rewardTimeout);
   // The engine fits the model: ONNX Runtime runs the built-in model and the Hugging Face decoders it has a graph for
   // (unnamed, the engine is the model's default: models/engine.ts); --threads and --device set ONNX Runtime and need it. config.json records the engine chosen.
   const ort = { threads: flags.threads, device: flags.device };
-  const modelType = modelTypeOf(existsSync(join(checkpointDir, 'adapter_config.json')) ? resolveCheckpoint(checkpointDir).base : checkpointDir);
+  const modelType = modelTypeOf(
+    existsSync(join(checkpointDir, 'adapter_config.json')) ? resolveCheckpoint(checkpointDir).base : checkpointDir,
+  );
   config = { ...config, engine: chooseEngine(config.engine, modelType, ort) };
   const backend = await initBackend(flags.backend, null);
   const setup = await loadTrainingPolicy(checkpointDir, config);
@@ -88,7 +92,9 @@ async function run(flags: TrainFlags): Promise<void> {
   const onSignal = (signal: string) => {
     progress?.stop();
     const where = lastCheckpoint ? `its last checkpoint is ${lastCheckpoint}` : 'no checkpoint was written yet';
-    log(`train: ${signal === 'SIGINT' ? 'interrupted' : signal} after step ${lastStep} of ${config.steps}; ${where}, and finished evaluations are kept. Continue with: metrl train --resume --out ${runDir}`);
+    log(
+      `train: ${signal === 'SIGINT' ? 'interrupted' : signal} after step ${lastStep} of ${config.steps}; ${where}, and finished evaluations are kept. Continue with: metrl train --resume --out ${runDir}`,
+    );
     process.exit(130);
   };
   const onSigint = () => onSignal('SIGINT');
@@ -96,7 +102,19 @@ async function run(flags: TrainFlags): Promise<void> {
   process.once('SIGINT', onSigint);
   process.once('SIGTERM', onSigterm);
   try {
-    await train({ env, ...setup, config, modality, runDir, resume: flags.resume, envExtra, rewards, dataset, onEvent, ort });
+    await train({
+      env,
+      ...setup,
+      config,
+      modality,
+      runDir,
+      resume: flags.resume,
+      envExtra,
+      rewards,
+      dataset,
+      onEvent,
+      ort,
+    });
   } finally {
     process.off('SIGINT', onSigint);
     process.off('SIGTERM', onSigterm);
@@ -107,12 +125,22 @@ async function run(flags: TrainFlags): Promise<void> {
 
 const command: CommandModule = {
   command: 'train',
-  describe: 'GRPO-train LoRA adapters on the built-in policy or a Hugging Face checkpoint, on any environment (text or image actions) or a --dataset, tracking the transfer modality',
+  describe:
+    'GRPO-train LoRA adapters on the built-in policy or a Hugging Face checkpoint, on any environment (text or image actions) or a --dataset, tracking the transfer modality',
   builder: (y) =>
     trainFlagOptions(y)
-      .example('$0 train --domain chess --modality image --out runs/chess-image', 'the built-in policy from checkpoints/base; text is the transfer modality')
-      .example('$0 train --checkpoint path/to/SmolVLM-256M-Instruct --domain chess --modality image', 'LoRA on a Hugging Face checkpoint (a save_pretrained folder)')
-      .example('$0 train --resume --out runs/chess-image --steps 80', 'continue a stopped run from its last checkpoint (--steps may extend it)'),
+      .example(
+        '$0 train --domain chess --modality image --out runs/chess-image',
+        'the built-in policy from checkpoints/base; text is the transfer modality',
+      )
+      .example(
+        '$0 train --checkpoint path/to/SmolVLM-256M-Instruct --domain chess --modality image',
+        'LoRA on a Hugging Face checkpoint (a save_pretrained folder)',
+      )
+      .example(
+        '$0 train --resume --out runs/chess-image --steps 80',
+        'continue a stopped run from its last checkpoint (--steps may extend it)',
+      ),
   handler: handler(TrainFlagsSchema, (flags) => run(flags as TrainFlags)),
 };
 

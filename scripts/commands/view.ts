@@ -13,13 +13,23 @@ const schema = z.object({
 
 const command: CommandModule = {
   command: 'view <runs..>',
-  describe: 'Serve a local page over run folders: live learning curves and the sampled completions with their images, rewards and parsed answers',
+  describe:
+    'Serve a local page over run folders: live learning curves and the sampled completions with their images, rewards and parsed answers',
   builder: (y) =>
     y
-      .positional('runs', { type: 'string', array: true, describe: 'training runs (metrl train) and evaluation folders (metrl evaluate)' })
+      .positional('runs', {
+        type: 'string',
+        array: true,
+        describe: 'training runs (metrl train) and evaluation folders (metrl evaluate)',
+      })
       .option('port', { type: 'number', default: 8080, describe: 'port on 127.0.0.1 (0 picks a free one)' })
-      .example('$0 view runs/shell-image-20261128-1753', 'then open the printed address (http://127.0.0.1:8080/) in a browser'),
-  handler: handler(schema, async ({ runs, port }) => (await import('../../eval/view/view.ts')).view({ folders: runs, port })),
+      .example(
+        '$0 view runs/shell-image-20261128-1753',
+        'then open the printed address (http://127.0.0.1:8080/) in a browser',
+      ),
+  handler: handler(schema, async ({ runs, port }) =>
+    (await import('../../eval/view/view.ts')).view({ folders: runs, port }),
+  ),
 };
 
 export default command;

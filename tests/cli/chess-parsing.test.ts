@@ -6,17 +6,39 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { metrl, scratchDir } from './helpers.ts';
 
-async function bareFenSummary(extraFlags: string[]): Promise<{ invalid: number; accuracy: number; breakdown: { answerParsing: string } }> {
+async function bareFenSummary(
+  extraFlags: string[],
+): Promise<{ invalid: number; accuracy: number; breakdown: { answerParsing: string } }> {
   const dir = scratchDir('chess-parsing');
   const data = join(dir, 'data');
-  const generated = await metrl(['generate', '--domain', 'chess', '--modality', 'text', '--n', '3', '--actions', '2', '--out', data, ...extraFlags]);
+  const generated = await metrl([
+    'generate',
+    '--domain',
+    'chess',
+    '--modality',
+    'text',
+    '--n',
+    '3',
+    '--actions',
+    '2',
+    '--out',
+    data,
+    ...extraFlags,
+  ]);
   expect(generated.code).toBe(0);
-  const rows = readFileSync(join(data, 'metadata.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  const rows = readFileSync(join(data, 'metadata.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
   const answers = join(dir, 'answers.jsonl');
   writeFileSync(answers, rows.map((r) => JSON.stringify({ ...r, response: r.target })).join('\n') + '\n');
   const scored = await metrl(['score', answers]);
   expect(scored.stderr).toBe('');
-  return (JSON.parse(scored.stdout) as { domains: { chess: { invalid: number; accuracy: number; breakdown: { answerParsing: string } } } }).domains.chess;
+  return (
+    JSON.parse(scored.stdout) as {
+      domains: { chess: { invalid: number; accuracy: number; breakdown: { answerParsing: string } } };
+    }
+  ).domains.chess;
 }
 
 describe.concurrent('chess answer parsing', () => {

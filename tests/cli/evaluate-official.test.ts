@@ -22,7 +22,7 @@ afterAll(async () => upstream.close());
 const dataUrl = (bytes: Uint8Array) => `data:image/png;base64,${Buffer.from(bytes).toString('base64')}`;
 
 describe('metrl evaluate on the official MET-Bench sets', () => {
-  it('shell: the harness selection, the set\'s pictures sent unchanged, scores against states[T]', async () => {
+  it("shell: the harness selection, the set's pictures sent unchanged, scores against states[T]", async () => {
     const root = scratchDir('official-shell');
     const rows = shellRows();
     const pictures = await Promise.all([0, 1, 2, 3].map((i) => encodePng(blankImage(4 + i, 4))));
@@ -31,7 +31,26 @@ describe('metrl evaluate on the official MET-Bench sets', () => {
     const out = join(root, 'out');
     upstream.requests.length = 0;
     answer = 'FINAL ANSWER: 2';
-    const result = await metrl(['evaluate', '--model', 'm', '--endpoint', `${upstream.url}/v1`, '--dataset', join(root, 'data'), '--n', '3', '--actions', '3', '--modality', 'text,image', '--workers', '1', '--out', out, '--quiet']);
+    const result = await metrl([
+      'evaluate',
+      '--model',
+      'm',
+      '--endpoint',
+      `${upstream.url}/v1`,
+      '--dataset',
+      join(root, 'data'),
+      '--n',
+      '3',
+      '--actions',
+      '3',
+      '--modality',
+      'text,image',
+      '--workers',
+      '1',
+      '--out',
+      out,
+      '--quiet',
+    ]);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const manifest = JSON.parse(readFileSync(join(out, 'shell-selection.json'), 'utf8'));
@@ -40,7 +59,10 @@ describe('metrl evaluate on the official MET-Bench sets', () => {
     expect(upstream.requests).toHaveLength(6);
     const image = upstream.requests.map((r) => r.body.messages[0].content).filter((c): c is Part[] => Array.isArray(c));
     expect(image).toHaveLength(3);
-    for (const parts of image) expect(parts.filter((p) => p.type === 'image_url').map((p) => p.image_url!.url)).toEqual(pictures.slice(0, 3).map(dataUrl));
+    for (const parts of image)
+      expect(parts.filter((p) => p.type === 'image_url').map((p) => p.image_url!.url)).toEqual(
+        pictures.slice(0, 3).map(dataUrl),
+      );
     // Scores: "2" is right where the ball is under shell 2 after three swaps.
     const targets = [0, 2, 3].map((i) => String(rows[i].states[3]));
     const right = targets.filter((t) => t === '2').length;
@@ -60,7 +82,26 @@ describe('metrl evaluate on the official MET-Bench sets', () => {
     for (const r of rows) r.image_actions = r.actions.map(() => picture);
     writeTrackShard(join(root, 'full', 'test-00000-of-00001.parquet'), rows, { stateKind: 'int' });
     const out = join(root, 'out');
-    const args = ['evaluate', '--model', 'm', '--endpoint', `${upstream.url}/v1`, '--dataset', root, '--n', '3', '--actions', '3', '--modality', 'image', '--workers', '1', '--out', out, '--quiet'];
+    const args = [
+      'evaluate',
+      '--model',
+      'm',
+      '--endpoint',
+      `${upstream.url}/v1`,
+      '--dataset',
+      root,
+      '--n',
+      '3',
+      '--actions',
+      '3',
+      '--modality',
+      'image',
+      '--workers',
+      '1',
+      '--out',
+      out,
+      '--quiet',
+    ];
     upstream.requests.length = 0;
     expect((await metrl([...args, '--limit', '1'])).code).toBe(0);
     expect(upstream.requests).toHaveLength(1);
@@ -69,22 +110,59 @@ describe('metrl evaluate on the official MET-Bench sets', () => {
     expect(resumed.code).toBe(0);
     expect(resumed.stdout).toContain('(2 asked now, 1 reused)');
     expect(upstream.requests).toHaveLength(3);
-    for (const r of upstream.requests) expect((r.body.messages[0].content as Part[]).filter((p) => p.type === 'image_url').map((p) => p.image_url!.url)).toEqual([dataUrl(picture), dataUrl(picture), dataUrl(picture)]);
+    for (const r of upstream.requests)
+      expect(
+        (r.body.messages[0].content as Part[]).filter((p) => p.type === 'image_url').map((p) => p.image_url!.url),
+      ).toEqual([dataUrl(picture), dataUrl(picture), dataUrl(picture)]);
     rmSync(root, { recursive: true, force: true });
   });
 
   it('minecraft: text and image prompts in the harness wording, choice parsing, Wilson intervals', async () => {
     const root = scratchDir('official-mc');
     const frames = await Promise.all([0, 1, 2, 3, 4].map((i) => encodePng(blankImage(3 + i, 3))));
-    const row = (id: string, initial: string, choice: number): MinecraftRow => ({ example_id: id, initial_state: initial, action: 'Walk forward 8 blocks', candidate_states: ['{"z": 1}', '{"z": 2}', '{"z": 3}', '{"z": 4}'], correct_choice: choice, image_initial_state: frames[0], image_candidate_states: frames.slice(1) });
-    writeMinecraftShard(join(root, 'full', 'test-00000-of-00001.parquet'), [row('mc-0', '{"z": 0}', 2), row('mc-1', '{"z": 0}', 3), row('mc-2', '{"z": 9}', 1), row('mc-3', '{"z": 8}', 2)]);
+    const row = (id: string, initial: string, choice: number): MinecraftRow => ({
+      example_id: id,
+      initial_state: initial,
+      action: 'Walk forward 8 blocks',
+      candidate_states: ['{"z": 1}', '{"z": 2}', '{"z": 3}', '{"z": 4}'],
+      correct_choice: choice,
+      image_initial_state: frames[0],
+      image_candidate_states: frames.slice(1),
+    });
+    writeMinecraftShard(join(root, 'full', 'test-00000-of-00001.parquet'), [
+      row('mc-0', '{"z": 0}', 2),
+      row('mc-1', '{"z": 0}', 3),
+      row('mc-2', '{"z": 9}', 1),
+      row('mc-3', '{"z": 8}', 2),
+    ]);
     const out = join(root, 'out');
     upstream.requests.length = 0;
     answer = 'Reasoning…\n**FINAL ANSWER: 2**';
-    const result = await metrl(['evaluate', '--model', 'm', '--endpoint', `${upstream.url}/v1`, '--dataset', root, '--n', '3', '--modality', 'text,image', '--workers', '1', '--out', out, '--quiet']);
+    const result = await metrl([
+      'evaluate',
+      '--model',
+      'm',
+      '--endpoint',
+      `${upstream.url}/v1`,
+      '--dataset',
+      root,
+      '--n',
+      '3',
+      '--modality',
+      'text,image',
+      '--workers',
+      '1',
+      '--out',
+      out,
+      '--quiet',
+    ]);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
-    expect(JSON.parse(readFileSync(join(out, 'minecraft-selection.json'), 'utf8')).examples.map((e: { example_id: string }) => e.example_id)).toEqual(['mc-0', 'mc-2', 'mc-3']);
+    expect(
+      JSON.parse(readFileSync(join(out, 'minecraft-selection.json'), 'utf8')).examples.map(
+        (e: { example_id: string }) => e.example_id,
+      ),
+    ).toEqual(['mc-0', 'mc-2', 'mc-3']);
     const [text, ...rest] = upstream.requests.map((r) => r.body.messages);
     // The harness's default for Minecraft is chain of thought; the text prompt is one string.
     expect(text).toEqual([
@@ -131,7 +209,9 @@ describe('metrl evaluate on the official MET-Bench sets', () => {
   it('hf://: downloads into the Hugging Face cache with HF_TOKEN, then reads the cache offline', async () => {
     const root = scratchDir('official-hf');
     const repoDir = join(root, 'repo');
-    writeTrackShard(join(repoDir, 'full', 'test-00000-of-00001.parquet'), shellRows().slice(0, 4), { stateKind: 'int' });
+    writeTrackShard(join(repoDir, 'full', 'test-00000-of-00001.parquet'), shellRows().slice(0, 4), {
+      stateKind: 'int',
+    });
     writeFileSync(join(repoDir, 'README.md'), '---\nconfigs: []\n---\n');
     const pinned = '69dc45b9a0bbf57c3104fca0fc647669bdbf744a';
     const hub = await startFakeHub('vanyacohen/MET-Bench-Shell', pinned, repoDir);
@@ -139,42 +219,134 @@ describe('metrl evaluate on the official MET-Bench sets', () => {
     const token = 'hf_secret_token_for_tests';
     const env = { HF_HUB_CACHE: cache, HF_ENDPOINT: hub.url, HF_TOKEN: token, HF_HUB_OFFLINE: '' };
     const out = join(root, 'out');
-    const result = await metrl(['evaluate', '--model', 'baseline:game-start', '--dataset', 'hf://vanyacohen/MET-Bench-Shell', '--n', '3', '--actions', '3', '--out', out, '--quiet'], { env });
+    const result = await metrl(
+      [
+        'evaluate',
+        '--model',
+        'baseline:game-start',
+        '--dataset',
+        'hf://vanyacohen/MET-Bench-Shell',
+        '--n',
+        '3',
+        '--actions',
+        '3',
+        '--out',
+        out,
+        '--quiet',
+      ],
+      { env },
+    );
     await hub.close();
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
-    expect(existsSync(join(cache, 'datasets--vanyacohen--MET-Bench-Shell', 'snapshots', pinned, 'full', 'test-00000-of-00001.parquet'))).toBe(true);
+    expect(
+      existsSync(
+        join(
+          cache,
+          'datasets--vanyacohen--MET-Bench-Shell',
+          'snapshots',
+          pinned,
+          'full',
+          'test-00000-of-00001.parquet',
+        ),
+      ),
+    ).toBe(true);
     // Only the shards were fetched (not README.md), each request carrying the token.
-    expect(hub.requests.filter((r) => r.path.includes('/resolve/')).every((r) => r.path.endsWith('.parquet'))).toBe(true);
+    expect(hub.requests.filter((r) => r.path.includes('/resolve/')).every((r) => r.path.endsWith('.parquet'))).toBe(
+      true,
+    );
     expect(hub.requests.every((r) => r.authorization === `Bearer ${token}`)).toBe(true);
     const manifest = JSON.parse(readFileSync(join(out, 'shell-selection.json'), 'utf8'));
-    expect([manifest.dataset, manifest.revision, manifest.examples.length]).toEqual(['vanyacohen/MET-Bench-Shell', pinned, 3]);
+    expect([manifest.dataset, manifest.revision, manifest.examples.length]).toEqual([
+      'vanyacohen/MET-Bench-Shell',
+      pinned,
+      3,
+    ]);
     // The token appears nowhere: not on stdout, not in the run folder.
     expect(result.stdout).not.toContain(token);
     for (const f of readdirSync(out)) expect(readFileSync(join(out, f), 'utf8')).not.toContain(token);
     // The server is gone: the cached revision is read offline, and a revision not in the cache is one line.
-    const again = await metrl(['evaluate', '--model', 'baseline:game-start', '--dataset', `hf://vanyacohen/MET-Bench-Shell@${pinned}`, '--n', '3', '--actions', '3', '--out', join(root, 'out2'), '--quiet'], { env: { ...env, HF_HUB_OFFLINE: '1' } });
+    const again = await metrl(
+      [
+        'evaluate',
+        '--model',
+        'baseline:game-start',
+        '--dataset',
+        `hf://vanyacohen/MET-Bench-Shell@${pinned}`,
+        '--n',
+        '3',
+        '--actions',
+        '3',
+        '--out',
+        join(root, 'out2'),
+        '--quiet',
+      ],
+      { env: { ...env, HF_HUB_OFFLINE: '1' } },
+    );
     expect(again.code).toBe(0);
-    expect(readFileSync(join(root, 'out2', 'shell-selection.json'), 'utf8')).toBe(readFileSync(join(out, 'shell-selection.json'), 'utf8'));
-    const missing = await metrl(['evaluate', '--model', 'baseline:game-start', '--dataset', `hf://vanyacohen/MET-Bench-Shell@${'0'.repeat(40)}`, '--out', join(root, 'out3')], { env: { ...env, HF_HUB_OFFLINE: '1' } });
-    expectUserError(missing, /revision 0{40} of vanyacohen\/MET-Bench-Shell is not in the Hugging Face cache .* HF_HUB_OFFLINE is set/);
+    expect(readFileSync(join(root, 'out2', 'shell-selection.json'), 'utf8')).toBe(
+      readFileSync(join(out, 'shell-selection.json'), 'utf8'),
+    );
+    const missing = await metrl(
+      [
+        'evaluate',
+        '--model',
+        'baseline:game-start',
+        '--dataset',
+        `hf://vanyacohen/MET-Bench-Shell@${'0'.repeat(40)}`,
+        '--out',
+        join(root, 'out3'),
+      ],
+      { env: { ...env, HF_HUB_OFFLINE: '1' } },
+    );
+    expectUserError(
+      missing,
+      /revision 0{40} of vanyacohen\/MET-Bench-Shell is not in the Hugging Face cache .* HF_HUB_OFFLINE is set/,
+    );
     expect(existsSync(join(root, 'out3'))).toBe(false);
     rmSync(root, { recursive: true, force: true });
   });
 
   it('bad input: not a dataset, a shard that does not parse, a missing column, a revision the Hub does not have', async () => {
     const root = scratchDir('official-bad');
-    const run = (dataset: string, env?: Record<string, string>) => metrl(['evaluate', '--model', 'baseline:random', '--dataset', dataset, '--n', '1', '--actions', '3', '--out', join(root, 'o')], { env });
+    const run = (dataset: string, env?: Record<string, string>) =>
+      metrl(
+        [
+          'evaluate',
+          '--model',
+          'baseline:random',
+          '--dataset',
+          dataset,
+          '--n',
+          '1',
+          '--actions',
+          '3',
+          '--out',
+          join(root, 'o'),
+        ],
+        { env },
+      );
     mkdirSync(join(root, 'empty'));
-    expectUserError(await run(join(root, 'empty')), /--dataset .*empty: the folder has no metadata.jsonl .* nor parquet shards/);
+    expectUserError(
+      await run(join(root, 'empty')),
+      /--dataset .*empty: the folder has no metadata.jsonl .* nor parquet shards/,
+    );
     mkdirSync(join(root, 'broken', 'full'), { recursive: true });
     writeFileSync(join(root, 'broken', 'full', 'test-00000-of-00001.parquet'), 'not parquet');
     expectUserError(await run(join(root, 'broken')), /test-00000-of-00001.parquet: not a readable parquet shard/);
-    writeTrackShard(join(root, 'nocol', 'full', 'test-00000-of-00001.parquet'), shellRows().slice(0, 1), { stateKind: 'int', omit: ['actions'] });
+    writeTrackShard(join(root, 'nocol', 'full', 'test-00000-of-00001.parquet'), shellRows().slice(0, 1), {
+      stateKind: 'int',
+      omit: ['actions'],
+    });
     expectUserError(await run(join(root, 'nocol')), /missing column 'actions'/);
     expectUserError(await run('hf://vanyacohen/MET-Bench-Nothing'), /name a revision/);
     const hub = await startFakeHub('vanyacohen/MET-Bench-Shell', '1'.repeat(40), join(root, 'nocol'));
-    const absent = await run(`hf://vanyacohen/MET-Bench-Shell@${'2'.repeat(40)}`, { HF_HUB_CACHE: join(root, 'cache'), HF_ENDPOINT: hub.url, HF_TOKEN: 'hf_zzz', HF_HUB_OFFLINE: '' });
+    const absent = await run(`hf://vanyacohen/MET-Bench-Shell@${'2'.repeat(40)}`, {
+      HF_HUB_CACHE: join(root, 'cache'),
+      HF_ENDPOINT: hub.url,
+      HF_TOKEN: 'hf_zzz',
+      HF_HUB_OFFLINE: '',
+    });
     await hub.close();
     expectUserError(absent, /cannot download/);
     expect(absent.stderr).not.toContain('hf_zzz');

@@ -35,7 +35,26 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-const args = (url: string, out: string) => ['evaluate', '--model', 'm', '--endpoint', url, '--domain', 'shell', '--actions', '4', '--n', '2', '--timeout', '0.3', '--retries', '0', '--quiet', '--out', out];
+const args = (url: string, out: string) => [
+  'evaluate',
+  '--model',
+  'm',
+  '--endpoint',
+  url,
+  '--domain',
+  'shell',
+  '--actions',
+  '4',
+  '--n',
+  '2',
+  '--timeout',
+  '0.3',
+  '--retries',
+  '0',
+  '--quiet',
+  '--out',
+  out,
+];
 
 describe('metrl evaluate against an endpoint that does not answer', () => {
   it('a server that never replies: a partial result, exit 1 and one error line', async () => {
@@ -53,7 +72,10 @@ describe('metrl evaluate against an endpoint that does not answer', () => {
     const root = scratchDir('eval-refused');
     const url = `http://127.0.0.1:${await closedPort()}/v1`;
     const out = join(root, 'new', 'run');
-    expectUserError(await metrl(args(url, out)), /^metrl: error: stopped: cannot reach 127\.0\.0\.1:\d+ \(ECONNREFUSED\).* Nothing was answered, so nothing was written$/);
+    expectUserError(
+      await metrl(args(url, out)),
+      /^metrl: error: stopped: cannot reach 127\.0\.0\.1:\d+ \(ECONNREFUSED\).* Nothing was answered, so nothing was written$/,
+    );
     expect(existsSync(join(root, 'new'))).toBe(false);
     // An --out that was there (empty) stays, empty.
     const empty = join(root, 'empty');

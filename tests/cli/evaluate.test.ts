@@ -25,13 +25,20 @@ function start(args: string[], env: Record<string, string> = {}) {
   let stderr = '';
   child.stdout!.on('data', (d) => (stdout += d));
   child.stderr!.on('data', (d) => (stderr += d));
-  const done = new Promise<Result>((resolveDone) => child.on('close', (code, signal) => resolveDone({ code, signal, stdout, stderr })));
+  const done = new Promise<Result>((resolveDone) =>
+    child.on('close', (code, signal) => resolveDone({ code, signal, stdout, stderr })),
+  );
   return { child, done };
 }
 
 const metrl = (args: string[], env: Record<string, string> = {}) => start(args, env).done;
 const scratch = () => mkdtempSync(join(tmpdir(), 'metrl-evalcli-'));
-const rowsOf = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '') : []);
+const rowsOf = (file: string) =>
+  existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+    : [];
 
 let upstream: Upstream | null = null;
 afterEach(async () => {
@@ -44,19 +51,43 @@ async function serve(script: (index: number) => Behaviour) {
   return upstream;
 }
 
-const base = (url: string, out: string) => ['evaluate', '--model', 'test-model', '--endpoint', url, '--domain', 'shell', '--actions', '4', '--seed', '3', '--out', out, '--backoff', '0.02', '--quiet'];
+const base = (url: string, out: string) => [
+  'evaluate',
+  '--model',
+  'test-model',
+  '--endpoint',
+  url,
+  '--domain',
+  'shell',
+  '--actions',
+  '4',
+  '--seed',
+  '3',
+  '--out',
+  out,
+  '--backoff',
+  '0.02',
+  '--quiet',
+];
 
 describe('metrl evaluate (CLI)', () => {
   it('sends the key from --api-key-env and keeps it out of the run folder', async () => {
     const up = await serve(() => ({ kind: 'answer' }));
     const out = join(scratch(), 'run');
     const secret = 'sk-test-0123456789-secret';
-    const result = await metrl([...base(up.url, out), '--n', '6', '--api-key-env', 'METRL_TEST_KEY'], { METRL_TEST_KEY: secret });
+    const result = await metrl([...base(up.url, out), '--n', '6', '--api-key-env', 'METRL_TEST_KEY'], {
+      METRL_TEST_KEY: secret,
+    });
     expect(result.code).toBe(0);
     expect(up.requests.every((r) => r.authorization === `Bearer ${secret}`)).toBe(true);
     expect(result.stdout).toMatch(/\| zero-shot \| test-model \| 100\.0 ± \d+\.\d \(0 invalid\) \|/);
     for (const name of readdirSync(out)) expect(readFileSync(join(out, name), 'utf8')).not.toContain(secret);
-    expect(JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')).model).toEqual({ kind: 'hosted', id: 'test-model', endpoint: up.url, api_key_env: 'METRL_TEST_KEY' });
+    expect(JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')).model).toEqual({
+      kind: 'hosted',
+      id: 'test-model',
+      endpoint: up.url,
+      api_key_env: 'METRL_TEST_KEY',
+    });
     const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
     expect(summary.settings[0].summary).toMatchObject({ count: 6, accuracy: 1, invalid: 0 });
     expect(rowsOf(join(out, 'episodes.jsonl'))).toHaveLength(6);
@@ -147,11 +178,28 @@ describe('metrl evaluate (CLI)', () => {
     // The CLI path of a few; tests/eval/settings.test.ts covers the rest of the rules in-process.
     const cases: Array<[string[], RegExp]> = [
       [['evaluate', '--domain', 'shell'], /name a model/],
-      [['evaluate', '--model', 'm', '--endpoint', 'http://127.0.0.1:9/v1', '--api-key-env', 'METRL_UNSET_VAR', '--domain', 'shell'], /METRL_UNSET_VAR is not set/],
+      [
+        [
+          'evaluate',
+          '--model',
+          'm',
+          '--endpoint',
+          'http://127.0.0.1:9/v1',
+          '--api-key-env',
+          'METRL_UNSET_VAR',
+          '--domain',
+          'shell',
+        ],
+        /METRL_UNSET_VAR is not set/,
+      ],
     ];
     const dir = scratch();
     for (const [args, pattern] of cases) {
-      const result = await metrl([...args, ...(args.includes('--resume') ? [] : ['--out', join(dir, 'never')]), '--quiet']);
+      const result = await metrl([
+        ...args,
+        ...(args.includes('--resume') ? [] : ['--out', join(dir, 'never')]),
+        '--quiet',
+      ]);
       expect(result.code, args.join(' ')).toBe(2);
       const lines = result.stderr.split('\n').filter((l) => l !== '');
       expect(lines, args.join(' ')).toHaveLength(1);
@@ -162,7 +210,20 @@ describe('metrl evaluate (CLI)', () => {
 
   it('evaluates the Game Start baseline of Table 1 offline', async () => {
     const out = join(scratch(), 'run');
-    const result = await metrl(['evaluate', '--model', 'baseline:game-start', '--domain', 'chess', '--modality', 'text,image', '--n', '20', '--out', out, '--quiet']);
+    const result = await metrl([
+      'evaluate',
+      '--model',
+      'baseline:game-start',
+      '--domain',
+      'chess',
+      '--modality',
+      'text,image',
+      '--n',
+      '20',
+      '--out',
+      out,
+      '--quiet',
+    ]);
     expect(result.code).toBe(0);
     const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
     // Game Start after 10 moves: most of the board is unchanged (74.9% in the paper on real games), never perfect.

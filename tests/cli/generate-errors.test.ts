@@ -12,11 +12,27 @@ describe.concurrent('metrl generate: bad input', () => {
     ['n = 0', ['--domain', 'shell', '--modality', 'text', '--n', '0'], /--n/],
     ['n not a number', ['--domain', 'shell', '--modality', 'text', '--n', 'ten'], /--n/],
     ['negative T', ['--domain', 'shell', '--modality', 'text', '--n', '2', '--actions', '-1'], /--actions/],
-    ['image ratio above 1', ['--domain', 'shell', '--modality', 'mixed', '--image-ratio', '1.5', '--n', '2'], /--image-ratio/],
-    ['image ratio below 0', ['--domain', 'shell', '--modality', 'mixed', '--image-ratio', '-0.1', '--n', '2'], /--image-ratio/],
+    [
+      'image ratio above 1',
+      ['--domain', 'shell', '--modality', 'mixed', '--image-ratio', '1.5', '--n', '2'],
+      /--image-ratio/,
+    ],
+    [
+      'image ratio below 0',
+      ['--domain', 'shell', '--modality', 'mixed', '--image-ratio', '-0.1', '--n', '2'],
+      /--image-ratio/,
+    ],
     ['unknown split', ['--domain', 'shell', '--modality', 'text', '--n', '2', '--split', 'dev'], /--split/],
-    ['prompt the env lacks', ['--domain', 'shell', '--modality', 'text', '--n', '2', '--prompt', 'fen-trace'], /fen-trace is not available for shell/],
-    ['games file for shell', ['--domain', 'shell', '--modality', 'text', '--n', '2', '--games', 'x.pgn'], /--games does not apply/],
+    [
+      'prompt the env lacks',
+      ['--domain', 'shell', '--modality', 'text', '--n', '2', '--prompt', 'fen-trace'],
+      /fen-trace is not available for shell/,
+    ],
+    [
+      'games file for shell',
+      ['--domain', 'shell', '--modality', 'text', '--n', '2', '--games', 'x.pgn'],
+      /--games does not apply/,
+    ],
     ['unknown flag', ['--domain', 'shell', '--modality', 'text', '--n', '2', '--colour', 'red'], /Unknown argument/],
     ['missing --n', ['--domain', 'shell', '--modality', 'text'], /Missing required argument: n/],
   ];
@@ -31,6 +47,9 @@ describe.concurrent('metrl generate: bad input', () => {
   it('an --out that is a file → exit 2', async () => {
     const file = join(scratchDir('file'), 'x');
     writeFileSync(file, '');
-    expectUserError(await metrl(['generate', '--domain', 'shell', '--modality', 'text', '--n', '2', '--out', file]), /not a directory/);
+    expectUserError(
+      await metrl(['generate', '--domain', 'shell', '--modality', 'text', '--n', '2', '--out', file]),
+      /not a directory/,
+    );
   });
 });

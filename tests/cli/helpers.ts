@@ -17,16 +17,28 @@ export interface CliResult {
  * Run `metrl ARGS…` to the end. The child is killed (tests/helpers/tracked-children.ts) if the test ends first, e.g.
  * by its timeout. A child ended by a signal reads as status 1.
  */
-export function metrl(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
+export function metrl(
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string> } = {},
+): Promise<CliResult> {
   return new Promise((done, fail) => {
     const env = options.env ? { ...process.env, ...options.env } : process.env;
-    const child = spawnTracked(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), ...args], { cwd: options.cwd ?? PROJECT, env });
+    const child = spawnTracked(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), ...args], {
+      cwd: options.cwd ?? PROJECT,
+      env,
+    });
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     child.stdout!.on('data', (d: Buffer) => stdout.push(d));
     child.stderr!.on('data', (d: Buffer) => stderr.push(d));
     child.on('error', fail);
-    child.on('close', (code) => done({ code: code ?? 1, stdout: Buffer.concat(stdout).toString('utf8'), stderr: Buffer.concat(stderr).toString('utf8') }));
+    child.on('close', (code) =>
+      done({
+        code: code ?? 1,
+        stdout: Buffer.concat(stdout).toString('utf8'),
+        stderr: Buffer.concat(stderr).toString('utf8'),
+      }),
+    );
   });
 }
 
@@ -38,6 +50,8 @@ export function scratchDir(prefix: string): string {
 export function expectUserError(result: CliResult, pattern: RegExp): void {
   const lines = result.stderr.split('\n').filter((l) => l !== '');
   if (result.code !== 2 || lines.length !== 1 || !lines[0].startsWith('metrl: error: ') || !pattern.test(lines[0])) {
-    throw new Error(`expected exit 2 and one error line matching ${pattern}, got ${result.code}: ${JSON.stringify(result.stderr)}`);
+    throw new Error(
+      `expected exit 2 and one error line matching ${pattern}, got ${result.code}: ${JSON.stringify(result.stderr)}`,
+    );
   }
 }

@@ -32,7 +32,12 @@ const CASES: Case[] = [
       const dir = hfCheckpointCopy('llama');
       const { shards, index } = shardCheckpoint(dir);
       rmSync(shards[1]);
-      return { flags: ['--checkpoint', dir], error: new RegExp(`${escape(index)}: names model-00002-of-00002\\.safetensors \\(tensor [\\w.]+\\), which is missing`) };
+      return {
+        flags: ['--checkpoint', dir],
+        error: new RegExp(
+          `${escape(index)}: names model-00002-of-00002\\.safetensors \\(tensor [\\w.]+\\), which is missing`,
+        ),
+      };
     },
   },
   {
@@ -43,7 +48,10 @@ const CASES: Case[] = [
       const { shards } = shardCheckpoint(dir);
       const bytes = readFileSync(shards[1]);
       writeFileSync(shards[1], bytes.subarray(0, bytes.length - 100));
-      return { flags: ['--checkpoint', dir], error: new RegExp(`${escape(shards[1])}: tensor [\\w.]+ has data_offsets .* beyond the file size`) };
+      return {
+        flags: ['--checkpoint', dir],
+        error: new RegExp(`${escape(shards[1])}: tensor [\\w.]+ has data_offsets .* beyond the file size`),
+      };
     },
   },
   {
@@ -53,7 +61,10 @@ const CASES: Case[] = [
       const dir = hfCheckpointCopy('llama');
       const { index } = shardCheckpoint(dir);
       editJson(index, (j) => (j.weight_map['lm_head.weight'] = 'model-00003-of-00003.safetensors'));
-      return { flags: ['--checkpoint', dir], error: new RegExp(`${escape(index)}: names model-00003-of-00003\\.safetensors \\(tensor lm_head\\.weight\\)`) };
+      return {
+        flags: ['--checkpoint', dir],
+        error: new RegExp(`${escape(index)}: names model-00003-of-00003\\.safetensors \\(tensor lm_head\\.weight\\)`),
+      };
     },
   },
   {
@@ -62,7 +73,12 @@ const CASES: Case[] = [
     make() {
       const dir = hfCheckpointCopy('llama');
       editJson(join(dir, 'config.json'), (c) => (c.intermediate_size = 96));
-      return { flags: ['--checkpoint', dir], error: new RegExp(`${escape(join(dir, 'model.safetensors'))}: tensor model\\.layers\\.0\\.mlp\\.\\w+_proj\\.weight has shape \\[.*\\], .*config\\.json implies`) };
+      return {
+        flags: ['--checkpoint', dir],
+        error: new RegExp(
+          `${escape(join(dir, 'model.safetensors'))}: tensor model\\.layers\\.0\\.mlp\\.\\w+_proj\\.weight has shape \\[.*\\], .*config\\.json implies`,
+        ),
+      };
     },
   },
   {
@@ -71,7 +87,10 @@ const CASES: Case[] = [
     make() {
       const dir = hfCheckpointCopy('llama');
       editJson(join(dir, 'config.json'), (c) => delete c.hidden_size);
-      return { flags: ['--checkpoint', dir], error: new RegExp(`${escape(join(dir, 'config.json'))}: missing key 'hidden_size'`) };
+      return {
+        flags: ['--checkpoint', dir],
+        error: new RegExp(`${escape(join(dir, 'config.json'))}: missing key 'hidden_size'`),
+      };
     },
   },
   {
@@ -80,23 +99,38 @@ const CASES: Case[] = [
     make() {
       const dir = hfCheckpointCopy('llama');
       writeFileSync(join(dir, 'tokenizer.json'), '{"version": "1.0", "model": ');
-      return { flags: ['--checkpoint', dir], error: new RegExp(`${escape(join(dir, 'tokenizer.json'))}: not valid JSON`) };
+      return {
+        flags: ['--checkpoint', dir],
+        error: new RegExp(`${escape(join(dir, 'tokenizer.json'))}: not valid JSON`),
+      };
     },
   },
   {
     name: 'a chat template that fails to render',
     train: true,
     make() {
-      const dir = hfCheckpointCopy('llama', { tokenizer: { chatTemplate: "{{ raise_exception('this template renders nothing') }}" } });
-      return { flags: ['--checkpoint', dir], error: new RegExp(`${escape(join(dir, 'tokenizer_config.json'))}: chat template failed to render: this template renders nothing`) };
+      const dir = hfCheckpointCopy('llama', {
+        tokenizer: { chatTemplate: "{{ raise_exception('this template renders nothing') }}" },
+      });
+      return {
+        flags: ['--checkpoint', dir],
+        error: new RegExp(
+          `${escape(join(dir, 'tokenizer_config.json'))}: chat template failed to render: this template renders nothing`,
+        ),
+      };
     },
   },
   {
     name: 'a chat template that does not parse',
     train: true,
     make() {
-      const dir = hfCheckpointCopy('idefics3', { tokenizer: { chatTemplate: '{% for m in messages %}{{ m.content }' } });
-      return { flags: ['--checkpoint', dir], error: new RegExp(`${escape(join(dir, 'tokenizer_config.json'))}: chat template does not parse`) };
+      const dir = hfCheckpointCopy('idefics3', {
+        tokenizer: { chatTemplate: '{% for m in messages %}{{ m.content }' },
+      });
+      return {
+        flags: ['--checkpoint', dir],
+        error: new RegExp(`${escape(join(dir, 'tokenizer_config.json'))}: chat template does not parse`),
+      };
     },
   },
   {
@@ -108,7 +142,10 @@ const CASES: Case[] = [
         c.model_type = 'mistral';
         c.architectures = ['MistralForCausalLM'];
       });
-      return { flags: ['--checkpoint', dir], error: /unsupported architecture mistral \(supported: .*llama, qwen2, gemma3_text, gemma3, idefics3\)$/ };
+      return {
+        flags: ['--checkpoint', dir],
+        error: /unsupported architecture mistral \(supported: .*llama, qwen2, gemma3_text, gemma3, idefics3\)$/,
+      };
     },
   },
   {
@@ -123,7 +160,12 @@ const CASES: Case[] = [
       file.tensors.delete(name);
       file.tensors.set(name.replace('layers.1.', 'layers.7.'), tensor);
       writeFileSync(weights, encodeSafetensors(file.tensors, file.metadata));
-      return { flags: ['--checkpoint', base, '--adapter', adapter], error: new RegExp(`${escape(weights)}: tensor base_model\\.model\\.model\\.layers\\.7\\.self_attn\\.q_proj\\.lora_A\\.weight targets module model\\.layers\\.7\\.self_attn\\.q_proj, which .* does not have`) };
+      return {
+        flags: ['--checkpoint', base, '--adapter', adapter],
+        error: new RegExp(
+          `${escape(weights)}: tensor base_model\\.model\\.model\\.layers\\.7\\.self_attn\\.q_proj\\.lora_A\\.weight targets module model\\.layers\\.7\\.self_attn\\.q_proj, which .* does not have`,
+        ),
+      };
     },
   },
   {
@@ -133,7 +175,12 @@ const CASES: Case[] = [
       const base = hfCheckpointCopy('llama');
       const adapter = hfCheckpointCopy('llama-lora');
       editJson(join(adapter, 'adapter_config.json'), (c) => (c.r = 8));
-      return { flags: ['--checkpoint', base, '--adapter', adapter], error: new RegExp(`${escape(join(adapter, 'adapter_model.safetensors'))}: tensor [\\w.]+lora_[AB]\\.weight has shape \\[.*\\], .*r = 8 in adapter_config\\.json implies`) };
+      return {
+        flags: ['--checkpoint', base, '--adapter', adapter],
+        error: new RegExp(
+          `${escape(join(adapter, 'adapter_model.safetensors'))}: tensor [\\w.]+lora_[AB]\\.weight has shape \\[.*\\], .*r = 8 in adapter_config\\.json implies`,
+        ),
+      };
     },
   },
   {
@@ -142,7 +189,12 @@ const CASES: Case[] = [
     make() {
       const base = hfCheckpointCopy('qwen2');
       const adapter = hfCheckpointCopy('llama-lora');
-      return { flags: ['--checkpoint', base, '--adapter', adapter], error: new RegExp(`${escape(join(adapter, 'adapter_model.safetensors'))}: tensor [\\w.]+lora_[AB]\\.weight has shape \\[.*\\], the base model .* implies`) };
+      return {
+        flags: ['--checkpoint', base, '--adapter', adapter],
+        error: new RegExp(
+          `${escape(join(adapter, 'adapter_model.safetensors'))}: tensor [\\w.]+lora_[AB]\\.weight has shape \\[.*\\], the base model .* implies`,
+        ),
+      };
     },
   },
 ];
@@ -158,8 +210,34 @@ describe('broken Hugging Face checkpoints through the CLI', () => {
       const trainOut = join(root, 'train');
       // The three commands run side by side (each is a process that fails in its first seconds).
       const [evaluated, trained, served] = await Promise.all([
-        metrl(['evaluate', ...flags, '--domain', 'shell', '--modality', 'text', '--n', '2', '--out', evalOut, '--quiet']),
-        c.train ? metrl(['train', ...flags, '--domain', 'shell', '--modality', 'text', '--steps', '1', '--out', trainOut, '--quiet']) : null,
+        metrl([
+          'evaluate',
+          ...flags,
+          '--domain',
+          'shell',
+          '--modality',
+          'text',
+          '--n',
+          '2',
+          '--out',
+          evalOut,
+          '--quiet',
+        ]),
+        c.train
+          ? metrl([
+              'train',
+              ...flags,
+              '--domain',
+              'shell',
+              '--modality',
+              'text',
+              '--steps',
+              '1',
+              '--out',
+              trainOut,
+              '--quiet',
+            ])
+          : null,
         // serve fails before it binds a port: it exits instead of printing its URL.
         metrl(['serve', ...flags, '--port', '0']),
       ]);

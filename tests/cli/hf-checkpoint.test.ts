@@ -25,7 +25,23 @@ const ok = (result: CliResult) => {
 };
 
 /** Greedy evaluation of a few shell items (the flags every evaluate below shares). */
-const EVAL = (out: string, modality = 'text') => ['--domain', 'shell', '--modality', modality, '--actions', '4', '--n', '3', '--max-tokens', '10', '--seed', '2', '--out', out, '--quiet'];
+const EVAL = (out: string, modality = 'text') => [
+  '--domain',
+  'shell',
+  '--modality',
+  modality,
+  '--actions',
+  '4',
+  '--n',
+  '3',
+  '--max-tokens',
+  '10',
+  '--seed',
+  '2',
+  '--out',
+  out,
+  '--quiet',
+];
 
 async function evaluateRows(model: string[], out: string, modality = 'text'): Promise<Record<string, any>[]> {
   ok(await metrl(['evaluate', ...model, ...EVAL(out, modality)]));
@@ -73,14 +89,45 @@ beforeAll(() => {
 // from step 1's and resuming has to restore them. That LoRA gradients flow through an image prompt is checked
 // in-process (tests/models/hf-cli-loader.test.ts).
 const TRAIN = () => [
-  'train', '--checkpoint', idefics3, '--domain', 'chess', '--modality', 'image', '--steps', '2', '--train-size', '4', '--test-size', '2',
-  '--eval-every', '1', '--checkpoint-every', '1', '--max-completion-tokens', '8', '--group-size', '2', '--prompts-per-step', '1',
-  '--temperature', '1', '--learning-rate', '0.05', '--weight-decay', '1', '--seed', '3', '--quiet',
+  'train',
+  '--checkpoint',
+  idefics3,
+  '--domain',
+  'chess',
+  '--modality',
+  'image',
+  '--steps',
+  '2',
+  '--train-size',
+  '4',
+  '--test-size',
+  '2',
+  '--eval-every',
+  '1',
+  '--checkpoint-every',
+  '1',
+  '--max-completion-tokens',
+  '8',
+  '--group-size',
+  '2',
+  '--prompts-per-step',
+  '1',
+  '--temperature',
+  '1',
+  '--learning-rate',
+  '0.05',
+  '--weight-decay',
+  '1',
+  '--seed',
+  '3',
+  '--quiet',
 ];
 
 /** Metrics without wall-clock fields. */
 function comparable(runDir: string) {
-  return jsonRows(join(runDir, 'metrics.jsonl')).map(({ time, rolloutTokensPerSecond, learnerTokensPerSecond, seconds, ...rest }) => withoutStepTime(rest));
+  return jsonRows(join(runDir, 'metrics.jsonl')).map(
+    ({ time, rolloutTokensPerSecond, learnerTokensPerSecond, seconds, ...rest }) => withoutStepTime(rest),
+  );
 }
 
 describe('Hugging Face checkpoints through the CLI', () => {
@@ -95,7 +142,10 @@ describe('Hugging Face checkpoints through the CLI', () => {
       expect(r.usage.prompt_tokens).toBeGreaterThan(200);
       expect(r.usage.completion_tokens).toBeLessThanOrEqual(10);
     }
-    expect(JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')).model).toEqual({ kind: 'checkpoint', path: llama });
+    expect(JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')).model).toEqual({
+      kind: 'checkpoint',
+      path: llama,
+    });
     const before = jsonRows(join(out, 'shell-text.jsonl'));
     const again = ok(await metrl(['evaluate', '--checkpoint', llama, ...EVAL(out), '--resume']));
     expect(again.stdout + again.stderr).toMatch(/\(0 asked now, 3 reused\)/);
@@ -117,13 +167,19 @@ describe('Hugging Face checkpoints through the CLI', () => {
   it('puts the PEFT fixture llama-lora on a Llama copy, by --adapter and by its base_model_name_or_path', async () => {
     const root = hfScratchDir('hf-lora');
     const base = await evaluateRows(['--checkpoint', llama], join(root, 'base'));
-    const byFlag = await evaluateRows(['--checkpoint', llama, '--adapter', join(HF_FIXTURES, 'llama-lora')], join(root, 'flag'));
+    const byFlag = await evaluateRows(
+      ['--checkpoint', llama, '--adapter', join(HF_FIXTURES, 'llama-lora')],
+      join(root, 'flag'),
+    );
     // The adapter copy sits next to a folder named llama: "../llama" in its adapter_config.json finds it.
     const pair = hfScratchDir('hf-pair');
     hfCheckpointCopy('llama', { dir: join(pair, 'llama') });
     const adapter = hfCheckpointCopy('llama-lora', { dir: join(pair, 'llama-lora') });
     const byName = await evaluateRows(['--checkpoint', adapter], join(root, 'name'));
-    expect(JSON.parse(readFileSync(join(root, 'name', 'config.json'), 'utf8')).model).toMatchObject({ kind: 'checkpoint', path: adapter });
+    expect(JSON.parse(readFileSync(join(root, 'name', 'config.json'), 'utf8')).model).toMatchObject({
+      kind: 'checkpoint',
+      path: adapter,
+    });
     // The adapter changes the greedy answers; both ways of naming it give the same ones.
     expect(byFlag.map((r) => r.response)).not.toEqual(base.map((r) => r.response));
     expect(byName.map((r) => r.response)).toEqual(byFlag.map((r) => r.response));
@@ -155,13 +211,24 @@ describe('Hugging Face checkpoints through the CLI', () => {
     const steps = metrics.filter((m) => m.type === 'train');
     expect(steps.map((m) => m.step)).toEqual([1, 2]);
     // Rollout, reward and update happened: sampled completions, scored, an optimiser step that moved the LoRA weights.
-    expect(steps.every((m) => m.updated && m.completionLength > 0 && m.groups === 1 && Number.isFinite(m.loss))).toBe(true);
+    expect(steps.every((m) => m.updated && m.completionLength > 0 && m.groups === 1 && Number.isFinite(m.loss))).toBe(
+      true,
+    );
     expect(jsonRows(join(whole, 'samples.jsonl')).filter((r) => r.step === 2)).toHaveLength(2);
-    expect(metrics.filter((m) => m.type === 'eval').map((m) => `${m.step}:${m.modality}`)).toEqual(['0:image', '0:text', '1:image', '1:text', '2:image', '2:text']);
+    expect(metrics.filter((m) => m.type === 'eval').map((m) => `${m.step}:${m.modality}`)).toEqual([
+      '0:image',
+      '0:text',
+      '1:image',
+      '1:text',
+      '2:image',
+      '2:text',
+    ]);
     const step2 = join(whole, 'checkpoints', 'step-2');
     const config = JSON.parse(readFileSync(join(step2, 'adapter_config.json'), 'utf8'));
     expect(config).toMatchObject({ peft_type: 'LORA', r: 16, lora_alpha: 32, base_model_name_or_path: idefics3 });
-    expect(readFileSync(join(step2, 'adapter_model.safetensors'))).not.toEqual(readFileSync(join(whole, 'checkpoints', 'step-1', 'adapter_model.safetensors')));
+    expect(readFileSync(join(step2, 'adapter_model.safetensors'))).not.toEqual(
+      readFileSync(join(whole, 'checkpoints', 'step-1', 'adapter_model.safetensors')),
+    );
 
     await trainAndKill([...TRAIN(), '--out', cut], join(cut, 'checkpoints', 'latest'), 1);
     expect(existsSync(join(cut, 'checkpoints', 'step-2'))).toBe(false);
@@ -178,7 +245,11 @@ describe('Hugging Face checkpoints through the CLI', () => {
     const out = join(root, 'eval');
     const rows = await evaluateRows(['--checkpoint', idefics3, '--adapter', step2], out, 'image');
     expect(rows.every((r) => r.status === 'ok')).toBe(true);
-    expect(JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')).model).toEqual({ kind: 'checkpoint', path: step2, base: idefics3 });
+    expect(JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')).model).toEqual({
+      kind: 'checkpoint',
+      path: step2,
+      base: idefics3,
+    });
     const served = await startHfServe(['--checkpoint', idefics3, '--adapter', step2]);
     expect(served.stderr()).toContain(`adapter ${step2}`);
     expect((await chat(served, 'Which piece moved?')).choices).toHaveLength(1);

@@ -16,14 +16,51 @@ const root = hfScratchDir('hf-engine');
 const idefics3 = hfCheckpointCopy('idefics3');
 // The last character's code modulo 3, halved: a spread inside each group although a random model never answers right.
 const reward = join(root, 'last-char.ts');
-writeFileSync(reward, 'export default (completion: string): number => (completion.length === 0 ? 0 : completion.charCodeAt(completion.length - 1) % 3) / 2;\n');
+writeFileSync(
+  reward,
+  'export default (completion: string): number => (completion.length === 0 ? 0 : completion.charCodeAt(completion.length - 1) % 3) / 2;\n',
+);
 const TRAIN = [
-  'train', '--checkpoint', idefics3, '--domain', 'chess', '--modality', 'image', '--steps', '3', '--train-size', '4', '--test-size', '2',
-  '--eval-every', '3', '--checkpoint-every', '3', '--max-completion-tokens', '6', '--group-size', '3', '--prompts-per-step', '2',
-  '--temperature', '1', '--learning-rate', '0.05', '--seed', '3', '--reward', reward, '--quiet',
+  'train',
+  '--checkpoint',
+  idefics3,
+  '--domain',
+  'chess',
+  '--modality',
+  'image',
+  '--steps',
+  '3',
+  '--train-size',
+  '4',
+  '--test-size',
+  '2',
+  '--eval-every',
+  '3',
+  '--checkpoint-every',
+  '3',
+  '--max-completion-tokens',
+  '6',
+  '--group-size',
+  '3',
+  '--prompts-per-step',
+  '2',
+  '--temperature',
+  '1',
+  '--learning-rate',
+  '0.05',
+  '--seed',
+  '3',
+  '--reward',
+  reward,
+  '--quiet',
 ];
-const rows = (dir: string, file = 'metrics.jsonl') => readFileSync(join(dir, file), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-const comparable = (dir: string) => rows(dir).map(({ time, rolloutTokensPerSecond, learnerTokensPerSecond, seconds, ...rest }) => withoutStepTime(rest));
+const rows = (dir: string, file = 'metrics.jsonl') =>
+  readFileSync(join(dir, file), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+const comparable = (dir: string) =>
+  rows(dir).map(({ time, rolloutTokensPerSecond, learnerTokensPerSecond, seconds, ...rest }) => withoutStepTime(rest));
 const tfjsRun = join(root, 'tfjs');
 const ortRun = join(root, 'ort');
 
@@ -38,7 +75,10 @@ afterAll(() => removeHfCopies());
 
 describe('metrl train --checkpoint <Hugging Face> --engine ort', () => {
   it('draws the same completions as tfjs and logs the same rewards and evaluations, the loss statistics within float tolerance', () => {
-    expect(JSON.parse(readFileSync(join(ortRun, 'config.json'), 'utf8'))).toMatchObject({ config: { engine: 'ort' }, ort: { device: 'cpu', threads: 1 } });
+    expect(JSON.parse(readFileSync(join(ortRun, 'config.json'), 'utf8'))).toMatchObject({
+      config: { engine: 'ort' },
+      ort: { device: 'cpu', threads: 1 },
+    });
     expect(rows(ortRun, 'samples.jsonl')).toEqual(rows(tfjsRun, 'samples.jsonl'));
     const [t, o] = [comparable(tfjsRun), comparable(ortRun)];
     expect(o.map((r) => `${r.type}:${r.step}`)).toEqual(t.map((r) => `${r.type}:${r.step}`));
@@ -66,19 +106,43 @@ describe('metrl train --checkpoint <Hugging Face> --engine ort', () => {
 });
 
 describe('evaluate and serve --engine ort on a Hugging Face checkpoint', () => {
-  it('evaluate answers as tfjs does on the trained adapter, and records the engine', async () => {
-    const out = (e: string) => join(root, `eval-${e}`);
-    const args = (e: string) => ['evaluate', '--checkpoint', ortRun, '--domain', 'chess', '--modality', 'image', '--n', '3', '--max-tokens', '6', '--engine', e, '--quiet', '--out', out(e)];
-    for (const e of ['tfjs', 'ort']) {
-      const result = await metrl(args(e));
-      expect(result.stderr).toBe('');
-      expect(result.code).toBe(0);
-    }
-    const answers = (e: string) => rows(out(e), 'chess-image.jsonl').map((r) => [r.episode_id, r.response]);
-    expect(answers('ort')).toHaveLength(3);
-    expect(answers('ort')).toEqual(answers('tfjs'));
-    expect(JSON.parse(readFileSync(join(out('ort'), 'config.json'), 'utf8')).loaded).toMatchObject({ engine: 'ort', ort: { device: 'cpu', threads: null } });
-  }, SLOW);
+  it(
+    'evaluate answers as tfjs does on the trained adapter, and records the engine',
+    async () => {
+      const out = (e: string) => join(root, `eval-${e}`);
+      const args = (e: string) => [
+        'evaluate',
+        '--checkpoint',
+        ortRun,
+        '--domain',
+        'chess',
+        '--modality',
+        'image',
+        '--n',
+        '3',
+        '--max-tokens',
+        '6',
+        '--engine',
+        e,
+        '--quiet',
+        '--out',
+        out(e),
+      ];
+      for (const e of ['tfjs', 'ort']) {
+        const result = await metrl(args(e));
+        expect(result.stderr).toBe('');
+        expect(result.code).toBe(0);
+      }
+      const answers = (e: string) => rows(out(e), 'chess-image.jsonl').map((r) => [r.episode_id, r.response]);
+      expect(answers('ort')).toHaveLength(3);
+      expect(answers('ort')).toEqual(answers('tfjs'));
+      expect(JSON.parse(readFileSync(join(out('ort'), 'config.json'), 'utf8')).loaded).toMatchObject({
+        engine: 'ort',
+        ort: { device: 'cpu', threads: null },
+      });
+    },
+    SLOW,
+  );
 
   describe('serve', () => {
     const urls: Record<string, string> = {};
@@ -86,7 +150,8 @@ describe('evaluate and serve --engine ort on a Hugging Face checkpoint', () => {
       for (const e of ['tfjs', 'ort']) {
         const served = await startServe(['--checkpoint', ortRun, '--port', '0', '--engine', e]);
         urls[e] = served.url;
-        if (e === 'ort') expect(served.stderr()).toMatch(/inference engine: ONNX Runtime [\d.]+ \(cpu, threads: all cores\)/);
+        if (e === 'ort')
+          expect(served.stderr()).toMatch(/inference engine: ONNX Runtime [\d.]+ \(cpu, threads: all cores\)/);
       }
     }, SLOW);
 
@@ -101,9 +166,24 @@ describe('bad input', () => {
   it('a model type without an ONNX graph is one line naming it and --engine tfjs, exit 2', async () => {
     const dir = join(root, 'mistral');
     mkdirSync(dir);
-    writeFileSync(join(dir, 'config.json'), JSON.stringify({ model_type: 'mistral', architectures: ['MistralForCausalLM'] }));
+    writeFileSync(
+      join(dir, 'config.json'),
+      JSON.stringify({ model_type: 'mistral', architectures: ['MistralForCausalLM'] }),
+    );
     expectUserError(
-      await metrl(['train', '--checkpoint', dir, '--domain', 'shell', '--modality', 'text', '--engine', 'ort', '--out', join(root, 'bad-run')]),
+      await metrl([
+        'train',
+        '--checkpoint',
+        dir,
+        '--domain',
+        'shell',
+        '--modality',
+        'text',
+        '--engine',
+        'ort',
+        '--out',
+        join(root, 'bad-run'),
+      ]),
       /^metrl: error: --engine ort: the ONNX Runtime engine has no graph for model type mistral \(it runs the built-in model and llama, qwen2, gemma3_text, gemma3, idefics3\); use --engine tfjs$/,
     );
   });

@@ -33,8 +33,25 @@ async function stallingHub(body: boolean): Promise<string> {
 async function evaluateFrom(hub: string) {
   const root = scratchDir('hub-timeout');
   const out = join(root, 'out');
-  const env = { HF_HUB_CACHE: join(root, 'cache'), HF_ENDPOINT: hub, HF_HUB_OFFLINE: '', HF_HUB_DOWNLOAD_TIMEOUT: '0.5' };
-  const result = await metrl(['evaluate', '--model', 'baseline:game-start', '--dataset', 'hf://vanyacohen/MET-Bench-Shell', '--out', out, '--quiet'], { env });
+  const env = {
+    HF_HUB_CACHE: join(root, 'cache'),
+    HF_ENDPOINT: hub,
+    HF_HUB_OFFLINE: '',
+    HF_HUB_DOWNLOAD_TIMEOUT: '0.5',
+  };
+  const result = await metrl(
+    [
+      'evaluate',
+      '--model',
+      'baseline:game-start',
+      '--dataset',
+      'hf://vanyacohen/MET-Bench-Shell',
+      '--out',
+      out,
+      '--quiet',
+    ],
+    { env },
+  );
   expect(existsSync(out)).toBe(false);
   return result;
 }
@@ -42,7 +59,12 @@ async function evaluateFrom(hub: string) {
 describe('metrl evaluate --dataset hf:// from a Hub that stalls', () => {
   it('no answer: one line naming the host and the limit, exit 2', async () => {
     const hub = await stallingHub(false);
-    expectUserError(await evaluateFrom(hub), new RegExp(`hf://vanyacohen/MET-Bench-Shell: cannot download: ${new URL(hub).host} sent no answer within 0\\.5 s \\(HF_HUB_DOWNLOAD_TIMEOUT=0\\.5\\)$`));
+    expectUserError(
+      await evaluateFrom(hub),
+      new RegExp(
+        `hf://vanyacohen/MET-Bench-Shell: cannot download: ${new URL(hub).host} sent no answer within 0\\.5 s \\(HF_HUB_DOWNLOAD_TIMEOUT=0\\.5\\)$`,
+      ),
+    );
   }, 30_000);
 
   it('a body that stops half-way: one line, exit 2', async () => {
@@ -51,7 +73,18 @@ describe('metrl evaluate --dataset hf:// from a Hub that stalls', () => {
 
   it('a limit that is not a number is one line', async () => {
     const root = scratchDir('hub-timeout');
-    const env = { HF_HUB_CACHE: join(root, 'cache'), HF_ENDPOINT: 'http://127.0.0.1:9', HF_HUB_OFFLINE: '', HF_HUB_DOWNLOAD_TIMEOUT: 'soon' };
-    expectUserError(await metrl(['evaluate', '--model', 'baseline:game-start', '--dataset', 'hf://vanyacohen/MET-Bench-Shell', '--quiet'], { env }), /HF_HUB_DOWNLOAD_TIMEOUT: .*expected number/);
+    const env = {
+      HF_HUB_CACHE: join(root, 'cache'),
+      HF_ENDPOINT: 'http://127.0.0.1:9',
+      HF_HUB_OFFLINE: '',
+      HF_HUB_DOWNLOAD_TIMEOUT: 'soon',
+    };
+    expectUserError(
+      await metrl(
+        ['evaluate', '--model', 'baseline:game-start', '--dataset', 'hf://vanyacohen/MET-Bench-Shell', '--quiet'],
+        { env },
+      ),
+      /HF_HUB_DOWNLOAD_TIMEOUT: .*expected number/,
+    );
   }, 30_000);
 });

@@ -14,8 +14,11 @@ describe('npm configuration of the project', () => {
     writeFileSync(userConfig, '');
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith('npm_')));
     const result = await new Promise<{ stdout: string; stderr: string }>((done, fail) =>
-      execFile('npx', ['--no-install', 'metrl', '--version'], { cwd: PROJECT, env: { ...env, npm_config_userconfig: userConfig } }, (error, stdout, stderr) =>
-        error ? fail(new Error(`${error.message}\n${stderr}`)) : done({ stdout, stderr }),
+      execFile(
+        'npx',
+        ['--no-install', 'metrl', '--version'],
+        { cwd: PROJECT, env: { ...env, npm_config_userconfig: userConfig } },
+        (error, stdout, stderr) => (error ? fail(new Error(`${error.message}\n${stderr}`)) : done({ stdout, stderr })),
       ),
     );
     expect(result.stderr).toBe('');
@@ -23,7 +26,9 @@ describe('npm configuration of the project', () => {
   });
 
   it('denies onnxruntime-node its install script', () => {
-    const pkg = JSON.parse(readFileSync(join(PROJECT, 'package.json'), 'utf8')) as { allowScripts?: Record<string, boolean> };
+    const pkg = JSON.parse(readFileSync(join(PROJECT, 'package.json'), 'utf8')) as {
+      allowScripts?: Record<string, boolean>;
+    };
     expect(pkg.allowScripts?.['onnxruntime-node']).toBe(false);
   });
 });

@@ -35,7 +35,9 @@ describe('metrl plot', () => {
     const lines = readFileSync(join(run, 'metrics.jsonl'), 'utf8').split('\n').length;
     const result = await metrl(['plot', run]);
     expect(result.code).toBe(0);
-    expect(result.stderr).toBe(`plot: ${join(run, 'metrics.jsonl')}:${lines}: left out a torn last line (what a killed or still running training leaves)\n`);
+    expect(result.stderr).toBe(
+      `plot: ${join(run, 'metrics.jsonl')}:${lines}: left out a torn last line (what a killed or still running training leaves)\n`,
+    );
     expect(existsSync(join(run, 'curves.svg'))).toBe(true);
   });
 

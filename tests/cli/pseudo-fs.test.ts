@@ -10,7 +10,10 @@ describe('metrl: an --out on a pseudo-file system', () => {
   it('generate --out /proc/self/<new folder> fails at once with one line', async () => {
     const out = '/proc/self/metrl-out/data';
     const result = await metrl(['generate', '--domain', 'shell', '--modality', 'text', '--n', '2', '--out', out]);
-    expectUserError(result, /\/proc\/self\/metrl-out\/data: cannot write the dataset: no such file or folder \(ENOENT\)/);
+    expectUserError(
+      result,
+      /\/proc\/self\/metrl-out\/data: cannot write the dataset: no such file or folder \(ENOENT\)/,
+    );
     expect(existsSync('/proc/self/metrl-out')).toBe(false);
   }, 30_000);
 
@@ -18,6 +21,9 @@ describe('metrl: an --out on a pseudo-file system', () => {
     const answers = join(scratchDir('pseudo-fs'), 'answers.jsonl');
     writeFileSync(answers, JSON.stringify({ domain: 'shell', target: '2', response: 'FINAL ANSWER: 2' }) + '\n');
     const result = await metrl(['score', answers, '--out', '/proc/self/metrl-out/rows.jsonl']);
-    expectUserError(result, /\/proc\/self\/metrl-out\/rows\.jsonl: cannot create folder: no such file or folder \(ENOENT\)/);
+    expectUserError(
+      result,
+      /\/proc\/self\/metrl-out\/rows\.jsonl: cannot create folder: no such file or folder \(ENOENT\)/,
+    );
   }, 30_000);
 });

@@ -37,7 +37,10 @@ describe('metrl score', () => {
     expect(shell.ci95.method).toBe('wilson');
     expect(shell.ci95.low).toBeCloseTo(wilsonInterval(2, 4)!.low, 12);
     expect(shell.ci95.high).toBeCloseTo(wilsonInterval(2, 4)!.high, 12);
-    const scored = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const scored = readFileSync(out, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(scored.map((r) => [r.id, r.reward, r.valid, r.prediction])).toEqual([
       ['a', 1, true, '2'],
       ['b', 0, true, '3'],
@@ -52,9 +55,31 @@ describe('metrl score', () => {
   it('rescores a generated dataset answered by a perfect and a wrong "model"', async () => {
     const dir = scratchDir('roundtrip');
     const data = join(dir, 'data');
-    expect((await metrl(['generate', '--domain', 'shell', '--modality', 'text', '--n', '30', '--actions', '5', '--out', data])).code).toBe(0);
-    const rows = readFileSync(join(data, 'metadata.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-    const answered = rows.map((r, i) => ({ ...r, response: i < 20 ? `FINAL ANSWER: ${r.target}` : `FINAL ANSWER: ${(Number(r.target) % 3) + 1}` }));
+    expect(
+      (
+        await metrl([
+          'generate',
+          '--domain',
+          'shell',
+          '--modality',
+          'text',
+          '--n',
+          '30',
+          '--actions',
+          '5',
+          '--out',
+          data,
+        ])
+      ).code,
+    ).toBe(0);
+    const rows = readFileSync(join(data, 'metadata.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    const answered = rows.map((r, i) => ({
+      ...r,
+      response: i < 20 ? `FINAL ANSWER: ${r.target}` : `FINAL ANSWER: ${(Number(r.target) % 3) + 1}`,
+    }));
     writeFileSync(join(dir, 'answers.jsonl'), jsonl(answered));
     const result = await metrl(['score', join(dir, 'answers.jsonl')]);
     expect(result.code, result.stderr).toBe(0);
@@ -66,13 +91,25 @@ describe('metrl score', () => {
   });
 
   const bad: Array<[string, string, RegExp]> = [
-    ['a line that is not JSON', '{"domain":"shell","target":"1","response":"1"}\n{"domain": "shell",\n', /answers\.jsonl:2: not valid JSON/],
-    ['a row without target', '{"domain":"shell","target":"1","response":"1"}\n\n{"domain":"shell","response":"1"}\n', /answers\.jsonl:3: missing field 'target'/],
+    [
+      'a line that is not JSON',
+      '{"domain":"shell","target":"1","response":"1"}\n{"domain": "shell",\n',
+      /answers\.jsonl:2: not valid JSON/,
+    ],
+    [
+      'a row without target',
+      '{"domain":"shell","target":"1","response":"1"}\n\n{"domain":"shell","response":"1"}\n',
+      /answers\.jsonl:3: missing field 'target'/,
+    ],
     ['a row without response', '{"domain":"shell","target":"1"}\n', /answers\.jsonl:1: missing field 'response'/],
     ['a row without domain', '{"target":"1","response":"1"}\n', /answers\.jsonl:1: missing field 'domain'/],
     ['a row that is not an object', '[1, 2]\n', /answers\.jsonl:1: not a JSON object/],
     ['an unknown domain', '{"domain":"go","target":"1","response":"1"}\n', /answers\.jsonl:1: unknown domain 'go'/],
-    ['a target the domain cannot have', '{"domain":"shell","target":"7","response":"1"}\n', /answers\.jsonl:1: shell target/],
+    [
+      'a target the domain cannot have',
+      '{"domain":"shell","target":"7","response":"1"}\n',
+      /answers\.jsonl:1: shell target/,
+    ],
     ['an empty file', '', /no rows to score/],
   ];
   it.concurrent.each(bad)('%s → exit 2, one line naming it', async (_name, content, pattern) => {
@@ -126,7 +163,13 @@ describe.skipIf(!chess)('metrl score (chess and mixed domains)', () => {
   it('a bad initial_state FEN → exit 2 naming the line', async () => {
     const dir = scratchDir('chessbad');
     const file = join(dir, 'answers.jsonl');
-    writeFileSync(file, jsonl([{ domain: 'shell', target: '1', response: '1' }, { domain: 'chess', target: afterE4, initial_state: 'not a fen', response: 'x' }]));
+    writeFileSync(
+      file,
+      jsonl([
+        { domain: 'shell', target: '1', response: '1' },
+        { domain: 'chess', target: afterE4, initial_state: 'not a fen', response: 'x' },
+      ]),
+    );
     expectUserError(await metrl(['score', file]), /answers\.jsonl:2: .*initial_state/);
   });
 });

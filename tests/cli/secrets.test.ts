@@ -15,7 +15,13 @@ async function echoingUpstream(status: number): Promise<{ url: string; server: S
     req.resume();
     req.on('end', () => {
       res.writeHead(status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: `rejected request with Authorization: ${req.headers.authorization ?? ''} (key ${KEY.slice(3)})` } }));
+      res.end(
+        JSON.stringify({
+          error: {
+            message: `rejected request with Authorization: ${req.headers.authorization ?? ''} (key ${KEY.slice(3)})`,
+          },
+        }),
+      );
     });
   });
   await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
@@ -42,7 +48,27 @@ describe.concurrent('secrets', () => {
     const upstream = await echoingUpstream(status);
     servers.push(upstream.server);
     const out = join(scratchDir('secrets'), 'run');
-    const result = await metrl(['evaluate', '--model', 'm', '--endpoint', upstream.url, '--api-key-env', 'METRL_TEST_KEY', '--domain', 'shell', '--n', '2', '--retries', '0', '--quiet', '--out', out], { env: { METRL_TEST_KEY: KEY } });
+    const result = await metrl(
+      [
+        'evaluate',
+        '--model',
+        'm',
+        '--endpoint',
+        upstream.url,
+        '--api-key-env',
+        'METRL_TEST_KEY',
+        '--domain',
+        'shell',
+        '--n',
+        '2',
+        '--retries',
+        '0',
+        '--quiet',
+        '--out',
+        out,
+      ],
+      { env: { METRL_TEST_KEY: KEY } },
+    );
     expect(result.code).toBe(status === 401 ? 2 : 1);
     const written = everythingWritten(out);
     expect(written + result.stderr + result.stdout).not.toContain(KEY);

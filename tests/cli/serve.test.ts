@@ -37,7 +37,10 @@ let stderr: () => string;
 beforeAll(async () => {
   await initBackend(undefined, null);
   checkpoint = mkdtempSync(join(tmpdir(), 'metrl-serve-ck-'));
-  const policy = BuiltinPolicy.create({ architecture: { dModel: 32, nLayers: 1, nHeads: 2, dMlp: 64, maxContext: 512, imageSize: 64, patchSize: 16 }, seed: 7 });
+  const policy = BuiltinPolicy.create({
+    architecture: { dModel: 32, nLayers: 1, nHeads: 2, dMlp: 64, maxContext: 512, imageSize: 64, patchSize: 16 },
+    seed: 7,
+  });
   saveBaseCheckpoint(policy, checkpoint);
   policy.dispose();
   const served = await startServe(['--checkpoint', checkpoint, '--port', '0', '--model-id', 'tiny']);
@@ -49,7 +52,8 @@ afterAll(() => {
   if (child.exitCode === null) child.kill('SIGKILL');
 });
 
-const post = (body: string, path = '/chat/completions') => fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+const post = (body: string, path = '/chat/completions') =>
+  fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
 
 describe('metrl serve', () => {
   it('binds 127.0.0.1 and lists its model', async () => {
@@ -59,7 +63,16 @@ describe('metrl serve', () => {
   });
 
   it('answers chat completions with n choices and usage', async () => {
-    const response = await post(JSON.stringify({ messages: [{ role: 'user', content: 'shell\n2\n1 swap 2\n' }], temperature: 0.8, top_p: 0.9, max_tokens: 5, n: 3, seed: 1 }));
+    const response = await post(
+      JSON.stringify({
+        messages: [{ role: 'user', content: 'shell\n2\n1 swap 2\n' }],
+        temperature: 0.8,
+        top_p: 0.9,
+        max_tokens: 5,
+        n: 3,
+        seed: 1,
+      }),
+    );
     expect(response.status).toBe(200);
     const body = await response.json();
     expect(body.choices).toHaveLength(3);
@@ -83,9 +96,26 @@ describe('metrl serve', () => {
       [JSON.stringify({ messages: [{ role: 'user', content: 'x' }], max_tokens: 0 }), /max_tokens/],
       [JSON.stringify({ messages: [{ role: 'user', content: 'x' }], max_tokens: 100000 }), /max_tokens: at most/],
       [JSON.stringify({ messages: [{ role: 'user', content: 'x' }], stream: true }), /streaming is not supported/],
-      [JSON.stringify({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] }] }), /data URLs/],
-      [JSON.stringify({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] }] }), /could not be decoded/],
-      [JSON.stringify({ messages: [{ role: 'user', content: [{ type: 'audio', data: 'x' }] }] }), /messages\.0\.content: must be a string or a list of parts of type text or image_url/],
+      [
+        JSON.stringify({
+          messages: [
+            { role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] },
+          ],
+        }),
+        /data URLs/,
+      ],
+      [
+        JSON.stringify({
+          messages: [
+            { role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] },
+          ],
+        }),
+        /could not be decoded/,
+      ],
+      [
+        JSON.stringify({ messages: [{ role: 'user', content: [{ type: 'audio', data: 'x' }] }] }),
+        /messages\.0\.content: must be a string or a list of parts of type text or image_url/,
+      ],
     ];
     for (const [body, pattern] of bad) {
       const response = await post(body);
@@ -96,21 +126,30 @@ describe('metrl serve', () => {
     }
     expect((await fetch(`${url}/chat/completions`)).status).toBe(405);
     expect((await fetch(`${url}/nowhere`)).status).toBe(404);
-    expect((await post(JSON.stringify({ messages: [{ role: 'user', content: 'shell\n1\n' }], max_tokens: 2 }))).status).toBe(200);
+    expect(
+      (await post(JSON.stringify({ messages: [{ role: 'user', content: 'shell\n1\n' }], max_tokens: 2 }))).status,
+    ).toBe(200);
   });
 
   it('survives clients that hang up, and answers many concurrent requests', async () => {
-    const body = JSON.stringify({ messages: [{ role: 'user', content: 'shell\n1\n1 swap 3\n' }], max_tokens: 30, temperature: 0 });
+    const body = JSON.stringify({
+      messages: [{ role: 'user', content: 'shell\n1\n1 swap 3\n' }],
+      max_tokens: 30,
+      temperature: 0,
+    });
     // Five clients send a whole request and close their socket before any answer (a fetch aborted after a millisecond
     // raced the tiny model's answer on a quiet machine): the server finds each gone when it answers.
     const { hostname, port } = new URL(url);
     for (let i = 0; i < 5; i++) {
       await new Promise<void>((done, failed) => {
         const socket = connect(Number(port), hostname, () => {
-          socket.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, () => {
-            socket.destroy();
-            done();
-          });
+          socket.write(
+            `POST /v1/chat/completions HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+            () => {
+              socket.destroy();
+              done();
+            },
+          );
         });
         socket.on('error', failed);
       });
@@ -122,7 +161,16 @@ describe('metrl serve', () => {
 
   it('is evaluated through @huggingface/inference with the same answers as in-process', async () => {
     const settings = expandSettings(
-      { domains: ['shell'], modalities: ['image'], imageRatios: null, actions: [3], prompts: ['compact'], shots: null, task: 'track', cascade: false },
+      {
+        domains: ['shell'],
+        modalities: ['image'],
+        imageRatios: null,
+        actions: [3],
+        prompts: ['compact'],
+        shots: null,
+        task: 'track',
+        cascade: false,
+      },
       envs,
     );
     const config = (model: RunConfig['model']): RunConfig => ({
@@ -140,13 +188,37 @@ describe('metrl serve', () => {
     const retry = { retries: 1, baseDelayMs: 50, maxDelayMs: 100, timeoutMs: 60_000 };
     const compact = async () => compactTemplate;
     const remoteModel = { kind: 'hosted' as const, id: 'tiny', endpoint: url };
-    const remote = await openSource(remoteModel, { envs, sampling: { temperature: 0, maxTokens: 12 }, seed: 5, compact, openCheckpoint: async () => { throw new Error('unused'); } });
-    const served = await runEvaluation({ out: mkdtempSync(join(tmpdir(), 'metrl-serve-eval-')), resume: false, config: config(remoteModel), envs, source: remote, retry, progress: silent });
+    const remote = await openSource(remoteModel, {
+      envs,
+      sampling: { temperature: 0, maxTokens: 12 },
+      seed: 5,
+      compact,
+      openCheckpoint: async () => {
+        throw new Error('unused');
+      },
+    });
+    const served = await runEvaluation({
+      out: mkdtempSync(join(tmpdir(), 'metrl-serve-eval-')),
+      resume: false,
+      config: config(remoteModel),
+      envs,
+      source: remote,
+      retry,
+      progress: silent,
+    });
     expect(served.rows).toHaveLength(4);
     expect(served.rows.every((r) => r.status === 'ok' && r.usage !== null)).toBe(true);
 
     const local = await checkpointSource(checkpoint, { temperature: 0, maxTokens: 12 }, 5, envs);
-    const inProcess = await runEvaluation({ out: mkdtempSync(join(tmpdir(), 'metrl-local-eval-')), resume: false, config: config({ kind: 'checkpoint', path: checkpoint }), envs, source: local, retry, progress: silent });
+    const inProcess = await runEvaluation({
+      out: mkdtempSync(join(tmpdir(), 'metrl-local-eval-')),
+      resume: false,
+      config: config({ kind: 'checkpoint', path: checkpoint }),
+      envs,
+      source: local,
+      retry,
+      progress: silent,
+    });
     await local.close?.();
     // Same tokens in, greedy decoding: the same completions over HTTP (images through PNG data URLs) as in-process.
     expect(served.rows.map((r) => r.response)).toEqual(inProcess.rows.map((r) => r.response));
@@ -157,7 +229,9 @@ describe('metrl serve', () => {
     const port = new URL(url).port;
     const run = (args: string[]) =>
       new Promise<{ code: number | null; stderr: string }>((done) => {
-        const other = spawnTracked(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), 'serve', ...args], { cwd: PROJECT });
+        const other = spawnTracked(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), 'serve', ...args], {
+          cwd: PROJECT,
+        });
         let err = '';
         other.stderr!.on('data', (d) => (err += d));
         other.on('exit', (code) => done({ code, stderr: err }));

@@ -10,18 +10,49 @@ import { tinyBaseCheckpoint } from '../trainer/tiny-base.ts';
 
 const base = tinyBaseCheckpoint();
 const TINY = [
-  '--domain', 'shell', '--modality', 'text', '--checkpoint', base, '--backend', 'wasm', '--train-size', '8', '--actions', '2', '--test-size', '4',
-  '--group-size', '4', '--prompts-per-step', '2', '--gradient-accumulation', '1', '--max-completion-tokens', '3', '--eval-every', '2',
-  '--checkpoint-every', '2', '--learning-rate', '0.05', '--seed', '1', '--quiet',
+  '--domain',
+  'shell',
+  '--modality',
+  'text',
+  '--checkpoint',
+  base,
+  '--backend',
+  'wasm',
+  '--train-size',
+  '8',
+  '--actions',
+  '2',
+  '--test-size',
+  '4',
+  '--group-size',
+  '4',
+  '--prompts-per-step',
+  '2',
+  '--gradient-accumulation',
+  '1',
+  '--max-completion-tokens',
+  '3',
+  '--eval-every',
+  '2',
+  '--checkpoint-every',
+  '2',
+  '--learning-rate',
+  '0.05',
+  '--seed',
+  '1',
+  '--quiet',
 ];
 
 /** Metrics without wall-clock fields. */
 function comparable(runDir: string) {
-  return readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => {
-    const { time, rolloutTokensPerSecond, learnerTokensPerSecond, seconds, ...rest } = JSON.parse(l);
-    if (rest.trl) delete rest.trl.step_time; // TRL's step_time: seconds too
-    return rest;
-  });
+  return readFileSync(join(runDir, 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => {
+      const { time, rolloutTokensPerSecond, learnerTokensPerSecond, seconds, ...rest } = JSON.parse(l);
+      if (rest.trl) delete rest.trl.step_time; // TRL's step_time: seconds too
+      return rest;
+    });
 }
 
 describe('metrl train: stop and continue', () => {
@@ -33,7 +64,11 @@ describe('metrl train: stop and continue', () => {
     expect(first.stderr).toBe('');
     expect(first.code).toBe(0);
     await new Promise<void>((done) => {
-      const child = spawnTracked(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), 'train', ...TINY, '--steps', '2', '--out', cut], { cwd: PROJECT, stdio: 'ignore' });
+      const child = spawnTracked(
+        process.execPath,
+        [join(PROJECT, 'bin', 'metrl.js'), 'train', ...TINY, '--steps', '2', '--out', cut],
+        { cwd: PROJECT, stdio: 'ignore' },
+      );
       const timer = setInterval(() => {
         if (existsSync(join(cut, 'config.json'))) {
           clearInterval(timer);
@@ -55,7 +90,11 @@ describe('metrl train: stop and continue', () => {
     const out = join(scratchDir('train-sigint'), 'run');
     const latest = join(out, 'checkpoints', 'latest');
     const result = await new Promise<{ code: number | null; stderr: string }>((done) => {
-      const child = spawnTracked(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), 'train', ...TINY, '--steps', '400', '--out', out], { cwd: PROJECT });
+      const child = spawnTracked(
+        process.execPath,
+        [join(PROJECT, 'bin', 'metrl.js'), 'train', ...TINY, '--steps', '400', '--out', out],
+        { cwd: PROJECT },
+      );
       let stderr = '';
       child.stderr!.on('data', (d) => (stderr += d));
       const timer = setInterval(() => {
@@ -72,7 +111,11 @@ describe('metrl train: stop and continue', () => {
     expect(result.code).toBe(130);
     const lines = result.stderr.split('\n').filter((l) => l !== '');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(new RegExp(`^train: interrupted after step \\d+ of 400; its last checkpoint is step-\\d+, and finished evaluations are kept\\. Continue with: metrl train --resume --out ${out.replaceAll('/', '\\/')}$`));
+    expect(lines[0]).toMatch(
+      new RegExp(
+        `^train: interrupted after step \\d+ of 400; its last checkpoint is step-\\d+, and finished evaluations are kept\\. Continue with: metrl train --resume --out ${out.replaceAll('/', '\\/')}$`,
+      ),
+    );
     const resumed = await metrl(['train', '--resume', '--out', out, '--steps', '4', '--quiet']);
     expect(resumed.stderr).toBe('');
     expect(resumed.code).toBe(0);
@@ -85,7 +128,27 @@ describe('metrl train: stop and continue', () => {
     const again = await metrl(['train', ...TINY, '--steps', '2', '--out', out, '--resume']);
     expect(again.stderr).toBe('');
     expect(again.code).toBe(0);
-    expectUserError(await metrl(['train', ...TINY.map((a, i) => (TINY[i - 1] === '--seed' ? '2' : a)), '--steps', '2', '--out', out, '--resume']), /--resume: --seed 2 differs from the run's 1 .*only --steps may change/);
-    expectUserError(await metrl(['train', ...TINY.map((a, i) => (TINY[i - 1] === '--modality' ? 'image' : a)), '--out', out, '--resume']), /--resume: --modality image differs from the run's text/);
+    expectUserError(
+      await metrl([
+        'train',
+        ...TINY.map((a, i) => (TINY[i - 1] === '--seed' ? '2' : a)),
+        '--steps',
+        '2',
+        '--out',
+        out,
+        '--resume',
+      ]),
+      /--resume: --seed 2 differs from the run's 1 .*only --steps may change/,
+    );
+    expectUserError(
+      await metrl([
+        'train',
+        ...TINY.map((a, i) => (TINY[i - 1] === '--modality' ? 'image' : a)),
+        '--out',
+        out,
+        '--resume',
+      ]),
+      /--resume: --modality image differs from the run's text/,
+    );
   });
 });

@@ -18,22 +18,64 @@ import { tinyBaseCheckpoint } from '../trainer/tiny-base.ts';
 
 const base = tinyBaseCheckpoint();
 const TINY = [
-  'train', '--domain', 'shell', '--modality', 'text', '--checkpoint', base, '--backend', 'wasm', '--train-size', '8', '--actions', '2', '--test-size', '4',
-  '--group-size', '4', '--prompts-per-step', '4', '--max-completion-tokens', '4', '--eval-every', '3', '--checkpoint-every', '1',
-  '--learning-rate', '0.05', '--seed', '1', '--temperature', '1', '--quiet',
+  'train',
+  '--domain',
+  'shell',
+  '--modality',
+  'text',
+  '--checkpoint',
+  base,
+  '--backend',
+  'wasm',
+  '--train-size',
+  '8',
+  '--actions',
+  '2',
+  '--test-size',
+  '4',
+  '--group-size',
+  '4',
+  '--prompts-per-step',
+  '4',
+  '--max-completion-tokens',
+  '4',
+  '--eval-every',
+  '3',
+  '--checkpoint-every',
+  '1',
+  '--learning-rate',
+  '0.05',
+  '--seed',
+  '1',
+  '--temperature',
+  '1',
+  '--quiet',
 ];
-const SERVE = ['--checkpoint', base, '--port', '0', '--backend', 'wasm', '--enable-lora', '--logprobs-mode', 'processed_logprobs'];
+const SERVE = [
+  '--checkpoint',
+  base,
+  '--port',
+  '0',
+  '--backend',
+  'wasm',
+  '--enable-lora',
+  '--logprobs-mode',
+  'processed_logprobs',
+];
 const servers: Served[] = [];
 const stubs: Server[] = [];
 
 /** Rows without what differs between runs on different servers: wall-clock times, where each group was sampled. */
 function comparable(runDir: string) {
-  return readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => {
-    const { time, rolloutTokensPerSecond, learnerTokensPerSecond, seconds, rollout, ...rest } = JSON.parse(l);
-    // TRL's step_time is wall-clock seconds too.
-    if (rest.trl) delete rest.trl.step_time;
-    return rest;
-  });
+  return readFileSync(join(runDir, 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => {
+      const { time, rolloutTokensPerSecond, learnerTokensPerSecond, seconds, rollout, ...rest } = JSON.parse(l);
+      // TRL's step_time is wall-clock seconds too.
+      if (rest.trl) delete rest.trl.step_time;
+      return rest;
+    });
 }
 
 /** A plain HTTP server on 127.0.0.1 answering every POST with `answer(path)`. */
@@ -52,7 +94,13 @@ async function stub(answer: (path: string) => { status: number; body: unknown })
 }
 
 beforeAll(async () => {
-  servers.push(...(await Promise.all([startServe(SERVE), startServe(SERVE), startServe(SERVE.filter((a) => a !== '--enable-lora'))])));
+  servers.push(
+    ...(await Promise.all([
+      startServe(SERVE),
+      startServe(SERVE),
+      startServe(SERVE.filter((a) => a !== '--enable-lora')),
+    ])),
+  );
 }, 60_000);
 
 afterAll(() => {
@@ -69,7 +117,22 @@ describe('train --rollout-server', () => {
 
     const cut = scratchDir('rollout-cut');
     const latest = join(cut, 'checkpoints', 'latest');
-    const child = spawnTracked(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), ...TINY, '--steps', '6', '--out', cut, '--rollout-server', a.url, '--rollout-server', b.url], { cwd: PROJECT, stdio: 'ignore' });
+    const child = spawnTracked(
+      process.execPath,
+      [
+        join(PROJECT, 'bin', 'metrl.js'),
+        ...TINY,
+        '--steps',
+        '6',
+        '--out',
+        cut,
+        '--rollout-server',
+        a.url,
+        '--rollout-server',
+        b.url,
+      ],
+      { cwd: PROJECT, stdio: 'ignore' },
+    );
     // Replica a dies once step 1 is checkpointed; the trainer is killed -9 once step 4 is.
     await new Promise<void>((done, fail) => {
       const timer = setInterval(() => {
@@ -89,7 +152,11 @@ describe('train --rollout-server', () => {
     const resumed = await metrl(['train', '--resume', '--out', cut, '--quiet']);
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(comparable(cut)).toEqual(comparable(whole));
-    const rows = readFileSync(join(cut, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).filter((r) => r.type === 'train');
+    const rows = readFileSync(join(cut, 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .filter((r) => r.type === 'train');
     expect(rows.map((r) => r.step)).toEqual([1, 2, 3, 4, 5, 6]);
     // Step 1 was spread over both replicas; after a was killed, every group came from b, with the adapter of the step before.
     const root = (u: string) => u.replace(/\/v1$/, '');
@@ -106,34 +173,64 @@ describe('train --rollout-server --modality image', () => {
     const out = scratchDir('rollout-image');
     const run = await metrl([...image, '--steps', '2', '--out', out, '--rollout-server', servers[1].url]);
     expect(run.code, run.stderr).toBe(0);
-    const rows = readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).filter((r) => r.type === 'train');
+    const rows = readFileSync(join(out, 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .filter((r) => r.type === 'train');
     expect(rows.map((r) => r.step)).toEqual([1, 2]);
     for (const r of rows) expect(new Set(r.rollout.servers)).toEqual(new Set([servers[1].url.replace(/\/v1$/, '')]));
-    expect(rows.map((r) => r.rollout.adapterVersions)).toEqual([[0, 0, 0, 0], [1, 1, 1, 1]]);
+    expect(rows.map((r) => r.rollout.adapterVersions)).toEqual([
+      [0, 0, 0, 0],
+      [1, 1, 1, 1],
+    ]);
   }, 60_000);
 });
 
 describe('train --rollout-server, bad servers: one line, exit 2, nothing lost', () => {
   async function expectStopped(urls: string[], pattern: RegExp) {
     const out = scratchDir('rollout-bad');
-    expectUserError(await metrl([...TINY, '--steps', '2', '--out', out, ...urls.flatMap((u) => ['--rollout-server', u])]), pattern);
+    expectUserError(
+      await metrl([...TINY, '--steps', '2', '--out', out, ...urls.flatMap((u) => ['--rollout-server', u])]),
+      pattern,
+    );
     expect(readFileSync(join(out, 'checkpoints', 'latest'), 'utf8').trim()).toBe('step-0');
   }
 
   it('a server whose chat answer tokenised the image prompt otherwise, or lacks log-probs', async () => {
-    const chat = () => JSON.parse(readFileSync(join(import.meta.dirname, '..', 'fixtures', 'rollout', 'vllm-chat-completions-response.json'), 'utf8'));
+    const chat = () =>
+      JSON.parse(
+        readFileSync(
+          join(import.meta.dirname, '..', 'fixtures', 'rollout', 'vllm-chat-completions-response.json'),
+          'utf8',
+        ),
+      );
     // Group size 2: the fixture's two choices.
-    const image = TINY.map((a, i) => (TINY[i - 1] === '--modality' ? 'image' : TINY[i - 1] === '--group-size' ? '2' : a));
+    const image = TINY.map((a, i) =>
+      TINY[i - 1] === '--modality' ? 'image' : TINY[i - 1] === '--group-size' ? '2' : a,
+    );
     const stopped = async (body: unknown, pattern: RegExp) => {
-      const url = await stub((path) => (path.endsWith('load_lora_adapter') ? { status: 200, body: 'Success' } : path.endsWith('/chat/completions') ? { status: 200, body } : { status: 404, body: 'no' }));
+      const url = await stub((path) =>
+        path.endsWith('load_lora_adapter')
+          ? { status: 200, body: 'Success' }
+          : path.endsWith('/chat/completions')
+            ? { status: 200, body }
+            : { status: 404, body: 'no' },
+      );
       const out = scratchDir('rollout-bad-image');
       expectUserError(await metrl([...image, '--steps', '2', '--out', out, '--rollout-server', url]), pattern);
       expect(readFileSync(join(out, 'checkpoints', 'latest'), 'utf8').trim()).toBe('step-0');
     };
-    await stopped(chat(), /tokenised the prompt otherwise than metrl \(prompt_token_ids: 7 tokens against metrl's \d+, first difference at position \d+\): the learner would score other tokens than the server sampled after/);
+    await stopped(
+      chat(),
+      /tokenised the prompt otherwise than metrl \(prompt_token_ids: 7 tokens against metrl's \d+, first difference at position \d+\): the learner would score other tokens than the server sampled after/,
+    );
     const noLogprobs = chat();
     for (const c of noLogprobs.choices) c.logprobs = null;
-    await stopped(noLogprobs, /does not fit the vllm protocol: choices\.0\.logprobs: no logprobs\.content \(the request asked for logprobs: true\)/);
+    await stopped(
+      noLogprobs,
+      /does not fit the vllm protocol: choices\.0\.logprobs: no logprobs\.content \(the request asked for logprobs: true\)/,
+    );
   }, 60_000);
 
   it('a server nobody listens on', async () => {
@@ -143,22 +240,47 @@ describe('train --rollout-server, bad servers: one line, exit 2, nothing lost', 
         s.close(() => done(p));
       });
     });
-    await expectStopped([`http://127.0.0.1:${port}`], /no rollout server answered \(.*ECONNREFUSED\); the run stopped after its last checkpoint, and --resume continues it/);
+    await expectStopped(
+      [`http://127.0.0.1:${port}`],
+      /no rollout server answered \(.*ECONNREFUSED\); the run stopped after its last checkpoint, and --resume continues it/,
+    );
   }, 60_000);
 
   it('a server without LoRA enabled', async () => {
-    await expectStopped([servers[2].url], /no \/v1\/load_lora_adapter, LoRA is not enabled \(start vLLM with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True/);
+    await expectStopped(
+      [servers[2].url],
+      /no \/v1\/load_lora_adapter, LoRA is not enabled \(start vLLM with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True/,
+    );
   }, 60_000);
 
   it('a server whose answer lacks token ids', async () => {
-    const fixture = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'fixtures', 'rollout', 'vllm-completions-response.json'), 'utf8'));
+    const fixture = JSON.parse(
+      readFileSync(join(import.meta.dirname, '..', 'fixtures', 'rollout', 'vllm-completions-response.json'), 'utf8'),
+    );
     for (const c of fixture.choices) delete c.token_ids;
-    const url = await stub((path) => (path.endsWith('load_lora_adapter') ? { status: 200, body: 'Success' } : { status: 200, body: fixture }));
-    await expectStopped([url], /does not fit the vllm protocol: choices\.0\.token_ids: no token_ids \(the server must support the request field return_token_ids/);
+    const url = await stub((path) =>
+      path.endsWith('load_lora_adapter') ? { status: 200, body: 'Success' } : { status: 200, body: fixture },
+    );
+    await expectStopped(
+      [url],
+      /does not fit the vllm protocol: choices\.0\.token_ids: no token_ids \(the server must support the request field return_token_ids/,
+    );
   }, 60_000);
 
   it('a server that cannot read the adapter folder', async () => {
-    const url = await stub(() => ({ status: 400, body: { object: 'error', message: 'Loading lora metrl-policy failed: No adapter found for /elsewhere', type: 'BadRequestError', param: null, code: 400 } }));
-    await expectStopped([url], /cannot load the adapter .*rollout-adapters\/v0: Loading lora metrl-policy failed: No adapter found .*--rollout-adapter-dir/);
+    const url = await stub(() => ({
+      status: 400,
+      body: {
+        object: 'error',
+        message: 'Loading lora metrl-policy failed: No adapter found for /elsewhere',
+        type: 'BadRequestError',
+        param: null,
+        code: 400,
+      },
+    }));
+    await expectStopped(
+      [url],
+      /cannot load the adapter .*rollout-adapters\/v0: Loading lora metrl-policy failed: No adapter found .*--rollout-adapter-dir/,
+    );
   }, 60_000);
 });

@@ -28,7 +28,10 @@ describe('metrl view: bad input', () => {
     await new Promise<void>((done) => blocker.listen(0, '127.0.0.1', done));
     const port = (blocker.address() as { port: number }).port;
     try {
-      expectUserError(await metrl(['view', run, '--port', String(port)]), new RegExp(`--port ${port}: already in use on 127\\.0\\.0\\.1`));
+      expectUserError(
+        await metrl(['view', run, '--port', String(port)]),
+        new RegExp(`--port ${port}: already in use on 127\\.0\\.0\\.1`),
+      );
       expectUserError(await metrl(['view', run, '--port', 'eighty']), /--port: expected a number/);
     } finally {
       blocker.close();

@@ -16,7 +16,6 @@ const run = join(root, 'run');
 fakeRun(run, 'shell', 'text', 0.02);
 const snapshot = () => JSON.stringify(readdirSync(root, { recursive: true }).sort());
 
-
 /** Each command with its output flag last, so that the case can append the unwritable path. */
 const commands: Array<[string, string[]]> = [
   ['generate', ['generate', '--domain', 'shell', '--modality', 'text', '--n', '2', '--out']],
@@ -46,7 +45,10 @@ describe.concurrent('metrl: outputs that cannot be written', () => {
   for (const [name, args] of commands) {
     it(`${name} --out under a file → one line naming it, nothing left`, async () => {
       const out = join(file, 'out');
-      expectUserError(await metrl([...args, out]), new RegExp(`${out.replaceAll('/', '\\/')}.*not a folder \\(ENOTDIR\\)`));
+      expectUserError(
+        await metrl([...args, out]),
+        new RegExp(`${out.replaceAll('/', '\\/')}.*not a folder \\(ENOTDIR\\)`),
+      );
     });
   }
 

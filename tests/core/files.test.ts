@@ -14,7 +14,11 @@ describe('JSONL files', () => {
     const path = join(dir(), 'a.jsonl');
     appendJsonl(path, [{ a: 1 }, { a: 2 }]);
     appendJsonl(path, [{ a: 3 }]);
-    expect(readJsonl(path).rows.map((r) => [r.line, (r.value as { a: number }).a])).toEqual([[1, 1], [2, 2], [3, 3]]);
+    expect(readJsonl(path).rows.map((r) => [r.line, (r.value as { a: number }).a])).toEqual([
+      [1, 1],
+      [2, 2],
+      [3, 3],
+    ]);
   });
 
   it('repairs a torn last line and keeps the rest', () => {
@@ -53,7 +57,9 @@ describe('readJson', () => {
     const d = dir();
     expect(() => readJson(join(d, 'none.json'), schema)).toThrow(/none\.json: no such file$/);
     writeFileSync(join(d, 'torn.json'), '{"n": 3');
-    expect(() => readJson(join(d, 'torn.json'), schema, { prefix: '--config: ' })).toThrow(/^--config: .*torn\.json: not valid JSON$/);
+    expect(() => readJson(join(d, 'torn.json'), schema, { prefix: '--config: ' })).toThrow(
+      /^--config: .*torn\.json: not valid JSON$/,
+    );
     writeFileSync(join(d, 'bad.json'), '{"n": -1}');
     expect(() => readJson(join(d, 'bad.json'), schema)).toThrow(UserError);
     expect(() => readJson(join(d, 'bad.json'), schema)).toThrow(/bad\.json: n: .*\(got -1\)$/);

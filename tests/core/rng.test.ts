@@ -3,9 +3,27 @@ import { Rng } from '../../core/rng.ts';
 
 describe('Rng', () => {
   it('is deterministic per seed and label, and differs across them', () => {
-    const a = Array.from({ length: 5 }, ((r) => () => r.nextUint32())(new Rng(7, 'x')));
-    const b = Array.from({ length: 5 }, ((r) => () => r.nextUint32())(new Rng(7, 'x')));
-    const c = Array.from({ length: 5 }, ((r) => () => r.nextUint32())(new Rng(7, 'y')));
+    const a = Array.from(
+      { length: 5 },
+      (
+        (r) => () =>
+          r.nextUint32()
+      )(new Rng(7, 'x')),
+    );
+    const b = Array.from(
+      { length: 5 },
+      (
+        (r) => () =>
+          r.nextUint32()
+      )(new Rng(7, 'x')),
+    );
+    const c = Array.from(
+      { length: 5 },
+      (
+        (r) => () =>
+          r.nextUint32()
+      )(new Rng(7, 'y')),
+    );
     expect(a).toEqual(b);
     expect(a).not.toEqual(c);
   });

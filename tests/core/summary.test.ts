@@ -6,10 +6,12 @@ import { shellEnv } from '../../envs/shell/index.ts';
 import { wilsonInterval, meanInterval } from '../../core/stats.ts';
 import type { ScoredRow } from '../../core/score.ts';
 
-const shellRows: ScoredRow[] = ['FINAL ANSWER: 1', 'FINAL ANSWER: 2', '1 or 2', 'FINAL ANSWER: 1', '3'].map((response) => ({
-  input: { target: '1', response, meta: { ballMoves: 2 } },
-  score: shellEnv.score({ target: '1', response }),
-}));
+const shellRows: ScoredRow[] = ['FINAL ANSWER: 1', 'FINAL ANSWER: 2', '1 or 2', 'FINAL ANSWER: 1', '3'].map(
+  (response) => ({
+    input: { target: '1', response, meta: { ballMoves: 2 } },
+    score: shellEnv.score({ target: '1', response }),
+  }),
+);
 
 function graded(reward: number, metrics: ScoredRow['score']['metrics'], initialState = 'b', target = 't'): ScoredRow {
   return { input: { target, response: '', initialState }, score: { reward, valid: true, prediction: 'x', metrics } };
@@ -43,7 +45,11 @@ describe('summarizeScores', () => {
 
   it('exact match comes from exactFen when the reward is graded', () => {
     const env = { domain: 'chess' as const, intervalMethod: 'mean' as const };
-    const s = summarizeScores(env, [graded(1, { exactFen: false }), graded(0.9, { exactFen: true }), graded(0.5, { exactFen: false })]);
+    const s = summarizeScores(env, [
+      graded(1, { exactFen: false }),
+      graded(0.9, { exactFen: true }),
+      graded(0.5, { exactFen: false }),
+    ]);
     expect(s.exactMatch).toBeCloseTo(1 / 3);
   });
 

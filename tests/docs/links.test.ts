@@ -103,7 +103,9 @@ describe('documentation links', () => {
   it('slugs headings as GitHub does', () => {
     expect(slug('The ONNX Runtime engine: `--engine ort`')).toBe('the-onnx-runtime-engine---engine-ort');
     expect(slug('Against PyTorch eager (the peer)')).toBe('against-pytorch-eager-the-peer');
-    expect(slug('The GRPO family: TRL’s options under TRL’s names')).toBe('the-grpo-family-trls-options-under-trls-names');
+    expect(slug('The GRPO family: TRL’s options under TRL’s names')).toBe(
+      'the-grpo-family-trls-options-under-trls-names',
+    );
     expect(slug('model_type and [links](x.md)')).toBe('model_type-and-links');
     expect([...anchors('# A\n## A\n```\n# A\n```\n### A\n')]).toEqual(['a', 'a-1', 'a-2']);
   });

@@ -52,7 +52,8 @@ export function parseInitial(text: string): string[][] {
 function resolve(box: string[], ref: string): string {
   if (box.includes(ref)) return ref;
   const matches = box.filter((o) => o.endsWith(` ${ref}`));
-  if (matches.length !== 1) throw new Error(`reference "${ref}" matches ${matches.length} objects in [${box.join(', ')}]`);
+  if (matches.length !== 1)
+    throw new Error(`reference "${ref}" matches ${matches.length} objects in [${box.join(', ')}]`);
   return matches[0];
 }
 
@@ -81,12 +82,18 @@ export function resimulate(episode: Episode): Resimulated {
       if (from === to || state[from].length === 0) throw new Error(`invalid: ${text}`);
       put(to, take(from, state[from].slice()));
       touched = [from, to];
-    } else if ((m = /^Move the (.+) from Box (\d) to Box (\d)\.$/.exec(text) ?? /^Pick up the (.+) in Container ([A-G]) and place it into Container ([A-G])\.$/.exec(text))) {
+    } else if (
+      (m =
+        /^Move the (.+) from Box (\d) to Box (\d)\.$/.exec(text) ??
+        /^Pick up the (.+) in Container ([A-G]) and place it into Container ([A-G])\.$/.exec(text))
+    ) {
       const [from, to] = [boxIndex(m[2]), boxIndex(m[3])];
       if (from === to) throw new Error(`invalid: ${text}`);
       put(to, take(from, [m[1]]));
       touched = [from, to];
-    } else if ((m = /^Remove (.+) from Box (\d)\.$/.exec(text) ?? /^Take (.+) out of Container ([A-G])\.$/.exec(text))) {
+    } else if (
+      (m = /^Remove (.+) from Box (\d)\.$/.exec(text) ?? /^Take (.+) out of Container ([A-G])\.$/.exec(text))
+    ) {
       const from = boxIndex(m[2]);
       take(from, splitThe(m[1]));
       touched = [from];

@@ -12,8 +12,14 @@ const make = (kind: SplitKind, split: 'train' | 'test', actions: number, n = 210
   generateEpisodes(boxesEnv, { n, actions, split, seed: 11, modality: 'text', extra: { splitKind: kind } });
 
 // The signature is recomputed from the text, not taken from meta.
-const signatureOf = (e: Episode) => parseInitial(e.initialState).map((b) => b.length).join('');
-const nounsOf = (e: Episode) => parseInitial(e.initialState).flat().map((o) => o.split(' ').pop()!);
+const signatureOf = (e: Episode) =>
+  parseInitial(e.initialState)
+    .map((b) => b.length)
+    .join('');
+const nounsOf = (e: Episode) =>
+  parseInitial(e.initialState)
+    .flat()
+    .map((o) => o.split(' ').pop()!);
 
 describe('boxes train/test splits', () => {
   it('no initial-state signature occurs in both train and test, in any split kind', () => {
@@ -39,7 +45,16 @@ describe('boxes train/test splits', () => {
       for (const e of train) expect(e.initialState.startsWith('Box 0')).toBe(!altTrain);
       for (const e of test) expect(e.initialState.startsWith('Box 0')).toBe(true);
       if (altTrain) {
-        const words = (es: Episode[]) => new Set(es.flatMap((e) => [e.initialState, e.question!, ...e.actions.map((a) => a.text)].join(' ').toLowerCase().match(/[a-z-]+/g)!));
+        const words = (es: Episode[]) =>
+          new Set(
+            es.flatMap(
+              (e) =>
+                [e.initialState, e.question!, ...e.actions.map((a) => a.text)]
+                  .join(' ')
+                  .toLowerCase()
+                  .match(/[a-z-]+/g)!,
+            ),
+          );
         const shared = [...words(train)].filter((w) => words(test).has(w));
         // As in the paper, the two phrasings share only function words: "the", "into", "and" (which joins objects in
         // both, as in the paper's prompts), "is" ("Box 6 is empty" / "is in Container A"), "contains" (the cloze) and "nothing".
@@ -64,7 +79,14 @@ describe('shared generator: splitKey', () => {
   const fake = (key: (i: number) => string): Env => ({
     ...boxesEnv,
     *candidates(rng: Rng): Iterable<Candidate> {
-      for (let i = 0; ; i++) yield { initialState: `s${i}-${rng.int(1000)}`, actionTexts: [], target: 'x', splitKey: key(i), meta: { key: key(i) } };
+      for (let i = 0; ; i++)
+        yield {
+          initialState: `s${i}-${rng.int(1000)}`,
+          actionTexts: [],
+          target: 'x',
+          splitKey: key(i),
+          meta: { key: key(i) },
+        };
     },
   });
 

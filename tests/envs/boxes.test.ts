@@ -9,8 +9,13 @@ import type { Episode } from '../../core/episode.ts';
 import type { ScoredRow } from '../../core/score.ts';
 import { resimulate, targetObjects } from './boxes-resimulate.ts';
 
-const make = (kind: SplitKind, split: 'train' | 'test', actions: number, n = 140, seed: number | string = 5): Episode[] =>
-  generateEpisodes(boxesEnv, { n, actions, split, seed, modality: 'text', extra: { splitKind: kind } });
+const make = (
+  kind: SplitKind,
+  split: 'train' | 'test',
+  actions: number,
+  n = 140,
+  seed: number | string = 5,
+): Episode[] => generateEpisodes(boxesEnv, { n, actions, split, seed, modality: 'text', extra: { splitKind: kind } });
 
 describe('boxes generator', () => {
   it('answers agree with an independent re-simulation of the episode text, in every split kind', () => {
@@ -40,7 +45,8 @@ describe('boxes generator', () => {
   it('uses every operation kind, several objects per Put/Remove, and Move-contents only in its split kind', () => {
     const texts = (kind: SplitKind) => make(kind, 'test', 12, 70).flatMap((e) => e.actions.map((a) => a.text));
     const base = texts('base');
-    for (const re of [/^Move the \w/, /^Remove /, /^Put /, / and the .* into Box/, /^Remove the .* and the /]) expect(base.some((t) => re.test(t))).toBe(true);
+    for (const re of [/^Move the \w/, /^Remove /, /^Put /, / and the .* into Box/, /^Remove the .* and the /])
+      expect(base.some((t) => re.test(t))).toBe(true);
     expect(base.some((t) => t.includes('contents'))).toBe(false);
     expect(texts('movecontents').some((t) => /^Move the contents of Box \d to Box \d\.$/.test(t))).toBe(true);
   });
@@ -50,7 +56,9 @@ describe('boxes generator', () => {
     const sentences = episodes.flatMap((e) => e.actions.map((a) => a.text));
     // Both bare and adjective-qualified references occur (resimulate() already checked each resolves uniquely).
     expect(sentences.some((t) => /^Move the [a-z-]+ from/.test(t))).toBe(true);
-    expect(sentences.some((t) => /^(?:Move|Remove) the (?:red|blue|green|yellow|black|white|big|small) [a-z-]+ /.test(t))).toBe(true);
+    expect(
+      sentences.some((t) => /^(?:Move|Remove) the (?:red|blue|green|yellow|black|white|big|small) [a-z-]+ /.test(t)),
+    ).toBe(true);
     for (const e of episodes) for (const o of targetObjects(e.target)) expect(o.split(' ')).toHaveLength(2);
   });
 
@@ -69,16 +77,36 @@ describe('boxes generator', () => {
   });
 
   it('--prefixes upto mixes prefix lengths 0..T', () => {
-    const episodes = generateEpisodes(boxesEnv, { n: 200, actions: 4, split: 'test', seed: 2, modality: 'text', extra: { splitKind: 'base', prefixes: 'upto' } });
+    const episodes = generateEpisodes(boxesEnv, {
+      n: 200,
+      actions: 4,
+      split: 'test',
+      seed: 2,
+      modality: 'text',
+      extra: { splitKind: 'base', prefixes: 'upto' },
+    });
     expect(new Set(episodes.map((e) => e.actions.length))).toEqual(new Set([0, 1, 2, 3, 4]));
     for (const e of episodes) expect(targetObjects(e.target)).toEqual(resimulate(e).answer);
   });
 
   it('rejects bad options and image modalities with a UserError', () => {
     expect(() => make('base', 'train', 101, 1)).toThrow(UserError);
-    expect(() => generateEpisodes(boxesEnv, { n: 1, actions: 3, split: 'train', seed: 1, modality: 'text', extra: { splitKind: 'nope' } })).toThrow(/split-kind/);
-    expect(() => generateEpisodes(boxesEnv, { n: 1, actions: 3, split: 'train', seed: 1, modality: 'image' })).toThrow(/text actions only/);
-    expect(() => generateEpisodes(boxesEnv, { n: 1, actions: 3, split: 'train', seed: 1, modality: 'mixed' })).toThrow(UserError);
+    expect(() =>
+      generateEpisodes(boxesEnv, {
+        n: 1,
+        actions: 3,
+        split: 'train',
+        seed: 1,
+        modality: 'text',
+        extra: { splitKind: 'nope' },
+      }),
+    ).toThrow(/split-kind/);
+    expect(() => generateEpisodes(boxesEnv, { n: 1, actions: 3, split: 'train', seed: 1, modality: 'image' })).toThrow(
+      /text actions only/,
+    );
+    expect(() => generateEpisodes(boxesEnv, { n: 1, actions: 3, split: 'train', seed: 1, modality: 'mixed' })).toThrow(
+      UserError,
+    );
     const [episode] = make('base', 'test', 2, 1);
     expect(() => boxesEnv.renderAction(episode, 0, 64)).toThrow(UserError);
     expect(boxesEnv.modalities).toEqual(['text']);
@@ -108,10 +136,16 @@ describe('boxes random baseline and summary', () => {
   it('the expected baseline accuracy matches sampling the baseline', () => {
     const rng = new Rng(3);
     const cases: Array<[string[], string[]]> = [
-      [['a', 'b'], ['a', 'b', 'c', 'd']],
+      [
+        ['a', 'b'],
+        ['a', 'b', 'c', 'd'],
+      ],
       [[], ['a', 'b']],
       [['a'], ['a']],
-      [['a', 'b', 'c'], ['a', 'b', 'c', 'd', 'e']],
+      [
+        ['a', 'b', 'c'],
+        ['a', 'b', 'c', 'd', 'e'],
+      ],
     ];
     for (const [answer, clause] of cases) {
       const expected = randomBaselineAccuracy(answer, clause);
@@ -131,11 +165,16 @@ describe('boxes random baseline and summary', () => {
       const input = { target: e.target, response: `FINAL ANSWER: ${e.meta.initialContents}`, meta: e.meta };
       return { input, score: boxesEnv.score(input) };
     });
-    const summary = boxesEnv.summarize!(rows) as Record<string, Record<string, { n: number; accuracy: number; baseline: number }>>;
+    const summary = boxesEnv.summarize!(rows) as Record<
+      string,
+      Record<string, { n: number; accuracy: number; baseline: number }>
+    >;
     for (const cell of Object.values(summary.changedByOpsAffectingBox)) expect(cell.accuracy).toBe(0);
     for (const cell of Object.values(summary.unchangedByOpsAffectingBox)) expect(cell.accuracy).toBe(1);
     expect(Object.keys(summary.changedByOpsAffectingBox).length).toBeGreaterThan(2);
-    const total = Object.values(summary.changedByOpsAffectingBox).reduce((s, c) => s + c.n, 0) + Object.values(summary.unchangedByOpsAffectingBox).reduce((s, c) => s + c.n, 0);
+    const total =
+      Object.values(summary.changedByOpsAffectingBox).reduce((s, c) => s + c.n, 0) +
+      Object.values(summary.unchangedByOpsAffectingBox).reduce((s, c) => s + c.n, 0);
     expect(total).toBe(rows.length);
     expect(summary.changedByOpsAffectingBox['1'].baseline).toBeGreaterThan(0);
     expect((summary as unknown as { wrongChangedRepeatingInitial: number }).wrongChangedRepeatingInitial).toBe(1);

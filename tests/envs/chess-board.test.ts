@@ -61,7 +61,11 @@ describe('fast chess board', () => {
         const doubles = ours.filter((m) => Math.abs(m.to - m.from) === 32 && (m.piece & 7) === 1);
         const move = doubles.length > 0 && rng.bool(0.3) ? rng.pick(doubles) : rng.pick(ours);
         board.make(move);
-        reference.move({ from: moveToUci(move).slice(0, 2), to: moveToUci(move).slice(2, 4), promotion: moveToUci(move)[4] });
+        reference.move({
+          from: moveToUci(move).slice(0, 2),
+          to: moveToUci(move).slice(2, 4),
+          promotion: moveToUci(move)[4],
+        });
         expect(board.fen()).toBe(reference.fen());
         if (board.fen().split(' ')[3] !== '-') epFens++;
         plies++;

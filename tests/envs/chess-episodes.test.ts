@@ -88,7 +88,9 @@ describe('chess candidates', () => {
       expect(c.actionTexts).toEqual(game.moves.slice(ply, ply + 10));
       expect(replay(c)).toBe(c.target);
       // The initial state (reached from a stored checkpoint) is the position after `ply` moves from the start.
-      expect(c.initialState).toBe(replay({ initialState: game.startFen, actionTexts: game.moves.slice(0, ply), target: '' }));
+      expect(c.initialState).toBe(
+        replay({ initialState: game.startFen, actionTexts: game.moves.slice(0, ply), target: '' }),
+      );
     }
     const longest = Math.max(...games.map((g) => g.moves.length));
     expect([...chessEnv.candidates(new Rng(3), { actions: longest + 1, extra: { games: SAMPLE } })]).toHaveLength(0);
@@ -112,7 +114,9 @@ describe('chess candidates', () => {
   it('rejects bad options with UserErrors', () => {
     expect(() => chessEnv.candidates(new Rng(1), { actions: -1, extra: {} })).toThrow(/non-negative/);
     expect(() => chessEnv.candidates(new Rng(1), { actions: 3, extra: { offset: 'middle' } })).toThrow(/offset/);
-    expect(() => chessEnv.candidates(new Rng(1), { actions: 3, extra: { games: '/no/such/file.pgn' } })).toThrow(/no such games file/);
+    expect(() => chessEnv.candidates(new Rng(1), { actions: 3, extra: { games: '/no/such/file.pgn' } })).toThrow(
+      /no such games file/,
+    );
   });
 });
 
@@ -125,7 +129,8 @@ describe('chess episodes through the shared generator', () => {
     const options = { n: 20, actions: 5, seed: 11, modality: 'mixed' as const, imageRatio: 0.5 };
     const train = generateEpisodes(chessEnv, { ...options, split: 'train' });
     const test = generateEpisodes(chessEnv, { ...options, split: 'test' });
-    const key = (e: { initialState: string; actions: { text: string }[] }) => e.initialState + e.actions.map((a) => a.text).join(' ');
+    const key = (e: { initialState: string; actions: { text: string }[] }) =>
+      e.initialState + e.actions.map((a) => a.text).join(' ');
     const trainKeys = new Set(train.map(key));
     expect(test.some((e) => trainKeys.has(key(e)))).toBe(false);
     expect(generateEpisodes(chessEnv, { ...options, split: 'test' })).toEqual(test);
@@ -135,14 +140,32 @@ describe('chess episodes through the shared generator', () => {
   });
 
   it('reports when the games file runs out', () => {
-    expect(() => generateEpisodes(chessEnv, { n: 100, actions: 10, seed: 1, split: 'test', modality: 'text', extra: { games: SAMPLE } })).toThrow(
-      /could only make \d+ of 100 test episodes/,
-    );
+    expect(() =>
+      generateEpisodes(chessEnv, {
+        n: 100,
+        actions: 10,
+        seed: 1,
+        split: 'test',
+        modality: 'text',
+        extra: { games: SAMPLE },
+      }),
+    ).toThrow(/could only make \d+ of 100 test episodes/);
   });
 
   it('the game-start baseline scores well below 1 after 10 real moves', () => {
-    const eps = generateEpisodes(chessEnv, { n: 25, actions: 10, seed: 2, split: 'train', modality: 'text', extra: { games: SAMPLE } });
-    const rewards = eps.map((e) => scoreChess({ target: e.target, response: gameStartResponse(e.initialState), initialState: e.initialState }).reward);
+    const eps = generateEpisodes(chessEnv, {
+      n: 25,
+      actions: 10,
+      seed: 2,
+      split: 'train',
+      modality: 'text',
+      extra: { games: SAMPLE },
+    });
+    const rewards = eps.map(
+      (e) =>
+        scoreChess({ target: e.target, response: gameStartResponse(e.initialState), initialState: e.initialState })
+          .reward,
+    );
     const mean = rewards.reduce((s, r) => s + r, 0) / rewards.length;
     // The paper reports 74.9% for this baseline on Millionbase after 10 moves.
     expect(mean).toBeGreaterThan(0.65);

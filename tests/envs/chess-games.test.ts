@@ -44,7 +44,24 @@ describe('PGN reader', () => {
   it('keeps the main line only, skipping comments, variations, NAGs, annotations and move numbers', () => {
     const games = parsePgn(PGN);
     expect(games).toHaveLength(3);
-    expect(games[0].sans).toEqual(['e4', 'e5', 'Nf3', 'Nc6', 'Bb5', 'a6', 'Ba4', 'Nf6', 'O-O', 'Be7', 'Re1', 'b5', 'Bb3', 'd6', 'c3', 'O-O']);
+    expect(games[0].sans).toEqual([
+      'e4',
+      'e5',
+      'Nf3',
+      'Nc6',
+      'Bb5',
+      'a6',
+      'Ba4',
+      'Nf6',
+      'O-O',
+      'Be7',
+      'Re1',
+      'b5',
+      'Bb3',
+      'd6',
+      'c3',
+      'O-O',
+    ]);
     expect(games[0].tags.Event).toBe('Test one');
     expect(games[1].tags.FEN).toBe('4k3/P7/8/8/8/8/8/4K3 w - - 0 1');
   });
@@ -66,7 +83,10 @@ describe('PGN reader', () => {
 
   it('reads movetext without tags, and games separated only by tags', () => {
     const games = parseGamesText('1.d4 d5 2.c4\n[Event "b"]\n1. Nf3 Nf6\n', 'x.pgn');
-    expect(games.map((g) => g.moves)).toEqual([['d2d4', 'd7d5', 'c2c4'], ['g1f3', 'g8f6']]);
+    expect(games.map((g) => g.moves)).toEqual([
+      ['d2d4', 'd7d5', 'c2c4'],
+      ['g1f3', 'g8f6'],
+    ]);
   });
 });
 
@@ -88,14 +108,34 @@ describe('games files', () => {
   const errors: Array<[string, string, RegExp]> = [
     ['illegal UCI move', 'e2e4 e7e5\ne2e4 e7e5 e4e5\n', /bad\.txt: game 2, ply 3: illegal or unreadable move 'e4e5'/],
     ['non-UCI token in a UCI file', 'e2e4 e7e5\nd2d4 hello\n', /game 2, ply 2: 'hello' is not a UCI move/],
-    ['promotion without piece', 'a2a4 h7h5 a4a5 h5h4 a5a6 h4h3 a6b7 h3g2 b7a8\n', /game 1, ply 9: illegal or unreadable move 'b7a8'/],
-    ['illegal SAN', '[Event "a"]\n\n1. e4 e5 *\n\n[Event "b"]\n\n1. e4 e5 2. Ke3 *\n', /game 2, ply 3: illegal or unreadable move 'Ke3'/],
+    [
+      'promotion without piece',
+      'a2a4 h7h5 a4a5 h5h4 a5a6 h4h3 a6b7 h3g2 b7a8\n',
+      /game 1, ply 9: illegal or unreadable move 'b7a8'/,
+    ],
+    [
+      'illegal SAN',
+      '[Event "a"]\n\n1. e4 e5 *\n\n[Event "b"]\n\n1. e4 e5 2. Ke3 *\n',
+      /game 2, ply 3: illegal or unreadable move 'Ke3'/,
+    ],
     ['unreadable SAN', '1. e4 e5 2. Nf9 *\n', /game 1, ply 3: illegal or unreadable move 'Nf9'/],
-    ['bad FEN header', '[SetUp "1"]\n[FEN "8/8/8 w - - 0 1"]\n\n1. e4 *\n', /game 1: FEN header is not a valid position/],
+    [
+      'bad FEN header',
+      '[SetUp "1"]\n[FEN "8/8/8 w - - 0 1"]\n\n1. e4 *\n',
+      /game 1: FEN header is not a valid position/,
+    ],
     ['empty', '  \n\n', /the games file is empty/],
     ['neither format', 'this is not chess\n', /neither PGN nor one game per line in UCI/],
-    ['a bad token on the first line of a UCI file', 'e2e4 e7e5 g1f3 xx99\n', /bad\.txt: game 1, ply 4: 'xx99' is not a UCI move/],
-    ['a truncated PGN tag', '[Event "a"]\n[Site "b\n\n1. e4 e5 *\n', /bad\.txt:2: unreadable tag pair "\[Site \\"b" \(expected \[Name "value"\] on one line\)/],
+    [
+      'a bad token on the first line of a UCI file',
+      'e2e4 e7e5 g1f3 xx99\n',
+      /bad\.txt: game 1, ply 4: 'xx99' is not a UCI move/,
+    ],
+    [
+      'a truncated PGN tag',
+      '[Event "a"]\n[Site "b\n\n1. e4 e5 *\n',
+      /bad\.txt:2: unreadable tag pair "\[Site \\"b" \(expected \[Name "value"\] on one line\)/,
+    ],
   ];
   for (const [name, text, message] of errors) {
     it(`reports ${name} as a UserError`, () => {

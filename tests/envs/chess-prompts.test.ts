@@ -33,7 +33,8 @@ describe('chess prompts', () => {
     expect(messages).toHaveLength(1);
     expect(messages[0].role).toBe('user');
     // The harness's zero-shot question and layout (metbench/prompts.py, ICML 2026 version), written out.
-    const question = 'Now what is the final FEN? Only output the FEN and nothing else. If there are no moves you must still just predict the FEN. Start the next message with FINAL ANSWER:';
+    const question =
+      'Now what is the final FEN? Only output the FEN and nothing else. If there are no moves you must still just predict the FEN. Start the next message with FINAL ANSWER:';
     expect(QUESTIONS['zero-shot']).toBe(question);
     expect(text(messages)).toBe(
       `You are a helpful assistant that tracks chess moves in a game and produces the final FEN.\n\n${question}\nThe initial state is: ${START}\nHere are the moves played:\n` +
@@ -47,7 +48,9 @@ describe('chess prompts', () => {
     expect(text(chessEnv.prompt(episode, { style: 'cot', shots: [] }))).toContain(
       'What is the final FEN? Think step by step then output the final FEN as FINAL ANSWER: [FEN HERE].',
     );
-    expect(text(chessEnv.prompt(episode, { style: 'zero-shot', shots: [] }))).toContain('Start the next message with FINAL ANSWER:');
+    expect(text(chessEnv.prompt(episode, { style: 'zero-shot', shots: [] }))).toContain(
+      'Start the next message with FINAL ANSWER:',
+    );
     expect(text(chessEnv.prompt(episode, { style: 'fen-trace', shots: [] }))).toContain(
       'Track the game one move at a time. After each move, write the board placement FEN using exactly this format: BOARD_AFTER_MOVE_1: [board placement FEN], BOARD_AFTER_MOVE_2: [board placement FEN], and so on.',
     );
@@ -62,7 +65,10 @@ describe('chess prompts', () => {
   });
 
   it('turns into OpenAI chat messages with image_url parts', () => {
-    const chat = toChatMessages(chessEnv.prompt(episode, { style: 'zero-shot', shots: [] }), (ref) => `images/${ref.index}.png`);
+    const chat = toChatMessages(
+      chessEnv.prompt(episode, { style: 'zero-shot', shots: [] }),
+      (ref) => `images/${ref.index}.png`,
+    );
     const content = chat[0].content;
     expect(Array.isArray(content)).toBe(true);
     expect((content as Array<{ type: string }>).map((p) => p.type)).toEqual(['text', 'image_url', 'text']);

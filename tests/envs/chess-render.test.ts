@@ -19,12 +19,22 @@ const SPECIAL_POSITIONS = [
   '1n5k/P7/8/8/8/8/7p/K5N1 b - - 0 1',
 ];
 
-interface Sample { uci: string; kind: string }
+interface Sample {
+  uci: string;
+  kind: string;
+}
 
 function movesOf(chess: Chess): Sample[] {
   return chess.moves({ verbose: true }).map((m) => ({
     uci: m.from + m.to + (m.promotion ?? ''),
-    kind: m.isKingsideCastle() || m.isQueensideCastle() ? 'castle' : m.isEnPassant() ? 'en passant' : m.promotion ? `promote ${m.promotion}` : 'other',
+    kind:
+      m.isKingsideCastle() || m.isQueensideCastle()
+        ? 'castle'
+        : m.isEnPassant()
+          ? 'en passant'
+          : m.promotion
+            ? `promote ${m.promotion}`
+            : 'other',
   }));
 }
 
@@ -54,7 +64,8 @@ const samples = sampleMoves();
 describe('chess move images', () => {
   it('cover castling, en passant and all four promotions', () => {
     const kinds = new Set(samples.map((s) => s.kind));
-    for (const k of ['castle', 'en passant', 'promote q', 'promote r', 'promote b', 'promote n']) expect(kinds).toContain(k);
+    for (const k of ['castle', 'en passant', 'promote q', 'promote r', 'promote b', 'promote n'])
+      expect(kinds).toContain(k);
     for (const uci of ['e1g1', 'e1c1', 'e8g8', 'e8c8', 'e5d6', 'e4d3', 'a7a8n', 'a7b8b', 'h2h1r', 'h2g1q']) {
       expect(samples.map((s) => s.uci)).toContain(uci);
     }
@@ -100,7 +111,9 @@ describe('chess move images', () => {
   });
 
   it('distinguishes moves that differ only by the promotion piece or direction', () => {
-    const images = ['a7a8q', 'a7a8r', 'a7a8b', 'a7a8n', 'a7a8', 'a8a7'].map((u) => Buffer.from(renderMove(u, 64).data).toString('base64'));
+    const images = ['a7a8q', 'a7a8r', 'a7a8b', 'a7a8n', 'a7a8', 'a8a7'].map((u) =>
+      Buffer.from(renderMove(u, 64).data).toString('base64'),
+    );
     expect(new Set(images).size).toBe(images.length);
   });
 

@@ -21,13 +21,24 @@ function breakingEnv(after: number): Env {
 }
 
 const options = (out: string, force = false): DatasetOptions => ({
-  n: 10, actions: 3, split: 'test', seed: 0, modality: 'image', prompt: 'zero-shot', shots: 0, imageSize: 64, out, force,
+  n: 10,
+  actions: 3,
+  split: 'test',
+  seed: 0,
+  modality: 'image',
+  prompt: 'zero-shot',
+  shots: 0,
+  imageSize: 64,
+  out,
+  force,
 });
 
 describe('writeDataset', () => {
   it('a failure part-way leaves no trace, including parents it created', async () => {
     const root = mkdtempSync(join(tmpdir(), 'metrl-ds-'));
-    await expect(writeDataset(breakingEnv(11), options(join(root, 'a', 'b', 'data')))).rejects.toThrow('renderer broke');
+    await expect(writeDataset(breakingEnv(11), options(join(root, 'a', 'b', 'data')))).rejects.toThrow(
+      'renderer broke',
+    );
     expect(readdirSync(root)).toEqual([]);
   });
 

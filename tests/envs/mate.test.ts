@@ -24,7 +24,8 @@ interface Blob {
 /** Decode objects from pixels: connected non-background blobs, their colour vote, silhouette, height and highlight. */
 function decode(image: RawImage): Blob[] {
   const { width: w, height: h, data } = image;
-  const isBg = (i: number) => data[i * 3] === BACKGROUND[0] && data[i * 3 + 1] === BACKGROUND[1] && data[i * 3 + 2] === BACKGROUND[2];
+  const isBg = (i: number) =>
+    data[i * 3] === BACKGROUND[0] && data[i * 3 + 1] === BACKGROUND[1] && data[i * 3 + 2] === BACKGROUND[2];
   const seen = new Uint8Array(w * h);
   const blobs: Blob[] = [];
   const palette = Object.entries(MATE_PALETTE);
@@ -32,28 +33,45 @@ function decode(image: RawImage): Blob[] {
     if (seen[start] || isBg(start)) continue;
     const stack = [start];
     seen[start] = 1;
-    let minX = w, maxX = -1, minY = h, maxY = -1, area = 0, white = 0;
+    let minX = w,
+      maxX = -1,
+      minY = h,
+      maxY = -1,
+      area = 0,
+      white = 0;
     const votes = new Map<string, number>();
     while (stack.length > 0) {
       const p = stack.pop()!;
-      const px = p % w, py = Math.floor(p / w);
+      const px = p % w,
+        py = Math.floor(p / w);
       area++;
-      minX = Math.min(minX, px); maxX = Math.max(maxX, px); minY = Math.min(minY, py); maxY = Math.max(maxY, py);
+      minX = Math.min(minX, px);
+      maxX = Math.max(maxX, px);
+      minY = Math.min(minY, py);
+      maxY = Math.max(maxY, py);
       const [r, g, b] = [data[p * 3], data[p * 3 + 1], data[p * 3 + 2]];
       if (r === 255 && g === 255 && b === 255) white++;
       else {
-        let best = '', bestD = Infinity;
+        let best = '',
+          bestD = Infinity;
         for (const [name, c] of palette) {
           const d = (r - c[0]) ** 2 + (g - c[1]) ** 2 + (b - c[2]) ** 2;
-          if (d < bestD) { bestD = d; best = name; }
+          if (d < bestD) {
+            bestD = d;
+            best = name;
+          }
         }
         votes.set(best, (votes.get(best) ?? 0) + 1);
       }
       for (const q of [px > 0 ? p - 1 : -1, px < w - 1 ? p + 1 : -1, py > 0 ? p - w : -1, py < h - 1 ? p + w : -1]) {
-        if (q >= 0 && !seen[q] && !isBg(q)) { seen[q] = 1; stack.push(q); }
+        if (q >= 0 && !seen[q] && !isBg(q)) {
+          seen[q] = 1;
+          stack.push(q);
+        }
       }
     }
-    const bw = maxX - minX + 1, bh = maxY - minY + 1;
+    const bw = maxX - minX + 1,
+      bh = maxY - minY + 1;
     const fill = area / (bw * bh);
     const shape = bw / bh < 0.85 ? 'cylinder' : fill > 0.9 ? 'cube' : fill > 0.65 ? 'sphere' : 'cone';
     const color = [...votes.entries()].sort((a, b) => b[1] - a[1])[0][0];
@@ -70,7 +88,9 @@ function decode(image: RawImage): Blob[] {
 }
 
 function nearestBlob(blobs: Blob[], x: number, y: number): Blob {
-  return blobs.reduce((best, b) => ((b.x - x) ** 2 + (b.y - y) ** 2 < (best.x - x) ** 2 + (best.y - y) ** 2 ? b : best));
+  return blobs.reduce((best, b) =>
+    (b.x - x) ** 2 + (b.y - y) ** 2 < (best.x - x) ** 2 + (best.y - y) ** 2 ? b : best,
+  );
 }
 
 describe('mate renderer', () => {
@@ -129,7 +149,12 @@ interface JsonObject {
   '3d_coords': number[];
 }
 
-const TEXT_KEY: Record<string, keyof JsonObject> = { name: 'name', rotation: 'rotation', size: 'size', '3D coordinates': '3d_coords' };
+const TEXT_KEY: Record<string, keyof JsonObject> = {
+  name: 'name',
+  rotation: 'rotation',
+  size: 'size',
+  '3D coordinates': '3d_coords',
+};
 
 function valueText(v: unknown): string {
   return Array.isArray(v) ? `[${v.map(String).join(', ')}]` : String(v);
@@ -140,7 +165,9 @@ const SIZE = 256;
 
 /** Answer a question from the question text, the JSON shown and the image's pixels. */
 function solve(episode: Episode, isShot = false): string {
-  const q = /^What (?:is|are) the (name|rotation|size|3D coordinates|color|shape) of the (.+)\?$/.exec(episode.question!)!;
+  const q = /^What (?:is|are) the (name|rotation|size|3D coordinates|color|shape) of the (.+)\?$/.exec(
+    episode.question!,
+  )!;
   expect(q).not.toBeNull();
   const [, targetNoun, rest] = q;
   let pointer: { attr: string; value: string };
@@ -150,7 +177,8 @@ function solve(episode: Episode, isShot = false): string {
   else if ((m = /^object with a (rotation|size) of (\S+)$/.exec(rest))) pointer = { attr: m[1], value: m[2] };
   else if ((m = /^(\w+) object$/.exec(rest))) pointer = { attr: 'color', value: m[1] };
   else pointer = { attr: 'shape', value: rest };
-  const json: JsonObject[] | null = episode.initialState === '' ? null : (JSON.parse(episode.initialState) as { objects: JsonObject[] }).objects;
+  const json: JsonObject[] | null =
+    episode.initialState === '' ? null : (JSON.parse(episode.initialState) as { objects: JsonObject[] }).objects;
   const image = mateEnv.renderAction(episode, 0, SIZE);
   const blank = image.data.every((v) => v === 255);
   const blobs = blank ? [] : decode(image);
@@ -180,7 +208,10 @@ function solve(episode: Episode, isShot = false): string {
   }
   if (!row && !targetVisual) {
     row = json!.reduce((best, o) => {
-      const d = (o: JsonObject) => Math.hypot(...worldToImage(o['3d_coords'][0], o['3d_coords'][1], SIZE).map((v, i) => v - [blob!.x, blob!.y][i]));
+      const d = (o: JsonObject) =>
+        Math.hypot(
+          ...worldToImage(o['3d_coords'][0], o['3d_coords'][1], SIZE).map((v, i) => v - [blob!.x, blob!.y][i]),
+        );
       return d(o) < d(best) ? o : best;
     });
   }
@@ -194,7 +225,14 @@ function solve(episode: Episode, isShot = false): string {
 }
 
 describe('mate episodes', () => {
-  const episodes = generateEpisodes(mateEnv, { n: 240, actions: 1, split: 'test', seed: 5, modality: 'image', extra: { 'mate-task': 'all' } });
+  const episodes = generateEpisodes(mateEnv, {
+    n: 240,
+    actions: 1,
+    split: 'test',
+    seed: 5,
+    modality: 'image',
+    extra: { 'mate-task': 'all' },
+  });
 
   it('has answers that follow from the question, the JSON and the pixels', () => {
     for (const e of episodes) expect(solve(e), `${e.id}: ${e.question}`).toBe(e.target);
@@ -212,7 +250,14 @@ describe('mate episodes', () => {
   });
 
   it('balances tasks, object counts and pointer/target pairs', () => {
-    const many = generateEpisodes(mateEnv, { n: 1500, actions: 1, split: 'train', seed: 6, modality: 'image', extra: { 'mate-task': 'all' } });
+    const many = generateEpisodes(mateEnv, {
+      n: 1500,
+      actions: 1,
+      split: 'train',
+      seed: 6,
+      modality: 'image',
+      extra: { 'mate-task': 'all' },
+    });
     const count = (key: (e: Episode) => string) => {
       const m = new Map<string, number>();
       for (const e of many) m.set(key(e), (m.get(key(e)) ?? 0) + 1);
@@ -228,7 +273,14 @@ describe('mate episodes', () => {
   });
 
   it('gives shots from the same scene about other objects, and honours --mate-shots and --mate-objects', () => {
-    const few = generateEpisodes(mateEnv, { n: 60, actions: 1, split: 'train', seed: 7, modality: 'image', extra: { 'mate-shots': 1, 'mate-objects': '4-5' } });
+    const few = generateEpisodes(mateEnv, {
+      n: 60,
+      actions: 1,
+      split: 'train',
+      seed: 7,
+      modality: 'image',
+      extra: { 'mate-shots': 1, 'mate-objects': '4-5' },
+    });
     // A shot needs another object with a unique pointer value; in a small scene there may be none.
     expect(few.filter((e) => (e.meta.shots as unknown[]).length === 1).length).toBeGreaterThan(55);
     for (const e of few) {
@@ -236,15 +288,39 @@ describe('mate episodes', () => {
       expect([4, 5]).toContain(e.meta.objectCount);
       expect(['img2txt', 'txt2img']).toContain(e.meta.task);
     }
-    const none = generateEpisodes(mateEnv, { n: 10, actions: 1, split: 'train', seed: 7, modality: 'text', extra: { 'mate-shots': 0 } });
-    for (const e of none) expect(e.actions).toEqual([{ text: e.meta.task === 'txt2txt' ? 'blank image' : 'scene image', modality: 'image' }]);
+    const none = generateEpisodes(mateEnv, {
+      n: 10,
+      actions: 1,
+      split: 'train',
+      seed: 7,
+      modality: 'text',
+      extra: { 'mate-shots': 0 },
+    });
+    for (const e of none)
+      expect(e.actions).toEqual([
+        { text: e.meta.task === 'txt2txt' ? 'blank image' : 'scene image', modality: 'image' },
+      ]);
     for (const e of none) expect(e.meta.shots).toEqual([]);
   });
 
   it('is deterministic from the seed, and train and test never share a scene', () => {
-    const again = generateEpisodes(mateEnv, { n: 240, actions: 1, split: 'test', seed: 5, modality: 'image', extra: { 'mate-task': 'all' } });
+    const again = generateEpisodes(mateEnv, {
+      n: 240,
+      actions: 1,
+      split: 'test',
+      seed: 5,
+      modality: 'image',
+      extra: { 'mate-task': 'all' },
+    });
     expect(again).toEqual(episodes);
-    const train = generateEpisodes(mateEnv, { n: 600, actions: 1, split: 'train', seed: 5, modality: 'image', extra: { 'mate-task': 'all' } });
+    const train = generateEpisodes(mateEnv, {
+      n: 600,
+      actions: 1,
+      split: 'train',
+      seed: 5,
+      modality: 'image',
+      extra: { 'mate-task': 'all' },
+    });
     const scenes = new Set(episodes.map((e) => JSON.stringify(e.meta.scene)));
     for (const e of train) expect(scenes.has(JSON.stringify(e.meta.scene))).toBe(false);
   });
@@ -253,7 +329,11 @@ describe('mate episodes', () => {
     expect(() => mateOptions({ 'mate-task': 'img2vid' })).toThrow(UserError);
     expect(() => mateOptions({ 'mate-objects': '2-12' })).toThrow(/--mate-objects/);
     expect(() => mateOptions({ 'mate-shots': 3 })).toThrow(/--mate-shots/);
-    expect(mateOptions({ mateTask: 'unimodal', mateObjects: 7 })).toEqual({ tasks: ['img2img', 'txt2txt'], objects: [7, 7], shots: 2 });
+    expect(mateOptions({ mateTask: 'unimodal', mateObjects: 7 })).toEqual({
+      tasks: ['img2img', 'txt2txt'],
+      objects: [7, 7],
+      shots: 2,
+    });
   });
 
   it('puts the scene image (or the blank image) before the question in every prompt style', () => {

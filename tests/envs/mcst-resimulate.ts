@@ -57,13 +57,19 @@ export function parseEpisode(e: Episode): Parsed {
         initial.where.set(o, { place: m[2] });
       }
     } else if ((m = /^(\w+) has (nothing|.+)\.$/.exec(s))) {
-      if (m[2] !== 'nothing') for (const o of theList(m[2])) {
-        objects.push(o);
-        initial.where.set(o, { entity: m[1] });
-      }
+      if (m[2] !== 'nothing')
+        for (const o of theList(m[2])) {
+          objects.push(o);
+          initial.where.set(o, { entity: m[1] });
+        }
     } else if ((m = /^Each person can carry at most (\d+) objects\.$/.exec(s))) {
       capacity = Number(m[1]);
-    } else if ((m = /^Everyone stands on a (\d+) by \1 grid: x runs from 1 \(west\) to \1 \(east\) and y from 1 \(south\) to \1 \(north\)\.$/.exec(s))) {
+    } else if (
+      (m =
+        /^Everyone stands on a (\d+) by \1 grid: x runs from 1 \(west\) to \1 \(east\) and y from 1 \(south\) to \1 \(north\)\.$/.exec(
+          s,
+        ))
+    ) {
       gridSize = Number(m[1]);
     } else {
       throw new Error(`unreadable sentence: ${s}`);
@@ -85,13 +91,18 @@ export function parseEpisode(e: Episode): Parsed {
     let act: Act;
     if ((x = / turns? (left|right)\.$/.exec(rest))) act = { kind: 'turn', e: actor, side: x[1] };
     else if ((x = / (\d+) steps? forward\.$/.exec(rest))) act = { kind: 'forward', e: actor, n: Number(x[1]) };
-    else if ((x = / (\d+) steps? (north|east|south|west)\.$/.exec(rest))) act = { kind: 'move', e: actor, dir: x[2], n: Number(x[1]) };
-    else if ((x = / to (\w+)\.$/.exec(rest)) && entities.includes(x[1])) act = { kind: 'give', e: actor, o: findObject(rest), to: x[1] };
+    else if ((x = / (\d+) steps? (north|east|south|west)\.$/.exec(rest)))
+      act = { kind: 'move', e: actor, dir: x[2], n: Number(x[1]) };
+    else if ((x = / to (\w+)\.$/.exec(rest)) && entities.includes(x[1]))
+      act = { kind: 'give', e: actor, o: findObject(rest), to: x[1] };
     else {
       const place = byLength(places).find((p) => rest.endsWith(` the ${p}.`));
       if (place) {
         const prep = new RegExp(` (\\w+) the ${place.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&')}\\.$`).exec(rest)![1];
-        act = prep === 'from' ? { kind: 'pick', e: actor, o: findObject(rest), from: place } : { kind: 'place', e: actor, o: findObject(rest), to: place };
+        act =
+          prep === 'from'
+            ? { kind: 'pick', e: actor, o: findObject(rest), from: place }
+            : { kind: 'place', e: actor, o: findObject(rest), to: place };
       } else {
         act = { kind: 'pick', e: actor, o: findObject(rest), from: null };
       }
@@ -105,8 +116,10 @@ function clone(s: State): State {
   return { where: new Map(s.where), grid: new Map([...s.grid].map(([k, v]) => [k, { ...v }])) };
 }
 
-export const held = (s: State, e: string) => [...s.where].filter(([, w]) => 'entity' in w && w.entity === e).map(([o]) => o);
-export const at = (s: State, p: string) => [...s.where].filter(([, w]) => 'place' in w && w.place === p).map(([o]) => o);
+export const held = (s: State, e: string) =>
+  [...s.where].filter(([, w]) => 'entity' in w && w.entity === e).map(([o]) => o);
+export const at = (s: State, p: string) =>
+  [...s.where].filter(([, w]) => 'place' in w && w.place === p).map(([o]) => o);
 
 /** Apply `act` to a copy of `s`, or return null if it is not legal there. */
 export function step(p: Parsed, s: State, act: Act): State | null {
@@ -115,7 +128,8 @@ export function step(p: Parsed, s: State, act: Act): State | null {
   const w = 'o' in act ? s.where.get(act.o) : undefined;
   switch (act.kind) {
     case 'pick':
-      if (!w || !('place' in w) || (act.from !== null && w.place !== act.from) || held(s, act.e).length >= p.capacity) return null;
+      if (!w || !('place' in w) || (act.from !== null && w.place !== act.from) || held(s, act.e).length >= p.capacity)
+        return null;
       n.where.set(act.o, { entity: act.e });
       return n;
     case 'place':
@@ -123,7 +137,8 @@ export function step(p: Parsed, s: State, act: Act): State | null {
       n.where.set(act.o, { place: act.to });
       return n;
     case 'give':
-      if (!w || !('entity' in w) || w.entity !== act.e || act.to === act.e || held(s, act.to).length >= p.capacity) return null;
+      if (!w || !('entity' in w) || w.entity !== act.e || act.to === act.e || held(s, act.to).length >= p.capacity)
+        return null;
       n.where.set(act.o, { entity: act.to });
       return n;
     case 'move':
@@ -171,9 +186,18 @@ export function simulate(e: Episode): Simulation {
 }
 
 /** The answer to the episode's question in state index `k` (default: the end), read from the parsed text. */
-export function answer(sim: Simulation, question: string, which: 'final' | 'initial' | 'blind' = 'final'): string | null {
+export function answer(
+  sim: Simulation,
+  question: string,
+  which: 'final' | 'initial' | 'blind' = 'final',
+): string | null {
   const { parsed } = sim;
-  const s = which === 'initial' ? sim.states[0] : which === 'blind' ? sim.blind[sim.blind.length - 1] : sim.states[sim.states.length - 1];
+  const s =
+    which === 'initial'
+      ? sim.states[0]
+      : which === 'blind'
+        ? sim.blind[sim.blind.length - 1]
+        : sim.states[sim.states.length - 1];
   if (s === null) return null;
   const whereName = (o: string) => {
     const w = s.where.get(o)!;
@@ -185,20 +209,26 @@ export function answer(sim: Simulation, question: string, which: 'final' | 'init
     return 'entity' in w ? w.entity : 'no one';
   }
   if ((m = /^Where (?:is|are) the (.+) now\?$/.exec(question))) return whereName(m[1]);
-  if ((m = /^True or False: The (.+) (?:is|are) (?:on|in|at|by|under) the (.+)\.$/.exec(question))) return whereName(m[1]) === m[2] ? 'True' : 'False';
+  if ((m = /^True or False: The (.+) (?:is|are) (?:on|in|at|by|under) the (.+)\.$/.exec(question)))
+    return whereName(m[1]) === m[2] ? 'True' : 'False';
   if ((m = /^True or False: (\w+) has the (.+)\.$/.exec(question))) return whereName(m[2]) === m[1] ? 'True' : 'False';
   if ((m = /^How many objects does (\w+) have now\?$/.exec(question))) return String(held(s, m[1]).length);
-  if ((m = /^How many objects are (?:on|in|at|by|under) the (.+) now\?$/.exec(question))) return String(at(s, m[1]).length);
+  if ((m = /^How many objects are (?:on|in|at|by|under) the (.+) now\?$/.exec(question)))
+    return String(at(s, m[1]).length);
   if ((m = /^Which direction is (\w+) facing now\?$/.exec(question))) return s.grid.get(m[1])!.facing;
-  if ((m = /^What are (\w+)'s coordinates now\?$/.exec(question))) return `(${s.grid.get(m[1])!.x}, ${s.grid.get(m[1])!.y})`;
+  if ((m = /^What are (\w+)'s coordinates now\?$/.exec(question)))
+    return `(${s.grid.get(m[1])!.x}, ${s.grid.get(m[1])!.y})`;
   if ((m = /^Who has more objects now, (\w+) or (\w+)\?$/.exec(question))) {
     const [a, b] = [held(s, m[1]).length, held(s, m[2]).length];
     return a === b ? 'tie' : a > b ? m[1] : m[2];
   }
   if ((m = /^Where (?:was|were) the (.+) before (\w+) picked (?:it|them) up\?$/.exec(question))) {
     const [o, e] = [m[1], m[2]];
-    const picks = parsed.actions.map((a, i) => ({ ...a, i })).filter((a) => a.act.kind === 'pick' && a.act.e === e && a.act.o === o);
-    if (picks.length !== 1 || picks[0].negated) throw new Error(`backward question without a unique executed pick: ${question}`);
+    const picks = parsed.actions
+      .map((a, i) => ({ ...a, i }))
+      .filter((a) => a.act.kind === 'pick' && a.act.e === e && a.act.o === o);
+    if (picks.length !== 1 || picks[0].negated)
+      throw new Error(`backward question without a unique executed pick: ${question}`);
     if (which === 'initial') return whereName(o);
     const before = which === 'blind' ? sim.blind[picks[0].i] : sim.states[picks[0].i];
     if (before === null) return null;

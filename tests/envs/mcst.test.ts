@@ -8,8 +8,12 @@ import { QUESTION_TYPES } from '../../envs/mcst/questions.ts';
 import type { Episode } from '../../core/episode.ts';
 import { answer, parseEpisode, simulate } from './mcst-resimulate.ts';
 
-const make = (extra: Record<string, unknown>, n = 150, split: 'train' | 'test' = 'test', seed: number | string = 7): Episode[] =>
-  generateEpisodes(mcstEnv, { n, actions: 10, split, seed, modality: 'text', extra });
+const make = (
+  extra: Record<string, unknown>,
+  n = 150,
+  split: 'train' | 'test' = 'test',
+  seed: number | string = 7,
+): Episode[] => generateEpisodes(mcstEnv, { n, actions: 10, split, seed, modality: 'text', extra });
 
 const byLevel = new Map(LEVELS.map((l) => [l.level, make({ level: l.level }, 160)]));
 
@@ -29,7 +33,8 @@ describe('mcst generator', () => {
       for (const e of episodes) {
         const sim = simulate(e);
         expect(e.target).not.toBe('tie');
-        if (e.meta.questionType !== 'verification') expect(answer(sim, e.question!, 'initial'), e.question).not.toBe(e.target);
+        if (e.meta.questionType !== 'verification')
+          expect(answer(sim, e.question!, 'initial'), e.question).not.toBe(e.target);
         expect(answer(sim, e.question!, 'initial')).toBe(e.meta.initialAnswer);
       }
     }
@@ -49,7 +54,9 @@ describe('mcst generator', () => {
         expect(p.actions.length).toBeGreaterThanOrEqual(spec.actions[0]);
         expect(p.actions.length).toBeLessThanOrEqual(spec.actions[1]);
         expect(p.gridSize).toBe(spec.gridSize);
-        expect(p.actions.filter((a) => a.negated).map((_, i) => i).length).toBe((e.meta.negatedIndices as number[]).length);
+        expect(p.actions.filter((a) => a.negated).map((_, i) => i).length).toBe(
+          (e.meta.negatedIndices as number[]).length,
+        );
         negated += p.actions.filter((a) => a.negated).length;
         actions += p.actions.length;
       }
@@ -79,7 +86,9 @@ describe('mcst generator', () => {
     expect(new Set(all.map((e) => e.meta.questionType))).toEqual(new Set(QUESTION_TYPES));
     expect(new Set(all.map((e) => e.meta.domain))).toEqual(new Set(DOMAIN_KEYS));
     expect(new Set(all.map((e) => e.meta.nameRegion)).size).toBeGreaterThanOrEqual(6);
-    for (const e of all) if (e.meta.questionType === 'direction' || e.meta.questionType === 'position') expect(e.meta.level).toBeGreaterThanOrEqual(3);
+    for (const e of all)
+      if (e.meta.questionType === 'direction' || e.meta.questionType === 'position')
+        expect(e.meta.level).toBeGreaterThanOrEqual(3);
     const typed = make({ level: 4, 'question-type': 'backward,comparison' }, 40);
     expect(new Set(typed.map((e) => e.meta.questionType))).toEqual(new Set(['backward', 'comparison']));
     for (const e of typed) expect(answer(simulate(e), e.question!)).toBe(e.target);
@@ -131,7 +140,9 @@ describe('mcst generator', () => {
       expect(answer(simulate(e), e.question!)).toBe(e.target);
     }
     expect(negated).toBe(episodes.length * Math.round(0.4 * 18));
-    expect(make({ level: 1, mcstGrid: 7, questionType: 'position' }, 5).every((e) => parseEpisode(e).gridSize === 7)).toBe(true);
+    expect(
+      make({ level: 1, mcstGrid: 7, questionType: 'position' }, 5).every((e) => parseEpisode(e).gridSize === 7),
+    ).toBe(true);
     expect(() => make({ 'negation-rate': 0.9 }, 1)).toThrow(/negation-rate/);
     expect(() => make({ 'mcst-actions': '9-3' }, 1)).toThrow(/mcst-actions/);
     expect(() => make({ 'mcst-grid': 'huge' }, 1)).toThrow(/mcst-grid/);
@@ -145,7 +156,9 @@ describe('mcst generator', () => {
     expect(() => make({ questionType: 'weather' }, 1)).toThrow(/question-type/);
     expect(() => make({ level: 1, questionType: 'direction' }, 1)).toThrow(/needs a grid/);
     expect(() => make({ level: 4, mcstGrid: 'none', questionType: 'position' }, 1)).toThrow(/needs a grid/);
-    expect(() => generateEpisodes(mcstEnv, { n: 1, actions: 1, split: 'test', seed: 1, modality: 'image' })).toThrow(/text actions only/);
+    expect(() => generateEpisodes(mcstEnv, { n: 1, actions: 1, split: 'test', seed: 1, modality: 'image' })).toThrow(
+      /text actions only/,
+    );
     expect(() => mcstEnv.renderAction(byLevel.get(1)![0], 0, 64)).toThrow(UserError);
   });
 });
@@ -170,7 +183,11 @@ describe('mcst prompts', () => {
     expect(text('zero-shot')).toBe(text('direct'));
     expect(text('stp')).toBe(text('state-tracking'));
     const shot = byLevel.get(1)![0];
-    expect(mcstEnv.prompt(e, { style: 'few-shot', shots: [shot] }).map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
+    expect(mcstEnv.prompt(e, { style: 'few-shot', shots: [shot] }).map((m) => m.role)).toEqual([
+      'user',
+      'assistant',
+      'user',
+    ]);
     expect(() => text('fen-trace')).toThrow(UserError);
   });
 });

@@ -21,7 +21,12 @@ const url = (ref: ImageRef) => `image-of-action-${ref.index}`;
 
 function chessStates(episode: Episode): string[] {
   const game = new Chess(episode.initialState);
-  return [game.fen(), ...episode.actions.map((a) => (game.move({ from: a.text.slice(0, 2), to: a.text.slice(2, 4), promotion: a.text[4] }), game.fen()))];
+  return [
+    game.fen(),
+    ...episode.actions.map(
+      (a) => (game.move({ from: a.text.slice(0, 2), to: a.text.slice(2, 4), promotion: a.text[4] }), game.fen()),
+    ),
+  ];
 }
 
 function shellStates(episode: Episode): number[] {
@@ -34,7 +39,12 @@ function shellStates(episode: Episode): number[] {
   return states;
 }
 
-async function roundTrip(env: Env, generated: Episode[], rows: TrackRow[], stateKind: 'string' | 'int'): Promise<Episode[]> {
+async function roundTrip(
+  env: Env,
+  generated: Episode[],
+  rows: TrackRow[],
+  stateKind: 'string' | 'int',
+): Promise<Episode[]> {
   const root = mkdtempSync(join(tmpdir(), `metrl-same-${env.domain}-`));
   writeTrackShard(join(root, 'full', 'test-00000-of-00001.parquet'), rows, { stateKind, images: false });
   const got = await selectOfficial(root, { limit: generated.length, actions: T, images: false });
@@ -53,21 +63,48 @@ function expectSamePaths(env: Env, generated: Episode[], official: Episode[]): v
       }
     }
     for (const response of [`FINAL ANSWER: ${generated[i].target}`, 'FINAL ANSWER: 2', 'no answer']) {
-      expect(env.score({ target: official[i].target, response, initialState: official[i].initialState })).toEqual(env.score({ target: generated[i].target, response, initialState: generated[i].initialState }));
+      expect(env.score({ target: official[i].target, response, initialState: official[i].initialState })).toEqual(
+        env.score({ target: generated[i].target, response, initialState: generated[i].initialState }),
+      );
     }
   }
 }
 
 describe('official rows and generated episodes share prompts, parsing and rewards', () => {
   it('shell', async () => {
-    const generated = generateEpisodes(shellEnv, { n: 4, actions: T, split: 'test', seed: 7, modality: 'text', distinct: true });
-    const rows = generated.map((e, i) => ({ example_id: `shell-test-${i}`, initial_state: Number(e.initialState), actions: e.actions.map((a) => a.text), states: shellStates(e) }));
+    const generated = generateEpisodes(shellEnv, {
+      n: 4,
+      actions: T,
+      split: 'test',
+      seed: 7,
+      modality: 'text',
+      distinct: true,
+    });
+    const rows = generated.map((e, i) => ({
+      example_id: `shell-test-${i}`,
+      initial_state: Number(e.initialState),
+      actions: e.actions.map((a) => a.text),
+      states: shellStates(e),
+    }));
     expectSamePaths(shellEnv, generated, await roundTrip(shellEnv, generated, rows, 'int'));
   });
 
   it('chess', async () => {
-    const generated = generateEpisodes(chessEnv, { n: 3, actions: T, split: 'test', seed: 7, modality: 'text', distinct: true, extra: { offset: 'random' } });
-    const rows = generated.map((e, i) => ({ example_id: `chess-test-${i}`, initial_state: e.initialState, actions: e.actions.map((a) => a.text), states: chessStates(e) }));
+    const generated = generateEpisodes(chessEnv, {
+      n: 3,
+      actions: T,
+      split: 'test',
+      seed: 7,
+      modality: 'text',
+      distinct: true,
+      extra: { offset: 'random' },
+    });
+    const rows = generated.map((e, i) => ({
+      example_id: `chess-test-${i}`,
+      initial_state: e.initialState,
+      actions: e.actions.map((a) => a.text),
+      states: chessStates(e),
+    }));
     expectSamePaths(chessEnv, generated, await roundTrip(chessEnv, generated, rows, 'string'));
   });
 });

@@ -43,7 +43,9 @@ describe('Minecraft prompt as the harness sends it', () => {
           image(3),
           text('\nChoice 4:'),
           image(4),
-          text('\nWhich image (1-4) shows the correct next frame after the action "Turn left"? Output only a single number 1-4. Start the next message with FINAL ANSWER:'),
+          text(
+            '\nWhich image (1-4) shows the correct next frame after the action "Turn left"? Output only a single number 1-4. Start the next message with FINAL ANSWER:',
+          ),
         ],
       },
     ]);
@@ -53,11 +55,24 @@ describe('Minecraft prompt as the harness sends it', () => {
     const chat = toChatMessages(minecraftEnv.prompt(episode('text'), { style: 'zero-shot', shots: [] }), url);
     expect(chat).toHaveLength(1);
     expect(typeof chat[0].content).toBe('string');
-    expect(chat[0].content).toContain('Input state:\n{"z": 0}\n\nCandidate next states:\n\nChoice 1:\n{"z": 1}\n\nChoice 2:');
+    expect(chat[0].content).toContain(
+      'Input state:\n{"z": 0}\n\nCandidate next states:\n\nChoice 1:\n{"z": 1}\n\nChoice 2:',
+    );
   });
 
   it('other domains still merge adjacent text parts into one block (chess moves, as the harness accumulates them)', () => {
-    const chess: Episode = { id: 'c', domain: 'chess', split: 'test', initialState: 'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1', actions: [{ text: 'e4', modality: 'text' }, { text: 'e5', modality: 'text' }], target: '', meta: {} };
+    const chess: Episode = {
+      id: 'c',
+      domain: 'chess',
+      split: 'test',
+      initialState: 'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1',
+      actions: [
+        { text: 'e4', modality: 'text' },
+        { text: 'e5', modality: 'text' },
+      ],
+      target: '',
+      meta: {},
+    };
     const prompt = chessEnv.prompt(chess, { style: 'zero-shot', shots: [] });
     expect(prompt[0].parts.length).toBeGreaterThan(1);
     const chat = toChatMessages(prompt, url);

@@ -37,13 +37,20 @@ function visibilityFromPixels(episode: Episode, size = SIZE): Seen {
     cx.push([]);
     edge.push([]);
     world.objects.forEach((_, j) => {
-      const without: Episode = { ...episode, meta: { ...episode.meta, world: { ...world, objects: world.objects.filter((__, k) => k !== j) } } };
+      const without: Episode = {
+        ...episode,
+        meta: { ...episode.meta, world: { ...world, objects: world.objects.filter((__, k) => k !== j) } },
+      };
       const other = remEnv.renderAction(without, f, size).data;
       let n = 0;
       let sx = 0;
       let atEdge = false;
       for (let p = 0; p < size * size; p++) {
-        if (full[p * 3] !== other[p * 3] || full[p * 3 + 1] !== other[p * 3 + 1] || full[p * 3 + 2] !== other[p * 3 + 2]) {
+        if (
+          full[p * 3] !== other[p * 3] ||
+          full[p * 3 + 1] !== other[p * 3 + 1] ||
+          full[p * 3 + 2] !== other[p * 3 + 2]
+        ) {
           n++;
           sx += p % size;
           if (p % size === 0 || p % size === size - 1) atEdge = true;
@@ -80,7 +87,8 @@ function solve(episode: Episode): string | null {
   const unsure = (j: number) => v.pixels.some((row) => row[j] >= UNSURE_LOW && row[j] < UNSURE_HIGH);
   const visible = (f: number, j: number) => v.pixels[f][j] >= VISIBLE_PIXELS;
   const seen = (j: number) => v.pixels.some((row) => row[j] >= VISIBLE_PIXELS);
-  const involved = (m: (o: { color: string; shape: string }) => boolean) => world.objects.map((o, j) => (m(o) ? j : -1)).filter((j) => j >= 0);
+  const involved = (m: (o: { color: string; shape: string }) => boolean) =>
+    world.objects.map((o, j) => (m(o) ? j : -1)).filter((j) => j >= 0);
   const q = episode.question!;
   let m: RegExpExecArray | null;
   if ((m = /^How many (.+) did you see\?$/.exec(q))) {
@@ -144,7 +152,14 @@ function poses(episode: Episode): { x: number; y: number; heading: number }[] {
 }
 
 describe('rem episodes', () => {
-  const baseline = generateEpisodes(remEnv, { n: 40, actions: 6, split: 'test', seed: 3, modality: 'image', extra: { 'rem-objects': '8-16' } });
+  const baseline = generateEpisodes(remEnv, {
+    n: 40,
+    actions: 6,
+    split: 'test',
+    seed: 3,
+    modality: 'image',
+    extra: { 'rem-objects': '8-16' },
+  });
 
   it('has answers that follow from what the frames show (baseline, all four categories)', () => {
     let checked = 0;
@@ -171,11 +186,19 @@ describe('rem episodes', () => {
       world.objects.forEach((o, j) => {
         if (v.pixels[f][j] < VISIBLE_PIXELS) return;
         // Re-find the object's pixels and check each is its palette colour times one shade factor.
-        const without: Episode = { ...e, meta: { ...e.meta, world: { ...world, objects: world.objects.filter((_, k) => k !== j) } } };
+        const without: Episode = {
+          ...e,
+          meta: { ...e.meta, world: { ...world, objects: world.objects.filter((_, k) => k !== j) } },
+        };
         const other = remEnv.renderAction(without, f, SIZE).data;
         const palette = REM_PALETTE[o.color];
         for (let p = 0; p < SIZE * SIZE; p++) {
-          if (image[p * 3] === other[p * 3] && image[p * 3 + 1] === other[p * 3 + 1] && image[p * 3 + 2] === other[p * 3 + 2]) continue;
+          if (
+            image[p * 3] === other[p * 3] &&
+            image[p * 3 + 1] === other[p * 3 + 1] &&
+            image[p * 3 + 2] === other[p * 3 + 2]
+          )
+            continue;
           const s = (image[p * 3] + image[p * 3 + 1] + image[p * 3 + 2]) / (palette[0] + palette[1] + palette[2]);
           const off = [0, 1, 2].some((c) => Math.abs(image[p * 3 + c] - palette[c] * s) >= 4);
           if (s <= 0.5 || off) wrong.push(`${o.color} pixel ${[image[p * 3], image[p * 3 + 1], image[p * 3 + 2]]}`);
@@ -193,13 +216,24 @@ describe('rem episodes', () => {
       const ps = poses(e);
       // A frame rendered from the re-simulated pose, with the world shifted so that pose becomes the start, is the same image.
       const f = ps.length - 1;
-      const shifted: Episode = { ...e, actions: [e.actions[0]], meta: { ...e.meta, world: { ...world, start: ps[f] } } };
+      const shifted: Episode = {
+        ...e,
+        actions: [e.actions[0]],
+        meta: { ...e.meta, world: { ...world, start: ps[f] } },
+      };
       expect(remEnv.renderAction(shifted, 0, 64).data).toEqual(remEnv.renderAction(e, f, 64).data);
     }
   });
 
   it('shows partial views: objects leave the view and come back, and are cut at the frame edges', () => {
-    const long = generateEpisodes(remEnv, { n: 24, actions: 16, split: 'train', seed: 4, modality: 'image', extra: { 'rem-objects': 8, 'rem-question': 'counting' } });
+    const long = generateEpisodes(remEnv, {
+      n: 24,
+      actions: 16,
+      split: 'train',
+      seed: 4,
+      modality: 'image',
+      extra: { 'rem-objects': 8, 'rem-question': 'counting' },
+    });
     let reentries = 0;
     let cut = 0;
     for (const e of long.filter((_, i) => i % 2 === 0)) {
@@ -218,7 +252,14 @@ describe('rem episodes', () => {
   });
 
   it('full rotation: 24 frames turning in place, the 180° view mirrors the first, duplicated targets counted twice', () => {
-    const full = generateEpisodes(remEnv, { n: 12, actions: 10, split: 'test', seed: 8, modality: 'image', extra: { 'rem-variant': 'full-rotation' } });
+    const full = generateEpisodes(remEnv, {
+      n: 12,
+      actions: 10,
+      split: 'test',
+      seed: 8,
+      modality: 'image',
+      extra: { 'rem-variant': 'full-rotation' },
+    });
     const gts = new Set<string>();
     for (const e of full) {
       expect(e.actions).toHaveLength(24);
@@ -244,7 +285,14 @@ describe('rem episodes', () => {
   });
 
   it('single frame: one image, counting questions answered from it', () => {
-    const single = generateEpisodes(remEnv, { n: 9, actions: 10, split: 'test', seed: 9, modality: 'image', extra: { 'rem-variant': 'single-frame', 'rem-objects': '24-30' } });
+    const single = generateEpisodes(remEnv, {
+      n: 9,
+      actions: 10,
+      split: 'test',
+      seed: 9,
+      modality: 'image',
+      extra: { 'rem-variant': 'single-frame', 'rem-objects': '24-30' },
+    });
     let checked = 0;
     for (const e of single) {
       expect(e.actions).toHaveLength(1);
@@ -258,9 +306,23 @@ describe('rem episodes', () => {
   });
 
   it('is deterministic, keeps each trajectory in one split, and honours its options', () => {
-    const again = generateEpisodes(remEnv, { n: 40, actions: 6, split: 'test', seed: 3, modality: 'image', extra: { 'rem-objects': '8-16' } });
+    const again = generateEpisodes(remEnv, {
+      n: 40,
+      actions: 6,
+      split: 'test',
+      seed: 3,
+      modality: 'image',
+      extra: { 'rem-objects': '8-16' },
+    });
     expect(again).toEqual(baseline);
-    const train = generateEpisodes(remEnv, { n: 80, actions: 6, split: 'train', seed: 3, modality: 'image', extra: { 'rem-objects': '8-16' } });
+    const train = generateEpisodes(remEnv, {
+      n: 80,
+      actions: 6,
+      split: 'train',
+      seed: 3,
+      modality: 'image',
+      extra: { 'rem-objects': '8-16' },
+    });
     const testWorlds = new Set(baseline.map((e) => JSON.stringify(e.meta.world)));
     for (const e of train) expect(testWorlds.has(JSON.stringify(e.meta.world))).toBe(false);
     for (const e of [...baseline, ...train]) {
@@ -271,13 +333,30 @@ describe('rem episodes', () => {
     }
     // The initial state spells the moves, one letter each, for layouts that show the images without their captions.
     for (const e of baseline) {
-      const letters = e.actions.slice(1).map((a) => ({ 'move forward 1m': 'F', 'rotate left 15°': 'L', 'rotate right 15°': 'R' })[a.text]).join('');
+      const letters = e.actions
+        .slice(1)
+        .map((a) => ({ 'move forward 1m': 'F', 'rotate left 15°': 'L', 'rotate right 15°': 'R' })[a.text])
+        .join('');
       expect(e.initialState.endsWith(`: ${letters}`)).toBe(true);
     }
     // Frames are images whatever --modality says.
-    const asText = generateEpisodes(remEnv, { n: 4, actions: 3, split: 'train', seed: 3, modality: 'text', extra: { 'rem-objects': 8 } });
+    const asText = generateEpisodes(remEnv, {
+      n: 4,
+      actions: 3,
+      split: 'train',
+      seed: 3,
+      modality: 'text',
+      extra: { 'rem-objects': 8 },
+    });
     for (const e of asText) expect(e.actions.every((a) => a.modality === 'image')).toBe(true);
-    const dup = generateEpisodes(remEnv, { n: 10, actions: 4, split: 'train', seed: 3, modality: 'image', extra: { 'rem-objects': 10, 'rem-duplicates': 6 } });
+    const dup = generateEpisodes(remEnv, {
+      n: 10,
+      actions: 4,
+      split: 'train',
+      seed: 3,
+      modality: 'image',
+      extra: { 'rem-objects': 10, 'rem-duplicates': 6 },
+    });
     for (const e of dup) {
       const types = new Set((e.meta.world as RemWorld).objects.map((o) => `${o.color} ${o.shape}`));
       expect(types.size).toBe(4);
@@ -287,8 +366,19 @@ describe('rem episodes', () => {
   it('rejects bad options with one clear line', () => {
     expect(() => remOptions({ 'rem-variant': 'half-rotation' })).toThrow(UserError);
     expect(() => remOptions({ 'rem-question': 'colour' })).toThrow(/rem-question/);
-    expect(() => remOptions({ 'rem-variant': 'single-frame', 'rem-question': 'temporal' })).toThrow(/counting questions only/);
-    expect(() => generateEpisodes(remEnv, { n: 1, actions: 4, split: 'train', seed: 1, modality: 'image', extra: { 'rem-objects': 8, 'rem-duplicates': 7 } })).toThrow(/--rem-duplicates/);
+    expect(() => remOptions({ 'rem-variant': 'single-frame', 'rem-question': 'temporal' })).toThrow(
+      /counting questions only/,
+    );
+    expect(() =>
+      generateEpisodes(remEnv, {
+        n: 1,
+        actions: 4,
+        split: 'train',
+        seed: 1,
+        modality: 'image',
+        extra: { 'rem-objects': 8, 'rem-duplicates': 7 },
+      }),
+    ).toThrow(/--rem-duplicates/);
     expect(remOptions({ remVariant: 'full-rotation' }).variant).toBe('full-rotation');
     expect(() => remOptions({ 'rem-variant': 'full-rotation', 'rem-objects': 30 })).toThrow(/24 objects/);
     expect(() => remOptions({ 'rem-variant': 'full-rotation', 'rem-duplicates': 3 })).toThrow(/1 or 2/);

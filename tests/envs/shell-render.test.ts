@@ -27,7 +27,11 @@ interface DecodedLabel {
 }
 
 /** Read a glyph in the bounding box by sampling the centre of each font cell; the digit whose cells match exactly. */
-function readGlyph(image: RawImage, box: { x0: number; x1: number; y0: number; y1: number }, fonts: PixelFont[]): string | null {
+function readGlyph(
+  image: RawImage,
+  box: { x0: number; x1: number; y0: number; y1: number },
+  fonts: PixelFont[],
+): string | null {
   const matches = new Set<string>();
   const boxHeight = box.y1 - box.y0 + 1;
   const boxWidth = box.x1 - box.x0 + 1;
@@ -36,7 +40,9 @@ function readGlyph(image: RawImage, box: { x0: number; x1: number; y0: number; y
     const cell = boxHeight / font.height;
     for (const [digit, glyph] of Object.entries(font.glyphs)) {
       // Glyphs may not use their first or last columns; compare within the glyph's own inked columns.
-      const used = [...Array(glyph.width).keys()].filter((c) => [...Array(glyph.height).keys()].some((r) => glyph.cells[r * glyph.width + c]));
+      const used = [...Array(glyph.width).keys()].filter((c) =>
+        [...Array(glyph.height).keys()].some((r) => glyph.cells[r * glyph.width + c]),
+      );
       const first = used[0];
       const width = used[used.length - 1] - first + 1;
       if (width * cell !== boxWidth) continue;
@@ -110,29 +116,36 @@ describe('shell renderer', () => {
     expect([image.width, image.height, image.data.length]).toEqual([size, size, size * size * 3]);
   });
 
-  it.each([shellEnv.imageSizes.model, shellEnv.imageSizes.chat])('every swap decodes from the pixels at %i px', (size) => {
-    let decoded = 0;
-    for (const episode of randomEpisodes(100, 7 + size)) {
-      episode.actions.forEach((action, index) => {
-        expect(decodeSwap(shellEnv.renderAction(episode, index, size))).toBe(action.text);
-        decoded++;
-      });
-    }
-    expect(decoded).toBe(400);
-  });
-
-  it.each([shellEnv.imageSizes.model, shellEnv.imageSizes.chat])('swaps survive a PNG round trip at %i px', async (size) => {
-    for (const episode of randomEpisodes(75, 11 + size)) {
-      for (let index = 0; index < episode.actions.length; index++) {
-        const png = await encodePng(shellEnv.renderAction(episode, index, size));
-        expect(decodeSwap(await decodePng(png))).toBe(episode.actions[index].text);
+  it.each([shellEnv.imageSizes.model, shellEnv.imageSizes.chat])(
+    'every swap decodes from the pixels at %i px',
+    (size) => {
+      let decoded = 0;
+      for (const episode of randomEpisodes(100, 7 + size)) {
+        episode.actions.forEach((action, index) => {
+          expect(decodeSwap(shellEnv.renderAction(episode, index, size))).toBe(action.text);
+          decoded++;
+        });
       }
-    }
-  });
+      expect(decoded).toBe(400);
+    },
+  );
+
+  it.each([shellEnv.imageSizes.model, shellEnv.imageSizes.chat])(
+    'swaps survive a PNG round trip at %i px',
+    async (size) => {
+      for (const episode of randomEpisodes(75, 11 + size)) {
+        for (let index = 0; index < episode.actions.length; index++) {
+          const png = await encodePng(shellEnv.renderAction(episode, index, size));
+          expect(decodeSwap(await decodePng(png))).toBe(episode.actions[index].text);
+        }
+      }
+    },
+  );
 
   it.each([32, 48, 96, 128, 160, 200, 256, 384, 768])('labels stay readable at other widths (%i px)', (size) => {
     const episode = randomEpisodes(3, size)[0];
-    for (let i = 0; i < episode.actions.length; i++) expect(decodeSwap(shellEnv.renderAction(episode, i, size))).toBe(episode.actions[i].text);
+    for (let i = 0; i < episode.actions.length; i++)
+      expect(decodeSwap(shellEnv.renderAction(episode, i, size))).toBe(episode.actions[i].text);
   });
 
   it('the three swaps give three different images, whatever the ball does', () => {
@@ -142,7 +155,12 @@ describe('shell renderer', () => {
       const pair = rng.pick(SWAP_PAIRS);
       const start = String(rng.range(1, 3));
       const episode: Episode = {
-        id: `e${i}`, domain: 'shell', split: 'test', initialState: start, target: start, meta: {},
+        id: `e${i}`,
+        domain: 'shell',
+        split: 'test',
+        initialState: start,
+        target: start,
+        meta: {},
         actions: [{ text: swapText(pair), modality: 'image' }],
       };
       const bytes = Buffer.from(shellEnv.renderAction(episode, 0, 64).data).toString('base64');
@@ -162,7 +180,12 @@ describe('shell renderer', () => {
 
   it('rejects an action that is not a swap', () => {
     const episode: Episode = {
-      id: 'bad', domain: 'shell', split: 'test', initialState: '1', target: '1', meta: {},
+      id: 'bad',
+      domain: 'shell',
+      split: 'test',
+      initialState: '1',
+      target: '1',
+      meta: {},
       actions: [{ text: '2 swap 2', modality: 'image' }],
     };
     expect(() => shellEnv.renderAction(episode, 0, 64)).toThrow(/not "x swap y"/);

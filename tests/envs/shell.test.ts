@@ -41,7 +41,9 @@ describe('shell episodes', () => {
   it('uses all starts and all three pairs', () => {
     const episodes = gen();
     expect(new Set(episodes.map((e) => e.initialState)).size).toBe(3);
-    expect(new Set(episodes.flatMap((e) => e.actions.map((a) => a.text)))).toEqual(new Set(SWAP_PAIRS.map(([a, b]) => `${a} swap ${b}`)));
+    expect(new Set(episodes.flatMap((e) => e.actions.map((a) => a.text)))).toEqual(
+      new Set(SWAP_PAIRS.map(([a, b]) => `${a} swap ${b}`)),
+    );
   });
 
   it('is deterministic from the seed and changes with it', () => {
@@ -74,7 +76,12 @@ describe('shell episodes', () => {
 
 describe('shell prompts', () => {
   const episode: Episode = {
-    id: 'shell-test-0', domain: 'shell', split: 'test', initialState: '2', target: '1', meta: {},
+    id: 'shell-test-0',
+    domain: 'shell',
+    split: 'test',
+    initialState: '2',
+    target: '1',
+    meta: {},
     actions: [
       { text: '1 swap 2', modality: 'text' },
       { text: '2 swap 3', modality: 'image' },
@@ -85,14 +92,18 @@ describe('shell prompts', () => {
     const messages = shellEnv.prompt(episode, { style: 'zero-shot', shots: [] });
     expect(messages).toHaveLength(1);
     // The harness's zero-shot question and layout (metbench/prompts.py, ICML 2026 version).
-    const question = 'Now what is the final position of the ball? Only output the final ball location as a single number 1, 2, or 3. If there are no moves you must still just predict the location. Start the next message with FINAL ANSWER:';
+    const question =
+      'Now what is the final position of the ball? Only output the final ball location as a single number 1, 2, or 3. If there are no moves you must still just predict the location. Start the next message with FINAL ANSWER:';
     expect(textOf(messages)).toBe(
       `${SHELL_INSTRUCTIONS}\n\n${question}\nThe initial state is: 2\nHere are the moves played:\n1 swap 2\n<image>The shells with the numbers highlighted green are being swapped.\n\n${question}`,
     );
   });
 
   it('an image action becomes an image_url part followed by its caption', () => {
-    const chat = toChatMessages(shellEnv.prompt(episode, { style: 'zero-shot', shots: [] }), (ref) => `images/${ref.episode.id}-${ref.index}.png`);
+    const chat = toChatMessages(
+      shellEnv.prompt(episode, { style: 'zero-shot', shots: [] }),
+      (ref) => `images/${ref.episode.id}-${ref.index}.png`,
+    );
     const parts = chat[0].content as Array<{ type: string; text?: string; image_url?: { url: string } }>;
     expect(parts.map((p) => p.type)).toEqual(['text', 'image_url', 'text']);
     expect(parts[1].image_url!.url).toBe('images/shell-test-0-1.png');
@@ -108,7 +119,15 @@ describe('shell prompts', () => {
   it('few-shot puts solved examples first as user/assistant turns', () => {
     const shots = gen({ split: 'train', n: 3, actions: 3 });
     const messages = shellEnv.prompt(episode, { style: 'few-shot', shots });
-    expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user']);
+    expect(messages.map((m) => m.role)).toEqual([
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+      'user',
+    ]);
     shots.forEach((shot, i) => {
       expect(textOf([messages[2 * i]])).toContain(`The initial state is: ${shot.initialState}\n`);
       expect(textOf([messages[2 * i + 1]])).toBe(`FINAL ANSWER: ${shot.target}`);

@@ -7,11 +7,19 @@ import { BatchedGenerator } from '../../eval/batched-generator.ts';
 
 let policy: BuiltinPolicy;
 const greedy = { temperature: 0, topP: 1, maxNewTokens: 6 };
-const texts = ['shell\n1\n', 'shell\n2\n1 swap 2\n2 swap 3\n', 'chess\nrnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1\ne2e4\n', 'shell\n3\n1 swap 3\n'];
+const texts = [
+  'shell\n1\n',
+  'shell\n2\n1 swap 2\n2 swap 3\n',
+  'chess\nrnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1\ne2e4\n',
+  'shell\n3\n1 swap 3\n',
+];
 
 beforeAll(async () => {
   await initBackend(undefined, null);
-  policy = BuiltinPolicy.create({ architecture: { dModel: 32, nLayers: 2, nHeads: 2, dMlp: 64, maxContext: 256, imageSize: 32, patchSize: 16 }, seed: 11 });
+  policy = BuiltinPolicy.create({
+    architecture: { dModel: 32, nLayers: 2, nHeads: 2, dMlp: 64, maxContext: 256, imageSize: 32, patchSize: 16 },
+    seed: 11,
+  });
 });
 
 describe('BatchedGenerator', () => {

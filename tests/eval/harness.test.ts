@@ -28,7 +28,16 @@ afterEach(async () => {
   upstream = null;
 });
 
-const track: SettingOptions = { domains: ['shell'], modalities: ['text'], imageRatios: null, actions: [3], prompts: ['zero-shot'], shots: null, task: 'track', cascade: false };
+const track: SettingOptions = {
+  domains: ['shell'],
+  modalities: ['text'],
+  imageRatios: null,
+  actions: [3],
+  prompts: ['zero-shot'],
+  shots: null,
+  task: 'track',
+  cascade: false,
+};
 
 function config(url: string, overrides: Partial<RunConfig> = {}): RunConfig {
   const settings = expandSettings(track, envs);
@@ -47,7 +56,10 @@ function config(url: string, overrides: Partial<RunConfig> = {}): RunConfig {
   };
 }
 
-async function run(script: (r: UpstreamRequest) => Behaviour, options: { out?: string; resume?: boolean; retry?: RetryPolicy; cfg?: Partial<RunConfig>; fresh?: boolean } = {}) {
+async function run(
+  script: (r: UpstreamRequest) => Behaviour,
+  options: { out?: string; resume?: boolean; retry?: RetryPolicy; cfg?: Partial<RunConfig>; fresh?: boolean } = {},
+) {
   if (options.fresh) {
     await upstream?.close();
     upstream = null;
@@ -55,8 +67,26 @@ async function run(script: (r: UpstreamRequest) => Behaviour, options: { out?: s
   upstream ??= await startUpstream(script);
   const out = options.out ?? mkdtempSync(join(tmpdir(), 'metrl-eval-'));
   const cfg = config(upstream.url, options.cfg);
-  const source = await openSource(cfg.model, { envs, sampling: { temperature: 0, maxTokens: 32 }, seed: 1, compact: async () => { throw new Error('unused'); }, openCheckpoint: async () => { throw new Error('unused'); } });
-  const outcome = await runEvaluation({ out, resume: options.resume ?? false, config: cfg, envs, source, retry: options.retry ?? fastRetry, progress: silent });
+  const source = await openSource(cfg.model, {
+    envs,
+    sampling: { temperature: 0, maxTokens: 32 },
+    seed: 1,
+    compact: async () => {
+      throw new Error('unused');
+    },
+    openCheckpoint: async () => {
+      throw new Error('unused');
+    },
+  });
+  const outcome = await runEvaluation({
+    out,
+    resume: options.resume ?? false,
+    config: cfg,
+    envs,
+    source,
+    retry: options.retry ?? fastRetry,
+    progress: silent,
+  });
   return { out, outcome, cfg };
 }
 
@@ -80,14 +110,20 @@ describe('evaluation harness against a local upstream', () => {
   });
 
   it('scores wrong and unparseable answers as such', async () => {
-    const { outcome } = await run((r) => ({ kind: 'answer', text: r.index % 2 === 0 ? 'no idea' : 'FINAL ANSWER: 12' }));
+    const { outcome } = await run((r) => ({
+      kind: 'answer',
+      text: r.index % 2 === 0 ? 'no idea' : 'FINAL ANSWER: 12',
+    }));
     expect(outcome.rows.every((r) => r.status === 'ok' && r.reward === 0 && r.valid === false)).toBe(true);
   });
 
   it('retries 429 after the Retry-After the server asked for', async () => {
-    const { outcome } = await run((r) => (r.index === 0 ? { kind: 'status', status: 429, retryAfter: '1' } : { kind: 'answer' }), {
-      cfg: { n: 1, runtime: { workers: 1, limit: null, retries: 4, timeout_s: 2 } },
-    });
+    const { outcome } = await run(
+      (r) => (r.index === 0 ? { kind: 'status', status: 429, retryAfter: '1' } : { kind: 'answer' }),
+      {
+        cfg: { n: 1, runtime: { workers: 1, limit: null, retries: 4, timeout_s: 2 } },
+      },
+    );
     const [first, second] = upstream!.requests;
     expect(outcome.rows[0]).toMatchObject({ status: 'ok', reward: 1, attempts: 2 });
     // Backoff alone would wait 10-20 ms; Retry-After: 1 makes it a second.
@@ -121,24 +157,33 @@ describe('evaluation harness against a local upstream', () => {
   });
 
   it('fails only the item on a 400', async () => {
-    const { outcome } = await run((r) => (r.index === 0 ? { kind: 'status', status: 400 } : { kind: 'answer' }), { cfg: { n: 3, runtime: { workers: 1, limit: null, retries: 4, timeout_s: 2 } } });
+    const { outcome } = await run((r) => (r.index === 0 ? { kind: 'status', status: 400 } : { kind: 'answer' }), {
+      cfg: { n: 3, runtime: { workers: 1, limit: null, retries: 4, timeout_s: 2 } },
+    });
     expect(outcome.rows.map((r) => r.status)).toEqual(['error', 'ok', 'ok']);
     expect(outcome.rows[0].attempts).toBe(1);
   });
 
   it('stops on 401, keeps every finished item, and resume finishes the rest without repeating them', async () => {
     let unauthorised = true;
-    const script = (r: UpstreamRequest): Behaviour => (r.index >= 3 && unauthorised ? { kind: 'status', status: 401 } : { kind: 'answer' });
+    const script = (r: UpstreamRequest): Behaviour =>
+      r.index >= 3 && unauthorised ? { kind: 'status', status: 401 } : { kind: 'answer' };
     const first = await run(script, { cfg: { runtime: { workers: 1, limit: null, retries: 4, timeout_s: 2 } } });
     expect(first.outcome.stopped?.reason).toBe('fatal');
-    expect(first.outcome.stopped && 'failure' in first.outcome.stopped ? first.outcome.stopped.failure.status : null).toBe(401);
+    expect(
+      first.outcome.stopped && 'failure' in first.outcome.stopped ? first.outcome.stopped.failure.status : null,
+    ).toBe(401);
     expect(first.outcome.rows).toHaveLength(3);
     expect(upstream!.requests).toHaveLength(4); // three answered, the fourth got 401 and nothing more was sent
     expect(readResults(first.out).rows.size).toBe(3);
 
     unauthorised = false;
     const before = upstream!.requests.length;
-    const second = await run(script, { out: first.out, resume: true, cfg: { runtime: { workers: 2, limit: null, retries: 4, timeout_s: 2 } } });
+    const second = await run(script, {
+      out: first.out,
+      resume: true,
+      cfg: { runtime: { workers: 2, limit: null, retries: 4, timeout_s: 2 } },
+    });
     expect(second.outcome.reused).toBe(3);
     expect(second.outcome.rows).toHaveLength(8);
     expect(upstream!.requests.length - before).toBe(5);
@@ -150,17 +195,39 @@ describe('evaluation harness against a local upstream', () => {
     await closed.close();
     const out = mkdtempSync(join(tmpdir(), 'metrl-eval-'));
     const cfg = config(closed.url, { n: 3 });
-    const source = await openSource(cfg.model, { envs, sampling: { temperature: 0, maxTokens: 32 }, seed: 1, compact: async () => { throw new Error('unused'); }, openCheckpoint: async () => { throw new Error('unused'); } });
+    const source = await openSource(cfg.model, {
+      envs,
+      sampling: { temperature: 0, maxTokens: 32 },
+      seed: 1,
+      compact: async () => {
+        throw new Error('unused');
+      },
+      openCheckpoint: async () => {
+        throw new Error('unused');
+      },
+    });
     const started = performance.now();
-    const outcome = await runEvaluation({ out, resume: false, config: cfg, envs, source, retry: { ...fastRetry, baseDelayMs: 1000 }, progress: silent });
+    const outcome = await runEvaluation({
+      out,
+      resume: false,
+      config: cfg,
+      envs,
+      source,
+      retry: { ...fastRetry, baseDelayMs: 1000 },
+      progress: silent,
+    });
     expect(outcome.stopped?.reason).toBe('fatal');
-    expect(outcome.stopped && 'failure' in outcome.stopped ? outcome.stopped.failure.message : '').toMatch(/cannot reach 127\.0\.0\.1:\d+ \(ECONNREFUSED\)/);
+    expect(outcome.stopped && 'failure' in outcome.stopped ? outcome.stopped.failure.message : '').toMatch(
+      /cannot reach 127\.0\.0\.1:\d+ \(ECONNREFUSED\)/,
+    );
     expect(performance.now() - started).toBeLessThan(900); // no backoff: not retried
     expect(outcome.rows).toHaveLength(0);
   });
 
   it('with --limit evaluates a prefix, and resume completes it', async () => {
-    const first = await run(() => ({ kind: 'answer' }), { cfg: { runtime: { workers: 2, limit: 3, retries: 4, timeout_s: 2 } } });
+    const first = await run(() => ({ kind: 'answer' }), {
+      cfg: { runtime: { workers: 2, limit: 3, retries: 4, timeout_s: 2 } },
+    });
     expect(first.outcome.rows).toHaveLength(3);
     const second = await run(() => ({ kind: 'answer' }), { out: first.out, resume: true });
     expect(second.outcome.reused).toBe(3);
@@ -170,14 +237,19 @@ describe('evaluation harness against a local upstream', () => {
 
   it('refuses to resume with different settings', async () => {
     const first = await run(() => ({ kind: 'answer' }), { cfg: { n: 2 } });
-    await expect(run(() => ({ kind: 'answer' }), { out: first.out, resume: true, cfg: { n: 3 } })).rejects.toThrow(/'n' differs/);
+    await expect(run(() => ({ kind: 'answer' }), { out: first.out, resume: true, cfg: { n: 3 } })).rejects.toThrow(
+      /'n' differs/,
+    );
   });
 
   it('sends image actions as PNG data URLs that carry the actions: a pixel-reading model scores 100%', async () => {
     const settings = expandSettings({ ...track, modalities: ['image'] }, envs);
     const { outcome } = await run(() => ({ kind: 'answer' }), { cfg: { n: 6, settings } });
     expect(outcome.rows.every((r) => r.status === 'ok' && r.reward === 1)).toBe(true);
-    const content = upstream!.requests[0].body.messages.at(-1)!.content as Array<{ type: string; image_url?: { url: string } }>;
+    const content = upstream!.requests[0].body.messages.at(-1)!.content as Array<{
+      type: string;
+      image_url?: { url: string };
+    }>;
     const images = content.filter((p) => p.type === 'image_url');
     expect(images).toHaveLength(3);
     expect(images[0].image_url!.url).toMatch(/^data:image\/png;base64,iVBORw0KGgo/);
@@ -190,7 +262,10 @@ describe('evaluation harness against a local upstream', () => {
     const messages = upstream!.requests[0].body.messages;
     expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user']);
     expect(messages[1].content).toMatch(/^FINAL ANSWER: [123]$/);
-    const selection = readFileSync(join(out, 'episodes.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const selection = readFileSync(join(out, 'episodes.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     const shots = selection.filter((r) => r.role === 'shot');
     expect(shots.length).toBeGreaterThanOrEqual(2);
     expect(shots.every((r) => r.episode.split === 'train')).toBe(true);
@@ -214,14 +289,25 @@ describe('evaluation harness against a local upstream', () => {
     const imageActions = outcome.rows.reduce((s, r) => s + r.transcriptions!.length, 0);
     expect(imageActions).toBeGreaterThan(0);
     expect(upstream!.requests).toHaveLength(imageActions + 6);
-    for (const r of outcome.rows) expect(r.transcriptions!.every((t) => t.correct && t.predicted === t.target)).toBe(true);
+    for (const r of outcome.rows)
+      expect(r.transcriptions!.every((t) => t.correct && t.predicted === t.target)).toBe(true);
     expect(outcome.rows.every((r) => r.reward === 1 && r.attempts === r.transcriptions!.length + 1)).toBe(true);
     // Tracking requests hold text only: the transcriptions replaced the images.
-    const tracking = upstream!.requests.filter((r) => !JSON.stringify(r.body).includes('which shells are being swapped'));
+    const tracking = upstream!.requests.filter(
+      (r) => !JSON.stringify(r.body).includes('which shells are being swapped'),
+    );
     expect(tracking).toHaveLength(6);
     expect(tracking.every((r) => !JSON.stringify(r.body).includes('image_url'))).toBe(true);
     // A model that misreads every image: the transcriptions are wrong and tracking goes wrong with them.
-    const misread = await run((r) => ({ kind: 'answer', ...(JSON.stringify(r.body.messages).includes('which shells are being swapped') ? { text: '1 swap 1' } : {}) }), { cfg: { n: 6, settings }, fresh: true });
-    expect(misread.outcome.rows.flatMap((r) => r.transcriptions!).every((t) => !t.correct && t.predicted === null)).toBe(true);
+    const misread = await run(
+      (r) => ({
+        kind: 'answer',
+        ...(JSON.stringify(r.body.messages).includes('which shells are being swapped') ? { text: '1 swap 1' } : {}),
+      }),
+      { cfg: { n: 6, settings }, fresh: true },
+    );
+    expect(
+      misread.outcome.rows.flatMap((r) => r.transcriptions!).every((t) => !t.correct && t.predicted === null),
+    ).toBe(true);
   });
 });

@@ -9,7 +9,19 @@ import { expandSettings, settingKey } from '../../eval/settings.ts';
 import type { ItemRow, Setting } from '../../eval/types.ts';
 
 const envs = new Map<Domain, Env>([['shell', shellEnv]]);
-const settings = expandSettings({ domains: ['shell'], modalities: ['text', 'image'], imageRatios: null, actions: [10], prompts: ['zero-shot', 'cot'], shots: null, task: 'track', cascade: false }, envs);
+const settings = expandSettings(
+  {
+    domains: ['shell'],
+    modalities: ['text', 'image'],
+    imageRatios: null,
+    actions: [10],
+    prompts: ['zero-shot', 'cot'],
+    shots: null,
+    task: 'track',
+    cascade: false,
+  },
+  envs,
+);
 
 function rows(setting: Setting, outcomes: Array<'right' | 'wrong' | 'invalid' | 'error'>): ItemRow[] {
   return outcomes.map((o, i) => ({
@@ -50,17 +62,32 @@ describe('report', () => {
     const report = buildReport('model-a', false, settings, items, all, envs);
     const byKey = new Map(report.settings.map((s) => [s.key, s]));
     expect(byKey.get(settingKey(zeroText))!.summary).toMatchObject({ count: 4, accuracy: 0.5, invalid: 1 });
-    expect(byKey.get(settingKey(zeroImage))).toMatchObject({ errors: 1, missing: 1, summary: { count: 2, accuracy: 0.5 } });
+    expect(byKey.get(settingKey(zeroImage))).toMatchObject({
+      errors: 1,
+      missing: 1,
+      summary: { count: 2, accuracy: 0.5 },
+    });
     expect(byKey.get(settingKey(cotImage))!.missing).toBe(2);
     expect(report.complete).toBe(false);
     expect(report.usage.total_tokens).toBe(13 * 105);
 
-    const baseline = buildReport('baseline:random', true, [zeroText], new Map([[settingKey(zeroText), 2]]), rows(zeroText, ['right', 'wrong']), envs);
+    const baseline = buildReport(
+      'baseline:random',
+      true,
+      [zeroText],
+      new Map([[settingKey(zeroText), 2]]),
+      rows(zeroText, ['right', 'wrong']),
+      envs,
+    );
     const table = renderTable([baseline, report]).split('\n');
     expect(table[0]).toBe('| Setting | Model | Shell Text | Shell Image |');
     expect(table[2]).toMatch(/^\| Baseline \| baseline:random \| 50\.0 ± \d+\.\d \(0 invalid\) \|  \|$/);
-    expect(table[3]).toMatch(/^\| zero-shot \| model-a \| 50\.0 ± \d+\.\d \(1 invalid\) \| 50\.0 ± \d+\.\d \(0 invalid, 1 errors, 1 missing\) \|$/);
-    expect(table[4]).toMatch(/^\| cot \| model-a \| 100\.0 ± \d+\.\d \(0 invalid\) \| 0\.0 ± \d+\.\d \(0 invalid, 2 missing\) \|$/);
+    expect(table[3]).toMatch(
+      /^\| zero-shot \| model-a \| 50\.0 ± \d+\.\d \(1 invalid\) \| 50\.0 ± \d+\.\d \(0 invalid, 1 errors, 1 missing\) \|$/,
+    );
+    expect(table[4]).toMatch(
+      /^\| cot \| model-a \| 100\.0 ± \d+\.\d \(0 invalid\) \| 0\.0 ± \d+\.\d \(0 invalid, 2 missing\) \|$/,
+    );
     expect(table.join('\n')).toMatch(/Incomplete: some items failed or were not reached/);
   });
 });

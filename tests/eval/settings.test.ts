@@ -33,12 +33,25 @@ const options = (o: Partial<SettingOptions>): SettingOptions => ({
 
 describe('settings', () => {
   it('expands comma lists into every combination, with sweeps as their own settings', () => {
-    const s = expandSettings(options({ domains: ['shell', 'chess'], modalities: ['text', 'image'], prompts: ['zero-shot', 'few-shot', 'cot'] }), envs);
+    const s = expandSettings(
+      options({
+        domains: ['shell', 'chess'],
+        modalities: ['text', 'image'],
+        prompts: ['zero-shot', 'few-shot', 'cot'],
+      }),
+      envs,
+    );
     expect(s).toHaveLength(12);
     expect(s.find((x) => x.prompt === 'few-shot')!.shots).toBe(5);
     expect(new Set(s.map(settingKey)).size).toBe(12);
     const sweep = expandSettings(options({ imageRatios: [0, 0.25, 0.5, 0.75, 1] }), envs);
-    expect(sweep.map((x) => [x.modality, x.imageRatio])).toEqual([['mixed', 0], ['mixed', 0.25], ['mixed', 0.5], ['mixed', 0.75], ['mixed', 1]]);
+    expect(sweep.map((x) => [x.modality, x.imageRatio])).toEqual([
+      ['mixed', 0],
+      ['mixed', 0.25],
+      ['mixed', 0.5],
+      ['mixed', 0.75],
+      ['mixed', 1],
+    ]);
     expect(settingKey(sweep[1])).toBe('shell/mixed/p0.25/T10/zero-shot');
     expect(expandSettings(options({ actions: [0, 5, 10, 20] }), envs).map((x) => x.actions)).toEqual([0, 5, 10, 20]);
   });
@@ -79,7 +92,9 @@ describe('episode selection', () => {
       const all = itemsOf(settings[0], few, 40, 0).map((i) => i.episode);
       expect(all.length).toBeGreaterThanOrEqual(10);
       expect(all.length).toBeLessThan(40);
-      expect(new Set(all.map((e) => `${e.initialState}|${e.actions.map((a) => a.text).join(',')}`)).size).toBe(all.length);
+      expect(new Set(all.map((e) => `${e.initialState}|${e.actions.map((a) => a.text).join(',')}`)).size).toBe(
+        all.length,
+      );
     } finally {
       spy.mockRestore();
     }
@@ -89,16 +104,27 @@ describe('episode selection', () => {
 
 describe('model sources from the command line', () => {
   it('records the key variable, never a key', () => {
-    expect(describeModel({ model: 'org/m', provider: 'together' })).toEqual({ kind: 'hosted', id: 'org/m', provider: 'together', api_key_env: 'HF_TOKEN' });
+    expect(describeModel({ model: 'org/m', provider: 'together' })).toEqual({
+      kind: 'hosted',
+      id: 'org/m',
+      provider: 'together',
+      api_key_env: 'HF_TOKEN',
+    });
     expect(describeModel({ model: 'org/m' })).toMatchObject({ provider: 'auto' });
-    expect(describeModel({ model: 'm', endpoint: 'http://127.0.0.1:8000/v1' })).toEqual({ kind: 'hosted', id: 'm', endpoint: 'http://127.0.0.1:8000/v1' });
+    expect(describeModel({ model: 'm', endpoint: 'http://127.0.0.1:8000/v1' })).toEqual({
+      kind: 'hosted',
+      id: 'm',
+      endpoint: 'http://127.0.0.1:8000/v1',
+    });
     expect(describeModel({ model: 'baseline:random' })).toEqual({ kind: 'baseline', name: 'random' });
     expect(describeModel({ checkpoint: 'runs/x' })).toEqual({ kind: 'checkpoint', path: 'runs/x' });
   });
 
   it('rejects contradictory or unsafe model options', () => {
     expect(() => describeModel({})).toThrow(/name a model/);
-    expect(() => describeModel({ model: 'm', provider: 'p', endpoint: 'http://x' })).toThrow(/either --provider or --endpoint/);
+    expect(() => describeModel({ model: 'm', provider: 'p', endpoint: 'http://x' })).toThrow(
+      /either --provider or --endpoint/,
+    );
     expect(() => describeModel({ checkpoint: 'a', model: 'm' })).toThrow(/not both/);
     expect(() => describeModel({ model: 'baseline:oracle' })).toThrow(/unknown baseline 'oracle'/);
     expect(() => describeModel({ model: 'm', endpoint: 'http://user:key@host/v1' })).toThrow(/not in the URL/);
@@ -126,7 +152,13 @@ describe('perception scoring', () => {
 describe('retries', () => {
   it('classifies statuses', () => {
     expect([401, 403, 404].map(kindOfStatus)).toEqual(['fatal', 'fatal', 'fatal']);
-    expect([429, 500, 502, 503, 408].map(kindOfStatus)).toEqual(['retryable', 'retryable', 'retryable', 'retryable', 'retryable']);
+    expect([429, 500, 502, 503, 408].map(kindOfStatus)).toEqual([
+      'retryable',
+      'retryable',
+      'retryable',
+      'retryable',
+      'retryable',
+    ]);
     expect([400, 422].map(kindOfStatus)).toEqual(['item', 'item']);
   });
 
@@ -150,24 +182,45 @@ describe('baselines', () => {
     const selection = drawSelection(settings, envs, 5, 0, {} as Record<Domain, Record<string, unknown>>);
     const [item] = itemsOf(settings[0], selection, 5, 0);
     const signal = new AbortController().signal;
-    const start = await baselineSource('game-start', 0).complete({ kind: 'track', episode: item.episode, style: 'zero-shot', shots: [] }, signal);
+    const start = await baselineSource('game-start', 0).complete(
+      { kind: 'track', episode: item.episode, style: 'zero-shot', shots: [] },
+      signal,
+    );
     expect(start.text).toBe(`FINAL ANSWER: ${item.episode.initialState}`);
     const random = baselineSource('random', 0);
     const a = await random.complete({ kind: 'track', episode: item.episode, style: 'zero-shot', shots: [] }, signal);
     const b = await random.complete({ kind: 'track', episode: item.episode, style: 'zero-shot', shots: [] }, signal);
     expect(a.text).toBe(b.text);
-    expect(chessEnv.score({ target: item.target, response: a.text, initialState: item.episode.initialState }).valid).toBe(true);
+    expect(
+      chessEnv.score({ target: item.target, response: a.text, initialState: item.episode.initialState }).valid,
+    ).toBe(true);
     const fen = scatteredFen('rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1', new Rng(2));
     expect(fen.split(' ')[0].replace(/[\d/]/g, '').split('').sort().join('')).toBe('BBKNNPPPPPPPPQRRbbknnppppppppqrr');
-    const perception = await random.complete({ kind: 'perception', episode: item.episode, index: 0, style: 'zero-shot' }, signal);
+    const perception = await random.complete(
+      { kind: 'perception', episode: item.episode, index: 0, style: 'zero-shot' },
+      signal,
+    );
     expect(parseAction('chess', perception.text)).not.toBeNull();
-    await expect(baselineSource('game-start', 0).complete({ kind: 'perception', episode: item.episode, index: 0, style: 'zero-shot' }, signal)).rejects.toThrow(UserError);
+    await expect(
+      baselineSource('game-start', 0).complete(
+        { kind: 'perception', episode: item.episode, index: 0, style: 'zero-shot' },
+        signal,
+      ),
+    ).rejects.toThrow(UserError);
     // Shell perception: a random swap of the right form, scored as the random baseline it is (about 1 in 3).
     const shellSettings = expandSettings(options({ task: 'perception', actions: [5] }), envs);
-    const shellItems = itemsOf(shellSettings[0], drawSelection(shellSettings, envs, 300, 0, {} as Record<Domain, Record<string, unknown>>), 300, 0);
+    const shellItems = itemsOf(
+      shellSettings[0],
+      drawSelection(shellSettings, envs, 300, 0, {} as Record<Domain, Record<string, unknown>>),
+      300,
+      0,
+    );
     let correct = 0;
     for (const it of shellItems) {
-      const reply = await random.complete({ kind: 'perception', episode: it.episode, index: it.actionIndex!, style: 'zero-shot' }, signal);
+      const reply = await random.complete(
+        { kind: 'perception', episode: it.episode, index: it.actionIndex!, style: 'zero-shot' },
+        signal,
+      );
       const score = scorePerception('shell', reply.text, it.target);
       expect(score.valid).toBe(true);
       correct += score.reward;

@@ -16,7 +16,12 @@ async function closedPort(): Promise<number> {
 }
 
 async function failureAt(endpointUrl: string): Promise<RequestFailure> {
-  const source = hostedSource({ model: 'm', endpointUrl, sampling: { temperature: 0, maxTokens: 8 }, toChat: async () => [{ role: 'user', content: 'hi' }] });
+  const source = hostedSource({
+    model: 'm',
+    endpointUrl,
+    sampling: { temperature: 0, maxTokens: 8 },
+    toChat: async () => [{ role: 'user', content: 'hi' }],
+  });
   try {
     await source.complete({} as Query, new AbortController().signal);
   } catch (error) {

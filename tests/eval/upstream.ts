@@ -12,7 +12,12 @@ export interface UpstreamRequest {
   index: number;
   at: number;
   authorization: string | null;
-  body: { messages: Array<{ role: string; content: unknown }>; temperature?: number; max_tokens?: number; model?: string };
+  body: {
+    messages: Array<{ role: string; content: unknown }>;
+    temperature?: number;
+    max_tokens?: number;
+    model?: string;
+  };
 }
 
 export type Behaviour =
@@ -33,9 +38,13 @@ export async function readSwap(dataUrl: string): Promise<string> {
   const counts = [0, 0, 0];
   for (let i = 0; i < image.width * image.height; i++) {
     const [r, g, b] = [image.data[i * 3], image.data[i * 3 + 1], image.data[i * 3 + 2]];
-    if (Math.abs(r - LABEL_GREEN[0]) + Math.abs(g - LABEL_GREEN[1]) + Math.abs(b - LABEL_GREEN[2]) < 30) counts[Math.min(2, Math.floor(((i % image.width) * 3) / image.width))]++;
+    if (Math.abs(r - LABEL_GREEN[0]) + Math.abs(g - LABEL_GREEN[1]) + Math.abs(b - LABEL_GREEN[2]) < 30)
+      counts[Math.min(2, Math.floor(((i % image.width) * 3) / image.width))]++;
   }
-  const [a, b] = [0, 1, 2].sort((x, y) => counts[y] - counts[x]).slice(0, 2).sort();
+  const [a, b] = [0, 1, 2]
+    .sort((x, y) => counts[y] - counts[x])
+    .slice(0, 2)
+    .sort();
   return `${a + 1} swap ${b + 1}`;
 }
 
@@ -44,7 +53,8 @@ export async function promptText(body: UpstreamRequest['body']): Promise<string>
   const last = body.messages[body.messages.length - 1];
   if (typeof last.content === 'string') return last.content;
   let text = '';
-  for (const part of last.content as Part[]) text += part.type === 'image_url' ? `\n${await readSwap(part.image_url!.url)}\n` : (part.text ?? '');
+  for (const part of last.content as Part[])
+    text += part.type === 'image_url' ? `\n${await readSwap(part.image_url!.url)}\n` : (part.text ?? '');
   return text;
 }
 
@@ -90,10 +100,16 @@ export async function startUpstream(script: (req: UpstreamRequest) => Behaviour,
       const send = async () => {
         if (res.destroyed) return;
         if (behaviour.kind === 'status') {
-          const headers: Record<string, string> = { 'content-type': behaviour.json === false ? 'text/plain; charset=utf-8' : 'application/json' };
+          const headers: Record<string, string> = {
+            'content-type': behaviour.json === false ? 'text/plain; charset=utf-8' : 'application/json',
+          };
           if (behaviour.retryAfter !== undefined) headers['retry-after'] = behaviour.retryAfter;
           res.writeHead(behaviour.status, headers);
-          res.end(behaviour.json === false ? `status ${behaviour.status}` : JSON.stringify({ error: { message: `scripted ${behaviour.status}`, type: 'test' } }));
+          res.end(
+            behaviour.json === false
+              ? `status ${behaviour.status}`
+              : JSON.stringify({ error: { message: `scripted ${behaviour.status}`, type: 'test' } }),
+          );
           return;
         }
         const text = behaviour.text ?? (await perfectAnswer(record.body));

@@ -26,9 +26,25 @@ export async function chessRun(dir: string): Promise<ChessRun> {
   const board = (fen: string) => expandPlacement(fen.split(' ')[0])!;
   const wrongSquares = board(b.initialState).filter((sq, i) => sq !== board(b.target)[i]).length;
   const rows = [
-    { step: 1, episode: a.id, target: a.target, completion: `A: … \nFINAL ANSWER: ${a.target}`, reward: 1, valid: true, advantage: 0.5 },
+    {
+      step: 1,
+      episode: a.id,
+      target: a.target,
+      completion: `A: … \nFINAL ANSWER: ${a.target}`,
+      reward: 1,
+      valid: true,
+      advantage: 0.5,
+    },
     { step: 1, episode: a.id, target: a.target, completion: 'A: e2e4 ->', reward: 0, valid: false, advantage: -0.5 },
-    { step: 2, episode: b.id, target: b.target, completion: `FINAL ANSWER: ${b.initialState}`, reward: (64 - wrongSquares) / 64, valid: true, advantage: 0 },
+    {
+      step: 2,
+      episode: b.id,
+      target: b.target,
+      completion: `FINAL ANSWER: ${b.initialState}`,
+      reward: (64 - wrongSquares) / 64,
+      valid: true,
+      advantage: 0,
+    },
   ];
   writeFileSync(join(dir, 'samples.jsonl'), rows.map((r) => JSON.stringify(r) + '\n').join(''));
   return { dir, wrongSquares, actions };

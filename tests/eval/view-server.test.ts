@@ -19,7 +19,9 @@ function rawGet(url: string, path: string, host?: string): Promise<{ status: num
     const req = request({ hostname, port, path, method: 'GET', headers: host ? { host } : {} }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => done({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), type: String(res.headers['content-type']) }));
+      res.on('end', () =>
+        done({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), type: String(res.headers['content-type']) }),
+      );
     });
     req.on('error', fail);
     req.end();
@@ -57,7 +59,8 @@ describe('metrl view server', () => {
     const page = await rawGet(view.url, '/');
     expect(page.status).toBe(200);
     expect(page.body.toString()).toContain('/vendor/vega-lite.min.js');
-    for (const path of ['/app.js', '/style.css', '/vendor/vega.min.js', '/vendor/vega-lite.min.js']) expect((await rawGet(view.url, path)).status, path).toBe(200);
+    for (const path of ['/app.js', '/style.css', '/vendor/vega.min.js', '/vendor/vega-lite.min.js'])
+      expect((await rawGet(view.url, path)).status, path).toBe(200);
   });
 
   it('lists the chess samples with their prompts, parsed answers and the board diff', async () => {
@@ -135,7 +138,12 @@ describe('metrl view server', () => {
   it('refuses other Host headers and methods other than GET', async () => {
     expect((await rawGet(view.url, '/api/folders', 'evil.example:80')).status).toBe(403);
     const { hostname, port } = new URL(view.url);
-    const status = await new Promise<number>((done) => request({ hostname, port, path: '/api/folders', method: 'POST' }, (res) => (res.resume(), done(res.statusCode ?? 0))).end());
+    const status = await new Promise<number>((done) =>
+      request(
+        { hostname, port, path: '/api/folders', method: 'POST' },
+        (res) => (res.resume(), done(res.statusCode ?? 0)),
+      ).end(),
+    );
     expect(status).toBe(405);
   });
 

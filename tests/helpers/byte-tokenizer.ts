@@ -47,7 +47,8 @@ export function writeByteTokenizer(dir: string, options: ByteTokenizerOptions = 
   const specials = options.specials ?? {};
   const bySpecialId = new Map<number, string>();
   for (const [content, id] of Object.entries(specials)) {
-    if (!Number.isInteger(id) || id < 245 || id > 255) throw new Error(`special token ${content}: id ${id} is not in 245-255`);
+    if (!Number.isInteger(id) || id < 245 || id > 255)
+      throw new Error(`special token ${content}: id ${id} is not in 245-255`);
     bySpecialId.set(id, content);
   }
   const chars = byteToUnicode();

@@ -36,10 +36,24 @@ export interface Browser {
 
 export async function launchChromium(): Promise<Browser> {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`no Chromium at ${CHROMIUM}: the browser tests need it (Debian: apt-get install -y chromium; elsewhere set CHROMIUM=/path/to/chrome)`);
+    throw new Error(
+      `no Chromium at ${CHROMIUM}: the browser tests need it (Debian: apt-get install -y chromium; elsewhere set CHROMIUM=/path/to/chrome)`,
+    );
   }
   const profile = mkdtempSync(join(tmpdir(), 'metrl-chromium-'));
-  const args = ['--headless', '--remote-debugging-pipe', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--no-default-browser-check', '--disable-extensions', '--mute-audio', `--user-data-dir=${profile}`, 'about:blank'];
+  const args = [
+    '--headless',
+    '--remote-debugging-pipe',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-dev-shm-usage',
+    '--no-first-run',
+    '--no-default-browser-check',
+    '--disable-extensions',
+    '--mute-audio',
+    `--user-data-dir=${profile}`,
+    'about:blank',
+  ];
   const child: ChildProcess = spawnTracked(CHROMIUM, args, { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'] });
   const toBrowser = child.stdio[3] as Writable;
   const fromBrowser = child.stdio[4] as Readable;
@@ -47,7 +61,8 @@ export async function launchChromium(): Promise<Browser> {
   child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
   let nextId = 1;
   const pending = new Map<number, Pending>();
-  const listeners: Array<(message: { method: string; params: Record<string, unknown>; sessionId?: string }) => void> = [];
+  const listeners: Array<(message: { method: string; params: Record<string, unknown>; sessionId?: string }) => void> =
+    [];
   let buffered = '';
   fromBrowser.on('data', (chunk: Buffer) => {
     buffered += chunk.toString('utf8');
@@ -63,7 +78,9 @@ export async function launchChromium(): Promise<Browser> {
       } else for (const l of listeners) l(message);
     }
   });
-  const exited = new Promise<never>((_, fail) => child.on('exit', (code) => fail(new Error(`chromium exited (${code}): ${stderr}`))));
+  const exited = new Promise<never>((_, fail) =>
+    child.on('exit', (code) => fail(new Error(`chromium exited (${code}): ${stderr}`))),
+  );
   exited.catch(() => {});
   toBrowser.on('error', () => {}); // EPIPE once the browser has gone: the pending call fails through `exited`
   const send = (method: string, params: object = {}, sessionId?: string): Promise<any> => {
@@ -82,15 +99,22 @@ export async function launchChromium(): Promise<Browser> {
       const errors: string[] = [];
       listeners.push((m) => {
         if (m.sessionId !== sessionId) return;
-        if (m.method === 'Runtime.exceptionThrown') errors.push(JSON.stringify((m.params as any).exceptionDetails?.exception?.description ?? m.params));
-        if (m.method === 'Runtime.consoleAPICalled' && (m.params as any).type === 'error') errors.push(JSON.stringify((m.params as any).args?.map((a: any) => a.value ?? a.description)));
+        if (m.method === 'Runtime.exceptionThrown')
+          errors.push(JSON.stringify((m.params as any).exceptionDetails?.exception?.description ?? m.params));
+        if (m.method === 'Runtime.consoleAPICalled' && (m.params as any).type === 'error')
+          errors.push(JSON.stringify((m.params as any).args?.map((a: any) => a.value ?? a.description)));
       });
       await call('Runtime.enable');
       await call('Page.enable');
       await call('Emulation.setDeviceMetricsOverride', { width, height, deviceScaleFactor: 1, mobile: false });
       const evaluate = async <T>(expression: string): Promise<T> => {
-        const { result, exceptionDetails } = await call('Runtime.evaluate', { expression, awaitPromise: true, returnByValue: true });
-        if (exceptionDetails) throw new Error(`in the page: ${exceptionDetails.exception?.description ?? exceptionDetails.text}`);
+        const { result, exceptionDetails } = await call('Runtime.evaluate', {
+          expression,
+          awaitPromise: true,
+          returnByValue: true,
+        });
+        if (exceptionDetails)
+          throw new Error(`in the page: ${exceptionDetails.exception?.description ?? exceptionDetails.text}`);
         return result.value as T;
       };
       return {
@@ -100,7 +124,10 @@ export async function launchChromium(): Promise<Browser> {
           const until = Date.now() + timeoutMs;
           for (;;) {
             if (await evaluate<boolean>(`Boolean(${expression})`).catch(() => false)) return;
-            if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; page errors: ${errors.join('; ') || 'none'}`);
+            if (Date.now() > until)
+              throw new Error(
+                `timed out after ${timeoutMs} ms waiting for ${what}; page errors: ${errors.join('; ') || 'none'}`,
+              );
             await new Promise((r) => setTimeout(r, 100));
           }
         },
@@ -114,7 +141,12 @@ export async function launchChromium(): Promise<Browser> {
         },
         async screenshot() {
           const full = await evaluate<number>('Math.ceil(document.documentElement.scrollHeight)');
-          await call('Emulation.setDeviceMetricsOverride', { width, height: Math.min(full, 8000), deviceScaleFactor: 1, mobile: false });
+          await call('Emulation.setDeviceMetricsOverride', {
+            width,
+            height: Math.min(full, 8000),
+            deviceScaleFactor: 1,
+            mobile: false,
+          });
           const { data } = await call('Page.captureScreenshot', { format: 'png' });
           await call('Emulation.setDeviceMetricsOverride', { width, height, deviceScaleFactor: 1, mobile: false });
           return Buffer.from(data, 'base64');

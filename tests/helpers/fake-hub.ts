@@ -14,7 +14,9 @@ export interface FakeHub {
 }
 
 function files(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)) : [join(dir, e.name)]));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? files(join(dir, e.name)) : [join(dir, e.name)],
+  );
 }
 
 /** Serve `dir` as dataset `repo` at `commit` (also reachable as revision "main"). */
@@ -22,7 +24,12 @@ export async function startFakeHub(repo: string, commit: string, dir: string): P
   const requests: FakeHub['requests'] = [];
   const entries = files(dir).map((f) => {
     const bytes = readFileSync(f);
-    return { path: relative(dir, f).split(sep).join('/'), bytes, oid: createHash('sha1').update(bytes).digest('hex'), sha256: createHash('sha256').update(bytes).digest('hex') };
+    return {
+      path: relative(dir, f).split(sep).join('/'),
+      bytes,
+      oid: createHash('sha1').update(bytes).digest('hex'),
+      sha256: createHash('sha256').update(bytes).digest('hex'),
+    };
   });
   const revisionOk = (rev: string) => rev === commit || rev === 'main';
   const server = createServer((req, res) => {
@@ -36,7 +43,14 @@ export async function startFakeHub(repo: string, commit: string, dir: string): P
     const resolve = new RegExp(`^/datasets/${repo}/resolve/([^/]+)/(.+)$`).exec(url.pathname);
     if (api) {
       if (!revisionOk(decodeURIComponent(api[2]))) return notFound('RevisionNotFound');
-      const info = (e: (typeof entries)[number]) => ({ type: 'file', path: e.path, oid: e.oid, size: e.bytes.length, lfs: { oid: e.sha256, size: e.bytes.length, pointerSize: 130 }, lastCommit: { id: commit, title: 'data', date: '2026-01-01T00:00:00.000Z' } });
+      const info = (e: (typeof entries)[number]) => ({
+        type: 'file',
+        path: e.path,
+        oid: e.oid,
+        size: e.bytes.length,
+        lfs: { oid: e.sha256, size: e.bytes.length, pointerSize: 130 },
+        lastCommit: { id: commit, title: 'data', date: '2026-01-01T00:00:00.000Z' },
+      });
       if (api[1] === 'tree') {
         res.writeHead(200, { 'Content-Type': 'application/json' });
         return res.end(JSON.stringify(entries.map(info)));
@@ -55,11 +69,19 @@ export async function startFakeHub(repo: string, commit: string, dir: string): P
       const entry = entries.find((e) => e.path === resolve[2]);
       if (!entry) return notFound('EntryNotFound');
       const range = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
-      const headers = { ETag: `"${entry.sha256}"`, 'Content-Type': 'application/octet-stream', 'Accept-Ranges': 'bytes' };
+      const headers = {
+        ETag: `"${entry.sha256}"`,
+        'Content-Type': 'application/octet-stream',
+        'Accept-Ranges': 'bytes',
+      };
       if (range) {
         const start = Number(range[1]);
         const end = range[2] === '' ? entry.bytes.length - 1 : Math.min(Number(range[2]), entry.bytes.length - 1);
-        res.writeHead(206, { ...headers, 'Content-Range': `bytes ${start}-${end}/${entry.bytes.length}`, 'Content-Length': end - start + 1 });
+        res.writeHead(206, {
+          ...headers,
+          'Content-Range': `bytes ${start}-${end}/${entry.bytes.length}`,
+          'Content-Length': end - start + 1,
+        });
         return res.end(entry.bytes.subarray(start, end + 1));
       }
       res.writeHead(200, { ...headers, 'Content-Length': entry.bytes.length });

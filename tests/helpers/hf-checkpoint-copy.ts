@@ -48,7 +48,10 @@ export interface CopyOptions {
 /** Copy fixture `name` without its reference files, add a byte tokenizer and raise the context. Returns the folder. */
 export function hfCheckpointCopy(name: string, options: CopyOptions = {}): string {
   const dir = options.dir ?? join(hfScratchDir(name), name);
-  cpSync(join(HF_FIXTURES, name), dir, { recursive: true, filter: (src) => !/reference\.(json|safetensors)$|[/\\]preprocess$/.test(src) });
+  cpSync(join(HF_FIXTURES, name), dir, {
+    recursive: true,
+    filter: (src) => !/reference\.(json|safetensors)$|[/\\]preprocess$/.test(src),
+  });
   if (!name.endsWith('-lora')) {
     writeByteTokenizer(dir, options.tokenizer ?? TOKENIZERS[name] ?? {});
     if (options.context === null) return dir;

@@ -26,38 +26,100 @@ export interface MinecraftRow {
 
 const str = (name: string) => ({ name, type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'OPTIONAL' });
 const scalar = (name: string, kind: 'string' | 'int' | 'json') =>
-  kind === 'string' ? str(name) : kind === 'json' ? { name, type: 'BYTE_ARRAY', converted_type: 'JSON', repetition_type: 'OPTIONAL' } : { name, type: 'INT64', repetition_type: 'OPTIONAL' };
+  kind === 'string'
+    ? str(name)
+    : kind === 'json'
+      ? { name, type: 'BYTE_ARRAY', converted_type: 'JSON', repetition_type: 'OPTIONAL' }
+      : { name, type: 'INT64', repetition_type: 'OPTIONAL' };
 const list = (name: string, element: Record<string, unknown>[]) => [
   { name, repetition_type: 'OPTIONAL', converted_type: 'LIST', num_children: 1 },
   { name: 'list', repetition_type: 'REPEATED', num_children: 1 },
   ...element,
 ];
-const imageStruct = (name: string) => [{ name, repetition_type: 'OPTIONAL', num_children: 2 }, { name: 'bytes', type: 'BYTE_ARRAY', repetition_type: 'OPTIONAL' }, str('path')];
+const imageStruct = (name: string) => [
+  { name, repetition_type: 'OPTIONAL', num_children: 2 },
+  { name: 'bytes', type: 'BYTE_ARRAY', repetition_type: 'OPTIONAL' },
+  str('path'),
+];
 const image = (bytes: Uint8Array, i: number) => ({ bytes, path: `${i}.png` });
 
-function write(path: string, schema: Record<string, unknown>[], columnData: { name: string; data: unknown[] }[], rowGroupSize: number): void {
+function write(
+  path: string,
+  schema: Record<string, unknown>[],
+  columnData: { name: string; data: unknown[] }[],
+  rowGroupSize: number,
+): void {
   mkdirSync(dirname(path), { recursive: true });
   const root = { name: 'schema', num_children: columnData.length };
-  writeFileSync(path, new Uint8Array(parquetWriteBuffer({ schema: [root, ...schema], columnData, rowGroupSize } as never)));
+  writeFileSync(
+    path,
+    new Uint8Array(parquetWriteBuffer({ schema: [root, ...schema], columnData, rowGroupSize } as never)),
+  );
 }
 
 /** A chess or shell shard; shell states as int64 when `stateKind` is 'int', JSON numbers when 'json' (chess: FEN strings). */
-export function writeTrackShard(path: string, rows: TrackRow[], options: { stateKind?: 'string' | 'int' | 'json'; images?: boolean; rowGroupSize?: number; omit?: string[] } = {}): void {
+export function writeTrackShard(
+  path: string,
+  rows: TrackRow[],
+  options: { stateKind?: 'string' | 'int' | 'json'; images?: boolean; rowGroupSize?: number; omit?: string[] } = {},
+): void {
   const kind = options.stateKind ?? 'string';
   const images = options.images ?? true;
   const columns = [
     { schema: [str('example_id')], data: { name: 'example_id', data: rows.map((r) => r.example_id) } },
-    { schema: [scalar('initial_state', kind)], data: { name: 'initial_state', data: rows.map((r) => (kind === 'int' ? BigInt(r.initial_state) : kind === 'json' ? Number(r.initial_state) : r.initial_state)) } },
+    {
+      schema: [scalar('initial_state', kind)],
+      data: {
+        name: 'initial_state',
+        data: rows.map((r) =>
+          kind === 'int' ? BigInt(r.initial_state) : kind === 'json' ? Number(r.initial_state) : r.initial_state,
+        ),
+      },
+    },
     { schema: list('actions', [str('element')]), data: { name: 'actions', data: rows.map((r) => r.actions) } },
-    { schema: list('states', [scalar('element', kind)]), data: { name: 'states', data: rows.map((r) => r.states.map((s) => (kind === 'int' ? BigInt(s) : kind === 'json' ? Number(s) : s))) } },
-    { schema: [scalar('final_state', kind)], data: { name: 'final_state', data: rows.map((r) => (kind === 'int' ? BigInt(r.states.at(-1)!) : kind === 'json' ? Number(r.states.at(-1)) : r.states.at(-1))) } },
-    ...(images ? [{ schema: list('image_actions', imageStruct('element')), data: { name: 'image_actions', data: rows.map((r) => (r.image_actions ?? []).map(image)) } }] : []),
+    {
+      schema: list('states', [scalar('element', kind)]),
+      data: {
+        name: 'states',
+        data: rows.map((r) => r.states.map((s) => (kind === 'int' ? BigInt(s) : kind === 'json' ? Number(s) : s))),
+      },
+    },
+    {
+      schema: [scalar('final_state', kind)],
+      data: {
+        name: 'final_state',
+        data: rows.map((r) =>
+          kind === 'int' ? BigInt(r.states.at(-1)!) : kind === 'json' ? Number(r.states.at(-1)) : r.states.at(-1),
+        ),
+      },
+    },
+    ...(images
+      ? [
+          {
+            schema: list('image_actions', imageStruct('element')),
+            data: { name: 'image_actions', data: rows.map((r) => (r.image_actions ?? []).map(image)) },
+          },
+        ]
+      : []),
   ].filter((c) => !(options.omit ?? []).includes(c.data.name));
-  write(path, columns.flatMap((c) => c.schema), columns.map((c) => c.data), options.rowGroupSize ?? 2);
+  write(
+    path,
+    columns.flatMap((c) => c.schema),
+    columns.map((c) => c.data),
+    options.rowGroupSize ?? 2,
+  );
 }
 
 export function writeMinecraftShard(path: string, rows: MinecraftRow[], options: { rowGroupSize?: number } = {}): void {
-  const schema = [str('example_id'), str('initial_state'), str('action'), ...list('candidate_states', [str('element')]), scalar('correct_choice', 'int'), ...imageStruct('image_initial_state'), ...list('image_candidate_states', imageStruct('element'))];
+  const schema = [
+    str('example_id'),
+    str('initial_state'),
+    str('action'),
+    ...list('candidate_states', [str('element')]),
+    scalar('correct_choice', 'int'),
+    ...imageStruct('image_initial_state'),
+    ...list('image_candidate_states', imageStruct('element')),
+  ];
   const columnData = [
     { name: 'example_id', data: rows.map((r) => r.example_id) },
     { name: 'initial_state', data: rows.map((r) => r.initial_state) },
@@ -85,7 +147,13 @@ export function shellRows(): TrackRow[] {
     }
     return states;
   };
-  const row = (id: string, start: number, actions: string[]): TrackRow => ({ example_id: id, initial_state: start, actions, states: run(start, actions), image_actions: actions.map((_, i) => PNG(i)) });
+  const row = (id: string, start: number, actions: string[]): TrackRow => ({
+    example_id: id,
+    initial_state: start,
+    actions,
+    states: run(start, actions),
+    image_actions: actions.map((_, i) => PNG(i)),
+  });
   return [
     row('shell-test-000000', 1, swaps),
     // Same initial state and first three actions as row 0 (T = 3): the same task, skipped.
@@ -95,4 +163,3 @@ export function shellRows(): TrackRow[] {
     row('shell-test-000004', 2, ['1 swap 2', '1 swap 3']), // short: stops a selection that reaches it
   ];
 }
-

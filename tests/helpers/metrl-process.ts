@@ -14,7 +14,9 @@ export interface Started {
 }
 
 export function startMetrl(args: string[], options: { waitForUrl?: boolean } = {}): Promise<Started> {
-  const child = spawnTracked(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), ...args], { cwd: PROJECT }) as ChildProcessWithoutNullStreams;
+  const child = spawnTracked(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), ...args], {
+    cwd: PROJECT,
+  }) as ChildProcessWithoutNullStreams;
   let err = '';
   child.stderr.on('data', (d) => (err += d));
   if (options.waitForUrl === false) {

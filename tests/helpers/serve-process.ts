@@ -19,7 +19,9 @@ export interface Served {
 /** Start `metrl serve ARGS…`; resolves once it prints its URL, rejects (with its stderr) if it exits before that. */
 export function startServe(args: string[]): Promise<Served> {
   // Default stdio: all three are pipes.
-  const child = spawnTracked(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), 'serve', ...args], { cwd: PROJECT }) as ChildProcessWithoutNullStreams;
+  const child = spawnTracked(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), 'serve', ...args], {
+    cwd: PROJECT,
+  }) as ChildProcessWithoutNullStreams;
   let err = '';
   child.stderr.on('data', (d) => (err += d));
   return new Promise((done, fail) => {
@@ -35,9 +37,16 @@ export function startServe(args: string[]): Promise<Served> {
 
 /** POST a chat completion request to a server from startServe; returns each choice's text (status 200 asserted). */
 export async function chatAnswers(url: string, body: object): Promise<string[]> {
-  const response = await fetch(`${url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  if (response.status !== 200) throw new Error(`POST ${url}/chat/completions: status ${response.status}: ${await response.text()}`);
-  return ((await response.json()) as { choices: { message: { content: string } }[] }).choices.map((c) => c.message.content);
+  const response = await fetch(`${url}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (response.status !== 200)
+    throw new Error(`POST ${url}/chat/completions: status ${response.status}: ${await response.text()}`);
+  return ((await response.json()) as { choices: { message: { content: string } }[] }).choices.map(
+    (c) => c.message.content,
+  );
 }
 
 /**

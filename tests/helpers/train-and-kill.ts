@@ -10,7 +10,10 @@ import { spawnTracked } from './tracked-children.ts';
 /** Start `metrl train` and SIGKILL it as soon as `checkpoints/latest` names step `step`. */
 export function trainAndKill(args: string[], latest: string, step: number): Promise<void> {
   return new Promise((done, fail) => {
-    const child = spawnTracked(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), ...args], { cwd: PROJECT, stdio: 'ignore' });
+    const child = spawnTracked(process.execPath, [join(PROJECT, 'bin', 'metrl.js'), ...args], {
+      cwd: PROJECT,
+      stdio: 'ignore',
+    });
     const timer = setInterval(() => {
       if (existsSync(latest) && readFileSync(latest, 'utf8').trim() === `step-${step}`) {
         clearInterval(timer);

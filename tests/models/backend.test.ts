@@ -5,7 +5,9 @@ import { UserError } from '../../core/errors.ts';
 
 describe('backend choice', () => {
   it('rejects an unknown --backend name with one line', async () => {
-    await expect(initBackend('tpu', null)).rejects.toThrow(new UserError("--backend: unknown backend 'tpu' (choose from node-gpu, node, wasm, cpu)"));
+    await expect(initBackend('tpu', null)).rejects.toThrow(
+      new UserError("--backend: unknown backend 'tpu' (choose from node-gpu, node, wasm, cpu)"),
+    );
   });
 
   // Before any backend is chosen (the next test chooses one for this process).

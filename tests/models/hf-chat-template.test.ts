@@ -11,8 +11,17 @@ import { UserError } from '../../core/errors.ts';
 import { encodePng, type RawImage } from '../../core/image.ts';
 import { pngDataUrl } from '../../core/chat.ts';
 import { loadHfTokenizer } from '../../models/hf/tokenizer.ts';
-import { ChatTemplate, findChatTemplate, loadChatTemplate, type ChatTemplateMessage } from '../../models/hf/chat-template.ts';
-import { countImagePlaceholders, expandImagePlaceholders, imagePlaceholderLayout } from '../../models/hf/image-placeholders.ts';
+import {
+  ChatTemplate,
+  findChatTemplate,
+  loadChatTemplate,
+  type ChatTemplateMessage,
+} from '../../models/hf/chat-template.ts';
+import {
+  countImagePlaceholders,
+  expandImagePlaceholders,
+  imagePlaceholderLayout,
+} from '../../models/hf/image-placeholders.ts';
 import { chatToTemplatePrompt, envRenderer, toTemplatePrompt } from '../../models/hf/chat-messages.ts';
 import { encodeChatPrompt, loadChatPromptKit } from '../../models/hf/chat-prompt.ts';
 import { shellEnv } from '../../envs/shell/index.ts';
@@ -24,13 +33,23 @@ import type { Episode, PromptMessage } from '../../core/episode.ts';
 const HF = join(SHARED_DIR, 'fixtures', 'hf');
 const SMOLVLM = join(HF, 'tokenizer-smolvlm');
 const cases = JSON.parse(readFileSync(join(SMOLVLM, 'cases.json'), 'utf8')) as {
-  chat_template_examples: { messages: ChatTemplateMessage[]; add_generation_prompt: boolean; rendered: string; ids: number[] }[];
+  chat_template_examples: {
+    messages: ChatTemplateMessage[];
+    add_generation_prompt: boolean;
+    rendered: string;
+    ids: number[];
+  }[];
 };
 const smolTok = loadHfTokenizer(SMOLVLM);
 const smolTemplate = loadChatTemplate(SMOLVLM, smolTok);
 
 /** SmolVLM-256M-Instruct's config.json values that set the image layout (the Hub file; the fixture folder has none). */
-const SMOLVLM_256M_CONFIG = { model_type: 'idefics3', image_token_id: 49190, scale_factor: 4, vision_config: { image_size: 512, patch_size: 16 } };
+const SMOLVLM_256M_CONFIG = {
+  model_type: 'idefics3',
+  image_token_id: 49190,
+  scale_factor: 4,
+  vision_config: { image_size: 512, patch_size: 16 },
+};
 
 function readJson(path: string): unknown {
   return JSON.parse(readFileSync(path, 'utf8'));
@@ -54,12 +73,15 @@ describe('SmolVLM chat template (cases.json)', () => {
     expect(smolTemplate.file).toBe(join(SMOLVLM, 'tokenizer_config.json'));
   });
 
-  it.each(cases.chat_template_examples.map((e, i) => [i, e] as const))('example %i: rendering and ids exact', (_i, example) => {
-    expect(cases.chat_template_examples).toHaveLength(2);
-    const text = smolTemplate.render(example.messages, { addGenerationPrompt: example.add_generation_prompt });
-    expect(text).toBe(example.rendered);
-    expect(smolTok.encode(text, { addSpecialTokens: false })).toEqual(example.ids);
-  });
+  it.each(cases.chat_template_examples.map((e, i) => [i, e] as const))(
+    'example %i: rendering and ids exact',
+    (_i, example) => {
+      expect(cases.chat_template_examples).toHaveLength(2);
+      const text = smolTemplate.render(example.messages, { addGenerationPrompt: example.add_generation_prompt });
+      expect(text).toBe(example.rendered);
+      expect(smolTok.encode(text, { addSpecialTokens: false })).toEqual(example.ids);
+    },
+  );
 
   it('leaves the assistant cue out without add_generation_prompt', () => {
     const text = smolTemplate.render(cases.chat_template_examples[0].messages);
@@ -90,16 +112,20 @@ describe('finding and rendering a template', () => {
     writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ chat_template: list }));
     expect(findChatTemplate(dir)?.template).toBe('plain');
     expect(findChatTemplate(dir, 'tool_use')?.template).toBe('tools');
-    expect(thrown(() => findChatTemplate(dir, 'rag')).message).toMatch(/no chat template named 'rag' \(has tool_use, default\)/);
+    expect(thrown(() => findChatTemplate(dir, 'rag')).message).toMatch(
+      /no chat template named 'rag' \(has tool_use, default\)/,
+    );
   });
 
   it('passes the special tokens, add_generation_prompt, tools = none and extra variables', () => {
     const t = new ChatTemplate(
       'x.jinja',
-      "{{ bos_token }}{% for m in messages %}{{ m.role }}={{ m.content }};{% endfor %}{% if tools is none %}T{% endif %}{% if add_generation_prompt %}>{% endif %}{{ flag }}{{ eos_token }}",
+      '{{ bos_token }}{% for m in messages %}{{ m.role }}={{ m.content }};{% endfor %}{% if tools is none %}T{% endif %}{% if add_generation_prompt %}>{% endif %}{{ flag }}{{ eos_token }}',
       vars,
     );
-    expect(t.render([{ role: 'user', content: 'hi' }], { addGenerationPrompt: true, variables: { flag: '!' } })).toBe('<s>user=hi;T>!</s>');
+    expect(t.render([{ role: 'user', content: 'hi' }], { addGenerationPrompt: true, variables: { flag: '!' } })).toBe(
+      '<s>user=hi;T>!</s>',
+    );
     expect(t.render([{ role: 'user', content: 'hi' }])).toBe('<s>user=hi;T</s>');
   });
 
@@ -107,10 +133,15 @@ describe('finding and rendering a template', () => {
     const parse = thrown(() => new ChatTemplate('/ckpt/chat_template.jinja', '{% for m in messages %}{{ m.content }'));
     expect(parse).toBeInstanceOf(UserError);
     expect(parse.message).toMatch(/^\/ckpt\/chat_template\.jinja: chat template does not parse: /);
-    const raising = new ChatTemplate('/ckpt/tokenizer_config.json', "{% if messages[0].role != 'system' %}{{ raise_exception('System message\nfirst') }}{% endif %}");
+    const raising = new ChatTemplate(
+      '/ckpt/tokenizer_config.json',
+      "{% if messages[0].role != 'system' %}{{ raise_exception('System message\nfirst') }}{% endif %}",
+    );
     const render = thrown(() => raising.render([{ role: 'user', content: 'x' }]));
     expect(render).toBeInstanceOf(UserError);
-    expect(render.message).toMatch(/^\/ckpt\/tokenizer_config\.json: chat template failed to render: .*System message first/);
+    expect(render.message).toMatch(
+      /^\/ckpt\/tokenizer_config\.json: chat template failed to render: .*System message first/,
+    );
     expect(render.message).not.toContain('\n');
   });
 
@@ -138,7 +169,14 @@ describe('image placeholders', () => {
     const fake = smolTok.tokenToId('<fake_token_around_image>')!;
     const global = smolTok.tokenToId('<global-img>')!;
     const at = example.ids.indexOf(49190);
-    expect(ids).toEqual([...example.ids.slice(0, at), fake, global, ...Array(64).fill(49190), fake, ...example.ids.slice(at + 1)]);
+    expect(ids).toEqual([
+      ...example.ids.slice(0, at),
+      fake,
+      global,
+      ...Array(64).fill(49190),
+      fake,
+      ...example.ids.slice(at + 1),
+    ]);
     expect([fake, global]).toEqual([49189, 49152]);
   });
 
@@ -163,7 +201,9 @@ describe('image placeholders', () => {
     const tok = loadHfTokenizer(dir);
     const configFile = join(HF, 'gemma3', 'config.json');
     const layout = imagePlaceholderLayout(readJson(configFile), configFile, tok)!;
-    expect(layout.expansion).toBe('\n\n<start_of_image><image_soft_token><image_soft_token><image_soft_token><image_soft_token><end_of_image>\n\n');
+    expect(layout.expansion).toBe(
+      '\n\n<start_of_image><image_soft_token><image_soft_token><image_soft_token><image_soft_token><end_of_image>\n\n',
+    );
     // reference prompt: [bos, 30, 31, 108, boi, img x4, eoi, 108, 60, 61, 62], 108 being "\n\n" in Gemma's own vocabulary.
     const reference = readJson(join(HF, 'gemma3', 'reference.json')) as { image: { input_ids: number[][] } };
     const ids = tok.encode(expandImagePlaceholders('\x1e\x1f<start_of_image><=>', layout, 1));
@@ -182,22 +222,35 @@ describe('image placeholders', () => {
   });
 
   it('names config.json when its image token is not in the tokenizer', () => {
-    const error = thrown(() => imagePlaceholderLayout({ ...SMOLVLM_256M_CONFIG, image_token_id: 99999 }, '/ckpt/config.json', smolTok));
+    const error = thrown(() =>
+      imagePlaceholderLayout({ ...SMOLVLM_256M_CONFIG, image_token_id: 99999 }, '/ckpt/config.json', smolTok),
+    );
     expect(error).toBeInstanceOf(UserError);
     expect(error.message).toBe("/ckpt/config.json: image_token_id 99999 is not a token of the checkpoint's tokenizer");
   });
 });
 
 describe('metrl prompts as template messages', () => {
-  const episodes = generateEpisodes(shellEnv, { n: 3, actions: 3, split: 'test', seed: 11, modality: 'mixed', imageRatio: 0.6 });
-  const episode = episodes.find((e) => e.actions.some((a) => a.modality === 'image') && e.actions.some((a) => a.modality === 'text'))!;
+  const episodes = generateEpisodes(shellEnv, {
+    n: 3,
+    actions: 3,
+    split: 'test',
+    seed: 11,
+    modality: 'mixed',
+    imageRatio: 0.6,
+  });
+  const episode = episodes.find(
+    (e) => e.actions.some((a) => a.modality === 'image') && e.actions.some((a) => a.modality === 'text'),
+  )!;
   const shots = generateEpisodes(shellEnv, { n: 1, actions: 2, split: 'train', seed: 3, modality: 'text' });
 
-  it('sends the hosted path\'s wording and images: text parts equal, one image per placeholder, same pixels', async () => {
+  it("sends the hosted path's wording and images: text parts equal, one image per placeholder, same pixels", async () => {
     expect(episode).toBeDefined();
     const query = { kind: 'track' as const, episode, style: 'few-shot', shots };
     const hosted = await referenceChat(shellEnv, query);
-    const ours = toTemplatePrompt(shellEnv.prompt(episode, { style: 'few-shot', shots }), envRenderer(shellEnv), { content: 'parts' });
+    const ours = toTemplatePrompt(shellEnv.prompt(episode, { style: 'few-shot', shots }), envRenderer(shellEnv), {
+      content: 'parts',
+    });
     expect(ours.messages.map((m) => m.role)).toEqual(hosted.map((m) => m.role));
     const hostedUrls: string[] = [];
     hosted.forEach((m, i) => {
@@ -223,34 +276,61 @@ describe('metrl prompts as template messages', () => {
     }
   });
 
-  it('reads the hosted path\'s own OpenAI messages (data URLs) to the same template messages and pixels', async () => {
+  it("reads the hosted path's own OpenAI messages (data URLs) to the same template messages and pixels", async () => {
     const query = { kind: 'track' as const, episode, style: 'few-shot', shots };
     const fromChat = await chatToTemplatePrompt(await referenceChat(shellEnv, query), { content: 'parts' });
-    const direct = toTemplatePrompt(shellEnv.prompt(episode, { style: 'few-shot', shots }), envRenderer(shellEnv), { content: 'parts' });
+    const direct = toTemplatePrompt(shellEnv.prompt(episode, { style: 'few-shot', shots }), envRenderer(shellEnv), {
+      content: 'parts',
+    });
     expect(fromChat.messages).toEqual(direct.messages);
     expect(fromChat.images.length).toBe(direct.images.length);
     fromChat.images.forEach((image, k) => {
       expect([image.width, image.height]).toEqual([direct.images[k].width, direct.images[k].height]);
       expect(Buffer.compare(Buffer.from(image.data), Buffer.from(direct.images[k].data))).toBe(0);
     });
-    const bad = [{ role: 'user' as const, content: [{ type: 'image_url' as const, image_url: { url: 'https://example.com/x.png' } }] }];
+    const bad = [
+      {
+        role: 'user' as const,
+        content: [{ type: 'image_url' as const, image_url: { url: 'https://example.com/x.png' } }],
+      },
+    ];
     await expect(chatToTemplatePrompt(bad, { content: 'parts' })).rejects.toThrow(/must be a base64 data: URL/);
-    const text = [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'a' }, { type: 'text' as const, text: 'b' }] }];
-    expect((await chatToTemplatePrompt(text, { content: 'string' })).messages).toEqual([{ role: 'user', content: 'ab' }]);
+    const text = [
+      {
+        role: 'user' as const,
+        content: [
+          { type: 'text' as const, text: 'a' },
+          { type: 'text' as const, text: 'b' },
+        ],
+      },
+    ];
+    expect((await chatToTemplatePrompt(text, { content: 'string' })).messages).toEqual([
+      { role: 'user', content: 'ab' },
+    ]);
   });
 
   it('renders through the SmolVLM template with one <image> run per image', () => {
-    const ours = toTemplatePrompt(shellEnv.prompt(episode, { style: 'zero-shot', shots: [] }), envRenderer(shellEnv), { content: 'parts' });
+    const ours = toTemplatePrompt(shellEnv.prompt(episode, { style: 'zero-shot', shots: [] }), envRenderer(shellEnv), {
+      content: 'parts',
+    });
     const prompt = smolTemplate.render(ours.messages, { addGenerationPrompt: true });
     expect(prompt.startsWith('<|im_start|>User: The shell game')).toBe(true);
     expect(prompt.endsWith('<end_of_utterance>\nAssistant:')).toBe(true);
     const layout = imagePlaceholderLayout(SMOLVLM_256M_CONFIG, 'config.json', smolTok)!;
-    const ids = smolTok.encode(expandImagePlaceholders(prompt, layout, ours.images.length), { addSpecialTokens: false });
+    const ids = smolTok.encode(expandImagePlaceholders(prompt, layout, ours.images.length), {
+      addSpecialTokens: false,
+    });
     expect(ids.filter((id) => id === 49190)).toHaveLength(64 * ours.images.length);
   });
 
   it('keeps image order and repeats, and gives text-only models plain strings', () => {
-    const fake = { id: 'e', actions: [{ text: 'a', modality: 'image' }, { text: 'b', modality: 'image' }] } as unknown as Episode;
+    const fake = {
+      id: 'e',
+      actions: [
+        { text: 'a', modality: 'image' },
+        { text: 'b', modality: 'image' },
+      ],
+    } as unknown as Episode;
     const prompt: PromptMessage[] = [
       { role: 'system', parts: [{ type: 'text', text: 'sys' }] },
       {
@@ -274,10 +354,21 @@ describe('metrl prompts as template messages', () => {
     expect(renders).toBe(2);
     expect(out.messages).toEqual([
       { role: 'system', content: [{ type: 'text', text: 'sys' }] },
-      { role: 'user', content: [{ type: 'image' }, { type: 'text', text: 'xy' }, { type: 'image' }, { type: 'image' }] },
+      {
+        role: 'user',
+        content: [{ type: 'image' }, { type: 'text', text: 'xy' }, { type: 'image' }, { type: 'image' }],
+      },
     ]);
-    const text = toTemplatePrompt([prompt[0], { role: 'user', parts: [{ type: 'text', text: 'q' }] }], render, { content: 'string' });
-    expect(text).toEqual({ messages: [{ role: 'system', content: 'sys' }, { role: 'user', content: 'q' }], images: [] });
+    const text = toTemplatePrompt([prompt[0], { role: 'user', parts: [{ type: 'text', text: 'q' }] }], render, {
+      content: 'string',
+    });
+    expect(text).toEqual({
+      messages: [
+        { role: 'system', content: 'sys' },
+        { role: 'user', content: 'q' },
+      ],
+      images: [],
+    });
     const error = thrown(() => toTemplatePrompt(prompt, render, { content: 'string' }));
     expect(error).toBeInstanceOf(UserError);
   });
@@ -292,7 +383,11 @@ describe('encodeChatPrompt: a metrl prompt to ids and images', () => {
     writeByteTokenizer(dir, { specials: IDEFICS3_SPECIALS });
     const configFile = join(HF, 'idefics3', 'config.json');
     const kit = loadChatPromptKit(dir, readJson(configFile), configFile);
-    const out = encodeChatPrompt(kit, shellEnv.prompt(imageEpisode, { style: 'zero-shot', shots: [] }), envRenderer(shellEnv));
+    const out = encodeChatPrompt(
+      kit,
+      shellEnv.prompt(imageEpisode, { style: 'zero-shot', shots: [] }),
+      envRenderer(shellEnv),
+    );
     expect(out.images).toHaveLength(2);
     const run = [251, 252, 250, 250, 250, 250, 251];
     const starts = out.ids.flatMap((id, i) => (id === 251 && out.ids[i + 1] === 252 ? [i] : []));
@@ -310,11 +405,17 @@ describe('encodeChatPrompt: a metrl prompt to ids and images', () => {
     const configFile = join(HF, 'llama', 'config.json');
     const kit = loadChatPromptKit(dir, readJson(configFile), configFile);
     expect(kit.layout).toBeNull();
-    const out = encodeChatPrompt(kit, shellEnv.prompt(textEpisode, { style: 'zero-shot', shots: [] }), envRenderer(shellEnv));
+    const out = encodeChatPrompt(
+      kit,
+      shellEnv.prompt(textEpisode, { style: 'zero-shot', shots: [] }),
+      envRenderer(shellEnv),
+    );
     expect(out.images).toEqual([]);
     expect(out.ids).toEqual([...Buffer.from(out.text, 'utf8')]);
     expect(out.text).toContain(`${textEpisode.actions[0].text}\n${textEpisode.actions[1].text}\n`);
     const render = envRenderer(shellEnv);
-    expect(() => encodeChatPrompt(kit, shellEnv.prompt(imageEpisode, { style: 'zero-shot', shots: [] }), render)).toThrow(UserError);
+    expect(() =>
+      encodeChatPrompt(kit, shellEnv.prompt(imageEpisode, { style: 'zero-shot', shots: [] }), render),
+    ).toThrow(UserError);
   });
 });

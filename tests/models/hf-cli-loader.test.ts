@@ -63,23 +63,42 @@ function checkImagePrompt(policy: Policy, ref: Reference, key: string, logitsNam
   const ids: number[] = j.input_ids[0];
   const pixels = ref.get(`${key}.pixel_values`).data;
   const V = 256;
-  const [completion] = policy.sampleGroup({ tokens: ids, images: [pixels] }, 1, { temperature: 0, topP: 1, maxNewTokens: j.greedy.max_new_tokens }, new Rng(0, 'greedy'));
+  const [completion] = policy.sampleGroup(
+    { tokens: ids, images: [pixels] },
+    1,
+    { temperature: 0, topP: 1, maxNewTokens: j.greedy.max_new_tokens },
+    new Rng(0, 'greedy'),
+  );
   expect(completion.tokens).toEqual(j.greedy.new_ids);
   const steps = ref.get(`${key}.greedy.step_logits`).data;
-  const stepDiff = Math.max(...j.greedy.new_ids.map((id: number, s: number) => Math.abs(completion.logProbs[s] - logSoftmaxAt(steps, V, s, id))));
+  const stepDiff = Math.max(
+    ...j.greedy.new_ids.map((id: number, s: number) =>
+      Math.abs(completion.logProbs[s] - logSoftmaxAt(steps, V, s, id)),
+    ),
+  );
   expect(stepDiff).toBeLessThan(TOL);
 
   const cut = ids.length - 3;
   const logits = ref.get(logitsName).data; // [1, T, V]
-  const scored = policy.tokenLogProbs([{ prompt: { tokens: ids.slice(0, cut), images: [pixels] }, completion: ids.slice(cut) }], { useLora: false });
+  const scored = policy.tokenLogProbs(
+    [{ prompt: { tokens: ids.slice(0, cut), images: [pixels] }, completion: ids.slice(cut) }],
+    { useLora: false },
+  );
   const got = scored.logProbs.dataSync();
   tf.dispose([scored.logProbs, scored.mask, ...(scored.entropy ? [scored.entropy] : [])]);
-  const learnerDiff = Math.max(...ids.slice(cut).map((id, i) => Math.abs(got[i] - logSoftmaxAt(logits, V, cut - 1 + i, id))));
+  const learnerDiff = Math.max(
+    ...ids.slice(cut).map((id, i) => Math.abs(got[i] - logSoftmaxAt(logits, V, cut - 1 + i, id))),
+  );
   expect(learnerDiff).toBeLessThan(TOL);
 }
 
 describe('fixture folders through the CLI loader (loadPolicy)', () => {
-  for (const [name, prefix] of [['llama', ''], ['llama-bf16', ''], ['qwen2', ''], ['gemma3', 'text.']] as const) {
+  for (const [name, prefix] of [
+    ['llama', ''],
+    ['llama-bf16', ''],
+    ['qwen2', ''],
+    ['gemma3', 'text.'],
+  ] as const) {
     it(`${name}: the text references`, async () => {
       const policy = await cliPolicy(name);
       expectWithin(textReferenceChecks(policy.decoder, readReference(name), prefix));
@@ -98,7 +117,10 @@ describe('fixture folders through the CLI loader (loadPolicy)', () => {
     // completion's log-probability that reaches every adapter matrix through the image prompt.
     policy.attachLora({ r: 4, alpha: 8 }, new Rng(1, 'lora'));
     const ids: number[] = ref.json.one_image.input_ids[0];
-    const item = { prompt: { tokens: ids.slice(0, -3), images: [ref.get('one_image.pixel_values').data] }, completion: ids.slice(-3) };
+    const item = {
+      prompt: { tokens: ids.slice(0, -3), images: [ref.get('one_image.pixel_values').data] },
+      completion: ids.slice(-3),
+    };
     const variables = policy.trainableVariables('lora');
     const { value, grads } = tf.variableGrads(() => {
       const lp = policy.tokenLogProbs([item], { useLora: true });

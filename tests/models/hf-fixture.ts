@@ -54,7 +54,11 @@ export function textReferenceChecks(model: HfDecoder, ref: Reference, prefix = '
   const V = model.config.vocabSize;
   const out: Record<string, number | boolean> = {};
   const batch = j.batch;
-  const logits = logitsOf(model, { ids: batch.input_ids, attentionMask: batch.attention_mask, positionIds: batch.position_ids });
+  const logits = logitsOf(model, {
+    ids: batch.input_ids,
+    attentionMask: batch.attention_mask,
+    positionIds: batch.position_ids,
+  });
   out.batch = maxDiff(logits, ref.get(`${prefix}batch.logits`).data, V, batch.attention_mask.flat());
   // Positions derived from the mask (the default) must give the same rows.
   const derived = logitsOf(model, { ids: batch.input_ids, attentionMask: batch.attention_mask });
@@ -64,9 +68,19 @@ export function textReferenceChecks(model: HfDecoder, ref: Reference, prefix = '
     out[s] = maxDiff(logitsOf(model, { ids: j[s].input_ids }), ref.get(`${prefix}${s}.logits`).data, V);
   }
   if (ref.tensors.has(`${prefix}single0.hidden.embeddings`)) {
-    const hs = tf.tidy(() => model.forward({ ids: j.single0.input_ids, collectHidden: true, logits: 'none' }).hiddenStates!.map((h) => h.dataSync().slice() as Float32Array));
-    const names = ['embeddings', ...Array.from({ length: model.config.numLayers }, (_, i) => `layer${i}`), 'final_norm'];
-    out.hidden = Math.max(...names.map((n, i) => maxDiff(hs[i], ref.get(`${prefix}single0.hidden.${n}`).data, model.config.hiddenSize)));
+    const hs = tf.tidy(() =>
+      model
+        .forward({ ids: j.single0.input_ids, collectHidden: true, logits: 'none' })
+        .hiddenStates!.map((h) => h.dataSync().slice() as Float32Array),
+    );
+    const names = [
+      'embeddings',
+      ...Array.from({ length: model.config.numLayers }, (_, i) => `layer${i}`),
+      'final_norm',
+    ];
+    out.hidden = Math.max(
+      ...names.map((n, i) => maxDiff(hs[i], ref.get(`${prefix}single0.hidden.${n}`).data, model.config.hiddenSize)),
+    );
   }
   const g = j.greedy;
   const single = generate(model, { ids: [g.prompt_ids] }, { maxNewTokens: g.max_new_tokens, keepLogits: true });
@@ -74,7 +88,11 @@ export function textReferenceChecks(model: HfDecoder, ref: Reference, prefix = '
   out.greedyLogits = maxDiff(concat(single.logits![0]), ref.get(`${prefix}greedy.step_logits`).data, V);
   if (j.greedy_batch) {
     const gb = j.greedy_batch;
-    const res = generate(model, { ids: gb.input_ids, attentionMask: gb.attention_mask }, { maxNewTokens: gb.max_new_tokens, keepLogits: true });
+    const res = generate(
+      model,
+      { ids: gb.input_ids, attentionMask: gb.attention_mask },
+      { maxNewTokens: gb.max_new_tokens, keepLogits: true },
+    );
     out.greedyBatchIdsEqual = JSON.stringify(res.tokens) === JSON.stringify(gb.new_ids);
     out.greedyBatchLogits = maxDiff(concat(res.logits!.flat()), ref.get(`${prefix}greedy_batch.step_logits`).data, V);
   }

@@ -41,7 +41,12 @@ function textBatchDiff(dir: string): number {
   const m = loadHfDecoder(dir);
   const ref = readReference('gemma3');
   const b = ref.json.text.batch;
-  const d = maxDiff(logitsOf(m.decoder, { ids: b.input_ids, attentionMask: b.attention_mask }), ref.get('text.batch.logits').data, 256, b.attention_mask.flat());
+  const d = maxDiff(
+    logitsOf(m.decoder, { ids: b.input_ids, attentionMask: b.attention_mask }),
+    ref.get('text.batch.logits').data,
+    256,
+    b.attention_mask.flat(),
+  );
   m.decoder.dispose();
   return d;
 }
@@ -50,13 +55,19 @@ describe('Gemma 3 checkpoint layouts', () => {
   it('Gemma3ForCausalLM: the text config at the top level, tensors under model.', () => {
     const composite = JSON.parse(readFileSync(join(GEMMA, 'config.json'), 'utf8'));
     const config = { ...composite.text_config, architectures: ['Gemma3ForCausalLM'], dtype: 'float32' };
-    const dir = variant('causal', config, (k) => (k.startsWith('language_model.model.') ? k.slice('language_model.'.length) : null));
+    const dir = variant('causal', config, (k) =>
+      k.startsWith('language_model.model.') ? k.slice('language_model.'.length) : null,
+    );
     expect(textBatchDiff(dir)).toBeLessThan(TOL);
   });
 
   it('Gemma3ForConditionalGeneration saved with the in-memory names (model.language_model.*)', () => {
     const composite = JSON.parse(readFileSync(join(GEMMA, 'config.json'), 'utf8'));
-    const dir = variant('modern', composite, (k) => (k.startsWith('language_model.model.') ? `model.language_model.${k.slice('language_model.model.'.length)}` : `model.${k}`));
+    const dir = variant('modern', composite, (k) =>
+      k.startsWith('language_model.model.')
+        ? `model.language_model.${k.slice('language_model.model.'.length)}`
+        : `model.${k}`,
+    );
     expect(textBatchDiff(dir)).toBeLessThan(TOL);
   });
 });
@@ -65,7 +76,8 @@ describe('PEFT adapters on Gemma 3', () => {
   it('use model.language_model.… keys, a language-model-only target_modules, and read older paths', () => {
     const m = loadHfDecoder(GEMMA);
     createLora(m.decoder, { r: 2, alpha: 4, targets: ['q', 'down'] }, new Rng(9));
-    for (const v of m.decoder.loraVariables()) if (v.shape[0] === 2) v.assign(tf.randomNormal(v.shape, 0, 0.3, 'float32', 11));
+    for (const v of m.decoder.loraVariables())
+      if (v.shape[0] === 2) v.assign(tf.randomNormal(v.shape, 0, 0.3, 'float32', 11));
     const ids = [[2, 40, 41, 42, 43]];
     const expected = logitsOf(m.decoder, { ids });
     const dir = join(tmp, 'gemma-adapter');
@@ -73,11 +85,20 @@ describe('PEFT adapters on Gemma 3', () => {
     const config = JSON.parse(readFileSync(join(dir, 'adapter_config.json'), 'utf8'));
     expect(config.target_modules).toBe('model\\.language_model\\.layers\\.\\d+\\.(self_attn|mlp)\\.(q_proj|down_proj)');
     expect(new RegExp(`^${config.target_modules}$`).test('model.language_model.layers.2.mlp.down_proj')).toBe(true);
-    expect(new RegExp(`^${config.target_modules}$`).test('model.vision_tower.vision_model.encoder.layers.0.self_attn.q_proj')).toBe(false);
+    expect(
+      new RegExp(`^${config.target_modules}$`).test(
+        'model.vision_tower.vision_model.encoder.layers.0.self_attn.q_proj',
+      ),
+    ).toBe(false);
     const { tensors } = decodeSafetensors(readFileSync(join(dir, 'adapter_model.safetensors')));
     expect([...tensors.keys()].every((k) => k.startsWith('base_model.model.model.language_model.layers.'))).toBe(true);
     // An adapter written by older transformers names the same modules language_model.model.…
-    const legacy = new Map([...tensors].map(([k, v]) => [k.replace('base_model.model.model.language_model.', 'base_model.model.language_model.model.'), v]));
+    const legacy = new Map(
+      [...tensors].map(([k, v]) => [
+        k.replace('base_model.model.model.language_model.', 'base_model.model.language_model.model.'),
+        v,
+      ]),
+    );
     writeFileSync(join(dir, 'adapter_model.safetensors'), encodeSafetensors(legacy, { format: 'pt' }));
     const again = loadHfDecoder(GEMMA);
     loadPeftAdapter(again.decoder, dir);

@@ -21,7 +21,9 @@ afterAll(() => removeHfCopies());
 
 /** The backend that holds a tensor's data (tfjs moves data between backends on use). */
 const backendOf = (t: tf.Tensor): string => {
-  const info = (tf.engine() as unknown as { state: { tensorInfo: WeakMap<object, { backend: unknown }> } }).state.tensorInfo.get(t.dataId);
+  const info = (
+    tf.engine() as unknown as { state: { tensorInfo: WeakMap<object, { backend: unknown }> } }
+  ).state.tensorInfo.get(t.dataId);
   return info?.backend === tf.findBackend('cpu') ? 'cpu' : info?.backend === tf.findBackend('wasm') ? 'wasm' : 'other';
 };
 
@@ -45,7 +47,10 @@ describe.each(['llama', 'gemma3'])('host-held weights: %s', (name) => {
   });
 
   it('embeds as the WASM-held model does', () => {
-    const ids = [[1, 5, 17, 200], [3, 3, 9, 0]];
+    const ids = [
+      [1, 5, 17, 200],
+      [3, 3, 9, 0],
+    ];
     const a = host.decoder.embed(ids);
     const b = heap.decoder.embed(ids);
     expect(Array.from(a.dataSync())).toEqual(Array.from(b.dataSync()));
@@ -65,7 +70,12 @@ describe.each(['llama', 'gemma3'])('host-held weights: %s', (name) => {
     });
     const sampler = new HfOrtSampler(host, { threads: 1 });
     const prompt = host.encode([{ type: 'text', text: 'Where is the ball?' }]);
-    const [group] = sampler.sampleGroups([prompt], 3, { maxNewTokens: 5, temperature: 1, topP: 1 }, new Rng(2, 'sample'));
+    const [group] = sampler.sampleGroups(
+      [prompt],
+      3,
+      { maxNewTokens: 5, temperature: 1, topP: 1 },
+      new Rng(2, 'sample'),
+    );
     sampler.dispose();
     const loss = (lp: TokenLogProbs) => tf.sum(tf.mul(lp.mask, tf.exp(lp.logProbs))) as tf.Scalar;
     const options = { useLora: true, temperature: 1 };
@@ -79,7 +89,8 @@ describe.each(['llama', 'gemma3'])('host-held weights: %s', (name) => {
     const a = run(host);
     const b = run(heap);
     // Gradients keyed by each policy's own variable names: compare in order.
-    const named = (g: tf.NamedTensorMap, vars: tf.Variable[]) => Object.fromEntries(vars.map((v, i) => [`v${i}`, g[v.name]]));
+    const named = (g: tf.NamedTensorMap, vars: tf.Variable[]) =>
+      Object.fromEntries(vars.map((v, i) => [`v${i}`, g[v.name]]));
     expect(relativeError(named(a.grads, hv), named(b.grads, wv))).toBeLessThan(1e-5);
     expect(host.decoder.baseVariables().every((v) => backendOf(v) === 'cpu')).toBe(true);
     tf.dispose([a.value, b.value, ...Object.values(a.grads), ...Object.values(b.grads)]);

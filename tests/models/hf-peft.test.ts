@@ -8,7 +8,15 @@ import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
 import { loadHfDecoder, type LoadedHfModel } from '../../models/hf/load-decoder.ts';
-import { createLora, detachLora, loadPeftAdapter, localBaseOf, readPeftConfig, savePeftAdapter, targetModulesFor } from '../../models/hf/peft.ts';
+import {
+  createLora,
+  detachLora,
+  loadPeftAdapter,
+  localBaseOf,
+  readPeftConfig,
+  savePeftAdapter,
+  targetModulesFor,
+} from '../../models/hf/peft.ts';
 import { decodeSafetensors, encodeSafetensors } from '../../models/safetensors.ts';
 import { UserError } from '../../core/errors.ts';
 import { Rng } from '../../core/rng.ts';
@@ -44,7 +52,9 @@ describe('PEFT adapter fixtures/hf/llama-lora', () => {
     // LoRA off on the same weights is the base model (the reference policy).
     const b = readReference('llama').json.batch;
     const off = logitsOf(base.decoder, { ids: b.input_ids, attentionMask: b.attention_mask, useLora: false });
-    expect(maxDiff(off, readReference('llama').get('batch.logits').data, 256, b.attention_mask.flat())).toBeLessThan(TOL);
+    expect(maxDiff(off, readReference('llama').get('batch.logits').data, 256, b.attention_mask.flat())).toBeLessThan(
+      TOL,
+    );
   });
 
   it('writes the adapter_config.json PEFT 0.17.1 writes and reads the adapter back exactly', () => {
@@ -71,7 +81,15 @@ describe('PEFT adapter fixtures/hf/llama-lora', () => {
     after.forEach((a, i) => expect(Buffer.from(a.buffer).equals(Buffer.from(before[i].buffer))).toBe(true));
     // Without an explicit list the writer names the adapted projections.
     savePeftAdapter(base.decoder, join(tmp, 'default'), { baseModelNameOrPath: null, r: 4, alpha: 8 });
-    expect(JSON.parse(readFileSync(join(tmp, 'default', 'adapter_config.json'), 'utf8')).target_modules).toEqual(['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj']);
+    expect(JSON.parse(readFileSync(join(tmp, 'default', 'adapter_config.json'), 'utf8')).target_modules).toEqual([
+      'q_proj',
+      'k_proj',
+      'v_proj',
+      'o_proj',
+      'gate_proj',
+      'up_proj',
+      'down_proj',
+    ]);
   });
 });
 
@@ -83,7 +101,10 @@ describe('fresh LoRA adapters', () => {
     const withLora = logitsOf(base.decoder, { ids });
     const without = logitsOf(base.decoder, { ids, useLora: false });
     expect(maxDiff(withLora, without, 256)).toBe(0);
-    const { grads } = tf.variableGrads(() => tf.sum(tf.square(base.decoder.forward({ ids, logits: 'all' }).logits!)) as tf.Scalar, vars);
+    const { grads } = tf.variableGrads(
+      () => tf.sum(tf.square(base.decoder.forward({ ids, logits: 'all' }).logits!)) as tf.Scalar,
+      vars,
+    );
     const norms = vars.map((v) => tf.tidy(() => tf.norm(grads[v.name]).dataSync()[0]));
     Object.values(grads).forEach((g) => g.dispose());
     // With B = 0 only B receives a gradient; A's is exactly zero.
@@ -101,7 +122,12 @@ describe('learner memory: recomputed blocks', () => {
     const vars = base.decoder.loraVariables();
     const loss = (recompute: boolean) => () =>
       tf.tidy(() => {
-        const logits = base.decoder.forward({ ids: b.input_ids, attentionMask: b.attention_mask, logitsFrom: 6, recompute }).logits!;
+        const logits = base.decoder.forward({
+          ids: b.input_ids,
+          attentionMask: b.attention_mask,
+          logitsFrom: 6,
+          recompute,
+        }).logits!;
         return tf.mean(tf.square(tf.logSoftmax(logits))) as tf.Scalar;
       });
     const plain = tf.variableGrads(loss(false), vars);
@@ -110,8 +136,14 @@ describe('learner memory: recomputed blocks', () => {
     let worst = 0;
     let scale = 0;
     for (const v of vars) {
-      worst = Math.max(worst, tf.tidy(() => tf.max(tf.abs(tf.sub(plain.grads[v.name], again.grads[v.name]))).dataSync()[0]));
-      scale = Math.max(scale, tf.tidy(() => tf.max(tf.abs(plain.grads[v.name])).dataSync()[0]));
+      worst = Math.max(
+        worst,
+        tf.tidy(() => tf.max(tf.abs(tf.sub(plain.grads[v.name], again.grads[v.name]))).dataSync()[0]),
+      );
+      scale = Math.max(
+        scale,
+        tf.tidy(() => tf.max(tf.abs(plain.grads[v.name])).dataSync()[0]),
+      );
     }
     [plain, again].forEach((r) => {
       r.value.dispose();
@@ -136,7 +168,9 @@ describe('adapters that do not fit the base', () => {
     writeFileSync(join(dir, 'adapter_config.json'), JSON.stringify({ ...cfg, r: 8 }));
     const call = () => loadPeftAdapter(base.decoder, dir);
     expect(call).toThrow(UserError);
-    expect(call).toThrow(/adapter_model\.safetensors: tensor base_model\.model\.model\.layers\.0\..*lora_A\.weight has shape \[4, \d+\], the base model and r = 8 .* implies \[8, \d+\]/);
+    expect(call).toThrow(
+      /adapter_model\.safetensors: tensor base_model\.model\.model\.layers\.0\..*lora_A\.weight has shape \[4, \d+\], the base model and r = 8 .* implies \[8, \d+\]/,
+    );
   });
 
   it('refuses a target module the base does not have', () => {
@@ -144,14 +178,18 @@ describe('adapters that do not fit the base', () => {
     const { tensors } = decodeSafetensors(readFileSync(join(LORA_DIR, 'adapter_model.safetensors')));
     const renamed = new Map([...tensors].map(([k, v]) => [k.replace('layers.1.', 'layers.7.'), v]));
     writeFileSync(join(dir, 'adapter_model.safetensors'), encodeSafetensors(renamed, { format: 'pt' }));
-    expect(() => loadPeftAdapter(base.decoder, dir)).toThrow(/adapter_model\.safetensors: tensor .*layers\.7\..* targets module model\.layers\.7\..*, which this llama language model does not have/);
+    expect(() => loadPeftAdapter(base.decoder, dir)).toThrow(
+      /adapter_model\.safetensors: tensor .*layers\.7\..* targets module model\.layers\.7\..*, which this llama language model does not have/,
+    );
   });
 
   it('refuses DoRA and a missing adapter_config.json in one line', () => {
     const dir = adapterCopy('dora');
     const cfg = JSON.parse(readFileSync(join(dir, 'adapter_config.json'), 'utf8'));
     writeFileSync(join(dir, 'adapter_config.json'), JSON.stringify({ ...cfg, use_dora: true }));
-    expect(() => loadPeftAdapter(base.decoder, dir)).toThrow(/adapter_config\.json: use_dora: true \(DoRA\) is not supported/);
+    expect(() => loadPeftAdapter(base.decoder, dir)).toThrow(
+      /adapter_config\.json: use_dora: true \(DoRA\) is not supported/,
+    );
     expect(() => loadPeftAdapter(base.decoder, join(tmp, 'nowhere'))).toThrow(/adapter_config\.json: no such file/);
   });
 });

@@ -40,7 +40,10 @@ describe('completionLogProbs', () => {
       const r = completionLogProbs(m.decoder, items, { withEntropy: true, temperature });
       const [lp, mask, ent] = [r.logProbs.arraySync(), r.mask.arraySync(), r.entropy!.arraySync()];
       [r.logProbs, r.mask, r.entropy!].forEach((t) => t.dispose());
-      expect(mask).toEqual([[1, 1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0, 0]]);
+      expect(mask).toEqual([
+        [1, 1, 1, 1, 1, 1, 1],
+        [1, 1, 1, 1, 0, 0, 0],
+      ]);
       let worst = 0;
       items.forEach((it, b) => {
         const ref = lora.get(`single${b}.logits`).data;
@@ -57,7 +60,10 @@ describe('completionLogProbs', () => {
   it('gives the base model with LoRA off, and equal gradients with recomputed blocks', () => {
     const base = readReference('llama');
     const s0: number[] = base.json.single0.input_ids[0];
-    const items = [{ prompt: s0.slice(0, 8), completion: s0.slice(8) }, { prompt: s0.slice(0, 2), completion: s0.slice(2, 6) }];
+    const items = [
+      { prompt: s0.slice(0, 8), completion: s0.slice(8) },
+      { prompt: s0.slice(0, 2), completion: s0.slice(2, 6) },
+    ];
     const off = completionLogProbs(m.decoder, items, { useLora: false });
     const lp = off.logProbs.arraySync();
     tf.dispose([off.logProbs, off.mask]);
@@ -72,7 +78,9 @@ describe('completionLogProbs', () => {
     };
     const a = tf.variableGrads(loss(false), vars);
     const b = tf.variableGrads(loss(true), vars);
-    const worst = Math.max(...vars.map((v) => tf.tidy(() => tf.max(tf.abs(tf.sub(a.grads[v.name], b.grads[v.name]))).dataSync()[0])));
+    const worst = Math.max(
+      ...vars.map((v) => tf.tidy(() => tf.max(tf.abs(tf.sub(a.grads[v.name], b.grads[v.name]))).dataSync()[0])),
+    );
     const scale = Math.max(...vars.map((v) => tf.tidy(() => tf.max(tf.abs(a.grads[v.name])).dataSync()[0])));
     tf.dispose([a.value, b.value, ...Object.values(a.grads), ...Object.values(b.grads)]);
     expect(scale).toBeGreaterThan(1e-3);
@@ -94,7 +102,9 @@ describe('completionLogProbs', () => {
       return tf.neg(tf.sum(tf.mul(tf.mul(tf.logSoftmax(logits), targets), rowMask))) as tf.Scalar;
     }, vars);
     expect(Math.abs(ours.value.dataSync()[0] - plain.value.dataSync()[0])).toBeLessThan(TOL);
-    const worst = Math.max(...vars.map((v) => tf.tidy(() => tf.max(tf.abs(tf.sub(ours.grads[v.name], plain.grads[v.name]))).dataSync()[0])));
+    const worst = Math.max(
+      ...vars.map((v) => tf.tidy(() => tf.max(tf.abs(tf.sub(ours.grads[v.name], plain.grads[v.name]))).dataSync()[0])),
+    );
     tf.dispose([ours.value, plain.value, ...Object.values(ours.grads), ...Object.values(plain.grads)]);
     expect(worst).toBeLessThan(TOL);
   });

@@ -62,7 +62,14 @@ describe('Hugging Face qwen2', () => {
   it('has q/k/v biases and a tied head, and matches the references', () => {
     const m = load('qwen2');
     const c = m.config.text;
-    expect([c.qkvBias, c.oBias, c.tieWordEmbeddings, c.rmsNormEps, c.ropeTheta, c.slidingWindow]).toEqual([true, false, true, 1e-6, 1e6, null]);
+    expect([c.qkvBias, c.oBias, c.tieWordEmbeddings, c.rmsNormEps, c.ropeTheta, c.slidingWindow]).toEqual([
+      true,
+      false,
+      true,
+      1e-6,
+      1e6,
+      null,
+    ]);
     expect(m.tensors.has('lm_head.weight')).toBe(false);
     const r = textReferenceChecks(m.decoder, readReference('qwen2'));
     console.log('qwen2', r);
@@ -79,11 +86,31 @@ describe('Hugging Face gemma3 (language model of Gemma3ForConditionalGeneration)
   it('reads the Gemma 3 text settings, class defaults included', () => {
     const c = m.config.text;
     expect(m.config.imageTokenId).toBe(255);
-    expect([c.hiddenSize, c.headDim, c.numHeads, c.numKvHeads, c.intermediateSize, c.act, c.normStyle]).toEqual([48, 16, 4, 2, 96, 'gelu_tanh', 'one_plus_w']);
-    expect([c.attnScale, c.slidingWindow, c.ropeTheta, c.ropeLinearFactor, c.ropeLocalTheta]).toEqual([24 ** -0.5, 3, 1e6, 8, 1e4]);
+    expect([c.hiddenSize, c.headDim, c.numHeads, c.numKvHeads, c.intermediateSize, c.act, c.normStyle]).toEqual([
+      48,
+      16,
+      4,
+      2,
+      96,
+      'gelu_tanh',
+      'one_plus_w',
+    ]);
+    expect([c.attnScale, c.slidingWindow, c.ropeTheta, c.ropeLinearFactor, c.ropeLocalTheta]).toEqual([
+      24 ** -0.5,
+      3,
+      1e6,
+      8,
+      1e4,
+    ]);
     expect(c.layerTypes).toEqual(['sliding_attention', 'sliding_attention', 'full_attention']);
     // bos 2 / eos 1 / pad 0 / tied are omitted from text_config: Gemma3TextConfig's defaults.
-    expect([c.bosTokenId, c.eosTokenIds, c.padTokenId, c.tieWordEmbeddings, c.embedScale]).toEqual([2, [1], 0, true, Math.fround(Math.sqrt(48))]);
+    expect([c.bosTokenId, c.eosTokenIds, c.padTokenId, c.tieWordEmbeddings, c.embedScale]).toEqual([
+      2,
+      [1],
+      0,
+      true,
+      Math.fround(Math.sqrt(48)),
+    ]);
   });
 
   it('matches the text references', () => {
@@ -103,7 +130,11 @@ describe('Hugging Face gemma3 (language model of Gemma3ForConditionalGeneration)
     const without = logitsOf(m.decoder, { ids: [ids], inputsEmbeds: embeds });
     const dWith = maxDiff(withTT, ref.get('image.logits_with_token_type_ids').data, V);
     const dWithout = maxDiff(without, ref.get('image.logits_without_token_type_ids').data, V);
-    const g = generate(m.decoder, { ids: [ids], inputsEmbeds: embeds, tokenTypeIds: img.token_type_ids }, { maxNewTokens: img.greedy.max_new_tokens, keepLogits: true });
+    const g = generate(
+      m.decoder,
+      { ids: [ids], inputsEmbeds: embeds, tokenTypeIds: img.token_type_ids },
+      { maxNewTokens: img.greedy.max_new_tokens, keepLogits: true },
+    );
     embeds.dispose();
     const dGreedy = maxDiff(concat(g.logits![0]), ref.get('image.greedy.step_logits').data, V);
     console.log('gemma3 image', { dWith, dWithout, dGreedy });
@@ -118,7 +149,14 @@ describe('Hugging Face idefics3 (its Llama language model)', () => {
   it('reads text_config with LlamaConfig defaults and matches the image-prompt logits given the image states', () => {
     const m = load('idefics3');
     const c = m.config.text;
-    expect([c.ropeTheta, c.rmsNormEps, c.bosTokenId, c.eosTokenIds, c.padTokenId, c.tieWordEmbeddings]).toEqual([1e5, 1e-5, 1, [2], 2, false]);
+    expect([c.ropeTheta, c.rmsNormEps, c.bosTokenId, c.eosTokenIds, c.padTokenId, c.tieWordEmbeddings]).toEqual([
+      1e5,
+      1e-5,
+      1,
+      [2],
+      2,
+      false,
+    ]);
     const ref = readReference('idefics3');
     const V = c.vocabSize;
     // two_images needs the vision tower for its states; one_image's are stored (after the connector).

@@ -123,7 +123,10 @@ describe('tokenizer files: generation ids and bad input', () => {
   it('takes generation ids from generation_config.json (an EOS list included)', () => {
     const dir = scratch();
     writeByteTokenizer(dir);
-    writeFileSync(join(dir, 'generation_config.json'), JSON.stringify({ bos_token_id: 2, eos_token_id: [1, 106], pad_token_id: 0 }));
+    writeFileSync(
+      join(dir, 'generation_config.json'),
+      JSON.stringify({ bos_token_id: 2, eos_token_id: [1, 106], pad_token_id: 0 }),
+    );
     const t = loadHfTokenizer(dir);
     expect([t.bosId, t.eosIds, t.padId]).toEqual([2, [1, 106], 0]);
   });
@@ -134,7 +137,10 @@ describe('tokenizer files: generation ids and bad input', () => {
     const config = JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8'));
     delete config.added_tokens_decoder;
     writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ ...config, eos_token: 'a' }));
-    writeFileSync(join(dir, 'special_tokens_map.json'), JSON.stringify({ eos_token: { content: 'b' }, bos_token: 'c' }));
+    writeFileSync(
+      join(dir, 'special_tokens_map.json'),
+      JSON.stringify({ eos_token: { content: 'b' }, bos_token: 'c' }),
+    );
     const t = loadHfTokenizer(dir);
     expect(t.eosToken).toEqual({ token: 'b', id: 98 });
     expect(t.bosToken).toEqual({ token: 'c', id: 99 });
@@ -154,7 +160,10 @@ describe('tokenizer files: generation ids and bad input', () => {
 
   it('names tokenizer.json when the library cannot build it, and the folder when it is missing', () => {
     const dir = scratch();
-    writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify({ model: { type: 'NoSuchModel', vocab: {} }, added_tokens: [] }));
+    writeFileSync(
+      join(dir, 'tokenizer.json'),
+      JSON.stringify({ model: { type: 'NoSuchModel', vocab: {} }, added_tokens: [] }),
+    );
     const bad = thrown(() => loadHfTokenizer(dir));
     expect(bad).toBeInstanceOf(UserError);
     expect(bad.message).toContain(join(dir, 'tokenizer.json'));
@@ -180,7 +189,13 @@ describe('byte-level test tokenizer (tests/helpers/byte-tokenizer.ts)', () => {
   function randomText(seed: number, length: number): string {
     let state = seed >>> 0;
     const next = () => (state = (Math.imul(state, 1664525) + 1013904223) >>> 0) / 2 ** 32;
-    const ranges = [[0, 0x7f], [0x80, 0x7ff], [0x800, 0xd7ff], [0xe000, 0xfffd], [0x10000, 0x10ffff]];
+    const ranges = [
+      [0, 0x7f],
+      [0x80, 0x7ff],
+      [0x800, 0xd7ff],
+      [0xe000, 0xfffd],
+      [0x10000, 0x10ffff],
+    ];
     let text = '';
     for (let i = 0; i < length; i++) {
       const [lo, hi] = ranges[Math.floor(next() * ranges.length)];
@@ -210,7 +225,9 @@ describe('byte-level test tokenizer (tests/helpers/byte-tokenizer.ts)', () => {
     writeByteTokenizer(dir, { specials: IDEFICS3_SPECIALS });
     const t = loadHfTokenizer(dir);
     expect(t.vocabSize).toBe(256);
-    expect([t.tokenToId('<image>'), t.tokenToId('<fake_token_around_image>'), t.tokenToId('<global-img>')]).toEqual([250, 251, 252]);
+    expect([t.tokenToId('<image>'), t.tokenToId('<fake_token_around_image>'), t.tokenToId('<global-img>')]).toEqual([
+      250, 251, 252,
+    ]);
     const text = randomText(7, 300);
     expect(t.encode(text)).toEqual([...Buffer.from(text, 'utf8')]);
     expect(t.decode(t.encode(text))).toBe(text);

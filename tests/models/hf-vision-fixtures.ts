@@ -20,7 +20,10 @@ export interface FixtureTensor {
 export function readFixtureTensors(path: string): Map<string, FixtureTensor> {
   const bytes = readFileSync(path);
   const n = Number(bytes.readBigUInt64LE(0));
-  const header = JSON.parse(bytes.subarray(8, 8 + n).toString('utf8')) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
+  const header = JSON.parse(bytes.subarray(8, 8 + n).toString('utf8')) as Record<
+    string,
+    { dtype: string; shape: number[]; data_offsets: [number, number] }
+  >;
   const out = new Map<string, FixtureTensor>();
   for (const [name, e] of Object.entries(header)) {
     if (name === '__metadata__') continue;
@@ -38,7 +41,10 @@ export function readFixtureTensors(path: string): Map<string, FixtureTensor> {
 
 /** A fixture's model.safetensors as a lookup by on-disk name. */
 export function modelWeights(folder: string): TensorLookup {
-  const file = decodeSafetensors(readFileSync(join(HF_FIXTURES, folder, 'model.safetensors')), `${folder}/model.safetensors`);
+  const file = decodeSafetensors(
+    readFileSync(join(HF_FIXTURES, folder, 'model.safetensors')),
+    `${folder}/model.safetensors`,
+  );
   return (name: string): HostTensor | undefined => file.tensors.get(name);
 }
 

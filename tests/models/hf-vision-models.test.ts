@@ -45,9 +45,16 @@ describe('Idefics3ForConditionalGeneration (fixtures/hf/idefics3)', () => {
     const r = ref();
     const j = r.json.one_image;
     const pv = pixels(r.get('one_image.pixel_values').data);
-    const diff = maxDiff(logits(idefics3, { ids: j.input_ids, images: { pixelValues: pv } }), r.get('one_image.logits').data, 256);
+    const diff = maxDiff(
+      logits(idefics3, { ids: j.input_ids, images: { pixelValues: pv } }),
+      r.get('one_image.logits').data,
+      256,
+    );
     expect(diff).toBeLessThan(TOL);
-    const g = idefics3.generate({ ids: j.input_ids, images: { pixelValues: pv } }, { maxNewTokens: j.greedy.max_new_tokens, keepLogits: true });
+    const g = idefics3.generate(
+      { ids: j.input_ids, images: { pixelValues: pv } },
+      { maxNewTokens: j.greedy.max_new_tokens, keepLogits: true },
+    );
     expect(g.tokens[0]).toEqual(j.greedy.new_ids);
     expect(maxDiff(concat(g.logits![0]), r.get('one_image.greedy.step_logits').data, 256)).toBeLessThan(TOL);
   });
@@ -55,7 +62,11 @@ describe('Idefics3ForConditionalGeneration (fixtures/hf/idefics3)', () => {
   it('two_images: image k fills the k-th run of image tokens, logits [19, 256] within 1e-4', () => {
     const r = ref();
     const j = r.json.two_images;
-    const diff = maxDiff(logits(idefics3, { ids: j.input_ids, images: { pixelValues: pixels(r.get('two_images.pixel_values').data) } }), r.get('two_images.logits').data, 256);
+    const diff = maxDiff(
+      logits(idefics3, { ids: j.input_ids, images: { pixelValues: pixels(r.get('two_images.pixel_values').data) } }),
+      r.get('two_images.logits').data,
+      256,
+    );
     expect(diff).toBeLessThan(TOL);
   });
 
@@ -63,15 +74,28 @@ describe('Idefics3ForConditionalGeneration (fixtures/hf/idefics3)', () => {
     const png = await decodePng(readFileSync(join(FIXTURES, 'idefics3', 'preprocess', 'image.png')));
     expect([idefics3.processor.config.size.longest_edge, idefics3.processor.imageSize]).toEqual([128, 32]);
     const pv = idefics3.processor.preprocess([png]);
-    expect(maxAbsDiff(pv.data, readFixtureTensors(join(FIXTURES, 'idefics3', 'preprocess', 'reference.safetensors')).get('pixel_values')!.data)).toBeLessThan(TOL);
-    expect(() => new Idefics3ImageProcessor({ max_image_size: { longest_edge: 64 } }, 'x/preprocessor_config.json', 32)).toThrow(/max_image_size.longest_edge 64 differs/);
+    expect(
+      maxAbsDiff(
+        pv.data,
+        readFixtureTensors(join(FIXTURES, 'idefics3', 'preprocess', 'reference.safetensors')).get('pixel_values')!.data,
+      ),
+    ).toBeLessThan(TOL);
+    expect(
+      () => new Idefics3ImageProcessor({ max_image_size: { longest_edge: 64 } }, 'x/preprocessor_config.json', 32),
+    ).toThrow(/max_image_size.longest_edge 64 differs/);
   });
 
   it('takes image features encoded once instead of pixels, and is differentiable through the whole image path', () => {
     const r = ref();
     const j = r.json.one_image;
     const features = idefics3.images.encode(pixels(r.get('one_image.pixel_values').data));
-    expect(maxDiff(logits(idefics3, { ids: j.input_ids, images: { imageFeatures: features } }), r.get('one_image.logits').data, 256)).toBeLessThan(TOL);
+    expect(
+      maxDiff(
+        logits(idefics3, { ids: j.input_ids, images: { imageFeatures: features } }),
+        r.get('one_image.logits').data,
+        256,
+      ),
+    ).toBeLessThan(TOL);
     const px = tf.tensor4d(r.get('one_image.pixel_values').data, [1, 3, 32, 32]);
     const grad = tf.grad((p: tf.Tensor) => {
       const out = idefics3.forward({ ids: j.input_ids, images: { pixelValues: p as tf.Tensor4D }, logits: 'last' });
@@ -86,7 +110,9 @@ describe('Idefics3ForConditionalGeneration (fixtures/hf/idefics3)', () => {
   it('refuses a prompt whose image tokens do not match the images, in one line', () => {
     const r = ref();
     const ids = [[1, 250, 250, 250, 2]]; // 3 image tokens for one image of 4
-    expect(() => idefics3.forward({ ids, images: { pixelValues: pixels(r.get('one_image.pixel_values').data) } })).toThrow(/3 image tokens \(id 250\) but its images give 4 feature rows/);
+    expect(() =>
+      idefics3.forward({ ids, images: { pixelValues: pixels(r.get('one_image.pixel_values').data) } }),
+    ).toThrow(/3 image tokens \(id 250\) but its images give 4 feature rows/);
   });
 });
 
@@ -97,11 +123,19 @@ describe('Gemma3ForConditionalGeneration (fixtures/hf/gemma3)', () => {
     const r = ref();
     const j = r.json.image;
     const pv = pixels(r.get('image.pixel_values').data);
-    const withTypes = maxDiff(logits(gemma3, { ids: j.input_ids, images: { pixelValues: pv } }), r.get('image.logits_with_token_type_ids').data, 256);
+    const withTypes = maxDiff(
+      logits(gemma3, { ids: j.input_ids, images: { pixelValues: pv } }),
+      r.get('image.logits_with_token_type_ids').data,
+      256,
+    );
     gemma3.bidirectionalImages = false;
     let without: number;
     try {
-      without = maxDiff(logits(gemma3, { ids: j.input_ids, images: { pixelValues: pv } }), r.get('image.logits_without_token_type_ids').data, 256);
+      without = maxDiff(
+        logits(gemma3, { ids: j.input_ids, images: { pixelValues: pv } }),
+        r.get('image.logits_without_token_type_ids').data,
+        256,
+      );
     } finally {
       gemma3.bidirectionalImages = true;
     }
@@ -116,7 +150,10 @@ describe('Gemma3ForConditionalGeneration (fixtures/hf/gemma3)', () => {
   it('image: 8 greedy ids exact (bidirectional prefill, then causal cached steps)', () => {
     const r = ref();
     const j = r.json.image;
-    const g = gemma3.generate({ ids: j.input_ids, images: { pixelValues: pixels(r.get('image.pixel_values').data) } }, { maxNewTokens: j.greedy.max_new_tokens, keepLogits: true });
+    const g = gemma3.generate(
+      { ids: j.input_ids, images: { pixelValues: pixels(r.get('image.pixel_values').data) } },
+      { maxNewTokens: j.greedy.max_new_tokens, keepLogits: true },
+    );
     expect(g.tokens[0]).toEqual(j.greedy.new_ids);
     expect(maxDiff(concat(g.logits![0]), r.get('image.greedy.step_logits').data, 256)).toBeLessThan(TOL);
   });

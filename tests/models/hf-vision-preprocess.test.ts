@@ -69,8 +69,12 @@ describe('Idefics3ImageProcessor (models/idefics3/processor.ts)', () => {
   it('uses the class defaults for missing fields and refuses a bad config with one line', () => {
     const p = new Idefics3ImageProcessor({});
     expect([p.imageSize, p.config.size.longest_edge, p.filter, p.splitting]).toEqual([364, 1456, 'lanczos', true]);
-    expect(() => new Idefics3ImageProcessor({ size: { longest_edge: -1 } }, 'x/preprocessor_config.json')).toThrow(UserError);
-    expect(() => new Idefics3ImageProcessor({ resample: 0 }, 'x/preprocessor_config.json')).toThrow(/resample 0 is not supported/);
+    expect(() => new Idefics3ImageProcessor({ size: { longest_edge: -1 } }, 'x/preprocessor_config.json')).toThrow(
+      UserError,
+    );
+    expect(() => new Idefics3ImageProcessor({ resample: 0 }, 'x/preprocessor_config.json')).toThrow(
+      /resample 0 is not supported/,
+    );
   });
 });
 
@@ -78,7 +82,12 @@ describe('Gemma3ImageProcessor (models/gemma3/processor.ts; no fixture: hand-com
   it('resizes to the config size with BILINEAR and maps u8 to [-1, 1] channel-first: (u/255 - 0.5) / 0.5', () => {
     const p = new Gemma3ImageProcessor({ size: { height: 1, width: 2 } });
     expect(p.filter).toBe('bilinear');
-    const img: RawImage = { width: 4, height: 1, channels: 3, data: Uint8Array.from([0, 255, 0, 70, 255, 0, 140, 255, 0, 210, 255, 0]) };
+    const img: RawImage = {
+      width: 4,
+      height: 1,
+      channels: 3,
+      data: Uint8Array.from([0, 255, 0, 70, 255, 0, 140, 255, 0, 210, 255, 0]),
+    };
     const out = p.preprocess([img]);
     expect(out.shape).toEqual([1, 3, 1, 2]);
     // red resized to [50, 160] (hand-computed above); green stays 255 -> 1, blue 0 -> -1; planes R, G, B
@@ -87,7 +96,9 @@ describe('Gemma3ImageProcessor (models/gemma3/processor.ts; no fixture: hand-com
   });
 
   it('defaults to the vision tower size (896 unless given) and refuses pan-and-scan', () => {
-    expect([new Gemma3ImageProcessor({}).height, new Gemma3ImageProcessor({}, { defaultSize: 32 }).width]).toEqual([896, 32]);
+    expect([new Gemma3ImageProcessor({}).height, new Gemma3ImageProcessor({}, { defaultSize: 32 }).width]).toEqual([
+      896, 32,
+    ]);
     expect(() => new Gemma3ImageProcessor({ do_pan_and_scan: true })).toThrow(UserError);
   });
 });

@@ -29,7 +29,10 @@ function shardedLlama(name: string): string {
     writeFileSync(join(dir, file), encodeSafetensors(new Map(part.map((n) => [n, tensors.get(n)!])), { format: 'pt' }));
     for (const n of part) weightMap[n] = file;
   });
-  writeFileSync(join(dir, 'model.safetensors.index.json'), JSON.stringify({ metadata: { total_size: 0 }, weight_map: weightMap }, null, 2));
+  writeFileSync(
+    join(dir, 'model.safetensors.index.json'),
+    JSON.stringify({ metadata: { total_size: 0 }, weight_map: weightMap }, null, 2),
+  );
   return dir;
 }
 
@@ -63,12 +66,17 @@ beforeAll(async () => {
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 describe('sharded checkpoints', () => {
-  it('load through the index and give the single file\'s logits', () => {
+  it("load through the index and give the single file's logits", () => {
     const dir = shardedLlama('sharded');
     const m = loadHfDecoder(dir);
     const ref = readReference('llama');
     const b = ref.json.batch;
-    const d = maxDiff(logitsOf(m.decoder, { ids: b.input_ids, attentionMask: b.attention_mask }), ref.get('batch.logits').data, 256, b.attention_mask.flat());
+    const d = maxDiff(
+      logitsOf(m.decoder, { ids: b.input_ids, attentionMask: b.attention_mask }),
+      ref.get('batch.logits').data,
+      256,
+      b.attention_mask.flat(),
+    );
     m.decoder.dispose();
     expect(d).toBeLessThan(TOL);
   });
@@ -77,7 +85,9 @@ describe('sharded checkpoints', () => {
     const dir = shardedLlama('missing');
     unlinkSync(join(dir, 'model-00002-of-00002.safetensors'));
     expect(() => loadHfDecoder(dir)).toThrow(UserError);
-    expect(() => loadHfDecoder(dir)).toThrow(/model\.safetensors\.index\.json: names model-00002-of-00002\.safetensors \(tensor .+\), which is missing/);
+    expect(() => loadHfDecoder(dir)).toThrow(
+      /model\.safetensors\.index\.json: names model-00002-of-00002\.safetensors \(tensor .+\), which is missing/,
+    );
   });
 
   it('refuse an index that names a file that is not there', () => {
@@ -85,7 +95,9 @@ describe('sharded checkpoints', () => {
     const index = JSON.parse(readFileSync(join(dir, 'model.safetensors.index.json'), 'utf8'));
     index.weight_map['lm_head.weight'] = 'model-00003-of-00003.safetensors';
     writeFileSync(join(dir, 'model.safetensors.index.json'), JSON.stringify(index));
-    expect(() => loadHfDecoder(dir)).toThrow(/names model-00003-of-00003\.safetensors \(tensor lm_head\.weight\), which is missing/);
+    expect(() => loadHfDecoder(dir)).toThrow(
+      /names model-00003-of-00003\.safetensors \(tensor lm_head\.weight\), which is missing/,
+    );
   });
 
   it('refuse a partial shard (a tensor the index places in a file that lacks it)', () => {
@@ -93,8 +105,13 @@ describe('sharded checkpoints', () => {
     const { tensors } = decodeSafetensors(readFileSync(join(dir, 'model-00002-of-00002.safetensors')));
     const dropped = [...tensors.keys()][0];
     tensors.delete(dropped);
-    writeFileSync(join(dir, 'model-00002-of-00002.safetensors'), encodeSafetensors(tensors as Map<string, NamedTensor>));
-    expect(() => loadHfDecoder(dir)).toThrow(new RegExp(`model-00002-of-00002\\.safetensors: lacks tensor ${dropped.replace(/\./g, '\\.')}`));
+    writeFileSync(
+      join(dir, 'model-00002-of-00002.safetensors'),
+      encodeSafetensors(tensors as Map<string, NamedTensor>),
+    );
+    expect(() => loadHfDecoder(dir)).toThrow(
+      new RegExp(`model-00002-of-00002\\.safetensors: lacks tensor ${dropped.replace(/\./g, '\\.')}`),
+    );
   });
 });
 
@@ -103,7 +120,9 @@ describe('broken single-file checkpoints', () => {
     const dir = llamaCopy('shape');
     const cfg = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'));
     writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...cfg, intermediate_size: 96 }));
-    expect(() => loadHfDecoder(dir)).toThrow(/model\.safetensors: tensor model\.layers\.0\.mlp\.gate_proj\.weight has shape \[128, 64\], .*config\.json implies \[96, 64\]/);
+    expect(() => loadHfDecoder(dir)).toThrow(
+      /model\.safetensors: tensor model\.layers\.0\.mlp\.gate_proj\.weight has shape \[128, 64\], .*config\.json implies \[96, 64\]/,
+    );
   });
 
   it('refuse a missing tensor and a config missing a key, naming them', () => {
@@ -137,10 +156,13 @@ describe('16-bit weights', () => {
   it('upcast F16 and BF16 to float32 exactly', () => {
     const dir = join(tmp, 'half');
     mkdirSync(dir);
-    writeFileSync(join(dir, 'model.safetensors'), encode16({
-      h: { dtype: 'F16', shape: [5], bits: [0x3c00, 0xc000, 0x3800, 0x7bff, 0x0001] },
-      b: { dtype: 'BF16', shape: [2, 2], bits: [0x3f80, 0xc040, 0x3eb1, 0x0000] },
-    }));
+    writeFileSync(
+      join(dir, 'model.safetensors'),
+      encode16({
+        h: { dtype: 'F16', shape: [5], bits: [0x3c00, 0xc000, 0x3800, 0x7bff, 0x0001] },
+        b: { dtype: 'BF16', shape: [2, 2], bits: [0x3f80, 0xc040, 0x3eb1, 0x0000] },
+      }),
+    );
     const t = CheckpointTensors.open(dir);
     expect(Array.from(t.read('h').data)).toEqual([1, -2, 0.5, 65504, 2 ** -24]);
     expect(Array.from(t.read('b').data)).toEqual([1, -3, new Float32Array(new Uint32Array([0x3eb10000]).buffer)[0], 0]);

@@ -31,11 +31,15 @@ describe('decoderTensors', () => {
       const mine = decoderTensors(m.decoder);
       m.decoder.dispose();
       const { tensors } = decodeSafetensors(readFileSync(join(FIXTURES, folder, 'model.safetensors')));
-      const theirs = [...tensors.keys()].filter((k) => !k.startsWith('vision_tower.') && !k.startsWith('multi_modal_projector.'));
+      const theirs = [...tensors.keys()].filter(
+        (k) => !k.startsWith('vision_tower.') && !k.startsWith('multi_modal_projector.'),
+      );
       expect([...mine.keys()].sort()).toEqual(theirs.sort());
       for (const name of theirs) {
         expect(mine.get(name)!.shape, name).toEqual(tensors.get(name)!.shape);
-        expect(Buffer.from(mine.get(name)!.data.buffer).equals(Buffer.from(tensors.get(name)!.data.buffer)), name).toBe(true);
+        expect(Buffer.from(mine.get(name)!.data.buffer).equals(Buffer.from(tensors.get(name)!.data.buffer)), name).toBe(
+          true,
+        );
       }
     });
   }
@@ -43,13 +47,21 @@ describe('decoderTensors', () => {
 
 describe('a random-weight Llama written by metrl', () => {
   it('loads, decodes with the cache as by recomputation, and round-trips a LoRA adapter', () => {
-    const json = llamaConfigJson({ vocabSize: 64, hiddenSize: 32, numLayers: 2, numHeads: 4, numKvHeads: 2, intermediateSize: 48 });
+    const json = llamaConfigJson({
+      vocabSize: 64,
+      hiddenSize: 32,
+      numLayers: 2,
+      numHeads: 4,
+      numKvHeads: 2,
+      intermediateSize: 48,
+    });
     const dir = join(tmp, 'tiny-llama');
     const config = parseHfConfig(json);
     writeHfCheckpoint(dir, json, randomDecoderTensors(config.text, LLAMA_LAYOUT, new Rng(1, 'init'), 0.3));
     const m = loadHfDecoder(dir);
     createLora(m.decoder, { r: 4, alpha: 8 }, new Rng(2));
-    for (const v of m.decoder.loraVariables()) if (v.shape[0] === 4) v.assign(tf.randomNormal(v.shape, 0, 0.2, 'float32', 5));
+    for (const v of m.decoder.loraVariables())
+      if (v.shape[0] === 4) v.assign(tf.randomNormal(v.shape, 0, 0.2, 'float32', 5));
     const prompt = [1, 7, 9, 30, 2];
     const g = generate(m.decoder, { ids: [prompt] }, { maxNewTokens: 6, keepLogits: true });
     // Without a cache: the full sequence each step; the last row must match the cached step's logits.
@@ -77,7 +89,15 @@ describe('a random-weight Llama written by metrl', () => {
 describe('training every base weight (supervised warm start)', () => {
   for (const tied of [false, true]) {
     it(`takes gradients through the embeddings on WASM and lowers the loss (${tied ? 'tied' : 'untied'} head)`, () => {
-      const json = llamaConfigJson({ vocabSize: 32, hiddenSize: 16, numLayers: 1, numHeads: 2, numKvHeads: 1, intermediateSize: 24, tieWordEmbeddings: tied });
+      const json = llamaConfigJson({
+        vocabSize: 32,
+        hiddenSize: 16,
+        numLayers: 1,
+        numHeads: 2,
+        numKvHeads: 1,
+        intermediateSize: 24,
+        tieWordEmbeddings: tied,
+      });
       const dir = join(tmp, `train-${tied}`);
       writeHfCheckpoint(dir, json, randomDecoderTensors(parseHfConfig(json).text, LLAMA_LAYOUT, new Rng(4), 0.2));
       const m = loadHfDecoder(dir);

@@ -22,7 +22,10 @@ let run = '';
 let expected: number[] = [];
 
 const prompt = (p: BuiltinPolicy) => p.encode([{ type: 'text', text: 'shell\n1\n1 swap 2\nFINAL ANSWER: ' }]);
-const lastLogits = (p: BuiltinPolicy) => tf.tidy(() => Array.from((p.sequenceLogits(prompt(p)).slice([prompt(p).tokens.length - 1, 0], [1, -1]) as tf.Tensor).dataSync()));
+const lastLogits = (p: BuiltinPolicy) =>
+  tf.tidy(() =>
+    Array.from((p.sequenceLogits(prompt(p)).slice([prompt(p).tokens.length - 1, 0], [1, -1]) as tf.Tensor).dataSync()),
+  );
 
 beforeAll(async () => {
   await initBackend(undefined, null);
@@ -65,8 +68,19 @@ describe('--checkpoint resolution', () => {
     // An adapter whose named base is not here is refused, naming the base and --base (not put on the shipped base).
     const elsewhere = join(root, 'adapter-elsewhere');
     mkdirSync(elsewhere);
-    writeFileSync(join(elsewhere, 'adapter_config.json'), JSON.stringify({ peft_type: 'LORA', r: 4, lora_alpha: 8, target_modules: ['q_proj'], base_model_name_or_path: 'HuggingFaceTB/SmolLM2-135M' }));
-    expect(() => resolveCheckpoint(elsewhere)).toThrow(/the adapter's base model HuggingFaceTB\/SmolLM2-135M \(base_model_name_or_path in adapter_config\.json\) is not a folder here; name the base model folder with --base DIR/);
+    writeFileSync(
+      join(elsewhere, 'adapter_config.json'),
+      JSON.stringify({
+        peft_type: 'LORA',
+        r: 4,
+        lora_alpha: 8,
+        target_modules: ['q_proj'],
+        base_model_name_or_path: 'HuggingFaceTB/SmolLM2-135M',
+      }),
+    );
+    expect(() => resolveCheckpoint(elsewhere)).toThrow(
+      /the adapter's base model HuggingFaceTB\/SmolLM2-135M \(base_model_name_or_path in adapter_config\.json\) is not a folder here; name the base model folder with --base DIR/,
+    );
     expect(resolveCheckpoint(elsewhere, base)).toEqual({ base, adapter: elsewhere });
   });
 

@@ -35,7 +35,10 @@ const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>): number => {
 
 /** Logits at every position of one prompt, through the ORT session (one prefill: the full forward). */
 function ortLogits(sampler: OrtSampler, prompt: EncodedPrompt, useLora: boolean): Float32Array {
-  const s = sampler as unknown as { padPrompts(p: EncodedPrompt[]): unknown; prefill(p: unknown, l: boolean): { logits: Float32Array } };
+  const s = sampler as unknown as {
+    padPrompts(p: EncodedPrompt[]): unknown;
+    prefill(p: unknown, l: boolean): { logits: Float32Array };
+  };
   return s.prefill(s.padPrompts([prompt]), useLora).logits;
 }
 
@@ -50,7 +53,8 @@ describe('ONNX Runtime engine, tiny random model (grid positions, two images, Lo
   beforeAll(async () => {
     await initBackend('wasm', null);
     policy = BuiltinPolicy.create({ architecture: TINY, seed: 7, lora: { r: 4, alpha: 8 } });
-    for (const [i, a] of loraAdapters(policy.lora!).entries()) a.b.assign(tf.randomNormal(a.b.shape, 0, 0.3, 'float32', 1 + i));
+    for (const [i, a] of loraAdapters(policy.lora!).entries())
+      a.b.assign(tf.randomNormal(a.b.shape, 0, 0.3, 'float32', 1 + i));
     prompt = policy.encode([
       { type: 'text', text: 'chess\n8/8/8/8/8/8/8/8 w - - 0 1\n' },
       { type: 'image', image: randomImage(1) },
@@ -58,7 +62,11 @@ describe('ONNX Runtime engine, tiny random model (grid positions, two images, Lo
       { type: 'image', image: randomImage(2) },
       { type: 'text', text: '\ntrace\nFINAL ANSWER: ' },
     ]);
-    other = policy.encode([{ type: 'text', text: 'shell\n2\n' }, { type: 'image', image: randomImage(3) }, { type: 'text', text: '\nFINAL ANSWER: ' }]);
+    other = policy.encode([
+      { type: 'text', text: 'shell\n2\n' },
+      { type: 'image', image: randomImage(3) },
+      { type: 'text', text: '\nFINAL ANSWER: ' },
+    ]);
     sampler = new OrtSampler(policy, { threads: 1 });
   });
 
@@ -76,12 +84,19 @@ describe('ONNX Runtime engine, tiny random model (grid positions, two images, Lo
   });
 
   it('handles adapters on some projections only (q, v, up: zero blocks in the joined q/k/v pair)', () => {
-    const partial = BuiltinPolicy.create({ architecture: TINY, seed: 3, lora: { r: 2, alpha: 6, targetModules: ['q_proj', 'v_proj', 'up_proj'] } });
-    for (const [i, a] of loraAdapters(partial.lora!).entries()) a.b.assign(tf.randomNormal(a.b.shape, 0, 0.3, 'float32', 20 + i));
+    const partial = BuiltinPolicy.create({
+      architecture: TINY,
+      seed: 3,
+      lora: { r: 2, alpha: 6, targetModules: ['q_proj', 'v_proj', 'up_proj'] },
+    });
+    for (const [i, a] of loraAdapters(partial.lora!).entries())
+      a.b.assign(tf.randomNormal(a.b.shape, 0, 0.3, 'float32', 20 + i));
     const ort = new OrtSampler(partial, { threads: 1 });
     try {
       expect(maxDiff(ortLogits(ort, prompt, true), partial.sequenceLogits(prompt, true).dataSync())).toBeLessThan(1e-4);
-      expect(maxDiff(ortLogits(ort, prompt, false), partial.sequenceLogits(prompt, false).dataSync())).toBeLessThan(1e-4);
+      expect(maxDiff(ortLogits(ort, prompt, false), partial.sequenceLogits(prompt, false).dataSync())).toBeLessThan(
+        1e-4,
+      );
     } finally {
       ort.dispose();
       partial.dispose();
@@ -93,9 +108,13 @@ describe('ONNX Runtime engine, tiny random model (grid positions, two images, Lo
     const saved = a.b.clone();
     a.b.assign(tf.add(a.b, 0.5));
     try {
-      expect(maxDiff(ortLogits(sampler, prompt, true), policy.sequenceLogits(prompt, true).dataSync())).toBeGreaterThan(1e-3);
+      expect(maxDiff(ortLogits(sampler, prompt, true), policy.sequenceLogits(prompt, true).dataSync())).toBeGreaterThan(
+        1e-3,
+      );
       sampler.syncLora();
-      expect(maxDiff(ortLogits(sampler, prompt, true), policy.sequenceLogits(prompt, true).dataSync())).toBeLessThan(1e-4);
+      expect(maxDiff(ortLogits(sampler, prompt, true), policy.sequenceLogits(prompt, true).dataSync())).toBeLessThan(
+        1e-4,
+      );
     } finally {
       a.b.assign(saved);
       sampler.syncLora();
@@ -147,7 +166,12 @@ describe('ONNX Runtime engine, tiny random model (grid positions, two images, Lo
   });
 
   it('scores completions (no grad) as tfjs tokenLogProbs does: log-probs, entropies and mask at T = 0.5', () => {
-    const completions = sampler.sampleGroups([prompt, other], 2, { temperature: 1, topP: 1, maxNewTokens: 25 }, new Rng(9));
+    const completions = sampler.sampleGroups(
+      [prompt, other],
+      2,
+      { temperature: 1, topP: 1, maxNewTokens: 25 },
+      new Rng(9),
+    );
     const items = completions.flatMap((g, u) => g.map((c) => ({ prompt: [prompt, other][u], completion: c.tokens })));
     items.push({ prompt, completion: items[0].completion.slice(0, 3) }); // a short one: padding
     for (const useLora of [true, false]) {
@@ -158,41 +182,54 @@ describe('ONNX Runtime engine, tiny random model (grid positions, two images, Lo
       expect(maxDiff(got.logProbs.dataSync(), want.logProbs.dataSync())).toBeLessThan(1e-4);
       // Entropies where the mask is 1 (tfjs also fills padding with the entropy of padded rows; nothing reads it).
       const m = want.mask.dataSync();
-      expect(maxDiff(Array.from(got.entropy!.dataSync(), (x, i) => x * m[i]), Array.from(want.entropy!.dataSync(), (x, i) => x * m[i]))).toBeLessThan(1e-4);
+      expect(
+        maxDiff(
+          Array.from(got.entropy!.dataSync(), (x, i) => x * m[i]),
+          Array.from(want.entropy!.dataSync(), (x, i) => x * m[i]),
+        ),
+      ).toBeLessThan(1e-4);
       tf.dispose([want.logProbs, want.mask, want.entropy!, got.logProbs, got.mask, got.entropy!]);
     }
   });
 });
 
 const shipped = join(CHECKPOINTS_DIR, 'base');
-describe.runIf(existsSync(join(shipped, 'model.safetensors')))('ONNX Runtime engine, shipped base on a chess image prompt', () => {
-  let policy: BuiltinPolicy;
-  let sampler: OrtSampler;
-  let prompts: EncodedPrompt[];
+describe.runIf(existsSync(join(shipped, 'model.safetensors')))(
+  'ONNX Runtime engine, shipped base on a chess image prompt',
+  () => {
+    let policy: BuiltinPolicy;
+    let sampler: OrtSampler;
+    let prompts: EncodedPrompt[];
 
-  beforeAll(async () => {
-    await initBackend('wasm', null);
-    policy = loadBaseCheckpoint(shipped);
-    policy.attachLora({ r: 16, alpha: 32 }, new Rng(7, 'lora'));
-    for (const [i, a] of loraAdapters(policy.lora!).entries()) a.b.assign(tf.randomUniform(a.b.shape, -0.05, 0.05, 'float32', 11 + i));
-    const env = await getEnv('chess');
-    prompts = generateEpisodes(env, { n: 2, actions: 5, split: 'train', seed: 0, modality: 'image' }).map((e) => policy.prompt(env, e));
-    sampler = new OrtSampler(policy, { threads: 2 });
-  });
+    beforeAll(async () => {
+      await initBackend('wasm', null);
+      policy = loadBaseCheckpoint(shipped);
+      policy.attachLora({ r: 16, alpha: 32 }, new Rng(7, 'lora'));
+      for (const [i, a] of loraAdapters(policy.lora!).entries())
+        a.b.assign(tf.randomUniform(a.b.shape, -0.05, 0.05, 'float32', 11 + i));
+      const env = await getEnv('chess');
+      prompts = generateEpisodes(env, { n: 2, actions: 5, split: 'train', seed: 0, modality: 'image' }).map((e) =>
+        policy.prompt(env, e),
+      );
+      sampler = new OrtSampler(policy, { threads: 2 });
+    });
 
-  it('gives the tfjs logits (1e-4) with and without LoRA', () => {
-    expect(prompts[0].images.length).toBe(5);
-    for (const useLora of [true, false]) {
-      expect(maxDiff(ortLogits(sampler, prompts[0], useLora), policy.sequenceLogits(prompts[0], useLora).dataSync())).toBeLessThan(1e-4);
-    }
-  });
+    it('gives the tfjs logits (1e-4) with and without LoRA', () => {
+      expect(prompts[0].images.length).toBe(5);
+      for (const useLora of [true, false]) {
+        expect(
+          maxDiff(ortLogits(sampler, prompts[0], useLora), policy.sequenceLogits(prompts[0], useLora).dataSync()),
+        ).toBeLessThan(1e-4);
+      }
+    });
 
-  it('decodes the tfjs greedy ids for two prompts × 2', () => {
-    const options = { temperature: 0, topP: 1, maxNewTokens: 120 };
-    const viaTfjs = policy.sampleGroups(prompts, 2, options, new Rng(1));
-    const viaOrt = sampler.sampleGroups(prompts, 2, options, new Rng(1));
-    expect(tokensOf(viaOrt)).toEqual(tokensOf(viaTfjs));
-    expect(viaOrt[0][0].tokens.length).toBeGreaterThan(50);
-    expect(maxDiff(viaOrt[1][0].logProbs, viaTfjs[1][0].logProbs)).toBeLessThan(1e-4);
-  });
-});
+    it('decodes the tfjs greedy ids for two prompts × 2', () => {
+      const options = { temperature: 0, topP: 1, maxNewTokens: 120 };
+      const viaTfjs = policy.sampleGroups(prompts, 2, options, new Rng(1));
+      const viaOrt = sampler.sampleGroups(prompts, 2, options, new Rng(1));
+      expect(tokensOf(viaOrt)).toEqual(tokensOf(viaTfjs));
+      expect(viaOrt[0][0].tokens.length).toBeGreaterThan(50);
+      expect(maxDiff(viaOrt[1][0].logProbs, viaTfjs[1][0].logProbs)).toBeLessThan(1e-4);
+    });
+  },
+);

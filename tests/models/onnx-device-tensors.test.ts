@@ -11,7 +11,11 @@ afterAll(() => kept.dispose());
 
 describe('DeviceTensors', () => {
   it('uploads tensors of several ranks unchanged', () => {
-    const a = new Tensor('float32', Float32Array.from({ length: 6 }, (_, i) => i * 0.5 - 1), [2, 3]);
+    const a = new Tensor(
+      'float32',
+      Float32Array.from({ length: 6 }, (_, i) => i * 0.5 - 1),
+      [2, 3],
+    );
     const b = new Tensor('float32', Float32Array.from([7, -8, 9, 1e-7]), [4]);
     const [ua, ub] = kept.upload([a, b]);
     expect(ua.dims).toEqual([2, 3]);
@@ -21,7 +25,11 @@ describe('DeviceTensors', () => {
 
   it('picks rows along the first axis (a prompt cache repeated for a group of 3)', () => {
     // [2, 1, 2, 2]: two prompt rows of a one-head, two-position cache.
-    const cache = new Tensor('float32', Float32Array.from({ length: 8 }, (_, i) => i + 1), [2, 1, 2, 2]);
+    const cache = new Tensor(
+      'float32',
+      Float32Array.from({ length: 8 }, (_, i) => i + 1),
+      [2, 1, 2, 2],
+    );
     const [picked] = kept.gatherRows([cache], [0, 0, 0, 1, 1, 1]);
     expect(picked.dims).toEqual([6, 1, 2, 2]);
     const data = Array.from(picked.data as Float32Array);

@@ -65,9 +65,21 @@ describe('GraphBuilder', () => {
     const build = () => {
       const b = new GraphBuilder('external');
       const x = b.input('x', 'float32', ['n', 5]);
-      const w1 = b.floats('w1', Float32Array.from({ length: 5 * 7 }, (_, i) => Math.sin(i)), [5, 7]);
-      const bias = b.floats('bias', Float32Array.from({ length: 7 }, (_, i) => i / 7), [7]);
-      const w2 = b.floats('w2', Float32Array.from({ length: 7 * 3 }, (_, i) => Math.cos(i)), [7, 3]);
+      const w1 = b.floats(
+        'w1',
+        Float32Array.from({ length: 5 * 7 }, (_, i) => Math.sin(i)),
+        [5, 7],
+      );
+      const bias = b.floats(
+        'bias',
+        Float32Array.from({ length: 7 }, (_, i) => i / 7),
+        [7],
+      );
+      const w2 = b.floats(
+        'w2',
+        Float32Array.from({ length: 7 * 3 }, (_, i) => Math.cos(i)),
+        [7, 3],
+      );
       const h = b.op1('Reshape', [b.op1('Add', [b.op1('MatMul', [x, w1]), bias]), b.ints([-1, 7])]);
       b.op1('MatMul', [h, w2], {}, 'y');
       b.output('y', 'float32', ['n', 3]);
@@ -76,18 +88,31 @@ describe('GraphBuilder', () => {
     const inline = build().toModel(undefined, 1e9);
     const outside = build().toModel(undefined, 100);
     expect(inline.external).toBeNull();
-    expect(outside.external!.pieces.map((p) => [p.offset, p.bytes.byteLength])).toEqual([[0, 140], [4096, 28], [8192, 84]]);
+    expect(outside.external!.pieces.map((p) => [p.offset, p.bytes.byteLength])).toEqual([
+      [0, 140],
+      [4096, 28],
+      [8192, 84],
+    ]);
     const stored = onnxProto.onnx.ModelProto.decode(outside.model).graph!.initializer!;
-    expect(stored.filter((t) => t.dataLocation === onnxProto.onnx.TensorProto.DataLocation.EXTERNAL).map((t) => [t.name, t.rawData?.length ?? 0, t.externalData!.map((e) => e.value).join(' ')])).toEqual([
+    expect(
+      stored
+        .filter((t) => t.dataLocation === onnxProto.onnx.TensorProto.DataLocation.EXTERNAL)
+        .map((t) => [t.name, t.rawData?.length ?? 0, t.externalData!.map((e) => e.value).join(' ')]),
+    ).toEqual([
       ['w1', 0, 'weights.bin 0 140'],
       ['bias', 0, 'weights.bin 4096 28'],
       ['w2', 0, 'weights.bin 8192 84'],
     ]);
-    const xs = floatTensor(Float32Array.from({ length: 10 }, (_, i) => i - 4), [2, 5]);
+    const xs = floatTensor(
+      Float32Array.from({ length: 10 }, (_, i) => i - 4),
+      [2, 5],
+    );
     const before = new Set(readdirSync(tmpdir()));
     const [a, c] = [new OrtSession(inline, { threads: 1 }), new OrtSession(outside, { threads: 1 })];
     expect(readdirSync(tmpdir()).filter((f) => f.startsWith('metrl-onnx-') && !before.has(f))).toEqual([]); // folder removed once read
-    expect(Array.from(c.run({ x: xs }).y.data as Float32Array)).toEqual(Array.from(a.run({ x: xs }).y.data as Float32Array));
+    expect(Array.from(c.run({ x: xs }).y.data as Float32Array)).toEqual(
+      Array.from(a.run({ x: xs }).y.data as Float32Array),
+    );
     expect(EXTERNAL_FILE).toBe('weights.bin');
     a.dispose();
     c.dispose();

@@ -35,7 +35,12 @@ afterAll(() => removeHfCopies());
 
 function randomImage(seed: number): RawImage {
   const rng = new Rng(seed, 'image');
-  return { width: 40, height: 30, channels: 3, data: Uint8Array.from({ length: 40 * 30 * 3 }, () => Math.floor(rng.next() * 256)) };
+  return {
+    width: 40,
+    height: 30,
+    channels: 3,
+    data: Uint8Array.from({ length: 40 * 30 * 3 }, () => Math.floor(rng.next() * 256)),
+  };
 }
 
 /** A loss nonlinear in the log-probs (so g depends on them), masked like the GRPO loss. */
@@ -58,12 +63,17 @@ describe.each(['llama', 'qwen2', 'idefics3', 'gemma3'])('HfOrtLearner vs tfjs au
     policy = await HfPolicy.load(hfCheckpointCopy(name));
     policy.attachLora({ r: 4, alpha: 8 }, new Rng(5, 'lora'));
     let seed = 31;
-    for (const v of policy.trainableVariables('lora')) v.assign(tf.add(v, tf.randomNormal(v.shape, 0, 0.1, 'float32', seed++)));
+    for (const v of policy.trainableVariables('lora'))
+      v.assign(tf.add(v, tf.randomNormal(v.shape, 0, 0.1, 'float32', seed++)));
     // The output head in chunks of 3 rows (a Loop of several iterations, the last one padded: hf-train-head.ts); the
     // `parts` learner below keeps the default chunk (all rows at once here), so both are checked.
     learner = new HfOrtLearner(policy, { threads: 1, headChunkLogits: policy.decoder.config.vocabSize * 3 });
     const image = name === 'idefics3' || name === 'gemma3';
-    const first: EncodedPrompt = policy.encode([{ type: 'text', text: 'Which move wins here? ' }, ...(image ? [{ type: 'image' as const, image: randomImage(1) }] : []), { type: 'text', text: ' Answer:' }]);
+    const first: EncodedPrompt = policy.encode([
+      { type: 'text', text: 'Which move wins here? ' },
+      ...(image ? [{ type: 'image' as const, image: randomImage(1) }] : []),
+      { type: 'text', text: ' Answer:' },
+    ]);
     const second: EncodedPrompt = policy.encode([{ type: 'text', text: 'List the files.' }]);
     const rng = new Rng(11, 'completions');
     const V = policy.decoder.config.vocabSize;
@@ -84,20 +94,49 @@ describe.each(['llama', 'qwen2', 'idefics3', 'gemma3'])('HfOrtLearner vs tfjs au
     const want = tf.variableGrads(() => loss(policy.tokenLogProbs(items, options)), variables);
     const got = learner.lossGradients(items, options, loss, variables);
     const err = relativeError(got.grads, want.grads);
-    console.log(name, 'ORT learner gradient relative error', err, 'loss', got.value.dataSync()[0], want.value.dataSync()[0]);
+    console.log(
+      name,
+      'ORT learner gradient relative error',
+      err,
+      'loss',
+      got.value.dataSync()[0],
+      want.value.dataSync()[0],
+    );
     expect(err).toBeLessThan(TOL);
-    expect(Math.abs(got.value.dataSync()[0] - want.value.dataSync()[0])).toBeLessThan(TOL * Math.max(1, Math.abs(want.value.dataSync()[0])));
+    expect(Math.abs(got.value.dataSync()[0] - want.value.dataSync()[0])).toBeLessThan(
+      TOL * Math.max(1, Math.abs(want.value.dataSync()[0])),
+    );
     // A group cut into one-token-budget parts (each part runs its prompt again), and the batch as two requests that
     // split a group: the same losses and gradient sums.
     const parts = new HfOrtLearner(policy, { threads: 1, logitBudget: policy.decoder.config.vocabSize * 5 });
-    const split = parts.lossGradientsSum([{ batch: items.slice(0, 2), options, loss: testLoss(3) }, { batch: items.slice(2), options, loss: testLoss(7) }], variables);
-    const whole = learner.lossGradientsSum([{ batch: items.slice(0, 2), options, loss: testLoss(3) }, { batch: items.slice(2), options, loss: testLoss(7) }], variables);
+    const split = parts.lossGradientsSum(
+      [
+        { batch: items.slice(0, 2), options, loss: testLoss(3) },
+        { batch: items.slice(2), options, loss: testLoss(7) },
+      ],
+      variables,
+    );
+    const whole = learner.lossGradientsSum(
+      [
+        { batch: items.slice(0, 2), options, loss: testLoss(3) },
+        { batch: items.slice(2), options, loss: testLoss(7) },
+      ],
+      variables,
+    );
     parts.dispose();
     expect(relativeError(split.grads, whole.grads)).toBeLessThan(1e-5);
     split.values.forEach((v, i) => expect(v.dataSync()[0]).toBeCloseTo(whole.values[i].dataSync()[0], 5));
-    tf.dispose([got.value, ...Object.values(got.grads), want.value, ...Object.values(want.grads), ...split.values, ...Object.values(split.grads), ...whole.values, ...Object.values(whole.grads)]);
+    tf.dispose([
+      got.value,
+      ...Object.values(got.grads),
+      want.value,
+      ...Object.values(want.grads),
+      ...split.values,
+      ...Object.values(split.grads),
+      ...whole.values,
+      ...Object.values(whole.grads),
+    ]);
   });
-
 });
 
 describe('HfOrtLearner against finite differences (llama)', () => {
@@ -109,7 +148,8 @@ describe('HfOrtLearner against finite differences (llama)', () => {
     policy = await HfPolicy.load(hfCheckpointCopy('llama'));
     policy.attachLora({ r: 2, alpha: 4 }, new Rng(6, 'lora'));
     let seed = 41;
-    for (const v of policy.trainableVariables('lora')) v.assign(tf.add(v, tf.randomNormal(v.shape, 0, 0.1, 'float32', seed++)));
+    for (const v of policy.trainableVariables('lora'))
+      v.assign(tf.add(v, tf.randomNormal(v.shape, 0, 0.1, 'float32', seed++)));
     learner = new HfOrtLearner(policy, { threads: 1 });
     const prompt = policy.encode([{ type: 'text', text: 'Track the ball.' }]);
     const rng = new Rng(12, 'completions');
@@ -152,15 +192,25 @@ describe('HfOrtLearner with final logit soft-capping (gemma3, the whole-head pat
     // random weights, the fixture copy's tokenizer.
     const dir = hfCheckpointCopy('gemma3');
     const fixture = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'));
-    const config = { ...fixture.text_config, architectures: ['Gemma3ForCausalLM'], model_type: 'gemma3_text', final_logit_softcapping: 2 }; // small: the cap bends every logit
-    writeHfCheckpoint(dir, config, randomDecoderTensors(parseHfConfig(config).text, GEMMA3_CAUSAL_LAYOUT, new Rng(3, 'causal'), 0.2));
+    const config = {
+      ...fixture.text_config,
+      architectures: ['Gemma3ForCausalLM'],
+      model_type: 'gemma3_text',
+      final_logit_softcapping: 2,
+    }; // small: the cap bends every logit
+    writeHfCheckpoint(
+      dir,
+      config,
+      randomDecoderTensors(parseHfConfig(config).text, GEMMA3_CAUSAL_LAYOUT, new Rng(3, 'causal'), 0.2),
+    );
     const policy = await HfPolicy.load(dir);
     const learner = new HfOrtLearner(policy, { threads: 1 });
     try {
       expect(policy.decoder.config.finalLogitSoftcap).toBe(2);
       policy.attachLora({ r: 4, alpha: 8 }, new Rng(5, 'lora'));
       let seed = 51;
-      for (const v of policy.trainableVariables('lora')) v.assign(tf.add(v, tf.randomNormal(v.shape, 0, 0.1, 'float32', seed++)));
+      for (const v of policy.trainableVariables('lora'))
+        v.assign(tf.add(v, tf.randomNormal(v.shape, 0, 0.1, 'float32', seed++)));
       const prompt = policy.encode([{ type: 'text', text: 'Where is the ball?' }]);
       const rng = new Rng(13, 'completions');
       const items = [5, 3, 1].map((n) => ({ prompt, completion: Array.from({ length: n }, () => 3 + rng.int(200)) }));
@@ -169,7 +219,9 @@ describe('HfOrtLearner with final logit soft-capping (gemma3, the whole-head pat
       const want = tf.variableGrads(() => testLoss(9)(policy.tokenLogProbs(items, options)), variables);
       const got = learner.lossGradients(items, options, testLoss(9), variables);
       expect(relativeError(got.grads, want.grads)).toBeLessThan(TOL);
-      expect(Math.abs(got.value.dataSync()[0] - want.value.dataSync()[0])).toBeLessThan(TOL * Math.max(1, Math.abs(want.value.dataSync()[0])));
+      expect(Math.abs(got.value.dataSync()[0] - want.value.dataSync()[0])).toBeLessThan(
+        TOL * Math.max(1, Math.abs(want.value.dataSync()[0])),
+      );
       tf.dispose([got.value, ...Object.values(got.grads), want.value, ...Object.values(want.grads)]);
     } finally {
       learner.dispose();

@@ -25,7 +25,12 @@ afterAll(() => removeHfCopies());
 
 function randomImage(seed: number): RawImage {
   const rng = new Rng(seed, 'image');
-  return { width: 40, height: 30, channels: 3, data: Uint8Array.from({ length: 40 * 30 * 3 }, () => Math.floor(rng.next() * 256)) };
+  return {
+    width: 40,
+    height: 30,
+    channels: 3,
+    data: Uint8Array.from({ length: 40 * 30 * 3 }, () => Math.floor(rng.next() * 256)),
+  };
 }
 
 const maxAbs = (a: Float32Array, b: Float32Array) => a.reduce((m, x, i) => Math.max(m, Math.abs(x - b[i])), 0);
@@ -38,11 +43,15 @@ describe.each(['qwen2', 'idefics3', 'gemma3'])('HfOrtSampler vs HfPolicy (tfjs):
     policy = await HfPolicy.load(hfCheckpointCopy(name));
     policy.attachLora({ r: 4, alpha: 8 }, new Rng(5, 'lora'));
     let seed = 21;
-    for (const v of policy.trainableVariables('lora')) v.assign(tf.add(v, tf.randomNormal(v.shape, 0, 0.05, 'float32', seed++)));
+    for (const v of policy.trainableVariables('lora'))
+      v.assign(tf.add(v, tf.randomNormal(v.shape, 0, 0.05, 'float32', seed++)));
     sampler = new HfOrtSampler(policy, { threads: 1 });
     const image = name !== 'qwen2';
     prompts = [
-      policy.encode([{ type: 'text', text: 'Which move wins? ' }, ...(image ? [{ type: 'image' as const, image: randomImage(1) }] : [])]),
+      policy.encode([
+        { type: 'text', text: 'Which move wins? ' },
+        ...(image ? [{ type: 'image' as const, image: randomImage(1) }] : []),
+      ]),
       policy.encode([{ type: 'text', text: 'List the files.' }]),
     ];
   });
@@ -55,15 +64,24 @@ describe.each(['qwen2', 'idefics3', 'gemma3'])('HfOrtSampler vs HfPolicy (tfjs):
     const options = { maxNewTokens: 7, temperature: 1, topP: 1 };
     const expected = policy.sampleGroups(prompts, 3, options, new Rng(9, 'sample'));
     const got = sampler.sampleGroups(prompts, 3, options, new Rng(9, 'sample'));
-    expect(got.flat().map((c) => [c.tokens, c.text, c.finished])).toEqual(expected.flat().map((c) => [c.tokens, c.text, c.finished]));
+    expect(got.flat().map((c) => [c.tokens, c.text, c.finished])).toEqual(
+      expected.flat().map((c) => [c.tokens, c.text, c.finished]),
+    );
     const d = Math.max(...got.flat().map((c, i) => maxAbs(c.logProbs, expected.flat()[i].logProbs)));
     console.log(name, 'sample log-prob diff', d);
     expect(d).toBeLessThan(TOL);
   });
 
   it('gives the same completion log-probs and entropies, with and without the adapter, at a temperature', () => {
-    const completions = policy.sampleGroups(prompts, 2, { maxNewTokens: 6, temperature: 1, topP: 1 }, new Rng(4, 'sample'));
-    const items: SequenceBatchItem[] = completions.flatMap((group, k) => group.map((c) => ({ prompt: prompts[k], completion: c.tokens })));
+    const completions = policy.sampleGroups(
+      prompts,
+      2,
+      { maxNewTokens: 6, temperature: 1, topP: 1 },
+      new Rng(4, 'sample'),
+    );
+    const items: SequenceBatchItem[] = completions.flatMap((group, k) =>
+      group.map((c) => ({ prompt: prompts[k], completion: c.tokens })),
+    );
     items.push({ prompt: prompts[1], completion: [] });
     const diffs: Record<string, number> = {};
     for (const useLora of [true, false]) {
@@ -78,7 +96,10 @@ describe.each(['qwen2', 'idefics3', 'gemma3'])('HfOrtSampler vs HfPolicy (tfjs):
       expect(chunked.logProbs.dataSync()).toEqual(g.logProbs.dataSync());
       expect(chunked.entropy!.dataSync()).toEqual(g.entropy!.dataSync());
       tf.dispose([chunked.logProbs, chunked.mask, chunked.entropy!]);
-      diffs[useLora ? 'lora' : 'base'] = Math.max(maxAbs(g.logProbs.dataSync() as Float32Array, e.logProbs.dataSync() as Float32Array), maxAbs(g.entropy!.dataSync() as Float32Array, e.entropy!.dataSync() as Float32Array));
+      diffs[useLora ? 'lora' : 'base'] = Math.max(
+        maxAbs(g.logProbs.dataSync() as Float32Array, e.logProbs.dataSync() as Float32Array),
+        maxAbs(g.entropy!.dataSync() as Float32Array, e.entropy!.dataSync() as Float32Array),
+      );
       tf.dispose([e.logProbs, e.mask, e.entropy!, g.logProbs, g.mask, g.entropy!]);
     }
     console.log(name, 'log-prob diffs', diffs);
@@ -106,8 +127,13 @@ describe.each(['qwen2', 'idefics3', 'gemma3'])('HfOrtSampler vs HfPolicy (tfjs):
       const draw = (s: HfOrtSampler) => s.sampleGroups(prompts, 3, options, new Rng(12, 'sample')).flat();
       const expected = draw(sampler);
       const got = draw(kept);
-      expect(got.map((c) => [c.tokens, Array.from(c.logProbs)])).toEqual(expected.map((c) => [c.tokens, Array.from(c.logProbs)]));
-      const items: SequenceBatchItem[] = expected.map((c, i) => ({ prompt: prompts[Math.floor(i / 3)], completion: c.tokens }));
+      expect(got.map((c) => [c.tokens, Array.from(c.logProbs)])).toEqual(
+        expected.map((c) => [c.tokens, Array.from(c.logProbs)]),
+      );
+      const items: SequenceBatchItem[] = expected.map((c, i) => ({
+        prompt: prompts[Math.floor(i / 3)],
+        completion: c.tokens,
+      }));
       // After an update the kept adapters are uploaded again (and the old ones freed: a stale one would fail the run).
       for (const v of policy.trainableVariables('lora')) v.assign(tf.mul(v, 0.8));
       sampler.syncLora();

@@ -30,7 +30,8 @@ function setup(folder: string, adapter: 'peft' | 'random'): { m: LoadedHfModel; 
   else {
     createLora(m.decoder, { r: 4, alpha: 8 }, new Rng(7, 'lora'));
     let seed = 11;
-    for (const l of m.decoder.linears().values()) l.lora!.b.assign(tf.randomNormal(l.lora!.b.shape, 0, 0.05, 'float32', seed++));
+    for (const l of m.decoder.linears().values())
+      l.lora!.b.assign(tf.randomNormal(l.lora!.b.shape, 0, 0.05, 'float32', seed++));
   }
   const ort = new HfOrtModel(m.decoder, { threads: 1 });
   open.push({ m, ort });
@@ -40,7 +41,12 @@ function setup(folder: string, adapter: 'peft' | 'random'): { m: LoadedHfModel; 
 const CASES = [
   { name: 'llama (PEFT fixture adapter)', folder: 'llama', adapter: 'peft', prefix: '' },
   { name: 'qwen2 (q/k/v biases, tied head)', folder: 'qwen2', adapter: 'random', prefix: '' },
-  { name: 'gemma3 text (sliding layers, local RoPE, q/k and sandwich norms, embed scale)', folder: 'gemma3', adapter: 'random', prefix: 'text' },
+  {
+    name: 'gemma3 text (sliding layers, local RoPE, q/k and sandwich norms, embed scale)',
+    folder: 'gemma3',
+    adapter: 'random',
+    prefix: 'text',
+  },
   { name: "idefics3's Llama text model", folder: 'idefics3', adapter: 'random', prefix: null },
 ] as const;
 
@@ -51,7 +57,17 @@ describe.each(CASES)('ONNX Runtime vs tfjs: $name', ({ folder, adapter, prefix }
 
   /** Left-padded prompts: the fixture's batch, or (idefics3 has no text batch) two made-up ones. */
   function batch(): { ids: number[][]; mask: number[][] } {
-    if (prefix === null) return { ids: [[5, 9, 17, 33, 40, 41, 42, 43], [0, 0, 0, 7, 8, 90, 91, 92]], mask: [[1, 1, 1, 1, 1, 1, 1, 1], [0, 0, 0, 1, 1, 1, 1, 1]] };
+    if (prefix === null)
+      return {
+        ids: [
+          [5, 9, 17, 33, 40, 41, 42, 43],
+          [0, 0, 0, 7, 8, 90, 91, 92],
+        ],
+        mask: [
+          [1, 1, 1, 1, 1, 1, 1, 1],
+          [0, 0, 0, 1, 1, 1, 1, 1],
+        ],
+      };
     const ref = readReference(folder);
     const j = prefix ? ref.json[prefix] : ref.json;
     return { ids: j.batch.input_ids, mask: j.batch.attention_mask };
@@ -65,7 +81,14 @@ describe.each(CASES)('ONNX Runtime vs tfjs: $name', ({ folder, adapter, prefix }
     const diffs: Record<string, number> = {};
     for (const useLora of [true, false]) {
       const expected = logitsOf(m.decoder, { ids, attentionMask: mask, useLora });
-      const got = ort.run({ embeds: embedIds(m.decoder, ids), rows: ids.length, seq: T, attentionMask: mask, cache: null, useLora }).logits;
+      const got = ort.run({
+        embeds: embedIds(m.decoder, ids),
+        rows: ids.length,
+        seq: T,
+        attentionMask: mask,
+        cache: null,
+        useLora,
+      }).logits;
       diffs[useLora ? 'lora' : 'base'] = maxDiff(got, expected, V, rowMask);
     }
     // The adapter matters (so the comparison with it on is not the base's twice).
@@ -91,10 +114,17 @@ describe.each(CASES)('ONNX Runtime vs tfjs: $name', ({ folder, adapter, prefix }
   });
 
   if (adapter === 'peft') {
-    it('with its weights in an external data file (a model past protobuf\'s 2 GiB), gives the same logits', () => {
+    it("with its weights in an external data file (a model past protobuf's 2 GiB), gives the same logits", () => {
       const { ids, mask } = batch();
       const external = new HfOrtModel(m.decoder, { threads: 1, maxInlineBytes: 0 });
-      const request = { embeds: embedIds(m.decoder, ids), rows: ids.length, seq: ids[0].length, attentionMask: mask, cache: null, useLora: true };
+      const request = {
+        embeds: embedIds(m.decoder, ids),
+        rows: ids.length,
+        seq: ids[0].length,
+        attentionMask: mask,
+        cache: null,
+        useLora: true,
+      };
       expect(Array.from(external.run(request).logits)).toEqual(Array.from(ort.run(request).logits));
       external.dispose();
     });
@@ -102,9 +132,15 @@ describe.each(CASES)('ONNX Runtime vs tfjs: $name', ({ folder, adapter, prefix }
     it("reproduces the PEFT fixture's own greedy references (batched, cached)", () => {
       const ref = readReference('llama-lora');
       const gb = ref.json.greedy_batch;
-      const got = generateOrt(ort, { ids: gb.input_ids, attentionMask: gb.attention_mask }, { maxNewTokens: gb.max_new_tokens, keepLogits: true });
+      const got = generateOrt(
+        ort,
+        { ids: gb.input_ids, attentionMask: gb.attention_mask },
+        { maxNewTokens: gb.max_new_tokens, keepLogits: true },
+      );
       expect(got.tokens).toEqual(gb.new_ids);
-      expect(maxDiff(concat(got.logits!.flat()), ref.get('greedy_batch.step_logits').data, m.config.text.vocabSize)).toBeLessThan(TOL);
+      expect(
+        maxDiff(concat(got.logits!.flat()), ref.get('greedy_batch.step_logits').data, m.config.text.vocabSize),
+      ).toBeLessThan(TOL);
     });
   }
 });
@@ -127,16 +163,37 @@ describe('ONNX Runtime vs tfjs: Gemma 3 image prompt (merged image features, bid
     const tfEmbeds = tf.tensor3d(embeds, [1, ids.length, H]);
     const diffs: Record<string, number> = {};
     for (const useLora of [true, false]) {
-      const expected = logitsOf(m.decoder, { ids: [ids], inputsEmbeds: tfEmbeds, tokenTypeIds: img.token_type_ids, useLora });
-      const got = ort.run({ embeds, rows: 1, seq: ids.length, attentionMask: [ids.map(() => 1)], tokenTypeIds: img.token_type_ids, cache: null, useLora }).logits;
+      const expected = logitsOf(m.decoder, {
+        ids: [ids],
+        inputsEmbeds: tfEmbeds,
+        tokenTypeIds: img.token_type_ids,
+        useLora,
+      });
+      const got = ort.run({
+        embeds,
+        rows: 1,
+        seq: ids.length,
+        attentionMask: [ids.map(() => 1)],
+        tokenTypeIds: img.token_type_ids,
+        cache: null,
+        useLora,
+      }).logits;
       diffs[useLora ? 'lora' : 'base'] = maxDiff(got, expected, V);
       if (!useLora) diffs.baseVsFixture = maxDiff(got, ref.get('image.logits_with_token_type_ids').data, V);
     }
     const options = { maxNewTokens: img.greedy.max_new_tokens, keepLogits: true, useLora: false };
     const g = generateOrt(ort, { ids: [ids], embeds, tokenTypeIds: img.token_type_ids }, options);
     diffs.greedyBaseVsFixture = maxDiff(concat(g.logits![0]), ref.get('image.greedy.step_logits').data, V);
-    const gl = generateOrt(ort, { ids: [ids], embeds, tokenTypeIds: img.token_type_ids }, { ...options, useLora: true });
-    const el = generate(m.decoder, { ids: [ids], inputsEmbeds: tfEmbeds, tokenTypeIds: img.token_type_ids }, { ...options, useLora: true });
+    const gl = generateOrt(
+      ort,
+      { ids: [ids], embeds, tokenTypeIds: img.token_type_ids },
+      { ...options, useLora: true },
+    );
+    const el = generate(
+      m.decoder,
+      { ids: [ids], inputsEmbeds: tfEmbeds, tokenTypeIds: img.token_type_ids },
+      { ...options, useLora: true },
+    );
     diffs.greedyLora = maxDiff(concat(gl.logits![0]), concat(el.logits![0]), V);
     tfEmbeds.dispose();
     console.log('gemma3 image', diffs);

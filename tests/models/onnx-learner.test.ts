@@ -45,8 +45,13 @@ function testLoss(seed: number): LogProbLoss {
   };
 }
 
-
-function compare(policy: BuiltinPolicy, learner: OrtLearner, items: SequenceBatchItem[], loss: LogProbLoss, temperature: number) {
+function compare(
+  policy: BuiltinPolicy,
+  learner: OrtLearner,
+  items: SequenceBatchItem[],
+  loss: LogProbLoss,
+  temperature: number,
+) {
   const variables = policy.trainableVariables('lora');
   const options = { useLora: true, withEntropy: true, temperature };
   const want = tf.variableGrads(() => loss(policy.tokenLogProbs(items, options)), variables);
@@ -62,7 +67,8 @@ describe('ONNX Runtime learner, tiny random model (grid positions, two images pe
   beforeAll(async () => {
     await initBackend('wasm', null);
     policy = BuiltinPolicy.create({ architecture: TINY, seed: 7, lora: { r: 4, alpha: 8 } });
-    for (const [i, a] of loraAdapters(policy.lora!).entries()) a.b.assign(tf.randomNormal(a.b.shape, 0, 0.3, 'float32', 1 + i));
+    for (const [i, a] of loraAdapters(policy.lora!).entries())
+      a.b.assign(tf.randomNormal(a.b.shape, 0, 0.3, 'float32', 1 + i));
     const prompt: EncodedPrompt = policy.encode([
       { type: 'text', text: 'chess\n8/8/8/8/8/8/8/8 w - - 0 1\n' },
       { type: 'image', image: randomImage(1) },
@@ -70,7 +76,11 @@ describe('ONNX Runtime learner, tiny random model (grid positions, two images pe
       { type: 'image', image: randomImage(2) },
       { type: 'text', text: '\ntrace\nFINAL ANSWER: ' },
     ]);
-    const other = policy.encode([{ type: 'text', text: 'shell\n2\n' }, { type: 'image', image: randomImage(3) }, { type: 'text', text: '\nFINAL ANSWER: ' }]);
+    const other = policy.encode([
+      { type: 'text', text: 'shell\n2\n' },
+      { type: 'image', image: randomImage(3) },
+      { type: 'text', text: '\nFINAL ANSWER: ' },
+    ]);
     const text = policy.encode([{ type: 'text', text: 'boxes\nno image here\nFINAL ANSWER: ' }]);
     const rng = new Rng(11, 'completions');
     const V = policy.arch.vocabSize;
@@ -87,7 +97,11 @@ describe('ONNX Runtime learner, tiny random model (grid positions, two images pe
     const seen: { logProbs: Float32Array; mask: Float32Array; entropy: Float32Array }[] = [];
     const base = testLoss(5);
     const recording: LogProbLoss = (lp) => {
-      seen.push({ logProbs: Float32Array.from(lp.logProbs.dataSync()), mask: Float32Array.from(lp.mask.dataSync()), entropy: Float32Array.from(lp.entropy!.dataSync()) });
+      seen.push({
+        logProbs: Float32Array.from(lp.logProbs.dataSync()),
+        mask: Float32Array.from(lp.mask.dataSync()),
+        entropy: Float32Array.from(lp.entropy!.dataSync()),
+      });
       return base(lp);
     };
     const { want, got } = compare(policy, learner, items, recording, 0.7);
@@ -97,8 +111,15 @@ describe('ONNX Runtime learner, tiny random model (grid positions, two images pe
     const close = (a: Float32Array, b: Float32Array) => a.every((x, i) => Math.abs(x - b[i]) < 1e-4);
     expect(close(ort.logProbs, tfjs.logProbs)).toBe(true);
     // Entropies at real tokens (tfjs pads with the pad row's entropy, the ORT learner with 0).
-    expect(close(ort.entropy.map((x, i) => x * tfjs.mask[i]), tfjs.entropy.map((x, i) => x * tfjs.mask[i]))).toBe(true);
-    expect(Math.abs(got.value.dataSync()[0] - want.value.dataSync()[0])).toBeLessThan(1e-4 * Math.max(1, Math.abs(want.value.dataSync()[0])));
+    expect(
+      close(
+        ort.entropy.map((x, i) => x * tfjs.mask[i]),
+        tfjs.entropy.map((x, i) => x * tfjs.mask[i]),
+      ),
+    ).toBe(true);
+    expect(Math.abs(got.value.dataSync()[0] - want.value.dataSync()[0])).toBeLessThan(
+      1e-4 * Math.max(1, Math.abs(want.value.dataSync()[0])),
+    );
     expect(relativeError(got.grads, want.grads)).toBeLessThan(1e-4);
   });
 
@@ -110,7 +131,14 @@ describe('ONNX Runtime learner, tiny random model (grid positions, two images pe
     // The loss in float64 from the float32 log-probs of a tfjs forward: a step of 1e-2 keeps rounding small.
     const lossAt = () => tf.tidy(() => loss(policy.tokenLogProbs(items, options)).dataSync()[0]);
     const h = 1e-2;
-    const picks: Array<[number, number]> = [[0, 5], [1, 3], [6, 40], [9, 2], [variables.length - 1, 7], [variables.length - 2, 1]];
+    const picks: Array<[number, number]> = [
+      [0, 5],
+      [1, 3],
+      [6, 40],
+      [9, 2],
+      [variables.length - 1, 7],
+      [variables.length - 2, 1],
+    ];
     for (const [k, index] of picks) {
       const v = variables[k];
       const saved = v.clone();
@@ -134,8 +162,13 @@ describe('ONNX Runtime learner, tiny random model (grid positions, two images pe
     const { want, got } = compare(policy, learner, items, testLoss(8), 1);
     expect(relativeError(got.grads, want.grads)).toBeLessThan(1e-4);
 
-    const partial = BuiltinPolicy.create({ architecture: TINY, seed: 3, lora: { r: 2, alpha: 6, targetModules: ['q_proj', 'v_proj', 'up_proj'] } });
-    for (const [i, ad] of loraAdapters(partial.lora!).entries()) ad.b.assign(tf.randomNormal(ad.b.shape, 0, 0.3, 'float32', 20 + i));
+    const partial = BuiltinPolicy.create({
+      architecture: TINY,
+      seed: 3,
+      lora: { r: 2, alpha: 6, targetModules: ['q_proj', 'v_proj', 'up_proj'] },
+    });
+    for (const [i, ad] of loraAdapters(partial.lora!).entries())
+      ad.b.assign(tf.randomNormal(ad.b.shape, 0, 0.3, 'float32', 20 + i));
     const other = new OrtLearner(partial, { threads: 1 });
     try {
       const r = compare(partial, other, items, testLoss(9), 0.5);
@@ -146,11 +179,17 @@ describe('ONNX Runtime learner, tiny random model (grid positions, two images pe
     }
   });
 
-  it('refuses a sequence longer than the model\'s context, as the tfjs learner does', () => {
+  it("refuses a sequence longer than the model's context, as the tfjs learner does", () => {
     const long = [{ prompt: items[0].prompt, completion: new Array(policy.arch.maxContext).fill(5) }];
     const variables = policy.trainableVariables('lora');
     const options = { useLora: true, temperature: 1 };
-    const tfjsError = (() => { try { policy.tokenLogProbs(long, options); } catch (e) { return e as Error; } })();
+    const tfjsError = (() => {
+      try {
+        policy.tokenLogProbs(long, options);
+      } catch (e) {
+        return e as Error;
+      }
+    })();
     expect(tfjsError?.message).toMatch(/exceeds the model's context/);
     expect(() => learner.lossGradients(long, options, testLoss(1), variables)).toThrow(tfjsError!.message);
   });
@@ -164,32 +203,49 @@ describe('ONNX Runtime learner, tiny random model (grid positions, two images pe
   });
 });
 
-describe.skipIf(!existsSync(join(CHECKPOINTS_DIR, 'base', 'model.safetensors')))('ONNX Runtime learner, shipped base with a chess image prompt, GRPO loss', () => {
-  it('gives the tfjs GRPO loss and LoRA gradients (β 0.04, T 0.5, two groups of 3)', async () => {
-    await initBackend('wasm', null);
-    const policy = loadBaseCheckpoint(join(CHECKPOINTS_DIR, 'base'));
-    policy.attachLora({ r: 16, alpha: 32 }, new Rng(0, 'lora-init'));
-    for (const [i, a] of loraAdapters(policy.lora!).entries()) a.b.assign(tf.randomUniform(a.b.shape, -0.05, 0.05, 'float32', i));
-    const env = await getEnv('chess');
-    const episodes = generateEpisodes(env, { n: 2, actions: 5, split: 'train', seed: 0, modality: 'image' });
-    const prompts = episodes.map((e) => policy.prompt(env, e));
-    const groups = policy.sampleGroups(prompts, 3, { temperature: 0.5, topP: 1, maxNewTokens: 60 }, new Rng(4, 'draws'));
-    const items = groups.flatMap((g, u) => g.map((c) => ({ prompt: prompts[u], completion: c.tokens })));
-    const ref = policy.tokenLogProbs(items, { useLora: false, temperature: 0.5 }).logProbs;
-    const advantages = tf.tensor1d([1, -0.5, -0.5, 0.3, 0.7, -1]);
-    const loss: LogProbLoss = (lp) =>
-      grpoLoss(
-        { logProbs: lp.logProbs, oldLogProbs: tf.tensor(lp.logProbs.dataSync(), lp.logProbs.shape) as tf.Tensor2D, refLogProbs: ref, mask: lp.mask, advantages },
-        { epsilon: 0.2, beta: 0.04, lossType: 'dapo', maxCompletionTokens: 60, totalSequences: 6, totalTokens: 300 },
-      ).loss;
-    const learner = new OrtLearner(policy, { threads: 1 });
-    try {
-      const { want, got } = compare(policy, learner, items, loss, 0.5);
-      expect(Math.abs(got.value.dataSync()[0] - want.value.dataSync()[0])).toBeLessThan(1e-4 * Math.max(1, Math.abs(want.value.dataSync()[0])));
-      expect(relativeError(got.grads, want.grads)).toBeLessThan(1e-4);
-    } finally {
-      learner.dispose();
-      policy.dispose();
-    }
-  }, 120_000);
-});
+describe.skipIf(!existsSync(join(CHECKPOINTS_DIR, 'base', 'model.safetensors')))(
+  'ONNX Runtime learner, shipped base with a chess image prompt, GRPO loss',
+  () => {
+    it('gives the tfjs GRPO loss and LoRA gradients (β 0.04, T 0.5, two groups of 3)', async () => {
+      await initBackend('wasm', null);
+      const policy = loadBaseCheckpoint(join(CHECKPOINTS_DIR, 'base'));
+      policy.attachLora({ r: 16, alpha: 32 }, new Rng(0, 'lora-init'));
+      for (const [i, a] of loraAdapters(policy.lora!).entries())
+        a.b.assign(tf.randomUniform(a.b.shape, -0.05, 0.05, 'float32', i));
+      const env = await getEnv('chess');
+      const episodes = generateEpisodes(env, { n: 2, actions: 5, split: 'train', seed: 0, modality: 'image' });
+      const prompts = episodes.map((e) => policy.prompt(env, e));
+      const groups = policy.sampleGroups(
+        prompts,
+        3,
+        { temperature: 0.5, topP: 1, maxNewTokens: 60 },
+        new Rng(4, 'draws'),
+      );
+      const items = groups.flatMap((g, u) => g.map((c) => ({ prompt: prompts[u], completion: c.tokens })));
+      const ref = policy.tokenLogProbs(items, { useLora: false, temperature: 0.5 }).logProbs;
+      const advantages = tf.tensor1d([1, -0.5, -0.5, 0.3, 0.7, -1]);
+      const loss: LogProbLoss = (lp) =>
+        grpoLoss(
+          {
+            logProbs: lp.logProbs,
+            oldLogProbs: tf.tensor(lp.logProbs.dataSync(), lp.logProbs.shape) as tf.Tensor2D,
+            refLogProbs: ref,
+            mask: lp.mask,
+            advantages,
+          },
+          { epsilon: 0.2, beta: 0.04, lossType: 'dapo', maxCompletionTokens: 60, totalSequences: 6, totalTokens: 300 },
+        ).loss;
+      const learner = new OrtLearner(policy, { threads: 1 });
+      try {
+        const { want, got } = compare(policy, learner, items, loss, 0.5);
+        expect(Math.abs(got.value.dataSync()[0] - want.value.dataSync()[0])).toBeLessThan(
+          1e-4 * Math.max(1, Math.abs(want.value.dataSync()[0])),
+        );
+        expect(relativeError(got.grads, want.grads)).toBeLessThan(1e-4);
+      } finally {
+        learner.dispose();
+        policy.dispose();
+      }
+    }, 120_000);
+  },
+);

@@ -27,19 +27,28 @@ function randomImage(seed: number): RawImage {
   return { width: 16, height: 16, channels: 3, data: Uint8Array.from({ length: 16 * 16 * 3 }, () => rng.int(256)) };
 }
 
-
 let policy: BuiltinPolicy;
 let prompts: EncodedPrompt[];
 
 beforeAll(async () => {
   await initBackend('wasm', null);
   policy = BuiltinPolicy.create({ architecture: TINY, seed: 3, lora: { r: 4, alpha: 8 } });
-  for (const [i, a] of loraAdapters(policy.lora!).entries()) a.b.assign(tf.randomNormal(a.b.shape, 0, 0.3, 'float32', 40 + i));
+  for (const [i, a] of loraAdapters(policy.lora!).entries())
+    a.b.assign(tf.randomNormal(a.b.shape, 0, 0.3, 'float32', 40 + i));
   // Prompts of unequal lengths (padding differs per part), with and without images.
   prompts = [
-    policy.encode([{ type: 'text', text: 'chess\n8/8/8/8/8/8/8/8 w - - 0 1\n' }, { type: 'image', image: randomImage(1) }, { type: 'text', text: '\nFINAL ANSWER: ' }]),
+    policy.encode([
+      { type: 'text', text: 'chess\n8/8/8/8/8/8/8/8 w - - 0 1\n' },
+      { type: 'image', image: randomImage(1) },
+      { type: 'text', text: '\nFINAL ANSWER: ' },
+    ]),
     policy.encode([{ type: 'text', text: 'boxes\nno image\nFINAL ANSWER: ' }]),
-    policy.encode([{ type: 'text', text: 'shell\n2\n' }, { type: 'image', image: randomImage(2) }, { type: 'image', image: randomImage(3) }, { type: 'text', text: '\nFINAL ANSWER: ' }]),
+    policy.encode([
+      { type: 'text', text: 'shell\n2\n' },
+      { type: 'image', image: randomImage(2) },
+      { type: 'image', image: randomImage(3) },
+      { type: 'text', text: '\nFINAL ANSWER: ' },
+    ]),
   ];
 });
 
@@ -70,7 +79,7 @@ describe('OrtSampler on two cores', () => {
     expect(parallel.executors).toBe(2);
   });
 
-  it('draws the single session\'s completions for a seed (3 prompts × 4, temperature 0.9, top-p 0.95)', () => {
+  it("draws the single session's completions for a seed (3 prompts × 4, temperature 0.9, top-p 0.95)", () => {
     const options = { temperature: 0.9, topP: 0.95, maxNewTokens: 40 };
     const one = single.sampleGroups(prompts, 4, options, new Rng(5, 'rollout'));
     const two = parallel.sampleGroups(prompts, 4, options, new Rng(5, 'rollout'));
@@ -79,7 +88,9 @@ describe('OrtSampler on two cores', () => {
     expect(new Set(one[0].map((c) => c.tokens.join())).size).toBeGreaterThan(1);
     expect(one.flat().some((c) => c.tokens.length > 20)).toBe(true);
     // Again after an adapter change (the workers read the new adapters) and with two prompts.
-    loraAdapters(policy.lora!)[0].b.assign(tf.randomNormal(loraAdapters(policy.lora!)[0].b.shape, 0, 0.5, 'float32', 99));
+    loraAdapters(policy.lora!)[0].b.assign(
+      tf.randomNormal(loraAdapters(policy.lora!)[0].b.shape, 0, 0.5, 'float32', 99),
+    );
     single.syncLora();
     parallel.syncLora();
     const a = single.sampleGroups(prompts.slice(1), 3, options, new Rng(6));
@@ -105,7 +116,10 @@ describe('OrtSampler on two cores', () => {
     const three = new OrtSampler(policy, { threads: 3, parallel: 'always' });
     try {
       expect(three.executors).toBe(3);
-      for (const options of [{ temperature: 0.8, topP: 0.9, maxNewTokens: 25 }, { temperature: 0, topP: 1, maxNewTokens: 25 }]) {
+      for (const options of [
+        { temperature: 0.8, topP: 0.9, maxNewTokens: 25 },
+        { temperature: 0, topP: 1, maxNewTokens: 25 },
+      ]) {
         const [a, b] = [new Rng(31), new Rng(31)];
         const one = single.sampleGroups(prompts, 2, options, a);
         expect(three.sampleGroups(prompts, 2, options, b)).toEqual(one);
@@ -122,8 +136,15 @@ describe('OrtSampler on two cores', () => {
   it('scores several batches at once as one session scores each (log-probs and entropies)', () => {
     const rng = new Rng(8, 'completions');
     const V = policy.arch.vocabSize;
-    const seq = (p: EncodedPrompt, n: number): SequenceBatchItem => ({ prompt: p, completion: Array.from({ length: n }, () => 3 + rng.int(V - 3)) });
-    const batches = [[seq(prompts[0], 9), seq(prompts[0], 4), seq(prompts[1], 7)], [seq(prompts[2], 11)], [seq(prompts[1], 1), seq(prompts[2], 5)]];
+    const seq = (p: EncodedPrompt, n: number): SequenceBatchItem => ({
+      prompt: p,
+      completion: Array.from({ length: n }, () => 3 + rng.int(V - 3)),
+    });
+    const batches = [
+      [seq(prompts[0], 9), seq(prompts[0], 4), seq(prompts[1], 7)],
+      [seq(prompts[2], 11)],
+      [seq(prompts[1], 1), seq(prompts[2], 5)],
+    ];
     for (const useLora of [true, false]) {
       const options = { useLora, withEntropy: true, temperature: 0.7 };
       const many = parallel.tokenLogProbsMany(batches, options);
@@ -141,25 +162,35 @@ describe('OrtSampler on two cores', () => {
 });
 
 describe('OrtLearner on two cores', () => {
-  it('gives the single session\'s losses and summed gradients (1e-6) and tfjs autodiff\'s (1e-4), losses in chunk order', () => {
+  it("gives the single session's losses and summed gradients (1e-6) and tfjs autodiff's (1e-4), losses in chunk order", () => {
     const rng = new Rng(12, 'completions');
     const V = policy.arch.vocabSize;
-    const seq = (p: EncodedPrompt, n: number): SequenceBatchItem => ({ prompt: p, completion: Array.from({ length: n }, () => 3 + rng.int(V - 3)) });
+    const seq = (p: EncodedPrompt, n: number): SequenceBatchItem => ({
+      prompt: p,
+      completion: Array.from({ length: n }, () => 3 + rng.int(V - 3)),
+    });
     // Prompt 0's group falls in two chunks, prompt 1's in two that are not adjacent: each runs once a pass.
-    const chunks = [[seq(prompts[0], 13), seq(prompts[0], 6)], [seq(prompts[0], 9), seq(prompts[1], 12)], [seq(prompts[2], 8)], [seq(prompts[1], 2), seq(prompts[1], 10)]];
+    const chunks = [
+      [seq(prompts[0], 13), seq(prompts[0], 6)],
+      [seq(prompts[0], 9), seq(prompts[1], 12)],
+      [seq(prompts[2], 8)],
+      [seq(prompts[1], 2), seq(prompts[1], 10)],
+    ];
     const variables = policy.trainableVariables('lora');
     const options = { useLora: true, withEntropy: true, temperature: 0.8 };
     const order: number[] = [];
-    const lossOf = (k: number): LogProbLoss => (lp: TokenLogProbs) => {
-      order.push(k);
-      const [B, L] = lp.logProbs.shape;
-      const c = tf.randomNormal([B, L], 0, 1, 'float32', 30 + k);
-      const e = tf.randomNormal([B, L], 0, 1, 'float32', 60 + k);
-      // Nonlinear in the log-probs (g depends on them); the entropies only checked to be given (the ORT learner
-      // differentiates through the log-probs alone, as trainer/loss.ts needs).
-      expect(lp.entropy).toBeDefined();
-      return tf.sum(tf.mul(lp.mask, tf.add(tf.mul(c, lp.logProbs), tf.mul(e, tf.exp(lp.logProbs))))) as tf.Scalar;
-    };
+    const lossOf =
+      (k: number): LogProbLoss =>
+      (lp: TokenLogProbs) => {
+        order.push(k);
+        const [B, L] = lp.logProbs.shape;
+        const c = tf.randomNormal([B, L], 0, 1, 'float32', 30 + k);
+        const e = tf.randomNormal([B, L], 0, 1, 'float32', 60 + k);
+        // Nonlinear in the log-probs (g depends on them); the entropies only checked to be given (the ORT learner
+        // differentiates through the log-probs alone, as trainer/loss.ts needs).
+        expect(lp.entropy).toBeDefined();
+        return tf.sum(tf.mul(lp.mask, tf.add(tf.mul(c, lp.logProbs), tf.mul(e, tf.exp(lp.logProbs))))) as tf.Scalar;
+      };
     const requests = () => chunks.map((batch, k) => ({ batch, options, loss: lossOf(k) }));
     const single = new OrtLearner(policy, { threads: 1 });
     const parallel = new OrtLearner(policy, { threads: 2, parallel: 'always' });
@@ -173,7 +204,9 @@ describe('OrtLearner on two cores', () => {
       chunks.forEach((_, k) => {
         const value = want.values[k].dataSync()[0];
         expect(Math.abs(many.values[k].dataSync()[0] - value)).toBeLessThanOrEqual(1e-4 * Math.max(1, Math.abs(value)));
-        expect(Math.abs(many.values[k].dataSync()[0] - one.values[k].dataSync()[0])).toBeLessThanOrEqual(1e-6 * Math.max(1, Math.abs(value)));
+        expect(Math.abs(many.values[k].dataSync()[0] - one.values[k].dataSync()[0])).toBeLessThanOrEqual(
+          1e-6 * Math.max(1, Math.abs(value)),
+        );
       });
       expect(relativeError(many.grads, want.grads)).toBeLessThan(1e-4);
     } finally {

@@ -21,8 +21,20 @@ beforeAll(async () => {
 afterAll(() => removeHfCopies());
 
 const cases = [
-  { name: 'idefics3', setup: () => parseIdefics3VisionSetup(readJson('idefics3', 'config.json')).vision, prefix: SIGLIP_PREFIX.idefics3, pixels: 'one_image.pixel_values', out: 'one_image.vision_last_hidden_state' },
-  { name: 'gemma3', setup: () => parseGemma3VisionSetup(readJson('gemma3', 'config.json')).vision, prefix: SIGLIP_PREFIX.gemma3, pixels: 'image.pixel_values', out: 'image.vision_last_hidden_state' },
+  {
+    name: 'idefics3',
+    setup: () => parseIdefics3VisionSetup(readJson('idefics3', 'config.json')).vision,
+    prefix: SIGLIP_PREFIX.idefics3,
+    pixels: 'one_image.pixel_values',
+    out: 'one_image.vision_last_hidden_state',
+  },
+  {
+    name: 'gemma3',
+    setup: () => parseGemma3VisionSetup(readJson('gemma3', 'config.json')).vision,
+    prefix: SIGLIP_PREFIX.gemma3,
+    pixels: 'image.pixel_values',
+    out: 'image.vision_last_hidden_state',
+  },
 ] as const;
 
 describe('SigLIP on ONNX Runtime', () => {
@@ -57,14 +69,17 @@ describe('SigLIP on ONNX Runtime', () => {
     tower.dispose();
   });
 
-  it('the ONNX Runtime engine runs a VLM\'s tower there while it lives, tfjs before and after', async () => {
+  it("the ONNX Runtime engine runs a VLM's tower there while it lives, tfjs before and after", async () => {
     const policy = await HfPolicy.load(hfCheckpointCopy('idefics3'));
     const encoder = policy.imageEncoder!;
     const ref = readFixtureTensors(join(HF_FIXTURES, 'idefics3', 'reference.safetensors'));
     const pixels = tf.tensor4d(ref.get('one_image.pixel_values')!.data as Float32Array, [1, 3, 32, 32]);
     let towerRuns = 0;
     const forward = SiglipOrtTower.prototype.forward;
-    const spy = vi.spyOn(SiglipOrtTower.prototype, 'forward').mockImplementation(function (this: SiglipOrtTower, p: tf.Tensor4D) {
+    const spy = vi.spyOn(SiglipOrtTower.prototype, 'forward').mockImplementation(function (
+      this: SiglipOrtTower,
+      p: tf.Tensor4D,
+    ) {
       towerRuns++;
       return forward.call(this, p);
     });

@@ -24,8 +24,10 @@ beforeAll(async () => {
 afterAll(() => removeHfCopies());
 
 describe('16-bit conversions', () => {
-  it('rounds to the nearest float16 and bfloat16, ties to even, with float16\'s range', () => {
-    expect([1, -2, 65504, 65520, 2 ** -24, 2 ** -26, 1 / 3, 0.1].map(floatToHalf)).toEqual([0x3c00, 0xc000, 0x7bff, 0x7c00, 0x0001, 0x0000, 0x3555, 0x2e66]);
+  it("rounds to the nearest float16 and bfloat16, ties to even, with float16's range", () => {
+    expect([1, -2, 65504, 65520, 2 ** -24, 2 ** -26, 1 / 3, 0.1].map(floatToHalf)).toEqual([
+      0x3c00, 0xc000, 0x7bff, 0x7c00, 0x0001, 0x0000, 0x3555, 0x2e66,
+    ]);
     expect(floatToHalf(1 + 2 ** -11)).toBe(0x3c00); // a tie rounds to the even mantissa
     expect(floatToHalf(1 + 3 * 2 ** -11)).toBe(0x3c02);
     expect(Number.isNaN(halfToFloat(floatToHalf(NaN)))).toBe(true);
@@ -60,14 +62,22 @@ describe('16-bit weights in the graphs', () => {
     const policy = await HfPolicy.load(hfCheckpointCopy(name));
     policy.attachLora({ r: 4, alpha: 8 }, new Rng(7, 'lora'));
     // B non-zero, so that the adapters take part in the logits and gradients.
-    for (const l of policy.decoder.linears().values()) l.lora!.b.assign(tf.randomNormal(l.lora!.b.shape, 0, 0.05, 'float32', 3));
+    for (const l of policy.decoder.linears().values())
+      l.lora!.b.assign(tf.randomNormal(l.lora!.b.shape, 0, 0.05, 'float32', 3));
     return policy;
   }
 
   function logits(policy: HfPolicy, stored: 'float32' | 'bfloat16' | 'float16'): Float32Array {
     const model = new HfOrtModel(policy.decoder, { threads: 1, stored });
     const ids = [[1, 5, 9, 12, 3, 7]];
-    const out = model.run({ embeds: policy.decoder.embed(ids).dataSync() as Float32Array, rows: 1, seq: 6, attentionMask: [[1, 1, 1, 1, 1, 1]], cache: null, useLora: true }).logits;
+    const out = model.run({
+      embeds: policy.decoder.embed(ids).dataSync() as Float32Array,
+      rows: 1,
+      seq: 6,
+      attentionMask: [[1, 1, 1, 1, 1, 1]],
+      cache: null,
+      useLora: true,
+    }).logits;
     model.dispose();
     return out;
   }
@@ -75,13 +85,19 @@ describe('16-bit weights in the graphs', () => {
   function gradients(policy: HfPolicy, stored: 'float32' | 'bfloat16'): { loss: number; grads: Float32Array[] } {
     const learner = new HfOrtLearner(policy, { threads: 1, stored });
     const vars = policy.decoder.loraVariables();
-    const { values, grads } = learner.lossGradientsSum([{ batch: items, options, loss: (lp) => tf.sum(tf.mul(lp.mask, tf.exp(lp.logProbs))) as tf.Scalar }], vars);
-    const out = { loss: (values[0] as unknown as tf.Tensor).dataSync()[0], grads: vars.map((v) => grads[v.name].dataSync() as Float32Array) };
+    const { values, grads } = learner.lossGradientsSum(
+      [{ batch: items, options, loss: (lp) => tf.sum(tf.mul(lp.mask, tf.exp(lp.logProbs))) as tf.Scalar }],
+      vars,
+    );
+    const out = {
+      loss: (values[0] as unknown as tf.Tensor).dataSync()[0],
+      grads: vars.map((v) => grads[v.name].dataSync() as Float32Array),
+    };
     learner.dispose();
     return out;
   }
 
-  it('bfloat16 weights of a bfloat16 checkpoint give the float32 graphs\' logits, loss and gradients exactly, in 2 bytes a parameter', async () => {
+  it("bfloat16 weights of a bfloat16 checkpoint give the float32 graphs' logits, loss and gradients exactly, in 2 bytes a parameter", async () => {
     const policy = await adapted('llama-bf16');
     expect(Array.from(logits(policy, 'bfloat16'))).toEqual(Array.from(logits(policy, 'float32')));
     const half = gradients(policy, 'bfloat16');
@@ -95,7 +111,7 @@ describe('16-bit weights in the graphs', () => {
     expect(statSync(join(file.dir, WEIGHT_FILE)).size).toBeGreaterThan(0);
   });
 
-  it('float16 weights stay within float16\'s rounding of the float32 logits', async () => {
+  it("float16 weights stay within float16's rounding of the float32 logits", async () => {
     const policy = await adapted('llama');
     const half = logits(policy, 'float16');
     const full = logits(policy, 'float32');

@@ -20,10 +20,13 @@ beforeAll(async () => {
 afterAll(() => removeHfCopies());
 
 /** The mappings of `file` in this process (ORT maps each external tensor on its own). */
-const mappings = (file: string) => readFileSync('/proc/self/maps', 'utf8').split('\n').filter((l) => l.endsWith(file)).length;
+const mappings = (file: string) =>
+  readFileSync('/proc/self/maps', 'utf8')
+    .split('\n')
+    .filter((l) => l.endsWith(file)).length;
 
 describe('shared weight file', () => {
-  it('holds each weight of the sampler\'s and the learner\'s graphs once, and the sampler computes what a graph with its own weights does', async () => {
+  it("holds each weight of the sampler's and the learner's graphs once, and the sampler computes what a graph with its own weights does", async () => {
     const policy = await HfPolicy.load(hfCheckpointCopy('llama'));
     policy.attachLora({ r: 4, alpha: 8 }, new Rng(3, 'lora'));
     const { decoder } = policy;
@@ -35,19 +38,38 @@ describe('shared weight file', () => {
     expect(file.has('lm_head')).toBe(true);
     const afterSampler = statSync(path).size;
     const pageRound = (n: number) => Math.ceil(n / 4096) * 4096;
-    const expected = [...linears.map((l) => l.w.size * 4), decoder.weights.lmHead.size * 4].reduce((s, n) => s + pageRound(n), 0);
+    const expected = [...linears.map((l) => l.w.size * 4), decoder.weights.lmHead.size * 4].reduce(
+      (s, n) => s + pageRound(n),
+      0,
+    );
     // The last weight is not padded to a page.
     expect(afterSampler).toBeGreaterThan(expected - 4096);
     expect(afterSampler).toBeLessThanOrEqual(expected);
     const learner = new HfOrtLearner(policy, { threads: 1 });
     const prompt = { tokens: Int32Array.from([1, 5, 9, 12, 3]), images: [] } as never;
-    learner.lossGradientsSum([{ batch: [{ prompt, completion: [4, 7, 2] }], options: { useLora: true }, loss: (lp) => lp.logProbs.sum() as never }], linears.flatMap((l) => [l.lora!.a, l.lora!.b]));
+    learner.lossGradientsSum(
+      [
+        {
+          batch: [{ prompt, completion: [4, 7, 2] }],
+          options: { useLora: true },
+          loss: (lp) => lp.logProbs.sum() as never,
+        },
+      ],
+      linears.flatMap((l) => [l.lora!.a, l.lora!.b]),
+    );
     // The learner's graph found every weight in the file: nothing was added.
     expect(statSync(path).size).toBe(afterSampler);
     if (existsSync('/proc/self/maps')) expect(mappings(path)).toBeGreaterThan(linears.length);
     // Logits equal a sampler whose graph holds its own weights inline.
     const own = new HfOrtModel(decoder, { threads: 1, maxInlineBytes: Infinity });
-    const req = { embeds: decoder.embed([[1, 5, 9, 12, 3]]).dataSync() as Float32Array, rows: 1, seq: 5, attentionMask: [[1, 1, 1, 1, 1]], cache: null, useLora: true };
+    const req = {
+      embeds: decoder.embed([[1, 5, 9, 12, 3]]).dataSync() as Float32Array,
+      rows: 1,
+      seq: 5,
+      attentionMask: [[1, 1, 1, 1, 1]],
+      cache: null,
+      useLora: true,
+    };
     expect(Array.from(shared.run(req).logits)).toEqual(Array.from(own.run(req).logits));
     shared.dispose();
     own.dispose();

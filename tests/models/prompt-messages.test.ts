@@ -18,9 +18,12 @@ async function expectSamePrompt(policy: Policy, domain: string, actions: number)
   for (const episode of episodes) {
     const direct = policy.prompt(env, episode);
     const messages = await policy.promptMessages(env, episode);
-    const urls = messages.flatMap((m) => (typeof m.content === 'string' ? [] : m.content.filter((p) => p.type === 'image_url')));
+    const urls = messages.flatMap((m) =>
+      typeof m.content === 'string' ? [] : m.content.filter((p) => p.type === 'image_url'),
+    );
     expect(urls).toHaveLength(actions);
-    for (const p of urls) expect((p as { image_url: { url: string } }).image_url.url).toMatch(/^data:image\/png;base64,/);
+    for (const p of urls)
+      expect((p as { image_url: { url: string } }).image_url.url).toMatch(/^data:image\/png;base64,/);
     const served = await policy.chatPrompt(messages);
     expect(served.tokens).toEqual(direct.tokens);
     expect(served.images.length).toBe(direct.images.length);

@@ -29,7 +29,10 @@ beforeAll(async () => {
 
 describe('model registry', () => {
   it('recognises the built-in checkpoint and loads it into a policy with the same weights', async () => {
-    const saved = BuiltinPolicy.create({ architecture: { dModel: 32, nLayers: 1, nHeads: 2, dMlp: 64, maxContext: 96, imageSize: 32, patchSize: 16 }, seed: 4 });
+    const saved = BuiltinPolicy.create({
+      architecture: { dModel: 32, nLayers: 1, nHeads: 2, dMlp: 64, maxContext: 96, imageSize: 32, patchSize: 16 },
+      seed: 4,
+    });
     const dir = join(root, 'builtin');
     saveBaseCheckpoint(saved, dir);
     expect(modelTypeOf(dir)).toBe('metrl-vlm');
@@ -37,27 +40,36 @@ describe('model registry', () => {
     expect(loaded).toBeInstanceOf(BuiltinPolicy);
     expect(loaded.contextLimit).toBe(96);
     expect(loaded.imageSize).toBe(32);
-    expect(Array.from((loaded as BuiltinPolicy).weights.embed.dataSync())).toEqual(Array.from(saved.weights.embed.dataSync()));
+    expect(Array.from((loaded as BuiltinPolicy).weights.embed.dataSync())).toEqual(
+      Array.from(saved.weights.embed.dataSync()),
+    );
     loaded.dispose();
     saved.dispose();
   });
 
   it('reads the model_type of the Hugging Face fixtures', () => {
-    for (const name of ['llama', 'qwen2', 'gemma3', 'idefics3']) expect(modelTypeOf(join(HF_FIXTURES, name))).toBe(name);
+    for (const name of ['llama', 'qwen2', 'gemma3', 'idefics3'])
+      expect(modelTypeOf(join(HF_FIXTURES, name))).toBe(name);
   });
 
   it('names an architecture it does not support, with the supported ones', async () => {
     const dir = folderWithConfig('foreign', { model_type: 'not-a-model', architectures: ['NotAModelForCausalLM'] });
-    await expect(loadBaseModel(dir)).rejects.toThrow(new UserError(`${dir}: unsupported architecture not-a-model (supported: ${supportedModelTypes().join(', ')})`));
+    await expect(loadBaseModel(dir)).rejects.toThrow(
+      new UserError(`${dir}: unsupported architecture not-a-model (supported: ${supportedModelTypes().join(', ')})`),
+    );
     expect(supportedModelTypes()).toContain('metrl-vlm');
   });
 
   it('says what is wrong with a folder it cannot place', async () => {
     await expect(loadBaseModel(join(root, 'nope'))).rejects.toThrow(/nope: no such checkpoint folder/);
     mkdirSync(join(root, 'empty'));
-    await expect(loadBaseModel(join(root, 'empty'))).rejects.toThrow(/empty: incomplete checkpoint \(missing config.json\)/);
+    await expect(loadBaseModel(join(root, 'empty'))).rejects.toThrow(
+      /empty: incomplete checkpoint \(missing config.json\)/,
+    );
     const unnamed = folderWithConfig('unnamed', { architectures: ['SomethingForCausalLM'] });
-    await expect(loadBaseModel(unnamed)).rejects.toThrow(/names no model_type \(architectures: SomethingForCausalLM\) and is not a built-in checkpoint/);
+    await expect(loadBaseModel(unnamed)).rejects.toThrow(
+      /names no model_type \(architectures: SomethingForCausalLM\) and is not a built-in checkpoint/,
+    );
     const broken = join(root, 'broken');
     mkdirSync(broken);
     writeFileSync(join(broken, 'config.json'), '{not json');

@@ -4,25 +4,43 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseVllmChat, parseVllmCompletions, vllmChatRequest, vllmCompletionRequest, vllmLoadAdapterRequest } from '../../models/remote/vllm-protocol.ts';
+import {
+  parseVllmChat,
+  parseVllmCompletions,
+  vllmChatRequest,
+  vllmCompletionRequest,
+  vllmLoadAdapterRequest,
+} from '../../models/remote/vllm-protocol.ts';
 import { parseSglangGenerate, sglangGenerateRequest } from '../../models/remote/sglang-protocol.ts';
 import { serverRoot } from '../../models/remote/rollout-pool.ts';
 
-const fixture = (name: string) => JSON.parse(readFileSync(join(import.meta.dirname, '..', 'fixtures', 'rollout', name), 'utf8'));
+const fixture = (name: string) =>
+  JSON.parse(readFileSync(join(import.meta.dirname, '..', 'fixtures', 'rollout', name), 'utf8'));
 const sampling = { temperature: 0.5, topP: 1, maxNewTokens: 3 };
 
 describe('vLLM dialect', () => {
   it('builds the documented /v1/completions and /v1/load_lora_adapter requests', () => {
-    expect(vllmCompletionRequest('metrl-policy', [1, 40, 41, 10], 2, sampling, 12345)).toEqual(fixture('vllm-completions-request.json'));
+    expect(vllmCompletionRequest('metrl-policy', [1, 40, 41, 10], 2, sampling, 12345)).toEqual(
+      fixture('vllm-completions-request.json'),
+    );
     expect(vllmLoadAdapterRequest('/shared/run/rollout-adapters/v3')).toEqual(fixture('vllm-load-lora-request.json'));
   });
 
   it('reads token_ids, logprobs.token_logprobs, text and finish_reason', () => {
     const parsed = parseVllmCompletions(fixture('vllm-completions-response.json'), 2);
     if (typeof parsed === 'string') throw new Error(parsed);
-    expect(parsed.map((c) => c.tokens)).toEqual([[50, 51, 2], [50, 51, 52]]);
-    expect(parsed.map((c) => Array.from(c.logProbs))).toEqual([[-0.25, -1.5, -0.125], [-0.25, -0.5, -2]]);
-    expect(parsed.map((c) => [c.text, c.finished])).toEqual([['ab', true], ['abc', false]]);
+    expect(parsed.map((c) => c.tokens)).toEqual([
+      [50, 51, 2],
+      [50, 51, 52],
+    ]);
+    expect(parsed.map((c) => Array.from(c.logProbs))).toEqual([
+      [-0.25, -1.5, -0.125],
+      [-0.25, -0.5, -2],
+    ]);
+    expect(parsed.map((c) => [c.text, c.finished])).toEqual([
+      ['ab', true],
+      ['abc', false],
+    ]);
   });
 
   it('names what a response lacks', () => {
@@ -41,9 +59,18 @@ describe('vLLM dialect', () => {
     const parsed = parseVllmChat(fixture('vllm-chat-completions-response.json'), 2);
     if (typeof parsed === 'string') throw new Error(parsed);
     expect(parsed.promptTokenIds).toEqual([1, 40, 41, 3, 3, 10, 42]);
-    expect(parsed.completions.map((c) => c.tokens)).toEqual([[50, 51, 2], [50, 51, 52]]);
-    expect(parsed.completions.map((c) => Array.from(c.logProbs))).toEqual([[-0.25, -1.5, -0.125], [-0.25, -0.5, -2]]);
-    expect(parsed.completions.map((c) => [c.text, c.finished])).toEqual([['ab', true], ['abc', false]]);
+    expect(parsed.completions.map((c) => c.tokens)).toEqual([
+      [50, 51, 2],
+      [50, 51, 52],
+    ]);
+    expect(parsed.completions.map((c) => Array.from(c.logProbs))).toEqual([
+      [-0.25, -1.5, -0.125],
+      [-0.25, -0.5, -2],
+    ]);
+    expect(parsed.completions.map((c) => [c.text, c.finished])).toEqual([
+      ['ab', true],
+      ['abc', false],
+    ]);
     const without = fixture('vllm-chat-completions-response.json');
     delete without.prompt_token_ids;
     expect((parseVllmChat(without, 2) as { promptTokenIds: unknown }).promptTokenIds).toBeNull();
@@ -52,10 +79,14 @@ describe('vLLM dialect', () => {
   it('names what a chat answer lacks', () => {
     const noIds = fixture('vllm-chat-completions-response.json');
     delete noIds.choices[0].token_ids;
-    expect(parseVllmChat(noIds, 2)).toMatch(/^choices\.0\.token_ids: no token_ids \(the server must support the request field return_token_ids/);
+    expect(parseVllmChat(noIds, 2)).toMatch(
+      /^choices\.0\.token_ids: no token_ids \(the server must support the request field return_token_ids/,
+    );
     const noLogprobs = fixture('vllm-chat-completions-response.json');
     noLogprobs.choices[1].logprobs = null;
-    expect(parseVllmChat(noLogprobs, 2)).toMatch(/^choices\.1\.logprobs: no logprobs\.content \(the request asked for logprobs: true\)/);
+    expect(parseVllmChat(noLogprobs, 2)).toMatch(
+      /^choices\.1\.logprobs: no logprobs\.content \(the request asked for logprobs: true\)/,
+    );
     const short = fixture('vllm-chat-completions-response.json');
     short.choices[0].logprobs.content.pop();
     expect(parseVllmChat(short, 2)).toBe('choice 0: 2 logprobs.content entries for 3 token_ids');
@@ -69,17 +100,27 @@ describe('vLLM dialect', () => {
 
 describe('SGLang dialect', () => {
   it('builds the documented /generate request and reads meta_info.output_token_logprobs', () => {
-    expect(sglangGenerateRequest('metrl-v3', [1, 40, 41, 10], 2, sampling, 12345)).toEqual(fixture('sglang-generate-request.json'));
+    expect(sglangGenerateRequest('metrl-v3', [1, 40, 41, 10], 2, sampling, 12345)).toEqual(
+      fixture('sglang-generate-request.json'),
+    );
     const parsed = parseSglangGenerate(fixture('sglang-generate-response.json'), 2);
     if (typeof parsed === 'string') throw new Error(parsed);
-    expect(parsed.completions.map((c) => c.tokens)).toEqual([[50, 51, 2], [50, 51, 52]]);
-    expect(parsed.completions.map((c) => Array.from(c.logProbs))).toEqual([[-0.25, -1.5, -0.125], [-0.25, -0.5, -2]]);
+    expect(parsed.completions.map((c) => c.tokens)).toEqual([
+      [50, 51, 2],
+      [50, 51, 52],
+    ]);
+    expect(parsed.completions.map((c) => Array.from(c.logProbs))).toEqual([
+      [-0.25, -1.5, -0.125],
+      [-0.25, -0.5, -2],
+    ]);
     expect(parsed.completions.map((c) => c.finished)).toEqual([true, false]);
     expect(parsed.promptTokens).toBe(4);
   });
 
   it('sends an image prompt as input_ids with image_data, one list of data URLs per prompt', () => {
     const request = fixture('sglang-generate-image-request.json');
-    expect(sglangGenerateRequest('metrl-v3', request.input_ids[0], 2, sampling, 12345, request.image_data[0])).toEqual(request);
+    expect(sglangGenerateRequest('metrl-v3', request.input_ids[0], 2, sampling, 12345, request.image_data[0])).toEqual(
+      request,
+    );
   });
 });

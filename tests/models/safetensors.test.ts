@@ -18,7 +18,10 @@ function handWritten(): Uint8Array {
   const headerBytes = Buffer.from(header, 'utf8');
   const bytes: number[] = [];
   let n = headerBytes.length;
-  for (let i = 0; i < 8; i++) { bytes.push(n & 0xff); n = Math.floor(n / 256); }
+  for (let i = 0; i < 8; i++) {
+    bytes.push(n & 0xff);
+    n = Math.floor(n / 256);
+  }
   bytes.push(...headerBytes);
   // F32 1.0, -2.0, 0.5, 3.0: IEEE bit patterns 0x3f800000, 0xc0000000, 0x3f000000, 0x40400000, little-endian.
   bytes.push(0x00, 0x00, 0x80, 0x3f, 0x00, 0x00, 0x00, 0xc0, 0x00, 0x00, 0x00, 0x3f, 0x00, 0x00, 0x40, 0x40);
@@ -90,11 +93,31 @@ describe('safetensors', () => {
     ['a number', '7', /f: header must be a JSON object .* got a number/],
     ['an entry that is null', '{"w": null}', /f: tensor w: entry must be an object .* got null/],
     ['an entry that is an array', '{"w": [1]}', /f: tensor w: entry must be an object .* got an array/],
-    ['a missing dtype', '{"w": {"shape": [1], "data_offsets": [0, 4]}}', /f: tensor w: dtype must be a string \(missing\)/],
-    ['an unknown dtype', '{"w": {"dtype": "I64", "shape": [1], "data_offsets": [0, 8]}}', /f: tensor w has dtype "I64", which metrl does not read/],
-    ['a dtype inherited from Object', '{"w": {"dtype": "constructor", "shape": [1], "data_offsets": [0, 4]}}', /dtype "constructor"/],
-    ['a negative dimension', '{"w": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}}', /f: tensor w: shape must be a list of non-negative integers/],
-    ['offsets as strings', '{"w": {"dtype": "F32", "shape": [1], "data_offsets": ["0", "4"]}}', /f: tensor w: data_offsets must be two non-negative integers/],
+    [
+      'a missing dtype',
+      '{"w": {"shape": [1], "data_offsets": [0, 4]}}',
+      /f: tensor w: dtype must be a string \(missing\)/,
+    ],
+    [
+      'an unknown dtype',
+      '{"w": {"dtype": "I64", "shape": [1], "data_offsets": [0, 8]}}',
+      /f: tensor w has dtype "I64", which metrl does not read/,
+    ],
+    [
+      'a dtype inherited from Object',
+      '{"w": {"dtype": "constructor", "shape": [1], "data_offsets": [0, 4]}}',
+      /dtype "constructor"/,
+    ],
+    [
+      'a negative dimension',
+      '{"w": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}}',
+      /f: tensor w: shape must be a list of non-negative integers/,
+    ],
+    [
+      'offsets as strings',
+      '{"w": {"dtype": "F32", "shape": [1], "data_offsets": ["0", "4"]}}',
+      /f: tensor w: data_offsets must be two non-negative integers/,
+    ],
     ['metadata that is not strings', '{"__metadata__": {"a": 1}}', /f: __metadata__ must map names to strings/],
   ])('names a header that is %s in one line', (_what, json, pattern) => {
     const bytes = withHeader(json, 8);
@@ -105,6 +128,8 @@ describe('safetensors', () => {
   it('prints a huge declared header length exactly (2^60, not a rounded float)', () => {
     const bytes = new Uint8Array(16);
     new DataView(bytes.buffer).setBigUint64(0, 2n ** 60n, true);
-    expect(() => decodeSafetensors(bytes, 'f')).toThrow('f: header length 1152921504606846976 exceeds the file size (16 bytes)');
+    expect(() => decodeSafetensors(bytes, 'f')).toThrow(
+      'f: header length 1152921504606846976 exceeds the file size (16 bytes)',
+    );
   });
 });

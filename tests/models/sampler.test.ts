@@ -23,7 +23,11 @@ describe('sampleEachPrompt', () => {
     const options = { temperature: 1, topP: 1, maxNewTokens: 2 };
     const groups = sampleEachPrompt(oneByOne, prompts, 2, options, new Rng(4, 'test'));
     expect(oneByOne.calls).toEqual([7, 3, 5]);
-    expect(groups.map((g) => g.map((c) => c.tokens[0]))).toEqual([[7, 7], [3, 3], [5, 5]]);
+    expect(groups.map((g) => g.map((c) => c.tokens[0]))).toEqual([
+      [7, 7],
+      [3, 3],
+      [5, 5],
+    ]);
     const rng = new Rng(4, 'test');
     const draws = Array.from({ length: 6 }, () => Math.floor(rng.next() * 1000));
     expect(groups.flat().map((c) => c.tokens[1])).toEqual(draws);

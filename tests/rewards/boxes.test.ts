@@ -5,14 +5,22 @@ import { generateEpisodes } from '../../envs/generate.ts';
 import { parseBoxContents, scoreBoxes } from '../../rewards/boxes.ts';
 import { shortAnswerLine as boxesAnswerText } from '../../rewards/final-answer.ts';
 
-const score = (target: string, response: string, meta?: Record<string, unknown>) => scoreBoxes({ target, response, meta });
+const score = (target: string, response: string, meta?: Record<string, unknown>) =>
+  scoreBoxes({ target, response, meta });
 
 describe('boxes reward', () => {
   it('gives reward 1 to "FINAL ANSWER: <target>" for generated episodes of every split kind', () => {
     for (const kind of SPLIT_KINDS) {
       for (const split of ['train', 'test'] as const) {
         const actions = split === 'train' && kind.includes('numops') ? 2 : 9;
-        for (const e of generateEpisodes(boxesEnv, { n: 60, actions, split, seed: 4, modality: 'text', extra: { splitKind: kind } })) {
+        for (const e of generateEpisodes(boxesEnv, {
+          n: 60,
+          actions,
+          split,
+          seed: 4,
+          modality: 'text',
+          extra: { splitKind: kind },
+        })) {
           const s = boxesEnv.score({ target: e.target, response: `FINAL ANSWER: ${e.target}`, meta: e.meta });
           expect(s.reward, `${kind} ${e.target}`).toBe(1);
           expect(s.prediction).toBe(e.target);
@@ -33,7 +41,12 @@ describe('boxes reward', () => {
     ]) {
       expect(score(target, response).reward, response).toBe(1);
     }
-    for (const response of ['FINAL ANSWER: nothing', 'FINAL ANSWER: empty', 'FINAL ANSWER: Box 6 is empty.', 'FINAL ANSWER: None']) {
+    for (const response of [
+      'FINAL ANSWER: nothing',
+      'FINAL ANSWER: empty',
+      'FINAL ANSWER: Box 6 is empty.',
+      'FINAL ANSWER: None',
+    ]) {
       expect(score('nothing', response).reward, response).toBe(1);
     }
     expect(score('the big bell', 'FINAL ANSWER: the big bell').reward).toBe(1);

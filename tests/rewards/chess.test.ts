@@ -19,9 +19,21 @@ const cases: Array<[string, string, string | null]> = [
   ['bracketed', `FINAL ANSWER: [${AFTER}]`, AFTER],
   ['trailing full stop', `FINAL ANSWER: ${AFTER}.`, AFTER],
   ['reasoning above the answer', `e2e4 moves the pawn.\nThen e7e5.\nFINAL ANSWER: ${AFTER}`, AFTER],
-  ['trailing reasoning after the final-answer line', `FINAL ANSWER: ${AFTER}\nI moved both king pawns two squares.`, AFTER],
-  ['last marker line wins, read bottom-up', `Final answer: ${START}\nWait, I forgot a move.\nFinal answer: ${AFTER}`, AFTER],
-  ['ambiguous last line falls back to an earlier marker line', `Final answer: ${AFTER}\nFinal answer: ${START} or ${AFTER}`, AFTER],
+  [
+    'trailing reasoning after the final-answer line',
+    `FINAL ANSWER: ${AFTER}\nI moved both king pawns two squares.`,
+    AFTER,
+  ],
+  [
+    'last marker line wins, read bottom-up',
+    `Final answer: ${START}\nWait, I forgot a move.\nFinal answer: ${AFTER}`,
+    AFTER,
+  ],
+  [
+    'ambiguous last line falls back to an earlier marker line',
+    `Final answer: ${AFTER}\nFinal answer: ${START} or ${AFTER}`,
+    AFTER,
+  ],
   ['several candidate FENs on one line', `FINAL ANSWER: ${START} ${AFTER}`, null],
   ['FEN only in a code fence after the marker line', 'FINAL ANSWER:\n```\n' + AFTER + '\n```', null],
   ['FEN in a code fence on the marker line', 'FINAL ANSWER: ```' + AFTER + '```', AFTER],
@@ -70,7 +82,14 @@ describe('scoreChess', () => {
     const s = scoreChess({ target: AFTER, response: `FINAL ANSWER: ${AFTER}`, initialState: START });
     expect(s.reward).toBe(1);
     expect(s.valid).toBe(true);
-    expect(s.metrics).toEqual({ perSquare: 1, exactFen: true, exactBoard: true, changedSquareAccuracy: 1, legalBoard: true, invalid: false });
+    expect(s.metrics).toEqual({
+      perSquare: 1,
+      exactFen: true,
+      exactBoard: true,
+      changedSquareAccuracy: 1,
+      legalBoard: true,
+      invalid: false,
+    });
   });
 
   it('scores the game-start baseline by squares: 4 of 64 differ after e4 e5', () => {
@@ -108,7 +127,14 @@ describe('scoreChess', () => {
       reward: 0,
       valid: false,
       prediction: null,
-      metrics: { perSquare: 0, exactFen: false, exactBoard: false, changedSquareAccuracy: 0, legalBoard: false, invalid: true },
+      metrics: {
+        perSquare: 0,
+        exactFen: false,
+        exactBoard: false,
+        changedSquareAccuracy: 0,
+        legalBoard: false,
+        invalid: true,
+      },
     });
   });
 

@@ -9,7 +9,14 @@ import { generateEpisodes } from '../../envs/generate.ts';
 import type { ScoredRow } from '../../core/score.ts';
 import { Rng } from '../../core/rng.ts';
 
-const episodes = generateEpisodes(mateEnv, { n: 400, actions: 1, split: 'train', seed: 21, modality: 'image', extra: { 'mate-task': 'all' } });
+const episodes = generateEpisodes(mateEnv, {
+  n: 400,
+  actions: 1,
+  split: 'train',
+  seed: 21,
+  modality: 'image',
+  extra: { 'mate-task': 'all' },
+});
 
 describe('mate reward', () => {
   it('gives 1 to {"answer": "<target>"} on every generated item, and also without meta', () => {
@@ -60,7 +67,9 @@ describe('mate reward', () => {
   it('reads the last answer and rejects unreadable ones', () => {
     expect(extractAnswer('format {"answer": "COLOR"} ... so {"answer": "blue"}')).toBe('blue');
     expect(extractAnswer('no answer here')).toBeNull();
-    expect(scoreMate({ target: '0.35', response: 'It is small.', meta: { targetAttribute: 'size' } }).valid).toBe(false);
+    expect(scoreMate({ target: '0.35', response: 'It is small.', meta: { targetAttribute: 'size' } }).valid).toBe(
+      false,
+    );
     expect(canonicalAnswer('big', 'size')).toBeNull();
     expect(canonicalAnswer('[1, 2]', 'coords')).toBeNull();
     // The built-in model answers after the reference marker "FINAL ANSWER: " (models/builtin/template.ts): read that too.
@@ -74,8 +83,14 @@ describe('mate reward', () => {
     expect(hallucinated.metrics.outOfScene).toBe(true);
     const rows: ScoredRow[] = [
       { input: { target: e.target, response: '', meta: e.meta }, score: hallucinated },
-      { input: { target: e.target, response: '', meta: e.meta }, score: scoreMate({ target: e.target, response: `{"answer": "${e.target}"}`, meta: e.meta }) },
-      { input: { target: e.target, response: '', meta: e.meta }, score: scoreMate({ target: e.target, response: 'I do not know', meta: e.meta }) },
+      {
+        input: { target: e.target, response: '', meta: e.meta },
+        score: scoreMate({ target: e.target, response: `{"answer": "${e.target}"}`, meta: e.meta }),
+      },
+      {
+        input: { target: e.target, response: '', meta: e.meta },
+        score: scoreMate({ target: e.target, response: 'I do not know', meta: e.meta }),
+      },
     ];
     const summary = summarizeMate(rows) as Record<string, any>;
     expect(summary.outOfSceneErrorRate).toBe(1);

@@ -4,7 +4,9 @@ import { mcstEnv } from '../../envs/mcst/index.ts';
 import type { ScoredRow } from '../../core/score.ts';
 import { normaliseMcstAnswer, scoreMcst } from '../../rewards/mcst.ts';
 
-const episodes = [1, 2, 3, 4, 5].flatMap((level) => generateEpisodes(mcstEnv, { n: 120, actions: 0, split: 'test', seed: 21, modality: 'text', extra: { level } }));
+const episodes = [1, 2, 3, 4, 5].flatMap((level) =>
+  generateEpisodes(mcstEnv, { n: 120, actions: 0, split: 'test', seed: 21, modality: 'text', extra: { level } }),
+);
 
 describe('mcst reward', () => {
   it('gives reward 1 to "FINAL ANSWER: <target>" for generated episodes of every level and question type', () => {
@@ -38,15 +40,28 @@ describe('mcst reward', () => {
   });
 
   it('scores wrong and unparseable answers 0 and reports negation blindness', () => {
-    const meta = { answerKind: 'place', places: ['desk', 'shelf', 'drawer'], entities: ['Emma'], negationBlindAnswer: 'shelf', initialAnswer: 'drawer' };
+    const meta = {
+      answerKind: 'place',
+      places: ['desk', 'shelf', 'drawer'],
+      entities: ['Emma'],
+      negationBlindAnswer: 'shelf',
+      initialAnswer: 'drawer',
+    };
     const right = scoreMcst({ target: 'desk', response: 'FINAL ANSWER: the desk', meta });
     expect(right.reward).toBe(1);
     const blind = scoreMcst({ target: 'desk', response: 'FINAL ANSWER: on the shelf', meta });
-    expect(blind).toMatchObject({ reward: 0, valid: true, prediction: 'shelf', metrics: { negationBlind: true, initialCopy: false } });
+    expect(blind).toMatchObject({
+      reward: 0,
+      valid: true,
+      prediction: 'shelf',
+      metrics: { negationBlind: true, initialCopy: false },
+    });
     const copy = scoreMcst({ target: 'desk', response: 'FINAL ANSWER: drawer', meta });
     expect(copy.metrics).toMatchObject({ negationBlind: false, initialCopy: true });
     expect(scoreMcst({ target: 'desk', response: 'FINAL ANSWER: desk or shelf', meta }).valid).toBe(false);
-    expect(scoreMcst({ target: '2', response: 'I am not sure\nmaybe', meta: { answerKind: 'number' } }).valid).toBe(false);
+    expect(scoreMcst({ target: '2', response: 'I am not sure\nmaybe', meta: { answerKind: 'number' } }).valid).toBe(
+      false,
+    );
     expect(scoreMcst({ target: 'True', response: 'FINAL ANSWER: False' }).reward).toBe(0);
     expect(scoreMcst({ target: '(3, 4)', response: 'FINAL ANSWER: (4, 3)' }).reward).toBe(0);
   });
@@ -54,11 +69,22 @@ describe('mcst reward', () => {
 
 describe('mcst summary', () => {
   it('breaks accuracy down by level, type, domain and negation, and over matched pairs', () => {
-    const paired = generateEpisodes(mcstEnv, { n: 200, actions: 0, split: 'test', seed: 5, modality: 'text', extra: { level: 4, negation: 'paired' } });
+    const paired = generateEpisodes(mcstEnv, {
+      n: 200,
+      actions: 0,
+      split: 'test',
+      seed: 5,
+      modality: 'text',
+      extra: { level: 4, negation: 'paired' },
+    });
     // A negation-blind "model": answers the negation-blind answer when there is one, else the target.
     const rows: ScoredRow[] = paired.map((e) => {
       const blind = e.meta.negationBlindAnswer;
-      const input = { target: e.target, response: `FINAL ANSWER: ${typeof blind === 'string' ? blind : e.target}`, meta: e.meta };
+      const input = {
+        target: e.target,
+        response: `FINAL ANSWER: ${typeof blind === 'string' ? blind : e.target}`,
+        meta: e.meta,
+      };
       return { input, score: mcstEnv.score(input) };
     });
     const s = mcstEnv.summarize!(rows) as Record<string, any>;

@@ -10,16 +10,43 @@ import type { ScoredRow } from '../../core/score.ts';
 import { Rng } from '../../core/rng.ts';
 
 const episodes = [
-  ...generateEpisodes(remEnv, { n: 160, actions: 4, split: 'train', seed: 31, modality: 'image', extra: { 'rem-objects': '8-24' } }),
-  ...generateEpisodes(remEnv, { n: 30, actions: 4, split: 'train', seed: 31, modality: 'image', extra: { 'rem-variant': 'single-frame' } }),
-  ...generateEpisodes(remEnv, { n: 20, actions: 4, split: 'train', seed: 31, modality: 'image', extra: { 'rem-variant': 'full-rotation' } }),
+  ...generateEpisodes(remEnv, {
+    n: 160,
+    actions: 4,
+    split: 'train',
+    seed: 31,
+    modality: 'image',
+    extra: { 'rem-objects': '8-24' },
+  }),
+  ...generateEpisodes(remEnv, {
+    n: 30,
+    actions: 4,
+    split: 'train',
+    seed: 31,
+    modality: 'image',
+    extra: { 'rem-variant': 'single-frame' },
+  }),
+  ...generateEpisodes(remEnv, {
+    n: 20,
+    actions: 4,
+    split: 'train',
+    seed: 31,
+    modality: 'image',
+    extra: { 'rem-variant': 'full-rotation' },
+  }),
 ];
 
 describe('rem reward', () => {
   it('gives 1 to FINAL ANSWER: <target> on every generated item, with or without meta', () => {
     for (const e of episodes) {
-      expect(scoreRem({ target: e.target, response: `FINAL ANSWER: ${e.target}`, meta: e.meta }).reward, e.question).toBe(1);
-      expect(scoreRem({ target: e.target, response: `Let me think.\nFINAL ANSWER: ${e.target}` }).reward, e.question).toBe(1);
+      expect(
+        scoreRem({ target: e.target, response: `FINAL ANSWER: ${e.target}`, meta: e.meta }).reward,
+        e.question,
+      ).toBe(1);
+      expect(
+        scoreRem({ target: e.target, response: `Let me think.\nFINAL ANSWER: ${e.target}` }).reward,
+        e.question,
+      ).toBe(1);
     }
   });
 
@@ -27,8 +54,15 @@ describe('rem reward', () => {
     for (const e of episodes) {
       const c = e.meta.category;
       const others =
-        c === 'counting' ? [String(Number(e.target) + 1)] : c === 'left-right' ? [e.target === 'left' ? 'right' : 'left'] : c === 'temporal' ? ['before', 'after', 'same time'].filter((x) => x !== e.target) : (e.meta.options as string[]).filter((x) => x !== e.target);
-      for (const o of others) expect(scoreRem({ target: e.target, response: `FINAL ANSWER: ${o}`, meta: e.meta }).reward).toBe(0);
+        c === 'counting'
+          ? [String(Number(e.target) + 1)]
+          : c === 'left-right'
+            ? [e.target === 'left' ? 'right' : 'left']
+            : c === 'temporal'
+              ? ['before', 'after', 'same time'].filter((x) => x !== e.target)
+              : (e.meta.options as string[]).filter((x) => x !== e.target);
+      for (const o of others)
+        expect(scoreRem({ target: e.target, response: `FINAL ANSWER: ${o}`, meta: e.meta }).reward).toBe(0);
     }
   });
 
@@ -50,7 +84,11 @@ describe('rem reward', () => {
 
   it('summarises per category, their unweighted mean, and counting on ground truth >= 2', () => {
     const row = (target: string, category: string, right: boolean): ScoredRow => {
-      const input = { target, response: right ? `FINAL ANSWER: ${target}` : 'FINAL ANSWER: 99', meta: { category, options: [target, 'x', 'equal'] } };
+      const input = {
+        target,
+        response: right ? `FINAL ANSWER: ${target}` : 'FINAL ANSWER: 99',
+        meta: { category, options: [target, 'x', 'equal'] },
+      };
       return { input, score: scoreRem(input) };
     };
     const rows = [
@@ -66,9 +104,18 @@ describe('rem reward', () => {
     expect(s.overall).toBeCloseTo((1 / 3 + 1 + 0 + 1) / 4);
     expect(s.countingGroundTruthAtLeast2).toEqual({ count: 2, accuracy: 0.5 });
     expect(s.countingOvercountRate).toBeCloseTo(2 / 3);
-    const generated = summarizeRem(episodes.map((e) => ({ input: { target: e.target, response: `FINAL ANSWER: ${e.target}`, meta: e.meta }, score: scoreRem({ target: e.target, response: `FINAL ANSWER: ${e.target}`, meta: e.meta }) }))) as Record<string, any>;
+    const generated = summarizeRem(
+      episodes.map((e) => ({
+        input: { target: e.target, response: `FINAL ANSWER: ${e.target}`, meta: e.meta },
+        score: scoreRem({ target: e.target, response: `FINAL ANSWER: ${e.target}`, meta: e.meta }),
+      })),
+    ) as Record<string, any>;
     expect(Object.keys(generated.byVariant).sort()).toEqual(['baseline', 'full-rotation', 'single-frame']);
-    expect(Object.values(generated.comparisonByCountDifference as Record<string, { accuracy: number }>).every((c) => c.accuracy === 1)).toBe(true);
+    expect(
+      Object.values(generated.comparisonByCountDifference as Record<string, { accuracy: number }>).every(
+        (c) => c.accuracy === 1,
+      ),
+    ).toBe(true);
     expect(Object.keys(generated.byObjectsSeen).length).toBeGreaterThan(1);
   });
 

@@ -55,13 +55,28 @@ describe('parseShellAnswer', () => {
 
 describe('scoreShell', () => {
   it('scores 1 for the right shell', () => {
-    expect(scoreShell({ target: '2', response: 'FINAL ANSWER: 2' })).toEqual({ reward: 1, valid: true, prediction: '2', metrics: { exact: true } });
+    expect(scoreShell({ target: '2', response: 'FINAL ANSWER: 2' })).toEqual({
+      reward: 1,
+      valid: true,
+      prediction: '2',
+      metrics: { exact: true },
+    });
   });
   it('scores 0 for a wrong but valid shell', () => {
-    expect(scoreShell({ target: '2', response: 'FINAL ANSWER: 3' })).toEqual({ reward: 0, valid: true, prediction: '3', metrics: { exact: false } });
+    expect(scoreShell({ target: '2', response: 'FINAL ANSWER: 3' })).toEqual({
+      reward: 0,
+      valid: true,
+      prediction: '3',
+      metrics: { exact: false },
+    });
   });
   it('scores 0 and invalid for an ambiguous answer, even if it mentions the target', () => {
-    expect(scoreShell({ target: '1', response: 'FINAL ANSWER: 1 or 2' })).toEqual({ reward: 0, valid: false, prediction: null, metrics: { exact: false } });
+    expect(scoreShell({ target: '1', response: 'FINAL ANSWER: 1 or 2' })).toEqual({
+      reward: 0,
+      valid: false,
+      prediction: null,
+      metrics: { exact: false },
+    });
   });
   it('rejects a target that is not a shell', () => {
     expect(() => scoreShell({ target: '4', response: '4' })).toThrow(UserError);

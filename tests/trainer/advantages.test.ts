@@ -4,7 +4,10 @@ import { groupAdvantages, scaleRewardsMode } from '../../trainer/advantages.ts';
 
 describe('group advantages', () => {
   it('standardises each group by its own mean and sample std', () => {
-    const { advantages, zeroSpreadGroups, groups } = groupAdvantages([1, 0, 0, 0, 1, 1], 3, { scaleRewards: true, epsilon: 0 });
+    const { advantages, zeroSpreadGroups, groups } = groupAdvantages([1, 0, 0, 0, 1, 1], 3, {
+      scaleRewards: true,
+      epsilon: 0,
+    });
     // group 1: mean 1/3, sample std sqrt(((2/3)^2 + 2(1/3)^2)/2) = sqrt(1/3)
     const s = Math.sqrt(1 / 3);
     expect(Array.from(advantages.slice(0, 3))).toEqual([2 / 3 / s, -1 / 3 / s, -1 / 3 / s].map((x) => Math.fround(x)));
@@ -21,7 +24,10 @@ describe('group advantages', () => {
   });
 
   it('gives zero advantages to groups with no spread and counts them', () => {
-    const { advantages, zeroSpreadGroups } = groupAdvantages([1, 1, 0, 0, 0.3, 0.7], 2, { scaleRewards: true, epsilon: 1e-4 });
+    const { advantages, zeroSpreadGroups } = groupAdvantages([1, 1, 0, 0, 0.3, 0.7], 2, {
+      scaleRewards: true,
+      epsilon: 1e-4,
+    });
     expect(Array.from(advantages.slice(0, 4))).toEqual([0, 0, 0, 0]);
     expect(advantages[4]).toBeLessThan(0);
     expect(zeroSpreadGroups).toBe(2);
@@ -52,7 +58,11 @@ describe('group advantages', () => {
     const rewards = [0.2, 0.9, 0.4, 1, 0, 0.5];
     expect(scaleRewardsMode(true)).toBe('group');
     expect(scaleRewardsMode(false)).toBe('none');
-    expect(groupAdvantages(rewards, 3, { scaleRewards: true, epsilon: 1e-4 }).advantages).toEqual(groupAdvantages(rewards, 3, { scaleRewards: 'group', epsilon: 1e-4 }).advantages);
-    expect(groupAdvantages(rewards, 3, { scaleRewards: false, epsilon: 1e-4 }).advantages).toEqual(groupAdvantages(rewards, 3, { scaleRewards: 'none', epsilon: 1e-4 }).advantages);
+    expect(groupAdvantages(rewards, 3, { scaleRewards: true, epsilon: 1e-4 }).advantages).toEqual(
+      groupAdvantages(rewards, 3, { scaleRewards: 'group', epsilon: 1e-4 }).advantages,
+    );
+    expect(groupAdvantages(rewards, 3, { scaleRewards: false, epsilon: 1e-4 }).advantages).toEqual(
+      groupAdvantages(rewards, 3, { scaleRewards: 'none', epsilon: 1e-4 }).advantages,
+    );
   });
 });

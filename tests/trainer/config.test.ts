@@ -44,8 +44,16 @@ describe('training config', () => {
   it("has TRL's option names with the pre-issue-16 behaviour as defaults", () => {
     const c = resolveConfig({}, {});
     expect(c).toMatchObject({
-      lossType: 'grpo', importanceSamplingLevel: 'token', epsilon: 0.2, scaleRewards: 'group', numIterations: 1, iterations: 1,
-      maskTruncatedCompletions: false, topEntropyQuantile: 1, dynamicSampling: false, reward: ['domain'],
+      lossType: 'grpo',
+      importanceSamplingLevel: 'token',
+      epsilon: 0.2,
+      scaleRewards: 'group',
+      numIterations: 1,
+      iterations: 1,
+      maskTruncatedCompletions: false,
+      topEntropyQuantile: 1,
+      dynamicSampling: false,
+      reward: ['domain'],
     });
     expect(c.epsilonHigh).toBeUndefined();
     expect(c.rewardWeights).toBeUndefined();
@@ -58,7 +66,9 @@ describe('training config', () => {
     // A flag under either name overrides the file under both.
     expect(resolveConfig({ numIterations: 3 }, { iterations: 2 })).toMatchObject({ numIterations: 2, iterations: 2 });
     expect(resolveConfig({ iterations: 3 }, { numIterations: 4 })).toMatchObject({ numIterations: 4, iterations: 4 });
-    expect(() => resolveConfig({ iterations: 2, numIterations: 3 }, {}, 'run.json: ')).toThrow(/^run\.json: numIterations \(3\) and its old name iterations \(2\) disagree; give one$/);
+    expect(() => resolveConfig({ iterations: 2, numIterations: 3 }, {}, 'run.json: ')).toThrow(
+      /^run\.json: numIterations \(3\) and its old name iterations \(2\) disagree; give one$/,
+    );
   });
 
   it('rejects unknown loss types and the combinations TRL warns against, in one line naming the key', () => {
@@ -71,16 +81,32 @@ describe('training config', () => {
       }
       return 'accepted';
     };
-    expect(message({ lossType: 'ppo' })).toBe('config: lossType: unknown loss type; expected one of grpo, bnpo, dr_grpo, dapo, cispo, sapo, luspo, vespo (got "ppo")');
-    expect(message({ epsilon: 0.2, epsilonHigh: 0.1 })).toBe('config: epsilonHigh: epsilonHigh must be at least epsilon (0.2): clip-higher only widens the upper bound (got 0.1)');
-    expect(message({ importanceSamplingLevel: 'sequence', lossType: 'dapo' })).toMatch(/^config: importanceSamplingLevel: 'sequence' \(GSPO\) needs lossType 'grpo', 'sapo' or 'luspo': 'dapo' sums per-token terms .* \(got "sequence"\)$/);
+    expect(message({ lossType: 'ppo' })).toBe(
+      'config: lossType: unknown loss type; expected one of grpo, bnpo, dr_grpo, dapo, cispo, sapo, luspo, vespo (got "ppo")',
+    );
+    expect(message({ epsilon: 0.2, epsilonHigh: 0.1 })).toBe(
+      'config: epsilonHigh: epsilonHigh must be at least epsilon (0.2): clip-higher only widens the upper bound (got 0.1)',
+    );
+    expect(message({ importanceSamplingLevel: 'sequence', lossType: 'dapo' })).toMatch(
+      /^config: importanceSamplingLevel: 'sequence' \(GSPO\) needs lossType 'grpo', 'sapo' or 'luspo': 'dapo' sums per-token terms .* \(got "sequence"\)$/,
+    );
     expect(message({ importanceSamplingLevel: 'tokens' })).toMatch(/^config: importanceSamplingLevel: /);
     expect(message({ scaleRewards: 'groups' })).toMatch(/^config: scaleRewards: /);
     expect(message({ topEntropyQuantile: 1.5 })).toMatch(/^config: topEntropyQuantile: /);
-    expect(message({ reward: ['domain', 'format'], rewardWeights: [1] })).toMatch(/^config: rewardWeights: 1 weights for 2 rewards \(domain, format\)/);
+    expect(message({ reward: ['domain', 'format'], rewardWeights: [1] })).toMatch(
+      /^config: rewardWeights: 1 weights for 2 rewards \(domain, format\)/,
+    );
     expect(message({ reward: ['domain', 'domain'] })).toMatch(/^config: reward: domain is given twice/);
     // Accepted: GSPO with grpo, clip-higher, DAPO's recipe.
     expect(message({ importanceSamplingLevel: 'sequence' })).toBe('accepted');
-    expect(message({ lossType: 'dapo', epsilonHigh: 0.28, maskTruncatedCompletions: true, dynamicSampling: true, scaleRewards: 'batch' })).toBe('accepted');
+    expect(
+      message({
+        lossType: 'dapo',
+        epsilonHigh: 0.28,
+        maskTruncatedCompletions: true,
+        dynamicSampling: true,
+        scaleRewards: 'batch',
+      }),
+    ).toBe('accepted');
   });
 });

@@ -8,12 +8,61 @@ import { renderVegaLite } from '../../core/plot.ts';
 import type { MetricsRow } from '../../trainer/metrics.ts';
 
 function run(label: string, domain: string, steps: number): RunCurves {
-  const rows: MetricsRow[] = [{ type: 'baseline', step: 0, name: 'game-start', n: 20, accuracy: 0.3, low: 0.2, high: 0.4 }];
+  const rows: MetricsRow[] = [
+    { type: 'baseline', step: 0, name: 'game-start', n: 20, accuracy: 0.3, low: 0.2, high: 0.4 },
+  ];
   for (let step = 0; step <= steps; step++) {
-    if (step > 0) rows.push({ type: 'train', step, rewardMean: 0.5, rewardStd: 0.1, accuracy: 0.5, exactRate: 0.5, validRate: 1, invalidFraction: 0, kl: 0, clipFraction: 0, ratioMean: 1, entropy: 0, completionLength: 3, loss: 0, gradNorm: 0, zeroSpreadGroups: 0, groups: 2, updated: true, rolloutTokensPerSecond: 1, learnerTokensPerSecond: 1, time: { rollout: 1, reward: 0, logprobs: 0, update: 1, total: 2 } } as MetricsRow);
+    if (step > 0)
+      rows.push({
+        type: 'train',
+        step,
+        rewardMean: 0.5,
+        rewardStd: 0.1,
+        accuracy: 0.5,
+        exactRate: 0.5,
+        validRate: 1,
+        invalidFraction: 0,
+        kl: 0,
+        clipFraction: 0,
+        ratioMean: 1,
+        entropy: 0,
+        completionLength: 3,
+        loss: 0,
+        gradNorm: 0,
+        zeroSpreadGroups: 0,
+        groups: 2,
+        updated: true,
+        rolloutTokensPerSecond: 1,
+        learnerTokensPerSecond: 1,
+        time: { rollout: 1, reward: 0, logprobs: 0, update: 1, total: 2 },
+      } as MetricsRow);
     if (step === 0 || step === steps) {
-      rows.push({ type: 'eval', step, modality: 'text', role: 'train', n: 20, accuracy: 0.5, low: 0.4, high: 0.6, exactRate: 0.5, validRate: 1, seconds: 1 } as MetricsRow);
-      rows.push({ type: 'eval', step, modality: 'image', role: 'transfer', n: 20, accuracy: 0.4, low: 0.3, high: 0.5, exactRate: 0.4, validRate: 1, seconds: 1 } as MetricsRow);
+      rows.push({
+        type: 'eval',
+        step,
+        modality: 'text',
+        role: 'train',
+        n: 20,
+        accuracy: 0.5,
+        low: 0.4,
+        high: 0.6,
+        exactRate: 0.5,
+        validRate: 1,
+        seconds: 1,
+      } as MetricsRow);
+      rows.push({
+        type: 'eval',
+        step,
+        modality: 'image',
+        role: 'transfer',
+        n: 20,
+        accuracy: 0.4,
+        low: 0.3,
+        high: 0.5,
+        exactRate: 0.4,
+        validRate: 1,
+        seconds: 1,
+      } as MetricsRow);
     }
   }
   return { label, domain, rows };
@@ -21,8 +70,12 @@ function run(label: string, domain: string, steps: number): RunCurves {
 
 describe('learning curves', () => {
   it('a 3-step run: integer ticks only, no smoothing claimed, legend by style and colour, metric named', async () => {
-    const { svg } = await renderVegaLite(learningCurveSpec([run('zeta-run', 'chess', 3), run('alpha-run', 'shell', 3)]));
-    const ticks = [...svg.matchAll(/aria-label="X-axis titled 'step' for a linear scale with values from ([\d.]+) to ([\d.]+)"/g)].map((m) => [m[1], m[2]]);
+    const { svg } = await renderVegaLite(
+      learningCurveSpec([run('zeta-run', 'chess', 3), run('alpha-run', 'shell', 3)]),
+    );
+    const ticks = [
+      ...svg.matchAll(/aria-label="X-axis titled 'step' for a linear scale with values from ([\d.]+) to ([\d.]+)"/g),
+    ].map((m) => [m[1], m[2]]);
     expect(ticks.length).toBeGreaterThan(0);
     for (const t of ticks) expect(t).toEqual(['0', '3']);
     expect(svg).not.toMatch(/>(1\.5|2\.5)</); // half steps would sit between the whole ones

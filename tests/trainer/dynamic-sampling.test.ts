@@ -27,9 +27,21 @@ describe('dynamic sampling', () => {
 
   it('sizes the next draw by the informative rate seen so far, up to maxPromptsPerDraw', () => {
     // 1 informative group in 4: 3 missing · 4 / 1 = 12 prompts
-    const round = dynamicSamplingRound(startTally(), [0, 1, 0, 0, 1, 1, 0, 0], { groupSize: 2, targetGroups: 4, maxExtraDraws: 5, maxPromptsPerDraw: 16 });
+    const round = dynamicSamplingRound(startTally(), [0, 1, 0, 0, 1, 1, 0, 0], {
+      groupSize: 2,
+      targetGroups: 4,
+      maxExtraDraws: 5,
+      maxPromptsPerDraw: 16,
+    });
     expect(round.drawMore).toBe(12);
-    expect(dynamicSamplingRound(startTally(), [0, 1, 0, 0, 1, 1, 0, 0], { groupSize: 2, targetGroups: 4, maxExtraDraws: 5, maxPromptsPerDraw: 10 }).drawMore).toBe(10);
+    expect(
+      dynamicSamplingRound(startTally(), [0, 1, 0, 0, 1, 1, 0, 0], {
+        groupSize: 2,
+        targetGroups: 4,
+        maxExtraDraws: 5,
+        maxPromptsPerDraw: 10,
+      }).drawMore,
+    ).toBe(10);
   });
 
   it('stops after maxExtraDraws extra rounds with what it has, even nothing', () => {

@@ -24,7 +24,12 @@ function tinyPolicy(): BuiltinPolicy {
   // Fresh adapters have B = 0; give B values so the A path has a gradient too and the policy differs from the reference.
   const rng = new Rng(7, 'lora-b');
   for (const v of policy.trainableVariables('lora')) {
-    v.assign(tf.tensor(Float32Array.from({ length: v.size }, () => rng.normal() * 0.3), v.shape));
+    v.assign(
+      tf.tensor(
+        Float32Array.from({ length: v.size }, () => rng.normal() * 0.3),
+        v.shape,
+      ),
+    );
   }
   return policy;
 }
@@ -32,7 +37,11 @@ function tinyPolicy(): BuiltinPolicy {
 function batchOf(policy: BuiltinPolicy): SequenceBatchItem[] {
   const image = blankImage(8, 8, [30, 200, 90]);
   image.data[5] = 250;
-  const withImage = policy.encode([{ type: 'text', text: '2|' }, { type: 'image', image }, { type: 'text', text: ':' }]);
+  const withImage = policy.encode([
+    { type: 'text', text: '2|' },
+    { type: 'image', image },
+    { type: 'text', text: ':' },
+  ]);
   const textOnly = policy.encode([{ type: 'text', text: '1|1 swap 3|2 swap 3:' }]);
   return [
     { prompt: textOnly, completion: policy.encodeTarget('2') },
@@ -52,16 +61,32 @@ describe('GRPO loss gradient (built-in policy, tiny)', () => {
     // 1e-4) it is 1 to 1e-4, so the finite differences check the rest of its path (tests/trainer/loss-family-trl19.test.ts
     // pins φ itself).
     ...LOSS_TYPES.flatMap((lossType) =>
-      IMPORTANCE_SAMPLING_LEVELS.filter((level) => !(level === 'sequence' ? ['cispo', 'vespo'] : ['luspo']).includes(lossType)).map((level) => ({
+      IMPORTANCE_SAMPLING_LEVELS.filter(
+        (level) => !(level === 'sequence' ? ['cispo', 'vespo'] : ['luspo']).includes(lossType),
+      ).map((level) => ({
         name: `${lossType}, ${level} level`,
         options: {
-          ...(level === 'token' ? { lossType, importanceSamplingLevel: level, epsilonHigh: 0.12 } : { lossType, importanceSamplingLevel: level, epsilon: 0.03, epsilonHigh: 0.05 }),
+          ...(level === 'token'
+            ? { lossType, importanceSamplingLevel: level, epsilonHigh: 0.12 }
+            : { lossType, importanceSamplingLevel: level, epsilon: 0.03, epsilonHigh: 0.05 }),
           ...(lossType === 'vespo' ? { vespo: { kPos: 0, lambdaPos: 0, kNeg: 0, lambdaNeg: 0 } } : {}),
         },
       })),
     ),
-    { name: 'grpo, token level, delta, off-policy mask and bias-corrected KL', options: { lossType: 'grpo', epsilonHigh: 0.12, delta: 1.13, offPolicyMaskThreshold: 0.01, useBiasCorrectionKl: true } },
-    { name: 'dapo, token level, truncation and entropy masks', options: { lossType: 'dapo', epsilonHigh: 0.12, maskTruncatedCompletions: true, topEntropyQuantile: 0.5 } },
+    {
+      name: 'grpo, token level, delta, off-policy mask and bias-corrected KL',
+      options: {
+        lossType: 'grpo',
+        epsilonHigh: 0.12,
+        delta: 1.13,
+        offPolicyMaskThreshold: 0.01,
+        useBiasCorrectionKl: true,
+      },
+    },
+    {
+      name: 'dapo, token level, truncation and entropy masks',
+      options: { lossType: 'dapo', epsilonHigh: 0.12, maskTruncatedCompletions: true, topEntropyQuantile: 0.5 },
+    },
   ];
   for (const { name, options } of cases) {
     it(`matches finite differences (${name})`, () => {
@@ -70,7 +95,14 @@ describe('GRPO loss gradient (built-in policy, tiny)', () => {
       const variables = policy.trainableVariables('lora');
       // The "old" policy: the adapters a little away from the current ones, so ratios differ from 1 (by up to 15%: with ε = 0.1 one token is clipped, none is near a boundary).
       const saved = variables.map((v) => v.dataSync().slice() as Float32Array);
-      variables.forEach((v, i) => v.assign(tf.tensor(saved[i].map((x, j) => x * (j % 2 ? 0.2 : 1.8)), v.shape)));
+      variables.forEach((v, i) =>
+        v.assign(
+          tf.tensor(
+            saved[i].map((x, j) => x * (j % 2 ? 0.2 : 1.8)),
+            v.shape,
+          ),
+        ),
+      );
       const old = tf.keep(tf.tidy(() => policy.tokenLogProbs(batch, { useLora: true }).logProbs));
       variables.forEach((v, i) => v.assign(tf.tensor(saved[i], v.shape)));
       const ref = tf.keep(tf.tidy(() => policy.tokenLogProbs(batch, { useLora: false }).logProbs));
@@ -78,18 +110,42 @@ describe('GRPO loss gradient (built-in policy, tiny)', () => {
       // Step-wide divisors as the loop computes them: two local batches of two completions; the second completion
       // "hit the token limit", which only matters when truncated completions are masked.
       const finished = [true, false, true, true];
-      const step = stepNormalisers(batch.map((b, i) => ({ tokens: b.completion.length, finished: finished[i] })), 2, options.maskTruncatedCompletions ?? false);
+      const step = stepNormalisers(
+        batch.map((b, i) => ({ tokens: b.completion.length, finished: finished[i] })),
+        2,
+        options.maskTruncatedCompletions ?? false,
+      );
       // Entropies are constants of the step (no gradient), and so is the threshold they give.
-      const entropies = tf.keep(tf.tidy(() => policy.tokenLogProbs(batch, { useLora: true, withEntropy: true }).entropy!));
+      const entropies = tf.keep(
+        tf.tidy(() => policy.tokenLogProbs(batch, { useLora: true, withEntropy: true }).entropy!),
+      );
       const all: LossOptions = {
-        epsilon: 0.1, beta: 0.1, lossType: 'grpo', maxCompletionTokens: 4, totalSequences: 4, totalTokens: step.totalTokens, localBatches: step.localBatches,
+        epsilon: 0.1,
+        beta: 0.1,
+        lossType: 'grpo',
+        maxCompletionTokens: 4,
+        totalSequences: 4,
+        totalTokens: step.totalTokens,
+        localBatches: step.localBatches,
         ...options,
       };
       const lossWith = () => {
         const lp = policy.tokenLogProbs(batch, { useLora: true });
-        const threshold = all.topEntropyQuantile !== undefined ? entropyThreshold(entropies, lp.mask, all.topEntropyQuantile) : undefined;
+        const threshold =
+          all.topEntropyQuantile !== undefined
+            ? entropyThreshold(entropies, lp.mask, all.topEntropyQuantile)
+            : undefined;
         return grpoLoss(
-          { logProbs: lp.logProbs, oldLogProbs: old, refLogProbs: ref, mask: lp.mask, advantages, finished, entropies, localBatchTokens: step.localBatchTokens },
+          {
+            logProbs: lp.logProbs,
+            oldLogProbs: old,
+            refLogProbs: ref,
+            mask: lp.mask,
+            advantages,
+            finished,
+            entropies,
+            localBatchTokens: step.localBatchTokens,
+          },
           { ...all, entropyThreshold: threshold },
         );
       };
@@ -125,7 +181,10 @@ describe('GRPO loss gradient (built-in policy, tiny)', () => {
         analytics.push(analytic);
         numerics.push(numeric);
         // float32 central differences: the loss is ~1 with round-off ~1e-7, so ~2e-5 / h of noise, plus truncation ~h².
-        expect(Math.abs(analytic - numeric), `variable ${vi} index ${j}: analytic ${analytic} numeric ${numeric}`).toBeLessThan(5e-5 + 0.03 * Math.abs(numeric));
+        expect(
+          Math.abs(analytic - numeric),
+          `variable ${vi} index ${j}: analytic ${analytic} numeric ${numeric}`,
+        ).toBeLessThan(5e-5 + 0.03 * Math.abs(numeric));
       }
       // Over all sampled coordinates: relative error of the gradient vector under 2%, and real (non-zero) gradients.
       const norm = (xs: number[]) => Math.sqrt(xs.reduce((s, x) => s + x * x, 0));

@@ -32,7 +32,17 @@ import { loadTrainingPolicy, train } from '../../trainer/loop.ts';
 import { writeByteTokenizer } from '../helpers/byte-tokenizer.ts';
 
 const EOS = 245;
-const JSON_CONFIG = llamaConfigJson({ vocabSize: 256, hiddenSize: 32, numLayers: 2, numHeads: 4, numKvHeads: 2, intermediateSize: 64, maxPositionEmbeddings: 256, bosTokenId: EOS, eosTokenId: EOS });
+const JSON_CONFIG = llamaConfigJson({
+  vocabSize: 256,
+  hiddenSize: 32,
+  numLayers: 2,
+  numHeads: 4,
+  numKvHeads: 2,
+  intermediateSize: 64,
+  maxPositionEmbeddings: 256,
+  bosTokenId: EOS,
+  eosTokenId: EOS,
+});
 
 /**
  * The shell prompt's state and moves ("3\n1 swap 3\n1 swap 2\n"), then "A:". Other messages (the loader's probe)
@@ -47,17 +57,29 @@ const COMPACT_SHELL_TEMPLATE =
 function writeFolder(dir: string, tensors: Parameters<typeof writeHfCheckpoint>[2]): string {
   writeHfCheckpoint(dir, JSON_CONFIG, tensors);
   writeByteTokenizer(dir, { specials: { '<|end|>': EOS }, chatTemplate: COMPACT_SHELL_TEMPLATE });
-  writeFileSync(join(dir, 'generation_config.json'), JSON.stringify({ bos_token_id: EOS, eos_token_id: EOS, pad_token_id: EOS }));
+  writeFileSync(
+    join(dir, 'generation_config.json'),
+    JSON.stringify({ bos_token_id: EOS, eos_token_id: EOS, pad_token_id: EOS }),
+  );
   return dir;
 }
 
 /** Random init → 30 AdamW steps of next-token cross-entropy on train-split answers, 70% with a stray "x"; saved. */
 async function supervisedBase(root: string): Promise<string> {
-  const random = writeFolder(join(root, 'random'), randomDecoderTensors(parseHfConfig(JSON_CONFIG).text, LLAMA_LAYOUT, new Rng(1, 'init')));
+  const random = writeFolder(
+    join(root, 'random'),
+    randomDecoderTensors(parseHfConfig(JSON_CONFIG).text, LLAMA_LAYOUT, new Rng(1, 'init')),
+  );
   const policy = (await loadBaseModel(random)) as HfPolicy;
   const episodes = generateEpisodes(shellEnv, { n: 200, actions: 3, split: 'train', seed: 0, modality: 'text' });
   const variables = policy.trainableVariables('base');
-  const optimizer = new AdamW(variables, { learningRate: 1e-2, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0 });
+  const optimizer = new AdamW(variables, {
+    learningRate: 1e-2,
+    beta1: 0.9,
+    beta2: 0.999,
+    epsilon: 1e-8,
+    weightDecay: 0,
+  });
   const rng = new Rng(0, 'sft');
   const answer = (text: string) => [...policy.kit.tokenizer.encode(text, { addSpecialTokens: false }), EOS];
   for (let step = 0; step < 30; step++) {
@@ -106,16 +128,43 @@ describe('GRPO learning (tiny Hugging Face Llama, shell game)', () => {
     const root = mkdtempSync(join(tmpdir(), 'metrl-hf-learn-'));
     const base = await supervisedBase(root);
     const maxCompletionTokens = 18; // "FINAL ANSWER: 2x" and EOS are 17 tokens
-    const config = resolveConfig({}, {
-      trainSize: 60, actions: 3, testSize: 4, steps: 15, promptsPerStep: 8, groupSize: 8, gradientAccumulation: 1,
-      maxCompletionTokens, learningRate: 0.01, beta: 0, loraRank: 8, loraAlpha: 16, evalEvery: 100, checkpointEvery: 100, temperature: 1,
-    });
+    const config = resolveConfig(
+      {},
+      {
+        trainSize: 60,
+        actions: 3,
+        testSize: 4,
+        steps: 15,
+        promptsPerStep: 8,
+        groupSize: 8,
+        gradientAccumulation: 1,
+        maxCompletionTokens,
+        learningRate: 0.01,
+        beta: 0,
+        loraRank: 8,
+        loraAlpha: 16,
+        evalEvery: 100,
+        checkpointEvery: 100,
+        temperature: 1,
+      },
+    );
     const setup = await loadTrainingPolicy(base, config);
     expect(setup.policy).toBeInstanceOf(HfPolicy);
-    const prompt = setup.policy.prompt(shellEnv, generateEpisodes(shellEnv, { n: 1, actions: 3, split: 'test', seed: 5, modality: 'text' })[0]);
+    const prompt = setup.policy.prompt(
+      shellEnv,
+      generateEpisodes(shellEnv, { n: 1, actions: 3, split: 'test', seed: 5, modality: 'text' })[0],
+    );
     expect(prompt.tokens.length).toBeLessThan(40); // the compact template is in use
     const heldOut = generateEpisodes(shellEnv, { n: 30, actions: 3, split: 'test', seed: 5, modality: 'text' });
-    const trainedOn = new Set(generateEpisodes(shellEnv, { n: config.trainSize, actions: 3, split: 'train', seed: config.seed, modality: 'text' }).map((e) => e.id));
+    const trainedOn = new Set(
+      generateEpisodes(shellEnv, {
+        n: config.trainSize,
+        actions: 3,
+        split: 'train',
+        seed: config.seed,
+        modality: 'text',
+      }).map((e) => e.id),
+    );
     expect(heldOut.some((e) => trainedOn.has(e.id))).toBe(false);
 
     const before = sampledReward(setup.policy, heldOut, maxCompletionTokens);
@@ -124,7 +173,9 @@ describe('GRPO learning (tiny Hugging Face Llama, shell game)', () => {
     setup.policy.dispose();
     rmSync(root, { recursive: true, force: true });
 
-    console.info(`HF Llama held-out sampled reward ${before.reward.toFixed(3)} → ${after.reward.toFixed(3)}, valid ${before.valid.toFixed(2)} → ${after.valid.toFixed(2)} (n = ${after.n})`);
+    console.info(
+      `HF Llama held-out sampled reward ${before.reward.toFixed(3)} → ${after.reward.toFixed(3)}, valid ${before.valid.toFixed(2)} → ${after.valid.toFixed(2)} (n = ${after.n})`,
+    );
     // Reward rises by more than the 95% intervals allow for chance: the intervals do not overlap.
     expect(wilsonInterval(after.correct, after.n)!.low).toBeGreaterThan(wilsonInterval(before.correct, before.n)!.high);
     expect(after.valid).toBeGreaterThan(before.valid + 0.3);

@@ -38,7 +38,13 @@ function supervisedBase(): BuiltinPolicy {
   const policy = BuiltinPolicy.create({ architecture: TINY_ARCHITECTURE, seed: 1 });
   const episodes = generateEpisodes(shellEnv, { n: 200, actions: 3, split: 'train', seed: 0, modality: 'text' });
   const variables = policy.trainableVariables('base');
-  const optimizer = new AdamW(variables, { learningRate: 1e-2, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0 });
+  const optimizer = new AdamW(variables, {
+    learningRate: 1e-2,
+    beta1: 0.9,
+    beta2: 0.999,
+    epsilon: 1e-8,
+    weightDecay: 0,
+  });
   const rng = new Rng(0, 'sft');
   for (let step = 0; step < 20; step++) {
     const batch = rng.sample(episodes, 32).map((e) => ({
@@ -55,12 +61,13 @@ function supervisedBase(): BuiltinPolicy {
       }, variables);
       value.dispose();
       if (summed === null) summed = grads;
-      else for (const name of Object.keys(grads)) {
-        const next: tf.Tensor = tf.add(summed[name], grads[name]);
-        summed[name].dispose();
-        grads[name].dispose();
-        summed[name] = next;
-      }
+      else
+        for (const name of Object.keys(grads)) {
+          const next: tf.Tensor = tf.add(summed[name], grads[name]);
+          summed[name].dispose();
+          grads[name].dispose();
+          summed[name] = next;
+        }
     }
     optimizer.apply(summed!);
     for (const g of Object.values(summed!)) g.dispose();
@@ -70,13 +77,21 @@ function supervisedBase(): BuiltinPolicy {
 }
 
 /** Reward and valid rate of 8 sampled completions (temperature 1) per held-out episode. */
-function sampledReward(policy: Sampler, episodes: Episode[]): { reward: number; valid: number; correct: number; n: number } {
+function sampledReward(
+  policy: Sampler,
+  episodes: Episode[],
+): { reward: number; valid: number; correct: number; n: number } {
   const rng = new Rng(9, 'measure');
   let correct = 0;
   let valid = 0;
   let n = 0;
   for (const e of episodes) {
-    for (const c of policy.sampleGroup(policy.encode(episodeToModelInput(oneShotShell, e, noImages)), 8, { temperature: 1, topP: 1, maxNewTokens: 3 }, rng)) {
+    for (const c of policy.sampleGroup(
+      policy.encode(episodeToModelInput(oneShotShell, e, noImages)),
+      8,
+      { temperature: 1, topP: 1, maxNewTokens: 3 },
+      rng,
+    )) {
       const score = shellEnv.score({ target: e.target, response: responseForScoring(oneShotShell, c.text) });
       correct += score.reward;
       valid += score.valid ? 1 : 0;
@@ -97,26 +112,64 @@ beforeAll(async () => {
 });
 
 describe('GRPO learning (tiny model, shell game)', () => {
-  it('raises the reward on held-out test episodes within a few steps', async () => {
-    const base = tinyBaseCheckpoint(supervisedBase());
-    const config = resolveConfig({}, {
-      trainSize: 60, actions: 3, testSize: 4, steps: 15, promptsPerStep: 8, groupSize: 8, gradientAccumulation: 1,
-      maxCompletionTokens: 3, learningRate: 0.01, beta: 0, loraRank: 8, loraAlpha: 16, evalEvery: 100, checkpointEvery: 100,
-      temperature: 1, // rollouts sampled as the held-out measure is (the default, 0.5, suits long traces, not this 3-token answer)
-    });
-    const setup = await loadTrainingPolicy(base, config);
-    const heldOut = generateEpisodes(shellEnv, { n: 30, actions: 3, split: 'test', seed: 5, modality: 'text' });
-    const trainedOn = new Set(generateEpisodes(shellEnv, { n: config.trainSize, actions: 3, split: 'train', seed: config.seed, modality: 'text' }).map((e) => e.id));
-    expect(heldOut.some((e) => trainedOn.has(e.id))).toBe(false);
+  it(
+    'raises the reward on held-out test episodes within a few steps',
+    async () => {
+      const base = tinyBaseCheckpoint(supervisedBase());
+      const config = resolveConfig(
+        {},
+        {
+          trainSize: 60,
+          actions: 3,
+          testSize: 4,
+          steps: 15,
+          promptsPerStep: 8,
+          groupSize: 8,
+          gradientAccumulation: 1,
+          maxCompletionTokens: 3,
+          learningRate: 0.01,
+          beta: 0,
+          loraRank: 8,
+          loraAlpha: 16,
+          evalEvery: 100,
+          checkpointEvery: 100,
+          temperature: 1, // rollouts sampled as the held-out measure is (the default, 0.5, suits long traces, not this 3-token answer)
+        },
+      );
+      const setup = await loadTrainingPolicy(base, config);
+      const heldOut = generateEpisodes(shellEnv, { n: 30, actions: 3, split: 'test', seed: 5, modality: 'text' });
+      const trainedOn = new Set(
+        generateEpisodes(shellEnv, {
+          n: config.trainSize,
+          actions: 3,
+          split: 'train',
+          seed: config.seed,
+          modality: 'text',
+        }).map((e) => e.id),
+      );
+      expect(heldOut.some((e) => trainedOn.has(e.id))).toBe(false);
 
-    const before = sampledReward(setup.policy, heldOut);
-    await train({ env: oneShotShell, ...setup, config, modality: 'text', runDir: join(mkdtempSync(join(tmpdir(), 'metrl-learn-')), 'run'), resume: false });
-    const after = sampledReward(setup.policy, heldOut);
+      const before = sampledReward(setup.policy, heldOut);
+      await train({
+        env: oneShotShell,
+        ...setup,
+        config,
+        modality: 'text',
+        runDir: join(mkdtempSync(join(tmpdir(), 'metrl-learn-')), 'run'),
+        resume: false,
+      });
+      const after = sampledReward(setup.policy, heldOut);
 
-    console.info(`held-out sampled reward ${before.reward.toFixed(3)} → ${after.reward.toFixed(3)}, valid ${before.valid.toFixed(2)} → ${after.valid.toFixed(2)} (n = ${after.n})`);
-    // Reward rises by more than the 95% intervals allow for chance: the intervals do not overlap.
-    expect(after.reward - before.reward).toBeGreaterThan(0.08);
-    expect(wilsonInterval(after.correct, after.n)!.low).toBeGreaterThan(wilsonInterval(before.correct, before.n)!.high);
-    expect(after.valid).toBeGreaterThan(before.valid + 0.3);
-  }, LOADED_MACHINE);
+      console.info(
+        `held-out sampled reward ${before.reward.toFixed(3)} → ${after.reward.toFixed(3)}, valid ${before.valid.toFixed(2)} → ${after.valid.toFixed(2)} (n = ${after.n})`,
+      );
+      // Reward rises by more than the 95% intervals allow for chance: the intervals do not overlap.
+      expect(after.reward - before.reward).toBeGreaterThan(0.08);
+      expect(wilsonInterval(after.correct, after.n)!.low).toBeGreaterThan(
+        wilsonInterval(before.correct, before.n)!.high,
+      );
+      expect(after.valid).toBeGreaterThan(before.valid + 0.3);
+    },
+    LOADED_MACHINE,
+  );
 });

@@ -16,14 +16,30 @@ import { BuiltinPolicy } from '../../models/builtin/policy.ts';
 import { TINY_ARCHITECTURE, tinyBaseCheckpoint } from './tiny-base.ts';
 
 // Room for a boxes prompt (about 310 tokens with two actions).
-const base = tinyBaseCheckpoint(BuiltinPolicy.create({ architecture: { ...TINY_ARCHITECTURE, maxContext: 512 }, seed: 1 }));
+const base = tinyBaseCheckpoint(
+  BuiltinPolicy.create({ architecture: { ...TINY_ARCHITECTURE, maxContext: 512 }, seed: 1 }),
+);
 
 const tinyConfig = (overrides: Record<string, unknown> = {}): TrainConfig =>
-  resolveConfig({}, {
-    trainSize: 12, actions: 2, testSize: 4, steps: 3, promptsPerStep: 2, groupSize: 4, gradientAccumulation: 2,
-    evalEvery: 10, checkpointEvery: 10, maxCompletionTokens: 3, learningRate: 0.05, samplesPerStep: 8, temperature: 1,
-    ...overrides,
-  });
+  resolveConfig(
+    {},
+    {
+      trainSize: 12,
+      actions: 2,
+      testSize: 4,
+      steps: 3,
+      promptsPerStep: 2,
+      groupSize: 4,
+      gradientAccumulation: 2,
+      evalEvery: 10,
+      checkpointEvery: 10,
+      maxCompletionTokens: 3,
+      learningRate: 0.05,
+      samplesPerStep: 8,
+      temperature: 1,
+      ...overrides,
+    },
+  );
 
 /**
  * A tiny run. The shell prompts ask for a trace, whose score reads the text after the last "FINAL ANSWER" (none in a
@@ -37,8 +53,16 @@ async function runTiny(config: TrainConfig, env: Env = shellEnv) {
 }
 
 const trainRows = (dir: string) =>
-  readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).filter((r) => r.type === 'train');
-const samples = (dir: string) => readFileSync(join(dir, 'samples.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  readFileSync(join(dir, 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l))
+    .filter((r) => r.type === 'train');
+const samples = (dir: string) =>
+  readFileSync(join(dir, 'samples.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
 
 beforeAll(async () => {
   await initBackend('wasm', null);
@@ -87,7 +111,9 @@ describe('train() with reward modules', () => {
       expect(s.reward).toBeCloseTo(domain + 0.5 * response.length, 12);
     }
     const [{ trl }] = trainRows(dir);
-    expect(Object.keys(trl)).toEqual(expect.arrayContaining(['rewards/domain/mean', 'rewards/length/mean', 'rewards/length/std']));
+    expect(Object.keys(trl)).toEqual(
+      expect.arrayContaining(['rewards/domain/mean', 'rewards/length/mean', 'rewards/length/std']),
+    );
     expect(trl['reward']).toBeCloseTo(trl['rewards/domain/mean'] + 0.5 * trl['rewards/length/mean'], 12);
   });
 
@@ -99,9 +125,9 @@ describe('train() with reward modules', () => {
     const dir = mkdtempSync(join(tmpdir(), 'metrl-family-'));
     const setup = await loadTrainingPolicy(base, config);
     const before = setup.policy.trainableVariables('lora').map((v) => Array.from(v.dataSync()));
-    await expect(train({ env: shellEnv, ...setup, config, modality: 'text', runDir: dir, resume: false })).rejects.toThrow(
-      /--reward .*broken\.ts: threw on episode shell-train-\S+: no judge today/,
-    );
+    await expect(
+      train({ env: shellEnv, ...setup, config, modality: 'text', runDir: dir, resume: false }),
+    ).rejects.toThrow(/--reward .*broken\.ts: threw on episode shell-train-\S+: no judge today/);
     expect(trainRows(dir)).toHaveLength(0);
     expect(setup.policy.trainableVariables('lora').map((v) => Array.from(v.dataSync()))).toEqual(before);
   });
@@ -111,7 +137,10 @@ describe('train() objective options', () => {
   // The step-wide divisors and the pooled entropy threshold make the summed chunk gradients the full-batch gradient.
   // A reward that differs between any two different completions gives every group a spread, so the update moves.
   const spread = join(mkdtempSync(join(tmpdir(), 'metrl-spread-')), 'spread.ts');
-  writeFileSync(spread, 'export default (completion: string): number => [...completion].reduce((s, ch) => s + ch.charCodeAt(0), 0) % 7;\n');
+  writeFileSync(
+    spread,
+    'export default (completion: string): number => [...completion].reduce((s, ch) => s + ch.charCodeAt(0), 0) % 7;\n',
+  );
   // One pass each: with μ > 1, Adam's first steps turn float noise in near-zero gradients (which the chunking changes)
   // into full-size steps, and the second pass drifts by ~1e-4 (grpo included). The top-entropy mask is step-wide, but
   // tied entropies at the threshold (a group's first tokens share their prompt) can still flip in float noise.
@@ -122,7 +151,11 @@ describe('train() objective options', () => {
   ] as const) {
     it(`${name}: the same update whatever the learner chunk size`, async () => {
       const adapters: number[][][] = [];
-      for (const [learnerBatch, learnerTokens] of [[3, 2048], [16, 2048], [16, 1]]) {
+      for (const [learnerBatch, learnerTokens] of [
+        [3, 2048],
+        [16, 2048],
+        [16, 1],
+      ]) {
         const config = tinyConfig({ steps: 1, learnerBatch, learnerTokens, reward: [spread], ...overrides });
         const { policy } = await runTiny(config, boxesEnv);
         adapters.push(policy.trainableVariables('lora').map((v) => Array.from(v.dataSync())));
@@ -134,7 +167,9 @@ describe('train() objective options', () => {
         a.forEach((values, i) => values.forEach((x, j) => (largest = Math.max(largest, Math.abs(x - b[i][j])))));
         expect(largest).toBeLessThan(1e-5);
       }
-      const fresh = (await loadTrainingPolicy(base, tinyConfig())).policy.trainableVariables('lora').map((v) => Array.from(v.dataSync()));
+      const fresh = (await loadTrainingPolicy(base, tinyConfig())).policy
+        .trainableVariables('lora')
+        .map((v) => Array.from(v.dataSync()));
       a.forEach((values, i) => values.forEach((x, j) => (moved = Math.max(moved, Math.abs(x - fresh[i][j])))));
       expect(moved).toBeGreaterThan(1e-4); // the update did something
     });

@@ -15,14 +15,30 @@ import type { Env } from '../../envs/env.ts';
 import { BuiltinPolicy } from '../../models/builtin/policy.ts';
 import { TINY_ARCHITECTURE, tinyBaseCheckpoint } from './tiny-base.ts';
 
-const base = tinyBaseCheckpoint(BuiltinPolicy.create({ architecture: { ...TINY_ARCHITECTURE, maxContext: 512 }, seed: 1 }));
+const base = tinyBaseCheckpoint(
+  BuiltinPolicy.create({ architecture: { ...TINY_ARCHITECTURE, maxContext: 512 }, seed: 1 }),
+);
 
 const tinyConfig = (overrides: Record<string, unknown> = {}): TrainConfig =>
-  resolveConfig({}, {
-    trainSize: 12, actions: 2, testSize: 4, steps: 3, promptsPerStep: 2, groupSize: 4, gradientAccumulation: 1,
-    evalEvery: 10, checkpointEvery: 10, maxCompletionTokens: 3, learningRate: 0.05, samplesPerStep: 8, temperature: 1,
-    ...overrides,
-  });
+  resolveConfig(
+    {},
+    {
+      trainSize: 12,
+      actions: 2,
+      testSize: 4,
+      steps: 3,
+      promptsPerStep: 2,
+      groupSize: 4,
+      gradientAccumulation: 1,
+      evalEvery: 10,
+      checkpointEvery: 10,
+      maxCompletionTokens: 3,
+      learningRate: 0.05,
+      samplesPerStep: 8,
+      temperature: 1,
+      ...overrides,
+    },
+  );
 
 async function runTiny(config: TrainConfig, env: Env = shellEnv) {
   const dir = mkdtempSync(join(tmpdir(), 'metrl-trl19-'));
@@ -32,8 +48,16 @@ async function runTiny(config: TrainConfig, env: Env = shellEnv) {
 }
 
 const trainRows = (dir: string) =>
-  readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).filter((r) => r.type === 'train');
-const samples = (dir: string) => readFileSync(join(dir, 'samples.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  readFileSync(join(dir, 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l))
+    .filter((r) => r.type === 'train');
+const samples = (dir: string) =>
+  readFileSync(join(dir, 'samples.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
 
 beforeAll(async () => {
   await initBackend('wasm', null);
@@ -43,8 +67,18 @@ describe('train() with the new loss types', () => {
   const cases: [string, Record<string, unknown>, string[], string[]][] = [
     ['cispo', { lossType: 'cispo', epsilonHigh: 5, numIterations: 2 }, ['cispo_clip_ratio'], ['clip_ratio/low_mean']],
     ['sapo', { lossType: 'sapo', numIterations: 2 }, [], ['clip_ratio/low_mean']],
-    ['luspo', { lossType: 'luspo', importanceSamplingLevel: 'sequence', delta: 3, numIterations: 2 }, ['clip_ratio/low_min', 'clip_ratio/high_max'], []],
-    ['vespo', { lossType: 'vespo', offPolicyMaskThreshold: 0.5, useBiasCorrectionKl: true, numIterations: 2 }, ['vespo/phi_seq_mean'], ['clip_ratio/region_mean']],
+    [
+      'luspo',
+      { lossType: 'luspo', importanceSamplingLevel: 'sequence', delta: 3, numIterations: 2 },
+      ['clip_ratio/low_min', 'clip_ratio/high_max'],
+      [],
+    ],
+    [
+      'vespo',
+      { lossType: 'vespo', offPolicyMaskThreshold: 0.5, useBiasCorrectionKl: true, numIterations: 2 },
+      ['vespo/phi_seq_mean'],
+      ['clip_ratio/region_mean'],
+    ],
   ];
   for (const [name, overrides, present, absent] of cases) {
     it(`${name}: finite losses, updates, its TRL keys and TRL 1.9's step_time and num_tokens`, async () => {
@@ -69,7 +103,18 @@ describe('train() with the new loss types', () => {
 describe('train() with an entropy bonus', () => {
   it('on tfjs: adaptive control moves entropy_coef by δ after each update, and the bonus changes the update', async () => {
     const common = { engine: 'tfjs', seed: 3 };
-    const adaptive = trainRows(await runTiny(tinyConfig({ ...common, entropyCoef: 0.5, useAdaptiveEntropy: true, entropyTarget: 100, entropyCoefDelta: 0.25, entropyCoefMax: 2 })));
+    const adaptive = trainRows(
+      await runTiny(
+        tinyConfig({
+          ...common,
+          entropyCoef: 0.5,
+          useAdaptiveEntropy: true,
+          entropyTarget: 100,
+          entropyCoefDelta: 0.25,
+          entropyCoefMax: 2,
+        }),
+      ),
+    );
     // The entropy is always below the target 100: c = 0.5 → 0.75 → 1.0 → 1.25, logged after each step's update.
     expect(adaptive.map((r) => r.trl['entropy_coef'])).toEqual([0.75, 1.0, 1.25]);
     // Step 1 applies no bonus (no measurement yet), so its policy_loss is its loss; step 2 applies c = 0.75.
@@ -97,7 +142,9 @@ describe('train() with an entropy bonus', () => {
     const config = tinyConfig({ engine: 'ort', entropyCoef: 0.01 });
     const dir = mkdtempSync(join(tmpdir(), 'metrl-trl19-'));
     const setup = await loadTrainingPolicy(base, config);
-    await expect(train({ env: shellEnv, ...setup, config, modality: 'text', runDir: dir, resume: false })).rejects.toThrow(
+    await expect(
+      train({ env: shellEnv, ...setup, config, modality: 'text', runDir: dir, resume: false }),
+    ).rejects.toThrow(
       '--entropy-coef / --use-adaptive-entropy: the ONNX Runtime learner does not differentiate the entropy; add --engine tfjs',
     );
     expect(existsSync(join(dir, 'metrics.jsonl'))).toBe(false);
@@ -107,8 +154,21 @@ describe('train() with an entropy bonus', () => {
 describe('train() with two rewards', () => {
   it('normalize_then_sum gives other advantages than sum_then_normalize from the same rollouts', async () => {
     const reward = ['domain', 'format'];
-    const summed = samples(await runTiny(tinyConfig({ reward, rewardWeights: [1, 0.5], steps: 1, maxCompletionTokens: 8 }), boxesEnv));
-    const gdpo = samples(await runTiny(tinyConfig({ reward, rewardWeights: [1, 0.5], steps: 1, maxCompletionTokens: 8, multiObjectiveAggregation: 'normalize_then_sum' }), boxesEnv));
+    const summed = samples(
+      await runTiny(tinyConfig({ reward, rewardWeights: [1, 0.5], steps: 1, maxCompletionTokens: 8 }), boxesEnv),
+    );
+    const gdpo = samples(
+      await runTiny(
+        tinyConfig({
+          reward,
+          rewardWeights: [1, 0.5],
+          steps: 1,
+          maxCompletionTokens: 8,
+          multiObjectiveAggregation: 'normalize_then_sum',
+        }),
+        boxesEnv,
+      ),
+    );
     // Same rollouts and rewards (the first update comes after them), different advantages where there was a spread.
     expect(gdpo.map((s) => s.completion)).toEqual(summed.map((s) => s.completion));
     expect(gdpo.map((s) => s.reward)).toEqual(summed.map((s) => s.reward));

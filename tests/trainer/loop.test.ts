@@ -14,23 +14,48 @@ import { chunksWithin } from '../../trainer/chunks.ts';
 
 const base = tinyBaseCheckpoint();
 
-const config = resolveConfig({}, {
-  trainSize: 12, actions: 2, testSize: 6, steps: 6, promptsPerStep: 2, groupSize: 4, gradientAccumulation: 2,
-  iterations: 2, evalEvery: 3, checkpointEvery: 2, maxCompletionTokens: 3, learningRate: 0.05, samplesPerStep: 2,
-});
+const config = resolveConfig(
+  {},
+  {
+    trainSize: 12,
+    actions: 2,
+    testSize: 6,
+    steps: 6,
+    promptsPerStep: 2,
+    groupSize: 4,
+    gradientAccumulation: 2,
+    iterations: 2,
+    evalEvery: 3,
+    checkpointEvery: 2,
+    maxCompletionTokens: 3,
+    learningRate: 0.05,
+    samplesPerStep: 2,
+  },
+);
 
 async function run(runDir: string, options: { resume?: boolean; stopAfterStep?: number } = {}) {
   const setup = await loadTrainingPolicy(base, config);
-  return train({ env: shellEnv, ...setup, config, modality: 'image', runDir, resume: options.resume ?? false, stopAfterStep: options.stopAfterStep });
+  return train({
+    env: shellEnv,
+    ...setup,
+    config,
+    modality: 'image',
+    runDir,
+    resume: options.resume ?? false,
+    stopAfterStep: options.stopAfterStep,
+  });
 }
 
 /** Metrics without the wall-clock fields, which differ between any two runs. */
 function comparable(runDir: string) {
-  return readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => {
-    const { time, rolloutTokensPerSecond, learnerTokensPerSecond, seconds, ...rest } = JSON.parse(l);
-    if (rest.trl) delete rest.trl.step_time; // TRL's step_time: seconds too
-    return rest;
-  });
+  return readFileSync(join(runDir, 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => {
+      const { time, rolloutTokensPerSecond, learnerTokensPerSecond, seconds, ...rest } = JSON.parse(l);
+      if (rest.trl) delete rest.trl.step_time; // TRL's step_time: seconds too
+      return rest;
+    });
 }
 
 beforeAll(async () => {
@@ -44,7 +69,14 @@ describe('training loop', () => {
     const rows = comparable(dir);
     expect(rows.filter((r) => r.type === 'train').map((r) => r.step)).toEqual([1, 2, 3, 4, 5, 6]);
     const evals = rows.filter((r) => r.type === 'eval');
-    expect(evals.map((r) => `${r.step}:${r.modality}:${r.role}`)).toEqual(['0:image:train', '0:text:transfer', '3:image:train', '3:text:transfer', '6:image:train', '6:text:transfer']);
+    expect(evals.map((r) => `${r.step}:${r.modality}:${r.role}`)).toEqual([
+      '0:image:train',
+      '0:text:transfer',
+      '3:image:train',
+      '3:text:transfer',
+      '6:image:train',
+      '6:text:transfer',
+    ]);
     for (const e of evals) expect(e.high).toBeGreaterThanOrEqual(e.low);
     // Game Start on the same test split, once: for the shell game, the share of episodes whose ball ends where it began.
     const baselines = rows.filter((r) => r.type === 'baseline');
@@ -72,7 +104,11 @@ describe('training loop', () => {
   it('gives the same update whatever the learner chunk size (it only bounds memory)', async () => {
     const adapters = [];
     // By sequence count (3 or 16 per pass) and by a token budget so small that every sequence gets a pass of its own.
-    for (const [learnerBatch, learnerTokens] of [[3, 2048], [16, 2048], [16, 1]]) {
+    for (const [learnerBatch, learnerTokens] of [
+      [3, 2048],
+      [16, 2048],
+      [16, 1],
+    ]) {
       const dir = mkdtempSync(join(tmpdir(), 'metrl-chunks-'));
       const cfg = { ...config, steps: 1, learnerBatch, learnerTokens, iterations: 1, numIterations: 1 };
       const setup = await loadTrainingPolicy(base, cfg);
@@ -92,11 +128,15 @@ describe('training loop', () => {
     const setup = await loadTrainingPolicy(base, config);
     const [first] = setup.policy.trainableVariables('lora');
     first.assign(tf.fill(first.shape, NaN));
-    await expect(train({ env: shellEnv, ...setup, config, modality: 'image', runDir: dir, resume: false })).rejects.toThrow(
-      /loss was not finite for 3 steps in a row \(steps 1-3; updates skipped\)/,
-    );
+    await expect(
+      train({ env: shellEnv, ...setup, config, modality: 'image', runDir: dir, resume: false }),
+    ).rejects.toThrow(/loss was not finite for 3 steps in a row \(steps 1-3; updates skipped\)/);
     const rows = comparable(dir).filter((r) => r.type === 'train');
-    expect(rows.map((r) => [r.step, r.updated, r.loss])).toEqual([[1, false, null], [2, false, null], [3, false, null]]);
+    expect(rows.map((r) => [r.step, r.updated, r.loss])).toEqual([
+      [1, false, null],
+      [2, false, null],
+      [3, false, null],
+    ]);
   });
 
   it('refuses a second run into the same folder, and --resume when training rows have lost their checkpoints', async () => {
@@ -125,14 +165,29 @@ describe('training loop', () => {
       await run(dir, { stopAfterStep: 0 });
       expect(readFileSync(join(dir, 'checkpoints', 'latest'), 'utf8').trim()).toBe('step-0');
       // As a kill after the trained modality's row: drop the transfer row, and mark the kept one to see it survive.
-      const lines = readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+      const lines = readFileSync(join(dir, 'metrics.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
       expect(lines.map((r) => `${r.type}:${r.modality ?? ''}`)).toEqual(['baseline:', 'eval:image', 'eval:text']);
       lines[1].seconds = 12345;
-      writeFileSync(join(dir, 'metrics.jsonl'), lines.slice(0, 2).map((r) => JSON.stringify(r) + '\n').join(''));
+      writeFileSync(
+        join(dir, 'metrics.jsonl'),
+        lines
+          .slice(0, 2)
+          .map((r) => JSON.stringify(r) + '\n')
+          .join(''),
+      );
       await run(dir, { resume: true });
       expect(comparable(dir)).toEqual(comparable(whole));
-      const rows = readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-      expect(rows.filter((r) => r.type === 'eval' && r.step === 0).map((r) => r.seconds === 12345)).toEqual([true, false]);
+      const rows = readFileSync(join(dir, 'metrics.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(rows.filter((r) => r.type === 'eval' && r.step === 0).map((r) => r.seconds === 12345)).toEqual([
+        true,
+        false,
+      ]);
     });
 
     it('stopped after the step-0 checkpoint, before the baseline: --resume completes the run', async () => {

@@ -10,11 +10,27 @@ import { describe, expect, it } from 'vitest';
 import * as tf from '@tensorflow/tfjs';
 import { grpoLoss, type LossInputs, type LossOptions } from '../../trainer/loss.ts';
 
-const LOGP = [[-0.5, -1.2, -0.1], [-2.0, -0.3, -9]];
-const OLD = [[-0.75, -1.0, -0.1], [-1.7, -0.5, -9]];
-const MASK = [[1, 1, 1], [1, 1, 0]];
+const LOGP = [
+  [-0.5, -1.2, -0.1],
+  [-2.0, -0.3, -9],
+];
+const OLD = [
+  [-0.75, -1.0, -0.1],
+  [-1.7, -0.5, -9],
+];
+const MASK = [
+  [1, 1, 1],
+  [1, 1, 0],
+];
 const ADV = [1, -2];
-const base: LossOptions = { epsilon: 0.2, beta: 0, lossType: 'grpo', maxCompletionTokens: 4, totalSequences: 2, totalTokens: 10 };
+const base: LossOptions = {
+  epsilon: 0.2,
+  beta: 0,
+  lossType: 'grpo',
+  maxCompletionTokens: 4,
+  totalSequences: 2,
+  totalTokens: 10,
+};
 
 interface Case {
   options: Partial<LossOptions>;
@@ -78,15 +94,23 @@ describe('cispo: −sg[min(ρ, ε_max)]·A·logp, token mean over the step', () 
     //   row 0: 1.25·0.5 + 0.8187308·1.2 + 1·0.1 = 1.7074770; row 1: −0.7408182·2·2 − 1.2214028·2·0.3 = −3.6961145
     expect(r.loss).toBeCloseTo((1.707477 - 3.6961145) / 10, 6);
     // ∂/∂logp = −sg[w]·A / 10: every token keeps a gradient, the clipped one with weight ε_max.
-    expectGrad(r.grad, [[-0.125, -0.08187308, -0.1], [0.14816364, 0.24428056, 0]]);
+    expectGrad(r.grad, [
+      [-0.125, -0.08187308, -0.1],
+      [0.14816364, 0.24428056, 0],
+    ]);
     expect(r.sums.cispoClipped).toBe(1);
   });
   it('its gradient is the finite difference of the surrogate with the weights held fixed, not of the loss', () => {
     const r = run(c);
-    const w = [[1.25, Math.exp(-0.2), 1], [Math.exp(-0.3), Math.exp(0.2)]];
-    const surrogate = (lp: number[][]) => lp.reduce((s, row, i) => s + row.reduce((u, x, t) => u + (MASK[i][t] ? -w[i][t] * ADV[i] * x : 0), 0), 0) / 10;
+    const w = [
+      [1.25, Math.exp(-0.2), 1],
+      [Math.exp(-0.3), Math.exp(0.2)],
+    ];
+    const surrogate = (lp: number[][]) =>
+      lp.reduce((s, row, i) => s + row.reduce((u, x, t) => u + (MASK[i][t] ? -w[i][t] * ADV[i] * x : 0), 0), 0) / 10;
     const h = 1e-3;
-    const moved = (i: number, t: number, d: number) => LOGP.map((row, k) => row.map((x, j) => (k === i && j === t ? x + d : x)));
+    const moved = (i: number, t: number, d: number) =>
+      LOGP.map((row, k) => row.map((x, j) => (k === i && j === t ? x + d : x)));
     expect(r.grad[1][0]).toBeCloseTo((surrogate(moved(1, 0, h)) - surrogate(moved(1, 0, -h))) / (2 * h), 5);
     // The loss's own derivative differs (its weight moves with logp): the detach is what makes this cispo.
     const full = (lossAt(c, 1, 0, 1e-2) - lossAt(c, 1, 0, -1e-2)) / 2e-2;
@@ -94,7 +118,10 @@ describe('cispo: −sg[min(ρ, ε_max)]·A·logp, token mean over the step', () 
   });
   it("with TRL's default ε_max = ε = 0.2 every ratio near 1 is clipped to 0.2", () => {
     const r = run({ options: { lossType: 'cispo' } });
-    expectGrad(r.grad, [[-0.02, -0.02, -0.02], [0.04, 0.04, 0]]);
+    expectGrad(r.grad, [
+      [-0.02, -0.02, -0.02],
+      [0.04, 0.04, 0],
+    ]);
   });
 });
 
@@ -106,7 +133,10 @@ describe('sapo: −σ(τ(ρ − 1))·(4/τ)·A, τ = 1 for A > 0 and 1.05 otherw
     // L = ((Σ row 0) / 3 + (Σ row 1) / 2) / 2
     expect(r.loss).toBeCloseTo(0.8692776, 5);
     // ∂ℓ/∂logp = −4σ(1 − σ)·A·ρ, divided by 3·2 (row 0) and 2·2 (row 1): no hard clip, every token has a gradient.
-    expectGrad(r.grad, [[-0.2097457, -0.1353403, -0.1666667], [0.3636347, 0.602524, 0]]);
+    expectGrad(r.grad, [
+      [-0.2097457, -0.1353403, -0.1666667],
+      [0.3636347, 0.602524, 0],
+    ]);
     expectFiniteDifferences(c, r.grad);
   });
   it('at ρ = 1 gives the grpo gradient (the gate’s slope is 1 there)', () => {
@@ -124,11 +154,17 @@ describe('luspo: GSPO’s sequence term scaled by the length, (1/N) Σ_i |o_i|·
     // L = (3·(−ρ_0) + 2·(2ρ_1)) / 2 = 0.3772494
     expect(r.loss).toBeCloseTo(0.3772494, 6);
     // ∂/∂logp_0t = 3·(−ρ_0)·(1/3) / 2 = −ρ_0 / 2; ∂/∂logp_1t = 2·(2ρ_1)·(1/2) / 2 = ρ_1
-    expectGrad(r.grad, [[-0.5084032, -0.5084032, -0.5084032], [0.9512294, 0.9512294, 0]]);
+    expectGrad(r.grad, [
+      [-0.5084032, -0.5084032, -0.5084032],
+      [0.9512294, 0.9512294, 0],
+    ]);
     expectFiniteDifferences(c, r.grad);
   });
   it('with β > 0 adds the KL’s token sum per completion, over N', () => {
-    const ref = [[-0.6, -1.0, -0.1], [-2.1, -0.3, -9]];
+    const ref = [
+      [-0.6, -1.0, -0.1],
+      [-2.1, -0.3, -9],
+    ];
     const r = run({ ...c, options: { ...c.options, beta: 0.1 }, ref });
     const k3 = (x: number) => Math.exp(x) - x - 1; // x = ref − logp
     const kl = k3(-0.1) + k3(0.2) + k3(0) + k3(-0.1) + k3(0);
@@ -145,7 +181,10 @@ describe('vespo: −φ_i·A_i·logp_it, φ the Gamma weight of w_i = exp(Σ_t d_
     const r = run(c);
     // ℓ row 0 = φ_0·[0.5, 1.2, 0.1], row 1 = −φ_1·[4, 0.6]; L = (1.8φ_0 − 4.6φ_1) / 10
     expect(r.loss).toBeCloseTo((1.8 * phi0 - 4.6 * phi1) / 10, 6);
-    expectGrad(r.grad, [[-phi0 / 10, -phi0 / 10, -phi0 / 10], [(2 * phi1) / 10, (2 * phi1) / 10, 0]]);
+    expectGrad(r.grad, [
+      [-phi0 / 10, -phi0 / 10, -phi0 / 10],
+      [(2 * phi1) / 10, (2 * phi1) / 10, 0],
+    ]);
     expect(r.sums.phi / r.sums.rows).toBeCloseTo((phi0 + phi1) / 2, 6);
   });
   it('φ is detached: the gradient is the surrogate’s with φ fixed (exact for a linear surrogate)', () => {
@@ -157,13 +196,19 @@ describe('vespo: −φ_i·A_i·logp_it, φ the Gamma weight of w_i = exp(Σ_t d_
   });
   it('φ(1) = 1: on-policy it is the plain policy gradient −A·logp', () => {
     const r = run({ ...c, old: LOGP });
-    expectGrad(r.grad, [[-0.1, -0.1, -0.1], [0.2, 0.2, 0]]);
+    expectGrad(r.grad, [
+      [-0.1, -0.1, -0.1],
+      [0.2, 0.2, 0],
+    ]);
   });
 });
 
 describe('delta: two-sided clip, the unclipped ratio capped at δ', () => {
   // Row 1 t1 moved off-policy: d = 0.6, ρ = 1.8221188 with A = −2.
-  const old = [[-0.75, -1.0, -0.1], [-1.7, -0.9, -9]];
+  const old = [
+    [-0.75, -1.0, -0.1],
+    [-1.7, -0.9, -9],
+  ];
   it('caps the loss of a negative-advantage token whose ratio ran past δ, and its gradient', () => {
     const without = run({ options: {}, old });
     const withDelta = run({ options: { delta: 1.5 }, old });
@@ -183,7 +228,10 @@ describe('delta: two-sided clip, the unclipped ratio capped at δ', () => {
 
 describe('off-policy mask (DeepSeek-V3.2)', () => {
   // Row 1 (A < 0): mean of logp_old − logp = (0.3 − 0.2) / 2 = 0.05. Row 0 has A > 0 and is always kept.
-  const ref = [[-0.6, -1.0, -0.1], [-2.1, -0.3, -9]];
+  const ref = [
+    [-0.6, -1.0, -0.1],
+    [-2.1, -0.3, -9],
+  ];
   it('drops the policy term of a negative-advantage completion whose mean KL exceeds the threshold, keeps its KL', () => {
     const kept = run({ options: { offPolicyMaskThreshold: 0.06, beta: 0.1 }, ref });
     const masked = run({ options: { offPolicyMaskThreshold: 0.04, beta: 0.1 }, ref });
@@ -199,7 +247,10 @@ describe('off-policy mask (DeepSeek-V3.2)', () => {
 });
 
 describe('useBiasCorrectionKl: KL_it·ρ_it, differentiated through ρ', () => {
-  const ref = [[-0.6, -1.0, -0.1], [-2.1, -0.3, -9]];
+  const ref = [
+    [-0.6, -1.0, -0.1],
+    [-2.1, -0.3, -9],
+  ];
   it('weights each token’s KL by its ratio, and the gradient matches finite differences', () => {
     const c: Case = { options: { beta: 0.1, useBiasCorrectionKl: true }, ref };
     const r = run(c);
@@ -216,7 +267,10 @@ describe('useBiasCorrectionKl: KL_it·ρ_it, differentiated through ρ', () => {
 });
 
 describe('entropy bonus: L − c·Σ m·H / T_step', () => {
-  const H = [[1.0, 0.5, 2.0], [0.25, 0.75, 9]];
+  const H = [
+    [1.0, 0.5, 2.0],
+    [0.25, 0.75, 9],
+  ];
   it('subtracts c times the step’s mean entropy share, with the gradient −c·m / T_step on the entropies', () => {
     const c = 0.3;
     const withBonus = run({ options: { entropyCoef: c }, entropies: H });
@@ -226,8 +280,20 @@ describe('entropy bonus: L − c·Σ m·H / T_step', () => {
     expect(without.loss - withBonus.loss).toBeCloseTo(c * 0.45, 6);
     // The policy part of the gradient is unchanged.
     expectGrad(withBonus.grad, without.grad);
-    const dH = tf.tidy(() => tf.grad((h: tf.Tensor) => grpoLoss(inputsOf({ options: {} }, tf.tensor2d(LOGP), h as tf.Tensor2D), { ...base, entropyCoef: c }).loss)(tf.tensor2d(H)).arraySync() as number[][]);
-    expectGrad(dH, [[-0.03, -0.03, -0.03], [-0.03, -0.03, 0]]);
+    const dH = tf.tidy(
+      () =>
+        tf
+          .grad(
+            (h: tf.Tensor) =>
+              grpoLoss(inputsOf({ options: {} }, tf.tensor2d(LOGP), h as tf.Tensor2D), { ...base, entropyCoef: c })
+                .loss,
+          )(tf.tensor2d(H))
+          .arraySync() as number[][],
+    );
+    expectGrad(dH, [
+      [-0.03, -0.03, -0.03],
+      [-0.03, -0.03, 0],
+    ]);
   });
   it('with topEntropyQuantile < 1 carries only the high-entropy tokens, over the same T_step', () => {
     const c = 0.3;
@@ -238,8 +304,20 @@ describe('entropy bonus: L − c·Σ m·H / T_step', () => {
     expect(withBonus.sums.entropyBonus).toBeCloseTo(0.3, 7);
     expect(without.loss - withBonus.loss).toBeCloseTo(c * 0.3, 6);
     expectGrad(withBonus.grad, without.grad);
-    const dH = tf.tidy(() => tf.grad((e: tf.Tensor) => grpoLoss(inputsOf({ options: h }, tf.tensor2d(LOGP), e as tf.Tensor2D), { ...base, ...h, entropyCoef: c }).loss)(tf.tensor2d(H)).arraySync() as number[][]);
-    expectGrad(dH, [[-0.03, 0, -0.03], [0, 0, 0]]);
+    const dH = tf.tidy(
+      () =>
+        tf
+          .grad(
+            (e: tf.Tensor) =>
+              grpoLoss(inputsOf({ options: h }, tf.tensor2d(LOGP), e as tf.Tensor2D), { ...base, ...h, entropyCoef: c })
+                .loss,
+          )(tf.tensor2d(H))
+          .arraySync() as number[][],
+    );
+    expectGrad(dH, [
+      [-0.03, 0, -0.03],
+      [0, 0, 0],
+    ]);
   });
 
   it('computes the share but applies nothing with c = 0 (adaptive control measuring the entropy)', () => {

@@ -17,9 +17,18 @@ import { grpoLoss, type LossInputs, type LossOptions } from '../../trainer/loss.
 import { entropyThreshold, quantile } from '../../trainer/entropy-mask.ts';
 import { stepNormalisers } from '../../trainer/loss-normalisers.ts';
 
-const logp = [[-0.5, -1.2, -0.1], [-2.0, -0.3, -9]];
-const old = [[-0.75, -1.0, -0.1], [-1.7, -0.5, -9]];
-const mask = [[1, 1, 1], [1, 1, 0]];
+const logp = [
+  [-0.5, -1.2, -0.1],
+  [-2.0, -0.3, -9],
+];
+const old = [
+  [-0.75, -1.0, -0.1],
+  [-1.7, -0.5, -9],
+];
+const mask = [
+  [1, 1, 1],
+  [1, 1, 0],
+];
 const adv = [1, -2];
 const base: LossOptions = { epsilon: 0.2, beta: 0, lossType: 'grpo', maxCompletionTokens: 4, totalSequences: 2 };
 
@@ -57,7 +66,10 @@ describe('loss types: the normaliser of Σ m·ℓ', () => {
     // (−3.0187308 / 3 + 4.0428055 / 2) / 2 = (−1.0062436 + 2.0214028) / 2
     expect(r.loss).toBeCloseTo(0.5075796, 6);
     // row 0 tokens / (3 · 2), row 1 tokens / (2 · 2)
-    expectGrad(r.grad, [[0, -0.8187308 / 6, -1 / 6], [0, 2.4428055 / 4, 0]]);
+    expectGrad(r.grad, [
+      [0, -0.8187308 / 6, -1 / 6],
+      [0, 2.4428055 / 4, 0],
+    ]);
   });
 
   it('bnpo: token mean over each local batch, then over the local batches', () => {
@@ -65,21 +77,30 @@ describe('loss types: the normaliser of Σ m·ℓ', () => {
     const r = run({ lossType: 'bnpo', localBatches: 2 }, { localBatchTokens: [6, 4] });
     // (−3.0187308 / 6 + 4.0428055 / 4) / 2 = (−0.5031218 + 1.0107014) / 2
     expect(r.loss).toBeCloseTo(0.2537898, 6);
-    expectGrad(r.grad, [[0, -0.8187308 / 12, -1 / 12], [0, 2.4428055 / 8, 0]]);
+    expectGrad(r.grad, [
+      [0, -0.8187308 / 12, -1 / 12],
+      [0, 2.4428055 / 8, 0],
+    ]);
   });
 
   it('dr_grpo: token sum over a constant, completions × max completion tokens', () => {
     const r = run({ lossType: 'dr_grpo' });
     // 1.0240748 / (2 · 4)
     expect(r.loss).toBeCloseTo(0.1280093, 6);
-    expectGrad(r.grad, [[0, -0.8187308 / 8, -1 / 8], [0, 2.4428055 / 8, 0]]);
+    expectGrad(r.grad, [
+      [0, -0.8187308 / 8, -1 / 8],
+      [0, 2.4428055 / 8, 0],
+    ]);
   });
 
   it('dapo: token sum over the whole step’s active tokens', () => {
     // The step holds 10 active tokens (5 of them in another micro-batch): 1.0240748 / 10
     const r = run({ lossType: 'dapo', totalTokens: 10 });
     expect(r.loss).toBeCloseTo(0.1024075, 6);
-    expectGrad(r.grad, [[0, -0.8187308 / 10, -1 / 10], [0, 2.4428055 / 10, 0]]);
+    expectGrad(r.grad, [
+      [0, -0.8187308 / 10, -1 / 10],
+      [0, 2.4428055 / 10, 0],
+    ]);
   });
 
   it('names what is missing instead of guessing a divisor', () => {
@@ -99,7 +120,10 @@ describe('asymmetric clip (epsilonHigh) and TRL’s clip statistics', () => {
     const r = run({ epsilonHigh: 0.3 });
     // row 0: −(1.2840254 + 0.8187308 + 1) = −3.1027562; (−3.1027562 / 3 + 4.0428055 / 2) / 2
     expect(r.loss).toBeCloseTo(0.4935754, 6);
-    expectGrad(r.grad, [[-1.2840254 / 6, -0.8187308 / 6, -1 / 6], [0, 2.4428055 / 4, 0]]);
+    expectGrad(r.grad, [
+      [-1.2840254 / 6, -0.8187308 / 6, -1 / 6],
+      [0, 2.4428055 / 4, 0],
+    ]);
     expect(r.sums).toMatchObject({ clipLow: 1, clipHigh: 0, clipRegion: 1 });
   });
 });
@@ -113,7 +137,10 @@ describe('importance sampling level "sequence" (GSPO)', () => {
     // (−1.0168063 + 1.9024588) / 2
     expect(r.loss).toBeCloseTo(0.4428263, 6);
     // row 0: ∂/∂logp_0t of (1/2)·(−ρ_0) = −1.0168063 / 3 / 2; row 1: (1/2)·(2ρ_1 / 2) = 0.9512294 / 2
-    expectGrad(r.grad, [[-0.1694677, -0.1694677, -0.1694677], [0.4756147, 0.4756147, 0]]);
+    expectGrad(r.grad, [
+      [-0.1694677, -0.1694677, -0.1694677],
+      [0.4756147, 0.4756147, 0],
+    ]);
     expect(r.sums).toMatchObject({ clipLow: 0, clipHigh: 0, clipRegion: 0, clipUnits: 2 });
   });
 
@@ -122,14 +149,20 @@ describe('importance sampling level "sequence" (GSPO)', () => {
     // (3 · −1.0168063 + 2 · 1.9024588) / 10
     expect(r.loss).toBeCloseTo(0.0754499, 6);
     // row 0: 3 tokens × (−ρ_0 / 3) / 10; row 1: 2 tokens × (2ρ_1 / 2) / 10
-    expectGrad(r.grad, [[-0.1016806, -0.1016806, -0.1016806], [0.1902459, 0.1902459, 0]]);
+    expectGrad(r.grad, [
+      [-0.1016806, -0.1016806, -0.1016806],
+      [0.1902459, 0.1902459, 0],
+    ]);
   });
 
   it('counts clips once per sequence: ε = 0.01 clips row 0 high (1.0168 > 1.01) and row 1 low (0.9512 < 0.99)', () => {
     const r = run({ importanceSamplingLevel: 'sequence', epsilon: 0.01 });
     // both clipped: ℓ = −1.01 per row-0 token, −(0.99 · −2) = 1.98 per row-1 token; (−1.01 + 1.98) / 2, no gradient
     expect(r.loss).toBeCloseTo(0.485, 6);
-    expectGrad(r.grad, [[0, 0, 0], [0, 0, 0]]);
+    expectGrad(r.grad, [
+      [0, 0, 0],
+      [0, 0, 0],
+    ]);
     expect(r.sums).toMatchObject({ clipLow: 1, clipHigh: 1, clipRegion: 2, clipUnits: 2, clipped: 5 });
   });
 });
@@ -139,7 +172,10 @@ describe('maskTruncatedCompletions', () => {
     const r = run({ maskTruncatedCompletions: true }, { finished: [true, false] });
     // only row 0 is left; N stays 2 (TRL: mean over the batch's rows): −3.0187308 / 3 / 2
     expect(r.loss).toBeCloseTo(-0.5031218, 6);
-    expectGrad(r.grad, [[0, -0.8187308 / 6, -1 / 6], [0, 0, 0]]);
+    expectGrad(r.grad, [
+      [0, -0.8187308 / 6, -1 / 6],
+      [0, 0, 0],
+    ]);
     expect(r.sums).toMatchObject({ tokens: 3, clipLow: 0, clipHigh: 1, clipUnits: 3 });
   });
 
@@ -152,10 +188,20 @@ describe('maskTruncatedCompletions', () => {
   });
 
   it('and dapo’s divisor counts only the tokens left, as the loop computes it', () => {
-    const step = stepNormalisers([{ tokens: 3, finished: true }, { tokens: 2, finished: false }], 2, true);
+    const step = stepNormalisers(
+      [
+        { tokens: 3, finished: true },
+        { tokens: 2, finished: false },
+      ],
+      2,
+      true,
+    );
     expect(step).toMatchObject({ totalSequences: 2, totalTokens: 3, localBatches: 1 });
     expect(Array.from(step.localBatchTokens)).toEqual([3, 3]);
-    const r = run({ maskTruncatedCompletions: true, lossType: 'dapo', totalTokens: step.totalTokens }, { finished: [true, false] });
+    const r = run(
+      { maskTruncatedCompletions: true, lossType: 'dapo', totalTokens: step.totalTokens },
+      { finished: [true, false] },
+    );
     // −3.0187308 / 3
     expect(r.loss).toBeCloseTo(-1.0062436, 6);
   });
@@ -163,7 +209,10 @@ describe('maskTruncatedCompletions', () => {
 
 describe('topEntropyQuantile', () => {
   // Entropies of the real tokens: row 0 [0.5, 2.0, 1.0], row 1 [3.0, 0.1] (the pad's 9.9 is not a token).
-  const entropies = [[0.5, 2.0, 1.0], [3.0, 0.1, 9.9]];
+  const entropies = [
+    [0.5, 2.0, 1.0],
+    [3.0, 0.1, 9.9],
+  ];
   // ρ = 0.4 → the 0.6 quantile of [0.1, 0.5, 1.0, 2.0, 3.0]: position 0.6 · 4 = 2.4, 1.0 + 0.4 · (2.0 − 1.0) = 1.4.
   // Tokens at or above 1.4: row 0 t1 (2.0) and row 1 t0 (3.0).
   it('finds the threshold as torch.quantile does', () => {
@@ -178,9 +227,14 @@ describe('topEntropyQuantile', () => {
     const r = run({ topEntropyQuantile: 0.4 }, { entropies: tf.tensor2d(entropies) });
     // row 0 keeps t1 (−0.8187308), row 1 keeps t0 (1.6, clipped): (−0.8187308 / 3 + 1.6 / 2) / 2
     expect(r.loss).toBeCloseTo(0.2635449, 6);
-    expectGrad(r.grad, [[0, -0.8187308 / 6, 0], [0, 0, 0]]);
+    expectGrad(r.grad, [
+      [0, -0.8187308 / 6, 0],
+      [0, 0, 0],
+    ]);
     // A threshold computed over the whole step can be passed instead; the same one gives the same loss.
-    expect(run({ topEntropyQuantile: 0.4, entropyThreshold: 1.4 }, { entropies: tf.tensor2d(entropies) }).loss).toBeCloseTo(0.2635449, 6);
+    expect(
+      run({ topEntropyQuantile: 0.4, entropyThreshold: 1.4 }, { entropies: tf.tensor2d(entropies) }).loss,
+    ).toBeCloseTo(0.2635449, 6);
   });
 
   it('leaves the KL term on every token', () => {
@@ -190,7 +244,10 @@ describe('topEntropyQuantile', () => {
     const ref = logp.map((row, i) => row.map((x, t) => (i === 0 && t === 0 ? x + 0.5 : x)));
     const r = run({ topEntropyQuantile: 0.4, beta: 0.1 }, { entropies: tf.tensor2d(entropies) }, ref);
     expect(r.loss).toBeCloseTo(0.2660236, 6);
-    expectGrad(r.grad, [[-0.010812, -0.8187308 / 6, 0], [0, 0, 0]]);
+    expectGrad(r.grad, [
+      [-0.010812, -0.8187308 / 6, 0],
+      [0, 0, 0],
+    ]);
   });
 
   it('with ρ = 1 is off and needs no entropies', () => {
@@ -201,7 +258,14 @@ describe('topEntropyQuantile', () => {
 // ---- the defaults, bit for bit ------------------------------------------------------------------------------------
 // The loss as it was before issue 16 (commit d683fc9), restated here to pin the defaults: grpo or Dr. GRPO, token-level
 // ratios, one ε.
-function legacyLoss(lp: tf.Tensor2D, oldLp: tf.Tensor2D, refLp: tf.Tensor2D, m: tf.Tensor2D, advantages: tf.Tensor1D, lossType: 'grpo' | 'dr-grpo'): tf.Scalar {
+function legacyLoss(
+  lp: tf.Tensor2D,
+  oldLp: tf.Tensor2D,
+  refLp: tf.Tensor2D,
+  m: tf.Tensor2D,
+  advantages: tf.Tensor1D,
+  lossType: 'grpo' | 'dr-grpo',
+): tf.Scalar {
   const epsilon = 0.2;
   const beta = 0.04;
   const a = advantages.expandDims(1) as tf.Tensor2D;
@@ -220,20 +284,42 @@ function legacyLoss(lp: tf.Tensor2D, oldLp: tf.Tensor2D, refLp: tf.Tensor2D, m: 
 describe('defaults', () => {
   it('give the pre-issue-16 loss and gradient bit for bit (grpo and dr_grpo, token level, ε_high = ε, no masks)', () => {
     // 3 completions of up to 5 tokens, log-ratios up to ±0.6 so that both clip bounds are hit.
-    const values = (seed: number, scale: number) => Array.from({ length: 15 }, (_, k) => scale * Math.sin(seed * 7.3 + k * 1.7) - 1);
+    const values = (seed: number, scale: number) =>
+      Array.from({ length: 15 }, (_, k) => scale * Math.sin(seed * 7.3 + k * 1.7) - 1);
     const lpv = tf.tensor2d(values(1, 0.8), [3, 5]);
-    const oldv = tf.tensor2d(values(1, 0.8).map((x, k) => x - 0.6 * Math.sin(k * 2.1)), [3, 5]);
+    const oldv = tf.tensor2d(
+      values(1, 0.8).map((x, k) => x - 0.6 * Math.sin(k * 2.1)),
+      [3, 5],
+    );
     const refv = tf.tensor2d(values(3, 0.5), [3, 5]);
-    const m = tf.tensor2d([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 0, 0, 0, 0]]);
+    const m = tf.tensor2d([
+      [1, 1, 1, 1, 1],
+      [1, 1, 1, 0, 0],
+      [1, 0, 0, 0, 0],
+    ]);
     const a = tf.tensor1d([0.7, -1.3, 0.4]);
-    for (const [now, before] of [['grpo', 'grpo'], ['dr_grpo', 'dr-grpo']] as const) {
-      const options: LossOptions = { epsilon: 0.2, beta: 0.04, lossType: now, maxCompletionTokens: 5, totalSequences: 6 };
-      const f = (lp: tf.Tensor) => grpoLoss({ logProbs: lp as tf.Tensor2D, oldLogProbs: oldv, refLogProbs: refv, mask: m, advantages: a }, options).loss;
+    for (const [now, before] of [
+      ['grpo', 'grpo'],
+      ['dr_grpo', 'dr-grpo'],
+    ] as const) {
+      const options: LossOptions = {
+        epsilon: 0.2,
+        beta: 0.04,
+        lossType: now,
+        maxCompletionTokens: 5,
+        totalSequences: 6,
+      };
+      const f = (lp: tf.Tensor) =>
+        grpoLoss({ logProbs: lp as tf.Tensor2D, oldLogProbs: oldv, refLogProbs: refv, mask: m, advantages: a }, options)
+          .loss;
       const g = (lp: tf.Tensor) => legacyLoss(lp as tf.Tensor2D, oldv, refv, m, a, before);
       expect(f(lpv).dataSync()[0]).toBe(g(lpv).dataSync()[0]);
       expect(Array.from(tf.grad(f)(lpv).dataSync())).toEqual(Array.from(tf.grad(g)(lpv).dataSync()));
       // Both branches of the clip occur, so the comparison covers them.
-      const clip = grpoLoss({ logProbs: lpv, oldLogProbs: oldv, refLogProbs: refv, mask: m, advantages: a }, options).sums;
+      const clip = grpoLoss(
+        { logProbs: lpv, oldLogProbs: oldv, refLogProbs: refv, mask: m, advantages: a },
+        options,
+      ).sums;
       expect(clip.clipLow.dataSync()[0] + clip.clipHigh.dataSync()[0]).toBeGreaterThan(0);
       expect(clip.clipped.dataSync()[0]).toBeLessThan(9);
     }

@@ -5,10 +5,22 @@ import * as tf from '@tensorflow/tfjs';
 import { grpoLoss, clipGradientsByGlobalNorm, type LossType } from '../../trainer/loss.ts';
 import { AdamW } from '../../trainer/adamw.ts';
 
-const logp = [[-0.5, -1.2, -0.1], [-2.0, -0.3, -9]];
-const old = [[-0.7, -1.0, -0.1], [-1.5, -0.3, -9]];
-const ref = [[-0.6, -1.5, -0.2], [-2.2, -0.1, -9]];
-const mask = [[1, 1, 1], [1, 1, 0]];
+const logp = [
+  [-0.5, -1.2, -0.1],
+  [-2.0, -0.3, -9],
+];
+const old = [
+  [-0.7, -1.0, -0.1],
+  [-1.5, -0.3, -9],
+];
+const ref = [
+  [-0.6, -1.5, -0.2],
+  [-2.2, -0.1, -9],
+];
+const mask = [
+  [1, 1, 1],
+  [1, 1, 0],
+];
 const adv = [1.5, -0.8];
 
 function reference(lossType: LossType, eps: number, beta: number, totalSequences: number, maxTokens: number): number {
@@ -33,10 +45,21 @@ function reference(lossType: LossType, eps: number, beta: number, totalSequences
 function run(lossType: LossType, totalSequences = 2) {
   return tf.tidy(() => {
     const out = grpoLoss(
-      { logProbs: tf.tensor2d(logp), oldLogProbs: tf.tensor2d(old), refLogProbs: tf.tensor2d(ref), mask: tf.tensor2d(mask), advantages: tf.tensor1d(adv) },
+      {
+        logProbs: tf.tensor2d(logp),
+        oldLogProbs: tf.tensor2d(old),
+        refLogProbs: tf.tensor2d(ref),
+        mask: tf.tensor2d(mask),
+        advantages: tf.tensor1d(adv),
+      },
       { epsilon: 0.2, beta: 0.04, lossType, maxCompletionTokens: 4, totalSequences },
     );
-    return { loss: out.loss.dataSync()[0], tokens: out.sums.tokens.dataSync()[0], clipped: out.sums.clipped.dataSync()[0], kl: out.sums.kl.dataSync()[0] };
+    return {
+      loss: out.loss.dataSync()[0],
+      tokens: out.sums.tokens.dataSync()[0],
+      clipped: out.sums.clipped.dataSync()[0],
+      kl: out.sums.kl.dataSync()[0],
+    };
   });
 }
 
@@ -59,18 +82,30 @@ describe('GRPO loss', () => {
     // ratios: e^0.2 > 1.2 with A > 0 → clipped; e^-0.2, e^0 (A>0) no; e^-0.5 < 0.8 with A < 0 → clipped; e^0 no
     expect(s.clipped).toBe(2);
     let kl = 0;
-    for (let i = 0; i < 2; i++) for (let t = 0; t < 3; t++) if (mask[i][t]) { const d = ref[i][t] - logp[i][t]; kl += Math.exp(d) - d - 1; }
+    for (let i = 0; i < 2; i++)
+      for (let t = 0; t < 3; t++)
+        if (mask[i][t]) {
+          const d = ref[i][t] - logp[i][t];
+          kl += Math.exp(d) - d - 1;
+        }
     expect(s.kl).toBeCloseTo(kl, 6);
   });
 
   it('has zero policy gradient from a token whose ratio is clipped', () => {
     const g = tf.tidy(() => {
       const lp = tf.variable(tf.tensor2d([[0.5]]));
-      const grads = tf.variableGrads(() =>
-        grpoLoss(
-          { logProbs: lp as unknown as tf.Tensor2D, oldLogProbs: tf.tensor2d([[0]]), refLogProbs: null, mask: tf.tensor2d([[1]]), advantages: tf.tensor1d([1]) },
-          { epsilon: 0.2, beta: 0, lossType: 'grpo', maxCompletionTokens: 1, totalSequences: 1 },
-        ).loss,
+      const grads = tf.variableGrads(
+        () =>
+          grpoLoss(
+            {
+              logProbs: lp as unknown as tf.Tensor2D,
+              oldLogProbs: tf.tensor2d([[0]]),
+              refLogProbs: null,
+              mask: tf.tensor2d([[1]]),
+              advantages: tf.tensor1d([1]),
+            },
+            { epsilon: 0.2, beta: 0, lossType: 'grpo', maxCompletionTokens: 1, totalSequences: 1 },
+          ).loss,
       );
       return grads.grads[lp.name].dataSync()[0];
     });
@@ -100,13 +135,21 @@ describe('AdamW', () => {
     let p = [1, -2];
     let m = [0, 0];
     let v = [0, 0];
-    const gradsSeq = [[0.5, -1], [0.2, 0.3], [-0.4, 0.1]];
+    const gradsSeq = [
+      [0.5, -1],
+      [0.2, 0.3],
+      [-0.4, 0.1],
+    ];
     for (let s = 0; s < gradsSeq.length; s++) {
       const g = gradsSeq[s];
       opt.apply({ [w.name]: tf.tensor1d(g) });
       m = m.map((x, i) => 0.9 * x + 0.1 * g[i]);
       v = v.map((x, i) => 0.999 * x + 0.001 * g[i] ** 2);
-      p = p.map((x, i) => x * (1 - 0.1 * 0.01) - 0.1 * (m[i] / (1 - 0.9 ** (s + 1))) / (Math.sqrt(v[i] / (1 - 0.999 ** (s + 1))) + 1e-8));
+      p = p.map(
+        (x, i) =>
+          x * (1 - 0.1 * 0.01) -
+          (0.1 * (m[i] / (1 - 0.9 ** (s + 1)))) / (Math.sqrt(v[i] / (1 - 0.999 ** (s + 1))) + 1e-8),
+      );
     }
     const got = Array.from(w.dataSync());
     expect(got[0]).toBeCloseTo(p[0], 5);

@@ -18,21 +18,59 @@ import { BuiltinPolicy } from '../../models/builtin/policy.ts';
 import { TINY_ARCHITECTURE, tinyBaseCheckpoint } from './tiny-base.ts';
 
 // Room for a boxes prompt (about 310 tokens with two actions).
-const base = tinyBaseCheckpoint(BuiltinPolicy.create({ architecture: { ...TINY_ARCHITECTURE, maxContext: 512 }, seed: 1 }));
+const base = tinyBaseCheckpoint(
+  BuiltinPolicy.create({ architecture: { ...TINY_ARCHITECTURE, maxContext: 512 }, seed: 1 }),
+);
 
 async function run(engine: 'tfjs' | 'ort') {
-  const config = resolveConfig({}, {
-    trainSize: 8, actions: 2, testSize: 2, steps: 3, promptsPerStep: 2, groupSize: 4, gradientAccumulation: 2,
-    numIterations: 2, evalEvery: 3, checkpointEvery: 3, maxCompletionTokens: 6, learningRate: 0.02, beta: 0, temperature: 1, engine,
-  });
+  const config = resolveConfig(
+    {},
+    {
+      trainSize: 8,
+      actions: 2,
+      testSize: 2,
+      steps: 3,
+      promptsPerStep: 2,
+      groupSize: 4,
+      gradientAccumulation: 2,
+      numIterations: 2,
+      evalEvery: 3,
+      checkpointEvery: 3,
+      maxCompletionTokens: 6,
+      learningRate: 0.02,
+      beta: 0,
+      temperature: 1,
+      engine,
+    },
+  );
   const setup = await loadTrainingPolicy(base, config);
   const dir = mkdtempSync(join(tmpdir(), `metrl-ort-learner-${engine}-`));
   // A reward with a spread in most groups (the tiny model's answers are all wrong together): a sum over the answer's
   // characters (boxes asks for the answer alone, so the reward sees the whole completion).
-  const rewards = [{ name: 'length', source: 'test', compute: ({ completion }: { completion: string }) => [...completion].reduce((s, c) => s + (c.charCodeAt(0) % 3), 0) }];
+  const rewards = [
+    {
+      name: 'length',
+      source: 'test',
+      compute: ({ completion }: { completion: string }) =>
+        [...completion].reduce((s, c) => s + (c.charCodeAt(0) % 3), 0),
+    },
+  ];
   let learner = '';
-  await train({ env: boxesEnv, ...setup, config, modality: 'text', runDir: dir, resume: false, rewards, onEvent: (e) => (e.kind === 'start' ? (learner = e.learner) : undefined) });
-  const rows = readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).filter((r) => r.type === 'train');
+  await train({
+    env: boxesEnv,
+    ...setup,
+    config,
+    modality: 'text',
+    runDir: dir,
+    resume: false,
+    rewards,
+    onEvent: (e) => (e.kind === 'start' ? (learner = e.learner) : undefined),
+  });
+  const rows = readFileSync(join(dir, 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l))
+    .filter((r) => r.type === 'train');
   const adapter = readFileSync(join(dir, 'checkpoints', 'step-3', 'adapter_model.safetensors'));
   return { rows, adapter, learner };
 }
@@ -59,7 +97,8 @@ describe('train with engine ort', () => {
       const want = tfjs.rows[i];
       expect(row.rewardMean).toBe(want.rewardMean);
       expect(row.completionLength).toBe(want.completionLength);
-      for (const key of ['loss', 'gradNorm', 'entropy']) expect(Math.abs(row[key] - want[key])).toBeLessThan(1e-4 * Math.max(1, Math.abs(want[key])));
+      for (const key of ['loss', 'gradNorm', 'entropy'])
+        expect(Math.abs(row[key] - want[key])).toBeLessThan(1e-4 * Math.max(1, Math.abs(want[key])));
     });
     // Something was learnt (else equal adapters would say nothing), and the same thing.
     expect(tfjs.rows.some((r) => r.gradNorm > 1e-3)).toBe(true);

@@ -53,7 +53,10 @@ describe('pretraining batches', () => {
         } else {
           // Images stand in for action texts: read the layout with each image as "<img>". The "trace" cue is followed by
           // line 0 (the initial state) and, in a partial trace, may carry a prefix of the trace.
-          const [promptText, traceText] = ex.input.map((p) => (p.type === 'text' ? p.text : '<img>')).join('').split('trace\n');
+          const [promptText, traceText] = ex.input
+            .map((p) => (p.type === 'text' ? p.text : '<img>'))
+            .join('')
+            .split('trace\n');
           const lines = promptText.split('\n');
           const actions = lines.length - 3; // domain, state, actions…, ""
           const [startLine, ...prefix] = traceText.split('\n').slice(0, -1);
@@ -109,8 +112,20 @@ describe('pretraining batches', () => {
     for (const env of envs) {
       for (let i = 0; i < 6; i++) {
         const ex = trackingExample(env, `end:${i}`, 2, config);
-        const listed = ex.input.filter((p) => p.type === 'image').length + ex.input.map((p) => (p.type === 'text' ? p.text : '')).join('').split('trace\n')[0].split('\n').filter((l) => /^[A-Z]+: \S/.test(l)).length;
-        const given = ex.input.map((p) => (p.type === 'text' ? p.text : '')).join('').split('trace\n')[1].split('\n').filter((l) => l !== '' && !l.startsWith('start -> '));
+        const listed =
+          ex.input.filter((p) => p.type === 'image').length +
+          ex.input
+            .map((p) => (p.type === 'text' ? p.text : ''))
+            .join('')
+            .split('trace\n')[0]
+            .split('\n')
+            .filter((l) => /^[A-Z]+: \S/.test(l)).length;
+        const given = ex.input
+          .map((p) => (p.type === 'text' ? p.text : ''))
+          .join('')
+          .split('trace\n')[1]
+          .split('\n')
+          .filter((l) => l !== '' && !l.startsWith('start -> '));
         const taught = ex.target.split('\n');
         expect(ex.ends).toBe(true);
         expect(taught.at(-1)).toMatch(/^FINAL ANSWER: \S/);
@@ -124,9 +139,16 @@ describe('pretraining batches', () => {
   });
 
   it('list at most maxListedActions actions in a partial trace, and refuse a limit not above maxTrackActions', () => {
-    const listedActions = (config: ReturnType<typeof PretrainConfigSchema.parse>, env: typeof chessEnv, seed: string) => {
+    const listedActions = (
+      config: ReturnType<typeof PretrainConfigSchema.parse>,
+      env: typeof chessEnv,
+      seed: string,
+    ) => {
       const ex = trackingExample(env, seed, 2, config);
-      const prompt = ex.input.map((p) => (p.type === 'text' ? p.text : '<img>')).join('').split('trace\n')[0];
+      const prompt = ex.input
+        .map((p) => (p.type === 'text' ? p.text : '<img>'))
+        .join('')
+        .split('trace\n')[0];
       return prompt.split('\n').filter((l) => /^[A-Z]+: \S/.test(l)).length;
     };
     const short = PretrainConfigSchema.parse({ ...tiny, partialTraceShare: 1, maxListedActions: 3 });
@@ -138,7 +160,9 @@ describe('pretraining batches', () => {
       expect(Math.max(...seeds.map((s) => listedActions(long, env, s)))).toBeGreaterThan(3);
     }
     expect(() => PretrainConfigSchema.parse({ ...tiny, maxListedActions: 2 })).toThrow(/maxListedActions/);
-    expect(() => PretrainConfigSchema.parse({ ...tiny, maxListedActions: MAX_LISTED_ACTIONS + 1 })).toThrow(/maxListedActions/);
+    expect(() => PretrainConfigSchema.parse({ ...tiny, maxListedActions: MAX_LISTED_ACTIONS + 1 })).toThrow(
+      /maxListedActions/,
+    );
   });
 
   it('follow a warm-up then a cosine decay to a tenth of the peak', () => {
@@ -158,16 +182,25 @@ describe('pretrain', () => {
     // Stopped after step 3 with checkpoints every 2 steps, as a kill would: step 3's row is in the log, its weights are not.
     await pretrain({ envs, config: tiny, outDir: split, resume: false, provenance: {}, stopAfterStep: 3 });
     await pretrain({ envs, config: tiny, outDir: split, resume: true, provenance: {} });
-    expect(readFileSync(join(split, 'model.safetensors')).equals(readFileSync(join(whole, 'model.safetensors')))).toBe(true);
+    expect(readFileSync(join(split, 'model.safetensors')).equals(readFileSync(join(whole, 'model.safetensors')))).toBe(
+      true,
+    );
     const losses = (dir: string) =>
-      readFileSync(join(dir, 'pretrain-metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).filter((r) => r.type === 'train').map((r) => r.loss);
+      readFileSync(join(dir, 'pretrain-metrics.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l))
+        .filter((r) => r.type === 'train')
+        .map((r) => r.loss);
     expect(losses(split)).toEqual(losses(whole));
     expect(losses(whole)).toHaveLength(4);
   });
 
   it('refuses --resume where no pretraining state exists', async () => {
     const empty = mkdtempSync(join(tmpdir(), 'metrl-pretrain-empty-'));
-    await expect(pretrain({ envs, config: tiny, outDir: empty, resume: true, provenance: {} })).rejects.toThrow(/no pretraining checkpoint/);
+    await expect(pretrain({ envs, config: tiny, outDir: empty, resume: true, provenance: {} })).rejects.toThrow(
+      /no pretraining checkpoint/,
+    );
   });
 
   it('starts a second stage from an init checkpoint of the same architecture, and refuses another architecture', async () => {
@@ -178,12 +211,31 @@ describe('pretrain', () => {
     const stage2 = mkdtempSync(join(tmpdir(), 'metrl-pretrain-stage2-'));
     const second = PretrainConfigSchema.parse({ ...tiny, init: stage1, steps: 1 });
     await pretrain({ envs, config: second, outDir: stage2, resume: false, provenance: {} });
-    const firstLoss = (dir: string) => JSON.parse(readFileSync(join(dir, 'pretrain-metrics.jsonl'), 'utf8').split('\n')[0]).loss as number;
+    const firstLoss = (dir: string) =>
+      JSON.parse(readFileSync(join(dir, 'pretrain-metrics.jsonl'), 'utf8').split('\n')[0]).loss as number;
     const fresh = mkdtempSync(join(tmpdir(), 'metrl-pretrain-fresh-'));
-    await pretrain({ envs, config: PretrainConfigSchema.parse({ ...tiny, steps: 1 }), outDir: fresh, resume: false, provenance: {} });
+    await pretrain({
+      envs,
+      config: PretrainConfigSchema.parse({ ...tiny, steps: 1 }),
+      outDir: fresh,
+      resume: false,
+      provenance: {},
+    });
     expect(firstLoss(stage2)).toBeLessThan(firstLoss(fresh));
 
-    const other = PretrainConfigSchema.parse({ ...tiny, init: stage1, architecture: { dModel: 32, nLayers: 1, nHeads: 2, dMlp: 32 } });
-    await expect(pretrain({ envs, config: other, outDir: mkdtempSync(join(tmpdir(), 'metrl-pretrain-other-')), resume: false, provenance: {} })).rejects.toThrow(/another architecture \(dModel/);
+    const other = PretrainConfigSchema.parse({
+      ...tiny,
+      init: stage1,
+      architecture: { dModel: 32, nLayers: 1, nHeads: 2, dMlp: 32 },
+    });
+    await expect(
+      pretrain({
+        envs,
+        config: other,
+        outDir: mkdtempSync(join(tmpdir(), 'metrl-pretrain-other-')),
+        resume: false,
+        provenance: {},
+      }),
+    ).rejects.toThrow(/another architecture \(dModel/);
   });
 });

@@ -28,11 +28,19 @@ describe('trace-line counts', async () => {
     const wrongAction = [...lines];
     const [a, b] = episode.actions[1].text.split(' swap ');
     wrongAction[1] = wrongAction[1].replace(`${a} swap ${b}`, `${b} swap ${a}`);
-    expect(traceLineCounts(env, episode, wrongAction.join('\n'))).toMatchObject({ written: 4, actionCopied: 3, stateCorrect: 4 });
+    expect(traceLineCounts(env, episode, wrongAction.join('\n'))).toMatchObject({
+      written: 4,
+      actionCopied: 3,
+      stateCorrect: 4,
+    });
     const wrongState = [...lines];
     const state = parseTraceLines(truth)[2].state;
     wrongState[2] = wrongState[2].replace(/-> \d$/, `-> ${state === '1' ? '2' : '1'}`);
-    expect(traceLineCounts(env, episode, wrongState.join('\n'))).toMatchObject({ written: 4, actionCopied: 4, stateCorrect: 3 });
+    expect(traceLineCounts(env, episode, wrongState.join('\n'))).toMatchObject({
+      written: 4,
+      actionCopied: 4,
+      stateCorrect: 3,
+    });
   });
 
   it('counts only the lines written under their own label, before the answer', () => {

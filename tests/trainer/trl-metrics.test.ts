@@ -12,7 +12,21 @@ describe('TRL metrics', () => {
       completionLengths: [10, 20, 30, 40],
       finished: [true, true, false, true],
       beta: 0.04,
-      sums: { tokens: 100, kl: 2, clipLow: 3, clipHigh: 1, clipRegion: 4, clipUnits: 100, entropy: 150, entropyTokens: 100, clipLowMin: 0, clipHighMax: 0.05, cispoClipped: 0, phi: 0, rows: 8 },
+      sums: {
+        tokens: 100,
+        kl: 2,
+        clipLow: 3,
+        clipHigh: 1,
+        clipRegion: 4,
+        clipUnits: 100,
+        entropy: 150,
+        entropyTokens: 100,
+        clipLowMin: 0,
+        clipHighMax: 0.05,
+        cispoClipped: 0,
+        phi: 0,
+        rows: 8,
+      },
       dynamicSampling: { kept: 4, drawn: 6, dropped: 2, surplus: 0, extraDraws: 1 },
     });
     // reward: mean 2.5 / 4; reward_std: sample std of [1, 1, 0, 0.5] = √((0.1406 + 0.1406 + 0.3906 + 0.0156) / 3) = √0.2292
@@ -44,7 +58,21 @@ describe('TRL metrics', () => {
       completionLengths: [5, 5],
       finished: [false, false],
       beta: 0,
-      sums: { tokens: 0, kl: 0, clipLow: 0, clipHigh: 0, clipRegion: 0, clipUnits: 0, entropy: 0, entropyTokens: 0, clipLowMin: Infinity, clipHighMax: -Infinity, cispoClipped: 0, phi: 0, rows: 0 },
+      sums: {
+        tokens: 0,
+        kl: 0,
+        clipLow: 0,
+        clipHigh: 0,
+        clipRegion: 0,
+        clipUnits: 0,
+        entropy: 0,
+        entropyTokens: 0,
+        clipLowMin: Infinity,
+        clipHighMax: -Infinity,
+        cispoClipped: 0,
+        phi: 0,
+        rows: 0,
+      },
     });
     expect('kl' in m).toBe(false);
     expect(m['entropy']).toBeNull();

@@ -5,7 +5,12 @@ import { describe, expect, it } from 'vitest';
 import { UserError } from '../../core/errors.ts';
 import { resolveConfig, TrainConfigSchema } from '../../trainer/config.ts';
 import { groupAdvantages, normalizeThenSum } from '../../trainer/advantages.ts';
-import { appliedEntropyCoef, nextEntropyControl, startEntropyControl, type EntropyControlConfig } from '../../trainer/entropy-control.ts';
+import {
+  appliedEntropyCoef,
+  nextEntropyControl,
+  startEntropyControl,
+  type EntropyControlConfig,
+} from '../../trainer/entropy-control.ts';
 import { trlMetrics, type StepLossSums } from '../../trainer/trl-metrics.ts';
 import { stepObjective } from '../../trainer/objective.ts';
 
@@ -44,14 +49,28 @@ describe('config: TRL 1.9 options under TRL’s names and defaults', () => {
   });
 
   it('refuses what TRL refuses or warns against, in one line naming the key', () => {
-    expect(message({ lossType: 'luspo' })).toMatch(/^config: lossType: 'luspo' scales GSPO's sequence-level term by the length: it needs importanceSamplingLevel 'sequence'/);
-    expect(message({ lossType: 'vespo', importanceSamplingLevel: 'sequence' })).toMatch(/^config: importanceSamplingLevel: 'sequence' with lossType 'vespo'/);
-    expect(message({ lossType: 'cispo', importanceSamplingLevel: 'sequence' })).toMatch(/^config: importanceSamplingLevel: 'sequence' \(GSPO\) needs lossType 'grpo', 'sapo' or 'luspo': 'cispo'/);
-    expect(message({ lossType: 'sapo', delta: 2 })).toMatch(/^config: delta: delta caps the unclipped branch of the clipped loss types .*'sapo' has none/);
+    expect(message({ lossType: 'luspo' })).toMatch(
+      /^config: lossType: 'luspo' scales GSPO's sequence-level term by the length: it needs importanceSamplingLevel 'sequence'/,
+    );
+    expect(message({ lossType: 'vespo', importanceSamplingLevel: 'sequence' })).toMatch(
+      /^config: importanceSamplingLevel: 'sequence' with lossType 'vespo'/,
+    );
+    expect(message({ lossType: 'cispo', importanceSamplingLevel: 'sequence' })).toMatch(
+      /^config: importanceSamplingLevel: 'sequence' \(GSPO\) needs lossType 'grpo', 'sapo' or 'luspo': 'cispo'/,
+    );
+    expect(message({ lossType: 'sapo', delta: 2 })).toMatch(
+      /^config: delta: delta caps the unclipped branch of the clipped loss types .*'sapo' has none/,
+    );
     expect(message({ delta: 1.1 })).toMatch(/^config: delta: delta \(1.1\) must exceed 1 \+ epsilonHigh \(1.2\)/);
-    expect(message({ epsilonHigh: 0.5, delta: 1.4 })).toMatch(/^config: delta: delta \(1.4\) must exceed 1 \+ epsilonHigh \(1.5\)/);
-    expect(message({ useAdaptiveEntropy: true, entropyCoefMin: 0.5, entropyCoefMax: 0.1 })).toMatch(/^config: entropyCoefMin: entropyCoefMin \(0.5\) exceeds entropyCoefMax \(0.1\)/);
-    expect(message({ numGenerationsEval: 4 })).toMatch(/^config: numGenerationsEval: metrl's evaluation decodes greedily/);
+    expect(message({ epsilonHigh: 0.5, delta: 1.4 })).toMatch(
+      /^config: delta: delta \(1.4\) must exceed 1 \+ epsilonHigh \(1.5\)/,
+    );
+    expect(message({ useAdaptiveEntropy: true, entropyCoefMin: 0.5, entropyCoefMax: 0.1 })).toMatch(
+      /^config: entropyCoefMin: entropyCoefMin \(0.5\) exceeds entropyCoefMax \(0.1\)/,
+    );
+    expect(message({ numGenerationsEval: 4 })).toMatch(
+      /^config: numGenerationsEval: metrl's evaluation decodes greedily/,
+    );
     expect(message({ multiObjectiveAggregation: 'sum' })).toMatch(/^config: multiObjectiveAggregation: /);
     expect(message({ offPolicyMaskThreshold: 0 })).toMatch(/^config: offPolicyMaskThreshold: /);
     expect(message({ sapoTemperatureNeg: 0 })).toMatch(/^config: sapoTemperatureNeg: /);
@@ -62,15 +81,36 @@ describe('config: TRL 1.9 options under TRL’s names and defaults', () => {
     expect(message({ lossType: 'sapo', importanceSamplingLevel: 'sequence' })).toBe('accepted');
     expect(message({ lossType: 'cispo', epsilonHigh: 5 })).toBe('accepted');
     expect(message({ lossType: 'vespo' })).toBe('accepted');
-    expect(message({ lossType: 'dapo', delta: 4, offPolicyMaskThreshold: 0.5, useBiasCorrectionKl: true })).toBe('accepted');
+    expect(message({ lossType: 'dapo', delta: 4, offPolicyMaskThreshold: 0.5, useBiasCorrectionKl: true })).toBe(
+      'accepted',
+    );
     expect(message({ useAdaptiveEntropy: true, entropyTarget: 1.5 })).toBe('accepted');
   });
 
   it('leaves the default objective’s options as they were (no new key set)', () => {
     const c = TrainConfigSchema.parse({});
-    const objective = stepObjective(c, [{ tokens: 3, finished: true }, { tokens: 2, finished: true }], 4);
+    const objective = stepObjective(
+      c,
+      [
+        { tokens: 3, finished: true },
+        { tokens: 2, finished: true },
+      ],
+      4,
+    );
     expect(Object.keys(objective.options).sort()).toEqual(
-      ['beta', 'epsilon', 'epsilonHigh', 'importanceSamplingLevel', 'localBatches', 'lossType', 'maskTruncatedCompletions', 'maxCompletionTokens', 'topEntropyQuantile', 'totalSequences', 'totalTokens'].sort(),
+      [
+        'beta',
+        'epsilon',
+        'epsilonHigh',
+        'importanceSamplingLevel',
+        'localBatches',
+        'lossType',
+        'maskTruncatedCompletions',
+        'maxCompletionTokens',
+        'topEntropyQuantile',
+        'totalSequences',
+        'totalTokens',
+      ].sort(),
     );
     expect(objective.needsEntropy).toBe(false);
     expect(stepObjective({ ...c, entropyCoef: 0.01 }, [{ tokens: 3, finished: true }], 4).needsEntropy).toBe(true);
@@ -83,7 +123,15 @@ describe('multiObjectiveAggregation normalize_then_sum (GDPO)', () => {
   // reward 1 → [a, −a | 0, 0], reward 2 → [−a, a | a, −a]; s = n1 + 2·n2 = [−a, a, 2a, −2a] (mean 0,
   // sample std √(10a²/3) = 1.2908130); A = s / (1.2908130 + 1e-4).
   it('normalises each reward in its group, sums with the weights, then normalises over the step', () => {
-    const { advantages, zeroSpreadGroups } = normalizeThenSum([[1, 0, 1, 1], [0, 1, 1, 0]], [1, 2], 2, 1e-4);
+    const { advantages, zeroSpreadGroups } = normalizeThenSum(
+      [
+        [1, 0, 1, 1],
+        [0, 1, 1, 0],
+      ],
+      [1, 2],
+      2,
+      1e-4,
+    );
     [-0.5476801, 0.5476801, 1.0953603, -1.0953603].forEach((want, i) => expect(advantages[i]).toBeCloseTo(want, 6));
     // The weighted raw sums [1, 2 | 3, 1] have a spread in both groups.
     expect(zeroSpreadGroups).toBe(0);
@@ -99,7 +147,14 @@ describe('multiObjectiveAggregation normalize_then_sum (GDPO)', () => {
 });
 
 describe('adaptive entropy control (Skywork-OR1)', () => {
-  const config: EntropyControlConfig = { entropyCoef: 0.01, useAdaptiveEntropy: true, entropyCoefMin: 0, entropyCoefMax: 0.02, entropyCoefDelta: 0.005, entropyTarget: 0.5 };
+  const config: EntropyControlConfig = {
+    entropyCoef: 0.01,
+    useAdaptiveEntropy: true,
+    entropyCoefMin: 0,
+    entropyCoefMax: 0.02,
+    entropyCoefDelta: 0.005,
+    entropyTarget: 0.5,
+  };
   it('applies nothing before the first measurement, then c when the last entropy was at or below the target', () => {
     let control = startEntropyControl(config);
     expect(appliedEntropyCoef(config, control)).toBe(0);
@@ -124,7 +179,21 @@ describe('adaptive entropy control (Skywork-OR1)', () => {
 });
 
 describe("TRL 1.9's metric keys", () => {
-  const sums: StepLossSums = { tokens: 100, kl: 0, clipLow: 3, clipHigh: 1, clipRegion: 4, clipUnits: 100, entropy: 150, entropyTokens: 100, clipLowMin: 0, clipHighMax: 0.25, cispoClipped: 7, phi: 6, rows: 8 };
+  const sums: StepLossSums = {
+    tokens: 100,
+    kl: 0,
+    clipLow: 3,
+    clipHigh: 1,
+    clipRegion: 4,
+    clipUnits: 100,
+    entropy: 150,
+    entropyTokens: 100,
+    clipLowMin: 0,
+    clipHighMax: 0.25,
+    cispoClipped: 7,
+    phi: 6,
+    rows: 8,
+  };
   const step = { rewards: [1, 0], groupSize: 2, completionLengths: [5, 5], finished: [true, true], beta: 0, sums };
   it('logs clip_ratio/low_min and /high_max for the clipped loss types, step_time and num_tokens when given', () => {
     const m = trlMetrics({ ...step, stepTime: 3.5, numTokens: 1234 });

@@ -42,9 +42,27 @@ function drawFolders() {
   const box = $('folders');
   box.replaceChildren();
   for (const f of state.folders) {
-    const files = el('span', { class: 'files' }, ...f.files.map((name) => el('a', { href: `/runs/${f.index}/${encodeURIComponent(name)}`, text: name })));
-    const lacks = el('ul', { class: 'messages' }, ...f.lacks.map((l) => el('li', { class: f.stamp === 'gone' ? 'gone' : '', text: l })));
-    box.append(el('div', { class: 'folder', 'data-kind': f.kind }, el('span', { class: 'name', text: f.name }), el('span', { class: 'kind', text: f.kind === 'train' ? 'training run' : 'evaluation' }), ' ', files, lacks));
+    const files = el(
+      'span',
+      { class: 'files' },
+      ...f.files.map((name) => el('a', { href: `/runs/${f.index}/${encodeURIComponent(name)}`, text: name })),
+    );
+    const lacks = el(
+      'ul',
+      { class: 'messages' },
+      ...f.lacks.map((l) => el('li', { class: f.stamp === 'gone' ? 'gone' : '', text: l })),
+    );
+    box.append(
+      el(
+        'div',
+        { class: 'folder', 'data-kind': f.kind },
+        el('span', { class: 'name', text: f.name }),
+        el('span', { class: 'kind', text: f.kind === 'train' ? 'training run' : 'evaluation' }),
+        ' ',
+        files,
+        lacks,
+      ),
+    );
   }
   const select = $('f-folder');
   const chosen = select.value;
@@ -77,10 +95,28 @@ async function drawCharts() {
   for (const e of charts.evaluations) {
     const chart = el('div', { class: 'eval-chart' });
     const rows = e.table.map((r) =>
-      el('tr', {}, el('td', { text: r.setting }), el('td', { text: r.modality }), el('td', { text: String(r.n) }), el('td', { text: r.accuracy === null ? '–' : r.accuracy.toFixed(3) }), el('td', { text: r.low === null ? '–' : `[${r.low.toFixed(3)}, ${r.high.toFixed(3)}]` }), el('td', { text: String(r.invalid) })),
+      el(
+        'tr',
+        {},
+        el('td', { text: r.setting }),
+        el('td', { text: r.modality }),
+        el('td', { text: String(r.n) }),
+        el('td', { text: r.accuracy === null ? '–' : r.accuracy.toFixed(3) }),
+        el('td', { text: r.low === null ? '–' : `[${r.low.toFixed(3)}, ${r.high.toFixed(3)}]` }),
+        el('td', { text: String(r.invalid) }),
+      ),
     );
-    const table = el('table', { class: 'eval-table' }, el('tr', {}, ...['setting', 'modality', 'n', 'accuracy', '95% CI', 'invalid'].map((h) => el('th', { text: h }))), ...rows);
-    evals.append(el('h2', { text: `Evaluation: ${e.name}${e.final ? '' : ' (running or stopped: rows so far, no intervals)'}` }), table, chart);
+    const table = el(
+      'table',
+      { class: 'eval-table' },
+      el('tr', {}, ...['setting', 'modality', 'n', 'accuracy', '95% CI', 'invalid'].map((h) => el('th', { text: h }))),
+      ...rows,
+    );
+    evals.append(
+      el('h2', { text: `Evaluation: ${e.name}${e.final ? '' : ' (running or stopped: rows so far, no intervals)'}` }),
+      table,
+      chart,
+    );
     if (e.spec) await drawSpec(chart, e.spec);
   }
 }
@@ -92,7 +128,12 @@ function board(squares, wrong, caption) {
   for (let i = 0; i < 64; i++) {
     const light = (Math.floor(i / 8) + (i % 8)) % 2 === 0;
     const piece = squares ? squares[i] : '.';
-    grid.append(el('div', { class: `sq ${light ? 'light' : 'dark'}${wrong && wrong[i] ? ' wrong' : ''}`, text: PIECES[piece] || '' }));
+    grid.append(
+      el('div', {
+        class: `sq ${light ? 'light' : 'dark'}${wrong && wrong[i] ? ' wrong' : ''}`,
+        text: PIECES[piece] || '',
+      }),
+    );
   }
   return el('figure', { class: 'board' }, el('figcaption', { text: caption }), grid);
 }
@@ -104,7 +145,14 @@ function promptCell(folder, row) {
     if (part.type === 'text') cell.append(part.text);
     else {
       const src = `/api/folders/${folder}/image?e=${encodeURIComponent(row.episodeKey)}&a=${part.action}&layout=${row.layout}`;
-      cell.append(el('img', { class: `action ${row.layout}`, src, alt: `action ${part.action + 1}`, title: `action ${part.action + 1}` }));
+      cell.append(
+        el('img', {
+          class: `action ${row.layout}`,
+          src,
+          alt: `action ${part.action + 1}`,
+          title: `action ${part.action + 1}`,
+        }),
+      );
     }
   }
   return cell;
@@ -113,15 +161,32 @@ function promptCell(folder, row) {
 function scoreCell(row) {
   const r = row.reward;
   const cls = r === null ? '' : r >= 1 ? 'r1' : r <= 0 ? 'r0' : 'rp';
-  const cell = el('td', { class: 'score' }, el('div', { class: `reward ${cls}`, text: r === null ? 'no reward' : `reward ${r.toFixed(3)}` }));
-  cell.append(el('div', { class: row.valid ? 'valid' : 'invalid', text: row.valid ? 'valid answer' : row.valid === false ? 'invalid: no answer parsed' : '' }));
-  if (row.advantage !== undefined) cell.append(el('div', { class: 'advantage', text: `advantage ${row.advantage.toFixed(3)}` }));
+  const cell = el(
+    'td',
+    { class: 'score' },
+    el('div', { class: `reward ${cls}`, text: r === null ? 'no reward' : `reward ${r.toFixed(3)}` }),
+  );
+  cell.append(
+    el('div', {
+      class: row.valid ? 'valid' : 'invalid',
+      text: row.valid ? 'valid answer' : row.valid === false ? 'invalid: no answer parsed' : '',
+    }),
+  );
+  if (row.advantage !== undefined)
+    cell.append(el('div', { class: 'advantage', text: `advantage ${row.advantage.toFixed(3)}` }));
   if (!row.board) {
     cell.append(el('div', { class: 'answer' }, 'parsed: ', el('code', { text: row.prediction ?? '–' })));
     cell.append(el('div', { class: 'target' }, 'target: ', el('code', { text: row.target })));
   } else {
     const b = row.board;
-    cell.append(el('div', { class: 'boards' }, board(b.predicted, b.wrong, b.predicted ? `predicted (${64 - b.right} wrong squares)` : 'no board parsed'), board(b.target, null, 'target')));
+    cell.append(
+      el(
+        'div',
+        { class: 'boards' },
+        board(b.predicted, b.wrong, b.predicted ? `predicted (${64 - b.right} wrong squares)` : 'no board parsed'),
+        board(b.target, null, 'target'),
+      ),
+    );
   }
   if (row.error) cell.append(el('div', { class: 'invalid', text: `error: ${row.error}` }));
   return cell;
@@ -133,9 +198,21 @@ function sampleRows(folder, rows, groupKind) {
   let shared = null;
   let previous = null;
   for (const row of rows) {
-    const meta = el('td', { class: 'meta' }, el('div', { class: 'group', text: groupKind === 'step' ? `step ${row.group}` : row.group }), el('div', { text: row.modality }), el('div', { text: row.episodeId }));
+    const meta = el(
+      'td',
+      { class: 'meta' },
+      el('div', { class: 'group', text: groupKind === 'step' ? `step ${row.group}` : row.group }),
+      el('div', { text: row.modality }),
+      el('div', { text: row.episodeId }),
+    );
     const completion = el('td', {}, el('pre', { class: 'completion', text: row.completion ?? '(no response)' }));
-    const same = previous && shared && row.prompt && previous.group === row.group && previous.episodeKey === row.episodeKey && previous.modality === row.modality;
+    const same =
+      previous &&
+      shared &&
+      row.prompt &&
+      previous.group === row.group &&
+      previous.episodeKey === row.episodeKey &&
+      previous.modality === row.modality;
     const cells = [meta];
     if (same) shared.rowSpan += 1;
     else {
@@ -151,7 +228,10 @@ function sampleRows(folder, rows, groupKind) {
 
 function fillSelect(select, values, label) {
   const chosen = select.value;
-  select.replaceChildren(el('option', { value: '', text: 'all' }), ...values.map((v) => el('option', { value: v, text: label(v) })));
+  select.replaceChildren(
+    el('option', { value: '', text: 'all' }),
+    ...values.map((v) => el('option', { value: v, text: label(v) })),
+  );
   select.value = values.includes(chosen) ? chosen : '';
 }
 
@@ -160,7 +240,13 @@ async function drawSamples(append = false) {
   if (folder === '') return;
   const offset = append ? state.shown : 0;
   const limit = append ? PAGE : Math.max(PAGE, state.shown);
-  const params = new URLSearchParams({ group: $('f-group').value, modality: $('f-modality').value, reward: $('f-reward').value, offset: String(offset), limit: String(limit) });
+  const params = new URLSearchParams({
+    group: $('f-group').value,
+    modality: $('f-modality').value,
+    reward: $('f-reward').value,
+    offset: String(offset),
+    limit: String(limit),
+  });
   let page;
   try {
     page = await getJson(`/api/folders/${folder}/samples?${params}`);
@@ -179,7 +265,8 @@ async function drawSamples(append = false) {
   if (append) body.append(...rows);
   else body.replaceChildren(...rows);
   state.shown = offset + page.rows.length;
-  $('samples-info').textContent = page.total === 0 ? 'no completions match (or none written yet)' : `${state.shown} of ${page.total} completions`;
+  $('samples-info').textContent =
+    page.total === 0 ? 'no completions match (or none written yet)' : `${state.shown} of ${page.total} completions`;
   $('samples-messages').replaceChildren(...page.problems.map((p) => el('li', { text: p })));
   $('more').hidden = state.shown >= page.total;
 }

@@ -33,7 +33,12 @@ let adapterDir = '';
 const PROMPT = [1, 40, 41, 10, 42];
 
 async function post(url: string, body: object): Promise<{ status: number; json: any }> {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(20_000) });
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(20_000),
+  });
   const text = await response.text();
   let json: unknown = text;
   try {
@@ -48,7 +53,10 @@ async function post(url: string, body: object): Promise<{ status: number; json: 
 async function localLogProbs(completion: number[], temperature: number, adapter?: string): Promise<number[]> {
   const { policy } = await loadPolicy(base, { backend: 'wasm' });
   if (adapter) policy.loadAdapter(adapter);
-  const lp = policy.tokenLogProbs([{ prompt: { tokens: PROMPT, images: [] }, completion }], { useLora: adapter !== undefined, temperature });
+  const lp = policy.tokenLogProbs([{ prompt: { tokens: PROMPT, images: [] }, completion }], {
+    useLora: adapter !== undefined,
+    temperature,
+  });
   const values = Array.from(lp.logProbs.dataSync()).slice(0, completion.length);
   tf.dispose([lp.logProbs, lp.mask]);
   policy.dispose();
@@ -56,7 +64,11 @@ async function localLogProbs(completion: number[], temperature: number, adapter?
 }
 
 /** The checkpoint's own prompt for chat messages, and its log-probs of `completion` after it at temperature T. */
-async function localChat(messages: ChatMessage[], completion: number[], temperature: number): Promise<{ prompt: EncodedPrompt; logProbs: number[] }> {
+async function localChat(
+  messages: ChatMessage[],
+  completion: number[],
+  temperature: number,
+): Promise<{ prompt: EncodedPrompt; logProbs: number[] }> {
   const { policy } = await loadPolicy(base, { backend: 'wasm' });
   const prompt = await policy.chatPrompt(messages);
   const lp = policy.tokenLogProbs([{ prompt, completion }], { useLora: false, temperature });
@@ -71,7 +83,16 @@ async function imageMessages(): Promise<ChatMessage[]> {
   const rng = new Rng(7, 'pixels');
   const data = Uint8Array.from({ length: 16 * 16 * 3 }, () => Math.floor(rng.next() * 256));
   const url = pngDataUrl(await encodePng({ width: 16, height: 16, channels: 3, data }));
-  return [{ role: 'user', content: [{ type: 'text', text: 'shell\nA: ' }, { type: 'image_url', image_url: { url } }, { type: 'text', text: '\nFINAL ANSWER: ' }] }];
+  return [
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'shell\nA: ' },
+        { type: 'image_url', image_url: { url } },
+        { type: 'text', text: '\nFINAL ANSWER: ' },
+      ],
+    },
+  ];
 }
 
 /** A URL on 127.0.0.1 where nothing listens (a port just freed). */
@@ -86,7 +107,17 @@ async function closedPort(): Promise<string> {
 beforeAll(async () => {
   await initBackend('wasm', null);
   [lora, plain] = await Promise.all([
-    startServe(['--checkpoint', base, '--port', '0', '--backend', 'wasm', '--enable-lora', '--logprobs-mode', 'processed_logprobs']),
+    startServe([
+      '--checkpoint',
+      base,
+      '--port',
+      '0',
+      '--backend',
+      'wasm',
+      '--enable-lora',
+      '--logprobs-mode',
+      'processed_logprobs',
+    ]),
     startServe(['--checkpoint', base, '--port', '0', '--backend', 'wasm']),
   ]);
   // An adapter whose B is not zero, so that it changes the model.
@@ -103,9 +134,17 @@ afterAll(() => {
   killGroup(plain.child);
 });
 
-describe('metrl serve in vLLM\'s dialect', () => {
+describe("metrl serve in vLLM's dialect", () => {
   it('answers a token-id prompt with token_ids and token_logprobs as vLLM does, at the request temperature', async () => {
-    const { status, json } = await post(`${lora.url}/completions`, { prompt: PROMPT, n: 3, temperature: 0.7, max_tokens: 4, seed: 5, logprobs: 0, return_token_ids: true });
+    const { status, json } = await post(`${lora.url}/completions`, {
+      prompt: PROMPT,
+      n: 3,
+      temperature: 0.7,
+      max_tokens: 4,
+      seed: 5,
+      logprobs: 0,
+      return_token_ids: true,
+    });
     expect(status).toBe(200);
     expect(json.object).toBe('text_completion');
     expect(json.choices.map((c: any) => c.prompt_token_ids)).toEqual([PROMPT, PROMPT, PROMPT]);
@@ -117,14 +156,26 @@ describe('metrl serve in vLLM\'s dialect', () => {
       Array.from(c.logProbs).forEach((x, i) => expect(x).toBeCloseTo(local[i], 4));
     }
     // A seed gives the same samples again.
-    const again = await post(`${lora.url}/completions`, { prompt: PROMPT, n: 3, temperature: 0.7, max_tokens: 4, seed: 5, logprobs: 0, return_token_ids: true });
+    const again = await post(`${lora.url}/completions`, {
+      prompt: PROMPT,
+      n: 3,
+      temperature: 0.7,
+      max_tokens: 4,
+      seed: 5,
+      logprobs: 0,
+      return_token_ids: true,
+    });
     expect(again.json.choices.map((c: any) => c.token_ids)).toEqual(json.choices.map((c: any) => c.token_ids));
   });
 
-  it('loads an adapter at run time: the served log-probs become the adapted model\'s, and unloading restores the base', async () => {
+  it("loads an adapter at run time: the served log-probs become the adapted model's, and unloading restores the base", async () => {
     const greedy = { prompt: PROMPT, temperature: 0, max_tokens: 3, logprobs: 0, return_token_ids: true };
     const before = (await post(`${lora.url}/completions`, greedy)).json.choices[0];
-    const loaded = await post(`${lora.url}/load_lora_adapter`, { lora_name: 'metrl-policy', lora_path: adapterDir, load_inplace: true });
+    const loaded = await post(`${lora.url}/load_lora_adapter`, {
+      lora_name: 'metrl-policy',
+      lora_path: adapterDir,
+      load_inplace: true,
+    });
     expect(loaded).toEqual({ status: 200, json: "Success: LoRA adapter 'metrl-policy' added successfully." });
     // Requests name the adapter, as on vLLM; metrl serve holds one model at a time, so the base is not served now.
     const baseNow = await post(`${lora.url}/completions`, { ...greedy, model: 'base' });
@@ -137,19 +188,41 @@ describe('metrl serve in vLLM\'s dialect', () => {
     expect((await post(`${lora.url}/unload_lora_adapter`, { lora_name: 'metrl-policy' })).status).toBe(200);
     const restored = (await post(`${lora.url}/completions`, greedy)).json.choices[0];
     expect(restored.token_ids).toEqual(before.token_ids);
-    restored.logprobs.token_logprobs.forEach((x: number, i: number) => expect(x).toBeCloseTo(before.logprobs.token_logprobs[i], 5));
+    restored.logprobs.token_logprobs.forEach((x: number, i: number) =>
+      expect(x).toBeCloseTo(before.logprobs.token_logprobs[i], 5),
+    );
   });
 });
 
-describe('metrl serve in vLLM\'s chat dialect (image prompts)', () => {
+describe("metrl serve in vLLM's chat dialect (image prompts)", () => {
   it('answers a data-URL image prompt with prompt_token_ids, token_ids and logprobs.content as vLLM does', async () => {
     const messages = await imageMessages();
     const body = { messages, n: 2, temperature: 0.7, max_tokens: 4, seed: 5, logprobs: true, return_token_ids: true };
     const { status, json } = await post(`${lora.url}/chat/completions`, body);
     expect(status).toBe(200);
-    expect(Object.keys(json).sort()).toEqual(['choices', 'created', 'id', 'model', 'object', 'prompt_token_ids', 'usage']);
-    expect(Object.keys(json.choices[0]).sort()).toEqual(['finish_reason', 'index', 'logprobs', 'message', 'stop_reason', 'token_ids']);
-    expect(Object.keys(json.choices[0].logprobs.content[0]).sort()).toEqual(['bytes', 'logprob', 'token', 'top_logprobs']);
+    expect(Object.keys(json).sort()).toEqual([
+      'choices',
+      'created',
+      'id',
+      'model',
+      'object',
+      'prompt_token_ids',
+      'usage',
+    ]);
+    expect(Object.keys(json.choices[0]).sort()).toEqual([
+      'finish_reason',
+      'index',
+      'logprobs',
+      'message',
+      'stop_reason',
+      'token_ids',
+    ]);
+    expect(Object.keys(json.choices[0].logprobs.content[0]).sort()).toEqual([
+      'bytes',
+      'logprob',
+      'token',
+      'top_logprobs',
+    ]);
     const parsed = parseVllmChat(json, 2);
     if (typeof parsed === 'string') throw new Error(parsed);
     for (const c of parsed.completions) {
@@ -174,36 +247,60 @@ describe('metrl serve in vLLM\'s chat dialect (image prompts)', () => {
     const { prompt } = await localChat(messages, [2], 1);
     const sampling = { temperature: 1, topP: 1, maxNewTokens: 3 };
     const pool = new RolloutPool([lora.url], 'vllm', 20_000);
-    const { groups } = await pool.sampleGroups([{ tokens: prompt.tokens, messages }], 3, sampling, [4], { version: 0, path: adapterDir });
+    const { groups } = await pool.sampleGroups([{ tokens: prompt.tokens, messages }], 3, sampling, [4], {
+      version: 0,
+      path: adapterDir,
+    });
     expect(groups[0]).toHaveLength(3);
     for (const c of groups[0]) expect(c.logProbs).toHaveLength(c.tokens.length);
     const shifted = [...prompt.tokens.slice(0, 3), 40, ...prompt.tokens.slice(3)];
-    await expect(pool.sampleGroups([{ tokens: shifted, messages }], 2, sampling, [4], { version: 0, path: adapterDir })).rejects.toThrow(
-      new RegExp(`^rollout server http://127\\.0\\.0\\.1:\\d+ tokenised the prompt otherwise than metrl \\(prompt_token_ids: ${prompt.tokens.length} tokens against metrl's ${shifted.length}, first difference at position 3\\): the learner would score other tokens`),
+    await expect(
+      pool.sampleGroups([{ tokens: shifted, messages }], 2, sampling, [4], { version: 0, path: adapterDir }),
+    ).rejects.toThrow(
+      new RegExp(
+        `^rollout server http://127\\.0\\.0\\.1:\\d+ tokenised the prompt otherwise than metrl \\(prompt_token_ids: ${prompt.tokens.length} tokens against metrl's ${shifted.length}, first difference at position 3\\): the learner would score other tokens`,
+      ),
     );
   });
 });
 
 describe('the rollout client on bad servers: one line each', () => {
   const sampling = { temperature: 1, topP: 1, maxNewTokens: 2 };
-  const sample = (urls: string[], path: string) => new RolloutPool(urls, 'vllm', 5_000).sampleGroups([{ tokens: PROMPT }], 2, sampling, [1], { version: 0, path });
+  const sample = (urls: string[], path: string) =>
+    new RolloutPool(urls, 'vllm', 5_000).sampleGroups([{ tokens: PROMPT }], 2, sampling, [1], { version: 0, path });
 
   it('a server without LoRA enabled', async () => {
-    await expect(sample([plain.url], adapterDir)).rejects.toThrow(/no \/v1\/load_lora_adapter, LoRA is not enabled \(start vLLM with --enable-lora/);
+    await expect(sample([plain.url], adapterDir)).rejects.toThrow(
+      /no \/v1\/load_lora_adapter, LoRA is not enabled \(start vLLM with --enable-lora/,
+    );
   });
 
   it('an adapter path the server cannot read', async () => {
-    await expect(sample([lora.url], '/nonexistent/adapter')).rejects.toThrow(/cannot load the adapter \/nonexistent\/adapter: lora_path .* no adapter_config.json/);
+    await expect(sample([lora.url], '/nonexistent/adapter')).rejects.toThrow(
+      /cannot load the adapter \/nonexistent\/adapter: lora_path .* no adapter_config.json/,
+    );
   });
 
   it('a port where nothing listens, and a replica that does not answer in time besides a good one', async () => {
     const closed = await closedPort();
-    await expect(sample([closed], adapterDir)).rejects.toThrow(/^no rollout server answered \(http:\/\/127\.0\.0\.1:\d+\/v1\/load_lora_adapter: ECONNREFUSED\); the run stopped/);
+    await expect(sample([closed], adapterDir)).rejects.toThrow(
+      /^no rollout server answered \(http:\/\/127\.0\.0\.1:\d+\/v1\/load_lora_adapter: ECONNREFUSED\); the run stopped/,
+    );
     // A replica that accepts connections and never answers: set aside after the timeout, its groups go to the other.
     const silent = createServer(() => {}).listen(0, '127.0.0.1');
     await new Promise((done) => silent.once('listening', done));
-    const pool = new RolloutPool([closed, `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, lora.url], 'vllm', 1_000);
-    const { groups, origins } = await pool.sampleGroups([{ tokens: PROMPT }, { tokens: PROMPT }, { tokens: PROMPT }], 2, sampling, [1, 2, 3], { version: 0, path: adapterDir });
+    const pool = new RolloutPool(
+      [closed, `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, lora.url],
+      'vllm',
+      1_000,
+    );
+    const { groups, origins } = await pool.sampleGroups(
+      [{ tokens: PROMPT }, { tokens: PROMPT }, { tokens: PROMPT }],
+      2,
+      sampling,
+      [1, 2, 3],
+      { version: 0, path: adapterDir },
+    );
     expect(groups.map((g) => g.length)).toEqual([2, 2, 2]);
     expect(new Set(origins.map((o) => o.server))).toEqual(new Set([lora.url.replace(/\/v1$/, '')]));
     expect(pool.retries).toBeGreaterThanOrEqual(2);

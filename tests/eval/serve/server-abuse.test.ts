@@ -43,24 +43,37 @@ function raw(port: number, data: string, endAfterWrite = false): Promise<string>
 const statusOf = (response: string) => Number(/^HTTP\/1\.1 (\d{3})/.exec(response)?.[1] ?? 0);
 
 describe('metrl serve under abuse', () => {
-  it.each(['//', 'http://[::1/v1/models', 'http://%zz/v1/models'])('request target %s → 400, not 500', async (target) => {
-    const port = await start();
-    const response = await raw(port, `GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
-    expect(statusOf(response)).toBe(400);
-    expect(response).toContain('malformed request target');
-  });
+  it.each(['//', 'http://[::1/v1/models', 'http://%zz/v1/models'])(
+    'request target %s → 400, not 500',
+    async (target) => {
+      const port = await start();
+      const response = await raw(port, `GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      expect(statusOf(response)).toBe(400);
+      expect(response).toContain('malformed request target');
+    },
+  );
 
   it('a prompt of 200,000 characters → 400 naming its size', async () => {
     const port = await start();
     const body = JSON.stringify({ messages: [{ role: 'user', content: 'x'.repeat(200_000) }] });
-    const response = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const response = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
     expect(response.status).toBe(400);
-    expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(/messages: 200000 characters of text/);
+    expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(
+      /messages: 200000 characters of text/,
+    );
   });
 
   it('a declared body over the size limit → 413 at once, without waiting for the bytes', async () => {
     const port = await start({ maxBodyBytes: 1024, requestTimeoutMs: 60_000, headersTimeoutMs: 60_000 });
-    const response = await raw(port, 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\nConnection: close\r\n\r\n', true);
+    const response = await raw(
+      port,
+      'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\nConnection: close\r\n\r\n',
+      true,
+    );
     expect(statusOf(response)).toBe(413);
   });
 
@@ -78,7 +91,10 @@ describe('metrl serve under abuse', () => {
 
   it('a body that stalls → disconnected at the request deadline', async () => {
     const port = await start({ headersTimeoutMs: 300, requestTimeoutMs: 600 });
-    const response = await raw(port, 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"messages":');
+    const response = await raw(
+      port,
+      'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"messages":',
+    );
     expect(response === '' || statusOf(response) === 408).toBe(true);
   });
 
@@ -113,7 +129,10 @@ describe('metrl serve under abuse', () => {
     for (let i = 0; i < 8; i++) slowClient();
     await new Promise((done) => setTimeout(done, 100));
     const statuses: number[] = [];
-    for (let i = 0; i < 20; i++) statuses.push(statusOf(await raw(port, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n').catch(() => '')));
+    for (let i = 0; i < 20; i++)
+      statuses.push(
+        statusOf(await raw(port, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n').catch(() => '')),
+      );
     stopping = true;
     slow.forEach((s) => s.destroy());
     expect(statuses).toEqual(new Array(20).fill(200));

@@ -32,7 +32,9 @@ describe('base checkpoints', () => {
     writeFileSync(join(out, 'config.json'), JSON.stringify(config));
     const create = vi.spyOn(BuiltinPolicy, 'create');
     try {
-      expect(() => loadBaseCheckpoint(out)).toThrow(/tensor model\.embed_tokens\.weight has shape \[\d+,32\] but config\.json's architecture needs \[\d+,2048\]/);
+      expect(() => loadBaseCheckpoint(out)).toThrow(
+        /tensor model\.embed_tokens\.weight has shape \[\d+,32\] but config\.json's architecture needs \[\d+,2048\]/,
+      );
       expect(create).not.toHaveBeenCalled();
     } finally {
       create.mockRestore();
@@ -41,7 +43,12 @@ describe('base checkpoints', () => {
 
   it('diskShapes lists exactly the tensors and on-disk shapes the built model has', () => {
     const policy = BuiltinPolicy.create({ architecture: TINY, seed: 3 });
-    const built = new Map(weightEntries(policy.weights).map((e) => [e.name, e.transposeOnDisk ? [...e.variable.shape].reverse() : [...e.variable.shape]]));
+    const built = new Map(
+      weightEntries(policy.weights).map((e) => [
+        e.name,
+        e.transposeOnDisk ? [...e.variable.shape].reverse() : [...e.variable.shape],
+      ]),
+    );
     expect(diskShapes(policy.arch)).toEqual(built);
     policy.dispose();
   });
@@ -51,7 +58,12 @@ describe('base checkpoints', () => {
     const out = join(dir(), 'base');
     saveBaseCheckpoint(policy, out, { note: 'test' });
     const config = JSON.parse(readFileSync(join(out, 'config.json'), 'utf8'));
-    expect(config).toMatchObject({ format: 'metrl-vlm', formatVersion: 1, note: 'test', architecture: { dModel: 32, nLayers: 2 } });
+    expect(config).toMatchObject({
+      format: 'metrl-vlm',
+      formatVersion: 1,
+      note: 'test',
+      architecture: { dModel: 32, nLayers: 2 },
+    });
     const file = decodeSafetensors(readFileSync(join(out, 'model.safetensors')));
     // Linear weights are stored [out, in] as torch.nn.Linear does.
     expect(file.tensors.get('model.layers.0.mlp.up_proj.weight')!.shape).toEqual([64, 32]);
@@ -80,7 +92,9 @@ describe('base checkpoints', () => {
     const config = JSON.parse(readFileSync(join(foreign, 'config.json'), 'utf8'));
     config.architecture.dMlp = 48;
     writeFileSync(join(foreign, 'config.json'), JSON.stringify(config));
-    expect(() => loadBaseCheckpoint(foreign)).toThrow(/model.layers.0.mlp.up_proj.weight has shape \[64,32\] but config.json's architecture needs \[48,32\]/);
+    expect(() => loadBaseCheckpoint(foreign)).toThrow(
+      /model.layers.0.mlp.up_proj.weight has shape \[64,32\] but config.json's architecture needs \[48,32\]/,
+    );
 
     config.architecture.dMlp = 64;
     config.architecture.nLayers = 1;
@@ -101,11 +115,18 @@ describe('base checkpoints', () => {
 describe('LoRA adapters in PEFT layout', () => {
   it('writes adapter_config.json and PEFT tensor names, and loads them back into another instance', () => {
     const policy = BuiltinPolicy.create({ architecture: TINY, seed: 4, lora: { r: 4, alpha: 8 } });
-    for (const [i, a] of loraAdapters(policy.lora!).entries()) a.b.assign(tf.randomNormal(a.b.shape, 0, 0.2, 'float32', i));
+    for (const [i, a] of loraAdapters(policy.lora!).entries())
+      a.b.assign(tf.randomNormal(a.b.shape, 0, 0.2, 'float32', i));
     const out = join(dir(), 'adapter');
     saveAdapter(policy, out, { baseModel: 'checkpoints/base' });
     const config = JSON.parse(readFileSync(join(out, 'adapter_config.json'), 'utf8'));
-    expect(config).toMatchObject({ peft_type: 'LORA', task_type: 'CAUSAL_LM', r: 4, lora_alpha: 8, base_model_name_or_path: 'checkpoints/base' });
+    expect(config).toMatchObject({
+      peft_type: 'LORA',
+      task_type: 'CAUSAL_LM',
+      r: 4,
+      lora_alpha: 8,
+      base_model_name_or_path: 'checkpoints/base',
+    });
     expect(config.target_modules).toEqual(['q_proj', 'k_proj', 'v_proj', 'o_proj', 'up_proj', 'down_proj']);
     const file = decodeSafetensors(readFileSync(join(out, 'adapter_model.safetensors')));
     expect(file.tensors.get('base_model.model.model.layers.1.self_attn.q_proj.lora_A.weight')!.shape).toEqual([4, 32]);
@@ -134,7 +155,10 @@ describe('LoRA adapters in PEFT layout', () => {
     policy.attachLora({ r: 2 }, new Rng(1));
     const out = join(dir(), 'adapter');
     saveAdapter(policy, out);
-    writeFileSync(join(out, 'adapter_config.json'), JSON.stringify({ peft_type: 'IA3', r: 2, lora_alpha: 4, target_modules: ['q_proj'] }));
+    writeFileSync(
+      join(out, 'adapter_config.json'),
+      JSON.stringify({ peft_type: 'IA3', r: 2, lora_alpha: 4, target_modules: ['q_proj'] }),
+    );
     expect(() => loadAdapter(policy, out)).toThrow(/peft_type/);
     policy.dispose();
   });

@@ -18,7 +18,8 @@ function randomImage(seed: number): RawImage {
 
 /** Make the adapters do something: B = 0 would make every LoRA test pass trivially. */
 function perturbLora(policy: BuiltinPolicy, seed: number): void {
-  for (const [i, a] of loraAdapters(policy.lora!).entries()) a.b.assign(tf.randomNormal(a.b.shape, 0, 0.3, 'float32', seed + i));
+  for (const [i, a] of loraAdapters(policy.lora!).entries())
+    a.b.assign(tf.randomNormal(a.b.shape, 0, 0.3, 'float32', seed + i));
 }
 
 const maxAbsDiff = (a: tf.Tensor, b: tf.Tensor): number => tf.tidy(() => tf.max(tf.abs(tf.sub(a, b))).dataSync()[0]);
@@ -39,7 +40,11 @@ beforeAll(async () => {
     { type: 'text', text: '\nFINAL ANSWER: ' },
   ];
   prompt = policy.encode(input);
-  shortPrompt = policy.encode([{ type: 'text', text: 'shell\n2\n' }, { type: 'image', image: randomImage(3) }, { type: 'text', text: '\nFINAL ANSWER: ' }]);
+  shortPrompt = policy.encode([
+    { type: 'text', text: 'shell\n2\n' },
+    { type: 'image', image: randomImage(3) },
+    { type: 'text', text: '\nFINAL ANSWER: ' },
+  ]);
 });
 
 describe('sampling one token', () => {
@@ -47,7 +52,10 @@ describe('sampling one token', () => {
   const logZ = Math.log(row.reduce((s, x) => s + Math.exp(x), 0));
 
   it('greedy takes the argmax outside the banned tokens; log-probs are over the whole vocabulary at temperature 1', () => {
-    expect(sampleToken(row, { temperature: 0, topP: 1, maxNewTokens: 1 }, new Rng(1))).toEqual({ token: 3, logProb: 3 - logZ });
+    expect(sampleToken(row, { temperature: 0, topP: 1, maxNewTokens: 1 }, new Rng(1))).toEqual({
+      token: 3,
+      logProb: 3 - logZ,
+    });
     const r = sampleToken(row, { temperature: 0, topP: 1, maxNewTokens: 1 }, new Rng(1), new Set([3]));
     expect(r.token).toBe(0);
     expect(r.logProb).toBeCloseTo(2 - logZ, 6);
@@ -67,7 +75,7 @@ describe('sampling one token', () => {
     expect(cold.filter((t) => t === 3).length).toBeGreaterThan(380);
   });
 
-  it('at top-p 1 draws the inverse CDF of softmax(row / T) over the allowed tokens for the Rng\'s uniform', () => {
+  it("at top-p 1 draws the inverse CDF of softmax(row / T) over the allowed tokens for the Rng's uniform", () => {
     const g = new Rng(11);
     for (let t = 0; t < 300; t++) {
       const logits = Float32Array.from({ length: 37 }, () => (g.next() - 0.5) * 12);
@@ -78,7 +86,11 @@ describe('sampling one token', () => {
       const w = Array.from(logits, (x, i) => (banned.has(i) ? 0 : Math.exp((x - max) / T)));
       let x = new Rng(t).next() * w.reduce((s, v) => s + v, 0);
       let want = logits.length - 1;
-      for (let i = 0; i < w.length; i++) if ((x -= w[i]) < 0) { want = i; break; }
+      for (let i = 0; i < w.length; i++)
+        if ((x -= w[i]) < 0) {
+          want = i;
+          break;
+        }
       expect(sampleToken(logits, { temperature: T, topP: 1, maxNewTokens: 1 }, new Rng(t), banned).token).toBe(want);
     }
   });
@@ -127,7 +139,10 @@ describe('built-in policy', () => {
   it('batched sampling of several prompts matches sampling each prompt alone (greedy)', () => {
     const opts = { temperature: 0, topP: 1, maxNewTokens: 6 };
     const together = policy.sampleGroups([prompt, shortPrompt], 2, opts, new Rng(1));
-    const alone = [policy.sampleGroup(prompt, 2, opts, new Rng(1)), policy.sampleGroup(shortPrompt, 2, opts, new Rng(1))];
+    const alone = [
+      policy.sampleGroup(prompt, 2, opts, new Rng(1)),
+      policy.sampleGroup(shortPrompt, 2, opts, new Rng(1)),
+    ];
     expect(together.map((g) => g.map((c) => c.tokens))).toEqual(alone.map((g) => g.map((c) => c.tokens)));
     together[1][0].logProbs.forEach((lp, j) => expect(lp).toBeCloseTo(alone[1][0].logProbs[j], 4));
     // One completion per prompt (evaluation) takes another code path in decoding.
@@ -135,7 +150,13 @@ describe('built-in policy', () => {
     expect(single.map((g) => g[0].tokens)).toEqual([alone[1][0].tokens, alone[0][0].tokens]);
     single[1][0].logProbs.forEach((lp, j) => expect(lp).toBeCloseTo(alone[0][0].logProbs[j], 4));
     // More prompts than one prefill pass takes (8), of different lengths.
-    const many = Array.from({ length: 10 }, (_, i) => policy.encode([{ type: 'text', text: `shell\n${'123'.repeat(i + 1)}\n` }, { type: 'image', image: randomImage(20 + i) }, { type: 'text', text: 'FINAL ANSWER: ' }]));
+    const many = Array.from({ length: 10 }, (_, i) =>
+      policy.encode([
+        { type: 'text', text: `shell\n${'123'.repeat(i + 1)}\n` },
+        { type: 'image', image: randomImage(20 + i) },
+        { type: 'text', text: 'FINAL ANSWER: ' },
+      ]),
+    );
     const batched = policy.sampleGroups(many, 1, opts, new Rng(1)).map((g) => g[0]);
     const each = many.map((m) => policy.sampleGroup(m, 1, opts, new Rng(1))[0]);
     expect(batched.map((c) => c.tokens)).toEqual(each.map((c) => c.tokens));
@@ -160,7 +181,10 @@ describe('built-in policy', () => {
       values.forEach((v, j) => expect(rows[b][j]).toBeCloseTo(v, 4));
       expect(rows[b].slice(values.length).every((v) => v === 0)).toBe(true);
       // Against the full forward pass as well.
-      const full = policy.sequenceLogits({ tokens: [...item.prompt.tokens, ...item.completion], images: item.prompt.images });
+      const full = policy.sequenceLogits({
+        tokens: [...item.prompt.tokens, ...item.completion],
+        images: item.prompt.images,
+      });
       const logp = tf.tidy(() => tf.logSoftmax(full).arraySync() as number[][]);
       item.completion.forEach((t, j) => expect(values[j]).toBeCloseTo(logp[item.prompt.tokens.length - 1 + j][t], 4));
       tf.dispose([alone.logProbs, alone.mask, full]);
@@ -173,7 +197,10 @@ describe('built-in policy', () => {
 
   it('tokenLogProbs at a temperature are the log-probabilities of softmax(logits / T)', () => {
     const item = { prompt, completion: policy.encodeTarget('8/8/8') };
-    const full = policy.sequenceLogits({ tokens: [...item.prompt.tokens, ...item.completion], images: item.prompt.images });
+    const full = policy.sequenceLogits({
+      tokens: [...item.prompt.tokens, ...item.completion],
+      images: item.prompt.images,
+    });
     for (const temperature of [0.5, 2]) {
       const r = policy.tokenLogProbs([item], { useLora: true, temperature });
       const values = r.logProbs.arraySync()[0];
@@ -181,7 +208,9 @@ describe('built-in policy', () => {
       const untempered = tf.tidy(() => tf.logSoftmax(full).arraySync() as number[][]);
       item.completion.forEach((t, j) => expect(values[j]).toBeCloseTo(logp[item.prompt.tokens.length - 1 + j][t], 4));
       // ... and not the untempered ones (this model's logits are not flat enough for them to agree).
-      expect(item.completion.some((t, j) => Math.abs(values[j] - untempered[item.prompt.tokens.length - 1 + j][t]) > 1e-3)).toBe(true);
+      expect(
+        item.completion.some((t, j) => Math.abs(values[j] - untempered[item.prompt.tokens.length - 1 + j][t]) > 1e-3),
+      ).toBe(true);
       tf.dispose([r.logProbs, r.mask]);
     }
     full.dispose();
@@ -217,7 +246,9 @@ describe('built-in policy', () => {
       const g = grad.dataSync();
       const values = variable.dataSync().slice();
       // The three largest-gradient entries: finite differences in float32 are meaningful there.
-      const order = Array.from(g.keys()).sort((a, b) => Math.abs(g[b]) - Math.abs(g[a])).slice(0, 3);
+      const order = Array.from(g.keys())
+        .sort((a, b) => Math.abs(g[b]) - Math.abs(g[a]))
+        .slice(0, 3);
       const eps = 1e-2;
       for (const i of order) {
         const at = (delta: number) => {
@@ -247,7 +278,9 @@ describe('built-in policy', () => {
     for (const v of [base.weights.patchProj, base.weights.embed, base.weights.layers[0].proj.q_proj]) {
       const g = grads[v.name].dataSync();
       const values = v.dataSync().slice();
-      const order = Array.from(g.keys()).sort((a, b) => Math.abs(g[b]) - Math.abs(g[a])).slice(0, 2);
+      const order = Array.from(g.keys())
+        .sort((a, b) => Math.abs(g[b]) - Math.abs(g[a]))
+        .slice(0, 2);
       for (const i of order) {
         const at = (delta: number) => {
           const x = values.slice();
@@ -266,15 +299,27 @@ describe('built-in policy', () => {
 
   it('a large batch differentiated chunk by chunk gives the same gradient as its parts differentiated alone', () => {
     // 3 prompt groups of 4 completions = 12 sequences: more than one chunk, so the checkpointed path runs.
-    const third = policy.encode([{ type: 'text', text: 'chess\nfoo\n' }, { type: 'image', image: randomImage(9) }, { type: 'text', text: '\nFINAL ANSWER: ' }]);
+    const third = policy.encode([
+      { type: 'text', text: 'chess\nfoo\n' },
+      { type: 'image', image: randomImage(9) },
+      { type: 'text', text: '\nFINAL ANSWER: ' },
+    ]);
     const items = [prompt, shortPrompt, third].flatMap((p, g) =>
-      Array.from({ length: 4 }, (_, j) => ({ prompt: p, completion: policy.encodeTarget(['e2e4', '3', 'a1', 'xyz'][(g + j) % 4]) })),
+      Array.from({ length: 4 }, (_, j) => ({
+        prompt: p,
+        completion: policy.encodeTarget(['e2e4', '3', 'a1', 'xyz'][(g + j) % 4]),
+      })),
     );
     const weights = items.map((_, i) => (i % 3) - 1); // a per-sequence upstream gradient, as advantages give
     const objective = (subset: number[]) => () => {
-      const r = policy.tokenLogProbs(subset.map((i) => items[i]), { useLora: true, withEntropy: true });
+      const r = policy.tokenLogProbs(
+        subset.map((i) => items[i]),
+        { useLora: true, withEntropy: true },
+      );
       expect(r.entropy!.shape).toEqual(r.logProbs.shape);
-      return tf.sum(tf.mul(tf.sum(tf.mul(r.logProbs, r.mask), 1), tf.tensor1d(subset.map((i) => weights[i])))) as tf.Scalar;
+      return tf.sum(
+        tf.mul(tf.sum(tf.mul(r.logProbs, r.mask), 1), tf.tensor1d(subset.map((i) => weights[i]))),
+      ) as tf.Scalar;
     };
     const vars = policy.trainableVariables('lora');
     const whole = tf.variableGrads(objective(items.map((_, i) => i)), vars);
@@ -287,17 +332,33 @@ describe('built-in policy', () => {
       expect(maxAbsDiff(whole.grads[v.name], sum)).toBeLessThan(1e-4);
       sum.dispose();
     }
-    tf.dispose([whole.value, ...Object.values(whole.grads), ...parts.flatMap((p) => [p.value, ...Object.values(p.grads)])]);
+    tf.dispose([
+      whole.value,
+      ...Object.values(whole.grads),
+      ...parts.flatMap((p) => [p.value, ...Object.values(p.grads)]),
+    ]);
   });
 
   it('a large group (prompt scores head by head) matches full passes and finite differences', () => {
     // 8 completions of 12 tokens: 8 × 11 = 88 query rows, above the per-head threshold of 64.
-    const texts = ['8/8/8/8 w - -', 'e2e4 e7e5 g1', '1 swap 2 now', 'abcdefghijkl', 'FINAL ANSWER', 'rnbqkbnr/ppp', 'x swap y zzz', '3 2 1 go go!'];
+    const texts = [
+      '8/8/8/8 w - -',
+      'e2e4 e7e5 g1',
+      '1 swap 2 now',
+      'abcdefghijkl',
+      'FINAL ANSWER',
+      'rnbqkbnr/ppp',
+      'x swap y zzz',
+      '3 2 1 go go!',
+    ];
     const items = texts.map((t) => ({ prompt, completion: policy.tokenizer.encodeText(t).slice(0, 12) }));
     const batch = policy.tokenLogProbs(items, { useLora: true });
     const rows = batch.logProbs.arraySync();
     items.forEach((item, b) => {
-      const full = policy.sequenceLogits({ tokens: [...item.prompt.tokens, ...item.completion], images: item.prompt.images });
+      const full = policy.sequenceLogits({
+        tokens: [...item.prompt.tokens, ...item.completion],
+        images: item.prompt.images,
+      });
       const logp = tf.tidy(() => tf.logSoftmax(full).arraySync() as number[][]);
       item.completion.forEach((t, j) => expect(rows[b][j]).toBeCloseTo(logp[item.prompt.tokens.length - 1 + j][t], 4));
       full.dispose();
@@ -311,7 +372,9 @@ describe('built-in policy', () => {
     const { grads } = tf.variableGrads(objective, [adapter.a]);
     const g = grads[adapter.a.name].dataSync();
     const values = adapter.a.dataSync().slice();
-    const top = Array.from(g.keys()).sort((x, y) => Math.abs(g[y]) - Math.abs(g[x])).slice(0, 2);
+    const top = Array.from(g.keys())
+      .sort((x, y) => Math.abs(g[y]) - Math.abs(g[x]))
+      .slice(0, 2);
     expect(Math.abs(g[top[0]])).toBeGreaterThan(1e-3);
     for (const i of top) {
       const at = (delta: number) => {
@@ -330,7 +393,9 @@ describe('built-in policy', () => {
   it('refuses sequences longer than the architecture context with one line', () => {
     const small = BuiltinPolicy.create({ architecture: { ...TINY, maxContext: 32 }, seed: 1 });
     const long = small.encode([{ type: 'text', text: 'x'.repeat(30) }]);
-    expect(() => small.sampleGroup(long, 2, { temperature: 1, topP: 1, maxNewTokens: 5 }, new Rng(1))).toThrow(/31 tokens plus 5 new tokens exceeds the model's context of 32/);
+    expect(() => small.sampleGroup(long, 2, { temperature: 1, topP: 1, maxNewTokens: 5 }, new Rng(1))).toThrow(
+      /31 tokens plus 5 new tokens exceeds the model's context of 32/,
+    );
     expect(() => small.tokenLogProbs([{ prompt: long, completion: [5, 6] }], { useLora: false })).toThrow(UserError);
     small.dispose();
   });

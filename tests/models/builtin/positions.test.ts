@@ -26,7 +26,9 @@ const episode: Episode = {
 
 /** Text and position of every character of a prompt + completion, in the given scheme. */
 function placed(scheme: 'sequence' | 'grid'): { text: string; positions: number[] } {
-  const prompt = episodeToModelInput(shellEnv, episode).map((p) => (p.type === 'text' ? p.text : '')).join('');
+  const prompt = episodeToModelInput(shellEnv, episode)
+    .map((p) => (p.type === 'text' ? p.text : ''))
+    .join('');
   const text = prompt + targetText(shellEnv, episode);
   const cursor = new PositionCursor(scheme, tokenizer);
   return { text, positions: cursor.pushAll(tokenizer.encodeText(text)) };
@@ -50,7 +52,9 @@ describe('position schemes', () => {
       const listed = `${label}: ${episode.actions[i].text}`;
       const inPrompt = at(`${listed}\n`);
       const inTrace = at(`${listed} -> `, traceStart);
-      expect(positions.slice(inTrace, inTrace + listed.length)).toEqual(positions.slice(inPrompt, inPrompt + listed.length));
+      expect(positions.slice(inTrace, inTrace + listed.length)).toEqual(
+        positions.slice(inPrompt, inPrompt + listed.length),
+      );
       expect(positions[inPrompt]).toBe((TRACE_FIRST_ROW + 1 + i) * ROW_STRIDE);
     }
     // Line 0 (`start -> 2`) is on the initial state's row; the initial state is the prompt's second line.
@@ -65,7 +69,12 @@ describe('position schemes', () => {
     const cursor = new PositionCursor('grid', tokenizer);
     cursor.pushAll(tokenizer.encodeText('shell\n'));
     const copy = cursor.clone();
-    expect(copy.pushAll(tokenizer.encodeText('ab\nc'))).toEqual([ROW_STRIDE, ROW_STRIDE + 1, ROW_STRIDE + 2, 2 * ROW_STRIDE]);
+    expect(copy.pushAll(tokenizer.encodeText('ab\nc'))).toEqual([
+      ROW_STRIDE,
+      ROW_STRIDE + 1,
+      ROW_STRIDE + 2,
+      2 * ROW_STRIDE,
+    ]);
     expect(cursor.push(tokenizer.encodeText('x')[0])).toBe(ROW_STRIDE);
   });
 });
@@ -74,7 +83,10 @@ describe('a grid-position model', () => {
   let policy: BuiltinPolicy;
   beforeAll(async () => {
     await initBackend('wasm', null);
-    policy = BuiltinPolicy.create({ architecture: { dModel: 32, nLayers: 2, nHeads: 2, dMlp: 64, imageSize: 16, patchSize: 8, positions: 'grid' }, seed: 5 });
+    policy = BuiltinPolicy.create({
+      architecture: { dModel: 32, nLayers: 2, nHeads: 2, dMlp: 64, imageSize: 16, patchSize: 8, positions: 'grid' },
+      seed: 5,
+    });
   });
 
   it('cached decoding, scoring and a full pass agree across lines and the trace cue', () => {
@@ -82,7 +94,10 @@ describe('a grid-position model', () => {
     const group = policy.sampleGroup(prompt, 8, { temperature: 3, topP: 1, maxNewTokens: 40 }, new Rng(4));
     // The check only means something if some completion went on to a new line (its positions jump to the next row).
     expect(group.some((c) => c.text.includes('\n'))).toBe(true);
-    const scored = policy.tokenLogProbs(group.map((c) => ({ prompt, completion: c.tokens })), { useLora: false });
+    const scored = policy.tokenLogProbs(
+      group.map((c) => ({ prompt, completion: c.tokens })),
+      { useLora: false },
+    );
     const scoredRows = scored.logProbs.arraySync();
     group.forEach((c, r) => {
       const full = policy.sequenceLogits({ tokens: [...prompt.tokens, ...c.tokens], images: [] }, false);

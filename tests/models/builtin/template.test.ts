@@ -1,6 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import sharp from 'sharp';
-import { ANSWER_CUE, TRACE_CUE, actionLabel, chatToModelInput, episodeToModelInput, perceptionToModelInput, responseForScoring, targetText, type TemplateEnv } from '../../../models/builtin/template.ts';
+import {
+  ANSWER_CUE,
+  TRACE_CUE,
+  actionLabel,
+  chatToModelInput,
+  episodeToModelInput,
+  perceptionToModelInput,
+  responseForScoring,
+  targetText,
+  type TemplateEnv,
+} from '../../../models/builtin/template.ts';
 import { shellEnv } from '../../../envs/shell/index.ts';
 import { chessEnv } from '../../../envs/chess/index.ts';
 import { generateEpisodes } from '../../../envs/generate.ts';
@@ -35,7 +45,11 @@ describe('prompt template', () => {
       return blankImage(64, 64);
     });
     expect(rendered).toEqual([1]);
-    expect(input.map((p) => (p.type === 'text' ? p.text : '<img>'))).toEqual(['shell\n2\n1 swap 2\n', '<img>', '\n1 swap 3\nFINAL ANSWER: ']);
+    expect(input.map((p) => (p.type === 'text' ? p.text : '<img>'))).toEqual([
+      'shell\n2\n1 swap 2\n',
+      '<img>',
+      '\n1 swap 3\nFINAL ANSWER: ',
+    ]);
     expect(targetText(oneShotEnv, episode)).toBe('1');
     expect(responseForScoring(oneShotEnv, '1')).toBe('FINAL ANSWER: 1');
   });
@@ -47,7 +61,11 @@ describe('prompt template', () => {
 
   it('trace layout (shell): letter-labelled actions, line 0 in the prompt, one line per action with its state, the answer', () => {
     const input = episodeToModelInput(shellEnv, episode, imageOf);
-    expect(input.map((p) => (p.type === 'text' ? p.text : '<img>'))).toEqual(['shell\n2\nA: 1 swap 2\nC: ', '<img>', `\nD: 1 swap 3\n${TRACE_CUE}start -> 2\n`]);
+    expect(input.map((p) => (p.type === 'text' ? p.text : '<img>'))).toEqual([
+      'shell\n2\nA: 1 swap 2\nC: ',
+      '<img>',
+      `\nD: 1 swap 3\n${TRACE_CUE}start -> 2\n`,
+    ]);
     // 2 → (1 swap 2) 1 → (2 swap 3) 1 → (1 swap 3) 3; the episode's stated target "1" is deliberately not used for states.
     expect(targetText(shellEnv, episode)).toBe('A: 1 swap 2 -> 1\nC: 2 swap 3 -> 1\nD: 1 swap 3 -> 3\nFINAL ANSWER: 1');
   });
@@ -62,8 +80,17 @@ describe('prompt template', () => {
   });
 
   it('trace layout (chess): line 0 is the initial placement, states are placements, the answer is the full FEN', () => {
-    const [e] = generateEpisodes(chessEnv, { n: 1, actions: 2, split: 'train', seed: 3, modality: 'text', extra: { offset: 'random' } });
-    const prompt = episodeToModelInput(chessEnv, e).map((p) => (p.type === 'text' ? p.text : '<img>')).join('');
+    const [e] = generateEpisodes(chessEnv, {
+      n: 1,
+      actions: 2,
+      split: 'train',
+      seed: 3,
+      modality: 'text',
+      extra: { offset: 'random' },
+    });
+    const prompt = episodeToModelInput(chessEnv, e)
+      .map((p) => (p.type === 'text' ? p.text : '<img>'))
+      .join('');
     expect(prompt.endsWith(`${TRACE_CUE}start -> ${e.initialState.split(' ')[0]}\n`)).toBe(true);
     const text = targetText(chessEnv, e);
     const lines = text.split('\n');
@@ -74,35 +101,64 @@ describe('prompt template', () => {
     // The trace scores as its final answer: full marks for the reference, nothing for a trace cut before the answer.
     expect(chessEnv.score({ target: e.target, response: responseForScoring(chessEnv, text) }).reward).toBe(1);
     expect(responseForScoring(chessEnv, lines.slice(0, 2).join('\n'))).toBe('');
-    expect(chessEnv.score({ target: e.target, response: responseForScoring(chessEnv, lines.slice(0, 2).join('\n')) }).reward).toBe(0);
+    expect(
+      chessEnv.score({ target: e.target, response: responseForScoring(chessEnv, lines.slice(0, 2).join('\n')) }).reward,
+    ).toBe(0);
   });
 
   it('perception probe: one image answered after the marker; several labelled, the asked label last', () => {
     const one = perceptionToModelInput('chess', [blankImage(64, 64)], 0);
-    expect(one.map((p) => (p.type === 'text' ? p.text : '<img>'))).toEqual(['chess\nread\n', '<img>', `\n${ANSWER_CUE}`]);
+    expect(one.map((p) => (p.type === 'text' ? p.text : '<img>'))).toEqual([
+      'chess\nread\n',
+      '<img>',
+      `\n${ANSWER_CUE}`,
+    ]);
     const input = perceptionToModelInput('chess', [blankImage(64, 64), blankImage(64, 64)], 1);
-    expect(input.map((p) => (p.type === 'text' ? p.text : '<img>'))).toEqual(['chess\nread\nA: ', '<img>', '\nC: ', '<img>', '\nC: ']);
+    expect(input.map((p) => (p.type === 'text' ? p.text : '<img>'))).toEqual([
+      'chess\nread\nA: ',
+      '<img>',
+      '\nC: ',
+      '<img>',
+      '\nC: ',
+    ]);
     expect(() => perceptionToModelInput('chess', [blankImage(64, 64)], 1)).toThrow(RangeError);
   });
 
   it('reduces chat messages with data-URL images to a model input, resizing images', async () => {
-    const png = await sharp(Buffer.alloc(32 * 32 * 3, 200), { raw: { width: 32, height: 32, channels: 3 } }).png().toBuffer();
+    const png = await sharp(Buffer.alloc(32 * 32 * 3, 200), { raw: { width: 32, height: 32, channels: 3 } })
+      .png()
+      .toBuffer();
     const url = `data:image/png;base64,${png.toString('base64')}`;
     const input = await chatToModelInput(
       [
         { role: 'system', content: 'You track shells.' },
-        { role: 'user', content: [{ type: 'text', text: 'Start 1.' }, { type: 'image_url', image_url: { url } }, { type: 'text', text: 'Where?' }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Start 1.' },
+            { type: 'image_url', image_url: { url } },
+            { type: 'text', text: 'Where?' },
+          ],
+        },
       ],
       { imageSize: 64, answerCue: true },
     );
-    expect(input.map((p) => (p.type === 'text' ? p.text : 'IMG'))).toEqual(['You track shells.\nStart 1.', 'IMG', `Where?${ANSWER_CUE}`]);
+    expect(input.map((p) => (p.type === 'text' ? p.text : 'IMG'))).toEqual([
+      'You track shells.\nStart 1.',
+      'IMG',
+      `Where?${ANSWER_CUE}`,
+    ]);
     const image = (input[1] as { image: RawImage }).image;
     expect([image.width, image.height, image.data.length]).toEqual([64, 64, 64 * 64 * 3]);
     expect(image.data[100]).toBe(200);
-    await expect(chatToModelInput([{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/x.png' } }] }])).rejects.toThrow(UserError);
+    await expect(
+      chatToModelInput([
+        { role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/x.png' } }] },
+      ]),
+    ).rejects.toThrow(UserError);
   });
 
-  it('adds the answer cue to chat input only when it does not already end with one of the template\'s cues', async () => {
+  it("adds the answer cue to chat input only when it does not already end with one of the template's cues", async () => {
     const ends = async (text: string) => {
       const input = await chatToModelInput([{ role: 'user', content: text }], { answerCue: true });
       return (input[input.length - 1] as { text: string }).text;
@@ -112,10 +168,21 @@ describe('prompt template', () => {
     expect(await ends('Where is the ball?')).toBe(`Where is the ball?${ANSWER_CUE}`);
   });
 
-  it('with exactSize refuses an image that is not the model\'s size (a resized picture is misread), naming both sizes', async () => {
-    const png = await sharp(Buffer.alloc(512 * 512 * 3, 200), { raw: { width: 512, height: 512, channels: 3 } }).png().toBuffer();
-    const message = [{ role: 'user' as const, content: [{ type: 'image_url' as const, image_url: { url: `data:image/png;base64,${png.toString('base64')}` } }] }];
-    await expect(chatToModelInput(message, { imageSize: 64, exactSize: true })).rejects.toThrow(/image_url is 512×512 pixels; the built-in model reads only metrl's own 64×64 renderings/);
+  it("with exactSize refuses an image that is not the model's size (a resized picture is misread), naming both sizes", async () => {
+    const png = await sharp(Buffer.alloc(512 * 512 * 3, 200), { raw: { width: 512, height: 512, channels: 3 } })
+      .png()
+      .toBuffer();
+    const message = [
+      {
+        role: 'user' as const,
+        content: [
+          { type: 'image_url' as const, image_url: { url: `data:image/png;base64,${png.toString('base64')}` } },
+        ],
+      },
+    ];
+    await expect(chatToModelInput(message, { imageSize: 64, exactSize: true })).rejects.toThrow(
+      /image_url is 512×512 pixels; the built-in model reads only metrl's own 64×64 renderings/,
+    );
     expect((await chatToModelInput(message, { imageSize: 64 })).length).toBe(1);
   });
 });

@@ -9,7 +9,11 @@ const tok = CharTokenizer.createDefault();
 
 describe('character tokenizer', () => {
   it('tokenises FEN, UCI and "x swap y" exactly, one token per character, no UNK', () => {
-    for (const text of ['rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1', 'e2e4 a7a8q e1g1', '1 swap 3\n2 swap 1']) {
+    for (const text of [
+      'rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1',
+      'e2e4 a7a8q e1g1',
+      '1 swap 3\n2 swap 1',
+    ]) {
       const ids = tok.encodeText(text);
       expect(ids).toHaveLength(text.length);
       expect(ids).not.toContain(tok.unk);
@@ -29,7 +33,13 @@ describe('character tokenizer', () => {
     writeFileSync(path, JSON.stringify(tok.toJson()));
     const json = JSON.parse(readFileSync(path, 'utf8'));
     expect(json.model.type).toBe('WordLevel');
-    expect(json.added_tokens.map((t: { content: string }) => t.content)).toEqual(['[PAD]', '[BOS]', '[EOS]', '[IMG]', '[UNK]']);
+    expect(json.added_tokens.map((t: { content: string }) => t.content)).toEqual([
+      '[PAD]',
+      '[BOS]',
+      '[EOS]',
+      '[IMG]',
+      '[UNK]',
+    ]);
     const back = CharTokenizer.fromJson(json);
     expect(back.vocabSize).toBe(tok.vocabSize);
     expect([back.pad, back.bos, back.eos, back.img, back.unk]).toEqual([tok.pad, tok.bos, tok.eos, tok.img, tok.unk]);
@@ -57,10 +67,27 @@ describe('character tokenizer', () => {
   });
 
   it('rejects tokenizers it cannot represent with one clear line', () => {
-    expect(() => CharTokenizer.fromJson({ model: { type: 'BPE', vocab: {}, merges: [] } }, 'x.json')).toThrow(UserError);
-    const noImage = { added_tokens: [{ id: 0, content: '<pad>' }, { id: 1, content: '<s>' }, { id: 2, content: '</s>' }], model: { type: 'WordLevel', vocab: { '<unk>': 3, a: 4 }, unk_token: '<unk>' } };
+    expect(() => CharTokenizer.fromJson({ model: { type: 'BPE', vocab: {}, merges: [] } }, 'x.json')).toThrow(
+      UserError,
+    );
+    const noImage = {
+      added_tokens: [
+        { id: 0, content: '<pad>' },
+        { id: 1, content: '<s>' },
+        { id: 2, content: '</s>' },
+      ],
+      model: { type: 'WordLevel', vocab: { '<unk>': 3, a: 4 }, unk_token: '<unk>' },
+    };
     expect(() => CharTokenizer.fromJson(noImage, 'x.json')).toThrow(/x.json: no IMG token/);
-    const words = { added_tokens: [{ id: 0, content: '<pad>' }, { id: 1, content: '<s>' }, { id: 2, content: '</s>' }, { id: 3, content: '<image>' }], model: { type: 'WordLevel', vocab: { '<unk>': 4, hello: 5 }, unk_token: '<unk>' } };
+    const words = {
+      added_tokens: [
+        { id: 0, content: '<pad>' },
+        { id: 1, content: '<s>' },
+        { id: 2, content: '</s>' },
+        { id: 3, content: '<image>' },
+      ],
+      model: { type: 'WordLevel', vocab: { '<unk>': 4, hello: 5 }, unk_token: '<unk>' },
+    };
     expect(() => CharTokenizer.fromJson(words, 'x.json')).toThrow(/not a single character/);
   });
 });
