@@ -72,6 +72,7 @@ export function pyLoads(text: string): PyValue {
     return m[1] === undefined && m[2] === undefined ? BigInt(m[0]) : new PyFloat(Number(m[0]));
   };
   const string = (): string => {
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: JSON strings may not hold raw control characters.
     const m = /^"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/.exec(text.slice(at));
     if (!m) return fail('bad string');
     at += m[0].length;

@@ -46,8 +46,8 @@ export function cell(
     accuracy: rows.length ? correct / rows.length : 0,
     ci95: wilsonInterval(correct, rows.length),
   };
-  for (const [name, valueOf] of Object.entries(means)) {
-    const values = rows.map(valueOf).filter((v): v is number => v !== null && Number.isFinite(v));
+  for (const [name, metric] of Object.entries(means)) {
+    const values = rows.map(metric).filter((v): v is number => v !== null && Number.isFinite(v));
     result[name] = values.length ? values.reduce((s, v) => s + v, 0) / values.length : null;
   }
   return result;

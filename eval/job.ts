@@ -120,8 +120,8 @@ export async function evaluate(options: EvaluateOptions): Promise<void> {
       `stopped: ${fatalReason(plan, outcome.stopped.failure)} Nothing was answered, so nothing was written`,
     );
   }
-  const report = reportRun(plan, outcome);
-  finish(plan, outcome, report);
+  reportRun(plan, outcome);
+  finish(plan, outcome);
 }
 
 /** The highest folder of `path` that does not exist yet (null when `path` exists): what a run creates. */
@@ -387,7 +387,7 @@ function reportRun(plan: Plan, outcome: RunOutcome): RunReport {
 }
 
 /** The exit status: a fatal stop is a UserError (2), an interruption 130, items that failed after retries 1. */
-function finish(plan: Plan, outcome: RunOutcome, report: RunReport): void {
+function finish(plan: Plan, outcome: RunOutcome): void {
   const { out } = plan;
   const done = outcome.rows.filter((r) => r.status === 'ok').length;
   if (outcome.stopped?.reason === 'fatal') {

@@ -9,7 +9,7 @@ import * as tf from '@tensorflow/tfjs';
 type GradResult = { value: tf.Tensor; gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => tf.Tensor | tf.Tensor[] };
 
 /** tf.customGrad with loose typing (its declared signature rejects ordinary typed closures). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: tf.customGrad calls f with its tensors spread, whatever their count.
 export function customGrad(f: (...args: any[]) => GradResult): (...inputs: tf.Tensor[]) => tf.Tensor {
   return tf.customGrad(f as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (
     ...inputs: tf.Tensor[]

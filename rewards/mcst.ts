@@ -44,13 +44,13 @@ function clean(text: string): string {
     .trim();
 }
 
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** Names from `names` that occur in `text` as whole words, leaving out those inside a longer match. */
 function mentioned(text: string, names: readonly string[]): string[] {
   const found = names
     .map((n) => n.toLowerCase())
-    .filter((n) => new RegExp(`(?:^|[^a-z0-9-])${escape(n)}(?:$|[^a-z0-9-])`).test(text));
+    .filter((n) => new RegExp(`(?:^|[^a-z0-9-])${escapeRegExp(n)}(?:$|[^a-z0-9-])`).test(text));
   return [...new Set(found)].filter((n) => !found.some((m) => m !== n && m.includes(n)));
 }
 

@@ -67,7 +67,6 @@ export function updatePolicy(
   };
   const stepOptions =
     threshold === undefined ? objective.options : { ...objective.options, entropyThreshold: threshold };
-  const options = stepOptions;
   const bonus = stepOptions.entropyCoef !== undefined;
   for (let it = 0; it < config.numIterations && stats.updated; it++) {
     // Each pass is one update: the entropy bonus applies the controller's coefficient of this update (entropy-control.ts).

@@ -169,7 +169,10 @@ class Painter {
   object(o: RemObject, id: number): void {
     if (!this.inView(o)) return;
     const color = REM_PALETTE[o.color];
-    if (o.shape === 'sphere') return this.sphere([o.x, o.y, SPHERE_RADIUS], color, id);
+    if (o.shape === 'sphere') {
+      this.sphere([o.x, o.y, SPHERE_RADIUS], color, id);
+      return;
+    }
     const faces: { points: Vec3[]; normal: Vec3 }[] = [];
     if (o.shape === 'cuboid') {
       const yaw = (o.yaw * Math.PI) / 180;

@@ -7,6 +7,7 @@ import { UserError } from '../../core/errors.ts';
 import type { ChatMessage } from '../../core/chat.ts';
 import type { Policy } from '../../models/policy.ts';
 import type { Sampler } from '../../models/sampler.ts';
+import type { EncodedPrompt } from '../../models/types.ts';
 import { BatchedGenerator } from '../batched-generator.ts';
 import type { ChatEngine, EngineResult, EngineSampling } from './server.ts';
 
@@ -29,7 +30,7 @@ export function policyEngine(
     defaultMaxTokens: Math.min(DEFAULT_MAX_TOKENS, maxContext),
     async complete(messages: ChatMessage[], sampling: EngineSampling): Promise<EngineResult> {
       const arrived = generator.announce();
-      let prompt;
+      let prompt: EncodedPrompt;
       try {
         prompt = await policy.chatPrompt(messages);
       } finally {

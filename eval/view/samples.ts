@@ -240,7 +240,7 @@ async function view(
     ...(s.advantage !== undefined ? { advantage: s.advantage } : {}),
     ...(s.error ? { error: s.error } : {}),
   };
-  let env;
+  let env: Env;
   try {
     env = await envOf(s.domain);
   } catch {

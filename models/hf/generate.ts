@@ -125,7 +125,7 @@ export function repeatCache(cache: KVCache, group: number): KVCache {
 }
 
 export function generate(model: HfDecoder, input: GenerateInput, options: GenerateOptions): GenerateResult {
-  const { G, B, T, choose, stop, promptMask, mask, tokens, logitsKept, finished } = decodeSetup(input, options);
+  const { G, B, choose, stop, promptMask, mask, tokens, logitsKept, finished } = decodeSetup(input, options);
   const V = model.config.vocabSize;
   let cache: KVCache | null = null;
   if (options.maxNewTokens <= 0) return { tokens, finished, ...(options.keepLogits ? { logits: logitsKept } : {}) };

@@ -91,7 +91,6 @@ export function completionLogProbs(
   const H = decoder.config.hiddenSize;
   const pad = decoder.config.padTokenId ?? 0;
   const runs = options.sharePrompts === false ? items.map((_, i) => [i]) : promptRuns(items, samePrompt);
-  const B = runs.length;
   const T = Math.max(
     ...runs.map((run) => items[run[0]].prompt.length + run.reduce((n, i) => n + items[i].completion.length, 0)),
   );

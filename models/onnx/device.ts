@@ -85,11 +85,15 @@ function oneLine(text: string): string {
       .split('\n')
       .map((l) => l.trim())
       .find((l) => l !== '') ?? '';
-  return line
-    .replace(/\x1b\[[0-9;]*m/g, '')
-    .replace(/^\/onnxruntime_src\/\S+ /, '')
-    .replace(/^.*?::<lambda\(\)> /, '')
-    .replace(/^.* was false\. /, '');
+  // ORT colours its log lines with ANSI escapes; the message is the text between them.
+  return (
+    line
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: an ANSI colour escape starts with ESC.
+      .replace(/\x1b\[[0-9;]*m/g, '')
+      .replace(/^\/onnxruntime_src\/\S+ /, '')
+      .replace(/^.*?::<lambda\(\)> /, '')
+      .replace(/^.* was false\. /, '')
+  );
 }
 
 /**
@@ -122,6 +126,7 @@ export function checkDevice(device: Device): void {
   // ORT's own reason is "Failed to load shared library"; the library it could not find is on its error log.
   const library = /Failed to load library \S+ with error: ([^\n]*)/
     .exec(failed.diagnostics)?.[1]
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: an ANSI colour escape starts with ESC.
     ?.replace(/\x1b\[[0-9;]*m/g, '')
     .trim();
   throw new UserError(

@@ -156,20 +156,6 @@ export class OrtSampler extends PolicyFront<BuiltinPolicy> implements Sampler {
     return { count: prompts.length, length: P, tokens, positions, slots, ends, lengths };
   }
 
-  /** Prefill padded prompts on the main thread's session: every position's logits (the tests compare them with tfjs). */
-  private prefill(padded: PaddedPrompts, useLora: boolean): { logits: Float32Array } {
-    return {
-      logits: this.model.forward({
-        rows: padded.count,
-        seq: padded.length,
-        tokens: padded.tokens,
-        positions: padded.positions,
-        slots: padded.slots,
-        useLora,
-      }).logits,
-    };
-  }
-
   sampleGroup(prompt: EncodedPrompt, group: number, options: SamplingOptions, rng: Rng): Completion[] {
     return this.sampleGroups([prompt], group, options, rng)[0];
   }

@@ -149,7 +149,7 @@ export class RolloutPool {
 
   private async ensureAdapter(replica: Replica, adapter: AdapterVersion): Promise<void> {
     while (replica.loaded?.version !== adapter.version) {
-      if (replica.loading) {
+      if (replica.loading !== null) {
         await replica.loading;
         continue;
       }

@@ -7,14 +7,14 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeSafetensors, encodeSafetensors } from '../../models/safetensors.ts';
 import { hfCheckpointCopy, hfScratchDir, removeHfCopies, shardCheckpoint } from '../helpers/hf-checkpoint-copy.ts';
-import { expectUserError, metrl, scratchDir } from './helpers.ts';
+import { expectUserError, metrl } from './helpers.ts';
 
 const editJson = (path: string, edit: (json: Record<string, any>) => void) => {
   const json = JSON.parse(readFileSync(path, 'utf8'));
   edit(json);
   writeFileSync(path, JSON.stringify(json, null, 2));
 };
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 interface Case {
   name: string;
@@ -35,7 +35,7 @@ const CASES: Case[] = [
       return {
         flags: ['--checkpoint', dir],
         error: new RegExp(
-          `${escape(index)}: names model-00002-of-00002\\.safetensors \\(tensor [\\w.]+\\), which is missing`,
+          `${escapeRegExp(index)}: names model-00002-of-00002\\.safetensors \\(tensor [\\w.]+\\), which is missing`,
         ),
       };
     },
@@ -50,7 +50,7 @@ const CASES: Case[] = [
       writeFileSync(shards[1], bytes.subarray(0, bytes.length - 100));
       return {
         flags: ['--checkpoint', dir],
-        error: new RegExp(`${escape(shards[1])}: tensor [\\w.]+ has data_offsets .* beyond the file size`),
+        error: new RegExp(`${escapeRegExp(shards[1])}: tensor [\\w.]+ has data_offsets .* beyond the file size`),
       };
     },
   },
@@ -63,7 +63,9 @@ const CASES: Case[] = [
       editJson(index, (j) => (j.weight_map['lm_head.weight'] = 'model-00003-of-00003.safetensors'));
       return {
         flags: ['--checkpoint', dir],
-        error: new RegExp(`${escape(index)}: names model-00003-of-00003\\.safetensors \\(tensor lm_head\\.weight\\)`),
+        error: new RegExp(
+          `${escapeRegExp(index)}: names model-00003-of-00003\\.safetensors \\(tensor lm_head\\.weight\\)`,
+        ),
       };
     },
   },
@@ -76,7 +78,7 @@ const CASES: Case[] = [
       return {
         flags: ['--checkpoint', dir],
         error: new RegExp(
-          `${escape(join(dir, 'model.safetensors'))}: tensor model\\.layers\\.0\\.mlp\\.\\w+_proj\\.weight has shape \\[.*\\], .*config\\.json implies`,
+          `${escapeRegExp(join(dir, 'model.safetensors'))}: tensor model\\.layers\\.0\\.mlp\\.\\w+_proj\\.weight has shape \\[.*\\], .*config\\.json implies`,
         ),
       };
     },
@@ -89,7 +91,7 @@ const CASES: Case[] = [
       editJson(join(dir, 'config.json'), (c) => delete c.hidden_size);
       return {
         flags: ['--checkpoint', dir],
-        error: new RegExp(`${escape(join(dir, 'config.json'))}: missing key 'hidden_size'`),
+        error: new RegExp(`${escapeRegExp(join(dir, 'config.json'))}: missing key 'hidden_size'`),
       };
     },
   },
@@ -101,7 +103,7 @@ const CASES: Case[] = [
       writeFileSync(join(dir, 'tokenizer.json'), '{"version": "1.0", "model": ');
       return {
         flags: ['--checkpoint', dir],
-        error: new RegExp(`${escape(join(dir, 'tokenizer.json'))}: not valid JSON`),
+        error: new RegExp(`${escapeRegExp(join(dir, 'tokenizer.json'))}: not valid JSON`),
       };
     },
   },
@@ -115,7 +117,7 @@ const CASES: Case[] = [
       return {
         flags: ['--checkpoint', dir],
         error: new RegExp(
-          `${escape(join(dir, 'tokenizer_config.json'))}: chat template failed to render: this template renders nothing`,
+          `${escapeRegExp(join(dir, 'tokenizer_config.json'))}: chat template failed to render: this template renders nothing`,
         ),
       };
     },
@@ -129,7 +131,7 @@ const CASES: Case[] = [
       });
       return {
         flags: ['--checkpoint', dir],
-        error: new RegExp(`${escape(join(dir, 'tokenizer_config.json'))}: chat template does not parse`),
+        error: new RegExp(`${escapeRegExp(join(dir, 'tokenizer_config.json'))}: chat template does not parse`),
       };
     },
   },
@@ -163,7 +165,7 @@ const CASES: Case[] = [
       return {
         flags: ['--checkpoint', base, '--adapter', adapter],
         error: new RegExp(
-          `${escape(weights)}: tensor base_model\\.model\\.model\\.layers\\.7\\.self_attn\\.q_proj\\.lora_A\\.weight targets module model\\.layers\\.7\\.self_attn\\.q_proj, which .* does not have`,
+          `${escapeRegExp(weights)}: tensor base_model\\.model\\.model\\.layers\\.7\\.self_attn\\.q_proj\\.lora_A\\.weight targets module model\\.layers\\.7\\.self_attn\\.q_proj, which .* does not have`,
         ),
       };
     },
@@ -178,7 +180,7 @@ const CASES: Case[] = [
       return {
         flags: ['--checkpoint', base, '--adapter', adapter],
         error: new RegExp(
-          `${escape(join(adapter, 'adapter_model.safetensors'))}: tensor [\\w.]+lora_[AB]\\.weight has shape \\[.*\\], .*r = 8 in adapter_config\\.json implies`,
+          `${escapeRegExp(join(adapter, 'adapter_model.safetensors'))}: tensor [\\w.]+lora_[AB]\\.weight has shape \\[.*\\], .*r = 8 in adapter_config\\.json implies`,
         ),
       };
     },
@@ -192,7 +194,7 @@ const CASES: Case[] = [
       return {
         flags: ['--checkpoint', base, '--adapter', adapter],
         error: new RegExp(
-          `${escape(join(adapter, 'adapter_model.safetensors'))}: tensor [\\w.]+lora_[AB]\\.weight has shape \\[.*\\], the base model .* implies`,
+          `${escapeRegExp(join(adapter, 'adapter_model.safetensors'))}: tensor [\\w.]+lora_[AB]\\.weight has shape \\[.*\\], the base model .* implies`,
         ),
       };
     },

@@ -5,10 +5,10 @@
 // served on 127.0.0.1, and given adapters: the trained one (`--adapter RUN/checkpoints/step-N`) and the PEFT fixture
 // llama-lora (by --adapter, and by its base_model_name_or_path "../llama" when it sits next to a folder named llama).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HF_FIXTURES, hfCheckpointCopy, hfScratchDir, removeHfCopies } from '../helpers/hf-checkpoint-copy.ts';
-import { metrl, scratchDir, type CliResult } from './helpers.ts';
+import { metrl, type CliResult } from './helpers.ts';
 import { trainAndKill } from '../helpers/train-and-kill.ts';
 import { startServe, type Served } from '../helpers/serve-process.ts';
 

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectSameAnswers, startServe } from '../helpers/serve-process.ts';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { expectUserError, metrl, PROJECT } from './helpers.ts';
+import { expectUserError, metrl } from './helpers.ts';
 import { hfCheckpointCopy, hfScratchDir, removeHfCopies } from '../helpers/hf-checkpoint-copy.ts';
 
 const SLOW = 400_000;

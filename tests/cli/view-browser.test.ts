@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { metrl, scratchDir } from './helpers.ts';
-import { startMetrl, type Started } from '../helpers/metrl-process.ts';
+import { startMetrl } from '../helpers/metrl-process.ts';
 import { launchChromium, type Browser, type Page } from '../helpers/chromium.ts';
 import { chessRun, type ChessRun } from '../eval/view-fixtures.ts';
 

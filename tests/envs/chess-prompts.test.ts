@@ -2,7 +2,7 @@
 // and the single-image perception probe.
 import { describe, expect, it } from 'vitest';
 import { chessEnv } from '../../envs/chess/index.ts';
-import { IMAGE_CAPTION, INSTRUCTIONS, QUESTIONS } from '../../envs/chess/prompt.ts';
+import { QUESTIONS } from '../../envs/chess/prompt.ts';
 import { toChatMessages } from '../../core/chat.ts';
 import type { Episode, PromptMessage } from '../../core/episode.ts';
 

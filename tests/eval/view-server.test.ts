@@ -2,7 +2,7 @@
 // filters, an evaluation folder, bad files (a torn last line, a bad line, a run deleted while viewed), and that no
 // request reads outside the folders given (`..`, %2e%2e, encoded slashes, a symbolic link out), on 127.0.0.1 only.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { appendFileSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import sharp from 'sharp';

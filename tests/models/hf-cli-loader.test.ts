@@ -15,7 +15,6 @@ import { loadPolicy } from '../../models/load.ts';
 import type { Policy } from '../../models/policy.ts';
 import { loadBaseModel } from '../../models/registry.ts';
 import { hfCheckpointCopy, hfScratchDir, removeHfCopies } from '../helpers/hf-checkpoint-copy.ts';
-import { scratchDir } from '../cli/helpers.ts';
 import { TOL, readReference, textReferenceChecks, type Reference } from './hf-fixture.ts';
 
 const opened: Policy[] = [];

@@ -302,14 +302,14 @@ function start() {
   $('f-folder').addEventListener('change', () => {
     $('f-group').value = '';
     $('f-modality').value = '';
-    drawSamples();
+    void drawSamples();
   });
   $('more').addEventListener('click', () => drawSamples(true));
   const loop = async () => {
     await refresh();
     setTimeout(loop, POLL_MS);
   };
-  refresh(true).then(() => setTimeout(loop, POLL_MS));
+  void refresh(true).then(() => setTimeout(loop, POLL_MS));
 }
 
 start();
