@@ -9,11 +9,6 @@ export class UserError extends Error {
   }
 }
 
-/** Throw a UserError: `fail('--n must be a positive integer, got 0')`. */
-export function fail(message: string): never {
-  throw new UserError(message);
-}
-
 /** What an operating-system error code means, in words a user can act on. */
 const SYSTEM_REASONS: Record<string, string> = {
   EACCES: 'permission denied',

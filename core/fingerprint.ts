@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 export type Split = 'train' | 'test';
 
 /** Share of the fingerprint space that belongs to the test split. */
-export const TEST_FRACTION = 0.2;
+const TEST_FRACTION = 0.2;
 
 export function fingerprint(...parts: (string | number)[]): string {
   return createHash('sha256').update(parts.map(String).join('\u001f')).digest('hex').slice(0, 16);

@@ -35,7 +35,7 @@ export async function renderVegaLite(spec: TopLevelSpec, options: RenderOptions 
 }
 
 /** `runs/plot` or `runs/plot.png` → `runs/plot` (the .svg and .png are written beside each other). */
-export function plotBasePath(file: string): string {
+function plotBasePath(file: string): string {
   return file.replace(/\.(svg|png)$/i, '');
 }
 

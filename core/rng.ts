@@ -5,7 +5,7 @@
 export type RngState = [number, number, number, number];
 
 /** 32-bit FNV-1a hash of a string; used to turn seeds and labels into generator state. */
-export function hashString(text: string, seed = 0x811c9dc5): number {
+function hashString(text: string, seed = 0x811c9dc5): number {
   let h = seed >>> 0;
   for (let i = 0; i < text.length; i++) {
     h ^= text.charCodeAt(i);

@@ -9,7 +9,7 @@ export interface Interval {
 }
 
 /** Two-sided 95% normal quantile. */
-export const Z95 = 1.959963984540054;
+const Z95 = 1.959963984540054;
 
 /** Wilson score interval for `successes` out of `n` Bernoulli trials; null when n < 2. */
 export function wilsonInterval(successes: number, n: number, z = Z95): Interval | null {

@@ -5,7 +5,7 @@
 // and a selection of 500 rows would otherwise be written out in base64. The store is filled when a dataset is read
 // (envs/metbench/official.ts) and read when a prompt becomes chat messages (eval/query-to-chat.ts), which sends the
 // bytes unchanged, as the reference harness does. Layer: envs/.
-import type { Episode, ImageRef } from '../core/episode.ts';
+import type { ImageRef } from '../core/episode.ts';
 
 export interface DatasetImage {
   bytes: Uint8Array;
@@ -38,11 +38,6 @@ export function putDatasetImage(key: string, image: DatasetImage): void {
 export function datasetImageKey(ref: ImageRef): string | undefined {
   const keys = ref.episode.meta.images;
   return Array.isArray(keys) && typeof keys[ref.index] === 'string' ? (keys[ref.index] as string) : undefined;
-}
-
-/** Does this episode bring its own pictures? */
-export function hasDatasetImages(episode: Episode): boolean {
-  return Array.isArray(episode.meta.images);
 }
 
 /** The picture for an image reference, or undefined when the episode's pictures are rendered (or not loaded). */

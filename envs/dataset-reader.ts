@@ -148,7 +148,7 @@ const ChatRowSchema = z.object({
  */
 export const MAX_ROW_TEXT_CHARS = 262_144;
 /** The largest image one data: URL or image file of a row may hold (its decoded bytes). */
-export const MAX_ROW_IMAGE_BYTES = 16 * 1024 * 1024;
+const MAX_ROW_IMAGE_BYTES = 16 * 1024 * 1024;
 
 function chatItem(file: string, line: number, value: unknown, domain: string | undefined): DatasetItem {
   const parsed = ChatRowSchema.safeParse(value);

@@ -28,13 +28,13 @@ export interface DatasetOptions extends GenerateOptions {
 }
 
 /** A chat message whose content is always a list of parts, so every row has the same shape (Arrow needs that). */
-export interface DatasetMessage {
+interface DatasetMessage {
   role: ChatMessage['role'];
   content: ChatContentPart[];
 }
 
 /** One line of metadata.jsonl. */
-export interface DatasetRow {
+interface DatasetRow {
   id: string;
   domain: string;
   split: string;
@@ -60,12 +60,12 @@ export interface DatasetResult {
 }
 
 export const METADATA_FILE = 'metadata.jsonl';
-export const IMAGES_DIR = 'images';
+const IMAGES_DIR = 'images';
 /** The settings that produced the dataset, so it can be regenerated (imagefolder ignores this file). */
-export const GENERATION_FILE = 'generation.json';
+const GENERATION_FILE = 'generation.json';
 
 /** Path (relative to the dataset directory) of an action image. */
-export function imagePath(episode: Episode, index: number): string {
+function imagePath(episode: Episode, index: number): string {
   return `${IMAGES_DIR}/${episode.id}-${String(index).padStart(3, '0')}.png`;
 }
 
@@ -73,7 +73,7 @@ export function imagePath(episode: Episode, index: number): string {
  * The few-shot examples: `shots` solved episodes from the TRAIN split with the same number of actions and modality
  * setting, drawn from their own seed stream so that they do not depend on the episodes being generated.
  */
-export function fewShotExamples(
+function fewShotExamples(
   env: Env,
   options: Pick<GenerateOptions, 'seed' | 'actions' | 'modality' | 'imageRatio' | 'extra'>,
   shots: number,

@@ -38,7 +38,7 @@ export function withModality(episode: Episode, modality: Modality): Episode {
 }
 
 /** A text-only environment cannot show image actions: say so before generating anything. */
-export function assertModalitySupported(env: Env, setting: ModalitySetting): void {
+function assertModalitySupported(env: Env, setting: ModalitySetting): void {
   if (!env.modalities || setting === 'text') return;
   if (!env.modalities.includes('image')) {
     throw new UserError(`--modality ${setting}: the ${env.domain} domain has text actions only (use --modality text)`);

@@ -48,7 +48,7 @@ export function readRunReport(dir: string): RunReport {
 }
 
 /** Which knob the runs sweep: the number of actions or the image ratio (whichever takes several values). */
-export function sweepAxis(reports: RunReport[]): SweepAxis {
+function sweepAxis(reports: RunReport[]): SweepAxis {
   const settings = reports.flatMap((r) => r.settings.map((s) => s.setting));
   const distinct = (f: (s: (typeof settings)[number]) => number) => new Set(settings.map(f)).size;
   const lengths = distinct((s) => s.actions);

@@ -23,7 +23,7 @@ export interface CompactTemplate {
   perceptionInput(env: Env, query: Extract<Query, { kind: 'perception' }>): ModelInput;
 }
 
-export function promptMessages(env: Env, query: Query): PromptMessage[] {
+function promptMessages(env: Env, query: Query): PromptMessage[] {
   if (query.kind === 'perception') {
     if (!env.perceptionProbe) throw new UserError(`${env.domain} has no perception probe`);
     return env.perceptionProbe(query.episode, query.index).messages;
@@ -86,7 +86,7 @@ async function rawImageDataUrl(image: RawImage): Promise<string> {
 }
 
 /** A model input (text and raw images in order) as a single user chat message. */
-export async function modelInputToChat(input: ModelInput): Promise<ChatMessage[]> {
+async function modelInputToChat(input: ModelInput): Promise<ChatMessage[]> {
   const parts: ChatContentPart[] = [];
   for (const part of input) {
     if (part.type === 'text') parts.push({ type: 'text', text: part.text });

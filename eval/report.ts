@@ -12,7 +12,7 @@ import { settingKey, settingLabel, varyingFields } from './settings.ts';
 import { summarizeScores, type DomainSummary } from '../core/summary.ts';
 import type { ItemRow, Setting, TokenUsage } from './types.ts';
 
-export interface SettingReport {
+interface SettingReport {
   key: string;
   label: string;
   setting: Setting;
@@ -103,7 +103,7 @@ export function buildReport(
 }
 
 /** "91.6 ± 0.3": percentage and the half-width of the 95% interval (Wilson intervals are nearly symmetric). */
-export function formatAccuracy(summary: Pick<DomainSummary, 'accuracy' | 'ci95'>): string {
+function formatAccuracy(summary: Pick<DomainSummary, 'accuracy' | 'ci95'>): string {
   if (summary.accuracy === null) return '–';
   const pct = (summary.accuracy * 100).toFixed(1);
   if (!summary.ci95) return pct;

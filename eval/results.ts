@@ -11,7 +11,7 @@ import { redactDeep } from '../core/secrets.ts';
 import { DOMAINS, MODALITY_SETTINGS, type Domain, type ModalitySetting } from '../core/episode.ts';
 import { TASKS, type ItemRow } from './types.ts';
 
-export function resultsFile(domain: Domain, modality: ModalitySetting): string {
+function resultsFile(domain: Domain, modality: ModalitySetting): string {
   return `${domain}-${modality}.jsonl`;
 }
 

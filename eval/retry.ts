@@ -19,7 +19,7 @@ export class RequestFailure extends Error {
   }
 }
 
-export const FATAL_STATUSES = new Set([401, 403, 404]);
+const FATAL_STATUSES = new Set([401, 403, 404]);
 
 export function kindOfStatus(status: number): FailureKind {
   if (FATAL_STATUSES.has(status)) return 'fatal';
@@ -58,7 +58,7 @@ export function backoffDelay(policy: RetryPolicy, attempt: number, retryAfterMs:
   return exp / 2 + rng.next() * (exp / 2);
 }
 
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const timer = setTimeout(() => {

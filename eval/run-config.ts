@@ -29,7 +29,7 @@ export interface RunConfig {
   loaded?: LoadedModel;
 }
 
-export const CONFIG_FILE = 'config.json';
+const CONFIG_FILE = 'config.json';
 
 /** The fields whose change would change the answers: a resume must match them exactly. */
 const IDENTITY: (keyof RunConfig)[] = ['model', 'settings', 'n', 'seed', 'sampling', 'extra'];

@@ -39,7 +39,7 @@ export interface Selection {
 export const EPISODES_FILE = 'episodes.jsonl';
 
 /** Settings that share this key evaluate the same episodes. */
-export function episodeGroup(s: Setting): string {
+function episodeGroup(s: Setting): string {
   const modality = s.task === 'perception' ? 'image' : s.modality;
   return [s.domain, modality, modality === 'mixed' ? `p${s.imageRatio}` : '', `T${s.actions}`]
     .filter(Boolean)

@@ -21,7 +21,7 @@ export interface SettingOptions {
 }
 
 /** Default number of few-shot examples, as in the paper (N = 5). */
-export const DEFAULT_SHOTS = 5;
+const DEFAULT_SHOTS = 5;
 
 /** Parse "0,5,10" (or a single value) into numbers, naming the flag on error. */
 export function parseNumberList(

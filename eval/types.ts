@@ -65,7 +65,7 @@ export interface ModelSource {
   close?(): Promise<void>;
 }
 
-export type ItemStatus = 'ok' | 'error';
+type ItemStatus = 'ok' | 'error';
 
 /** One cascade transcription step (Table 3). */
 export interface Transcription {

@@ -11,10 +11,9 @@ import * as tf from '@tensorflow/tfjs';
 import { UserError } from '../core/errors.ts';
 import { shareIdentityOnWasm } from './ops.ts';
 
+/** The backends, in the order tried without `--backend`. */
 export const BACKEND_NAMES = ['node-gpu', 'node', 'wasm', 'cpu'] as const;
 export type BackendName = (typeof BACKEND_NAMES)[number];
-/** The order tried without `--backend`. */
-export const AUTO_ORDER: readonly BackendName[] = BACKEND_NAMES;
 
 /** Why `--backend webgpu` is refused (see the header), and the GPU path to use instead. */
 export const NO_WEBGPU_BACKEND =
@@ -83,7 +82,7 @@ export async function initBackend(
       throw new UserError(`--backend ${requested}: the ${current.name} backend is already active in this process`);
     return current;
   }
-  const candidates: BackendName[] = requested ? [requested as BackendName] : [...AUTO_ORDER];
+  const candidates: BackendName[] = requested ? [requested as BackendName] : [...BACKEND_NAMES];
   const skipped: string[] = [];
   for (const name of candidates) {
     try {

@@ -28,7 +28,7 @@ export const DEFAULT_ENGINE_HELP =
   'default ort where ONNX Runtime has a graph for the model (the built-in model, llama, qwen2, gemma3, idefics3), else tfjs';
 
 /** Hugging Face model types the ONNX graph builder (models/onnx/hf-graph.ts) has a graph for. */
-export const ORT_HF_MODEL_TYPES: readonly string[] = ['llama', 'qwen2', 'gemma3_text', 'gemma3', 'idefics3'];
+const ORT_HF_MODEL_TYPES: readonly string[] = ['llama', 'qwen2', 'gemma3_text', 'gemma3', 'idefics3'];
 
 /** ONNX Runtime's settings: intra-op threads (default: every core) and the execution provider (default: CPU). */
 export interface OrtRuntime {

@@ -63,7 +63,7 @@ function runAdapter(dir: string): string | null {
  * or a shard index; config.json + tokenizer.json is also taken as one, so a folder missing its weights is reported by
  * its loader rather than mistaken for something else). A training run's folder has a config.json but neither.
  */
-export function isBaseFolder(dir: string): boolean {
+function isBaseFolder(dir: string): boolean {
   return (
     has(dir, 'model.safetensors') ||
     has(dir, 'model.safetensors.index.json') ||

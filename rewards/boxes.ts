@@ -27,7 +27,7 @@ export function parseBoxContents(answer: string): string[] | null {
 }
 
 /** Canonical form of a set of object names: "the a and the b" (sorted), or "nothing". */
-export function formatBoxContents(items: readonly string[]): string {
+function formatBoxContents(items: readonly string[]): string {
   return items.length === 0
     ? 'nothing'
     : [...items]

@@ -29,7 +29,7 @@ export interface ChessParseOptions {
 /** Episode meta value that turns the bare-FEN extension on for scoring (set by `--chess-answer bare-fen`). */
 export const BARE_FEN_PARSING = 'bare-fen';
 
-export interface ChessMetrics {
+interface ChessMetrics {
   [name: string]: number | boolean | null;
   perSquare: number;
   exactFen: boolean;
@@ -42,7 +42,7 @@ export interface ChessMetrics {
 const MARKER = 'final answer';
 
 /** Remove the decorations models wrap answers in; each becomes a space so that tokens stay apart. */
-export function cleanAnswerLine(line: string): string {
+function cleanAnswerLine(line: string): string {
   return line
     .replace(/\\boxed\s*\{([^{}]*)\}/g, ' $1 ')
     .replace(/\\boxed/g, ' ')
@@ -50,7 +50,7 @@ export function cleanAnswerLine(line: string): string {
 }
 
 /** All valid FENs on one (cleaned) line: each placement token plus the well-formed fields that directly follow it. */
-export function fensInLine(cleaned: string): Fen[] {
+function fensInLine(cleaned: string): Fen[] {
   const tokens = cleaned
     .split(/[\s:]+/) // a colon never occurs in a FEN: "ANSWER:rnbqkbnr/…" still yields the placement
     .map((t) => t.replace(/[.;:!?]+$/, ''))
@@ -111,7 +111,7 @@ function requireFen(text: string, what: string): Fen {
 }
 
 /** Metrics of a parsed prediction (or null for an invalid answer) against the target. */
-export function chessMetrics(prediction: Fen | null, target: Fen, initial: Fen | null): ChessMetrics {
+function chessMetrics(prediction: Fen | null, target: Fen, initial: Fen | null): ChessMetrics {
   const changed = initial ? target.board.map((c, i) => c !== initial.board[i]) : null;
   const changedCount = changed ? changed.filter(Boolean).length : 0;
   if (!prediction) {

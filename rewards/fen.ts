@@ -60,11 +60,6 @@ export function expandPlacement(placement: string): SquareContent[] | null {
   return board;
 }
 
-/** True when the token looks like a well-formed placement field. */
-export function isPlacement(token: string): boolean {
-  return expandPlacement(token) !== null;
-}
-
 /** True when `token` is well formed as the FEN field at position `index` (0 = side to move … 4 = fullmove). */
 export function isFenField(token: string, index: number): boolean {
   const pattern = FIELD_PATTERNS[index];

@@ -4,7 +4,7 @@
 // answer line itself is read. Baselines write their answers in the same convention (finalAnswerResponse). Layer: rewards/.
 
 /** How an answer is written: the marker in the form every parser reads. */
-export const FINAL_ANSWER_CUE = 'FINAL ANSWER: ';
+const FINAL_ANSWER_CUE = 'FINAL ANSWER: ';
 
 /** A response that commits to `answer` and nothing else, e.g. a baseline's. */
 export function finalAnswerResponse(answer: string): string {
@@ -12,7 +12,7 @@ export function finalAnswerResponse(answer: string): string {
 }
 
 /** The marker, tolerating markdown emphasis before the colon ("**Final Answer**:"). */
-export const FINAL_ANSWER_MARKER = /final\s+answer\s*[*_]*\s*:/gi;
+const FINAL_ANSWER_MARKER = /final\s+answer\s*[*_]*\s*:/gi;
 
 /** The text after the last marker, or null when the response has none. */
 export function textAfterLastMarker(response: string): string | null {

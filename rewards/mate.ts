@@ -6,7 +6,7 @@
 // the same way (the key pattern matches its "ANSWER:"). Pure: no I/O, no randomness.
 import type { Score, ScoreInput } from '../core/score.ts';
 
-export const MATE_TARGET_ATTRIBUTES = ['name', 'rotation', 'size', 'coords', 'color', 'shape'] as const;
+const MATE_TARGET_ATTRIBUTES = ['name', 'rotation', 'size', 'coords', 'color', 'shape'] as const;
 export type MateTargetAttribute = (typeof MATE_TARGET_ATTRIBUTES)[number];
 
 const DECIMALS = { rotation: 2, coords: 2, size: 3 } as const;

@@ -55,7 +55,7 @@ function mentioned(text: string, names: readonly string[]): string[] {
 }
 
 /** Infer the kind from a canonical target when the meta does not say. */
-export function inferKind(target: string): McstAnswerKind {
+function inferKind(target: string): McstAnswerKind {
   if (/^(?:true|false)$/i.test(target)) return 'boolean';
   if (/^\d+$/.test(target)) return 'number';
   if (/^\(\d+, \d+\)$/.test(target)) return 'coordinates';

@@ -6,11 +6,11 @@
 import { meaningfulLines, textAfterLastMarker } from './final-answer.ts';
 import type { Score, ScoreInput } from '../core/score.ts';
 
-export const REM_CATEGORY_NAMES = ['counting', 'comparison', 'left-right', 'temporal'] as const;
+const REM_CATEGORY_NAMES = ['counting', 'comparison', 'left-right', 'temporal'] as const;
 export type RemCategoryName = (typeof REM_CATEGORY_NAMES)[number];
 
 /** The text holding the answer: what follows the last marker (its first non-empty line), or the whole response. */
-export function answerText(response: string): string {
+function answerText(response: string): string {
   const after = textAfterLastMarker(response);
   if (after === null) return response;
   return meaningfulLines(after, /[*_`\s]/g)[0] ?? '';

@@ -11,14 +11,14 @@ import { meaningfulLines, textAfterLastMarker } from './final-answer.ts';
 import { UserError } from '../core/errors.ts';
 import type { Score, ScoreInput } from '../core/score.ts';
 
-export const SHELL_ANSWERS = ['1', '2', '3'] as const;
+const SHELL_ANSWERS = ['1', '2', '3'] as const;
 export type ShellAnswer = (typeof SHELL_ANSWERS)[number];
 
 const STRIP = /\\boxed|[`*{}[\]$]/g;
 const WHOLE_ANSWER = /^(?:(?:shell|choice)\s*|#\s*)?([1-3])\s*[.!]?$/i;
 
 /** The line that holds the answer: the first non-empty line after the last marker, or the whole response. */
-export function answerLine(response: string): string {
+function answerLine(response: string): string {
   const after = textAfterLastMarker(response);
   if (after === null) return response.trim();
   // "FINAL ANSWER:\n2" puts the answer on the next line; markdown left over from the marker ("**") does not count.
@@ -32,7 +32,7 @@ export function parseShellAnswer(response: string): ShellAnswer | null {
   return match ? (match[1] as ShellAnswer) : null;
 }
 
-export function isShellAnswer(value: string): value is ShellAnswer {
+function isShellAnswer(value: string): value is ShellAnswer {
   return (SHELL_ANSWERS as readonly string[]).includes(value);
 }
 

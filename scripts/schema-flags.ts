@@ -6,7 +6,7 @@ import type { Options } from 'yargs';
 import { z } from 'zod';
 
 /** A flag's value type; arrays are repeatable flags (`--reward a --reward b`). */
-export type FlagType = 'number' | 'string' | 'boolean' | 'numbers' | 'strings';
+type FlagType = 'number' | 'string' | 'boolean' | 'numbers' | 'strings';
 
 export interface SchemaFlag {
   /** The flag's name: the field's name in kebab-case (learningRate → learning-rate). */

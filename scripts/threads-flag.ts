@@ -6,7 +6,7 @@ import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 
 /** The cores this process may use (cgroup and affinity limits included, as Node reports them). */
-export const MACHINE_CORES = availableParallelism();
+const MACHINE_CORES = availableParallelism();
 
 /** The flag's schema; `coerce` for commands whose yargs spec leaves numbers as typed. */
 export function threadsFlag(coerce: boolean) {

@@ -10,7 +10,6 @@
 
 export const SCALE_REWARDS = ['group', 'batch', 'none'] as const;
 export const MULTI_OBJECTIVE_AGGREGATIONS = ['sum_then_normalize', 'normalize_then_sum'] as const;
-export type MultiObjectiveAggregation = (typeof MULTI_OBJECTIVE_AGGREGATIONS)[number];
 export type ScaleRewards = (typeof SCALE_REWARDS)[number];
 
 export interface AdvantageOptions {

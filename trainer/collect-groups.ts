@@ -18,7 +18,7 @@ export interface Rollouts {
 }
 
 /** Phase 2: what the environment and the reward functions made of them. */
-export interface RewardedRollouts {
+interface RewardedRollouts {
   scores: Score[];
   /** The weighted total of the reward functions: what the advantages are computed from. */
   rewards: number[];

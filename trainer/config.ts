@@ -477,9 +477,6 @@ export const TrainConfigSchema = z
   });
 
 export type TrainConfig = z.infer<typeof TrainConfigSchema>;
-export type TrainConfigInput = z.input<typeof TrainConfigSchema>;
-
-export const CONFIG_KEYS = Object.keys(TrainConfigSchema.shape) as (keyof TrainConfig)[];
 
 /** Read a JSON config file (partial: missing keys take the defaults). */
 export function readConfigFile(path: string): Record<string, unknown> {
@@ -511,7 +508,7 @@ export function completionsPerStep(config: TrainConfig): number {
  * filled from each other, lossType 'dr-grpo' as 'dr_grpo', scaleRewards true / false as 'group' / 'none'. Applied to
  * the file and to the flags separately, so a flag under either name overrides the file's value under both.
  */
-export function withOldNames(values: Record<string, unknown>, context = ''): Record<string, unknown> {
+function withOldNames(values: Record<string, unknown>, context = ''): Record<string, unknown> {
   const out = { ...values };
   const { iterations, numIterations } = out;
   if (iterations !== undefined && numIterations !== undefined && iterations !== numIterations) {

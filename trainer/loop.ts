@@ -31,7 +31,7 @@ import { evaluate, evaluationDue, letEventsThrough, logBaseline } from './run-ev
 import { stepObjective } from './objective.ts';
 import { loadRewardFunctions } from './reward-functions.ts';
 
-export { assertReadsModality, otherModality, type TrainEvent, type TrainingResult, type TrainingSetup } from './run.ts';
+export { assertReadsModality, type TrainEvent, type TrainingResult, type TrainingSetup } from './run.ts';
 export { loadTrainingPolicy } from './training-policy.ts';
 
 export async function train(setup: TrainingSetup): Promise<TrainingResult> {

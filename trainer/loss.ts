@@ -28,7 +28,7 @@ export const LOSS_TYPES = ['grpo', 'bnpo', 'dr_grpo', 'dapo', 'cispo', 'sapo', '
 export type LossType = (typeof LOSS_TYPES)[number];
 
 export const IMPORTANCE_SAMPLING_LEVELS = ['token', 'sequence'] as const;
-export type ImportanceSamplingLevel = (typeof IMPORTANCE_SAMPLING_LEVELS)[number];
+type ImportanceSamplingLevel = (typeof IMPORTANCE_SAMPLING_LEVELS)[number];
 
 export interface LossInputs {
   /** [B, T] log-probabilities of the completion tokens under the current policy (differentiable). */

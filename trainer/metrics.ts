@@ -7,7 +7,7 @@ import { readJsonl, writeFileAtomic } from '../core/files.ts';
 import { UserError, describeZodError } from '../core/errors.ts';
 
 /** One optimiser step. Times are seconds spent in each phase of the step. */
-export const TrainRowSchema = z.object({
+const TrainRowSchema = z.object({
   type: z.literal('train'),
   step: z.number().int(),
   /** Mean and std of the rollout rewards (all completions of the step). */
@@ -59,7 +59,7 @@ export const TrainRowSchema = z.object({
 export type TrainRow = z.infer<typeof TrainRowSchema>;
 
 /** Accuracy on the fixed test split, for one modality; `role` says whether it is the trained or the transfer one. */
-export const EvalRowSchema = z.object({
+const EvalRowSchema = z.object({
   type: z.literal('eval'),
   step: z.number().int(),
   modality: z.enum(['text', 'image']),
@@ -79,7 +79,7 @@ export type EvalRow = z.infer<typeof EvalRowSchema>;
  * The paper's Game Start baseline on the same test split (answer = the initial state; question-answering domains use
  * their own game-start answer), written once with the step-0 evaluation: the line a trained policy has to clear.
  */
-export const BaselineRowSchema = z.object({
+const BaselineRowSchema = z.object({
   type: z.literal('baseline'),
   step: z.number().int(),
   name: z.literal('game-start'),

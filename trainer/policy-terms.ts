@@ -24,7 +24,7 @@ import * as tf from '@tensorflow/tfjs';
  * not connect to anything (tfjs has no stop-gradient op, and a customGrad with a zero gradient would leave the ops
  * computed from it on the tape, some of which, like logicalOr, have no gradient function at all).
  */
-export function stopGradient<T extends tf.Tensor>(x: T): T {
+function stopGradient<T extends tf.Tensor>(x: T): T {
   return tf.tensor(x.dataSync(), x.shape, x.dtype) as T;
 }
 

@@ -17,7 +17,7 @@ import type { ModelInput } from '../models/types.ts';
 import { episodeToModelInput, perceptionToModelInput, targetText } from '../models/builtin/template.ts';
 import type { PretrainConfig } from './pretrain-config.ts';
 
-export type SkillKind = 'perception' | 'tracking';
+type SkillKind = 'perception' | 'tracking';
 
 export interface SupervisedExample {
   domain: string;

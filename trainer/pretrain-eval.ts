@@ -33,7 +33,7 @@ export interface BaseMeasurement {
 /** Fixed seed of the measurement episodes, apart from the training seed. */
 const MEASURE_SEED = 'base-measurement';
 /** Actions in the GRPO target episodes (the trainer's default). */
-export const TARGET_ACTIONS = 5;
+const TARGET_ACTIONS = 5;
 
 /** A share (count of n) with its Wilson interval. */
 function share(domain: string, skill: string, count: number, n: number): BaseMeasurement {

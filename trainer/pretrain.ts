@@ -35,13 +35,13 @@ export interface PretrainSetup {
   stopAfterStep?: number;
 }
 
-export type PretrainEvent =
+type PretrainEvent =
   | { kind: 'start'; fromStep: number; steps: number; parameters: number }
   | { kind: 'step'; row: PretrainRow }
   | { kind: 'eval'; step: number; measurements: BaseMeasurement[] }
   | { kind: 'checkpoint'; step: number };
 
-export interface PretrainRow {
+interface PretrainRow {
   step: number;
   loss: number;
   perceptionLoss: number | null;

@@ -19,7 +19,7 @@ import type { Episode } from '../core/episode.ts';
 import type { Score } from '../core/score.ts';
 
 /** What a user's module exports. `completion` is the text the domain reward reads; `episode` the prompt's episode. */
-export type UserRewardFunction = (completion: string, episode: Episode) => number | Promise<number>;
+type UserRewardFunction = (completion: string, episode: Episode) => number | Promise<number>;
 
 /** One completion to reward: its text, its episode, and the domain's score of it (which the built-in rewards read). */
 export interface RewardInput {
@@ -39,9 +39,9 @@ export interface RewardFunction {
 }
 
 /** The default bound of one reward-module call, in seconds (TrainConfig.rewardTimeout). */
-export const DEFAULT_REWARD_TIMEOUT_S = 60;
+const DEFAULT_REWARD_TIMEOUT_S = 60;
 
-export const BUILTIN_REWARDS: Record<string, Omit<RewardFunction, 'source'>> = {
+const BUILTIN_REWARDS: Record<string, Omit<RewardFunction, 'source'>> = {
   domain: { name: 'domain', compute: ({ score }) => score.reward },
   format: { name: 'format', compute: ({ score }) => (score.valid ? 1 : 0) },
 };

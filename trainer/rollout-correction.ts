@@ -15,7 +15,7 @@ export const VLLM_IMPORTANCE_SAMPLING_MODES = [
   'sequence_truncate',
   'sequence_mask',
 ] as const;
-export type VllmImportanceSamplingMode = (typeof VLLM_IMPORTANCE_SAMPLING_MODES)[number];
+type VllmImportanceSamplingMode = (typeof VLLM_IMPORTANCE_SAMPLING_MODES)[number];
 
 export interface CorrectionSettings {
   mode: VllmImportanceSamplingMode;

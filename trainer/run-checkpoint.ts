@@ -19,7 +19,7 @@ import { readJson } from '../core/files.ts';
 
 export const TRAINER_STATE_VERSION = 1;
 
-export const TrainerStateSchema = z
+const TrainerStateSchema = z
   .object({
     version: z.literal(TRAINER_STATE_VERSION),
     /** Optimiser steps completed. */
@@ -73,7 +73,7 @@ const STATE_FILE = 'trainer_state.json';
 const OPTIMIZER_FILE = 'optimizer.safetensors';
 const LATEST_FILE = 'latest';
 
-export function checkpointName(step: number): string {
+function checkpointName(step: number): string {
   return `step-${step}`;
 }
 

@@ -112,7 +112,7 @@ export interface Run {
 /** Without a reference length (no episodes), a budget that fits a FEN answer with room to spare. */
 const FALLBACK_COMPLETION_TOKENS = 128;
 
-export const otherModality = (m: Modality): Modality => (m === 'text' ? 'image' : 'text');
+const otherModality = (m: Modality): Modality => (m === 'text' ? 'image' : 'text');
 
 /** A text-only model (imageSize 0) cannot be trained on image actions: say so before anything is written. */
 export function assertReadsModality(sampler: Sampler, modality: Modality): void {

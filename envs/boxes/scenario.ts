@@ -45,9 +45,9 @@ export const SPLIT_KINDS = [
 ] as const;
 export type SplitKind = (typeof SPLIT_KINDS)[number];
 
-export const MAX_BOXES_ACTIONS = 100;
+const MAX_BOXES_ACTIONS = 100;
 /** NumOps: training episodes show at most this many operations. */
-export const NUMOPS_TRAIN_MAX = 2;
+const NUMOPS_TRAIN_MAX = 2;
 /** AmbiRef: nouns per scenario and adjectives per noun (so that several objects share a noun). */
 const AMBIREF_NOUNS = 10;
 const AMBIREF_ADJECTIVES_PER_NOUN = 4;
@@ -89,16 +89,16 @@ const KINDS: Record<SplitKind, KindConfig> = {
 };
 
 /** Options reaching candidates() from CLI flags (camelCase, as yargs provides them). */
-export const BoxesOptionsSchema = z.object({
+const BoxesOptionsSchema = z.object({
   'split-kind': z.enum(SPLIT_KINDS).default('base'),
   prefixes: z.enum(['exact', 'upto']).default('exact'),
 });
-export interface BoxesOptions {
+interface BoxesOptions {
   splitKind: SplitKind;
   prefixes: 'exact' | 'upto';
 }
 
-export interface BoxesScenario {
+interface BoxesScenario {
   initial: BoxesState;
   operations: Operation[];
   /** State after each prefix: states[k] = after k operations. */
@@ -108,7 +108,7 @@ export interface BoxesScenario {
 }
 
 /** The extra options, validated; accepts kebab-case keys too, since commands may pass argv as is. */
-export function parseBoxesOptions(extra: Record<string, unknown>): BoxesOptions {
+function parseBoxesOptions(extra: Record<string, unknown>): BoxesOptions {
   const parsed = parseOrFail(
     BoxesOptionsSchema,
     { 'split-kind': extra.splitKind ?? extra['split-kind'], prefixes: extra.prefixes },
@@ -126,7 +126,7 @@ function objectPool(rng: Rng, config: KindConfig, split: Split): BoxObject[] {
 }
 
 /** A scenario with `length` operations (fewer only if the world runs out of valid operations, which cannot happen). */
-export function sampleScenario(rng: Rng, config: KindConfig, split: Split, length: number): BoxesScenario {
+function sampleScenario(rng: Rng, config: KindConfig, split: Split, length: number): BoxesScenario {
   const forms = config.forms[split];
   const pool = objectPool(rng, config, split);
   const initial = sampleInitialState(rng, pool);
@@ -161,7 +161,7 @@ function affects(op: Operation, box: number): boolean {
 }
 
 /** The candidate asking about `box` after the first `prefix` operations. */
-export function boxCandidate(scenario: BoxesScenario, box: number, prefix: number, kind: SplitKind): Candidate {
+function boxCandidate(scenario: BoxesScenario, box: number, prefix: number, kind: SplitKind): Candidate {
   const initialBox = scenario.initial[box];
   const finalBox = scenario.states[prefix][box];
   const target = contentsAnswer(finalBox);

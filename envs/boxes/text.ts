@@ -32,7 +32,7 @@ function capitalise(text: string): string {
 }
 
 /** How an object is referred to when taken from `box` (adjective dropped when its noun is unique there). */
-export function referTo(object: BoxObject, box: readonly BoxObject[]): string {
+function referTo(object: BoxObject, box: readonly BoxObject[]): string {
   if (!object.adjective) return object.noun;
   const sameNoun = box.filter((o) => o.noun === object.noun).length;
   return sameNoun === 1 ? object.noun : objectName(object);

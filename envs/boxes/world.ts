@@ -11,7 +11,7 @@
 import type { Rng } from '../../core/rng.ts';
 
 export const BOX_COUNT = 7;
-export const BOX_CAPACITY = 3;
+const BOX_CAPACITY = 3;
 const INITIAL_SIZE_WEIGHTS = [0.1, 0.25, 0.3, 0.35];
 const TWO_OBJECT_PROBABILITY = 0.35;
 
@@ -27,7 +27,7 @@ export type Operation =
   | { kind: 'put'; objects: BoxObject[]; to: number }
   | { kind: 'move-contents'; objects: BoxObject[]; from: number; to: number };
 
-export type OperationKind = Operation['kind'];
+type OperationKind = Operation['kind'];
 
 /** Box contents, box index → objects. */
 export type BoxesState = BoxObject[][];
@@ -36,7 +36,7 @@ export function objectName(o: BoxObject): string {
   return o.adjective ? `${o.adjective} ${o.noun}` : o.noun;
 }
 
-export function sameObject(a: BoxObject, b: BoxObject): boolean {
+function sameObject(a: BoxObject, b: BoxObject): boolean {
   return a.noun === b.noun && a.adjective === b.adjective;
 }
 
@@ -45,7 +45,7 @@ export function signature(state: BoxesState): string {
   return state.map((b) => b.length).join('');
 }
 
-export function cloneState(state: BoxesState): BoxesState {
+function cloneState(state: BoxesState): BoxesState {
   return state.map((b) => b.slice());
 }
 

@@ -17,9 +17,9 @@ export const QUEEN = 5;
 export const KING = 6;
 
 export const FLAG_CAPTURE = 1;
-export const FLAG_EN_PASSANT = 2;
+const FLAG_EN_PASSANT = 2;
 export const FLAG_CASTLE = 4;
-export const FLAG_DOUBLE_PUSH = 8;
+const FLAG_DOUBLE_PUSH = 8;
 
 /** A move on the 0x88 board (square = rank × 16 + file, rank 0 = the first rank). Pieces are type | side. */
 export interface BoardMove {
@@ -55,7 +55,7 @@ const CASTLE_BK = 4;
 const CASTLE_BQ = 8;
 const CORNER_RIGHTS: Record<number, number> = { 0: CASTLE_WQ, 7: CASTLE_WK, 112: CASTLE_BQ, 119: CASTLE_BK };
 
-export function squareName(sq: number): string {
+function squareName(sq: number): string {
   return 'abcdefgh'[sq & 7] + String((sq >> 4) + 1);
 }
 

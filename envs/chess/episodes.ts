@@ -12,25 +12,24 @@ import { CHECKPOINT_PLIES, readGamesFile, type Game } from './games.ts';
 import { playSyntheticMove, startBoard } from './synthetic.ts';
 import { BARE_FEN_PARSING } from '../../rewards/chess.ts';
 
-export const OFFSETS = ['start', 'random'] as const;
-export type Offset = (typeof OFFSETS)[number];
+const OFFSETS = ['start', 'random'] as const;
+type Offset = (typeof OFFSETS)[number];
 
 /** Chess options in SampleOptions.extra (other commands' keys pass through untouched). */
-export const chessExtraSchema = z.looseObject({
+const chessExtraSchema = z.looseObject({
   games: z.string().min(1).optional(),
   offset: z.enum(OFFSETS).default('start'),
   /** How answers are parsed: as the reference evaluator (default), or also accepting a bare FEN (recorded in meta). */
   'chess-answer': z.enum(['reference', 'bare-fen']).default('reference'),
 });
-export type ChessExtra = z.infer<typeof chessExtraSchema>;
 
 /** With a random offset, synthetic episodes start after 0 to this many plies of play. */
-export const MAX_SYNTHETIC_OFFSET = 40;
+const MAX_SYNTHETIC_OFFSET = 40;
 /** Give up on the synthetic source after this many draws in a row that were duplicates or ended too early. */
 const MAX_FRUITLESS_DRAWS = 2000;
 
 /** Build a candidate from a game: the FEN after `offset` plies, the next `count` moves and the FEN after them. */
-export function gameWindow(game: Game, offset: number, count: number): Candidate {
+function gameWindow(game: Game, offset: number, count: number): Candidate {
   const checkpoint = Math.min(Math.floor(offset / CHECKPOINT_PLIES), game.checkpoints.length - 1);
   // The moves were validated by chess.js when the file was read; the fast board (which agrees with chess.js, see
   // tests/envs/chess-board.test.ts) replays them.

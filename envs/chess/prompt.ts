@@ -18,8 +18,8 @@ import type { PromptOptions } from '../env.ts';
 export const CHESS_PROMPT_STYLES = ['zero-shot', 'few-shot', 'cot', 'fen-trace'] as const;
 export type ChessPromptStyle = (typeof CHESS_PROMPT_STYLES)[number];
 
-export const INSTRUCTIONS = 'You are a helpful assistant that tracks chess moves in a game and produces the final FEN.';
-export const IMAGE_CAPTION = 'The move is from the green square to the red square.';
+const INSTRUCTIONS = 'You are a helpful assistant that tracks chess moves in a game and produces the final FEN.';
+const IMAGE_CAPTION = 'The move is from the green square to the red square.';
 const ZERO_SHOT =
   'Now what is the final FEN? Only output the FEN and nothing else. If there are no moves you must still just predict ' +
   'the FEN. Start the next message with FINAL ANSWER:';
@@ -34,7 +34,7 @@ export const QUESTIONS: Record<ChessPromptStyle, string> = {
     'FINAL ANSWER: [FEN HERE].',
 };
 
-export const PERCEPTION_PROMPT = {
+const PERCEPTION_PROMPT = {
   instructions: 'You are a helpful assistant that interprets image-based actions in chess.',
   lead: 'Here is an image representing a move:',
   question:
@@ -65,7 +65,7 @@ function questionParts(episode: Episode, question: string): PromptPart[] {
 }
 
 /** The answer a solved example shows (few-shot). */
-export function exampleAnswer(episode: Episode): string {
+function exampleAnswer(episode: Episode): string {
   return `FINAL ANSWER: ${episode.target}`;
 }
 

@@ -35,8 +35,8 @@ export const PROMOTION_COLORS: Record<PromotionPiece, Rgb> = {
 };
 
 /** Smallest size with labels and letter badges. */
-export const LABELLED_MIN_SIZE = 128;
-export const MIN_SIZE = 32;
+const LABELLED_MIN_SIZE = 128;
+const MIN_SIZE = 32;
 
 export interface BoardLayout {
   size: number;
@@ -67,7 +67,7 @@ export function boardLayout(size: number): BoardLayout {
   return { size, square, originX: margin + Math.floor(spare / 2), originY: Math.floor(spare / 2), margin, labelled };
 }
 
-export function squareRect(layout: BoardLayout, sq: SquareCoord): Rect {
+function squareRect(layout: BoardLayout, sq: SquareCoord): Rect {
   return {
     x: layout.originX + sq.file * layout.square,
     y: layout.originY + (7 - sq.rank) * layout.square,

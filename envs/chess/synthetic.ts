@@ -68,7 +68,7 @@ function checkStatus(board: Board, move: BoardMove): 'none' | 'check' | 'mate' {
 }
 
 /** Heuristic score of one legal move in the current position (see the header for the terms). */
-export function scoreMove(board: Board, move: BoardMove, ply: number): number {
+function scoreMove(board: Board, move: BoardMove, ply: number): number {
   const us = board.turn;
   const check = checkStatus(board, move);
   const checkBonus = check === 'mate' ? 20 : check === 'check' ? 1.5 : 0;

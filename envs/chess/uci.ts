@@ -22,7 +22,7 @@ export function squareName(square: SquareCoord): string {
   return 'abcdefgh'[square.file] + String(square.rank + 1);
 }
 
-export function parseSquare(name: string): SquareCoord {
+function parseSquare(name: string): SquareCoord {
   return { file: name.charCodeAt(0) - 97, rank: name.charCodeAt(1) - 49 };
 }
 

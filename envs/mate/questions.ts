@@ -27,10 +27,10 @@ import {
 export const MATE_TASKS = ['img2txt', 'txt2img', 'img2img', 'txt2txt'] as const;
 export type MateTask = (typeof MATE_TASKS)[number];
 
-export const VISUAL_ATTRIBUTES = ['color', 'shape'] as const satisfies readonly MateAttribute[];
-export const TEXTUAL_ATTRIBUTES = ['name', 'rotation', 'size', 'coords'] as const satisfies readonly MateAttribute[];
+const VISUAL_ATTRIBUTES = ['color', 'shape'] as const satisfies readonly MateAttribute[];
+const TEXTUAL_ATTRIBUTES = ['name', 'rotation', 'size', 'coords'] as const satisfies readonly MateAttribute[];
 
-export interface AttributePair {
+interface AttributePair {
   pointer: MateAttribute;
   target: MateAttribute;
 }
@@ -39,7 +39,7 @@ function pairs(pointers: readonly MateAttribute[], targets: readonly MateAttribu
   return pointers.flatMap((pointer) => targets.filter((t) => t !== pointer).map((target) => ({ pointer, target })));
 }
 
-export const TASK_PAIRS: Record<MateTask, AttributePair[]> = {
+const TASK_PAIRS: Record<MateTask, AttributePair[]> = {
   img2txt: pairs(VISUAL_ATTRIBUTES, TEXTUAL_ATTRIBUTES),
   txt2img: pairs(TEXTUAL_ATTRIBUTES, VISUAL_ATTRIBUTES),
   img2img: pairs(VISUAL_ATTRIBUTES, VISUAL_ATTRIBUTES),
@@ -47,7 +47,7 @@ export const TASK_PAIRS: Record<MateTask, AttributePair[]> = {
 };
 
 /** Attributes the JSON leaves out for a task and pair; null = no JSON at all (img2img). */
-export function omittedAttributes(task: MateTask, pair: AttributePair): MateAttribute[] | null {
+function omittedAttributes(task: MateTask, pair: AttributePair): MateAttribute[] | null {
   switch (task) {
     case 'img2txt':
       return [pair.pointer];
@@ -61,7 +61,7 @@ export function omittedAttributes(task: MateTask, pair: AttributePair): MateAttr
 }
 
 /** "the red object", "the cone", "the object named Object_3", "the object at the coordinates [..]", … */
-export function pointerPhrase(object: MateObject, attribute: MateAttribute): string {
+function pointerPhrase(object: MateObject, attribute: MateAttribute): string {
   const value = attributeText(object, attribute);
   switch (attribute) {
     case 'color':
@@ -91,7 +91,7 @@ export function targetNoun(attribute: MateAttribute): string {
   return TARGET_NOUN[attribute];
 }
 
-export function questionText(object: MateObject, pair: AttributePair): string {
+function questionText(object: MateObject, pair: AttributePair): string {
   const verb = pair.target === 'coords' ? 'are' : 'is';
   return `What ${verb} the ${targetNoun(pair.target)} of ${pointerPhrase(object, pair.pointer)}?`;
 }
@@ -104,7 +104,7 @@ export function answerOptions(attribute: MateAttribute): readonly string[] | nul
 }
 
 /** Objects whose value of `attribute` no other object shares. */
-export function uniqueObjects(scene: MateScene, attribute: MateAttribute): MateObject[] {
+function uniqueObjects(scene: MateScene, attribute: MateAttribute): MateObject[] {
   const counts = new Map<string, number>();
   for (const o of scene.objects)
     counts.set(attributeText(o, attribute), (counts.get(attributeText(o, attribute)) ?? 0) + 1);
@@ -123,12 +123,7 @@ function linkValue(o: MateObject, a: Linkable): string {
  * The smallest set of attributes shown in both modalities that singles the object out (the paper's key attributes;
  * size counts by its visible class); ['coords'] when only the position does. Null for unimodal tasks.
  */
-export function linkingAttributes(
-  scene: MateScene,
-  object: MateObject,
-  task: MateTask,
-  pair: AttributePair,
-): string[] | null {
+function linkingAttributes(scene: MateScene, object: MateObject, task: MateTask, pair: AttributePair): string[] | null {
   if (task !== 'img2txt' && task !== 'txt2img') return null;
   const shared = LINKABLE.filter((a) => a !== pair.pointer && a !== pair.target);
   const others = scene.objects.filter((o) => o !== object);
@@ -155,7 +150,7 @@ export interface MateShot {
 }
 
 /** Up to `count` solved questions about other objects of the scene, same task and target attribute. */
-export function sceneShots(
+function sceneShots(
   rng: Rng,
   scene: MateScene,
   task: MateTask,
@@ -206,7 +201,7 @@ interface Combo {
 const SCENE_TRIES = 200;
 
 /** Build one item for a combination, or null when no scene with a unique pointer turned up. */
-export function makeItem(rng: Rng, combo: Combo, shots: number): Candidate | null {
+function makeItem(rng: Rng, combo: Combo, shots: number): Candidate | null {
   for (let t = 0; t < SCENE_TRIES; t++) {
     const scene = sampleScene(rng, combo.count);
     const candidates = uniqueObjects(scene, combo.pair.pointer);

@@ -19,11 +19,10 @@ export const MATE_PALETTE: Record<MateColor, Rgb> = {
   yellow: [255, 238, 51],
 };
 export const BACKGROUND: Rgb = [222, 222, 214];
-export const HIGHLIGHT: Rgb = [255, 255, 255];
-export const BLANK: Rgb = [255, 255, 255];
+const HIGHLIGHT: Rgb = [255, 255, 255];
 
 /** World half-width covered by the image: the floor plus room for the largest icon. */
-export const VIEW_HALF = FLOOR + 0.75;
+const VIEW_HALF = FLOOR + 0.75;
 
 /** Pixel position (x right, y down, fractional) of a world floor point in an image of side `size`. */
 export function worldToImage(x: number, y: number, size: number): [number, number] {
@@ -31,7 +30,7 @@ export function worldToImage(x: number, y: number, size: number): [number, numbe
 }
 
 /** Icon side in pixels of an object of the given size value. */
-export function iconSide(size: number, imageSize: number): number {
+function iconSide(size: number, imageSize: number): number {
   return ((2 * visibleHalfExtent(size)) / (2 * VIEW_HALF)) * imageSize;
 }
 

@@ -6,13 +6,13 @@ import type { Rng } from '../../core/rng.ts';
 
 export const MATE_SHAPES = ['sphere', 'cube', 'cylinder', 'cone'] as const;
 export const MATE_COLORS = ['blue', 'green', 'red', 'gray', 'cyan', 'brown', 'yellow', 'purple'] as const;
-export const MATE_MATERIALS = ['metal', 'rubber'] as const;
+const MATE_MATERIALS = ['metal', 'rubber'] as const;
 /** Two visible sizes (CLEVR's small 0.35 and large 0.7), each with a textual twin so size can be a unique pointer. */
-export const MATE_SIZES = [0.35, 0.351, 0.7, 0.701] as const;
+const MATE_SIZES = [0.35, 0.351, 0.7, 0.701] as const;
 
-export type MateShape = (typeof MATE_SHAPES)[number];
+type MateShape = (typeof MATE_SHAPES)[number];
 export type MateColor = (typeof MATE_COLORS)[number];
-export type MateMaterial = (typeof MATE_MATERIALS)[number];
+type MateMaterial = (typeof MATE_MATERIALS)[number];
 
 export interface MateObject {
   name: string;
@@ -31,7 +31,7 @@ export interface MateScene {
 }
 
 /** Attribute names as they appear in the JSON. */
-export const ATTRIBUTE_KEYS = {
+const ATTRIBUTE_KEYS = {
   name: 'name',
   shape: 'shape',
   size: 'size',
@@ -41,9 +41,6 @@ export const ATTRIBUTE_KEYS = {
   color: 'color',
 } as const;
 export type MateAttribute = keyof typeof ATTRIBUTE_KEYS;
-
-/** Decimals each numeric attribute is shown (and compared) at. */
-export const PRECISION = { rotation: 2, coords: 2, size: 3 } as const;
 
 /** Half of the floor's side in world units; objects stand on [-FLOOR, FLOOR]². */
 export const FLOOR = 3;
@@ -58,7 +55,7 @@ export function visibleHalfExtent(size: number): number {
   return sizeClass(size) === 'small' ? 0.35 : 0.7;
 }
 
-export function round(value: number, decimals: number): number {
+function round(value: number, decimals: number): number {
   const f = 10 ** decimals;
   return Math.round(value * f) / f;
 }
@@ -106,11 +103,11 @@ export function sampleScene(rng: Rng, count: number): MateScene {
 }
 
 /** A number as JSON shows it (shortest round-trip form). */
-export function formatNumber(value: number): string {
+function formatNumber(value: number): string {
   return JSON.stringify(value);
 }
 
-export function formatCoords(coords: readonly number[]): string {
+function formatCoords(coords: readonly number[]): string {
   return `[${coords.map(formatNumber).join(', ')}]`;
 }
 

@@ -5,7 +5,7 @@
 // generic ones in text.ts. Within a domain, no object name is a place name and no name contains another's last word
 // as a separate entry, so references stay unambiguous.
 
-export interface Place {
+interface Place {
   name: string;
   /** Preposition for an object there: "on", "in", "at", "under". */
   prep: string;
@@ -25,7 +25,7 @@ export interface DomainSpec {
 
 const p = (name: string, prep: string): Place => ({ name, prep });
 
-export const DOMAINS: readonly DomainSpec[] = [
+const DOMAINS: readonly DomainSpec[] = [
   {
     key: 'office',
     setting: 'in the office',

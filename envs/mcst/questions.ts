@@ -33,7 +33,7 @@ export const QUESTION_TYPES = [
 export type QuestionType = (typeof QUESTION_TYPES)[number];
 
 /** Paper Table 10 distribution (%). */
-export const QUESTION_WEIGHTS: Record<QuestionType, number> = {
+const QUESTION_WEIGHTS: Record<QuestionType, number> = {
   possession: 22.0,
   verification: 21.3,
   location: 18.6,
@@ -94,7 +94,7 @@ function objectsIn(a: ActionBody): string[] {
 }
 
 /** Every valid question of the given types (verification claims are all listed; choice balances them later). */
-export function questionCandidates(ctx: QuestionContext, types: readonly QuestionType[]): Question[] {
+function questionCandidates(ctx: QuestionContext, types: readonly QuestionType[]): Question[] {
   const { world, domain } = ctx;
   const s0 = ctx.states[0];
   const final = ctx.states[ctx.states.length - 1];

@@ -53,7 +53,7 @@ const listOf = <T extends string>(values: readonly T[], name: string) =>
       .optional(),
   );
 
-export const McstOptionsSchema = z.object({
+const McstOptionsSchema = z.object({
   level: z.preprocess(
     (v) => (v === undefined || v === 'all' ? undefined : Number(v)),
     z.number({ message: 'must be a number from 1 to 5 or all' }).int().min(1).max(5).optional(),
@@ -86,7 +86,7 @@ export const McstOptionsSchema = z.object({
   ),
 });
 
-export interface McstOptions {
+interface McstOptions {
   level: number | undefined;
   negation: 'on' | 'off' | 'paired';
   domains: string[];
@@ -95,7 +95,7 @@ export interface McstOptions {
   questionTypes: QuestionType[];
 }
 
-export function parseMcstOptions(extra: Record<string, unknown>): McstOptions {
+function parseMcstOptions(extra: Record<string, unknown>): McstOptions {
   const parsed = parseOrFail(
     McstOptionsSchema,
     {
@@ -124,14 +124,14 @@ export function parseMcstOptions(extra: Record<string, unknown>): McstOptions {
   };
 }
 
-export interface ScenarioAction {
+interface ScenarioAction {
   body: ActionBody;
   negated: boolean;
   text: string;
   showsSource: boolean;
 }
 
-export interface Scenario {
+interface Scenario {
   level: LevelSpec;
   domain: DomainSpec;
   region: string;
@@ -173,7 +173,7 @@ function sampleWorld(
   return { world, initial };
 }
 
-export function sampleScenario(rng: Rng, level: LevelSpec, domain: DomainSpec, region: string): Scenario {
+function sampleScenario(rng: Rng, level: LevelSpec, domain: DomainSpec, region: string): Scenario {
   const { world, initial } = sampleWorld(rng, level, domain, region);
   const count = rng.range(...level.actions);
   const negatedAt = new Set(rng.sample([...Array(count).keys()], negatedCount(level, count)));
@@ -205,7 +205,7 @@ export function sampleScenario(rng: Rng, level: LevelSpec, domain: DomainSpec, r
 }
 
 /** The candidate for a scenario and its question, with its negated sentences (if `withNegation`) or without. */
-export function scenarioCandidate(scenario: Scenario, question: Question, withNegation: boolean): Candidate {
+function scenarioCandidate(scenario: Scenario, question: Question, withNegation: boolean): Candidate {
   const all = scenario.actions;
   const shown = withNegation ? all : all.filter((a) => !a.negated);
   const pairId = fingerprint('mcst-pair', scenario.initialText, all.map((a) => a.text).join('\n'), question.text);

@@ -7,7 +7,7 @@ import type { Rng } from '../../core/rng.ts';
 import { beFor, type DomainSpec, type Verb } from './domains.ts';
 import { inventory, objectsAt, type ActionBody, type McstState, type World } from './world.ts';
 
-export const NEGATIONS = ['does not', "doesn't", 'does NOT', 'did not', 'refuses to'] as const;
+const NEGATIONS = ['does not', "doesn't", 'does NOT', 'did not', 'refuses to'] as const;
 
 const GENERIC: Record<'pick' | 'place' | 'give' | 'move' | 'turn', readonly Verb[]> = {
   pick: [
@@ -44,7 +44,7 @@ function verbsFor(domain: DomainSpec, kind: ActionBody['kind']): readonly Verb[]
   return all.filter((v, i) => all.findIndex((w) => w[0] === v[0]) === i);
 }
 
-export function listWithAnd(items: readonly string[]): string {
+function listWithAnd(items: readonly string[]): string {
   if (items.length <= 1) return items.join('');
   return `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;
 }

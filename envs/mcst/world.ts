@@ -12,11 +12,11 @@
 import type { Rng } from '../../core/rng.ts';
 
 export const DIRECTIONS = ['north', 'east', 'south', 'west'] as const;
-export type Direction = (typeof DIRECTIONS)[number];
+type Direction = (typeof DIRECTIONS)[number];
 const STEP: Record<Direction, [number, number]> = { north: [0, 1], east: [1, 0], south: [0, -1], west: [-1, 0] };
 
 /** Where an object is: held by an entity, or at a place. */
-export type Holder = { entity: string } | { place: string };
+type Holder = { entity: string } | { place: string };
 
 export interface McstState {
   /** object → holder */
@@ -42,7 +42,7 @@ export type ActionBody =
   | { kind: 'forward'; entity: string; steps: number }
   | { kind: 'turn'; entity: string; side: 'left' | 'right' };
 
-export type ActionKind = ActionBody['kind'];
+type ActionKind = ActionBody['kind'];
 
 // Hot paths (legality checks run hundreds of times per action) use plain loops: no closures allocated per call.
 export function inventory(state: McstState, entity: string): string[] {
@@ -72,7 +72,7 @@ export function objectsAt(state: McstState, place: string): string[] {
   return out;
 }
 
-export function turned(facing: Direction, side: 'left' | 'right'): Direction {
+function turned(facing: Direction, side: 'left' | 'right'): Direction {
   const i = DIRECTIONS.indexOf(facing);
   return DIRECTIONS[(i + (side === 'right' ? 1 : 3)) % 4];
 }
@@ -120,7 +120,7 @@ export function isLegal(world: World, state: McstState, a: ActionBody): boolean 
   }
 }
 
-export function cloneState(state: McstState): McstState {
+function cloneState(state: McstState): McstState {
   return {
     where: { ...state.where },
     grid: Object.fromEntries(Object.entries(state.grid).map(([k, v]) => [k, { ...v }])),

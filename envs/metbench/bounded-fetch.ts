@@ -18,7 +18,7 @@ export class HubTimeout extends Error {
 }
 
 /** huggingface_hub's default for HF_HUB_DOWNLOAD_TIMEOUT. */
-export const DEFAULT_HUB_TIMEOUT_S = 10;
+const DEFAULT_HUB_TIMEOUT_S = 10;
 
 /** HF_HUB_DOWNLOAD_TIMEOUT in seconds; a value that is not a positive number is a UserError naming the variable. */
 export function hubTimeoutSeconds(env: NodeJS.ProcessEnv = process.env): number {

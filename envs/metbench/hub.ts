@@ -19,7 +19,7 @@ import {
   type SelectOptions,
 } from './official.ts';
 
-export interface HubAddress {
+interface HubAddress {
   repo: string;
   revision: string;
 }
@@ -29,7 +29,7 @@ export function isHubAddress(path: string): boolean {
 }
 
 /** hf://[datasets/]owner/name[@revision]; the revision defaults to the harness's pin for the three official sets. */
-export function parseHubAddress(address: string): HubAddress {
+function parseHubAddress(address: string): HubAddress {
   const m = /^hf:\/\/(?:datasets\/)?([A-Za-z0-9][\w.-]*\/[\w.-]+?)(?:@([\w./-]+))?\/?$/.exec(address);
   if (!m) throw new UserError(`--dataset ${address}: expected hf://owner/name or hf://owner/name@revision`);
   const repo = m[1];
@@ -42,7 +42,7 @@ export function parseHubAddress(address: string): HubAddress {
   return { repo, revision };
 }
 
-export function hubCacheDir(): string {
+function hubCacheDir(): string {
   if (process.env.HF_HUB_CACHE) return process.env.HF_HUB_CACHE;
   const home =
     process.env.HF_HOME ?? join(process.env.XDG_CACHE_HOME ?? join(process.env.HOME ?? '.', '.cache'), 'huggingface');
@@ -61,7 +61,7 @@ const CONFIG_SHARD = /^full\/(?:(?:test|train)-[^/]*|(?:test|train)\/[^/]*)\.par
  * The local folder holding the dataset's shards at that revision: the cache snapshot when it already has the test
  * split (no request is made), else downloaded into the cache. Failures are one UserError.
  */
-export async function resolveHubDataset(
+async function resolveHubDataset(
   address: string,
   splits: ('test' | 'train')[] = ['test'],
 ): Promise<{ dir: string; source: OfficialSource }> {

@@ -42,9 +42,8 @@ export const RELEASES: Record<OfficialDomain, { repo: string; revision: string }
   minecraft: { repo: 'vanyacohen/MET-Bench-Minecraft', revision: '26a94db00630b8ba25f2b23e0db21feffe1f602a' },
 };
 
-/** The harness's defaults: 500 distinct tasks per domain, trajectories of 10 actions. */
+/** The harness's default: 500 distinct tasks per domain. */
 export const OFFICIAL_LIMIT = 500;
-export const OFFICIAL_ACTIONS = 10;
 const CONFIG = 'full';
 
 const TRACK_COLUMNS = ['example_id', 'initial_state', 'actions', 'states'];
@@ -120,7 +119,7 @@ export function splitShards(path: string, split: 'test' | 'train'): string[] {
 }
 
 /** The repository and revision a path inside a Hugging Face cache names (…/datasets--owner--name/snapshots/<sha>/…). */
-export function cacheSource(path: string): OfficialSource | null {
+function cacheSource(path: string): OfficialSource | null {
   const m = /datasets--([^/\\]+)--([^/\\]+)[/\\]snapshots[/\\]([0-9a-f]{40})/.exec(resolve(path));
   return m ? { repo: `${m[1]}/${m[2]}`, revision: m[3] } : null;
 }

@@ -15,15 +15,15 @@ import type { PromptOptions } from '../env.ts';
 
 export const MINECRAFT_PROMPT_STYLES = ['zero-shot', 'cot'] as const;
 
-export const MINECRAFT_TEXT_INSTRUCTIONS =
+const MINECRAFT_TEXT_INSTRUCTIONS =
   'You are evaluating a Minecraft gameplay trajectory. You will see a JSON game-state snapshot and an action that was ' +
   'performed. Your task is to identify which of the candidate game states is the correct next state after the action was taken.';
-export const MINECRAFT_IMAGE_INSTRUCTIONS =
+const MINECRAFT_IMAGE_INSTRUCTIONS =
   'You are evaluating a Minecraft gameplay trajectory. You will see a first-person screenshot from the game and an ' +
   'action that was performed. Your task is to identify which of the candidate images shows the correct next frame after the action was taken.';
 
 /** The question, by modality and style; n candidates. */
-export function minecraftFinalQuestion(image: boolean, style: string, action: string, n: number): string {
+function minecraftFinalQuestion(image: boolean, style: string, action: string, n: number): string {
   const ask = image
     ? `Which image (1-${n}) shows the correct next frame after the action "${action}"?`
     : `Which game state (1-${n}) is the correct next state after the action "${action}"?`;

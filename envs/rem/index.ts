@@ -55,8 +55,8 @@ import {
   type RemWorld,
 } from './world.ts';
 
-export const REM_VARIANTS = ['baseline', 'full-rotation', 'single-frame'] as const;
-export type RemVariant = (typeof REM_VARIANTS)[number];
+const REM_VARIANTS = ['baseline', 'full-rotation', 'single-frame'] as const;
+type RemVariant = (typeof REM_VARIANTS)[number];
 const PAPER_OBJECT_COUNTS = [8, 16, 24, 36, 48];
 
 export interface RemOptions {
@@ -157,7 +157,7 @@ const MAX_BARREN_TRAJECTORIES = 500;
 const MOVE_LETTER: Record<string, string> = { [MOVE_FORWARD]: 'F', [ROTATE_LEFT]: 'L', [ROTATE_RIGHT]: 'R' };
 
 /** The moves as one compact line: a letter per move, in order (empty for a single frame). */
-export function movesLine(actionTexts: readonly string[]): string {
+function movesLine(actionTexts: readonly string[]): string {
   return `moves between frames (F = move forward 1m, L = rotate left 15°, R = rotate right 15°): ${actionTexts
     .slice(1)
     .map((t) => MOVE_LETTER[t])

@@ -9,7 +9,7 @@ import type { PromptOptions } from '../env.ts';
 
 export const REM_PROMPT_STYLES = ['zero-shot', 'cot'] as const;
 
-export const REM_SYSTEM_PROMPT =
+const REM_SYSTEM_PROMPT =
   'You are an agent walking through an environment. You will receive a series of images, each taken after taking an ' +
   'action in the environment (either moving straight or turning 15 degrees left/right). You will also receive a ' +
   'question that you must answer correctly after seeing all images. You will see objects with a shape and a color. ' +

@@ -92,7 +92,7 @@ export function countingQuestion(
   };
 }
 
-export function comparisonQuestion(rng: Rng, world: RemWorld, s: Sightings): RemQuestion | null {
+function comparisonQuestion(rng: Rng, world: RemWorld, s: Sightings): RemQuestion | null {
   const kind = rng.pick<Kind>(['color', 'shape', 'color-shape']);
   const values = presentValues(world, kind);
   if (values.length < 2) return null;
@@ -124,7 +124,7 @@ function singletons(world: RemWorld, s: Sightings): Map<string, number> {
 /** Minimum horizontal distance (reference pixels) between centroids for a left/right relation to count. */
 const SIDE_MARGIN = 2;
 
-export function leftRightQuestion(rng: Rng, world: RemWorld, s: Sightings): RemQuestion | null {
+function leftRightQuestion(rng: Rng, world: RemWorld, s: Sightings): RemQuestion | null {
   const single = [...singletons(world, s).entries()];
   const pairs: { a: string; b: string; side: 'left' | 'right' }[] = [];
   for (let x = 0; x < single.length; x++) {
@@ -156,7 +156,7 @@ export function leftRightQuestion(rng: Rng, world: RemWorld, s: Sightings): RemQ
   };
 }
 
-export function temporalQuestion(rng: Rng, world: RemWorld, s: Sightings): RemQuestion | null {
+function temporalQuestion(rng: Rng, world: RemWorld, s: Sightings): RemQuestion | null {
   const first = new Map<string, number>();
   s.visible.forEach((v, f) => {
     world.objects.forEach((o, i) => {

@@ -29,14 +29,14 @@ export const REM_PALETTE: Record<RemColor, Rgb> = {
   orange: [250, 135, 20],
 };
 
-export const CAMERA_HEIGHT = 1.0;
-export const PITCH_DEGREES = -12;
-export const FOV_DEGREES = 60;
+const CAMERA_HEIGHT = 1.0;
+const PITCH_DEGREES = -12;
+const FOV_DEGREES = 60;
 const NEAR = 0.05;
 /** Visibility is measured at this size, whatever size the frame is shown at. */
 export const REFERENCE_SIZE = 160;
 /** Share of the frame an object must cover to count as seen (0.15%: 39 px at 160², 6 px at 64², 394 px at 512²). */
-export const VISIBLE_FRACTION = 0.0015;
+const VISIBLE_FRACTION = 0.0015;
 export const VISIBLE_PIXELS = Math.ceil(VISIBLE_FRACTION * REFERENCE_SIZE * REFERENCE_SIZE);
 
 const SKY_TOP: Rgb = [196, 214, 232];
@@ -57,7 +57,7 @@ function normalize(v: Vec3): Vec3 {
 }
 const dot = (a: Vec3, b: Vec3) => a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
 
-export interface Camera {
+interface Camera {
   pos: Vec3;
   fwd: Vec3;
   right: Vec3;
@@ -67,7 +67,7 @@ export interface Camera {
   size: number;
 }
 
-export function camera(pose: Pose, size: number): Camera {
+function camera(pose: Pose, size: number): Camera {
   const h = (pose.heading * Math.PI) / 180;
   const p = (PITCH_DEGREES * Math.PI) / 180;
   const fwd: Vec3 = [Math.cos(h) * Math.cos(p), Math.sin(h) * Math.cos(p), Math.sin(p)];

@@ -8,7 +8,7 @@ import type { Rng } from '../../core/rng.ts';
 
 export const REM_SHAPES = ['cuboid', 'sphere', 'cone'] as const;
 export const REM_COLORS = ['brown', 'yellow', 'red', 'green', 'blue', 'purple', 'black', 'orange'] as const;
-export type RemShape = (typeof REM_SHAPES)[number];
+type RemShape = (typeof REM_SHAPES)[number];
 export type RemColor = (typeof REM_COLORS)[number];
 
 export const MOVE_FORWARD = 'move forward 1m';
@@ -46,7 +46,7 @@ export const SPHERE_RADIUS = 0.4;
 export const CONE_RADIUS = 0.42;
 export const CONE_HEIGHT = 0.95;
 /** The agent never comes closer than this to an object's centre. */
-export const CLEARANCE = 1.0;
+const CLEARANCE = 1.0;
 const MIN_SPACING = 1.3;
 
 export function typeKey(o: { color: string; shape: string }): string {
@@ -55,7 +55,7 @@ export function typeKey(o: { color: string; shape: string }): string {
 
 const ALL_TYPES = REM_COLORS.flatMap((color) => REM_SHAPES.map((shape) => ({ color, shape })));
 
-export function applyMove(pose: Pose, move: string): Pose {
+function applyMove(pose: Pose, move: string): Pose {
   switch (move) {
     case MOVE_FORWARD: {
       const r = (pose.heading * Math.PI) / 180;
@@ -105,7 +105,7 @@ export function duplicateBounds(count: number): [number, number] {
 }
 
 /** Half side of the square the Baseline scatters objects over: about 3.5 m² per object. */
-export function baselineHalfSide(count: number): number {
+function baselineHalfSide(count: number): number {
   return Math.sqrt(3.5 * count) / 2;
 }
 

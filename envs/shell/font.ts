@@ -2,7 +2,7 @@
 // 64 px (3×5 cells, drawn 2 px per cell) and at the 512 px chat size (5×7 cells, drawn about 10 px per cell), and
 // their solid colours make the labels exactly decodable from pixels. Glyphs are drawn by hand for this project.
 
-export interface Glyph {
+interface Glyph {
   width: number;
   height: number;
   /** Row-major, true = ink. */

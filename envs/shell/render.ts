@@ -8,7 +8,7 @@ import { FONT_3X5, FONT_5X7, type PixelFont } from './font.ts';
 export type Swap = readonly [number, number];
 
 export const LABEL_GREEN: Rgb = [0, 170, 40];
-export const LABEL_DARK: Rgb = [25, 25, 25];
+const LABEL_DARK: Rgb = [25, 25, 25];
 const BACKGROUND: Rgb = [236, 240, 245];
 const TABLE: Rgb = [205, 190, 165];
 const SHELL: Rgb = [176, 112, 60];
@@ -29,12 +29,12 @@ const PLATE_CORNER = 0.03;
 const SUPERSAMPLE = 4;
 
 /** Horizontal centre of shell 1, 2 or 3, in units of the width. */
-export function shellCentre(label: number): number {
+function shellCentre(label: number): number {
   return (2 * label - 1) / 6;
 }
 
 /** The font and cell size used for labels at a given width. */
-export function labelFont(width: number): { font: PixelFont; scale: number } {
+function labelFont(width: number): { font: PixelFont; scale: number } {
   const font = width < 160 ? FONT_3X5 : FONT_5X7;
   const plateHeight = 2 * PLATE_HALF_HEIGHT * width;
   return { font, scale: Math.max(1, Math.floor((plateHeight * 0.75) / font.height)) };

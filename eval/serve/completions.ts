@@ -30,7 +30,6 @@ export const completionRequestSchema = z.looseObject({
   return_token_ids: z.boolean().nullish(),
   stream: z.boolean().nullish(),
 });
-export type CompletionRequest = z.infer<typeof completionRequestSchema>;
 
 export const loadLoraSchema = z.looseObject({
   lora_name: z.string().min(1),

@@ -9,7 +9,7 @@ import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 
 /** Seconds a client told 503 is asked to wait. */
-export const RETRY_AFTER_S = 1;
+const RETRY_AFTER_S = 1;
 
 /** How long a refused connection may take to read its 503 before it is destroyed. */
 const REFUSED_LINGER_MS = 1000;

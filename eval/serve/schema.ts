@@ -9,10 +9,9 @@ const imagePart = z.object({
   type: z.literal('image_url'),
   image_url: z.union([z.object({ url: z.string(), detail: z.string().optional() }), z.string()]),
 });
-export const contentPartSchema = z.discriminatedUnion('type', [textPart, imagePart]);
-export type ContentPart = z.infer<typeof contentPartSchema>;
+const contentPartSchema = z.discriminatedUnion('type', [textPart, imagePart]);
 
-export const messageSchema = z.object({
+const messageSchema = z.object({
   role: z.enum(['system', 'user', 'assistant']),
   content: z
     .union([z.string(), z.array(contentPartSchema)], {
@@ -20,7 +19,6 @@ export const messageSchema = z.object({
     })
     .nullable(),
 });
-export type RequestMessage = z.infer<typeof messageSchema>;
 
 export const MAX_N = 16;
 

@@ -28,7 +28,7 @@ export interface EngineSampling {
   seed: number | null;
 }
 
-export interface EngineChoice {
+interface EngineChoice {
   text: string;
   /** 'stop' when the model ended its answer, 'length' when it hit max tokens. */
   finishReason: 'stop' | 'length';
@@ -76,7 +76,7 @@ export interface TokenEngine {
   };
 }
 
-export class HttpError extends Error {
+class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,

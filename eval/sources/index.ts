@@ -22,7 +22,7 @@ export interface SourceSpec {
   apiKeyEnv?: string;
 }
 
-export const DEFAULT_PROVIDER_KEY_ENV = 'HF_TOKEN';
+const DEFAULT_PROVIDER_KEY_ENV = 'HF_TOKEN';
 
 /** What config.json records about the model (no secrets). */
 export function describeModel(spec: SourceSpec): ModelDescription {

@@ -13,7 +13,7 @@ import { readRows, schemaRows } from './jsonl-rows.ts';
 import { METRICS_FILE, readConfig, type ViewedFolder } from './run-folder.ts';
 import { folderSamples } from './samples.ts';
 
-export interface EvalTableRow {
+interface EvalTableRow {
   setting: string;
   modality: string;
   n: number;

@@ -8,7 +8,7 @@ import { UserError } from '../../core/errors.ts';
 import { EPISODES_FILE } from '../selection.ts';
 import { SUMMARY_FILE } from '../report.ts';
 
-export type FolderKind = 'train' | 'eval';
+type FolderKind = 'train' | 'eval';
 
 export interface ViewedFolder {
   /** Position on the command line: the folder's handle in every URL (no request names a path). */

@@ -25,7 +25,7 @@ export interface SampleQuery {
   limit: number;
 }
 
-export interface SampleView {
+interface SampleView {
   /** "step 3" or the setting key. */
   group: string;
   modality: string;

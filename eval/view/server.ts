@@ -246,7 +246,7 @@ export async function startViewServer(folders: ViewedFolder[], options: ViewServ
  * The file `relative` (percent-encoded, '/'-separated) names inside the folder, or a 403 when it names anything
  * outside it: `..` segments (also encoded as %2e%2e), encoded slashes, absolute paths, and symbolic links out.
  */
-export function containedPath(folder: ViewedFolder, relative: string): string {
+function containedPath(folder: ViewedFolder, relative: string): string {
   let segments: string[];
   try {
     segments = relative.split('/').map((s) => decodeURIComponent(s));

@@ -34,7 +34,7 @@ import type { LayerWeights, ModelWeights, Projection } from './weights.ts';
 export type Weight = tf.Tensor;
 
 /** GELU's sigmoid approximation: x σ(k x). */
-export const GELU_SIGMOID_K = 1.702;
+const GELU_SIGMOID_K = 1.702;
 
 /** The query scale 1/√dh, applied to q after RoPE. */
 export const queryScale = (arch: Architecture): number => 1 / Math.sqrt(headDim(arch));

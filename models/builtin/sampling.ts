@@ -54,7 +54,7 @@ export function packPrompts(
 }
 
 /** Record where a prompt's images sit: each run of IMG tokens (patchesPerImage long) takes the next image. */
-export function addImageSlots(
+function addImageSlots(
   model: TransformerModel,
   tokenizer: CharTokenizer,
   prompt: EncodedPrompt,

@@ -49,7 +49,7 @@ export type RenderImage = (episode: Episode, index: number) => RawImage;
 export type TemplateEnv = Pick<Env, 'traceStates' | 'traceStart' | 'renderAction' | 'imageSizes'>;
 
 /** Does the built-in model answer this environment's episodes with a trace? */
-export function usesTrace(env: Pick<Env, 'traceStates'>): boolean {
+function usesTrace(env: Pick<Env, 'traceStates'>): boolean {
   return typeof env.traceStates === 'function';
 }
 
@@ -61,7 +61,7 @@ export function actionLabel(index: number): string {
 }
 
 /** The trace's line 0: the initial state in the form trace lines write states. */
-export function traceStartLine(env: Pick<Env, 'traceStart'>, episode: Episode): string {
+function traceStartLine(env: Pick<Env, 'traceStart'>, episode: Episode): string {
   return `${START_LINE}${STEP_ARROW}${env.traceStart ? env.traceStart(episode) : episode.initialState}\n`;
 }
 
@@ -180,7 +180,7 @@ const TRACE_START_END = new RegExp(`\\n${TRACE_CUE}${START_LINE}${STEP_ARROW}[^\
  * Decode a data: URL image (PNG, JPEG, WebP…) to RGB at size × size. With `exactSize` an image of another size is a
  * UserError: the built-in model was trained on its own renderings at `size` pixels and misreads resized pictures.
  */
-export async function decodeDataUrlImage(url: string, size: number, exactSize = false): Promise<RawImage> {
+async function decodeDataUrlImage(url: string, size: number, exactSize = false): Promise<RawImage> {
   const match = /^data:image\/[a-z+.-]+;base64,(.*)$/is.exec(url);
   if (!match) throw new UserError(`image_url must be a base64 data: URL (got ${url.slice(0, 40)}…)`);
   const bytes = Buffer.from(match[1], 'base64');

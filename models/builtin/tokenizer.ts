@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { UserError, describeZodError } from '../../core/errors.ts';
 
-export const SPECIAL_TOKENS = { pad: '[PAD]', bos: '[BOS]', eos: '[EOS]', img: '[IMG]', unk: '[UNK]' } as const;
+const SPECIAL_TOKENS = { pad: '[PAD]', bos: '[BOS]', eos: '[EOS]', img: '[IMG]', unk: '[UNK]' } as const;
 type SpecialName = keyof typeof SPECIAL_TOKENS;
 
 /** Names other tokenizer.json files commonly use for the same roles. */
@@ -19,7 +19,7 @@ const SPECIAL_ALIASES: Record<SpecialName, string[]> = {
 };
 
 /** The default character set: newline and printable ASCII. */
-export function defaultCharacters(): string[] {
+function defaultCharacters(): string[] {
   const chars = ['\n'];
   for (let c = 32; c <= 126; c++) chars.push(String.fromCharCode(c));
   return chars;

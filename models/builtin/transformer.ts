@@ -29,7 +29,7 @@ export interface SharedKV {
 }
 
 /** A group's own keys and values for one layer: [count, positions so far, d]. */
-export interface OwnKV {
+interface OwnKV {
   k: tf.Tensor3D;
   v: tf.Tensor3D;
 }
@@ -46,7 +46,7 @@ export interface Group {
 }
 
 /** One image occurrence: which distinct image, and the packed row of its first patch token. */
-export interface ImageSlot {
+interface ImageSlot {
   image: number;
   start: number;
 }
@@ -77,7 +77,7 @@ export interface ForwardResult {
   own: OwnKV[][];
 }
 
-export { NEG, ropeValues, rotationValues } from './rope.ts';
+export { NEG, ropeValues } from './rope.ts';
 import { NEG, ropeValues, rotationValues } from './rope.ts';
 
 /** The same as tensors [rows, d] (the ONNX Runtime engine feeds ropeValues to its graph instead). */

@@ -5,7 +5,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../../core/rng.ts';
 import { patchDim, patchesPerImage, type Architecture } from './config.ts';
 
-export const PROJECTIONS = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'up_proj', 'down_proj'] as const;
+const PROJECTIONS = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'up_proj', 'down_proj'] as const;
 export type Projection = (typeof PROJECTIONS)[number];
 
 export interface LayerWeights {

@@ -18,7 +18,7 @@ import {
 } from '../hf/pixel-values.ts';
 
 /** preprocessor_config.json of a Gemma 3 checkpoint; defaults are Gemma3ImageProcessor's (transformers 4.57) but `size`. */
-export const gemma3PreprocessorSchema = z.object({
+const gemma3PreprocessorSchema = z.object({
   do_resize: z.boolean().default(true),
   size: z.object({ height: z.number().int().positive(), width: z.number().int().positive() }).optional(),
   resample: z.number().int().default(2),

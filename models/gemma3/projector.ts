@@ -39,7 +39,7 @@ export function loadGemma3Projector(
 }
 
 /** Gemma RMSNorm over the last axis: x · rsqrt(mean(x²) + eps) · (1 + w). x: [rows, D]. */
-export function gemmaRmsNorm(x: tf.Tensor2D, weight: tf.Tensor1D, eps: number): tf.Tensor2D {
+function gemmaRmsNorm(x: tf.Tensor2D, weight: tf.Tensor1D, eps: number): tf.Tensor2D {
   const ms = tf.mean(tf.square(x), -1, true);
   return tf.mul(tf.mul(x, tf.rsqrt(tf.add(ms, eps))), tf.add(weight, 1));
 }

@@ -13,8 +13,8 @@ import { Template } from '@huggingface/jinja';
 import { UserError, describeZodError } from '../../core/errors.ts';
 import { TOKENIZER_CONFIG, type HfTokenizer } from './tokenizer.ts';
 
-export const CHAT_TEMPLATE_JINJA = 'chat_template.jinja';
-export const CHAT_TEMPLATE_JSON = 'chat_template.json';
+const CHAT_TEMPLATE_JINJA = 'chat_template.jinja';
+const CHAT_TEMPLATE_JSON = 'chat_template.json';
 
 /** One content part of a chat-template message: what transformers' multimodal templates iterate over. */
 export type ChatTemplatePart = { type: 'text'; text: string } | { type: 'image' };

@@ -13,8 +13,8 @@ import { z } from 'zod';
 import { UserError, describeZodError } from '../../core/errors.ts';
 import { readJson } from '../../core/files.ts';
 
-export type DecoderFamily = 'llama' | 'qwen2' | 'gemma3';
-export type LayerType = 'full_attention' | 'sliding_attention';
+type DecoderFamily = 'llama' | 'qwen2' | 'gemma3';
+type LayerType = 'full_attention' | 'sliding_attention';
 
 /** Everything the shared decoder (models/hf/decoder.ts) needs to know about one language model. */
 export interface DecoderConfig {
@@ -72,7 +72,7 @@ export interface HfModelConfig {
   raw: Record<string, unknown>;
 }
 
-export const SUPPORTED_ARCHITECTURES = [
+const SUPPORTED_ARCHITECTURES = [
   'LlamaForCausalLM',
   'Qwen2ForCausalLM',
   'Gemma3ForCausalLM',

@@ -56,7 +56,7 @@ export interface DecoderOps<T> {
 }
 
 /** down(act(gate(x)) · up(x)). */
-export function gatedMlp<T>(ops: DecoderOps<T>, w: MlpWeights, act: MlpActivation, x: T): T {
+function gatedMlp<T>(ops: DecoderOps<T>, w: MlpWeights, act: MlpActivation, x: T): T {
   return ops.linear(ops.mul(ops.activation(ops.linear(x, w.gate), act), ops.linear(x, w.up)), w.down);
 }
 

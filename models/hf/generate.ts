@@ -38,7 +38,7 @@ export interface GenerateResult {
   finished: boolean[];
 }
 
-export function argmax(row: Float32Array): number {
+function argmax(row: Float32Array): number {
   let best = 0;
   for (let i = 1; i < row.length; i++) if (row[i] > row[best]) best = i;
   return best;
@@ -109,7 +109,7 @@ export function chooseNext(
 }
 
 /** Rows of a cache repeated: row b becomes rows b·G … b·G + G - 1. Disposes nothing. */
-export function repeatCache(cache: KVCache, group: number): KVCache {
+function repeatCache(cache: KVCache, group: number): KVCache {
   const rows = cache.layers[0]?.k.shape[0] ?? 0;
   const index = Int32Array.from({ length: rows * group }, (_, i) => Math.floor(i / group));
   return tf.tidy(() => {

@@ -9,7 +9,7 @@ import { UserError } from '../../core/errors.ts';
 export type TokenIds = readonly ArrayLike<number>[];
 
 /** Positions (flat index b·T + t) of the image tokens, row-major. */
-export function imageTokenPositions(ids: TokenIds, imageTokenId: number): number[] {
+function imageTokenPositions(ids: TokenIds, imageTokenId: number): number[] {
   const T = ids[0]?.length ?? 0;
   const out: number[] = [];
   ids.forEach((row, b) => {

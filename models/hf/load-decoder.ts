@@ -23,7 +23,7 @@ export interface LoadedHfModel {
 }
 
 /** The decoder's tensor layout for an architecture (models/<arch>/language-model.ts). */
-export function textLayout(architecture: string, tensors: CheckpointTensors): TextModelLayout {
+function textLayout(architecture: string, tensors: CheckpointTensors): TextModelLayout {
   switch (architecture) {
     case 'LlamaForCausalLM':
       return LLAMA_LAYOUT;
@@ -95,7 +95,7 @@ function transpose2d(data: Float32Array, rows: number, cols: number): Float32Arr
 }
 
 /** Build the decoder from checked tensors. */
-export function buildDecoder(c: DecoderConfig, layout: TextModelLayout, tensors: CheckpointTensors): HfDecoder {
+function buildDecoder(c: DecoderConfig, layout: TextModelLayout, tensors: CheckpointTensors): HfDecoder {
   const created: tf.Variable[] = [];
   const variable = (t: tf.Tensor) => {
     const v = tf.variable(t, false);

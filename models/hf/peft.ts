@@ -77,7 +77,7 @@ function scaleOf(alpha: number, r: number, rslora: boolean): number {
 }
 
 /** 'q' → 'q_proj'; full names pass through. */
-export function normaliseTarget(name: string): string {
+function normaliseTarget(name: string): string {
   return /^(q|k|v|o|gate|up|down)$/.test(name) ? `${name}_proj` : name;
 }
 
@@ -209,7 +209,7 @@ function transpose(data: Float32Array, rows: number, cols: number): Float32Array
 }
 
 /** adapter_config.json as PEFT 0.17.1 writes it: every LoraConfig field, keys sorted, indent 2, no final newline. */
-export function peftConfigJson(config: PeftAdapterConfig): string {
+function peftConfigJson(config: PeftAdapterConfig): string {
   const fields: Record<string, unknown> = {
     alpha_pattern: {},
     auto_mapping: null,

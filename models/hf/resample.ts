@@ -11,7 +11,7 @@
 import type { RawImage } from '../../core/image.ts';
 
 /** PIL's resampling codes as they appear in preprocessor_config.json ("resample": 1 = LANCZOS). */
-export const PIL_RESAMPLE = { NEAREST: 0, LANCZOS: 1, BILINEAR: 2, BICUBIC: 3, BOX: 4, HAMMING: 5 } as const;
+const PIL_RESAMPLE = { NEAREST: 0, LANCZOS: 1, BILINEAR: 2, BICUBIC: 3, BOX: 4, HAMMING: 5 } as const;
 export type ResampleFilter = 'lanczos' | 'bilinear' | 'bicubic' | 'box' | 'hamming';
 
 interface Filter {

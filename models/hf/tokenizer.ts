@@ -14,10 +14,10 @@ import { z } from 'zod';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { UserError, describeZodError } from '../../core/errors.ts';
 
-export const TOKENIZER_JSON = 'tokenizer.json';
+const TOKENIZER_JSON = 'tokenizer.json';
 export const TOKENIZER_CONFIG = 'tokenizer_config.json';
-export const SPECIAL_TOKENS_MAP = 'special_tokens_map.json';
-export const GENERATION_CONFIG = 'generation_config.json';
+const SPECIAL_TOKENS_MAP = 'special_tokens_map.json';
+const GENERATION_CONFIG = 'generation_config.json';
 
 /** A token the tokenizer gives a role to (BOS, EOS, …): its text and id. */
 export interface NamedToken {

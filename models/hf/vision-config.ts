@@ -11,7 +11,7 @@ import { parseOrFail, UserError } from '../../core/errors.ts';
 export type VisionModelType = 'idefics3_vision' | 'siglip_vision_model';
 
 /** Activations the vision MLP may use: tanh-approximated GELU (every SigLIP checkpoint) or the exact one. */
-export type VisionActivation = 'gelu_tanh' | 'gelu';
+type VisionActivation = 'gelu_tanh' | 'gelu';
 
 export interface VisionConfig {
   modelType: VisionModelType;

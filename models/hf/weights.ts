@@ -12,7 +12,7 @@ import { halfToFloat } from '../safetensors.ts';
 import { readJson } from '../../core/files.ts';
 
 export const SINGLE_FILE = 'model.safetensors';
-export const INDEX_FILE = 'model.safetensors.index.json';
+const INDEX_FILE = 'model.safetensors.index.json';
 
 /** Where one tensor's bytes are. */
 export interface TensorEntry {

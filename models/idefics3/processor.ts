@@ -21,7 +21,7 @@ import {
 const longestEdge = z.object({ longest_edge: z.number().int().positive() });
 
 /** preprocessor_config.json of an Idefics3 checkpoint; defaults are Idefics3ImageProcessor's (transformers 4.57). */
-export const idefics3PreprocessorSchema = z.object({
+const idefics3PreprocessorSchema = z.object({
   do_resize: z.boolean().default(true),
   size: longestEdge.default({ longest_edge: 4 * 364 }),
   max_image_size: longestEdge.default({ longest_edge: 364 }),

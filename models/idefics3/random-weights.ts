@@ -24,7 +24,7 @@ function normal(n: number, std: number, rng: Rng): Float32Array {
 }
 
 /** The vision tower's and connector's tensor names and on-disk shapes (nn.Linear [out, in], Conv2d [D, C, P, P]). */
-export function expectedIdefics3VisionTensors(setup: Idefics3VisionSetup, textHidden: number): Map<string, number[]> {
+function expectedIdefics3VisionTensors(setup: Idefics3VisionSetup, textHidden: number): Map<string, number[]> {
   const v = setup.vision;
   const D = v.hiddenSize;
   const p = SIGLIP_PREFIX.idefics3;

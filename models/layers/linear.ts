@@ -6,7 +6,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { mm } from '../ops.ts';
 
-export interface LoraDelta {
+interface LoraDelta {
   a: tf.Variable; // [in, r]
   b: tf.Variable; // [r, out]
   /** alpha / r (alpha / sqrt(r) with rsLoRA). */

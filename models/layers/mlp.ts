@@ -15,7 +15,7 @@ export interface MlpWeights {
 const SQRT_2_OVER_PI = Math.sqrt(2 / Math.PI);
 
 /** GELU, tanh approximation (torch's approximate='tanh', transformers' gelu_pytorch_tanh). */
-export function geluTanh(x: tf.Tensor): tf.Tensor {
+function geluTanh(x: tf.Tensor): tf.Tensor {
   return tf.tidy(() => {
     const inner = tf.mul(tf.add(x, tf.mul(tf.pow(x, 3), 0.044715)), SQRT_2_OVER_PI);
     return tf.mul(tf.mul(x, 0.5), tf.add(tf.tanh(inner), 1));

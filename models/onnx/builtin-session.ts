@@ -145,7 +145,7 @@ class RopeRows {
 }
 
 /** An empty cache of one masked zero position (the graph never sees a zero-sized dimension). */
-export function emptyCache(arch: Architecture, count: number, length = 1): KVCache {
+function emptyCache(arch: Architecture, count: number, length = 1): KVCache {
   const n = count * arch.nHeads * headDim(arch) * length;
   return {
     count,

@@ -44,10 +44,7 @@ export const CUDA_BUILD = {
 } as const;
 
 /** The provider's libraries, loaded by ORT from the folder of its own library. */
-export const CUDA_PROVIDER_LIBRARIES = [
-  'libonnxruntime_providers_shared.so',
-  'libonnxruntime_providers_cuda.so',
-] as const;
+const CUDA_PROVIDER_LIBRARIES = ['libonnxruntime_providers_shared.so', 'libonnxruntime_providers_cuda.so'] as const;
 const ORT_LIBRARY = 'libonnxruntime.so.1';
 
 /** The folder `metrl install-cuda` fills: METRL_ORT_CUDA_DIR, else under XDG_CACHE_HOME (default ~/.cache). */

@@ -25,7 +25,7 @@ const WEBGPU_HOW =
 const require = createRequire(import.meta.url);
 
 /** The execution providers the binding this process runs knows. */
-export function supportedProviders(): { name: string; bundled: boolean }[] {
+function supportedProviders(): { name: string; bundled: boolean }[] {
   return nativeBinding().listSupportedBackends();
 }
 

@@ -35,7 +35,7 @@ const ELEMENT: Record<ElementType, number> = {
 };
 
 /** The default opset of the standard domain (ONNX 1.12's, which ORT ≥ 1.12 implements; LayerNormalization etc.). */
-export const DEFAULT_OPSET = 17;
+const DEFAULT_OPSET = 17;
 /**
  * Initializer bytes a serialised model holds inline at most. A ModelProto must stay under protobuf's 2 GiB, so a larger
  * model (a Hugging Face checkpoint of more than about 400 M float32 parameters) keeps its weights in an external data

@@ -51,7 +51,7 @@ export interface HfRunResult {
 }
 
 /** Shared weights up to this size are also prepacked by the sampler's session (a second, packed copy): 1 GiB. */
-export const PREPACK_MAX_BYTES = 2 ** 30;
+const PREPACK_MAX_BYTES = 2 ** 30;
 
 export class HfOrtModel {
   private session: OrtSession;

@@ -13,7 +13,7 @@
 import type { GraphBuilder } from './graph-builder.ts';
 
 /** Logits values one chunk holds at most ([ROWS, V] floats, 16 MB). */
-export const CHUNK_LOGITS = 2 ** 22;
+const CHUNK_LOGITS = 2 ** 22;
 
 export interface ChunkedHead {
   /** [R] log-prob of each predicted row's target (the graph output token_logp is an Identity of it). */

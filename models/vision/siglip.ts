@@ -33,7 +33,7 @@ export interface LinearWeights {
   weight: tf.Tensor2D;
   bias: tf.Tensor1D;
 }
-export interface SiglipLayerWeights {
+interface SiglipLayerWeights {
   layerNorm1: LayerNormWeights;
   q: LinearWeights;
   k: LinearWeights;
@@ -202,7 +202,7 @@ function linear(x: tf.Tensor2D, w: LinearWeights): tf.Tensor2D {
 }
 
 /** GELU: the tanh approximation (gelu_pytorch_tanh) or the exact erf form. */
-export function gelu(x: tf.Tensor2D, kind: 'gelu_tanh' | 'gelu'): tf.Tensor2D {
+function gelu(x: tf.Tensor2D, kind: 'gelu_tanh' | 'gelu'): tf.Tensor2D {
   if (kind === 'gelu') return tf.mul(tf.mul(x, 0.5), tf.add(1, tf.erf(tf.mul(x, Math.SQRT1_2))));
   const inner = tf.mul(tf.add(x, tf.mul(tf.pow(x, 3), 0.044715)), Math.sqrt(2 / Math.PI));
   return tf.mul(tf.mul(x, 0.5), tf.add(1, tf.tanh(inner)));

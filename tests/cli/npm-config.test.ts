@@ -9,7 +9,8 @@ import { PROJECT, scratchDir } from './helpers.ts';
 
 describe('npm configuration of the project', () => {
   it('npx metrl --version prints the version and no npm warning', async () => {
-    // A user config of our own (empty), so that the machine's ~/.npmrc does not speak in this test.
+    // A user config of our own (empty), so that the machine's ~/.npmrc does not speak in this test; npm's weekly
+    // "new version available" notice is about npm, not about the project's configuration.
     const userConfig = join(scratchDir('npmrc'), 'npmrc');
     writeFileSync(userConfig, '');
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith('npm_')));
@@ -17,7 +18,7 @@ describe('npm configuration of the project', () => {
       execFile(
         'npx',
         ['--no-install', 'metrl', '--version'],
-        { cwd: PROJECT, env: { ...env, npm_config_userconfig: userConfig } },
+        { cwd: PROJECT, env: { ...env, npm_config_userconfig: userConfig, npm_config_update_notifier: 'false' } },
         (error, stdout, stderr) => (error ? fail(new Error(`${error.message}\n${stderr}`)) : done({ stdout, stderr })),
       ),
     );

@@ -116,13 +116,11 @@ function clone(s: State): State {
   return { where: new Map(s.where), grid: new Map([...s.grid].map(([k, v]) => [k, { ...v }])) };
 }
 
-export const held = (s: State, e: string) =>
-  [...s.where].filter(([, w]) => 'entity' in w && w.entity === e).map(([o]) => o);
-export const at = (s: State, p: string) =>
-  [...s.where].filter(([, w]) => 'place' in w && w.place === p).map(([o]) => o);
+const held = (s: State, e: string) => [...s.where].filter(([, w]) => 'entity' in w && w.entity === e).map(([o]) => o);
+const at = (s: State, p: string) => [...s.where].filter(([, w]) => 'place' in w && w.place === p).map(([o]) => o);
 
 /** Apply `act` to a copy of `s`, or return null if it is not legal there. */
-export function step(p: Parsed, s: State, act: Act): State | null {
+function step(p: Parsed, s: State, act: Act): State | null {
   const n = clone(s);
   const inside = (x: number, y: number) => x >= 1 && y >= 1 && x <= p.gridSize && y <= p.gridSize;
   const w = 'o' in act ? s.where.get(act.o) : undefined;

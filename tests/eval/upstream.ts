@@ -33,7 +33,7 @@ export interface Upstream {
 type Part = { type: string; text?: string; image_url?: { url: string } };
 
 /** Which two shells an image shows highlighted: the thirds of the width that hold the label green. */
-export async function readSwap(dataUrl: string): Promise<string> {
+async function readSwap(dataUrl: string): Promise<string> {
   const image = await decodePng(Buffer.from(dataUrl.slice(dataUrl.indexOf(',') + 1), 'base64'));
   const counts = [0, 0, 0];
   for (let i = 0; i < image.width * image.height; i++) {
@@ -49,7 +49,7 @@ export async function readSwap(dataUrl: string): Promise<string> {
 }
 
 /** The last message as text, each image replaced by the swap it shows, on its own line. */
-export async function promptText(body: UpstreamRequest['body']): Promise<string> {
+async function promptText(body: UpstreamRequest['body']): Promise<string> {
   const last = body.messages[body.messages.length - 1];
   if (typeof last.content === 'string') return last.content;
   let text = '';
@@ -59,7 +59,7 @@ export async function promptText(body: UpstreamRequest['body']): Promise<string>
 }
 
 /** Solve a shell-game prompt from its text (initial state, then "x swap y" lines). */
-export function solveShell(text: string): string {
+function solveShell(text: string): string {
   const start = /The initial state is: ([123])/.exec(text);
   if (!start) return '2';
   let ball = Number(start[1]);

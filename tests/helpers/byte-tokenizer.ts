@@ -22,7 +22,7 @@ export const IDEFICS3_SPECIALS = { '<image>': 250, '<fake_token_around_image>': 
 export const GEMMA3_SPECIALS = { '<start_of_image>': 253, '<end_of_image>': 254, '<image_soft_token>': 255 };
 
 /** GPT-2's bytes_to_unicode: printable bytes stand for themselves, the others for code points from 256 on. */
-export function byteToUnicode(): string[] {
+function byteToUnicode(): string[] {
   const table: string[] = new Array(256);
   let next = 256;
   for (let b = 0; b < 256; b++) {
@@ -32,7 +32,7 @@ export function byteToUnicode(): string[] {
   return table;
 }
 
-export function defaultChatTemplate(imagePlaceholder = '<image>'): string {
+function defaultChatTemplate(imagePlaceholder = '<image>'): string {
   return (
     '{% for message in messages %}{{ message.role | capitalize }}: ' +
     '{% if message.content is string %}{{ message.content }}{% else %}{% for part in message.content %}' +

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { killGroup, spawnTracked } from './tracked-children.ts';
 
-export const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 
 interface Pending {
   resolve(value: unknown): void;

@@ -36,7 +36,7 @@ export function startServe(args: string[]): Promise<Served> {
 }
 
 /** POST a chat completion request to a server from startServe; returns each choice's text (status 200 asserted). */
-export async function chatAnswers(url: string, body: object): Promise<string[]> {
+async function chatAnswers(url: string, body: object): Promise<string[]> {
   const response = await fetch(`${url}/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import * as tf from '@tensorflow/tfjs';
-import { AUTO_ORDER, currentBackend, initBackend, NO_WEBGPU_BACKEND } from '../../models/backend.ts';
+import { BACKEND_NAMES, currentBackend, initBackend, NO_WEBGPU_BACKEND } from '../../models/backend.ts';
 import { UserError } from '../../core/errors.ts';
 
 describe('backend choice', () => {
@@ -26,8 +26,10 @@ describe('backend choice', () => {
     expect(tf.getBackend()).toBe(choice.tfBackend);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(new RegExp(`^tfjs backend: ${choice.name}`));
-    // What it skipped is the part of AUTO_ORDER before the choice.
-    expect(choice.skipped.map((s) => s.split(':')[0])).toEqual(AUTO_ORDER.slice(0, AUTO_ORDER.indexOf(choice.name)));
+    // What it skipped is the part of BACKEND_NAMES before the choice.
+    expect(choice.skipped.map((s) => s.split(':')[0])).toEqual(
+      BACKEND_NAMES.slice(0, BACKEND_NAMES.indexOf(choice.name)),
+    );
     // Once chosen, the backend stays: asking for another one is an error, asking again returns the same.
     expect((await initBackend(choice.name, null)).name).toBe(choice.name);
     await expect(initBackend(choice.name === 'cpu' ? 'wasm' : 'cpu', null)).rejects.toThrow(/already active/);
