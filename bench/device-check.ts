@@ -11,7 +11,7 @@ import * as tf from '@tensorflow/tfjs';
 import { checkDevice, type Device } from '../models/onnx/device.ts';
 import { OrtSampler } from '../models/onnx/ort-sampler.ts';
 import { OrtLearner } from '../models/onnx/ort-learner.ts';
-import { grpoLoss } from '../trainer/loss.ts';
+import { grpoLoss } from '../trainer/loss/loss.ts';
 import { Rng } from '../core/rng.ts';
 import type { Completion, SequenceBatchItem, TokenLogProbs } from '../models/types.ts';
 import { chessStep, forcedLength, GROUP, load } from './chess-step.ts';

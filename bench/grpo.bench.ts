@@ -16,8 +16,8 @@ import { saveBaseCheckpoint } from '../models/builtin/base-checkpoint.ts';
 import { CHECKPOINTS_DIR } from '../core/paths.ts';
 import { getEnv } from '../envs/registry.ts';
 import { resolveConfig } from '../trainer/config.ts';
-import { loadTrainingPolicy, train } from '../trainer/loop.ts';
-import type { TrainRow } from '../trainer/metrics.ts';
+import { loadTrainingPolicy, train } from '../trainer/grpo/loop.ts';
+import type { TrainRow } from '../trainer/logs/metrics.ts';
 import { ENGINES, type Engine } from '../models/engine.ts';
 
 const MEASURED_STEPS = 2;

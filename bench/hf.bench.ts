@@ -3,7 +3,7 @@
 // image) and its real tokenizer and chat template, written to a temp folder and loaded through models/registry.ts.
 // Measured through the Policy only: load time and memory; prompt encoding; the vision tower on one 512 px image; the
 // prefill of a one-image chess prompt; decoding at group 8; the learner's passes with LoRA r16 on one sequence of
-// prompt + 64 completion tokens; and one GRPO step through trainer/loop.ts's train() on a chess image episode.
+// prompt + 64 completion tokens; and one GRPO step through trainer/grpo/loop.ts's train() on a chess image episode.
 //
 // The GRPO step runs one prompt of G = 8 (1-action episodes) by default; the default configuration's step (4 prompts ×
 // 8, 5-action episodes) is then extrapolated from the measured rates, its arithmetic printed in the notes.
@@ -31,9 +31,9 @@ import { writeHfCheckpoint } from '../models/hf/write-checkpoint.ts';
 import { randomIdefics3Tensors } from '../models/idefics3/random-weights.ts';
 import type { EncodedPrompt, SequenceBatchItem } from '../models/types.ts';
 import { resolveConfig } from '../trainer/config.ts';
-import { train } from '../trainer/loop.ts';
+import { train } from '../trainer/grpo/loop.ts';
 import type { Policy } from '../models/policy.ts';
-import type { TrainRow } from '../trainer/metrics.ts';
+import type { TrainRow } from '../trainer/logs/metrics.ts';
 
 /**
  * SmolVLM-256M-Instruct's config.json (HuggingFaceTB/SmolVLM-256M-Instruct): the fields that shape the model and its
@@ -331,7 +331,7 @@ export async function run(): Promise<BenchRow[]> {
     });
 
     progress('one GRPO step (train())');
-    // ---- one GRPO step (trainer/loop.ts train()) -------------------------------------------------------------
+    // ---- one GRPO step (trainer/grpo/loop.ts train()) -------------------------------------------------------------
     // The same policy and its r16 adapters (the training defaults): a second 1 GB load next to this one's freed
     // heap did not fit in the WASM backend's 4 GB.
     if (process.env.METRL_BENCH_HF_GRPO === '0')

@@ -4,7 +4,7 @@
 // project checkout:
 //   node bin/run-ts.js bench/peer-dump.ts OUT_DIR [--prompts-only]
 //   PEER_DUMP="node bin/run-ts.js bench/peer-dump.ts" bash ../shared/peers/torch-grpo-step.sh --check --metrl
-// Always: the 4 prompts of the first GRPO step (trainer/loop.ts order: 100 train episodes, 5 actions, seed 0) for
+// Always: the 4 prompts of the first GRPO step (trainer/grpo/loop.ts order: 100 train episodes, 5 actions, seed 0) for
 // chess with image actions and shell with text actions, as token ids + 64 px patch pixels, and the completion
 // budgets. Unless --prompts-only (equivalence data for torch_check.py): the base model's logits at every position of
 // chess prompt 0, the same with a random non-zero LoRA (saved as a PEFT adapter), greedy KV-cache decodes, and one GRPO
@@ -22,7 +22,7 @@ import { loraAdapters } from '../models/builtin/lora.ts';
 import { PositionCursor } from '../models/builtin/positions.ts';
 import { DataOrder } from '../trainer/data-order.ts';
 import { Rng } from '../core/rng.ts';
-import { clipGradientsByGlobalNorm, grpoLoss } from '../trainer/loss.ts';
+import { clipGradientsByGlobalNorm, grpoLoss } from '../trainer/loss/loss.ts';
 import { AdamW } from '../trainer/adamw.ts';
 import { completionBudget } from '../trainer/periodic-eval.ts';
 import { CHECKPOINTS_DIR } from '../core/paths.ts';
@@ -40,7 +40,7 @@ await initBackend('wasm', null);
 const policy = loadBaseCheckpoint(join(CHECKPOINTS_DIR, 'base'));
 const tok = policy.tokenizer;
 
-// Prompts of a GRPO step exactly as trainer/collect-groups.ts picks them (train split, seed 0, DataOrder seed 0).
+// Prompts of a GRPO step exactly as trainer/grpo/collect-groups.ts picks them (train split, seed 0, DataOrder seed 0).
 let chessPrompts: EncodedPrompt[] = [];
 for (const [domain, modality] of [
   ['chess', 'image'],
@@ -139,7 +139,7 @@ writeFileSync(
   JSON.stringify(new PositionCursor(policy.arch.positions, tok).pushAll([...prompt.tokens, ...greedy[0][0].tokens])),
 );
 
-// 4. One GRPO loss + gradient + clip + AdamW step, as trainer/loop.ts does it, on 8 completions of prompt 0 sampled at
+// 4. One GRPO loss + gradient + clip + AdamW step, as trainer/grpo/loop.ts does it, on 8 completions of prompt 0 sampled at
 //    T = 0.5 (variable lengths: padding and masks are exercised).
 const T = 0.5;
 const sampled = sampleGroups(

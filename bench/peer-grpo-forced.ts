@@ -1,6 +1,6 @@
 // The project's own GRPO step with forced completion lengths, for the PyTorch peer (PEER_METRL of
 // ../shared/peers/torch-grpo-step.sh; the peer's metrl_grpo_forced.mts imports modules that have since moved).
-// trainer/loop.ts train() on the default configuration (4 prompts x 8 completions, T = 0.5, LoRA r 16, beta 0.04,
+// trainer/grpo/loop.ts train() on the default configuration (4 prompts x 8 completions, T = 0.5, LoRA r 16, beta 0.04,
 // learnerBatch 8 / learnerTokens 2048, from checkpoints/base, WASM backend) with one change: rollouts ignore EOS, so
 // every completion is exactly N tokens long (equal work with torch_grpo_bench.py). The override wraps the policy's
 // sampleGroups (the tfjs engine's, or the ONNX Runtime sampler's) with a tokenizer whose EOS id can never be drawn;
@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { initBackend } from '../models/backend.ts';
 import { getEnv } from '../envs/registry.ts';
 import { resolveConfig } from '../trainer/config.ts';
-import { loadTrainingPolicy, train } from '../trainer/loop.ts';
+import { loadTrainingPolicy, train } from '../trainer/grpo/loop.ts';
 import { sampleGroups } from '../models/builtin/sampling.ts';
 import { BuiltinPolicy } from '../models/builtin/policy.ts';
 import { OrtSampler } from '../models/onnx/ort-sampler.ts';
@@ -27,7 +27,7 @@ import { OrtLearner } from '../models/onnx/ort-learner.ts';
 import type { Engine } from '../models/engine.ts';
 import { checkDevice, type Device } from '../models/onnx/device.ts';
 import { CHECKPOINTS_DIR } from '../core/paths.ts';
-import type { TrainRow } from '../trainer/metrics.ts';
+import type { TrainRow } from '../trainer/logs/metrics.ts';
 import type { EncodedPrompt, SamplingOptions } from '../models/types.ts';
 import type { Rng } from '../core/rng.ts';
 

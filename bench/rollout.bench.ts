@@ -14,8 +14,8 @@ import { initBackend } from '../models/backend.ts';
 import { CHECKPOINTS_DIR } from '../core/paths.ts';
 import { getEnv } from '../envs/registry.ts';
 import { resolveConfig } from '../trainer/config.ts';
-import { loadTrainingPolicy, train } from '../trainer/loop.ts';
-import type { TrainRow } from '../trainer/metrics.ts';
+import { loadTrainingPolicy, train } from '../trainer/grpo/loop.ts';
+import type { TrainRow } from '../trainer/logs/metrics.ts';
 
 const MEASURED_STEPS = 2;
 const load = () =>

@@ -1,4 +1,4 @@
-// Datasets users bring (`--dataset PATH` of `metrl train`), read into episodes (layer: envs/). What PATH holds decides
+// Datasets users bring (`--dataset PATH` of `metrl train`), read into episodes. What PATH holds decides
 // how it is read (datasetFormat); each format yields DatasetItems split into train and test:
 //   imagefolder   a folder with metadata.jsonl (or that file itself), as `metrl generate` writes it (envs/dataset.ts):
 //                 every row is a structured episode (initial state, actions with their modality, target), so any model

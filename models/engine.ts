@@ -1,4 +1,4 @@
-// The inference engine (models/ layer): what runs a policy's Sampler side (rollouts, reference and old-policy
+// The inference engine: what runs a policy's Sampler side (rollouts, reference and old-policy
 // log-probs, evaluation, `metrl serve`) while the policy itself stays the Learner. 'tfjs' is the policy;
 // 'ort' is ONNX Runtime, on the CPU or a GPU execution provider (--device), on --threads N cores (the built-in model on
 // the CPU: N one-thread sessions, models/onnx/worker-pool.ts; otherwise one session of N intra-op threads): the

@@ -1,4 +1,4 @@
-// The Learner contract (models/ layer): what trains. Differentiable log-probabilities of completions under the
+// The Learner contract: what trains. Differentiable log-probabilities of completions under the
 // policy, the variables an optimiser updates, and the LoRA adapters GRPO trains, saved and loaded in PEFT layout
 // (adapter_config.json + adapter_model.safetensors) so a run's checkpoints are readable by PEFT. See
 // models/sampler.ts for the generating side.

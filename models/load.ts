@@ -1,4 +1,4 @@
-// Finding and loading the policy behind `--checkpoint DIR`, for evaluation and `metrl serve` (models/ layer). DIR may be
+// Finding and loading the policy behind `--checkpoint DIR`, for evaluation and `metrl serve`. DIR may be
 //   a base checkpoint            config.json + model.safetensors (+ tokenizer.json); its architecture is looked up in
 //                                models/registry.ts by config.json
 //   a LoRA adapter (PEFT)        adapter_config.json + adapter_model.safetensors, on --base, else the base named by

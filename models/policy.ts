@@ -1,4 +1,4 @@
-// The Policy contract (models/ layer): one model that both samples (models/sampler.ts, with its prompt format) and
+// The Policy contract: one model that both samples (models/sampler.ts, with its prompt format) and
 // learns (models/learner.ts). What models/registry.ts loads, what `metrl train`, `metrl evaluate` and `metrl serve`
 // use; the trainer uses the Sampler side for rollouts and no-grad log-probs and the Learner side for the update, so a
 // separate sampling engine can take the Sampler's place later. Implemented by BuiltinPolicy (models/builtin/).

@@ -1,4 +1,4 @@
-// How a model turns tasks into tokens (models/ layer). The policy, not the trainer, decides how an Episode becomes a
+// How a model turns tasks into tokens. The policy, not the trainer, decides how an Episode becomes a
 // prompt: the built-in model lays it out in its compact template (models/builtin/template.ts), a Hugging Face model
 // renders chat messages through its own tokenizer and chat template. The trainer, the evaluator and `metrl serve` only
 // call these methods, so a new architecture brings its own layout with it.

@@ -1,4 +1,4 @@
-// The model registry (models/ layer): which architecture a checkpoint folder holds, and the loader that reads it, as
+// The model registry: which architecture a checkpoint folder holds, and the loader that reads it, as
 // envs/registry.ts does for environments. A folder is recognised by its config.json:
 //   the built-in model   `format: "metrl-vlm"` (models/builtin/base-checkpoint.ts writes it)
 //   Hugging Face         `model_type` (llama, qwen2, idefics3, gemma3, …), as save_pretrained writes it

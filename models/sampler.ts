@@ -1,4 +1,4 @@
-// The Sampler contract (models/ layer): what generates. It encodes prompts, draws completions (rollouts, evaluation,
+// The Sampler contract: what generates. It encodes prompts, draws completions (rollouts, evaluation,
 // `metrl serve`) and scores given completions without gradients (the reference and old-policy log-probs of GRPO).
 // Today the built-in tfjs model is both the Sampler and the Learner (models/learner.ts); a faster engine (ONNX
 // Runtime, issue 17) can be a second Sampler for the same architecture, its LoRA weights synced from the Learner

@@ -1,5 +1,5 @@
 // Drawing one token from a row of logits: greedy at temperature 0, else softmax(logits / temperature) restricted to
-// the nucleus (top-p) and drawn with the caller's seeded Rng. Shared by every architecture's generation (models/ layer);
+// the nucleus (top-p) and drawn with the caller's seeded Rng. Shared by every architecture's generation;
 // the returned log-probability is at temperature 1, as tokenLogProbs computes it, so rollouts and the learner agree.
 import type { Rng } from '../core/rng.ts';
 import type { SamplingOptions } from './types.ts';

@@ -1,4 +1,4 @@
-// The data every model exchanges with the trainer (trainer/), the evaluator (eval/) and `metrl serve` (models/ layer):
+// The data every model exchanges with the trainer (trainer/), the evaluator (eval/) and `metrl serve`:
 // a ModelInput (text and raw images in order, the form any chat message reduces to), its tokenised EncodedPrompt, the
 // Completions a sampler draws and the per-token log-probabilities a learner computes. The contracts that use them are
 // models/sampler.ts, models/learner.ts and models/policy.ts.

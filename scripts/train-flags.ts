@@ -1,4 +1,4 @@
-// `metrl train`'s flags (scripts/ layer): the run's own (domain, modality, run folder, checkpoint, dataset, ONNX
+// `metrl train`'s flags: the run's own (domain, modality, run folder, checkpoint, dataset, ONNX
 // Runtime) and the training config's, generated from TrainConfigSchema; the zod schema that validates them and the
 // yargs options that --help shows.
 import type { Argv } from 'yargs';

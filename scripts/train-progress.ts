@@ -1,9 +1,9 @@
-// `metrl train`'s progress on stderr (scripts/ layer): a bar per phase on a terminal (the steps, each evaluation), with
+// `metrl train`'s progress on stderr: a bar per phase on a terminal (the steps, each evaluation), with
 // the run's ETA; plain lines otherwise. It reads the TrainEvents train() reports and nothing else.
 import cliProgress from 'cli-progress';
 import type { TrainConfig } from '../trainer/config.ts';
-import type { TrainEvent } from '../trainer/loop.ts';
-import type { EvalRow } from '../trainer/metrics.ts';
+import type { TrainEvent } from '../trainer/grpo/loop.ts';
+import type { EvalRow } from '../trainer/logs/metrics.ts';
 
 const fmt = (x: number | null | undefined, digits = 3) => (x === null || x === undefined ? '–' : x.toFixed(digits));
 const evalText = (r: EvalRow) =>

@@ -1,4 +1,4 @@
-// `metrl train`'s flags mapped to a run's settings (scripts/ layer): a fresh run's from the flags and --config
+// `metrl train`'s flags mapped to a run's settings: a fresh run's from the flags and --config
 // (domain, modality, run folder, base checkpoint, dataset, the training config), a resumed run's from the config.json
 // it recorded, which only --steps and --reward-timeout may change.
 import { existsSync } from 'node:fs';

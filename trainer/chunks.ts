@@ -1,4 +1,4 @@
-// Splitting work into chunks (trainer/ layer): evaluation prompts into decoding batches, and a step's sequences into
+// Splitting work into chunks: evaluation prompts into decoding batches, and a step's sequences into
 // learner chunks bounded by count and tokens (a memory bound only; the loss sums over them).
 
 /** Split a list into chunks of at most `size`. */

@@ -6,11 +6,11 @@
 import { z } from 'zod';
 import { UserError, parseOrFail } from '../core/errors.ts';
 import { readJson } from '../core/files.ts';
-import { CLIPPED_LOSS_TYPES, IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES } from './loss.ts';
-import { MULTI_OBJECTIVE_AGGREGATIONS, SCALE_REWARDS } from './advantages.ts';
+import { CLIPPED_LOSS_TYPES, IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES } from './loss/loss.ts';
+import { MULTI_OBJECTIVE_AGGREGATIONS, SCALE_REWARDS } from './loss/advantages.ts';
 import { DEFAULT_ENGINE_HELP, ENGINES } from '../models/engine.ts';
 import { ROLLOUT_APIS } from '../models/remote/rollout-pool.ts';
-import { VLLM_IMPORTANCE_SAMPLING_MODES } from './rollout-correction.ts';
+import { VLLM_IMPORTANCE_SAMPLING_MODES } from './loss/rollout-correction.ts';
 
 const positiveInt = z.number().int().positive();
 
@@ -114,10 +114,10 @@ export const TrainConfigSchema = z
 
     // ---- objective --------------------------------------------------------------------------------------------
     /**
-     * How the per-token losses are normalised (TRL's loss_type; formulas in trainer/loss.ts): 'grpo' mean over each
+     * How the per-token losses are normalised (TRL's loss_type; formulas in trainer/loss/loss.ts): 'grpo' mean over each
      * completion's tokens, then over completions (the paper's; TRL now defaults to 'dapo'); 'bnpo' token mean over each
      * gradient-accumulation batch; 'dr_grpo' token sum / (completions × maxCompletionTokens); 'dapo' token mean over
-     * the whole step. TRL 1.9's newer ones (trainer/policy-terms.ts): 'cispo' the clipped, detached ratio times A·logp
+     * the whole step. TRL 1.9's newer ones (trainer/loss/policy-terms.ts): 'cispo' the clipped, detached ratio times A·logp
      * (MiniMax-M1; token mean over the step); 'sapo' a sigmoid gate instead of the clip (grpo's normaliser); 'luspo'
      * GSPO's term scaled by the completion's length (needs importanceSamplingLevel 'sequence'); 'vespo' a Gamma weight
      * of the sequence ratio times A·logp (token level; token mean over the step). The old spelling 'dr-grpo' is still read.
@@ -125,7 +125,7 @@ export const TrainConfigSchema = z
     lossType: z
       .enum(LOSS_TYPES, { error: `unknown loss type; expected one of ${LOSS_TYPES.join(', ')}` })
       .default('grpo')
-      .describe(`the loss: ${LOSS_TYPES.join(' | ')} (formulas in trainer/loss.ts, policy-terms.ts)`),
+      .describe(`the loss: ${LOSS_TYPES.join(' | ')} (formulas in trainer/loss/loss.ts, policy-terms.ts)`),
     /**
      * Which reward std divides the advantages (TRL's scale_rewards): 'group' the group's own (GRPO), 'batch' the
      * whole step's (PPO-Lite), 'none' no division (Dr. GRPO). Booleans of older configs are read: true = 'group',
@@ -257,7 +257,7 @@ export const TrainConfigSchema = z
     /**
      * The rewards summed into the one GRPO optimises, each logged as rewards/<name>/mean and /std: 'domain' (the
      * environment's score), 'format' (1 for a valid final answer), or a module 'path/reward.ts[:export]' exporting
-     * (completion, episode) => number (trainer/reward-functions.ts). Default: the domain's reward alone.
+     * (completion, episode) => number (trainer/grpo/reward-functions.ts). Default: the domain's reward alone.
      */
     reward: z
       .array(z.string().min(1))

@@ -1,4 +1,4 @@
-// The periodic evaluation of a training run (trainer/ layer): greedy completions on the fixed test split, scored by
+// The periodic evaluation of a training run: greedy completions on the fixed test split, scored by
 // the environment and summarised by core/summary.ts as accuracy (mean reward, the paper's measure) with its 95%
 // interval, exact-match and valid rates. Done once for the trained modality and once for the transfer modality (the same episodes with
 // every action shown the other way).

@@ -9,8 +9,8 @@
 //              emptied, so no row stops; checked);
 //   reference  tokenLogProbs with LoRA off, no gradient: the policy's (tfjs, packed [prompt | c1 … c8] row,
 //              models/hf/score.ts) or the ORT sampler's (prefill once, completions batched against its cache), as
-//              trainer/loop.ts referenceAndOldLogProbs calls it;
-//   update     as trainer/loop.ts updatePolicy with μ = 1: summedLossGradients over the engine's learner (ort:
+//              trainer/grpo/loop.ts referenceAndOldLogProbs calls it;
+//   update     as trainer/grpo/loop.ts updatePolicy with μ = 1: summedLossGradients over the engine's learner (ort:
 //              HfOrtLearner, forward + backward graphs; tfjs: autodiff through the policy's tokenLogProbs), grpoLoss (grpo, ε 0.2, β 0.04, k3 KL; old = detached own log-probs), the sums read
 //              as the trainer reads them, global-norm clip 1, AdamW (2e-4, 0.9 / 0.999, 1e-8, no decay), syncLora (ort).
 // --threads sets ONNX Runtime's threads (ort only; tfjs WASM runs one). Run from the metrl checkout:

@@ -1,10 +1,10 @@
 // One forced GRPO step on metrl's side of the PyTorch peers (hf-step.mts for text, vlm-step.mts for an image
 // prompt), as the peer's script times it: rollout (G completions forced to n tokens), reference log-probs (LoRA off,
-// no gradient), update (trainer/loop.ts updatePolicy with μ = 1: grpoLoss with ε 0.2, β 0.04, old = the detached own
+// no gradient), update (trainer/grpo/loop.ts updatePolicy with μ = 1: grpoLoss with ε 0.2, β 0.04, old = the detached own
 // log-probs; gradients clipped to norm 1, AdamW, the ORT sampler's adapters synced). Wall and CPU seconds per phase.
 import { imp, tf } from './checkout.mts';
 
-const { grpoLoss, clipGradientsByGlobalNorm } = await imp('trainer/loss.ts');
+const { grpoLoss, clipGradientsByGlobalNorm } = await imp('trainer/loss/loss.ts');
 const { summedLossGradients } = await imp('models/learner.ts');
 
 /* eslint-disable @typescript-eslint/no-explicit-any */

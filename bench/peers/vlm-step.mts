@@ -16,7 +16,7 @@
 //              tower and the decoder on ONNX Runtime).
 //   reference  tokenLogProbs with LoRA off, no gradient (the policy's packed row on tfjs; the ORT sampler's prefill +
 //              batched completions on ort), the prompt's image rows merged from the step's features;
-//   update     as trainer/loop.ts updatePolicy with μ = 1 (hf-step.mts): summedLossGradients over the engine's learner,
+//   update     as trainer/grpo/loop.ts updatePolicy with μ = 1 (hf-step.mts): summedLossGradients over the engine's learner,
 //              grpoLoss (ε 0.2, β 0.04, k3), global-norm clip 1, AdamW (2e-4, 0.9 / 0.999, 1e-8), syncLora (ort).
 // LoRA r 16 / alpha 32 on the language model's q, k, v, o, gate, up, down (metrl's default targets; the tower and the
 // connector are frozen). --threads sets ONNX Runtime's threads (ort only; tfjs WASM runs one). Run from the checkout:

@@ -1,4 +1,4 @@
-// vLLM's rollout fields of /v1/chat/completions as `metrl serve` answers them (eval/ layer): with `logprobs: true` each
+// vLLM's rollout fields of /v1/chat/completions as `metrl serve` answers them: with `logprobs: true` each
 // choice carries logprobs.content, one {token, logprob, bytes, top_logprobs: []} entry per generated token (the
 // sampled token's only: top_logprobs 0), and with `return_token_ids: true` the answer carries the prompt's token ids
 // at the top level (prompt_token_ids: the chat messages as the policy's chatPrompt tokenised them, images included)

@@ -1,4 +1,4 @@
-// vLLM's dialect in `metrl serve` (eval/ layer): POST /v1/completions with the prompt as token ids (one list, or a
+// vLLM's dialect in `metrl serve`: POST /v1/completions with the prompt as token ids (one list, or a
 // list of lists), `n`, `temperature`, `top_p`, `max_tokens`, `seed`, `logprobs` (0: the sampled token's only) and
 // `return_token_ids`, answered in vLLM's shape (choices[i].token_ids, choices[i].logprobs.token_logprobs,
 // choices[i].prompt_token_ids; prompt k's n choices at indices k·n … k·n+n−1), and vLLM's runtime LoRA routes POST

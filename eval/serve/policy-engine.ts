@@ -1,4 +1,4 @@
-// Any policy as the ChatEngine behind `metrl serve` (eval/ layer): chat messages become the model's prompt through its
+// Any policy as the ChatEngine behind `metrl serve`: chat messages become the model's prompt through its
 // own chatPrompt (a Hugging Face model: its chat template and image processor; the built-in model:
 // models/builtin/template.ts joins texts by newlines, resizes images to the model's size and appends the answer
 // marker), then are generated through the BatchedGenerator, so concurrent requests with the same sampling settings

@@ -1,4 +1,4 @@
-// The TokenEngine behind `metrl serve`'s vLLM dialect (eval/ layer; routes in server.ts, shapes in completions.ts and
+// The TokenEngine behind `metrl serve`'s vLLM dialect (routes in server.ts, shapes in completions.ts and
 // chat-token-ids.ts): token-id prompts, and chat messages (images as data URLs) tokenised by the policy's chatPrompt,
 // generated through the same BatchedGenerator as plain chat requests, the sampled tokens' log-probs in
 // vLLM's two modes (raw_logprobs, vLLM's default: temperature 1, what every metrl sampler returns; processed_logprobs:

@@ -1,12 +1,12 @@
 // The charts of `metrl view`, as Vega-Lite specs the page draws: the learning curves of the training runs (the very
-// spec `metrl plot` renders, trainer/curves.ts), and per evaluation folder its accuracy per setting with 95% intervals
+// spec `metrl plot` renders, trainer/logs/curves.ts), and per evaluation folder its accuracy per setting with 95% intervals
 // (from summary.json, or from the rows written so far while `metrl evaluate` runs) or, for a sweep, `metrl plot`'s
 // sweep figure (eval/plot-sweeps.ts). Read afresh on each request, so rows a running job appends show up.
 import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { TopLevelSpec } from '../../core/plot.ts';
-import { learningCurveSpec } from '../../trainer/curves.ts';
-import { MetricsRowSchema, type MetricsRow } from '../../trainer/metrics.ts';
+import { learningCurveSpec } from '../../trainer/logs/curves.ts';
+import { MetricsRowSchema, type MetricsRow } from '../../trainer/logs/metrics.ts';
 import { readRunReport, sweepSpec } from '../plot-sweeps.ts';
 import { SUMMARY_FILE, type RunReport } from '../report.ts';
 import { readRows, schemaRows } from './jsonl-rows.ts';

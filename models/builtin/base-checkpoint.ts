@@ -1,4 +1,4 @@
-// The built-in model's base checkpoint, in a layout other tools read (models/ layer, built-in model):
+// The built-in model's base checkpoint, in a layout other tools read:
 //   config.json (format, version, architecture) + model.safetensors + tokenizer.json
 // config.json's `format: "metrl-vlm"` is what models/registry.ts recognises the built-in model by. Every file is
 // written atomically. Loading checks everything against the architecture and fails with one line (UserError) naming

@@ -1,4 +1,4 @@
-// Reading and writing the built-in model's tensors and JSON files on disk (models/ layer, built-in model), shared by
+// Reading and writing the built-in model's tensors and JSON files on disk, shared by
 // its base checkpoint (base-checkpoint.ts) and its PEFT adapters (peft-adapter.ts). Variables are held [in, out] in
 // memory and may be stored transposed ([out, in], the torch.nn.Linear layout) on disk.
 import { existsSync, statSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// The built-in model's LoRA adapters in PEFT layout (models/ layer, built-in model), so PEFT reads them:
+// The built-in model's LoRA adapters in PEFT layout, so PEFT reads them:
 //   adapter_config.json + adapter_model.safetensors with tensors named
 //     base_model.model.<module>.lora_A.weight [r, in] and ….lora_B.weight [out, r]
 // Every file is written atomically; loading fails with one line (UserError) naming the missing tensor or the

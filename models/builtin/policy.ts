@@ -1,4 +1,4 @@
-// The built-in vision-language policy (models/ layer, built-in model): tokenizer + transformer weights + optional
+// The built-in vision-language policy: tokenizer + transformer weights + optional
 // LoRA adapters behind the Policy contract (models/policy.ts) that the trainer, the evaluator and `metrl serve` use.
 // It is its own Sampler and Learner. Supervised pretraining trains trainableVariables('base') with LoRA off; GRPO
 // trains trainableVariables('lora'), and `useLora: false` gives the frozen reference policy from the same weights.

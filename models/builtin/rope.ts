@@ -1,4 +1,4 @@
-// RoPE tables and the attention mask constant as plain arrays (models/ layer, built-in model): shared by the tfjs
+// RoPE tables and the attention mask constant as plain arrays: shared by the tfjs
 // forward (transformer.ts, which wraps them in tensors) and the ONNX Runtime engine, whose worker threads load this
 // without tfjs (models/onnx/worker-pool.ts).
 import { headDim, type Architecture } from './config.ts';

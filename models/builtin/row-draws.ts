@@ -1,4 +1,4 @@
-// The draws of a batch of decoding rows (models/ layer): each unfinished row draws its next token from its logits with
+// The draws of a batch of decoding rows: each unfinished row draws its next token from its logits with
 // the caller's Rng, rows in order, until it draws EOS. Shared by every engine that runs the built-in model (tfjs in
 // sampling.ts, ONNX Runtime in models/onnx/ort-sampler.ts and, for its own rows, a rollout part in a worker thread:
 // models/onnx/rollout-part.ts), so all of them draw the same tokens from the same Rng. No tfjs here: worker threads

@@ -1,4 +1,4 @@
-// Gemma 3's language model (models/ layer), alone (Gemma3ForCausalLM, model_type gemma3_text) or inside
+// Gemma 3's language model, alone (Gemma3ForCausalLM, model_type gemma3_text) or inside
 // Gemma3ForConditionalGeneration. The shared decoder with the Gemma settings of models/hf/config.ts:
 //   - token embeddings × sqrt(H) (an fp32 constant; image features replace image-token rows after the scaling),
 //   - RMSNorm · (1 + w) everywhere, and "sandwich" norms: attention and MLP outputs are normalised before the

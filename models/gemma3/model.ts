@@ -1,4 +1,4 @@
-// Gemma3ForConditionalGeneration, whole (models/ layer, architecture gemma3): the Gemma 3 language model
+// Gemma3ForConditionalGeneration, whole: the Gemma 3 language model
 // (models/hf/decoder.ts with models/gemma3/language-model.ts's names) fed sqrt(H)-scaled token embeddings in which
 // every run of `<image_soft_token>` is replaced by one image's projected SigLIP features (models/gemma3/image-encoder.ts;
 // the features are not scaled). As Gemma3Processor returns token_type_ids by default, the prefill lets the image

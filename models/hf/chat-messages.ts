@@ -1,6 +1,6 @@
 // metrl's structured prompt (core/episode.ts PromptMessage[]: text parts and references to an episode's action
 // images) as the messages a checkpoint's chat template reads, plus the images in the order the template's
-// placeholders will appear (layer: models/). The wording is the one hosted models get: the messages go through
+// placeholders will appear. The wording is the one hosted models get: the messages go through
 // core/chat.ts toChatMessages, the same conversion eval/query-to-chat.ts uses for API requests (adjacent text parts merged,
 // roles kept), and each image_url part becomes {type: 'image'}. Images are rendered by the caller's function; the
 // hosted path renders them at the environment's chat size (envRenderer), and the model's processor resizes them.

@@ -1,4 +1,4 @@
-// A metrl prompt as a Hugging Face checkpoint reads it (layer: models/): structured messages -> the checkpoint's chat
+// A metrl prompt as a Hugging Face checkpoint reads it: structured messages -> the checkpoint's chat
 // template -> image placeholders expanded -> token ids, plus the images in placeholder order for the architecture's
 // image processor. This is the whole text side of transformers' processor.apply_chat_template(tokenize=True) for the
 // architectures metrl supports; each step lives in its own file (chat-messages, chat-template, image-placeholders,

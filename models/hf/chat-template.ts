@@ -1,5 +1,5 @@
 // A checkpoint's own Jinja chat template, rendered with @huggingface/jinja as transformers' apply_chat_template renders
-// it (layer: models/). The template is found where transformers 4.57 looks: `chat_template.jinja` beside the tokenizer
+// it. The template is found where transformers 4.57 looks: `chat_template.jinja` beside the tokenizer
 // (it wins over the others), the processor's `chat_template.json`, then `chat_template` in tokenizer_config.json,
 // which may be one string or a list of named templates ({name, template}; "default" is used unless another is asked
 // for). The variables are those transformers passes: messages, add_generation_prompt, tools and documents (none), the

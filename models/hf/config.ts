@@ -1,5 +1,5 @@
-// Hugging Face config.json → one normalised DecoderConfig for the language model of every supported architecture
-// (models/ layer). Llama, Qwen2 and Gemma 3 text checkpoints carry the decoder settings at the top level; Idefics3
+// Hugging Face config.json → one normalised DecoderConfig for the language model of every supported architecture.
+// Llama, Qwen2 and Gemma 3 text checkpoints carry the decoder settings at the top level; Idefics3
 // (SmolVLM) and Gemma3ForConditionalGeneration nest them under `text_config`, a LlamaConfig and a Gemma3TextConfig.
 //
 // transformers writes a key inside a composite config only when it differs from that sub-config class's default

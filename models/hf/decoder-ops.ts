@@ -1,5 +1,5 @@
-// The Hugging Face decoder block written once, over a small set of operations that two engines execute (models/ layer;
-// issue 17's "one definition per architecture, two executions"): the tfjs executor in models/hf/decoder.ts (the
+// The Hugging Face decoder block written once, over a small set of operations that two engines execute (one
+// definition per architecture, two executions): the tfjs executor in models/hf/decoder.ts (the
 // learner's differentiable forward and the tfjs sampler) and the ONNX executor in models/onnx/hf-graph.ts (which emits
 // the same steps as ONNX nodes for ONNX Runtime).
 //

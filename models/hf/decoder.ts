@@ -1,4 +1,4 @@
-// The decoder-only language model shared by every Hugging Face architecture metrl runs (models/ layer): Llama,
+// The decoder-only language model shared by every Hugging Face architecture metrl runs: Llama,
 // Qwen2, Gemma 3 text, and the language models inside Idefics3 (SmolVLM) and Gemma3ForConditionalGeneration. What
 // differs between them is data (models/hf/config.ts: DecoderConfig; models/<arch>/language-model.ts: tensor names);
 // the network is this one file, written with tfjs ops that autodiff goes through (LoRA training takes gradients). The

@@ -1,4 +1,4 @@
-// Autoregressive decoding of a Hugging Face decoder with a KV cache (models/ layer), the way transformers'
+// Autoregressive decoding of a Hugging Face decoder with a KV cache, the way transformers'
 // generate() runs it: one prefill over the (left-padded) prompts, then one token per step; each step appends a 1 to
 // the attention mask and takes position ids = sum(mask) - 1, so left padding does not shift positions. Greedy by
 // default; `choose` plugs in sampling. Rows that emitted a stop id keep being fed it (their later tokens are dropped).

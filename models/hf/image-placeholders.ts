@@ -1,5 +1,5 @@
 // Image placeholders of a rendered chat prompt, expanded into the run of image tokens the architecture's vision
-// features fill, as transformers' processors do before tokenising (layer: models/). The chat template writes one
+// features fill, as transformers' processors do before tokenising. The chat template writes one
 // placeholder per image; the processor replaces each occurrence with the full sequence:
 //   Idefics3 / SmolVLM (Idefics3Processor, no image splitting): "<image>" ->
 //     "<fake_token_around_image><global-img>" + "<image>" x image_seq_len + "<fake_token_around_image>",

@@ -1,4 +1,4 @@
-// Where a decoder's tensors sit in a checkpoint and which module paths PEFT adapters name (models/ layer). Each
+// Where a decoder's tensors sit in a checkpoint and which module paths PEFT adapters name. Each
 // architecture file (models/llama/, models/qwen2/, models/gemma3/, models/idefics3/) fills one of these; the shared
 // decoder (models/hf/decoder.ts) does the rest.
 export interface TextModelLayout {

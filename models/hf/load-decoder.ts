@@ -1,4 +1,4 @@
-// Load the language model of a Hugging Face checkpoint folder (models/ layer): config.json → DecoderConfig, the
+// Load the language model of a Hugging Face checkpoint folder: config.json → DecoderConfig, the
 // architecture's tensor layout, every decoder tensor's shape checked against the config before anything is read, then
 // the tensors read one by one (upcast to float32) into tfjs variables. Linear weights are transposed to [in, out] on
 // the way in (models/layers/linear.ts); a tied output head is the embedding matrix held once as [H, V].

@@ -1,4 +1,4 @@
-// PEFT LoRA adapters for the Hugging Face decoders (models/ layer): fresh adapters for training, and the PEFT 0.17
+// PEFT LoRA adapters for the Hugging Face decoders: fresh adapters for training, and the PEFT 0.17
 // on-disk format read and written (adapter_config.json + adapter_model.safetensors).
 //
 // On disk (PEFT): `base_model.model.<module path>.lora_A.weight` [r, in] and `….lora_B.weight` [out, r], module paths

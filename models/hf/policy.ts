@@ -1,4 +1,4 @@
-// A Hugging Face checkpoint folder as a metrl Policy (models/ layer): the Sampler that `metrl train`, `evaluate` and
+// A Hugging Face checkpoint folder as a metrl Policy: the Sampler that `metrl train`, `evaluate` and
 // `serve` generate with, the Learner GRPO updates (LoRA adapters in PEFT layout), and the PromptFormat that turns an
 // episode into the checkpoint's own chat prompt. What it wires together:
 //   config.json           models/hf/config.ts (the architecture and its decoder settings)

@@ -1,4 +1,4 @@
-// Log-probabilities of given completions under a Hugging Face decoder (models/ layer): the learner's forward pass,
+// Log-probabilities of given completions under a Hugging Face decoder: the learner's forward pass,
 // differentiable with respect to the LoRA variables (and the base weights when recompute is off).
 //
 // Layout: consecutive items that share a prompt (the same array, and the same prompt embeddings when given) are packed

@@ -1,4 +1,4 @@
-// The tokenizer of a Hugging Face checkpoint folder (layer: models/). It reads the folder's tokenizer.json through
+// The tokenizer of a Hugging Face checkpoint folder. It reads the folder's tokenizer.json through
 // @huggingface/tokenizers, the settings in tokenizer_config.json (special_tokens_map.json for older folders) and the
 // generation ids in generation_config.json, and answers what the rest of metrl asks of a tokenizer: text <-> ids,
 // token <-> id, which ids are special (BOS, EOS, PAD, image tokens), and the special-token variables a chat template

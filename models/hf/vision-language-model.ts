@@ -1,4 +1,4 @@
-// What the two Hugging Face vision-language models share around the language model (models/ layer): token
+// What the two Hugging Face vision-language models share around the language model: token
 // embeddings with image features merged in (models/hf/image-merge.ts), one forward pass, and generate()-style greedy
 // or sampled decoding whose prefill carries the images. models/idefics3/model.ts and models/gemma3/model.ts supply
 // the image encoder and, for Gemma 3, the bidirectional image block (token_type_ids).

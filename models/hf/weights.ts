@@ -1,4 +1,4 @@
-// The tensors of a Hugging Face checkpoint folder, read lazily (models/ layer): `model.safetensors`, or shards
+// The tensors of a Hugging Face checkpoint folder, read lazily: `model.safetensors`, or shards
 // `model-0000k-of-0000n.safetensors` listed by `model.safetensors.index.json`. Opening reads only the JSON headers, so
 // shapes can be checked against config.json before any weight is loaded; each tensor is then read from its own byte
 // range (fs.readSync into a buffer of its own size) and upcast to float32. A file is never held whole in memory.

@@ -1,4 +1,4 @@
-// Write a Hugging Face checkpoint folder (models/ layer): config.json and model.safetensors with transformers' tensor
+// Write a Hugging Face checkpoint folder: config.json and model.safetensors with transformers' tensor
 // names and layouts (nn.Linear [out, in]; a tied output head not stored), float32, `__metadata__ {"format": "pt"}`.
 // Used to save a decoder trained in full (supervised warm start) and to make random-weight models of a real shape
 // (tests, benchmarks). The safetensors file is streamed tensor by tensor into a temporary file renamed into place.

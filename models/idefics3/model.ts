@@ -1,4 +1,4 @@
-// Idefics3ForConditionalGeneration (SmolVLM), whole (models/ layer, architecture idefics3): the Llama language model
+// Idefics3ForConditionalGeneration (SmolVLM), whole: the Llama language model
 // (models/hf/decoder.ts with models/idefics3/language-model.ts's names) fed token embeddings in which every run of
 // `<image>` tokens is replaced by one image's hidden states (vision transformer + pixel shuffle + projection,
 // models/idefics3/image-encoder.ts). Attention stays causal over image tokens too. Images come from

@@ -1,5 +1,5 @@
 // Random weights for a whole Idefics3ForConditionalGeneration (SmolVLM) checkpoint, under transformers' tensor names
-// and layouts (models/ layer, architecture idefics3): the Llama language model (models/hf/write-checkpoint.ts's
+// and layouts: the Llama language model (models/hf/write-checkpoint.ts's
 // randomDecoderTensors with models/idefics3/language-model.ts's names), the SigLIP vision tower
 // (`model.vision_model.*`, the names models/vision/siglip.ts reads) and the connector's projection. For benchmarks and
 // checks of a real model's shape without its weights: write them with writeHfCheckpoint.

@@ -1,5 +1,5 @@
-// Causal self-attention with grouped KV heads, as the Hugging Face decoders compute it (models/ layer, shared decoder
-// pieces; transformers' "eager" attention):
+// Causal self-attention with grouped KV heads, as the Hugging Face decoders compute it (transformers'
+// "eager" attention):
 // - GQA: query head h reads KV head h // (heads / kvHeads) (repeat_interleave). Query heads are laid out so each KV
 //   head's `rep` query heads form one block of rows, so K and V are never copied per query head.
 // - scores = q·kᵀ · scale (optional tanh soft-capping), plus an additive mask, softmax in float32, times V.

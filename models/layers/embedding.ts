@@ -1,4 +1,4 @@
-// Token embedding lookup and the output head that may share its matrix (models/ layer, shared decoder pieces).
+// Token embedding lookup and the output head that may share its matrix.
 // The table is kept either as rows [V, H] (untied models: looked up by gather) or as columns [H, V] (tied models: the
 // output head multiplies by it directly, a plain product on the WASM fast path, and lookups gather columns), so a
 // tied model holds its largest matrix once. tfjs's gather gradient needs UnsortedSegmentSum, which the WASM backend

@@ -1,4 +1,4 @@
-// A linear layer with an optional LoRA delta (models/ layer, shared decoder pieces): y = x W (+ b) + (alpha / r) ·
+// A linear layer with an optional LoRA delta: y = x W (+ b) + (alpha / r) ·
 // (x A) B. Weights are kept as [in, out] (the transpose of torch's nn.Linear [out, in]) and A, B as [in, r] and
 // [r, out], so every product is a plain 2-D matrix product (the fast path of the tfjs WASM backend; models/ops.ts).
 // A is random and B zero for a fresh adapter, so it starts as the identity change; with `useLora` false the same

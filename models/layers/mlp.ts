@@ -1,4 +1,4 @@
-// The gated MLP's weights and activations (models/ layer, shared decoder pieces): down(act(gate(x)) · up(x)), with
+// The gated MLP's weights and activations: down(act(gate(x)) · up(x)), with
 // SiLU (SwiGLU: Llama, Qwen2, Idefics3's text model) or the tanh approximation of GELU (GeGLU: Gemma 3). The MLP
 // itself is written once in models/hf/decoder-ops.ts (gatedMlp), which both engines execute.
 import * as tf from '@tensorflow/tfjs';

@@ -1,4 +1,4 @@
-// RMSNorm over the last axis, the normalisation of every supported decoder (models/ layer, shared decoder pieces):
+// RMSNorm over the last axis, the normalisation of every supported decoder:
 // x · rsqrt(mean(x²) + eps), then times w (Llama, Qwen2, Idefics3's text model) or times (1 + w) (Gemma, whose norm
 // weights are stored around 0). Everything stays in float32, so the order of the cast and the multiply that
 // transformers distinguishes does not arise. Differentiable (plain tfjs ops).

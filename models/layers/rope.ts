@@ -1,4 +1,4 @@
-// Rotary position embeddings in Hugging Face's rotate-half layout (models/ layer, shared decoder pieces): a head vector
+// Rotary position embeddings in Hugging Face's rotate-half layout: a head vector
 // x of size d is split in halves and rotated as x·cos + rotate_half(x)·sin, rotate_half(x) = [-x[d/2:], x[:d/2]],
 // with cos/sin = [f, f] and f[p, i] = p · inv_freq[i], inv_freq[i] = 1 / theta^(2i/d) in float32 (HF checkpoints are
 // permuted for this layout; the interleaved GPT-J pairing would be wrong). Linear scaling divides inv_freq by the

@@ -1,4 +1,4 @@
-// LlamaForCausalLM (models/ layer): what a Llama checkpoint holds and sets. The network is the shared decoder of
+// LlamaForCausalLM: what a Llama checkpoint holds and sets. The network is the shared decoder of
 // models/hf/decoder.ts with the Llama settings of models/hf/config.ts: RMSNorm · w, RoPE (rotate-half, optional
 // linear scaling), grouped-query attention, SwiGLU MLP, no biases unless attention_bias / mlp_bias, untied lm_head
 // unless tie_word_embeddings. Tensors (H hidden, nh heads, nkv KV heads, d head_dim, I intermediate, V vocab):

@@ -1,4 +1,4 @@
-// Reverse-mode automatic differentiation over the ONNX graph builder (models/ layer, ONNX Runtime engine): a graph is
+// Reverse-mode automatic differentiation over the ONNX graph builder: a graph is
 // written once with the ops below; each op emits its forward node(s) and, when one of its inputs depends on a
 // differentiable input (a `param`), records its vector-Jacobian product. `backward` then walks the record in reverse
 // and emits the gradient nodes into the same graph, so one ONNX Runtime run computes the forward pass and the

@@ -1,4 +1,4 @@
-// The built-in model's forward pass as ONNX graphs (models/ layer, ONNX Runtime engine), generated from the model's
+// The built-in model's forward pass as ONNX graphs, generated from the model's
 // one definition (models/builtin/model-ops.ts), which the tfjs forward (models/builtin/transformer.ts) executes too:
 // this file is that definition's ONNX inference executor (OnnxBuiltinOps emits each op as nodes through GraphBuilder)
 // and the graphs' inputs and outputs around it. tfjs stays the reference the graphs are tested against

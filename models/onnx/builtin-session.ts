@@ -1,4 +1,4 @@
-// The built-in model on ONNX Runtime (models/ layer, ONNX Runtime engine): the sessions of models/onnx/builtin-graph.ts
+// The built-in model on ONNX Runtime: the sessions of models/onnx/builtin-graph.ts
 // (general: prefill, scoring, full forward; decode: one token per row) and the feeds they need, computed in TS exactly
 // as the tfjs forward computes them (RoPE tables from positions.ts positions, patch placement, additive attention
 // masks). The projection weights are fed, base or LoRA-merged (syncLora), so an update never rebuilds a session.

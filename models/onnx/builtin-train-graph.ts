@@ -1,4 +1,4 @@
-// The built-in model's LoRA gradients as one ONNX graph (models/ layer, ONNX Runtime engine): the forward pass of one
+// The built-in model's LoRA gradients as one ONNX graph: the forward pass of one
 // prompt group (a prompt and its G completions) is the model's one definition (models/builtin/model-ops.ts) executed
 // over the differentiating builder (autodiff.ts, TrainOps below), which appends the backward pass. The tfjs forward
 // (models/builtin/transformer.ts, scoring.ts) executes the same definition and stays the reference: same RoPE tables

@@ -1,5 +1,5 @@
 // `metrl install-cuda`: fill the folder `--device cuda` loads ONNX Runtime from (models/onnx/cuda-runtime.ts) with
-// onnxruntime-node 1.29.0's binding and ORT library and the matching CUDA 13 provider (models/ layer). The two npm
+// onnxruntime-node 1.29.0's binding and ORT library and the matching CUDA 13 provider. The two npm
 // tarballs are fetched with `npm pack` (the user's registry, proxy and .npmrc apply; no install scripts run), or taken
 // from a folder that already holds them (`--from`, for machines without the registry), checked against the pinned
 // sha512 integrity, and only the four libraries are unpacked (system tar). Every wait is bounded; a failed or

@@ -1,5 +1,5 @@
 // Where `--device cuda` finds ONNX Runtime's CUDA execution provider, and the version check that pairs it with the ORT
-// library that will load it (models/ layer, ONNX Runtime engine). The provider is two shared libraries that ORT loads
+// library that will load it. The provider is two shared libraries that ORT loads
 // from its own folder and that must come from the same ORT release: a provider of another release is not refused by
 // ORT, it crashes. Two places are looked at, in order:
 //  1. beside the project's onnxruntime-node binding (where onnxruntime-node's own install script puts the NuGet CUDA 12

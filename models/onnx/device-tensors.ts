@@ -1,4 +1,4 @@
-// Tensors that stay on the execution device between ONNX Runtime runs (models/ layer, ONNX Runtime engine): WebGPU's IO
+// Tensors that stay on the execution device between ONNX Runtime runs: WebGPU's IO
 // binding in onnxruntime-node. A session opened with `outputLocations` (session.ts) returns those outputs as
 // 'gpu-buffer' tensors, which the next run takes as inputs without a copy through the host. A decode step then moves
 // only its new token's embedding, masks and RoPE rows up and its logits down, instead of every layer's KV cache both

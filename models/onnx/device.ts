@@ -1,4 +1,4 @@
-// Which device ONNX Runtime runs on (models/ layer, ONNX Runtime engine): `--device cpu | cuda | webgpu`, ORT's CPU,
+// Which device ONNX Runtime runs on: `--device cpu | cuda | webgpu`, ORT's CPU,
 // CUDA and WebGPU execution providers. A device that cannot run is found out before any work: for CUDA, by finding
 // the provider and checking that it pairs with the ORT that loads it (cuda-runtime.ts; that ORT then becomes this
 // process's binding, ort-binding.ts); for both, by asking the binding which providers its build has and then by

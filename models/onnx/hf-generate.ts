@@ -1,4 +1,4 @@
-// Autoregressive decoding of a Hugging Face decoder on ONNX Runtime (models/ layer, ONNX Runtime engine), step for step
+// Autoregressive decoding of a Hugging Face decoder on ONNX Runtime, step for step
 // what models/hf/generate.ts does on tfjs: one prefill over the left-padded prompts (only the last position's logits
 // leave the graph), the prompt cache repeated for a group's G rows, then one token per step; each step appends a 1 to
 // the attention mask and takes position ids from it. Rows that emitted a stop id keep being fed it. The token

@@ -1,5 +1,5 @@
 // The Hugging Face text decoder (Llama, Qwen2, Gemma 3 text, the language models of Idefics3 and
-// Gemma3ForConditionalGeneration) as an ONNX graph (models/ layer, ONNX Runtime engine), generated from the same block
+// Gemma3ForConditionalGeneration) as an ONNX graph, generated from the same block
 // definition the tfjs forward executes (models/hf/decoder-ops.ts): this file is that definition's ONNX executor, which
 // emits each op as nodes through GraphBuilder, and the graph's inputs and outputs around it.
 //

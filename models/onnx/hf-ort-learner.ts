@@ -1,11 +1,11 @@
-// A Hugging Face checkpoint's Learner on ONNX Runtime (models/ layer, ONNX Runtime engine): the LoRA gradients of a
+// A Hugging Face checkpoint's Learner on ONNX Runtime: the LoRA gradients of a
 // loss of the completion log-probabilities, in the three parts the built-in model's ORT learner uses
 // (models/onnx/ort-learner.ts):
 //   1. the log-probs (and entropies) by an ORT forward pass of the training graph (hf-train-graph.ts, its forward
 //      branch), so they are the log-probs of the very forward that step 3 differentiates; it also returns each layer's
 //      input hidden state ([N, H] per layer, kept until step 3);
 //   2. the loss value and g = dLoss/dlogp in tfjs on those small [B, L] tensors, with the caller's own loss function,
-//      so every loss type and option of trainer/loss.ts works unchanged;
+//      so every loss type and option of trainer/loss/loss.ts works unchanged;
 //   3. per prompt group, one run of the training graph's gradient branch, which recomputes each layer from its kept
 //      input and differentiates it (last layer first), returning the gradient of Σ g · logp with respect to every
 //      LoRA A and B, which by the chain rule is dLoss/dθ. The same work as a forward then a forward + backward, with

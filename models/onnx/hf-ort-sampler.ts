@@ -1,4 +1,4 @@
-// A Sampler (models/sampler.ts) for Hugging Face checkpoints on ONNX Runtime (models/ layer, ONNX Runtime engine): the
+// A Sampler (models/sampler.ts) for Hugging Face checkpoints on ONNX Runtime: the
 // decoder's forward passes run in the graph of models/onnx/hf-graph.ts; everything else is the wrapped HfPolicy's, which
 // stays the Learner: the prompt format, tokenizer and chat template, the left padding and the token draws
 // (HfPolicy.sampleGroupsWith, so both engines draw the same tokens from logits that agree within 1e-4). A VLM's SigLIP

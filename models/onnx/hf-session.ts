@@ -1,4 +1,4 @@
-// A Hugging Face decoder on ONNX Runtime (models/ layer, ONNX Runtime engine): the session of models/onnx/hf-graph.ts and
+// A Hugging Face decoder on ONNX Runtime: the session of models/onnx/hf-graph.ts and
 // the feeds it needs, computed in TS by the functions the tfjs forward uses (positions from the attention mask as
 // generate() makes them, layers/rope.ts ropeValues, layers/attention.ts maskValues), so both engines see the same
 // numbers. LoRA A/B are fed (syncLora reads the learner's variables; B = 0 gives the base for the reference policy);

@@ -1,4 +1,4 @@
-// A Hugging Face decoder's LoRA gradients as one ONNX graph (models/ layer, ONNX Runtime engine): the forward pass of
+// A Hugging Face decoder's LoRA gradients as one ONNX graph: the forward pass of
 // one prompt group (a prompt and G of its completions) is the decoder's one definition (models/hf/decoder-ops.ts)
 // executed over the differentiating builder (autodiff.ts, HfTrainOps below), which appends the backward pass. The tfjs
 // forward (models/hf/decoder.ts, score.ts) executes the same definition and stays the reference; the gradients are

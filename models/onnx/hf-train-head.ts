@@ -1,4 +1,4 @@
-// The HF training graph's output head in row chunks (models/ layer, ONNX Runtime engine): the predicted rows' log-prob
+// The HF training graph's output head in row chunks: the predicted rows' log-prob
 // of their target token and the entropy, and in the gradient pass the gradient that reaches the head's input rows,
 // without ever holding the [R, V] logits of all R predicted rows. Each is an ONNX Loop over chunks of ROWS rows (a
 // Loop runs its iterations one after another, so one chunk's [ROWS, V] logits, softmax and gradient exist at a time):

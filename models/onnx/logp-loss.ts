@@ -1,4 +1,4 @@
-// The loss side of both ORT learners (models/ layer, ONNX Runtime engine): a chunk's loss value and g = dLoss/dlogp,
+// The loss side of both ORT learners: a chunk's loss value and g = dLoss/dlogp,
 // computed in tfjs from the log-probs (and entropies) ORT's forward gave, with the caller's own loss function. The
 // loss depends on the adapters only through the log-probs, so ORT's gradient of Σ g · logp is dLoss/dθ
 // (models/onnx/ort-learner.ts, hf-ort-learner.ts). Entropies enter as constants: the losses use them as masks.

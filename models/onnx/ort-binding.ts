@@ -1,4 +1,4 @@
-// The onnxruntime-node native binding this process runs (models/ layer, ONNX Runtime engine): the project's
+// The onnxruntime-node native binding this process runs: the project's
 // onnxruntime-node, or, under `--device cuda`, the ONNX Runtime build that `metrl install-cuda` put in its own folder
 // (models/onnx/cuda-runtime.ts says which and why). One binding per process: both load a library named
 // libonnxruntime.so.1, and a second binding would resolve to whichever loaded first, whatever its version. The choice

@@ -1,9 +1,9 @@
-// The built-in model's Learner on ONNX Runtime (models/ layer, ONNX Runtime engine): the LoRA gradients of a loss of
+// The built-in model's Learner on ONNX Runtime: the LoRA gradients of a loss of
 // the completion log-probabilities, computed in three parts (issue 17's learner):
 //   1. the log-probs (and entropies when asked) by an ORT forward pass: the training graph's forward alone, so they are
 //      the log-probs of the very forward that step 3 differentiates;
 //   2. the loss value and g = dLoss/dlogp in tfjs, on those small [B, L] tensors, with the caller's own loss function,
-//      so every loss type and option of trainer/loss.ts works unchanged (the loss depends on the parameters only
+//      so every loss type and option of trainer/loss/loss.ts works unchanged (the loss depends on the parameters only
 //      through the log-probs);
 //   3. per prompt group, one run of the training graph (builtin-train-graph.ts: forward + backward) that returns the
 //      gradient of Σ g · logp with respect to every LoRA A and B, which by the chain rule is dLoss/dθ.

@@ -1,4 +1,4 @@
-// A Sampler (models/sampler.ts) for the built-in model on ONNX Runtime (models/ layer, ONNX Runtime engine): rollouts
+// A Sampler (models/sampler.ts) for the built-in model on ONNX Runtime: rollouts
 // with KV-cache decoding (each prompt prefilled once, all prompts in one batch, its G completions attending to its
 // cache together), greedy and sampled draws through models/token-sampling.ts in the same row order and with the same
 // Rng draws as the tfjs sampler (models/builtin/sampling.ts), and no-grad completion log-probabilities (reference and

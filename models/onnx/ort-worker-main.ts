@@ -1,4 +1,4 @@
-// The code of an ONNX Runtime worker thread (models/ layer, ONNX Runtime engine; started by worker-pool.ts through
+// The code of an ONNX Runtime worker thread (started by worker-pool.ts through
 // ort-worker.mjs): it holds sessions, built-in models and rollout parts by id, answers each request in order on its
 // port, and counts every reply in the shared signal so that the main thread, blocked in Atomics.wait, knows it is
 // queued. Graph bytes, feeds and adapter values come from the main thread; nothing here reads files or weights.

@@ -1,4 +1,4 @@
-// The shared board of a rollout split into parts (models/ layer, ONNX Runtime engine; read and written by
+// The shared board of a rollout split into parts (read and written by
 // rollout-part.ts on the main thread and in workers). A part draws its own rows, so it must know where its draws
 // start in the rollout's one Rng stream: the single session draws step by step, every unfinished row in row order,
 // one value each (none when greedy). So part k's draws at step s start after every draw of the steps before and

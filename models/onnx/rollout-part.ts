@@ -1,4 +1,4 @@
-// The model side of a rollout for some of its prompts (models/ layer, ONNX Runtime engine): prefill, then one decode
+// The model side of a rollout for some of its prompts: prefill, then one decode
 // step per drawn token, with each row's own key/value cache kept here. A rollout split over sessions (ort-sampler.ts)
 // gives each part contiguous prompts; a part runs on the main thread or in a worker (ort-worker-main.ts) and, with
 // rollout(), draws its own rows too, from its own copy of the rollout's Rng stream at the place the single session's

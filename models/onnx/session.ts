@@ -1,4 +1,4 @@
-// An ONNX Runtime session opened from the bytes of a ModelProto (models/ layer, ONNX Runtime engine), run
+// An ONNX Runtime session opened from the bytes of a ModelProto, run
 // synchronously. The Sampler contract (models/sampler.ts) is synchronous and a decode is hundreds of small runs, so
 // this goes under onnxruntime-node's promise wrapper (whose run only defers the same native, synchronous call with
 // setImmediate) to the binding it wraps. Threads: ORT's intra-op pool, `threads` of them (the machine's cores by

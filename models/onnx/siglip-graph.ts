@@ -1,4 +1,4 @@
-// The SigLIP vision tower (Idefics3/SmolVLM's and Gemma 3's) as an ONNX graph (models/ layer, ONNX Runtime engine),
+// The SigLIP vision tower (Idefics3/SmolVLM's and Gemma 3's) as an ONNX graph,
 // generated from the same definition the tfjs forward executes (models/vision/siglip.ts siglipTower): this file is that
 // definition's ONNX executor, which emits each op as nodes through GraphBuilder.
 //

@@ -1,4 +1,4 @@
-// The SigLIP vision tower on ONNX Runtime (models/ layer, ONNX Runtime engine): the session of
+// The SigLIP vision tower on ONNX Runtime: the session of
 // models/onnx/siglip-graph.ts, run where tfjs's siglipForward would be. The ONNX Runtime engine installs it in a
 // Hugging Face VLM's image encoder (ImageEncoder.runTower) for its lifetime; the connector or projector after the
 // tower stays on tfjs (one small product). The tower is frozen, so no gradient is asked of it.

@@ -1,5 +1,5 @@
-// The element type an HF decoder's base weights are stored in inside the ONNX Runtime graphs (models/ layer, ONNX Runtime
-// engine). On a GPU a bfloat16 or float16 checkpoint stays 16-bit: the graphs hold its weights in that type and Cast
+// The element type an HF decoder's base weights are stored in inside the ONNX Runtime
+// graphs. On a GPU a bfloat16 or float16 checkpoint stays 16-bit: the graphs hold its weights in that type and Cast
 // each to float32 where a product reads it, so the device holds 2 bytes per parameter and computes and accumulates in
 // float32 (one weight's float32 copy exists at a time, for the product that reads it). On the CPU weights are float32
 // (ORT's CPU kernels for 16-bit products are slower than float32's, and the host has the room).

@@ -1,4 +1,4 @@
-// One file of a decoder's base weights that every ONNX Runtime session of it maps (models/ layer, ONNX Runtime engine):
+// One file of a decoder's base weights that every ONNX Runtime session of it maps:
 // the sampler's decoder graph and the learner's training graph name their weights alike (`<module>.weight`,
 // `lm_head`), and each weight is written here once, at a page-aligned offset, the first time a graph asks. Each graph
 // then refers to it as ONNX external data, and ORT maps the file instead of copying it, so the weights sit in memory

@@ -1,4 +1,4 @@
-// ONNX Runtime worker threads, called synchronously (models/ layer, ONNX Runtime engine): how the built-in model's
+// ONNX Runtime worker threads, called synchronously: how the built-in model's
 // sampler and learner use more than one core. onnxruntime-node runs a session on the calling JS thread, and ORT's
 // intra-op threads barely help on this model's small matrices (issue 17: 1.16-1.49× on two cores), so with
 // `--threads N` (N ≥ 2, CPU) the work is split into independent pieces (prompt groups, learner chunks) run on N

@@ -1,4 +1,4 @@
-// One bounded HTTP exchange with a rollout server (models/ layer): POST a JSON body, read the whole answer, all within
+// One bounded HTTP exchange with a rollout server: POST a JSON body, read the whole answer, all within
 // one deadline (connect, send, wait and read: AbortSignal.timeout). A refused or reset connection and a deadline that
 // passes are ServerDown (the server may answer again later: the caller retries on another replica); any status is
 // returned with its text for the protocol files to judge. A connection the server closed before answering is tried

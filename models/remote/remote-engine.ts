@@ -1,4 +1,4 @@
-// Rollouts on vLLM / SGLang / `metrl serve` replicas, the learner here (models/ layer): an EngineSampler that wraps
+// Rollouts on vLLM / SGLang / `metrl serve` replicas, the learner here: an EngineSampler that wraps
 // the in-process one. Its Sampler is the local one (encoding, scoring, evaluation: synchronous, in-process) plus
 // sampleGroupsAsync, which sends the groups to the servers (rollout-pool.ts). The Sampler contract is synchronous
 // and an HTTP answer is not; rather than block the event loop on a worker, the contract gained the optional async

@@ -1,5 +1,4 @@
-// Replicas of a rollout server (vLLM, SGLang or `metrl serve --enable-lora`) as one generator of groups (models/
-// layer). Each group is one request (its prompt as token ids, n = the group size); the groups of a round are spread
+// Replicas of a rollout server (vLLM, SGLang or `metrl serve --enable-lora`) as one generator of groups. Each group is one request (its prompt as token ids, n = the group size); the groups of a round are spread
 // over the replicas, a few requests in flight per replica. An image prompt goes as chat messages with data-URL images
 // (vLLM: /v1/chat/completions; SGLang: /generate with image_data), and the prompt the server tokenised is checked
 // against metrl's own tokens where the server says it (vLLM: prompt_token_ids; SGLang: meta_info.prompt_tokens), so

@@ -1,4 +1,4 @@
-// SGLang's native dialect as a rollout client speaks it (models/ layer); shapes kept as fixtures in
+// SGLang's native dialect as a rollout client speaks it; shapes kept as fixtures in
 // tests/fixtures/rollout/ (verified against the protocol only: no SGLang server runs here):
 //   POST /generate {input_ids: [ids, …] (the prompt once per completion of the group: one batch, SGLang's radix
 //                   cache shares the prefix), sampling_params: {temperature, top_p, max_new_tokens, sampling_seed},

@@ -1,4 +1,4 @@
-// vLLM's OpenAI-compatible dialect as a rollout client speaks it (models/ layer). The request and response shapes are
+// vLLM's OpenAI-compatible dialect as a rollout client speaks it. The request and response shapes are
 // vLLM's documented ones, kept as fixtures in tests/fixtures/rollout/ so this file reads exactly those fields:
 //   POST /v1/completions {model, prompt: [token ids], n, temperature, top_p, max_tokens, seed, logprobs: 0,
 //                         return_token_ids: true}

@@ -2,7 +2,7 @@
 // folder has a plotter that recognises it and builds a Vega-Lite spec; all folders given must be of one kind.
 // Today: training runs (learning curves, the paper's Figure 5) and `metrl evaluate` sweeps (accuracy against the
 // number of actions or the share of image actions). Wiring only: specs live beside the code that writes the data
-// (trainer/curves.ts, eval/plot-sweeps.ts), rendering in core/plot.ts.
+// (trainer/logs/curves.ts, eval/plot-sweeps.ts), rendering in core/plot.ts.
 import type { CommandModule } from 'yargs';
 import { existsSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
@@ -11,8 +11,8 @@ import { handler } from '../command.ts';
 import { UserError } from '../../core/errors.ts';
 import { readJson } from '../../core/files.ts';
 import { writePlot, type TopLevelSpec } from '../../core/plot.ts';
-import { readMetrics } from '../../trainer/metrics.ts';
-import { learningCurveSpec } from '../../trainer/curves.ts';
+import { readMetrics } from '../../trainer/logs/metrics.ts';
+import { learningCurveSpec } from '../../trainer/logs/curves.ts';
 import { isEvalRun, readRunReport, sweepSpec } from '../../eval/plot-sweeps.ts';
 
 interface Plotter {

@@ -1,5 +1,5 @@
 // `metrl pretrain [--out DIR] [--steps N] [--config FILE] [--resume] …`: rebuild the built-in policy's base
-// checkpoint by supervised pretraining (trainer/pretrain.ts). Writes DIR/config.json (architecture, the pretraining
+// checkpoint by supervised pretraining (trainer/pretrain/pretrain.ts). Writes DIR/config.json (architecture, the pretraining
 // config, the command, the backend and the base's measured accuracies), DIR/model.safetensors, DIR/tokenizer.json,
 // DIR/pretrain-metrics.jsonl and a resumable state in DIR/.pretrain-state/.
 import type { CommandModule } from 'yargs';
@@ -11,8 +11,8 @@ import { handler } from '../command.ts';
 import { UserError } from '../../core/errors.ts';
 import { CHECKPOINTS_DIR } from '../../core/paths.ts';
 import { getEnv } from '../../envs/registry.ts';
-import { loadPretrainConfig } from '../../trainer/pretrain-config.ts';
-import type { BaseMeasurement } from '../../trainer/pretrain-eval.ts';
+import { loadPretrainConfig } from '../../trainer/pretrain/config.ts';
+import type { BaseMeasurement } from '../../trainer/pretrain/eval.ts';
 
 const schema = z.object({
   out: z.string().min(1),
@@ -70,7 +70,7 @@ async function pretrainInto(
   const { initBackend, backendLine } = await import('../../models/backend.ts');
   const backend = await initBackend(flags.backend, null);
   const envs = await Promise.all(config.domains.map((d) => getEnv(d)));
-  const { pretrain } = await import('../../trainer/pretrain.ts');
+  const { pretrain } = await import('../../trainer/pretrain/pretrain.ts');
   const log = (line: string) => {
     if (!flags.quiet) process.stderr.write(line + '\n');
   };
@@ -123,7 +123,7 @@ const command: CommandModule = {
       .option('eval-size', { type: 'number', describe: 'test episodes per measured skill (default 64)' })
       .option('config', {
         type: 'string',
-        describe: 'JSON file with pretraining config fields (see trainer/pretrain-config.ts)',
+        describe: 'JSON file with pretraining config fields (see trainer/pretrain/config.ts)',
       })
       .option('resume', { type: 'boolean', default: false, describe: 'continue from the last checkpoint in --out' })
       .option('force', { type: 'boolean', default: false, describe: 'overwrite a non-empty --out' })

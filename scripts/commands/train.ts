@@ -21,8 +21,8 @@ import { backendLine, initBackend } from '../../models/backend.ts';
 import { chooseEngine } from '../../models/engine.ts';
 import { resolveCheckpoint } from '../../models/load.ts';
 import { modelTypeOf } from '../../models/registry.ts';
-import { assertReadsModality, loadTrainingPolicy, train, type TrainEvent } from '../../trainer/loop.ts';
-import { loadRewardFunctions } from '../../trainer/reward-functions.ts';
+import { assertReadsModality, loadTrainingPolicy, train, type TrainEvent } from '../../trainer/grpo/loop.ts';
+import { loadRewardFunctions } from '../../trainer/grpo/reward-functions.ts';
 
 async function run(flags: TrainFlags): Promise<void> {
   const log = (line: string) => process.stderr.write(line + '\n');

@@ -2,7 +2,7 @@
 // written directly so that plot and file-error tests need no training.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { BaselineRow, EvalRow, TrainRow } from '../../trainer/metrics.ts';
+import type { BaselineRow, EvalRow, TrainRow } from '../../trainer/logs/metrics.ts';
 
 export function fakeRun(dir: string, domain: string, modality: 'text' | 'image', slope: number): void {
   mkdirSync(dir, { recursive: true });

@@ -4,7 +4,7 @@
 // variable's largest gradient), on a tiny random model with text and two images per prompt, completions of unequal
 // lengths (padding, a one-token completion), a temperature, adapters on every projection and on some only; a
 // central finite difference on a few coordinates; and on the shipped base (checkpoints/base) with a real chess image
-// prompt and the GRPO loss of trainer/loss.ts.
+// prompt and the GRPO loss of trainer/loss/loss.ts.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,7 +15,7 @@ import { loadBaseCheckpoint } from '../../models/builtin/base-checkpoint.ts';
 import { loraAdapters } from '../../models/builtin/lora.ts';
 import { OrtLearner } from '../../models/onnx/ort-learner.ts';
 import { lossGradients, type LogProbLoss } from '../../models/learner.ts';
-import { grpoLoss } from '../../trainer/loss.ts';
+import { grpoLoss } from '../../trainer/loss/loss.ts';
 import { CHECKPOINTS_DIR } from '../../core/paths.ts';
 import { getEnv } from '../../envs/registry.ts';
 import { generateEpisodes } from '../../envs/generate.ts';

@@ -187,7 +187,7 @@ describe('OrtLearner on two cores', () => {
         const c = tf.randomNormal([B, L], 0, 1, 'float32', 30 + k);
         const e = tf.randomNormal([B, L], 0, 1, 'float32', 60 + k);
         // Nonlinear in the log-probs (g depends on them); the entropies only checked to be given (the ORT learner
-        // differentiates through the log-probs alone, as trainer/loss.ts needs).
+        // differentiates through the log-probs alone, as trainer/loss/loss.ts needs).
         expect(lp.entropy).toBeDefined();
         return tf.sum(tf.mul(lp.mask, tf.add(tf.mul(c, lp.logProbs), tf.mul(e, tf.exp(lp.logProbs))))) as tf.Scalar;
       };

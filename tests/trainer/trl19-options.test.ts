@@ -4,15 +4,16 @@
 import { describe, expect, it } from 'vitest';
 import { UserError } from '../../core/errors.ts';
 import { resolveConfig, TrainConfigSchema } from '../../trainer/config.ts';
-import { groupAdvantages, normalizeThenSum } from '../../trainer/advantages.ts';
+import { groupAdvantages, normalizeThenSum } from '../../trainer/loss/advantages.ts';
 import {
   appliedEntropyCoef,
   nextEntropyControl,
   startEntropyControl,
   type EntropyControlConfig,
-} from '../../trainer/entropy-control.ts';
-import { trlMetrics, type StepLossSums } from '../../trainer/trl-metrics.ts';
-import { stepObjective } from '../../trainer/objective.ts';
+} from '../../trainer/loss/entropy-control.ts';
+import type { StepLossSums } from '../../trainer/loss/objective.ts';
+import { trlMetrics } from '../../trainer/logs/trl-metrics.ts';
+import { stepObjective } from '../../trainer/loss/objective.ts';
 
 function message(values: Record<string, unknown>): string {
   try {
