@@ -9,71 +9,21 @@
 // Options (extra): --mate-task img2txt|txt2img|img2img|txt2txt|cross|unimodal|all or a comma list (default cross, the
 // paper's headline), --mate-objects N or A-B within 3-10 (default 3-10), --mate-shots 0-2 (default 2, the paper's
 // setting; the general --shots counts examples from other episodes, which MATE does not use).
-// Items are balanced by cycling over every (task, object count, pointer, target) combination (questions.ts); the
+// Items are balanced by cycling over every (task, object count, pointer, target) combination (episodes.ts); the
 // split filter then keeps a hash-chosen 80/20 of them, so the balance in each split is close to, not exactly, uniform.
 // Decisions where the paper is open: the renderer (render.ts), the precision of numbers (scene.ts), txt2txt and
 // img2img pairs use only textual resp. visual attributes.
-import { z } from 'zod';
 import { mateBaselineAnswer } from './baseline.ts';
-import { parseOrFail, UserError } from '../../core/errors.ts';
+import { UserError } from '../../core/errors.ts';
 import { scoreMate } from '../../rewards/mate.ts';
 import { summarizeMate } from './summary.ts';
-import type { Candidate, Env, SampleOptions } from '../env.ts';
+import type { Env } from '../env.ts';
 import type { Episode } from '../../core/episode.ts';
 import type { RawImage } from '../../core/image.ts';
-import type { Rng } from '../../core/rng.ts';
-import { rangeSchema } from './range.ts';
 import { MATE_PROMPT_STYLES, matePrompt } from './prompt.ts';
-import { MATE_TASKS, mateItems, type MateOptions, type MateTask } from './questions.ts';
+import { mateCandidates } from './episodes.ts';
 import { blankImage, renderScene } from './render.ts';
 import type { MateObject } from './scene.ts';
-
-const TASK_GROUPS: Record<string, MateTask[]> = {
-  cross: ['img2txt', 'txt2img'],
-  unimodal: ['img2img', 'txt2txt'],
-  all: [...MATE_TASKS],
-};
-
-const taskSchema = z.string().transform((s, ctx) => {
-  const tasks = new Set<MateTask>();
-  for (const part of s.split(',').map((p) => p.trim())) {
-    if (TASK_GROUPS[part]) TASK_GROUPS[part].forEach((t) => tasks.add(t));
-    else if ((MATE_TASKS as readonly string[]).includes(part)) tasks.add(part as MateTask);
-    else {
-      ctx.addIssue({
-        code: 'custom',
-        message: `unknown task '${part}' (choose from ${[...MATE_TASKS, ...Object.keys(TASK_GROUPS)].join(', ')})`,
-      });
-      return z.NEVER;
-    }
-  }
-  return MATE_TASKS.filter((t) => tasks.has(t));
-});
-
-const optionsSchema = z.object({
-  'mate-task': taskSchema.default(['img2txt', 'txt2img']),
-  'mate-objects': rangeSchema(3, 10).default([3, 10]),
-  'mate-shots': z.coerce.number().int().min(0).max(2).default(2),
-});
-
-/** Read this environment's options from the command's extras (kebab-case or camelCase keys; others ignored). */
-export function mateOptions(extra: Record<string, unknown>): MateOptions {
-  const pick = (kebab: string, camel: string) => extra[kebab] ?? extra[camel];
-  const parsed = parseOrFail(
-    optionsSchema,
-    {
-      'mate-task': pick('mate-task', 'mateTask'),
-      'mate-objects': pick('mate-objects', 'mateObjects'),
-      'mate-shots': pick('mate-shots', 'mateShots'),
-    },
-    '--',
-  );
-  return { tasks: parsed['mate-task'], objects: parsed['mate-objects'], shots: parsed['mate-shots'] };
-}
-
-function candidates(rng: Rng, options: SampleOptions): Iterable<Candidate> {
-  return mateItems(rng, mateOptions(options.extra));
-}
 
 function renderAction(episode: Episode, index: number, size: number): RawImage {
   if (index !== 0)
@@ -89,7 +39,7 @@ export const mateEnv: Env = {
   promptStyles: MATE_PROMPT_STYLES,
   modalities: ['image'],
   imageSizes: { chat: 512, model: 64 },
-  candidates,
+  candidates: mateCandidates,
   renderAction,
   prompt: matePrompt,
   score: scoreMate,

@@ -1,23 +1,9 @@
-// MATE questions: the four tasks and their pointer/target attribute pairs, the wording of pointers and questions,
-// the JSON each task shows, the linking attributes of a cross-modal item, and the candidate stream, balanced by
-// cycling through every (task, object count, pointer, target) combination in shuffled blocks.
-//
-// Tasks (the paper's section 3 and 6.1):
-//   img2txt  pointer visual (colour or shape), target textual (name, rotation, size, 3D coordinates); the JSON omits the pointer.
-//   txt2img  pointer textual, target visual; the JSON omits the target.
-//   img2img  pointer and target visual (colour→shape, shape→colour); no JSON, only the image.
-//   txt2txt  pointer and target textual (two different ones); the full JSON and a blank image.
-// The pointer's value is unique in the scene. Shots (0-2) are solved questions about other objects of the same scene,
-// of the same task and target attribute, preferably with the same pointer attribute too.
-import { UserError } from '../../core/errors.ts';
+
 import type { Rng } from '../../core/rng.ts';
-import type { Candidate } from '../env.ts';
 import {
   attributeText,
   MATE_COLORS,
   MATE_SHAPES,
-  sampleScene,
-  sceneJson,
   sizeClass,
   type MateAttribute,
   type MateObject,
@@ -30,7 +16,7 @@ export type MateTask = (typeof MATE_TASKS)[number];
 const VISUAL_ATTRIBUTES = ['color', 'shape'] as const satisfies readonly MateAttribute[];
 const TEXTUAL_ATTRIBUTES = ['name', 'rotation', 'size', 'coords'] as const satisfies readonly MateAttribute[];
 
-interface AttributePair {
+export interface AttributePair {
   pointer: MateAttribute;
   target: MateAttribute;
 }
@@ -39,7 +25,7 @@ function pairs(pointers: readonly MateAttribute[], targets: readonly MateAttribu
   return pointers.flatMap((pointer) => targets.filter((t) => t !== pointer).map((target) => ({ pointer, target })));
 }
 
-const TASK_PAIRS: Record<MateTask, AttributePair[]> = {
+export const TASK_PAIRS: Record<MateTask, AttributePair[]> = {
   img2txt: pairs(VISUAL_ATTRIBUTES, TEXTUAL_ATTRIBUTES),
   txt2img: pairs(TEXTUAL_ATTRIBUTES, VISUAL_ATTRIBUTES),
   img2img: pairs(VISUAL_ATTRIBUTES, VISUAL_ATTRIBUTES),
@@ -47,7 +33,7 @@ const TASK_PAIRS: Record<MateTask, AttributePair[]> = {
 };
 
 /** Attributes the JSON leaves out for a task and pair; null = no JSON at all (img2img). */
-function omittedAttributes(task: MateTask, pair: AttributePair): MateAttribute[] | null {
+export function omittedAttributes(task: MateTask, pair: AttributePair): MateAttribute[] | null {
   switch (task) {
     case 'img2txt':
       return [pair.pointer];
@@ -91,7 +77,7 @@ export function targetNoun(attribute: MateAttribute): string {
   return TARGET_NOUN[attribute];
 }
 
-function questionText(object: MateObject, pair: AttributePair): string {
+export function questionText(object: MateObject, pair: AttributePair): string {
   const verb = pair.target === 'coords' ? 'are' : 'is';
   return `What ${verb} the ${targetNoun(pair.target)} of ${pointerPhrase(object, pair.pointer)}?`;
 }
@@ -104,7 +90,7 @@ export function answerOptions(attribute: MateAttribute): readonly string[] | nul
 }
 
 /** Objects whose value of `attribute` no other object shares. */
-function uniqueObjects(scene: MateScene, attribute: MateAttribute): MateObject[] {
+export function uniqueObjects(scene: MateScene, attribute: MateAttribute): MateObject[] {
   const counts = new Map<string, number>();
   for (const o of scene.objects)
     counts.set(attributeText(o, attribute), (counts.get(attributeText(o, attribute)) ?? 0) + 1);
@@ -123,7 +109,12 @@ function linkValue(o: MateObject, a: Linkable): string {
  * The smallest set of attributes shown in both modalities that singles the object out (the paper's key attributes;
  * size counts by its visible class); ['coords'] when only the position does. Null for unimodal tasks.
  */
-function linkingAttributes(scene: MateScene, object: MateObject, task: MateTask, pair: AttributePair): string[] | null {
+export function linkingAttributes(
+  scene: MateScene,
+  object: MateObject,
+  task: MateTask,
+  pair: AttributePair,
+): string[] | null {
   if (task !== 'img2txt' && task !== 'txt2img') return null;
   const shared = LINKABLE.filter((a) => a !== pair.pointer && a !== pair.target);
   const others = scene.objects.filter((o) => o !== object);
@@ -150,7 +141,7 @@ export interface MateShot {
 }
 
 /** Up to `count` solved questions about other objects of the scene, same task and target attribute. */
-function sceneShots(
+export function sceneShots(
   rng: Rng,
   scene: MateScene,
   task: MateTask,
@@ -184,69 +175,4 @@ function sceneShots(
     });
   }
   return shots;
-}
-
-export interface MateOptions {
-  tasks: MateTask[];
-  objects: [number, number];
-  shots: number;
-}
-
-interface Combo {
-  task: MateTask;
-  count: number;
-  pair: AttributePair;
-}
-
-const SCENE_TRIES = 200;
-
-/** Build one item for a combination, or null when no scene with a unique pointer turned up. */
-function makeItem(rng: Rng, combo: Combo, shots: number): Candidate | null {
-  for (let t = 0; t < SCENE_TRIES; t++) {
-    const scene = sampleScene(rng, combo.count);
-    const candidates = uniqueObjects(scene, combo.pair.pointer);
-    if (candidates.length === 0) continue;
-    const object = rng.pick(candidates);
-    const omit = omittedAttributes(combo.task, combo.pair);
-    const json = omit === null ? '' : sceneJson(scene, omit);
-    const question = questionText(object, combo.pair);
-    const shotList = sceneShots(rng, scene, combo.task, combo.pair, object, shots);
-    const target = attributeText(object, combo.pair.target);
-    return {
-      initialState: json,
-      actionTexts: [combo.task === 'txt2txt' ? 'blank image' : 'scene image'],
-      question,
-      target,
-      fingerprintExtra: `${sceneJson(scene, [])}\u001f${question}`,
-      meta: {
-        task: combo.task,
-        objectCount: combo.count,
-        pointerAttribute: combo.pair.pointer,
-        pointerValue: attributeText(object, combo.pair.pointer),
-        targetAttribute: combo.pair.target,
-        targetObject: object.name,
-        linkingAttributes: linkingAttributes(scene, object, combo.task, combo.pair),
-        shots: shotList,
-        scene: scene.objects.map((o) => ({ ...o, coords: [...o.coords] })),
-      },
-    };
-  }
-  return null;
-}
-
-/** Endless stream of items: shuffled blocks holding every (task, count, pair) once, so all are equally frequent. */
-export function* mateItems(rng: Rng, options: MateOptions): Generator<Candidate> {
-  const combos: Combo[] = [];
-  for (const task of options.tasks) {
-    for (let count = options.objects[0]; count <= options.objects[1]; count++) {
-      for (const pair of TASK_PAIRS[task]) combos.push({ task, count, pair });
-    }
-  }
-  if (combos.length === 0) throw new UserError('mate: no task selected');
-  for (;;) {
-    for (const combo of rng.shuffle(combos)) {
-      const item = makeItem(rng, combo, options.shots);
-      if (item) yield item;
-    }
-  }
 }

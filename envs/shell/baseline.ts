@@ -3,7 +3,7 @@
 // random swap. Layer: envs/.
 import type { Rng } from '../../core/rng.ts';
 import type { Episode } from '../../core/episode.ts';
-import { swapText } from './sampler.ts';
+import { swapText } from './episodes.ts';
 
 /** Env.baselineAnswer: the starting shell ('game-start') or a uniform one ('random'). */
 export function shellBaselineAnswer(episode: Episode, baseline: 'game-start' | 'random', rng: Rng): string {

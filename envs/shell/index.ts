@@ -8,7 +8,7 @@ import type { RawImage } from '../../core/image.ts';
 import { randomShellSwap, shellBaselineAnswer } from './baseline.ts';
 import { SHELL_PROMPT_STYLES, shellPerceptionProbe, shellPrompt } from './prompt.ts';
 import { parseSwap, renderSwap } from './render.ts';
-import { shellCandidates } from './sampler.ts';
+import { shellCandidates } from './episodes.ts';
 import { summarizeShell } from './summary.ts';
 
 function renderAction(episode: Episode, index: number, size: number): RawImage {

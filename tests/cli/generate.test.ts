@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { expectUserError, metrl, scratchDir } from './helpers.ts';
 import { fingerprint, splitOf } from '../../core/fingerprint.ts';
 import { decodePng } from '../../core/image.ts';
-import { applySwap } from '../../envs/shell/sampler.ts';
+import { applySwap } from '../../envs/shell/episodes.ts';
 import { parseSwap } from '../../envs/shell/render.ts';
 
 const part = z.union([

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Rng } from '../../core/rng.ts';
 import { boxesEnv } from '../../envs/boxes/index.ts';
 import { COMMON_NOUNS, RARE_NOUNS } from '../../envs/boxes/nouns.ts';
-import { SPLIT_KINDS, type SplitKind } from '../../envs/boxes/scenario.ts';
+import { SPLIT_KINDS, type SplitKind } from '../../envs/boxes/episodes.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
 import type { Candidate, Env } from '../../envs/env.ts';
 import type { Episode } from '../../core/episode.ts';

@@ -3,7 +3,7 @@ import { UserError } from '../../core/errors.ts';
 import { Rng } from '../../core/rng.ts';
 import { randomBaselineAccuracy, sampleRandomBaseline } from '../../envs/boxes/baseline.ts';
 import { boxesEnv } from '../../envs/boxes/index.ts';
-import { SPLIT_KINDS, type SplitKind } from '../../envs/boxes/scenario.ts';
+import { SPLIT_KINDS, type SplitKind } from '../../envs/boxes/episodes.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
 import type { Episode } from '../../core/episode.ts';
 import type { ScoredRow } from '../../core/score.ts';

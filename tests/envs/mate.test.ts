@@ -2,7 +2,8 @@
 // must follow from the episode's own content — the question text, the JSON shown to the model and the rendered
 // pixels — re-derived here without the generator's internal state (meta.scene is used only by the renderer).
 import { describe, expect, it } from 'vitest';
-import { mateEnv, mateOptions } from '../../envs/mate/index.ts';
+import { mateEnv } from '../../envs/mate/index.ts';
+import { mateOptions } from '../../envs/mate/episodes.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
 import { BACKGROUND, MATE_PALETTE, worldToImage } from '../../envs/mate/render.ts';
 import { sampleScene } from '../../envs/mate/scene.ts';

@@ -3,7 +3,8 @@
 // the pixels that change are that object's visible part. Camera poses are re-simulated from the action texts by this
 // test's own parser. The generator's visibility tables are never consulted.
 import { describe, expect, it } from 'vitest';
-import { remEnv, remOptions } from '../../envs/rem/index.ts';
+import { remEnv } from '../../envs/rem/index.ts';
+import { remOptions } from '../../envs/rem/episodes.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
 import { REFERENCE_SIZE, VISIBLE_PIXELS, REM_PALETTE } from '../../envs/rem/render.ts';
 import { UserError } from '../../core/errors.ts';

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { shellEnv } from '../../envs/shell/index.ts';
 import { FONT_3X5, FONT_5X7, type PixelFont } from '../../envs/shell/font.ts';
-import { SWAP_PAIRS, swapText } from '../../envs/shell/sampler.ts';
+import { SWAP_PAIRS, swapText } from '../../envs/shell/episodes.ts';
 import { decodePng, encodePng } from '../../core/image.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
 import { Rng } from '../../core/rng.ts';

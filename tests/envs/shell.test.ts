@@ -2,7 +2,7 @@
 // reference prompt wording for each style, few-shot turns, the perception probe and the registry entry.
 import { describe, expect, it } from 'vitest';
 import { shellEnv } from '../../envs/shell/index.ts';
-import { applySwap, SWAP_PAIRS } from '../../envs/shell/sampler.ts';
+import { applySwap, SWAP_PAIRS } from '../../envs/shell/episodes.ts';
 import { SHELL_IMAGE_CAPTION, SHELL_INSTRUCTIONS } from '../../envs/shell/prompt.ts';
 import { parseSwap } from '../../envs/shell/render.ts';
 import { generateEpisodes } from '../../envs/generate.ts';

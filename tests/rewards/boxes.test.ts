@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { boxesEnv } from '../../envs/boxes/index.ts';
-import { SPLIT_KINDS } from '../../envs/boxes/scenario.ts';
+import { SPLIT_KINDS } from '../../envs/boxes/episodes.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
 import { parseBoxContents, scoreBoxes } from '../../rewards/boxes.ts';
 import { shortAnswerLine as boxesAnswerText } from '../../rewards/final-answer.ts';
