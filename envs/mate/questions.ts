@@ -1,4 +1,13 @@
-
+// MATE questions: the four tasks and their pointer/target attribute pairs, the wording of pointers and questions,
+// the JSON each task shows, the linking attributes of a cross-modal item and its in-scene shots.
+//
+// Tasks (the paper's section 3 and 6.1):
+//   img2txt  pointer visual (colour or shape), target textual (name, rotation, size, 3D coordinates); the JSON omits the pointer.
+//   txt2img  pointer textual, target visual; the JSON omits the target.
+//   img2img  pointer and target visual (colour→shape, shape→colour); no JSON, only the image.
+//   txt2txt  pointer and target textual (two different ones); the full JSON and a blank image.
+// The pointer's value is unique in the scene. Shots (0-2) are solved questions about other objects of the same scene,
+// of the same task and target attribute, preferably with the same pointer attribute too.
 import type { Rng } from '../../core/rng.ts';
 import {
   attributeText,
