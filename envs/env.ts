@@ -1,6 +1,6 @@
-// The contract every environment (chess, shell, boxes, mcst, mate, rem) fulfils: candidate episodes for the shared
-// generator, rendering, the reference prompt, scoring, and the optional trace states, baselines and breakdowns.
-// Layer: envs/. The data it speaks of (Episode, PromptMessage, Score, RawImage) are core contracts.
+// The contract every environment fulfils (envs/registry.ts lists them): candidate episodes for the shared generator,
+// rendering, the reference prompt, scoring, and the optional trace states, baselines and breakdowns. The data it
+// speaks of (Episode, PromptMessage, Score, RawImage) are core contracts.
 import type { Rng } from '../core/rng.ts';
 import type { Domain, Episode, Modality, PromptMessage, Split } from '../core/episode.ts';
 import type { RawImage } from '../core/image.ts';
@@ -54,6 +54,11 @@ export interface Env {
   candidates(rng: Rng, options: SampleOptions): Iterable<Candidate>;
   /** Render action `index` of the episode as an image of the given width. */
   renderAction(episode: Episode, index: number, size: number): RawImage;
+  /**
+   * True when an action's image depends on its text alone (chess: the move on an empty board; shell: the two
+   * highlighted labels), so one rendering serves every episode holding that action.
+   */
+  actionImageFromText?: boolean;
   /** The chat prompt with the reference wording. */
   prompt(episode: Episode, options: PromptOptions): PromptMessage[];
   /** Single-image perception probe for action `index`: the prompt and the expected text answer. */

@@ -31,12 +31,8 @@ function promptMessages(env: Env, query: Query): PromptMessage[] {
   return env.prompt(query.episode, { style: query.style, shots: query.shots });
 }
 
-/**
- * Domains whose action image depends only on the action's text (chess: the move on an empty board; shell: the two
- * highlighted labels), so one PNG serves every episode that contains the action. PNG encoding is most of the
- * harness's own cost per image item; a few thousand distinct moves cover chess.
- */
-const TEXT_ONLY_IMAGES = new Set(['chess', 'shell']);
+// Where an action's image depends on its text alone (Env.actionImageFromText), one PNG serves every episode holding
+// the action: PNG encoding is most of the harness's own cost per image item, and a few thousand moves cover chess.
 const PNG_CACHE_LIMIT = 4096;
 const pngCache = new Map<string, string>();
 
@@ -48,7 +44,7 @@ async function imageDataUrl(env: Env, ref: ImageRef, size: number): Promise<stri
     throw new UserError(
       `${ref.episode.id}: its pictures come from the dataset; give the same --dataset again (with --resume) so they can be read`,
     );
-  const cacheable = TEXT_ONLY_IMAGES.has(env.domain);
+  const cacheable = env.actionImageFromText === true;
   const key = `${env.domain}\u0000${size}\u0000${ref.episode.actions[ref.index]?.text}`;
   const hit = cacheable ? pngCache.get(key) : undefined;
   if (hit) return hit;

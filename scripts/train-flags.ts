@@ -7,6 +7,7 @@ import { flagOptions, flagShape, schemaFlags } from './schema-flags.ts';
 import { DEVICES } from '../models/onnx/device.ts';
 import { TrainConfigSchema } from '../trainer/config.ts';
 import { threadsFlag } from './threads-flag.ts';
+import { generatedDomains } from '../envs/registry.ts';
 
 /** The training config's flags, generated from TrainConfigSchema's descriptions (scripts/schema-flags.ts). */
 export const CONFIG_FLAGS = schemaFlags(TrainConfigSchema);
@@ -36,8 +37,7 @@ export function trainFlagOptions(y: Argv) {
   return y
     .option('domain', {
       type: 'string',
-      describe:
-        "chess | shell | boxes | mcst | mate | rem (with --dataset: the folder's or MET-Bench set's, or the one that scores chat rows)",
+      describe: `${generatedDomains().join(' | ')} (with --dataset: the folder's or MET-Bench set's, or the one that scores chat rows)`,
     })
     .option('modality', {
       type: 'string',

@@ -15,6 +15,7 @@ import { isHubAddress, readOfficialTrainingSet } from '../envs/metbench/hub.ts';
 import { isParquetDataset, OFFICIAL_LIMIT } from '../envs/metbench/official.ts';
 import { DEVICES } from '../models/onnx/device.ts';
 import { readConfigFile, resolveConfig, type TrainConfig } from '../trainer/config.ts';
+import { generatedDomains } from '../envs/registry.ts';
 
 /** What config.json records about a run besides the training config (never secrets). */
 const RunInfoSchema = z
@@ -148,7 +149,7 @@ export async function runSettings(flags: TrainFlags): Promise<RunSettings> {
       throw new UserError(
         dataset
           ? `--dataset ${flags.dataset}: chat rows need --domain (it scores the answers)`
-          : '--domain is required (chess, shell, boxes, mcst, mate or rem)',
+          : `--domain is required (${generatedDomains().join(', ')})`,
       );
     if ((flags.games !== undefined || flags.offset !== undefined) && datasetDomain !== 'chess')
       throw new UserError('--games and --offset apply to --domain chess');

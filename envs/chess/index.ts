@@ -19,6 +19,7 @@ export const chessEnv: Env = {
     if (!action) throw new RangeError(`episode ${episode.id} has no action ${index}`);
     return renderMove(action.text, size);
   },
+  actionImageFromText: true,
   prompt: chessPrompt,
   perceptionProbe: chessPerceptionProbe,
   score: (input) => scoreChess(input),

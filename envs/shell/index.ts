@@ -28,6 +28,7 @@ export const shellEnv: Env = {
   imageSizes: { chat: 512, model: 64 },
   candidates: shellCandidates,
   renderAction,
+  actionImageFromText: true,
   prompt: shellPrompt,
   perceptionProbe: shellPerceptionProbe,
   score: scoreShell,

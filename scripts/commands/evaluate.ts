@@ -10,6 +10,7 @@ import { threadsFlag } from '../threads-flag.ts';
 import { checkpointAndBase } from '../checkpoint-flags.ts';
 import { DEFAULT_ENGINE_HELP, ENGINES } from '../../models/engine.ts';
 import { DEVICES } from '../../models/onnx/device.ts';
+import { datasetOnlyDomains, generatedDomains } from '../../envs/registry.ts';
 
 const positiveInt = z.coerce.number().int().positive();
 
@@ -131,8 +132,7 @@ const command: CommandModule = {
       .option('domain', {
         type: 'string',
         default: 'chess',
-        describe:
-          'chess | shell | boxes | mcst | mate | rem (a comma list evaluates several); minecraft comes from --dataset',
+        describe: `${generatedDomains().join(' | ')} (a comma list evaluates several); ${datasetOnlyDomains().join(', ')} from --dataset`,
       })
       .option('prompt', {
         type: 'string',

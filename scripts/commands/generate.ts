@@ -3,7 +3,7 @@
 import type { CommandModule } from 'yargs';
 import { z } from 'zod';
 import { handler } from '../command.ts';
-import { getEnv } from '../../envs/registry.ts';
+import { generatedDomains, getEnv } from '../../envs/registry.ts';
 import { writeDataset, checkOutputDir, validatePromptStyle } from '../../envs/dataset.ts';
 import { MODALITY_SETTINGS } from '../../core/episode.ts';
 import { UserError } from '../../core/errors.ts';
@@ -95,7 +95,11 @@ const command: CommandModule = {
   describe: 'Write a dataset of episodes (metadata.jsonl + images/*.png, loadable with Python datasets)',
   builder: (y) =>
     y
-      .option('domain', { type: 'string', demandOption: true, describe: 'environment: chess | shell | …' })
+      .option('domain', {
+        type: 'string',
+        demandOption: true,
+        describe: `environment: ${generatedDomains().join(' | ')}`,
+      })
       .option('modality', {
         type: 'string',
         demandOption: true,
