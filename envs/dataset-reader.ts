@@ -144,7 +144,7 @@ const ChatRowSchema = z.object({
 /**
  * The most text one chat row may hold, in characters, checked as the row is read: far above any prompt a model metrl
  * trains can take (the built-in model's context is 2,048 tokens, and a token is at least a character or so), and far
- * below the 40 MB row that was once tokenised for 78 s before the run failed, after its first files were written.
+ * below rows that take minutes to tokenise before the run fails, after its first files were written.
  */
 export const MAX_ROW_TEXT_CHARS = 262_144;
 /** The largest image one data: URL or image file of a row may hold (its decoded bytes). */

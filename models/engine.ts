@@ -18,9 +18,8 @@ export type Engine = (typeof ENGINES)[number];
 
 /**
  * The engine a model gets when none is named: ONNX Runtime, wherever it has a graph for the model (the built-in model
- * and ORT_HF_MODEL_TYPES). Measured on a SmolLM2-135M-shaped checkpoint (docs/performance.md): a GRPO step 4.3× faster
- * than on tfjs at one thread, and a Hugging Face checkpoint above 4 GB of float32 weights loads on ORT only (tfjs's
- * WASM heap stops at 4 GB).
+ * and ORT_HF_MODEL_TYPES): it is the faster of the two on every measured step (docs/performance.md), and a Hugging
+ * Face checkpoint above 4 GB of float32 weights loads on ORT only (tfjs's WASM heap stops at 4 GB).
  */
 export const DEFAULT_ENGINE: Engine = 'ort';
 /** What --help says the default is. */
@@ -53,7 +52,7 @@ export interface EngineSampler {
   dispose(): void;
   /** "ONNX Runtime 1.30.0, cpu, 2 threads" or "tfjs": for the line a command prints. */
   describe: string;
-  /** Whether ONNX Runtime also computes the LoRA gradients (the built-in model's ORT learner); else tfjs learns. */
+  /** Whether ONNX Runtime also computes the LoRA gradients (an ORT learner, built-in or Hugging Face); else tfjs learns. */
   ortLearner: boolean;
   /** Rollouts run on servers (models/remote/remote-engine.ts): their log-probs are another engine's. */
   remote?: { urls: string[]; retries(): number };

@@ -1,6 +1,6 @@
 // Matrix products shaped for the tfjs WASM backend. Its fast path (XNNPACK) covers only plain products of one matrix
-// by another: transposed operands and batched products fall to a loop that is 10-30× slower (measured: 25 GFLOP/s
-// against 1-3 GFLOP/s on a 512² product). tfjs's own gradient of matMul multiplies transposed operands, so importing
+// by another: transposed operands and batched products fall to a loop that is an order of magnitude
+// slower (docs/engines.md, the tfjs engine). tfjs's own gradient of matMul multiplies transposed operands, so importing
 // this module replaces that gradient with one that transposes explicitly (a cheap copy) and then multiplies on the
 // fast path. It is mathematically the same gradient and it stays lazy, so tfjs still skips the gradient of operands
 // that need none (frozen weights, constants). tf.customGrad is avoided in hot paths: it copies its inputs and output.
@@ -51,8 +51,8 @@ export function selectRows(selection: Float32Array, n: number, table: tf.Tensor2
 
 /**
  * Make the WASM backend's Identity share its input's memory, as the cpu backend's does, instead of copying it. tfjs
- * clones every tensor it saves for the backward pass; on WASM each clone was a full copy (measured: two thirds of a
- * learner step's memory). Tensors are immutable (Variable.assign swaps the buffer), so sharing is safe.
+ * clones every tensor it saves for the backward pass; on WASM each clone was a full copy, most of a learner step's
+ * memory. Tensors are immutable (Variable.assign swaps the buffer), so sharing is safe.
  */
 export function shareIdentityOnWasm(): void {
   if (!tf.getKernel('Identity', 'wasm')) return;

@@ -1,7 +1,8 @@
 // The Policy contract: one model that both samples (models/sampler.ts, with its prompt format) and
 // learns (models/learner.ts). What models/registry.ts loads, what `metrl train`, `metrl evaluate` and `metrl serve`
-// use; the trainer uses the Sampler side for rollouts and no-grad log-probs and the Learner side for the update, so a
-// separate sampling engine can take the Sampler's place later. Implemented by BuiltinPolicy (models/builtin/).
+// use; the trainer uses the Sampler side for rollouts and no-grad log-probs and the Learner side for the update, and an
+// engine (models/engine.ts: ONNX Runtime, rollout servers) may take either side's place. Implemented by BuiltinPolicy
+// (models/builtin/) and HfPolicy (models/hf/policy.ts).
 import type { Learner } from './learner.ts';
 import type { Sampler } from './sampler.ts';
 

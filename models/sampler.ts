@@ -1,8 +1,7 @@
 // The Sampler contract: what generates. It encodes prompts, draws completions (rollouts, evaluation,
 // `metrl serve`) and scores given completions without gradients (the reference and old-policy log-probs of GRPO).
-// Today the built-in tfjs model is both the Sampler and the Learner (models/learner.ts); a faster engine (ONNX
-// Runtime, issue 17) can be a second Sampler for the same architecture, its LoRA weights synced from the Learner
-// after each update.
+// Every policy is a Sampler on tfjs; ONNX Runtime's samplers (models/onnx/) and rollout servers (models/remote/) are
+// others for the same architecture, their LoRA weights synced from the Learner after each update.
 import type { Rng } from '../core/rng.ts';
 import type { PromptFormat } from './prompt-format.ts';
 import type {

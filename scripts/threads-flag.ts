@@ -1,7 +1,6 @@
 // `--threads N` (train, evaluate, serve): ONNX Runtime's threads, or one-thread sessions for the built-in model, each
 // with its own copy of the weights. More than the machine's cores buys nothing and costs memory without bound
-// (`--threads 999` climbed to 1,091 threads and 6.8 GB before it was killed), so such a value is refused with one line.
-// Layer: scripts/.
+// (every thread holds its own buffers), so such a value is refused with one line.
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 

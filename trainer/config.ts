@@ -290,11 +290,8 @@ export const TrainConfigSchema = z
 
     // ---- optimiser (AdamW on the LoRA weights only) -----------------------------------------------------------
     /**
-     * Learning rate. The paper uses 1e-6 (full fine-tuning, 4B) and 1e-5 (LoRA, 27B). With the built-in model's
-     * rank-16 adapters, 64 completions per step and an intermediate pretraining checkpoint (shell, 3 swaps, greedy test
-     * accuracy 0.565): 2e-3 drove the KL to 0.3-0.4 per token and the accuracy down to 0.18 within 20 steps (Adam turns
-     * noisy gradients into full-size steps), 3e-4 to 0.465, and 1e-4 changed no greedy answer in 40 steps. 2e-4 is the
-     * default until it is tuned against the shipped base.
+     * Learning rate. The paper uses 1e-6 (full fine-tuning, 4B) and 1e-5 (LoRA, 27B); the built-in model's rank-16
+     * adapters need far more, and how the default was chosen is in docs/training.md (the config table).
      */
     learningRate: z
       .number()
@@ -315,9 +312,9 @@ export const TrainConfigSchema = z
     // ---- engine -----------------------------------------------------------------------------------------------
     /**
      * What generates: rollouts, the reference and old-policy log-probs and the periodic evaluation (models/engine.ts).
-     * 'tfjs' is the policy itself; 'ort' is ONNX Runtime (models/onnx/): the built-in model and the Hugging Face decoders, its
-     * adapters synced from the tfjs variables after every update; for the built-in model the learner's LoRA gradients
-     * are ONNX Runtime's too (models/onnx/ort-learner.ts; the tfjs variables stay what AdamW updates and checkpoints save). Unset: the model's default
+     * 'tfjs' is the policy itself; 'ort' is ONNX Runtime (models/onnx/) for the built-in model and the Hugging Face
+     * decoders, its adapters synced from the tfjs variables after every update, and its learner computing the LoRA
+     * gradients (the tfjs variables stay what AdamW updates and checkpoints save). Unset: the model's default
      * (ort wherever ONNX Runtime has a graph for the model, models/engine.ts); `metrl train` records the
      * engine it chose in the run's config.json.
      */

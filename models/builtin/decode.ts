@@ -122,7 +122,7 @@ class DecodeOps extends TfjsRowOps {
     // Prompt part: per (prompt, head), the G queries against that prompt's keys.
     const qByPrompt = tf.reshape(tf.transpose(tf.reshape(q, [U, G, H, dh]), [0, 2, 1, 3]), [U * H, G, dh]);
     // With one query per prompt and head (G = 1, evaluation) a broadcast product and a sum beat WASM's slow batched
-    // matMul (measured ~3× on 64 prompts); with a group of queries the product amortises better.
+    // matMul; with a group of queries the product amortises better.
     const rawScores =
       G === 1 ? tf.sum(tf.mul(qByPrompt, state.prefixKT[i]), -1) : tf.matMul(qByPrompt, state.prefixKT[i]);
     const prefixScores = tf.add(tf.reshape(rawScores, [U, H, G, P]), state.prefixMask);

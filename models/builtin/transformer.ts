@@ -5,7 +5,7 @@
 // builtin-train-graph.ts) and is tested against this one.
 //
 // Layout, chosen for the tfjs WASM backend (whose only fast kernel is the plain 2-D matrix product; batched or
-// transposed products, gathers and unstacks are 10-1000× slower there):
+// transposed products, gathers and unstacks are one to three orders of magnitude slower there):
 // - Sequences are packed: every new position of every sequence is one row of a [rows, d] matrix, so all projections
 //   are single 2-D products and nothing is padded on the left.
 // - Rows come in groups: `count` sequences of `length` new positions each that may share keys/values computed

@@ -125,15 +125,14 @@ export function attention(
     const v3 = tf.reshape(vAll, [B * KV, S, D]);
     let o: tf.Tensor; // [B·KV, rep·T, D]
     if (!(shape.perBlock ?? rep * T >= PER_BLOCK_ROWS)) {
-      // Short blocks (decoding): one batched product is cheaper than splitting (9 ms against 32 ms at 24 blocks of 3 rows).
+      // Short blocks (decoding): one batched product is cheaper than splitting into many tiny ones.
       let scores: tf.Tensor = tf.mul(tf.matMul(qh, k3, false, true), shape.scale); // [B·KV, rep·T, S]
       if (shape.softcap !== null) scores = tf.mul(tf.tanh(tf.div(scores, shape.softcap)), shape.softcap);
       scores = tf.add(tf.reshape(scores, [B, H, T, S]), mask); // mask [B, 1, T, S] broadcast over heads
       o = tf.matMul(tf.reshape(tf.softmax(scores, -1), [B * KV, rep * T, S]), v3);
     } else {
       // Long blocks (prefill, learner): plain 2-D products per (sequence, KV head). On the WASM backend a batched
-      // product with a transposed operand is ~100× slower (measured: 3.2 s against 25 ms for three 1536×64·64×512),
-      // and block by block the backward pass keeps one [rep·T, S] probability matrix per block, nothing more.
+      // product with a transposed operand is about two orders of magnitude slower (docs/engines.md), and block by block the backward pass keeps one [rep·T, S] probability matrix per block, nothing more.
       const qBlocks = tf.unstack(qh); // [rep·T, D] each
       const kBlocks = tf.unstack(tf.transpose(k3, [0, 2, 1])); // [D, S] each
       const vBlocks = tf.unstack(v3); // [S, D] each
