@@ -6,6 +6,7 @@
 // where the values do.
 import { PyFloat, pyDumps, type PyValue } from '../core/python-json.ts';
 import type { HarnessSummary } from '../core/harness-summary.ts';
+import type { ItemRow } from './types.ts';
 
 /** `<domain>-<modality>.jsonl` for the harness's domains and modalities. */
 export const METBENCH_RESULTS_FILE = /^(chess|shell|minecraft)-(text|image)\.jsonl$/;
@@ -54,4 +55,49 @@ export function summaryJson(entries: Record<string, MetbenchEntry>): string {
   const value: Record<string, PyValue> = {};
   for (const [key, entry] of Object.entries(entries)) value[key] = pySummary(entry);
   return `${pyDumps(value, { indent: 2 })}\n`;
+}
+
+/** The harness's name for a prompt style ('cot' is its "chain-of-thought"). */
+const metbenchPrompt = (style: string): string => (style === 'cot' ? 'chain-of-thought' : style);
+
+/** A state or target as the published sets hold it: the shell game's and Minecraft's choices are integers. */
+function metbenchValue(domain: string, text: string): PyValue {
+  return domain !== 'chess' && /^\d+$/.test(text) ? BigInt(text) : text;
+}
+
+/** A JSON value read back from a run's files, as Python would hold it (integers stay integers). */
+function toPy(value: unknown): PyValue {
+  if (value === null || value === undefined) return null;
+  if (typeof value === 'number') return Number.isInteger(value) ? BigInt(value) : new PyFloat(value);
+  if (typeof value === 'string' || typeof value === 'boolean') return value;
+  if (Array.isArray(value)) return value.map(toPy);
+  return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, toPy(v)]));
+}
+
+/**
+ * One of metrl's result rows in the harness's row layout: the task's identity (the official set's example_id,
+ * source_row and fingerprint; a generated episode's id, its place in the setting and id), then the reply, or the
+ * failure (metrl's message where the harness writes the exception's type name).
+ */
+export function metbenchRow(row: ItemRow, index: number): string {
+  const meta = row.meta ?? {};
+  const out: Record<string, PyValue> = {
+    domain: row.domain,
+    modality: row.modality,
+    prompt: metbenchPrompt(row.prompt),
+    example_id: toPy(meta.example_id ?? row.episode_id),
+    source_row: toPy(meta.source_row ?? index),
+    fingerprint: toPy(meta.fingerprint ?? row.episode_id),
+    target: metbenchValue(row.domain, row.target),
+    initial_state: metbenchValue(row.domain, row.initial_state),
+  };
+  if (row.status === 'ok') {
+    out.response = row.response ?? '';
+    out.finish_reason = row.finish_reason ?? null;
+    out.usage = toPy(row.usage);
+  } else {
+    out.error = row.error ?? 'error';
+    out.status_code = toPy(row.status_code ?? null);
+  }
+  return pyDumps(out, { spaced: true });
 }
