@@ -400,8 +400,11 @@ function reportRun(plan: Plan, outcome: RunOutcome): RunReport {
     plan.envs,
   );
   writeReport(plan.out, report);
-  if (plan.metbenchFiles)
-    writeMetbenchFolder(plan.out, plan.settings, outcome.rows, itemsPerSetting, plan.envs, plan.files);
+  if (plan.metbenchFiles) {
+    const answered = new Set(outcome.rows.map((r) => r.id));
+    const aborted = outcome.stopped?.reason === 'fatal' ? outcome.items.filter((i) => !answered.has(i.id)) : [];
+    writeMetbenchFolder(plan.out, plan.settings, outcome.rows, itemsPerSetting, plan.envs, plan.files, aborted);
+  }
   process.stdout.write(renderTable([report]));
   process.stdout.write(
     `\n${plan.out}: ${SUMMARY_FILE}, ${TABLE_FILE}, per-item rows in <domain>-<modality>.jsonl (${outcome.asked} asked now, ${outcome.reused} reused)\n`,

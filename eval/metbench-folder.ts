@@ -1,7 +1,8 @@
 // `metrl evaluate --metbench-files`: the run's rows again as a MET-Bench harness run folder, OUT/metbench/, so that
 // the harness's own tools read it: `<domain>-<modality>.jsonl` in its row layout (eval/metbench-layout.ts), its
 // summary.json (summarize() of each file, its expected count and status) and the official set's selection manifest.
-// One setting per domain and modality, as a harness run has; checked before anything is asked.
+// After a fatal stop the items never asked are "Aborted" error rows, as the harness writes them. One setting per
+// domain and modality, as a harness run has; checked before anything is asked.
 import { join } from 'node:path';
 import { UserError } from '../core/errors.ts';
 import { ensureDir, writeFileAtomic } from '../core/files.ts';
@@ -9,7 +10,8 @@ import { aggregateHarnessRows } from '../core/harness-summary.ts';
 import type { Domain } from '../core/episode.ts';
 import type { HarnessRow } from '../core/score.ts';
 import type { Env } from '../envs/env.ts';
-import { metbenchRow, summaryJson, type MetbenchEntry } from './metbench-layout.ts';
+import { metbenchRow, summaryJson, type MetbenchEntry, type MetbenchSource } from './metbench-layout.ts';
+import type { EvalItem } from './selection.ts';
 import { COMPACT_STYLE } from './query-to-chat.ts';
 import { settingKey } from './settings.ts';
 import type { ItemRow, Setting } from './types.ts';
@@ -59,16 +61,32 @@ export function writeMetbenchFolder(
   itemsPerSetting: Map<string, number>,
   envs: Map<Domain, Env>,
   files: Record<string, string> = {},
+  /** Items a fatal stop left unasked (empty otherwise). */
+  aborted: EvalItem[] = [],
 ): void {
   const dir = join(out, METBENCH_FOLDER);
   ensureDir(dir);
   const entries: Record<string, MetbenchEntry> = {};
   for (const setting of settings) {
     const key = settingKey(setting);
+    const unasked: MetbenchSource[] = aborted
+      .filter((item) => item.settingKey === key)
+      .map((item) => ({
+        domain: setting.domain,
+        modality: setting.modality,
+        prompt: setting.prompt,
+        episode_id: item.episode.id,
+        meta: item.episode.meta,
+        target: item.target,
+        initial_state: item.episode.initialState,
+        status: 'error',
+        error: 'Aborted',
+        status_code: null,
+      }));
     const mine = rows.filter((r) => r.setting === key);
     writeFileAtomic(
       join(dir, `${setting.domain}-${setting.modality}.jsonl`),
-      mine.map((r, i) => `${metbenchRow(r, i)}\n`).join(''),
+      [...mine, ...unasked].map((r, i) => `${metbenchRow(r, i)}\n`).join(''),
     );
     const ok = mine.filter((r) => r.status === 'ok');
     const env = envs.get(setting.domain)!;
@@ -79,7 +97,7 @@ export function writeMetbenchFolder(
         ok.map((r) => r.episode_id),
       ),
       completed: ok.length,
-      errors: mine.length - ok.length,
+      errors: mine.length - ok.length + unasked.length,
       truncated: ok.filter((r) => r.finish_reason === 'length').length,
     };
     entries[`${setting.domain}/${setting.modality}`] = {

@@ -74,12 +74,19 @@ function toPy(value: unknown): PyValue {
   return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, toPy(v)]));
 }
 
+/** What a harness row is made of: one of metrl's result rows, or an item a fatal stop left unasked. */
+export type MetbenchSource = Pick<
+  ItemRow,
+  'domain' | 'modality' | 'prompt' | 'episode_id' | 'meta' | 'target' | 'initial_state' | 'status' | 'error'
+> &
+  Partial<Pick<ItemRow, 'response' | 'finish_reason' | 'usage' | 'status_code'>>;
+
 /**
  * One of metrl's result rows in the harness's row layout: the task's identity (the official set's example_id,
  * source_row and fingerprint; a generated episode's id, its place in the setting and id), then the reply, or the
  * failure (metrl's message where the harness writes the exception's type name).
  */
-export function metbenchRow(row: ItemRow, index: number): string {
+export function metbenchRow(row: MetbenchSource, index: number): string {
   const meta = row.meta ?? {};
   const out: Record<string, PyValue> = {
     domain: row.domain,

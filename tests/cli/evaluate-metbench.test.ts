@@ -150,6 +150,17 @@ describe('metrl evaluate --metbench-files', () => {
     expect(rescored.stdout).toBe(written);
   });
 
+  it('after a fatal stop the unasked items are Aborted error rows, as the harness writes them', async () => {
+    const up = await serve((i) => (i === 2 ? { kind: 'status', status: 401 } : { kind: 'answer' }));
+    const out = join(scratch(), 'run');
+    const result = await metrl(args(up.url, out, '--metbench-files'));
+    expect(result.code).toBe(2);
+    const written = rows(join(out, 'metbench', 'shell-text.jsonl'));
+    expect(written.map((r) => r.error ?? 'ok')).toEqual(['ok', 'ok', 'Aborted', 'Aborted']);
+    const summary = JSON.parse(readFileSync(join(out, 'metbench', 'summary.json'), 'utf8'))['shell/text'];
+    expect(summary).toMatchObject({ count: 2, completed: 2, errors: 2, expected: 4, status: 'incomplete' });
+  });
+
   it('refuses settings a harness folder cannot hold, before asking anything', async () => {
     const up = await serve(() => ({ kind: 'answer' }));
     for (const [more, pattern] of [
