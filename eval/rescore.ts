@@ -4,7 +4,8 @@
 // (example_id, else metrl's item id, within its setting) replaces the earlier ones; a row with an error (the harness's
 // `error`, or metrl's status 'error') is a failed request, counted and not scored; a row without a response and
 // without an error is an invalid answer. Intervals cluster by example (example_id, episode_id, id, fingerprint, in that
-// order; a row with none is its own example).
+// order; a row with none is its own example). Chess rows are parsed as their meta says (the lenient opt-in travels
+// there) unless the caller decides: 'reference' (the harness's parsing, whatever the rows say) or 'lenient'.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { z, type ZodError } from 'zod';
@@ -15,6 +16,7 @@ import type { HarnessRow, Score, ScoredRow } from '../core/score.ts';
 import { summarizeScores, type DomainSummary } from '../core/summary.ts';
 import type { Env } from '../envs/env.ts';
 import { getEnv } from '../envs/registry.ts';
+import { LENIENT_PARSING } from '../rewards/chess.ts';
 import { METBENCH_RESULTS_FILE, type MetbenchEntry } from './metbench-layout.ts';
 
 const idSchema = z.union([z.string(), z.number().transform(String)]);
@@ -85,8 +87,21 @@ function clusterOf(r: Rescored): string {
   return key === undefined || key === null ? `\u0001line ${r.line}` : `${row.setting ?? ''}\u0000${key}`;
 }
 
+/** How chess answers are parsed: as each row's meta says, or one way for every row. */
+export type ChessParsing = 'as-recorded' | 'reference' | typeof LENIENT_PARSING;
+
+/** A row's meta with the chess parsing decided. */
+function metaFor(row: Row, parsing: ChessParsing): Record<string, unknown> | undefined {
+  if (row.domain !== 'chess' || parsing === 'as-recorded') return row.meta;
+  const { answerParsing: _recorded, ...rest } = row.meta ?? {};
+  return parsing === LENIENT_PARSING ? { ...rest, answerParsing: LENIENT_PARSING } : rest;
+}
+
 /** Score every row of a file; the rows an example's later row replaces are kept, marked 'replaced'. */
-export async function rescoreFile(file: string): Promise<{ rescored: Rescored[]; envs: Map<string, Env> }> {
+export async function rescoreFile(
+  file: string,
+  parsing: ChessParsing = 'as-recorded',
+): Promise<{ rescored: Rescored[]; envs: Map<string, Env> }> {
   const { rows } = readJsonl<unknown>(file);
   if (rows.length === 0) throw new UserError(`${file}: no rows to score`);
   const envs = new Map<string, Env>();
@@ -97,7 +112,7 @@ export async function rescoreFile(file: string): Promise<{ rescored: Rescored[];
     const where = `${file}:${line}`;
     const parsed = rowSchema.safeParse(value);
     if (!parsed.success) throw new UserError(`${where}: ${describeRowError(parsed.error, value)}`);
-    const row = parsed.data;
+    const row = { ...parsed.data, meta: metaFor(parsed.data, parsing) };
     if (row.response === undefined && !isError(row)) throw new UserError(`${where}: missing field 'response'`);
     const original = value as Record<string, unknown>;
     let env = envs.get(row.domain);

@@ -1,4 +1,5 @@
-// `metrl score PATH [--out FILE] [--format metrl|metbench]`: rescore saved responses without a model (eval/rescore.ts).
+// `metrl score PATH [--out FILE] [--format metrl|metbench] [--chess-answer reference|lenient]`: rescore saved
+// responses without a model (eval/rescore.ts).
 // PATH is a JSONL file (each row needs `domain`, `target` and `response`; optionally `initial_state`/`initialState`,
 // `meta`, `example_id`/`episode_id`/`id`, `setting`, `error`, `finish_reason`) or a MET-Bench harness run folder
 // (`<domain>-<modality>.jsonl` files beside summary.json). Prints metrl's summary per domain, or with --format metbench
@@ -19,6 +20,7 @@ import {
   metbenchFiles,
   rescoreFile,
   scoreReport,
+  type ChessParsing,
   type Rescored,
 } from '../../eval/rescore.ts';
 
@@ -26,6 +28,7 @@ const schema = z.object({
   file: z.string().min(1),
   out: z.string().min(1).optional(),
   format: z.enum(['metrl', 'metbench'], { error: 'unknown format; expected metrl or metbench' }),
+  'chess-answer': z.enum(['reference', 'lenient'], { error: 'expected reference or lenient' }).optional(),
 });
 
 type ScoreFlags = z.infer<typeof schema>;
@@ -47,17 +50,28 @@ function scoredLines(rescored: Rescored[]): string {
   return `${lines.join('\n')}\n`;
 }
 
-async function scoreFolder(dir: string, format: ScoreFlags['format']): Promise<string> {
+/** The chess parsing: the harness's for its own output format, else the flag's, else as the rows recorded it. */
+function parsingOf(flags: ScoreFlags): ChessParsing {
+  if (flags.format === 'metbench') {
+    if (flags['chess-answer'] === 'lenient')
+      throw new UserError("--format metbench prints the harness's scores; --chess-answer lenient is not its parsing");
+    return 'reference';
+  }
+  return flags['chess-answer'] ?? 'as-recorded';
+}
+
+async function scoreFolder(dir: string, flags: ScoreFlags): Promise<string> {
   const files = metbenchFiles(dir);
-  if (format === 'metbench') {
+  const parsing = parsingOf(flags);
+  if (flags.format === 'metbench') {
     const entries: Record<string, MetbenchEntry> = {};
     for (const { name, key } of files)
-      entries[key] = metbenchEntry(dir, key, (await rescoreFile(join(dir, name))).rescored);
+      entries[key] = metbenchEntry(dir, key, (await rescoreFile(join(dir, name), parsing)).rescored);
     return summaryJson(entries);
   }
   const reports: Record<string, unknown> = {};
   for (const { name, key } of files) {
-    const { rescored, envs } = await rescoreFile(join(dir, name));
+    const { rescored, envs } = await rescoreFile(join(dir, name), parsing);
     reports[key] = scoreReport(join(dir, name), rescored, envs);
   }
   return `${JSON.stringify({ dir, files: reports }, null, 2)}\n`;
@@ -74,10 +88,10 @@ async function run(flags: ScoreFlags): Promise<void> {
   if (folder) {
     if (flags.out !== undefined)
       throw new UserError('--out writes the rows of one file; give a .jsonl file, not a folder');
-    process.stdout.write(await scoreFolder(flags.file, flags.format));
+    process.stdout.write(await scoreFolder(flags.file, flags));
     return;
   }
-  const { rescored, envs } = await rescoreFile(flags.file);
+  const { rescored, envs } = await rescoreFile(flags.file, parsingOf(flags));
   // Everything is computed before anything is written: a file the harness cannot score leaves no --out behind.
   const text =
     flags.format === 'metbench'
@@ -105,6 +119,11 @@ const command: CommandModule = {
         default: 'metrl',
         describe:
           "metrl (the summary per domain, with the harness's numbers under `harness`) | metbench (what the harness prints for a file, its summary.json for a folder)",
+      })
+      .option('chess-answer', {
+        type: 'string',
+        describe:
+          "chess: reference (the harness's parsing for every row) | lenient (the opt-in for every row); default: as each row's meta says (always reference with --format metbench)",
       })
       .example('$0 score runs/eval/shell-text.jsonl', 'summary with 95% intervals')
       .example('$0 score answers.jsonl --out scored.jsonl', 'also write per-row rewards')

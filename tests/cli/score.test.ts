@@ -220,6 +220,43 @@ describe.skipIf(!chess)('metrl score (chess and mixed domains)', () => {
     expect(c.metrics.changedSquareAccuracy).toBeCloseTo(2 / 6, 10);
   });
 
+  it('--chess-answer decides the parsing for every row; --format metbench is always the harness', async () => {
+    const dir = scratchDir('score-lenient');
+    const file = join(dir, 'answers.jsonl');
+    writeFileSync(
+      file,
+      jsonl([
+        { domain: 'chess', example_id: 'a', target: afterE4, initial_state: start, response: afterE4 },
+        {
+          domain: 'chess',
+          example_id: 'b',
+          target: afterE4,
+          initial_state: start,
+          response: afterE4,
+          meta: { answerParsing: 'lenient' },
+        },
+      ]),
+    );
+    const invalid = async (...flags: string[]) => {
+      const result = await metrl(['score', file, ...flags]);
+      expect(result.code, result.stderr).toBe(0);
+      return JSON.parse(result.stdout);
+    };
+    expect((await invalid()).domains.chess.invalid).toBe(1); // as recorded: row b asked for the opt-in
+    expect((await invalid('--chess-answer', 'reference')).domains.chess).toMatchObject({
+      invalid: 2,
+      breakdown: { answerParsing: 'reference' },
+    });
+    const lenient = (await invalid('--chess-answer', 'lenient')).domains.chess;
+    expect(lenient.invalid).toBe(0);
+    expect(lenient.breakdown.answerParsing).toMatch(/^lenient/);
+    expect((await invalid('--format', 'metbench')).invalid_pred_count).toBe(2);
+    expectUserError(
+      await metrl(['score', file, '--format', 'metbench', '--chess-answer', 'lenient']),
+      /--chess-answer lenient is not its parsing/,
+    );
+  });
+
   it('a bad initial_state FEN → exit 2 naming the line', async () => {
     const dir = scratchDir('chessbad');
     const file = join(dir, 'answers.jsonl');
