@@ -228,6 +228,12 @@ async function planRun(options: EvaluateOptions): Promise<Plan> {
     throw new UserError('--cascade needs a model that reads images; baselines do not');
   if ((options.games !== undefined || options.offset !== undefined) && !domains.includes('chess'))
     throw new UserError('--games and --offset apply to --domain chess');
+  // The chess parsing travels with generated episodes; a dataset's rows bring their own (and `metrl score
+  // --chess-answer` rescores any rows either way).
+  if (dataset && options.envFlags['chess-answer'] !== undefined)
+    throw new UserError(
+      `--dataset ${options.dataset}: --chess-answer shapes generated episodes; rescore the run with metrl score --chess-answer instead`,
+    );
 
   const extra: Record<string, Record<string, unknown>> = {};
   if (options.games !== undefined) {
