@@ -5,12 +5,12 @@ import type { CommandModule } from 'yargs';
 import { z } from 'zod';
 import { ENV_FLAGS, envFlagOptions, envFlagShape } from '../../envs/cli-options.ts';
 import type { EvaluateOptions } from '../../eval/job.ts';
+import { TOKEN_PARAMETERS } from '../../eval/types.ts';
 import { handler } from '../command.ts';
 import { threadsFlag } from '../threads-flag.ts';
 import { checkpointAndBase } from '../checkpoint-flags.ts';
 import { DEFAULT_ENGINE_HELP, ENGINES } from '../../models/engine.ts';
 import { DEVICES } from '../../models/onnx/device.ts';
-import { TOKEN_PARAMETERS } from '../../eval/types.ts';
 
 const positiveInt = z.coerce.number().int().positive();
 
