@@ -1,6 +1,8 @@
 // metrl's scoring against the MET-Bench harness's own results on the same responses. The fixture folder is a harness
 // run folder: the response files (its row layout, with failed rows, a repeated example_id, a truncated answer, integer
-// shell states) and what the harness computed from them with python-chess 1.11 on CPython 3.11 (harness-rows.jsonl:
+// shell states) and what the harness computed from them: its metbench/scoring.py, confidence.py and evaluate.py's
+// score path at 16f2bf30, run with python-chess 1.11.2 on CPython 3.11.7, NumPy 2.4 and SciPy 1.17 (statsmodels was
+// not installable there: its proportion_confint Wilson branch, a dozen lines, stood in verbatim) (harness-rows.jsonl:
 // its parse and score_single_prediction_* result per answered row; harness-score.json: its `score` command's output
 // per file; summary.json: summarize() of each file as its run writes it). Each case states the verdict and its rule
 // (tests/rewards/metbench-cases.ts); here the stated verdict, the harness's recorded one and metrl's must all agree.
