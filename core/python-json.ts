@@ -139,11 +139,17 @@ export interface PyDumpsOptions {
   sortKeys?: boolean;
   /** Spaces per level (Python's indent=N, with separators (",", ": ")); absent: compact (",", ":"). */
   indent?: number;
+  /** Without indent: json.dumps's default separators (", ", ": ") instead of the compact ones. */
+  spaced?: boolean;
 }
 
-/** json.dumps(value, sort_keys=…, separators=(",", ":")) or, with indent, json.dumps(value, indent=N). */
+/**
+ * json.dumps(value, sort_keys=…, separators=(",", ":")), with `spaced` plain json.dumps(value), or with indent
+ * json.dumps(value, indent=N).
+ */
 export function pyDumps(value: PyValue, options: PyDumpsOptions = {}): string {
-  const { sortKeys = false, indent } = options;
+  const { sortKeys = false, indent, spaced = false } = options;
+  const comma = indent === undefined && spaced ? ', ' : ',';
   const write = (v: PyValue, depth: number): string => {
     if (v === null) return 'null';
     if (v === true) return 'true';
@@ -153,15 +159,15 @@ export function pyDumps(value: PyValue, options: PyDumpsOptions = {}): string {
     if (typeof v === 'string') return pyString(v);
     const inner = indent === undefined ? '' : `\n${' '.repeat(indent * (depth + 1))}`;
     const outer = indent === undefined ? '' : `\n${' '.repeat(indent * depth)}`;
-    const colon = indent === undefined ? ':' : ': ';
+    const colon = indent === undefined && !spaced ? ':' : ': ';
     if (Array.isArray(v)) {
       if (v.length === 0) return '[]';
-      return `[${inner}${v.map((x) => write(x, depth + 1)).join(`,${inner}`)}${outer}]`;
+      return `[${inner}${v.map((x) => write(x, depth + 1)).join(`${comma}${inner}`)}${outer}]`;
     }
     const keys = Object.keys(v);
     if (keys.length === 0) return '{}';
     if (sortKeys) keys.sort(byCodePoint);
-    return `{${inner}${keys.map((k) => `${pyString(k)}${colon}${write(v[k], depth + 1)}`).join(`,${inner}`)}${outer}}`;
+    return `{${inner}${keys.map((k) => `${pyString(k)}${colon}${write(v[k], depth + 1)}`).join(`${comma}${inner}`)}${outer}}`;
   };
   return write(value, 0);
 }

@@ -9,6 +9,26 @@ export interface Score {
   /** The parsed prediction in canonical form, or null when invalid. */
   prediction: string | null;
   metrics: Record<string, number | boolean | null>;
+  /** The MET-Bench harness's own per-row result, for the domains it scores (chess, shell, minecraft). */
+  harness?: HarnessRow;
+}
+
+/**
+ * One row as metbench/scoring.py's score_single_prediction_* returns it, under its key names: what the harness's
+ * aggregate_scores adds up (core/harness-summary.ts). Chess adds the exact-match, legal-board and changed-square counts.
+ */
+export interface HarnessRow {
+  invalid_pred: number;
+  successes: number;
+  trials: number;
+  exact_match?: number;
+  exact_board_match?: number;
+  exact_match_trials?: number;
+  legal_board?: number;
+  changed_sq_successes?: number;
+  changed_sq_trials?: number;
+  changed_successes?: number;
+  changed_trials?: number;
 }
 
 /** A row to score: what `metrl score` reads and evaluation writes. */
@@ -23,4 +43,6 @@ export interface ScoreInput {
 export interface ScoredRow {
   input: ScoreInput;
   score: Score;
+  /** Why generation stopped ('stop', 'length' …) when known: the harness counts 'length' as truncated. */
+  finishReason?: string | null;
 }

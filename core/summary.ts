@@ -1,11 +1,14 @@
-// Summaries of scored rows, one domain at a time: count, accuracy (mean reward) with its 95% interval (Wilson for
-// binary rewards, a normal interval of per-board means for graded ones, as the environment says), invalid answers,
-// exact-match rate, the mean of every numeric or boolean metric the reward reports (chess: changed-square accuracy,
-// legal-board rate, …) and the environment's own breakdowns. Shared by `metrl score`, evaluation and training logs,
-// so it knows nothing about any particular domain. Layer: core/ (an environment is seen only through SummaryEnv,
-// which envs/env.ts's Env satisfies).
+// Summaries of scored rows, one domain at a time: count, accuracy (mean reward) with its 95% interval, invalid
+// answers, exact-match rate, the mean of every numeric or boolean metric the reward reports and the environment's own
+// breakdowns. Shared by `metrl score`, evaluation and training logs, so it knows nothing about any particular domain.
+// Where every row carries the MET-Bench harness's own counts (chess, shell, minecraft), the summary is the harness's
+// (core/harness-summary.ts, kept whole under `harness`): accuracy, its interval (clustered by example for chess,
+// Wilson from one row on otherwise), exact match, and changed-square accuracy pooled over squares, not averaged over
+// rows. Other environments get a Wilson interval (binary rewards) or a normal interval of cluster means (graded).
+// Layer: core/ (an environment is seen only through SummaryEnv, which envs/env.ts's Env satisfies).
+import { aggregateHarnessRows, type HarnessSummary } from './harness-summary.ts';
 import { clusteredMeanInterval, mean, wilsonInterval, type Interval } from './stats.ts';
-import type { ScoredRow } from './score.ts';
+import type { HarnessRow, ScoredRow } from './score.ts';
 
 /**
  * How accuracy intervals are computed: 'wilson' for binary rewards (shell, boxes…), 'mean' for a normal interval of
@@ -35,19 +38,27 @@ export interface DomainSummary {
   metrics: Record<string, number | null>;
   /** Environment-specific breakdowns (env.summarize). */
   breakdown?: Record<string, unknown>;
+  /** The harness's own summary of these rows (its summary.json entry), for the domains it scores. */
+  harness?: HarnessSummary;
 }
 
 export interface SummaryOptions {
-  /** Cluster key of a row for 'mean' intervals: the board it is about. Default: initial state + target. */
+  /** Cluster key of a row for the intervals: the example it is about. Default: every row its own example. */
   clusterOf?: (row: ScoredRow, index: number) => string;
+  /** Rows that failed before an answer (not in `rows`), for the harness's `errors` count. */
+  errors?: number;
 }
 
 /** Metric names that mean "this answer is exactly right", in order of preference. */
 const EXACT_METRICS = ['exact', 'exactFen'];
 
-const defaultCluster = (row: ScoredRow): string => `${row.input.initialState ?? ''}\u0000${row.input.target}`;
+const defaultCluster = (_row: ScoredRow, index: number): string => String(index);
 
 export function summarizeScores(env: SummaryEnv, rows: ScoredRow[], options: SummaryOptions = {}): DomainSummary {
+  const clusterOf = options.clusterOf ?? defaultCluster;
+  const harnessRows = rows.map((r) => r.score.harness);
+  if (rows.length > 0 && harnessRows.every((h) => h !== undefined))
+    return harnessSummary(env, rows, harnessRows as HarnessRow[], clusterOf, options.errors ?? 0);
   const rewards = rows.map((r) => r.score.reward);
   const accuracy = mean(rewards);
   let interval: Interval | null;
@@ -55,7 +66,6 @@ export function summarizeScores(env: SummaryEnv, rows: ScoredRow[], options: Sum
     // Binary rewards: the number of successes is the sum of rewards.
     interval = wilsonInterval(Math.round(rewards.reduce((s, r) => s + r, 0)), rows.length);
   } else {
-    const clusterOf = options.clusterOf ?? defaultCluster;
     interval = clusteredMeanInterval(
       rewards,
       rows.map((row, i) => clusterOf(row, i)),
@@ -77,6 +87,41 @@ export function summarizeScores(env: SummaryEnv, rows: ScoredRow[], options: Sum
     metrics,
   };
   if (env.summarize && rows.length > 0) summary.breakdown = env.summarize(rows);
+  return summary;
+}
+
+/** The summary of rows the harness scores: its numbers, metrl's shape and breakdowns around them. */
+function harnessSummary(
+  env: SummaryEnv,
+  rows: ScoredRow[],
+  harnessRows: HarnessRow[],
+  clusterOf: (row: ScoredRow, index: number) => string,
+  errors: number,
+): DomainSummary {
+  const harness: HarnessSummary = {
+    ...aggregateHarnessRows(
+      harnessRows,
+      rows.map((row, i) => clusterOf(row, i)),
+    ),
+    completed: rows.length,
+    errors,
+    truncated: rows.filter((r) => r.finishReason === 'length').length,
+  };
+  const metrics = metricMeans(rows);
+  if ('changedSquareAccuracy' in metrics) metrics.changedSquareAccuracy = harness.changed_square_accuracy ?? null;
+  const low = harness.accuracy_ci_lower;
+  const high = harness.accuracy_ci_upper;
+  const summary: DomainSummary = {
+    domain: env.domain,
+    count: rows.length,
+    accuracy: harness.accuracy,
+    ci95: low !== null && high !== null ? { low, high, method: env.intervalMethod } : null,
+    invalid: harness.invalid_pred_count,
+    exactMatch: harness.exact_match ?? harness.accuracy,
+    metrics,
+    harness,
+  };
+  if (env.summarize) summary.breakdown = env.summarize(rows);
   return summary;
 }
 

@@ -18,7 +18,7 @@ export const ENV_FLAGS = [
     domain: 'chess',
     flag: 'chess-answer',
     describe:
-      'chess: reference (default: a FEN counts only on a "final answer" line, as MET-Bench) | bare-fen (also a response that is just a FEN; recorded in the summary)',
+      'chess: reference (default: the MET-Bench harness\'s parsing, six-field FENs on a "final answer" line) | lenient (also shorter FENs and a response that is only a FEN; recorded in the summary)',
   },
   {
     domain: 'boxes',

@@ -28,6 +28,7 @@ export async function evaluateItem(item: EvalItem, ctx: ItemContext): Promise<It
   const rng = new Rng(ctx.seed, 'backoff', item.id);
   let attempts = 0;
   let usage: TokenUsage | null = null;
+  let finishReason: string | null = null;
   const ask = async (query: Query): Promise<SourceReply> => {
     try {
       const outcome = await withRetries(
@@ -39,6 +40,7 @@ export async function evaluateItem(item: EvalItem, ctx: ItemContext): Promise<It
       );
       attempts += outcome.attempts;
       usage = addUsage(usage, outcome.value.usage);
+      finishReason = outcome.value.finishReason;
       return outcome.value;
     } catch (error) {
       attempts += attemptsOf(error);
@@ -55,8 +57,10 @@ export async function evaluateItem(item: EvalItem, ctx: ItemContext): Promise<It
       valid: score.valid,
       prediction: score.prediction,
       metrics: score.metrics,
+      ...(score.harness ? { harness: score.harness } : {}),
       status: 'ok',
       usage,
+      finish_reason: finishReason,
       error: null,
       latency_ms: Math.round(performance.now() - started),
       attempts,
@@ -69,6 +73,7 @@ export async function evaluateItem(item: EvalItem, ctx: ItemContext): Promise<It
       ...base,
       status: 'error',
       error: message,
+      status_code: error instanceof RequestFailure ? error.status : null,
       usage,
       latency_ms: Math.round(performance.now() - started),
       attempts,

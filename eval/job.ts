@@ -3,7 +3,7 @@
 // finish (the exit status). Layer: eval/; scripts/commands/evaluate.ts maps its flags onto EvaluateOptions.
 // Exit status: 0 when every item was answered (wrong answers included); 1 for a partial result, some items failed
 // after their retries (their rows say why, the report scores the rest, one `metrl: error:` line says how many; --resume
-// retries them); 2 for bad input and for a fatal stop (401/403/404 or an endpoint nobody answers at: every finished
+// retries them); 2 for bad input and for a fatal stop (400/401/402/403/404 or an endpoint nobody answers at: every finished
 // item is kept, the reason is printed; a stop before any answer leaves no run folder); 130 after Ctrl-C.
 import { dirname, join, resolve } from 'node:path';
 import { existsSync, readdirSync, statSync } from 'node:fs';
@@ -17,6 +17,7 @@ import { isHubAddress, readOfficialDataset } from '../envs/metbench/hub.ts';
 import { isParquetDataset, OFFICIAL_LIMIT, type OfficialSelection } from '../envs/metbench/official.ts';
 import type { Domain, Episode } from '../core/episode.ts';
 import type { Env } from '../envs/env.ts';
+import { checkMetbenchSettings, writeMetbenchFolder } from './metbench-folder.ts';
 import { isEvalRun, readRunReport } from './plot-sweeps.ts';
 import { COMPACT_STYLE, type CompactTemplate } from './query-to-chat.ts';
 import { stderrProgress } from './progress.ts';
@@ -26,7 +27,7 @@ import { readRunConfig, type ModelDescription, type RunConfig } from './run-conf
 import { runEvaluation, type RunOutcome } from './run.ts';
 import { expandSettings, parseModalities, parseNumberList, parseStringList, settingKey } from './settings.ts';
 import { describeModel, openSource, type SourceSpec } from './sources/index.ts';
-import type { ModelSource, Setting, Task } from './types.ts';
+import type { ModelSource, SamplingSettings, Setting, Task } from './types.ts';
 import { checkpointModelType } from '../models/load.ts';
 import { BUILTIN_MODEL_TYPE } from '../models/registry.ts';
 import { chooseEngine, type Engine, type OrtRuntime } from '../models/engine.ts';
@@ -47,8 +48,11 @@ export interface EvaluateOptions {
   /** Items per setting (default 100; 500, the harness's selection, for an official MET-Bench set). */
   n?: number;
   seed: number;
-  temperature: number;
+  /** null: omitted from requests (`--temperature omit`). */
+  temperature: number | null;
   maxTokens: number;
+  tokenParameter: NonNullable<SamplingSettings['tokenParameter']>;
+  reasoningEffort: string | null;
   /** Requests in flight. */
   workers: number;
   timeoutSeconds: number;
@@ -73,6 +77,8 @@ export interface EvaluateOptions {
    * with trajectories cut to --actions (10), recorded in <domain>-selection.json (envs/metbench/official.ts).
    */
   dataset?: string;
+  /** Also write the run as a MET-Bench harness run folder, OUT/metbench/ (eval/metbench-folder.ts). */
+  metbenchFiles?: boolean;
   /** The inference engine for a --checkpoint (default: the model's, models/engine.ts), ONNX Runtime's threads and device. */
   engine?: Engine;
   threads?: number;
@@ -94,6 +100,8 @@ interface Plan {
   files?: Record<string, string>;
   /** The engine a --checkpoint runs on. */
   engine: { engine: Engine; ort: OrtRuntime };
+  /** Write OUT/metbench/ too. */
+  metbenchFiles: boolean;
 }
 
 export async function evaluate(options: EvaluateOptions): Promise<void> {
@@ -215,10 +223,17 @@ async function planRun(options: EvaluateOptions): Promise<Plan> {
       'baseline:game-start predicts a state; it has no answer to --task perception (use baseline:random)',
     );
   }
+  if (options.metbenchFiles) checkMetbenchSettings(settings);
   if (model.kind === 'baseline' && options.cascade)
     throw new UserError('--cascade needs a model that reads images; baselines do not');
   if ((options.games !== undefined || options.offset !== undefined) && !domains.includes('chess'))
     throw new UserError('--games and --offset apply to --domain chess');
+  // The chess parsing travels with generated episodes; a dataset's rows bring their own (and `metrl score
+  // --chess-answer` rescores any rows either way).
+  if (dataset && options.envFlags['chess-answer'] !== undefined)
+    throw new UserError(
+      `--dataset ${options.dataset}: --chess-answer shapes generated episodes; rescore the run with metrl score --chess-answer instead`,
+    );
 
   const extra: Record<string, Record<string, unknown>> = {};
   if (options.games !== undefined) {
@@ -247,13 +262,19 @@ async function planRun(options: EvaluateOptions): Promise<Plan> {
     settings,
     n,
     seed: options.seed,
-    sampling: { temperature: options.temperature, max_tokens: options.maxTokens },
+    sampling: {
+      temperature: options.temperature,
+      max_tokens: options.maxTokens,
+      token_parameter: options.tokenParameter,
+      reasoning_effort: options.reasoningEffort,
+    },
     extra,
     runtime: {
       workers: options.workers,
       limit: options.limit ?? null,
       retries: options.retries,
       timeout_s: options.timeoutSeconds,
+      backoff_s: options.backoffSeconds,
     },
   };
   const retry: RetryPolicy = {
@@ -273,6 +294,7 @@ async function planRun(options: EvaluateOptions): Promise<Plan> {
     dataset,
     files: official ? { [official.manifestFile]: official.manifest } : undefined,
     engine: { engine, ort },
+    metbenchFiles: options.metbenchFiles ?? false,
   };
 }
 
@@ -316,7 +338,12 @@ function datasetEpisodes(path: string): Episode[] {
 
 /** The model behind one interface; the in-process checkpoint source and the compact template load only when used. */
 function openModel(plan: Plan, options: EvaluateOptions): Promise<ModelSource> {
-  const sampling = { temperature: options.temperature, maxTokens: options.maxTokens };
+  const sampling: SamplingSettings = {
+    temperature: options.temperature,
+    maxTokens: options.maxTokens,
+    tokenParameter: options.tokenParameter,
+    reasoningEffort: options.reasoningEffort,
+  };
   return openSource(plan.model, {
     envs: plan.envs,
     sampling,
@@ -379,6 +406,11 @@ function reportRun(plan: Plan, outcome: RunOutcome): RunReport {
     plan.envs,
   );
   writeReport(plan.out, report);
+  if (plan.metbenchFiles) {
+    const answered = new Set(outcome.rows.map((r) => r.id));
+    const aborted = outcome.stopped?.reason === 'fatal' ? outcome.items.filter((i) => !answered.has(i.id)) : [];
+    writeMetbenchFolder(plan.out, plan.settings, outcome.rows, itemsPerSetting, plan.envs, plan.files, aborted);
+  }
   process.stdout.write(renderTable([report]));
   process.stdout.write(
     `\n${plan.out}: ${SUMMARY_FILE}, ${TABLE_FILE}, per-item rows in <domain>-<modality>.jsonl (${outcome.asked} asked now, ${outcome.reused} reused)\n`,
@@ -434,6 +466,9 @@ function hint(status: number | null, model: ModelDescription): string {
     return keyVar ? ` (is ${keyVar} a valid key?)` : ' (the endpoint wants a key: --api-key-env NAME)';
   if (status === 403) return ' (the key has no access to this model or provider)';
   if (status === 404) return ' (check the model id, --provider or --endpoint URL)';
+  if (status === 402) return ' (the account has no credit left)';
+  if (status === 400)
+    return ' (the server refused the request: a reasoning model may need --temperature omit, or --token-parameter max_tokens for an older server; or a lower --max-tokens)';
   return '';
 }
 

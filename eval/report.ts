@@ -67,7 +67,14 @@ export function buildReport(
         initialState: r.initial_state,
         ...(r.meta ? { meta: r.meta } : {}),
       },
-      score: { reward: r.reward ?? 0, valid: r.valid ?? false, prediction: r.prediction, metrics: r.metrics ?? {} },
+      score: {
+        reward: r.reward ?? 0,
+        valid: r.valid ?? false,
+        prediction: r.prediction,
+        metrics: r.metrics ?? {},
+        ...(r.harness ? { harness: r.harness } : {}),
+      },
+      finishReason: r.finish_reason ?? null,
     }));
     const env = setting.task === 'perception' ? perceptionEnv(setting.domain) : envs.get(setting.domain)!;
     const items = itemsPerSetting.get(key) ?? mine.length;
@@ -78,7 +85,11 @@ export function buildReport(
       items,
       errors: mine.length - ok.length,
       missing: Math.max(0, items - mine.length),
-      summary: summarizeScores(env, scored),
+      // One example per episode, as the harness clusters by example_id.
+      summary: summarizeScores(env, scored, {
+        clusterOf: (_row, i) => ok[i].episode_id,
+        errors: mine.length - ok.length,
+      }),
     };
     if (setting.cascade) {
       const steps = ok.flatMap((r) => r.transcriptions ?? []);

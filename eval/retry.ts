@@ -1,7 +1,8 @@
 // Retrying model requests. Every failure of a source is classified once, here: rate limits (429), server errors (5xx),
-// timeouts and dropped connections are retried with exponential backoff (honouring Retry-After); 401, 403 and 404,
-// and an endpoint nobody answers at, mean the whole run cannot succeed (bad key, no access, wrong model or URL) and
-// stop it; anything else (a 400, a malformed reply) fails only its item, which `--resume` retries later.
+// timeouts and dropped connections are retried with exponential backoff (honouring Retry-After); 400, 401, 402, 403
+// and 404, as in the MET-Bench harness, and an endpoint nobody answers at, mean the whole run cannot succeed (a request
+// the server refuses, such as a parameter a reasoning model does not take, a bad key, no credit, no access, a wrong
+// model or URL) and stop it; anything else (a malformed reply) fails only its item, which `--resume` retries later.
 import { Rng } from '../core/rng.ts';
 
 export type FailureKind = 'retryable' | 'fatal' | 'item';
@@ -19,7 +20,7 @@ export class RequestFailure extends Error {
   }
 }
 
-const FATAL_STATUSES = new Set([401, 403, 404]);
+const FATAL_STATUSES = new Set([400, 401, 402, 403, 404]);
 
 export function kindOfStatus(status: number): FailureKind {
   if (FATAL_STATUSES.has(status)) return 'fatal';

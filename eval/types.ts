@@ -2,6 +2,7 @@
 // model source answers (track an episode, or read one image action), what a source replies, and the Row written per
 // item to `<domain>-<modality>.jsonl`. Sources never see settings or files; the runner never sees HTTP.
 import type { Domain, Episode, ModalitySetting } from '../core/episode.ts';
+import type { HarnessRow } from '../core/score.ts';
 
 export const TASKS = ['track', 'perception'] as const;
 /** track: predict the final state (Tables 1-3, 5; Figures 3, 4, 6). perception: one image → its action (Table 4). */
@@ -37,11 +38,21 @@ export interface TokenUsage {
 export interface SourceReply {
   text: string;
   usage: TokenUsage | null;
+  /** Why generation stopped, as the server said ('stop', 'length' …); null when it did not say. */
+  finishReason: string | null;
 }
 
+/** TOKEN_PARAMETERS: the request field that carries the token budget (reasoning models refuse max_tokens). */
+export const TOKEN_PARAMETERS = ['max_completion_tokens', 'max_tokens'] as const;
+
 export interface SamplingSettings {
-  temperature: number;
+  /** null: the request carries no temperature (`--temperature omit`); a checkpoint in process then decodes greedily. */
+  temperature: number | null;
   maxTokens: number;
+  /** Which request field carries maxTokens, for hosted models (the harness's --token-parameter; default max_completion_tokens). */
+  tokenParameter?: (typeof TOKEN_PARAMETERS)[number];
+  /** OpenAI's reasoning_effort, sent only when set. */
+  reasoningEffort?: string | null;
 }
 
 /** A model behind one interface: a hosted chat model, a local checkpoint, a baseline. */
@@ -96,9 +107,15 @@ export interface ItemRow {
   valid: boolean | null;
   prediction: string | null;
   metrics: Record<string, number | boolean | null> | null;
+  /** The MET-Bench harness's own result for this answer (chess, shell, minecraft), as score_single_prediction_* returns it. */
+  harness?: HarnessRow;
   status: ItemStatus;
   usage: TokenUsage | null;
+  /** The last reply's finish reason ('length': cut off by the token budget, which the harness counts as truncated). */
+  finish_reason?: string | null;
   error: string | null;
+  /** A failed request's HTTP status, when it had one (the harness records it too). */
+  status_code?: number | null;
   latency_ms: number;
   attempts: number;
   transcriptions?: Transcription[];

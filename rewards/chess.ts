@@ -1,33 +1,40 @@
-// The chess reward: parse a model's response into a FEN the way the MET-Bench reference evaluator does, and score it
-// against the target board. Pure: no I/O, no chess engine.
+// The chess reward, by the MET-Bench harness's rules (metbench/scoring.py at 16f2bf30, on python-chess 1.11): parse
+// the FEN a response commits to, and score it square by square against the target. Pure: no I/O, no Python.
 //
-// Parsing (reference behaviour): read the response's lines from the bottom up and take the first line that contains
-// "final answer" (any case) and holds exactly one valid FEN once backticks, asterisks, brackets, quotes, commas and
-// `\boxed{…}` wrappers are removed (we also remove `$`, which wraps `\boxed` in LaTeX answers, and trailing sentence
-// punctuation on each token). A line with two FENs is ambiguous and does not count; a FEN on the line *after* the
-// marker does not count either. If no line qualifies the answer is invalid and earns 0.
-// That is the default, exactly, so that metrl's numbers compare with MET-Bench's. One extension is available only when
-// asked for (`acceptBareFen`, the chess environment's `--chess-answer bare-fen`, recorded in every summary): a
-// response that is, as a whole, exactly one valid FEN (after the same clean-up) is accepted without the marker.
-// `parseChessAnswer(response, { requireMarker: false })` goes further and takes the lowest line holding exactly one FEN.
+// Parsing (the default, exactly the harness's): read the response's lines bottom-up (Python's line breaks: CR, LS and
+// the others split too) and take the first line containing "final answer" (any case) on which exactly one run of six
+// whitespace-separated tokens is a FEN python-chess accepts, once `\boxed{` and `\boxed` and the characters
+// ` * [ ] ( ) { } ' " , ; : . are replaced by spaces. So a placement-only or five-field FEN, a FEN split over two
+// lines, "x" for the side to move, "kqKQ", a trailing "!" or "$…$" around it are invalid (reward 0), and the six
+// fields must follow python-chess's syntax (see rewards/fen.ts: "Q~", "+2" and "e4" as en passant square are fine).
+// One extension only when asked for (`lenient`: the chess environment's `--chess-answer lenient`, recorded in every
+// summary and run config): where the harness finds nothing, a FEN of one to five fields on a marker line counts
+// (python-chess fills in the rest: w - - 0 1), and so does a response that is nothing but one FEN.
 //
-// Metrics: per-square accuracy (the reward), exact FEN (all six fields, only possible for a complete FEN), exact board
-// (placement), accuracy on the squares that differ between the initial and target boards (null without an initial
-// state or when no square changed), legal board (rewards/fen.ts isLegalBoard), invalid. A placement-only FEN is valid
-// and scored on its board; it can never be an exact FEN.
+// Metrics, as the harness computes them: per-square accuracy (the reward; squares compared by piece letter), exact
+// FEN (python-chess's normalised fen() of both), exact board (board_fen()), accuracy on the squares where the target
+// differs from the initial state (the standard start without one; null when none changed), legal board
+// (status() == STATUS_VALID, rewards/board-status.ts) and invalid. `harness` carries the row exactly as
+// score_single_prediction_chess returns it.
 import { UserError } from '../core/errors.ts';
-import type { Score, ScoreInput } from '../core/score.ts';
-import { expandPlacement, fenFromParts, isFenField, isLegalBoard, parseFen, type Fen } from './fen.ts';
+import type { HarnessRow, Score, ScoreInput } from '../core/score.ts';
+import { isLegalPosition } from './board-status.ts';
+import type { Position } from './chess-position.ts';
+import { boardFen, normalFen, parseFen, squareLetters, STARTING_FEN } from './fen.ts';
+import { pySplit, pySplitlines, pyStrip } from './python-str.ts';
 
 export interface ChessParseOptions {
-  /** Reference behaviour (default true): a FEN counts only on a "final answer" line. */
-  requireMarker?: boolean;
-  /** The extension (default false): a response that is nothing but one valid FEN counts too. */
-  acceptBareFen?: boolean;
+  /** The opt-in extension (default false): short FENs on a marker line, and a response that is only a FEN. */
+  lenient?: boolean;
 }
 
-/** Episode meta value that turns the bare-FEN extension on for scoring (set by `--chess-answer bare-fen`). */
-export const BARE_FEN_PARSING = 'bare-fen';
+/** Episode meta `answerParsing` values that turn the extension on ('bare-fen' is its name in older datasets). */
+export const LENIENT_PARSING = 'lenient';
+const LENIENT_VALUES = new Set([LENIENT_PARSING, 'bare-fen']);
+
+/** Does an episode's meta ask for the lenient parsing? */
+export const asksLenient = (meta: Record<string, unknown> | undefined): boolean =>
+  typeof meta?.answerParsing === 'string' && LENIENT_VALUES.has(meta.answerParsing);
 
 interface ChessMetrics {
   [name: string]: number | boolean | null;
@@ -41,116 +48,116 @@ interface ChessMetrics {
 
 const MARKER = 'final answer';
 
-/** Remove the decorations models wrap answers in; each becomes a space so that tokens stay apart. */
-function cleanAnswerLine(line: string): string {
-  return line
-    .replace(/\\boxed\s*\{([^{}]*)\}/g, ' $1 ')
-    .replace(/\\boxed/g, ' ')
-    .replace(/[`*[\]{}()"'“”‘’,$]/g, ' ');
-}
+/** _clean_chess_response_text: `\boxed{`, `\boxed` and each of ` * [ ] ( ) { } ' " , ; : . become a space. */
+const cleanLine = (line: string): string =>
+  line
+    .replaceAll('\\boxed{', ' ')
+    .replaceAll('\\boxed', ' ')
+    .replace(/[`*[\](){}'",;:.]/g, ' ');
 
-/** All valid FENs on one (cleaned) line: each placement token plus the well-formed fields that directly follow it. */
-function fensInLine(cleaned: string): Fen[] {
-  const tokens = cleaned
-    .split(/[\s:]+/) // a colon never occurs in a FEN: "ANSWER:rnbqkbnr/…" still yields the placement
-    .map((t) => t.replace(/[.;:!?]+$/, ''))
-    .filter((t) => t !== '');
-  const found: Fen[] = [];
-  for (let i = 0; i < tokens.length; i++) {
-    if (!expandPlacement(tokens[i])) continue;
-    const fields: string[] = [];
-    while (
-      fields.length < 5 &&
-      i + 1 + fields.length < tokens.length &&
-      isFenField(tokens[i + 1 + fields.length], fields.length)
-    ) {
-      fields.push(tokens[i + 1 + fields.length]);
-    }
-    const fen = fenFromParts(tokens[i], fields);
-    if (fen) found.push(fen);
-    i += fields.length;
+/** _valid_chess_fens: every run of six consecutive tokens of the cleaned line that Board(fen) accepts. */
+function sixTokenFens(tokens: string[]): string[] {
+  const found: string[] = [];
+  for (let i = 0; i + 6 <= tokens.length; i++) {
+    const candidate = tokens.slice(i, i + 6).join(' ');
+    if (parseFen(candidate)) found.push(candidate);
   }
   return found;
 }
 
-/** The FEN a response commits to, or null when there is none or it is ambiguous. */
-export function parseChessAnswer(response: string, options: ChessParseOptions = {}): Fen | null {
-  const requireMarker = options.requireMarker ?? true;
-  const lines = response.split(/\r?\n/).map(cleanAnswerLine);
+/** The extension: at each token, the longest run of one to six tokens that Board(fen) accepts. */
+function shortFens(tokens: string[]): string[] {
+  const found: string[] = [];
+  for (let i = 0; i < tokens.length; i++) {
+    for (let k = Math.min(6, tokens.length - i); k >= 1; k--) {
+      const candidate = tokens.slice(i, i + k).join(' ');
+      if (parseFen(candidate)) {
+        found.push(candidate);
+        i += k - 1;
+        break;
+      }
+    }
+  }
+  return found;
+}
+
+function fromMarkerLines(lines: string[], fens: (tokens: string[]) => string[]): Position | null {
   for (let i = lines.length - 1; i >= 0; i--) {
     if (!lines[i].toLowerCase().includes(MARKER)) continue;
-    const fens = fensInLine(lines[i]);
-    if (fens.length === 1) return fens[0];
-  }
-  if (options.acceptBareFen || !requireMarker) {
-    const whole = fensInLine(lines.join(' '));
-    const nonFenText = lines.join(' ').trim().replace(/\s+/g, ' ');
-    if (whole.length === 1 && stripTrailing(nonFenText) === whole[0].text) return whole[0];
-  }
-  if (!requireMarker) {
-    for (let i = lines.length - 1; i >= 0; i--) {
-      const fens = fensInLine(lines[i]);
-      if (fens.length === 1) return fens[0];
-    }
+    const candidates = fens(pySplit(cleanLine(lines[i])));
+    if (candidates.length === 1) return parseFen(candidates[0]);
   }
   return null;
 }
 
-function stripTrailing(text: string): string {
-  return text
-    .split(' ')
-    .map((t) => t.replace(/[.;:!?]+$/, ''))
-    .filter((t) => t !== '')
-    .join(' ');
+/** The position a response commits to, or null when it commits to none (or to two on its answer line). */
+export function parseChessAnswer(response: string, options: ChessParseOptions = {}): Position | null {
+  const lines = pySplitlines(response);
+  const reference = fromMarkerLines(lines, sixTokenFens);
+  if (reference || !options.lenient) return reference;
+  const short = fromMarkerLines(lines, shortFens);
+  if (short) return short;
+  const whole = pySplit(cleanLine(lines.join(' ')));
+  return whole.length >= 1 && whole.length <= 6 ? parseFen(whole.join(' ')) : null;
 }
 
-function requireFen(text: string, what: string): Fen {
-  const fen = parseFen(text);
-  if (!fen) throw new UserError(`${what} is not a valid FEN: ${JSON.stringify(text)}`);
-  return fen;
+/** parse_chess_fen_gt: the first line, stripped, without backticks and asterisks, as Board(fen) reads it. */
+function truth(text: string, what: string): Position {
+  const position = parseFen(pyStrip(text).split('\n')[0].replace(/[`*]/g, ''));
+  if (!position) throw new UserError(`${what} is not a valid FEN: ${JSON.stringify(text)}`);
+  return position;
 }
 
-/** Metrics of a parsed prediction (or null for an invalid answer) against the target. */
-function chessMetrics(prediction: Fen | null, target: Fen, initial: Fen | null): ChessMetrics {
-  const changed = initial ? target.board.map((c, i) => c !== initial.board[i]) : null;
-  const changedCount = changed ? changed.filter(Boolean).length : 0;
-  if (!prediction) {
-    return {
-      perSquare: 0,
-      exactFen: false,
-      exactBoard: false,
-      changedSquareAccuracy: changed && changedCount > 0 ? 0 : null,
-      legalBoard: false,
-      invalid: true,
-    };
-  }
-  let same = 0;
-  let sameChanged = 0;
-  for (let i = 0; i < 64; i++) {
-    if (prediction.board[i] !== target.board[i]) continue;
-    same++;
-    if (changed?.[i]) sameChanged++;
-  }
+/** score_single_prediction_chess: the harness's row and metrl's metrics for one parsed prediction. */
+function chessScore(prediction: Position | null, target: Position, initial: Position): Score {
+  const want = squareLetters(target);
+  const start = squareLetters(initial);
+  const changed = want.flatMap((c, i) => (c !== start[i] ? [i] : []));
+  const got = prediction ? squareLetters(prediction) : null;
+  const successes = got ? want.filter((c, i) => got[i] === c).length : 0;
+  const changedRight = got ? changed.filter((i) => got[i] === want[i]).length : 0;
+  const exactFen = prediction !== null && normalFen(prediction) === normalFen(target);
+  const exactBoard = prediction !== null && boardFen(prediction) === boardFen(target);
+  const legal = prediction !== null && isLegalPosition(prediction);
+  const harness: HarnessRow = {
+    invalid_pred: prediction ? 0 : 1,
+    successes,
+    trials: 64,
+    exact_match: Number(exactFen),
+    exact_board_match: Number(exactBoard),
+    exact_match_trials: 1,
+    legal_board: Number(legal),
+    changed_sq_successes: changedRight,
+    changed_sq_trials: changed.length,
+    changed_successes: changedRight,
+    changed_trials: changed.length,
+  };
+  const metrics: ChessMetrics = {
+    perSquare: successes / 64,
+    exactFen,
+    exactBoard,
+    changedSquareAccuracy: changed.length > 0 ? changedRight / changed.length : null,
+    legalBoard: legal,
+    invalid: prediction === null,
+  };
   return {
-    perSquare: same / 64,
-    exactFen: prediction.complete && prediction.text === target.text,
-    exactBoard: prediction.placement === target.placement || same === 64,
-    changedSquareAccuracy: changed && changedCount > 0 ? sameChanged / changedCount : null,
-    legalBoard: isLegalBoard(prediction.board),
-    invalid: false,
+    reward: metrics.perSquare,
+    valid: prediction !== null,
+    prediction: prediction ? normalFen(prediction) : null,
+    metrics,
+    harness,
   };
 }
 
-/** Score one response. The reward is the per-square accuracy; 0 when the answer is invalid. */
-/** Score a response; the episode's meta `answerParsing: 'bare-fen'` turns the bare-FEN extension on. */
+/**
+ * Score one response: the reward is the per-square accuracy, 0 when the answer is invalid. Without an initial state
+ * the changed squares are counted from the standard start, as the harness does; the episode's meta
+ * `answerParsing: 'lenient'` turns the extension on.
+ */
 export function scoreChess(input: ScoreInput, options: ChessParseOptions = {}): Score {
-  const target = requireFen(input.target, 'target');
+  const target = truth(input.target, 'target');
   const initial =
-    input.initialState !== undefined && input.initialState !== ''
-      ? requireFen(input.initialState, 'initial_state')
-      : null;
-  const acceptBareFen = options.acceptBareFen ?? input.meta?.answerParsing === BARE_FEN_PARSING;
-  const prediction = parseChessAnswer(input.response, { ...options, acceptBareFen });
-  const metrics = chessMetrics(prediction, target, initial);
-  return { reward: metrics.perSquare, valid: prediction !== null, prediction: prediction?.text ?? null, metrics };
+    input.initialState === undefined ? truth(STARTING_FEN, 'start') : truth(input.initialState, 'initial_state');
+  const lenient = options.lenient ?? asksLenient(input.meta);
+  return chessScore(parseChessAnswer(input.response, { lenient }), target, initial);
 }

@@ -1,4 +1,5 @@
-// The "FINAL ANSWER:" convention shared by the reference parsers: find the answer after the LAST marker (models often
+// The "FINAL ANSWER:" convention of the boxes, MCST and REM parsers (chess, the shell game and Minecraft use the MET-Bench
+// harness's own rules instead: rewards/chess.ts, choice-answer.ts): find the answer after the LAST marker (models often
 // restate the marker while reasoning), skipping lines that hold only decoration (markdown left over from
 // "**FINAL ANSWER:**", a lone "\boxed{"). Each domain's reward decides what happens without a marker and how the
 // answer line itself is read. Baselines write their answers in the same convention (finalAnswerResponse). Layer: rewards/.

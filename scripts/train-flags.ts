@@ -23,6 +23,7 @@ export const TrainFlagsSchema = z.object({
   games: z.string().min(1).optional(),
   dataset: z.string().min(1).optional(),
   offset: z.enum(['start', 'random']).optional(),
+  'chess-answer': z.enum(['reference', 'lenient']).optional(),
   quiet: z.boolean(),
   threads: threadsFlag(false),
   device: z.enum(DEVICES, { error: `unknown device; expected one of ${DEVICES.join(', ')}` }).optional(),
@@ -62,6 +63,11 @@ export function trainFlagOptions(y: Argv) {
     })
     .option('games', { type: 'string', describe: 'chess: PGN or UCI games file (default: the built-in generator)' })
     .option('offset', { type: 'string', describe: 'chess: start | random ply offset into each game' })
+    .option('chess-answer', {
+      type: 'string',
+      describe:
+        "chess: reference (default: the MET-Bench harness's parsing) | lenient (a placement or short FEN and a bare FEN earn credit too; recorded in config.json)",
+    })
     .option('dataset', {
       type: 'string',
       describe:

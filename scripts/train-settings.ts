@@ -64,6 +64,9 @@ function refuseChanges(
     refuse('games', resolve(flags.games), info.envExtra.games);
   if (flags.offset !== undefined && flags.offset !== info.envExtra.offset)
     refuse('offset', flags.offset, info.envExtra.offset);
+  const parsing = flags['chess-answer'];
+  if (parsing !== undefined && parsing !== (info.envExtra['chess-answer'] ?? 'reference'))
+    refuse('chess-answer', parsing, info.envExtra['chess-answer'] ?? 'reference');
   // A --config file counts through the values it gives (flags win over it, as when the run was started).
   const given = { ...(flags.config ? readConfigFile(flags.config) : {}), ...flagConfig };
   for (const [key, value] of Object.entries(given)) {
@@ -143,6 +146,10 @@ export async function runSettings(flags: TrainFlags): Promise<RunSettings> {
         );
       if ((flags.games ?? flags.offset) !== undefined)
         throw new UserError('--dataset: --games and --offset shape generated chess episodes; a dataset brings its own');
+      if (flags['chess-answer'] !== undefined)
+        throw new UserError(
+          '--dataset: --chess-answer travels with generated episodes; a dataset brings its own (metrl generate --chess-answer lenient)',
+        );
     }
     const datasetDomain = dataset?.domain ?? flags.domain;
     if (!datasetDomain)
@@ -153,6 +160,8 @@ export async function runSettings(flags: TrainFlags): Promise<RunSettings> {
       );
     if ((flags.games !== undefined || flags.offset !== undefined) && datasetDomain !== 'chess')
       throw new UserError('--games and --offset apply to --domain chess');
+    if (flags['chess-answer'] !== undefined && datasetDomain !== 'chess')
+      throw new UserError('--chess-answer applies to --domain chess');
     if (flags.games !== undefined && !existsSync(flags.games))
       throw new UserError(`--games ${flags.games}: no such file`);
     domain = datasetDomain;
@@ -171,6 +180,8 @@ export async function runSettings(flags: TrainFlags): Promise<RunSettings> {
     envExtra = {};
     if (flags.games !== undefined) envExtra.games = resolve(flags.games);
     if (flags.offset !== undefined) envExtra.offset = flags.offset;
+    // The lenient reward is an opt-in: recorded where the run's settings are, and read by the episodes' scoring.
+    if (flags['chess-answer'] === 'lenient') envExtra['chess-answer'] = 'lenient';
   }
   return { domain, modality, runDir, config, checkpointDir, envExtra, datasetPath, dataset };
 }

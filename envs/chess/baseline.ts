@@ -3,7 +3,7 @@
 // over random squares, and reads a perception image as a random move. Layer: envs/.
 import type { Rng } from '../../core/rng.ts';
 import type { Episode } from '../../core/episode.ts';
-import { placementOf } from '../../rewards/fen.ts';
+import { placementOf } from '../../rewards/placement.ts';
 import { squareName } from './uci.ts';
 
 /** Env.baselineAnswer: the initial FEN ('game-start') or its pieces scattered ('random'). */

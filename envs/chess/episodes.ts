@@ -10,7 +10,7 @@ import type { Candidate, SampleOptions } from '../env.ts';
 import { Board } from './board.ts';
 import { CHECKPOINT_PLIES, readGamesFile, type Game } from './games.ts';
 import { playSyntheticMove, startBoard } from './synthetic.ts';
-import { BARE_FEN_PARSING } from '../../rewards/chess.ts';
+import { LENIENT_PARSING } from '../../rewards/chess.ts';
 
 const OFFSETS = ['start', 'random'] as const;
 type Offset = (typeof OFFSETS)[number];
@@ -19,8 +19,8 @@ type Offset = (typeof OFFSETS)[number];
 const chessExtraSchema = z.looseObject({
   games: z.string().min(1).optional(),
   offset: z.enum(OFFSETS).default('start'),
-  /** How answers are parsed: as the reference evaluator (default), or also accepting a bare FEN (recorded in meta). */
-  'chess-answer': z.enum(['reference', 'bare-fen']).default('reference'),
+  /** How answers are parsed: as the MET-Bench harness (default), or with the lenient extension (recorded in meta). */
+  'chess-answer': z.enum(['reference', LENIENT_PARSING]).default('reference'),
 });
 
 /** With a random offset, synthetic episodes start after 0 to this many plies of play. */
@@ -81,7 +81,7 @@ export function chessCandidates(rng: Rng, options: SampleOptions): Iterable<Cand
       : synthetic(rng, count, extra.offset);
   if (extra['chess-answer'] === 'reference') return unique(source);
   // The scoring option travels with each episode (into evaluation rows too, so `metrl score` honours it).
-  return withMeta(unique(source), { answerParsing: BARE_FEN_PARSING });
+  return withMeta(unique(source), { answerParsing: LENIENT_PARSING });
 }
 
 function* withMeta(source: Iterable<Candidate>, meta: Record<string, unknown>): Generator<Candidate> {

@@ -1,6 +1,6 @@
 // The chess environment of MET-Bench: episodes from real games (a PGN or UCI file) or the built-in synthetic games,
 // moves shown as UCI text or as images of the move on an empty board, answers scored per square.
-import { BARE_FEN_PARSING, scoreChess } from '../../rewards/chess.ts';
+import { asksLenient, scoreChess } from '../../rewards/chess.ts';
 import type { Env } from '../env.ts';
 import { chessBaselineAnswer, randomChessMove } from './baseline.ts';
 import { Board } from './board.ts';
@@ -23,14 +23,14 @@ export const chessEnv: Env = {
   prompt: chessPrompt,
   perceptionProbe: chessPerceptionProbe,
   score: (input) => scoreChess(input),
-  // Every summary says how answers were parsed, so that a number scored with the bare-FEN extension is never taken
+  // Every summary says how answers were parsed, so that a number scored with the lenient extension is never taken
   // for one comparable with MET-Bench's.
   summarize: (rows) => ({
-    answerParsing: rows.some((r) => r.input.meta?.answerParsing === BARE_FEN_PARSING)
-      ? 'bare-fen accepted (not the reference)'
+    answerParsing: rows.some((r) => asksLenient(r.input.meta))
+      ? 'lenient: short FENs and bare FENs accepted (not the MET-Bench harness)'
       : 'reference',
   }),
-  // Per-square rewards of one board are not independent: the interval is over mean board scores (clustered by board).
+  // Per-square rewards of one board are not independent: the interval is over example scores (clustered by example).
   intervalMethod: 'mean',
   baselineAnswer: chessBaselineAnswer,
   randomPerceptionAnswer: randomChessMove,

@@ -21,10 +21,14 @@ export function baselineSource(name: BaselineName, seed: number): ModelSource {
           throw new UserError(
             'baseline:game-start predicts a state; it has no answer to the perception task (use baseline:random)',
           );
-        return { text: env.randomPerceptionAnswer(query.episode, query.index, rng), usage: null };
+        return { text: env.randomPerceptionAnswer(query.episode, query.index, rng), usage: null, finishReason: 'stop' };
       }
       if (!env.baselineAnswer) throw new UserError(`baseline:${name} is not defined for ${domain}`);
-      return { text: finalAnswerResponse(env.baselineAnswer(query.episode, name, rng)), usage: null };
+      return {
+        text: finalAnswerResponse(env.baselineAnswer(query.episode, name, rng)),
+        usage: null,
+        finishReason: 'stop',
+      };
     },
   };
 }

@@ -24,7 +24,11 @@ export interface HostedOptions {
 /** The part of a chat completion we rely on; anything else the server sends is ignored. */
 const completionSchema = z.object({
   choices: z
-    .array(z.object({ message: z.object({ content: z.string().nullish() }).passthrough() }).passthrough())
+    .array(
+      z
+        .object({ message: z.object({ content: z.string().nullish() }).passthrough(), finish_reason: z.unknown() })
+        .passthrough(),
+    )
     .min(1, 'no choices in the reply'),
   usage: z
     .object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number().optional() })
@@ -54,8 +58,7 @@ export function hostedSource(options: HostedOptions): ModelSource {
               : { provider: options.provider as InferenceProviderOrPolicy }),
             ...(options.accessToken ? { accessToken: options.accessToken } : {}),
             messages: messages as Parameters<typeof chatCompletion>[0]['messages'],
-            temperature: options.sampling.temperature,
-            max_tokens: options.sampling.maxTokens,
+            ...requestSettings(options.sampling),
           },
           { fetch: recordingFetch, signal, retry_on_error: false },
         );
@@ -73,8 +76,25 @@ export function hostedSource(options: HostedOptions): ModelSource {
             total_tokens: reply.usage.total_tokens ?? reply.usage.prompt_tokens + reply.usage.completion_tokens,
           }
         : null;
-      return { text: redact(reply.choices[0].message.content ?? ''), usage };
+      const finish = reply.choices[0].finish_reason;
+      return {
+        text: redact(reply.choices[0].message.content ?? ''),
+        usage,
+        finishReason: typeof finish === 'string' ? finish : null,
+      };
     },
+  };
+}
+
+/**
+ * The sampling fields of a request, as the MET-Bench harness sends them: the token budget under the chosen field
+ * (max_completion_tokens by default), the temperature unless omitted, reasoning_effort when given.
+ */
+function requestSettings(sampling: SamplingSettings): Record<string, number | string> {
+  return {
+    [sampling.tokenParameter ?? 'max_completion_tokens']: sampling.maxTokens,
+    ...(sampling.temperature !== null ? { temperature: sampling.temperature } : {}),
+    ...(sampling.reasoningEffort ? { reasoning_effort: sampling.reasoningEffort } : {}),
   };
 }
 

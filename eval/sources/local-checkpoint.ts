@@ -62,7 +62,7 @@ export async function checkpointSource(
       if (room < 1)
         throw new Error(`prompt of ${prompt.tokens.length} tokens does not fit the model's context of ${maxContext}`);
       const [completion] = await generator.generate(prompt, {
-        temperature: sampling.temperature,
+        temperature: sampling.temperature ?? 0,
         topP: 1,
         maxNewTokens: Math.min(sampling.maxTokens, room),
       });
@@ -74,6 +74,7 @@ export async function checkpointSource(
           completion_tokens: completionTokens,
           total_tokens: prompt.tokens.length + completionTokens,
         },
+        finishReason: completion.finished ? 'stop' : 'length',
       };
     },
     async close() {

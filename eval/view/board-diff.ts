@@ -1,7 +1,7 @@
 // A chess answer made visible: the predicted board beside the target, square by square, with the squares it gets
 // wrong marked. The per-square reward is the share of the 64 squares that match (rewards/chess.ts); this is the
 // same comparison, kept per square for the page.
-import { expandPlacement } from '../../rewards/fen.ts';
+import { expandPlacement } from '../../rewards/placement.ts';
 
 export interface BoardDiff {
   /** 64 squares, a8 first (the order a FEN lists them): a piece letter or '.' for empty; null when unparsed. */

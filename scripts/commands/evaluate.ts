@@ -5,6 +5,7 @@ import type { CommandModule } from 'yargs';
 import { z } from 'zod';
 import { ENV_FLAGS, envFlagOptions, envFlagShape } from '../../envs/cli-options.ts';
 import type { EvaluateOptions } from '../../eval/job.ts';
+import { TOKEN_PARAMETERS } from '../../eval/types.ts';
 import { handler } from '../command.ts';
 import { threadsFlag } from '../threads-flag.ts';
 import { checkpointAndBase } from '../checkpoint-flags.ts';
@@ -32,8 +33,12 @@ const schema = z.object({
   seed: z.coerce.number().int().min(0),
   task: z.enum(['track', 'perception']),
   cascade: z.boolean(),
-  temperature: z.coerce.number().min(0).max(2),
-  'max-tokens': positiveInt.max(32768),
+  temperature: z.union([z.literal('omit').transform(() => null), z.coerce.number().min(0).max(2)], {
+    error: 'must be a number from 0 to 2, or omit',
+  }),
+  'max-tokens': positiveInt.max(131072),
+  'token-parameter': z.enum(TOKEN_PARAMETERS, { error: `expected one of ${TOKEN_PARAMETERS.join(', ')}` }),
+  'reasoning-effort': z.string().min(1).optional(),
   workers: positiveInt.max(256),
   timeout: z.coerce.number().positive().max(3600),
   retries: z.coerce.number().int().min(0).max(20),
@@ -47,6 +52,7 @@ const schema = z.object({
   quiet: z.boolean(),
   tables: z.array(z.string().min(1)).min(1).optional(),
   dataset: z.string().min(1).optional(),
+  'metbench-files': z.boolean(),
   engine: z.enum(ENGINES, { error: `unknown engine; expected one of ${ENGINES.join(', ')}` }).optional(),
   threads: threadsFlag(true),
   device: z.enum(DEVICES, { error: `unknown device; expected one of ${DEVICES.join(', ')}` }).optional(),
@@ -75,6 +81,8 @@ function evaluateOptions(flags: EvaluateFlags): EvaluateOptions {
     seed: flags.seed,
     temperature: flags.temperature,
     maxTokens: flags['max-tokens'],
+    tokenParameter: flags['token-parameter'],
+    reasoningEffort: flags['reasoning-effort'] ?? null,
     workers: flags.workers,
     timeoutSeconds: flags.timeout,
     retries: flags.retries,
@@ -88,6 +96,7 @@ function evaluateOptions(flags: EvaluateFlags): EvaluateOptions {
     quiet: flags.quiet,
     tables: flags.tables,
     dataset: flags.dataset,
+    metbenchFiles: flags['metbench-files'],
     engine: flags.engine,
     threads: flags.threads,
     device: flags.device,
@@ -170,8 +179,25 @@ const command: CommandModule = {
         default: false,
         describe: 'transcribe each image action first, then track on text (Table 3)',
       })
-      .option('temperature', { type: 'number', default: 0, describe: 'sampling temperature (the paper uses 0)' })
-      .option('max-tokens', { type: 'number', default: 1024, describe: 'maximum tokens per answer' })
+      .option('temperature', {
+        type: 'string',
+        default: '0',
+        describe: 'sampling temperature 0-2 (the paper uses 0), or omit: send none (reasoning models refuse one)',
+      })
+      .option('max-tokens', {
+        type: 'number',
+        default: 4096,
+        describe: "maximum tokens per answer (the harness's 4096)",
+      })
+      .option('token-parameter', {
+        type: 'string',
+        default: 'max_completion_tokens',
+        describe: 'request field for --max-tokens: max_completion_tokens (as the harness) | max_tokens (older servers)',
+      })
+      .option('reasoning-effort', {
+        type: 'string',
+        describe: 'sent as reasoning_effort (e.g. low, medium, high) to reasoning models; default: not sent',
+      })
       .option('workers', { type: 'number', default: 4, describe: 'requests in flight' })
       .option('timeout', { type: 'number', default: 120, describe: 'seconds per request before it is retried' })
       .option('retries', {
@@ -204,6 +230,12 @@ const command: CommandModule = {
         type: 'string',
         describe:
           'evaluate the rows of a folder `metrl generate` wrote (its domain and action count; --n caps the rows), or an official MET-Bench set: a local copy of its parquet shards or hf://vanyacohen/MET-Bench-Chess[@revision] (-Shell, -Minecraft)',
+      })
+      .option('metbench-files', {
+        type: 'boolean',
+        default: false,
+        describe:
+          'also write OUT/metbench/: the run as a MET-Bench harness run folder (its <domain>-<modality>.jsonl rows and summary.json); one setting per domain and modality',
       })
       .option('engine', {
         type: 'string',

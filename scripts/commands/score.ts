@@ -1,170 +1,133 @@
-// `metrl score FILE.jsonl [--out FILE]`: rescore saved responses without a model. Each row needs `domain`, `target`
-// and `response` (optionally `initial_state`/`initialState`, `meta`, and `episode_id`/`id` to cluster samples of one
-// board). Prints a JSON summary per domain (core/summary.ts); with --out, writes every row back with its reward,
-// validity, parsed prediction and metrics. Rows whose response is null (failed requests) and perception rows are
-// skipped and counted. A row that does not parse or lacks a field stops the command with its line number.
+// `metrl score PATH [--out FILE] [--format metrl|metbench] [--chess-answer reference|lenient]`: rescore saved
+// responses without a model (eval/rescore.ts).
+// PATH is a JSONL file (each row needs `domain`, `target` and `response`; optionally `initial_state`/`initialState`,
+// `meta`, `example_id`/`episode_id`/`id`, `setting`, `error`, `finish_reason`) or a MET-Bench harness run folder
+// (`<domain>-<modality>.jsonl` files beside summary.json). Prints metrl's summary per domain, or with --format metbench
+// what the harness itself prints (`evaluate.py score FILE`) or writes (summary.json, for a folder). With --out, writes
+// every row of a file back with its reward, validity, parsed prediction and metrics. A row that does not parse or
+// lacks a field stops the command with its line number.
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
 import type { CommandModule } from 'yargs';
-import { z, type ZodError } from 'zod';
+import { z } from 'zod';
 import { handler } from '../command.ts';
+import { writeFileAtomic } from '../../core/files.ts';
 import { UserError } from '../../core/errors.ts';
-import { readJsonl, writeFileAtomic } from '../../core/files.ts';
-import { getEnv } from '../../envs/registry.ts';
-import type { Env } from '../../envs/env.ts';
-import type { Score, ScoredRow } from '../../core/score.ts';
-import { summarizeScores, type DomainSummary } from '../../core/summary.ts';
+import { scoreOutput, summaryJson, type MetbenchEntry } from '../../eval/metbench-layout.ts';
+import {
+  harnessScore,
+  metbenchEntry,
+  metbenchFiles,
+  rescoreFile,
+  scoreReport,
+  type ChessParsing,
+  type Rescored,
+} from '../../eval/rescore.ts';
 
 const schema = z.object({
   file: z.string().min(1),
   out: z.string().min(1).optional(),
+  format: z.enum(['metrl', 'metbench'], { error: 'unknown format; expected metrl or metbench' }),
+  'chess-answer': z.enum(['reference', 'lenient'], { error: 'expected reference or lenient' }).optional(),
 });
 
 type ScoreFlags = z.infer<typeof schema>;
 
-const rowSchema = z.object({
-  domain: z.string().min(1),
-  target: z.union([z.string(), z.number().transform(String)]),
-  response: z.string().nullable(),
-  initial_state: z.string().optional(),
-  initialState: z.string().optional(),
-  meta: z.record(z.string(), z.unknown()).optional(),
-  id: z.union([z.string(), z.number()]).optional(),
-  episode_id: z.string().optional(),
-  task: z.string().optional(),
-});
-
-type ScoreRow = z.infer<typeof rowSchema>;
-
-interface Rescored {
-  line: number;
-  original: Record<string, unknown>;
-  row: ScoreRow;
-  score: Score | null;
-  skipped?: 'no-response' | 'perception';
+function scoredLines(rescored: Rescored[]): string {
+  const lines = rescored.map((r) =>
+    JSON.stringify(
+      r.score
+        ? {
+            ...r.original,
+            reward: r.score.reward,
+            valid: r.score.valid,
+            prediction: r.score.prediction,
+            metrics: r.score.metrics,
+          }
+        : { ...r.original, reward: null, valid: null, prediction: null, metrics: null },
+    ),
+  );
+  return `${lines.join('\n')}\n`;
 }
 
-/** "missing field 'target'" or "field 'response' must be a string or null"; one line for one bad row. */
-function describeRowError(error: ZodError, value: unknown): string {
-  const issue = error.issues[0];
-  const field = issue.path.join('.');
-  if (issue.path.length === 0) return 'not a JSON object';
-  if (issue.path.length === 1 && !Object.hasOwn(value as object, issue.path[0] as string))
-    return `missing field '${field}'`;
-  return `field '${field}': ${issue.message}`;
-}
-
-async function rescore(file: string): Promise<{ rescored: Rescored[]; envs: Map<string, Env> }> {
-  const { rows } = readJsonl<unknown>(file);
-  if (rows.length === 0) throw new UserError(`${file}: no rows to score`);
-  const envs = new Map<string, Env>();
-  const rescored: Rescored[] = [];
-  for (const { line, value } of rows) {
-    const where = `${file}:${line}`;
-    const parsed = rowSchema.safeParse(value);
-    if (!parsed.success) throw new UserError(`${where}: ${describeRowError(parsed.error, value)}`);
-    const row = parsed.data;
-    const original = value as Record<string, unknown>;
-    let env = envs.get(row.domain);
-    if (!env) {
-      try {
-        env = await getEnv(row.domain);
-      } catch (error) {
-        throw error instanceof UserError ? new UserError(`${where}: ${error.message}`) : error;
-      }
-      envs.set(row.domain, env);
-    }
-    if (row.task === 'perception') {
-      rescored.push({ line, original, row, score: null, skipped: 'perception' });
-      continue;
-    }
-    if (row.response === null) {
-      rescored.push({ line, original, row, score: null, skipped: 'no-response' });
-      continue;
-    }
-    const initialState = row.initial_state ?? row.initialState;
-    try {
-      const score = env.score({
-        target: row.target,
-        response: row.response,
-        ...(initialState !== undefined ? { initialState } : {}),
-        ...(row.meta ? { meta: row.meta } : {}),
-      });
-      rescored.push({ line, original, row, score });
-    } catch (error) {
-      throw error instanceof UserError ? new UserError(`${where}: ${error.message}`) : error;
-    }
+/** The chess parsing: the harness's for its own output format, else the flag's, else as the rows recorded it. */
+function parsingOf(flags: ScoreFlags): ChessParsing {
+  if (flags.format === 'metbench') {
+    if (flags['chess-answer'] === 'lenient')
+      throw new UserError("--format metbench prints the harness's scores; --chess-answer lenient is not its parsing");
+    return 'reference';
   }
-  return { rescored, envs };
+  return flags['chess-answer'] ?? 'as-recorded';
 }
 
-export interface ScoreReport {
-  file: string;
-  count: number;
-  skipped?: { noResponse: number; perception: number };
-  domains: Record<string, DomainSummary>;
-}
-
-function report(file: string, rescored: Rescored[], envs: Map<string, Env>): ScoreReport {
-  const domains: Record<string, DomainSummary> = {};
-  for (const [domain, env] of envs) {
-    const mine = rescored.filter((r) => r.row.domain === domain && r.score !== null);
-    const scored: ScoredRow[] = mine.map((r) => ({
-      input: {
-        target: r.row.target,
-        response: r.row.response ?? '',
-        initialState: r.row.initial_state ?? r.row.initialState,
-        meta: r.row.meta,
-      },
-      score: r.score!,
-    }));
-    const clusters = mine.map((r) =>
-      String(r.row.episode_id ?? r.row.id ?? `${r.row.initial_state ?? r.row.initialState ?? ''}\u0000${r.row.target}`),
-    );
-    domains[domain] = summarizeScores(env, scored, { clusterOf: (_row, i) => clusters[i] });
+async function scoreFolder(dir: string, flags: ScoreFlags): Promise<string> {
+  const files = metbenchFiles(dir);
+  const parsing = parsingOf(flags);
+  if (flags.format === 'metbench') {
+    const entries: Record<string, MetbenchEntry> = {};
+    for (const { name, key } of files)
+      entries[key] = metbenchEntry(dir, key, (await rescoreFile(join(dir, name), parsing)).rescored);
+    return summaryJson(entries);
   }
-  const noResponse = rescored.filter((r) => r.skipped === 'no-response').length;
-  const perception = rescored.filter((r) => r.skipped === 'perception').length;
-  return {
-    file,
-    count: rescored.length - noResponse - perception,
-    ...(noResponse + perception > 0 ? { skipped: { noResponse, perception } } : {}),
-    domains,
-  };
+  const reports: Record<string, unknown> = {};
+  for (const { name, key } of files) {
+    const { rescored, envs } = await rescoreFile(join(dir, name), parsing);
+    reports[key] = scoreReport(join(dir, name), rescored, envs);
+  }
+  return `${JSON.stringify({ dir, files: reports }, null, 2)}\n`;
 }
 
 async function run(flags: ScoreFlags): Promise<void> {
-  const { rescored, envs } = await rescore(flags.file);
-  const summary = report(flags.file, rescored, envs);
-  if (flags.out) {
-    const lines = rescored.map((r) =>
-      JSON.stringify(
-        r.score
-          ? {
-              ...r.original,
-              reward: r.score.reward,
-              valid: r.score.valid,
-              prediction: r.score.prediction,
-              metrics: r.score.metrics,
-            }
-          : { ...r.original, reward: null, valid: null, prediction: null, metrics: null },
-      ),
-    );
-    writeFileAtomic(flags.out, lines.join('\n') + '\n');
+  const folder = (() => {
+    try {
+      return statSync(flags.file).isDirectory();
+    } catch {
+      return false;
+    }
+  })();
+  if (folder) {
+    if (flags.out !== undefined)
+      throw new UserError('--out writes the rows of one file; give a .jsonl file, not a folder');
+    process.stdout.write(await scoreFolder(flags.file, flags));
+    return;
   }
-  process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
+  const { rescored, envs } = await rescoreFile(flags.file, parsingOf(flags));
+  // Everything is computed before anything is written: a file the harness cannot score leaves no --out behind.
+  const text =
+    flags.format === 'metbench'
+      ? `${scoreOutput(harnessScore(rescored))}\n`
+      : `${JSON.stringify(scoreReport(flags.file, rescored, envs), null, 2)}\n`;
+  if (flags.out) writeFileAtomic(flags.out, scoredLines(rescored));
+  process.stdout.write(text);
 }
 
 const command: CommandModule = {
   command: 'score <file>',
-  describe: 'Rescore saved responses (JSONL rows with domain, target, response) and print a JSON summary',
+  describe: 'Rescore saved responses (a JSONL file, or a MET-Bench harness run folder) and print a JSON summary',
   builder: (y) =>
     y
-      .positional('file', { type: 'string', describe: 'JSONL file: one row per response' })
+      .positional('file', {
+        type: 'string',
+        describe: 'JSONL file (one row per response) or a harness run folder (<domain>-<modality>.jsonl files)',
+      })
       .option('out', {
         type: 'string',
-        describe: 'write every row back with reward, valid, prediction and metrics (JSONL)',
+        describe: 'write every row back with reward, valid, prediction and metrics (JSONL; for a file)',
+      })
+      .option('format', {
+        type: 'string',
+        default: 'metrl',
+        describe:
+          "metrl (the summary per domain, with the harness's numbers under `harness`) | metbench (what the harness prints for a file, its summary.json for a folder)",
+      })
+      .option('chess-answer', {
+        type: 'string',
+        describe:
+          "chess: reference (the harness's parsing for every row) | lenient (the opt-in for every row); default: as each row's meta says (always reference with --format metbench)",
       })
       .example('$0 score runs/eval/shell-text.jsonl', 'summary with 95% intervals')
-      .example('$0 score answers.jsonl --out scored.jsonl', 'also write per-row rewards'),
+      .example('$0 score answers.jsonl --out scored.jsonl', 'also write per-row rewards')
+      .example('$0 score harness-run/ --format metbench', "the harness's summary.json, recomputed"),
   handler: handler(schema, run),
 };
 

@@ -94,6 +94,37 @@ describe('metrl evaluate --dataset', () => {
       ]),
       /--dataset .*none: no such file or folder/,
     );
+    // The chess parsing travels with generated episodes: a dataset brings its own.
+    const chess = join(root, 'chess');
+    const made = await metrl([
+      'generate',
+      '--domain',
+      'chess',
+      '--modality',
+      'text',
+      '--n',
+      '2',
+      '--actions',
+      '1',
+      '--out',
+      chess,
+      '--quiet',
+    ]);
+    expect(made.code, made.stderr).toBe(0);
+    expectUserError(
+      await metrl([
+        'evaluate',
+        '--model',
+        'baseline:game-start',
+        '--dataset',
+        chess,
+        '--chess-answer',
+        'lenient',
+        '--out',
+        join(root, 'o'),
+      ]),
+      /--chess-answer shapes generated episodes; rescore the run with metrl score --chess-answer/,
+    );
     rmSync(root, { recursive: true, force: true });
   });
 });

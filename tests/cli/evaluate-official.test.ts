@@ -49,12 +49,24 @@ describe('metrl evaluate on the official MET-Bench sets', () => {
       '1',
       '--out',
       out,
+      '--metbench-files',
       '--quiet',
     ]);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const manifest = JSON.parse(readFileSync(join(out, 'shell-selection.json'), 'utf8'));
     expect(manifest.examples.map((e: { source_row: number }) => e.source_row)).toEqual([0, 2, 3]);
+    // The harness's folder names each task as the set does, beside the same selection manifest.
+    expect(readFileSync(join(out, 'metbench', 'shell-selection.json'), 'utf8')).toBe(
+      readFileSync(join(out, 'shell-selection.json'), 'utf8'),
+    );
+    const harnessRows = readFileSync(join(out, 'metbench', 'shell-image.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(harnessRows.map((r) => [r.example_id, r.source_row, r.fingerprint])).toEqual(
+      manifest.examples.map((e: Record<string, unknown>) => [e.example_id, e.source_row, e.fingerprint]),
+    );
     // Every request: three moves, the dataset's first three pictures in the image modality.
     expect(upstream.requests).toHaveLength(6);
     const image = upstream.requests.map((r) => r.body.messages[0].content).filter((c): c is Part[] => Array.isArray(c));

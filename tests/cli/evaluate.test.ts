@@ -103,8 +103,12 @@ describe('metrl evaluate (CLI)', () => {
     expect(rowsOf(join(out, 'shell-text.jsonl'))).toHaveLength(2);
     expect(up.requests).toHaveLength(3);
     fatal = false;
-    const second = await metrl([...base(up.url, out), '--n', '5', '--resume']);
-    expect(second.code).toBe(0);
+    // The resume must repeat the configuration, --workers included (as the harness requires).
+    const changed = await metrl([...base(up.url, out), '--n', '5', '--resume']);
+    expect(changed.code).toBe(2);
+    expect(changed.stderr).toMatch(/^metrl: error: --resume: 'runtime' differs from the stored run .*\n$/);
+    const second = await metrl([...base(up.url, out), '--n', '5', '--workers', '1', '--resume']);
+    expect(second.code, second.stderr).toBe(0);
     expect(up.requests).toHaveLength(3 + 3);
     expect(rowsOf(join(out, 'shell-text.jsonl'))).toHaveLength(5);
   });

@@ -1,11 +1,12 @@
 // `metrl score` through the real binary: the printed JSON summary (accuracy, Wilson interval, invalid, exact match,
 // skipped rows, per-domain sections), --out rows carrying reward and metrics, a generated dataset answered and
-// rescored end to end, and each bad row → exit 2 with one line naming its line number.
+// rescored end to end, the MET-Bench harness's own files rescored to its own output byte for byte, and each bad row →
+// exit 2 with one line naming its line number.
 import { describe, expect, it } from 'vitest';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expectUserError, metrl, scratchDir } from './helpers.ts';
-import { wilsonInterval } from '../../core/stats.ts';
+import { wilsonBounds } from '../../core/stats.ts';
 import { availableDomains } from '../../envs/registry.ts';
 
 function jsonl(rows: unknown[]): string {
@@ -31,12 +32,11 @@ describe('metrl score', () => {
     expect(result.code, result.stderr).toBe(0);
     const summary = JSON.parse(result.stdout);
     expect(summary.count).toBe(4);
-    expect(summary.skipped).toEqual({ noResponse: 1, perception: 0 });
+    expect(summary.skipped).toEqual({ errors: 1, perception: 0, replaced: 0 });
     const shell = summary.domains.shell;
     expect(shell).toMatchObject({ count: 4, accuracy: 0.5, invalid: 1, exactMatch: 0.5 });
-    expect(shell.ci95.method).toBe('wilson');
-    expect(shell.ci95.low).toBeCloseTo(wilsonInterval(2, 4)!.low, 12);
-    expect(shell.ci95.high).toBeCloseTo(wilsonInterval(2, 4)!.high, 12);
+    expect(shell.ci95).toEqual({ ...wilsonBounds(2, 4), method: 'wilson' });
+    expect(shell.harness).toMatchObject({ completed: 4, errors: 1, truncated: 0 });
     const scored = readFileSync(out, 'utf8')
       .trim()
       .split('\n')
@@ -121,6 +121,65 @@ describe('metrl score', () => {
     expect(existsSync(out)).toBe(false);
   });
 
+  it("reads the harness's rows: integer states, failed requests without a response, an example's last row wins", async () => {
+    const dir = scratchDir('harness-rows');
+    const file = join(dir, 'shell-text.jsonl');
+    const row = (id: string, more: object) => ({
+      domain: 'shell',
+      modality: 'text',
+      example_id: id,
+      target: 2,
+      initial_state: 1,
+      ...more,
+    });
+    writeFileSync(
+      file,
+      jsonl([
+        row('a', { response: 'FINAL ANSWER: 2', finish_reason: 'stop' }),
+        row('b', { error: 'APIStatusError', status_code: 500 }),
+        row('c', { response: 'FINAL ANSWER: 1', finish_reason: 'length' }),
+        row('b', { response: 'FINAL ANSWER: 2', finish_reason: 'stop' }), // a resumed run's retry replaces the failure
+        row('a', { error: 'RateLimitError', status_code: 429 }), // … and a later failure replaces an answer
+      ]),
+    );
+    const result = await metrl(['score', file]);
+    expect(result.code, result.stderr).toBe(0);
+    const summary = JSON.parse(result.stdout);
+    expect(summary.skipped).toEqual({ errors: 1, perception: 0, replaced: 2 });
+    expect(summary.domains.shell.harness).toMatchObject({
+      count: 2,
+      accuracy: 0.5,
+      completed: 2,
+      errors: 1,
+      truncated: 1,
+    });
+  });
+
+  it("a harness run folder and its files give exactly the harness's own output (--format metbench)", async () => {
+    const fixture = join(import.meta.dirname, '..', 'fixtures', 'metbench-harness');
+    const folder = await metrl(['score', fixture, '--format', 'metbench']);
+    expect(folder.code, folder.stderr).toBe(0);
+    expect(folder.stdout).toBe(readFileSync(join(fixture, 'summary.json'), 'utf8'));
+    const printed = JSON.parse(readFileSync(join(fixture, 'harness-score.json'), 'utf8'));
+    const file = await metrl(['score', join(fixture, 'chess-text.jsonl'), '--format', 'metbench']);
+    expect(file.code, file.stderr).toBe(0);
+    expect(JSON.parse(file.stdout)).toEqual(printed['chess-text.jsonl']);
+    expect(file.stdout).toContain('"accuracy": 0.5534274193548387,'); // Python's float formatting, 1.0 stays 1.0
+    const metrlFormat = JSON.parse((await metrl(['score', fixture])).stdout);
+    expect(metrlFormat.files['chess/text'].domains.chess.harness).toEqual(printed['chess-text.jsonl']);
+  });
+
+  it('--format metbench refuses domains the harness does not score; --out needs a file', async () => {
+    const dir = scratchDir('score-format');
+    const file = join(dir, 'answers.jsonl');
+    writeFileSync(file, jsonl([{ domain: 'boxes', target: 'the car', response: 'FINAL ANSWER: the car' }]));
+    const out = join(dir, 'out.jsonl');
+    expectUserError(await metrl(['score', file, '--format', 'metbench', '--out', out]), /does not score this domain/);
+    expect(existsSync(out)).toBe(false);
+    expectUserError(await metrl(['score', dir, '--out', out]), /--out writes the rows of one file/);
+    expectUserError(await metrl(['score', file, '--format', 'paper']), /unknown format/);
+  });
+
   it('a missing file → exit 2', async () => {
     expectUserError(await metrl(['score', join(scratchDir('none'), 'nope.jsonl')]), /nope\.jsonl: no such file/);
   });
@@ -131,7 +190,7 @@ describe.skipIf(!chess)('metrl score (chess and mixed domains)', () => {
   const start = 'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1';
   const afterE4 = 'rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1';
 
-  it('summarises each domain separately, chess with a clustered mean interval', async () => {
+  it('summarises each domain separately, chess with an interval clustered by example', async () => {
     const dir = scratchDir('mixed');
     const file = join(dir, 'answers.jsonl');
     writeFileSync(
@@ -157,7 +216,45 @@ describe.skipIf(!chess)('metrl score (chess and mixed domains)', () => {
     expect(c.ci95.method).toBe('mean');
     expect(c.exactMatch).toBeCloseTo(1 / 3, 10);
     expect(c.metrics.legalBoard).toBeCloseTo(2 / 3, 10);
-    expect(c.metrics.changedSquareAccuracy).toBeCloseTo(0.5, 10); // rows 1 and 2 know the start: 1 and 0
+    // pooled over squares, as the harness: 2 of e2/e4 right, then 0 of 2, then 0 of 2 (no initial state: the start)
+    expect(c.metrics.changedSquareAccuracy).toBeCloseTo(2 / 6, 10);
+  });
+
+  it('--chess-answer decides the parsing for every row; --format metbench is always the harness', async () => {
+    const dir = scratchDir('score-lenient');
+    const file = join(dir, 'answers.jsonl');
+    writeFileSync(
+      file,
+      jsonl([
+        { domain: 'chess', example_id: 'a', target: afterE4, initial_state: start, response: afterE4 },
+        {
+          domain: 'chess',
+          example_id: 'b',
+          target: afterE4,
+          initial_state: start,
+          response: afterE4,
+          meta: { answerParsing: 'lenient' },
+        },
+      ]),
+    );
+    const invalid = async (...flags: string[]) => {
+      const result = await metrl(['score', file, ...flags]);
+      expect(result.code, result.stderr).toBe(0);
+      return JSON.parse(result.stdout);
+    };
+    expect((await invalid()).domains.chess.invalid).toBe(1); // as recorded: row b asked for the opt-in
+    expect((await invalid('--chess-answer', 'reference')).domains.chess).toMatchObject({
+      invalid: 2,
+      breakdown: { answerParsing: 'reference' },
+    });
+    const lenient = (await invalid('--chess-answer', 'lenient')).domains.chess;
+    expect(lenient.invalid).toBe(0);
+    expect(lenient.breakdown.answerParsing).toMatch(/^lenient/);
+    expect((await invalid('--format', 'metbench')).invalid_pred_count).toBe(2);
+    expectUserError(
+      await metrl(['score', file, '--format', 'metbench', '--chess-answer', 'lenient']),
+      /--chess-answer lenient is not its parsing/,
+    );
   });
 
   it('a bad initial_state FEN → exit 2 naming the line', async () => {

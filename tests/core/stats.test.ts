@@ -1,7 +1,15 @@
 // Confidence intervals against values worked out by hand (z = 1.96; the code uses the exact quantile 1.959964, so
 // agreement is to about three decimals).
 import { describe, expect, it } from 'vitest';
-import { clusterMeans, clusteredMeanInterval, mean, meanInterval, wilsonInterval } from '../../core/stats.ts';
+import {
+  clusterMeans,
+  clusteredMeanInterval,
+  clusteredRatioInterval,
+  mean,
+  meanInterval,
+  wilsonBounds,
+  wilsonInterval,
+} from '../../core/stats.ts';
 
 describe('wilsonInterval', () => {
   it('7 of 10: centre 0.6445, half-width 0.2477', () => {
@@ -60,5 +68,45 @@ describe('clusteredMeanInterval', () => {
   });
   it('one board repeated gives no interval', () => {
     expect(clusteredMeanInterval([1, 0], ['a', 'a'])).toBeNull();
+  });
+});
+
+// The harness's two intervals, against values the harness printed (statsmodels 0.14's proportion_confint on SciPy's
+// quantile; metbench/confidence.py), to the last bit.
+describe('wilsonBounds (statsmodels)', () => {
+  it('from one trial on, unclipped', () => {
+    expect(wilsonBounds(1, 1)).toEqual({ low: 0.2065493143772374, high: 1 });
+    expect(wilsonBounds(0, 1)).toEqual({ low: 0, high: 0.7934506856227627 });
+    expect(wilsonBounds(3, 7)).toEqual({ low: 0.15821985525146964, high: 0.7495416354723428 });
+    expect(wilsonBounds(0, 0)).toBeNull();
+  });
+});
+
+describe('clusteredRatioInterval', () => {
+  it('equal totals: the mean example score ± 1.96 standard errors', () => {
+    const ci = clusteredRatioInterval([
+      [64, 64],
+      [32, 64],
+      [48, 64],
+    ])!;
+    const m = meanInterval([1, 0.5, 0.75])!;
+    expect(ci.low).toBeCloseTo(m.low, 12);
+    expect(ci.high).toBeCloseTo(Math.min(1, m.high), 12);
+  });
+  it('unequal totals pool the counts; empty examples drop out; fewer than two give none', () => {
+    const ci = clusteredRatioInterval([
+      [1, 2],
+      [3, 4],
+      [0, 0],
+    ])!;
+    // accuracy 4/6; residuals 1 - 4/3 and 3 - 8/3; n·Σr²/(n-1) = 2·(2/9)/1; stderr = √(4/9)/6 = 1/9
+    expect((ci.low + ci.high) / 2).toBeCloseTo(4 / 6, 12);
+    expect(ci.high - ci.low).toBeCloseTo(2 * 1.959963984540054 * (1 / 9), 12);
+    expect(
+      clusteredRatioInterval([
+        [1, 2],
+        [0, 0],
+      ]),
+    ).toBeNull();
   });
 });

@@ -1,9 +1,10 @@
 // Summaries of scored rows: accuracy, interval method per environment, invalid count, exact match, metric means
-// (booleans as rates, nulls skipped), clustering by board, and environment breakdowns.
+// (booleans as rates, nulls skipped), clustering by example, environment breakdowns, and the harness's own summary
+// for the domains it scores (its numbers against the harness itself: tests/rewards/metbench-harness.test.ts).
 import { describe, expect, it } from 'vitest';
 import { metricMeans, summarizeScores } from '../../core/summary.ts';
 import { shellEnv } from '../../envs/shell/index.ts';
-import { wilsonInterval, meanInterval } from '../../core/stats.ts';
+import { wilsonBounds, meanInterval } from '../../core/stats.ts';
 import type { ScoredRow } from '../../core/score.ts';
 
 const shellRows: ScoredRow[] = ['FINAL ANSWER: 1', 'FINAL ANSWER: 2', '1 or 2', 'FINAL ANSWER: 1', '3'].map(
@@ -22,7 +23,8 @@ describe('summarizeScores', () => {
     const s = summarizeScores(shellEnv, shellRows);
     expect(s.count).toBe(5);
     expect(s.accuracy).toBeCloseTo(0.4);
-    expect(s.ci95).toEqual({ ...wilsonInterval(2, 5)!, method: 'wilson' });
+    expect(s.ci95).toEqual({ ...wilsonBounds(2, 5)!, method: 'wilson' });
+    expect(s.harness).toMatchObject({ count: 5, accuracy: 0.4, invalid_pred_count: 1, accuracy_ci_method: 'wilson' });
     expect(s.invalid).toBe(1);
     expect(s.exactMatch).toBeCloseTo(0.4);
     expect(s.metrics).toEqual({ exact: 0.4 });
@@ -32,15 +34,19 @@ describe('summarizeScores', () => {
     });
   });
 
-  it("'mean' interval: per-board means across boards", () => {
-    const env = { domain: 'chess' as const, intervalMethod: 'mean' as const };
+  it("'mean' interval: each row its own example unless a cluster key groups them", () => {
+    const env = { domain: 'rem' as const, intervalMethod: 'mean' as const };
     const rows = [graded(1, {}, 'a'), graded(0.5, {}, 'a'), graded(0.25, {}, 'b'), graded(0.75, {}, 'c')];
     const s = summarizeScores(env, rows);
     expect(s.accuracy).toBeCloseTo(0.625);
-    expect(s.ci95).toEqual({ ...meanInterval([0.75, 0.25, 0.75])!, method: 'mean' });
-    // an explicit cluster key (an episode id) overrides the default
-    const byRow = summarizeScores(env, rows, { clusterOf: (_row, i) => String(i) });
-    expect(byRow.ci95).toEqual({ ...meanInterval([1, 0.5, 0.25, 0.75])!, method: 'mean' });
+    expect(s.ci95).toEqual({ ...meanInterval([1, 0.5, 0.25, 0.75])!, method: 'mean' });
+    const byBoard = summarizeScores(env, rows, { clusterOf: (row) => row.input.initialState! });
+    expect(byBoard.ci95).toEqual({ ...meanInterval([0.75, 0.25, 0.75])!, method: 'mean' });
+  });
+
+  it('one shell row: the harness gives a Wilson interval at n = 1', () => {
+    const s = summarizeScores(shellEnv, shellRows.slice(0, 1));
+    expect(s.ci95).toEqual({ low: 0.2065493143772374, high: 1, method: 'wilson' });
   });
 
   it('exact match comes from exactFen when the reward is graded', () => {

@@ -1,6 +1,7 @@
 // The harness against a real local HTTP upstream, through @huggingface/inference (no mocked client): scoring of
-// answered items, retries on 429 (Retry-After honoured), 500 and slow responses, the fatal stop on 401 that keeps
-// finished work, per-item failures on 400, and resume reusing finished rows.
+// answered items, the request settings and finish reasons, retries on 429 (Retry-After honoured), 500 and slow
+// responses, the fatal stop on 400, 401 and 402 that keeps finished work (as the MET-Bench harness stops), and resume
+// reusing finished rows only under the same configuration.
 import { afterEach, describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,7 +15,7 @@ import { readResults } from '../../eval/results.ts';
 import type { RetryPolicy } from '../../eval/retry.ts';
 import type { RunConfig } from '../../eval/run-config.ts';
 import { runEvaluation } from '../../eval/run.ts';
-import { expandSettings, type SettingOptions } from '../../eval/settings.ts';
+import { expandSettings, settingKey, type SettingOptions } from '../../eval/settings.ts';
 import { openSource } from '../../eval/sources/index.ts';
 import { startUpstream, type Behaviour, type Upstream, type UpstreamRequest } from './upstream.ts';
 
@@ -101,7 +102,12 @@ describe('evaluation harness against a local upstream', () => {
     expect(outcome.rows[0].usage).toEqual({ prompt_tokens: 10, completion_tokens: 3, total_tokens: 13 });
     // The request carried the settings asked for.
     expect(upstream!.requests[0].body.temperature).toBe(0);
-    expect(upstream!.requests[0].body.max_tokens).toBe(32);
+    // as the MET-Bench harness sends it: the budget as max_completion_tokens, the temperature, no max_tokens
+    expect(upstream!.requests[0].body.max_completion_tokens).toBe(32);
+    expect(upstream!.requests[0].body.temperature).toBe(0);
+    expect(upstream!.requests[0].body).not.toHaveProperty('max_tokens');
+    expect(upstream!.requests[0].body).not.toHaveProperty('reasoning_effort');
+    expect(outcome.rows.every((r) => r.finish_reason === 'stop')).toBe(true);
     const lines = readFileSync(join(out, 'shell-text.jsonl'), 'utf8').trim().split('\n');
     expect(lines).toHaveLength(8);
     const report = buildReport('m', false, cfg.settings, new Map([[outcome.rows[0].setting, 8]]), outcome.rows, envs);
@@ -156,12 +162,59 @@ describe('evaluation harness against a local upstream', () => {
     expect(outcome.rows.slice(1).every((r) => r.status === 'ok')).toBe(true);
   });
 
-  it('fails only the item on a 400', async () => {
-    const { outcome } = await run((r) => (r.index === 0 ? { kind: 'status', status: 400 } : { kind: 'answer' }), {
-      cfg: { n: 3, runtime: { workers: 1, limit: null, retries: 4, timeout_s: 2 } },
+  for (const status of [400, 402]) {
+    it(`stops the run on a ${status}, keeping the finished items (as the harness)`, async () => {
+      const { outcome, out } = await run((r) => (r.index === 1 ? { kind: 'status', status } : { kind: 'answer' }), {
+        fresh: true,
+        cfg: { n: 3, runtime: { workers: 1, limit: null, retries: 4, timeout_s: 2 } },
+      });
+      expect(outcome.stopped?.reason).toBe('fatal');
+      expect(outcome.stopped && 'failure' in outcome.stopped ? outcome.stopped.failure.status : null).toBe(status);
+      expect(outcome.rows.map((r) => r.status)).toEqual(['ok']);
+      expect(upstream!.requests).toHaveLength(2); // nothing asked after the refusal
+      expect(readResults(out).rows.size).toBe(1);
     });
-    expect(outcome.rows.map((r) => r.status)).toEqual(['error', 'ok', 'ok']);
-    expect(outcome.rows[0].attempts).toBe(1);
+  }
+
+  it('sends the temperature omitted, the budget as max_tokens and a reasoning effort when asked; keeps "length"', async () => {
+    await upstream?.close();
+    upstream = await startUpstream(() => ({ kind: 'answer', finishReason: 'length' }));
+    const cfg = config(upstream.url, { n: 2 });
+    const source = await openSource(cfg.model, {
+      envs,
+      sampling: { temperature: null, maxTokens: 77, tokenParameter: 'max_tokens', reasoningEffort: 'high' },
+      seed: 1,
+      compact: async () => {
+        throw new Error('unused');
+      },
+      openCheckpoint: async () => {
+        throw new Error('unused');
+      },
+    });
+    const out = mkdtempSync(join(tmpdir(), 'metrl-eval-'));
+    const outcome = await runEvaluation({
+      out,
+      resume: false,
+      config: cfg,
+      envs,
+      source,
+      retry: fastRetry,
+      progress: silent,
+    });
+    const body = upstream.requests[0].body;
+    expect(body).not.toHaveProperty('temperature');
+    expect(body).not.toHaveProperty('max_completion_tokens');
+    expect(body).toMatchObject({ max_tokens: 77, reasoning_effort: 'high' });
+    expect(outcome.rows.map((r) => r.finish_reason)).toEqual(['length', 'length']);
+    const report = buildReport(
+      'm',
+      false,
+      cfg.settings,
+      new Map([[settingKey(cfg.settings[0]), 2]]),
+      outcome.rows,
+      envs,
+    );
+    expect(report.settings[0].summary.harness).toMatchObject({ completed: 2, truncated: 2 });
   });
 
   it('stops on 401, keeps every finished item, and resume finishes the rest without repeating them', async () => {
@@ -182,7 +235,7 @@ describe('evaluation harness against a local upstream', () => {
     const second = await run(script, {
       out: first.out,
       resume: true,
-      cfg: { runtime: { workers: 2, limit: null, retries: 4, timeout_s: 2 } },
+      cfg: { runtime: { workers: 1, limit: null, retries: 4, timeout_s: 2 } },
     });
     expect(second.outcome.reused).toBe(3);
     expect(second.outcome.rows).toHaveLength(8);
@@ -240,6 +293,14 @@ describe('evaluation harness against a local upstream', () => {
     await expect(run(() => ({ kind: 'answer' }), { out: first.out, resume: true, cfg: { n: 3 } })).rejects.toThrow(
       /'n' differs/,
     );
+  });
+
+  it('refuses to resume with other runtime settings (as the harness), but --limit may change', async () => {
+    const first = await run(() => ({ kind: 'answer' }), { cfg: { n: 2 } });
+    const runtime = { workers: 3, limit: null, retries: fastRetry.retries, timeout_s: fastRetry.timeoutMs / 1000 };
+    await expect(
+      run(() => ({ kind: 'answer' }), { out: first.out, resume: true, cfg: { n: 2, runtime } }),
+    ).rejects.toThrow(/'runtime' differs from the stored run \(\{"workers":2,/);
   });
 
   it('sends image actions as PNG data URLs that carry the actions: a pixel-reading model scores 100%', async () => {

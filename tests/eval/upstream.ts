@@ -16,12 +16,14 @@ export interface UpstreamRequest {
     messages: Array<{ role: string; content: unknown }>;
     temperature?: number;
     max_tokens?: number;
+    max_completion_tokens?: number;
+    reasoning_effort?: string;
     model?: string;
   };
 }
 
 export type Behaviour =
-  | { kind: 'answer'; delayMs?: number; text?: string }
+  | { kind: 'answer'; delayMs?: number; text?: string; finishReason?: string }
   | { kind: 'status'; status: number; retryAfter?: string; delayMs?: number; json?: boolean };
 
 export interface Upstream {
@@ -120,7 +122,13 @@ export async function startUpstream(script: (req: UpstreamRequest) => Behaviour,
             object: 'chat.completion',
             created: 0,
             model: record.body.model ?? 'test',
-            choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
+            choices: [
+              {
+                index: 0,
+                message: { role: 'assistant', content: text },
+                finish_reason: behaviour.finishReason ?? 'stop',
+              },
+            ],
             usage: { prompt_tokens: 10, completion_tokens: 3, total_tokens: 13 },
           }),
         );

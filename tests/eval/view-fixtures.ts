@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fakeRun } from '../cli/fake-run.ts';
 import { getEnv } from '../../envs/registry.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
-import { expandPlacement } from '../../rewards/fen.ts';
+import { expandPlacement } from '../../rewards/placement.ts';
 
 export interface ChessRun {
   dir: string;
