@@ -151,7 +151,8 @@ describe('perception scoring', () => {
 
 describe('retries', () => {
   it('classifies statuses', () => {
-    expect([401, 403, 404].map(kindOfStatus)).toEqual(['fatal', 'fatal', 'fatal']);
+    // The MET-Bench harness stops the run on 400 and 402 as well (a parameter a reasoning model refuses, no credit).
+    expect([400, 401, 402, 403, 404].map(kindOfStatus)).toEqual(['fatal', 'fatal', 'fatal', 'fatal', 'fatal']);
     expect([429, 500, 502, 503, 408].map(kindOfStatus)).toEqual([
       'retryable',
       'retryable',
@@ -159,7 +160,7 @@ describe('retries', () => {
       'retryable',
       'retryable',
     ]);
-    expect([400, 422].map(kindOfStatus)).toEqual(['item', 'item']);
+    expect([422, 409].map(kindOfStatus)).toEqual(['item', 'item']);
   });
 
   it('reads Retry-After as seconds or a date, and prefers it to backoff', () => {
