@@ -2,67 +2,12 @@
 // heading of that file (GitHub's slugs). Moving a section breaks links silently; this test names each broken one.
 // External links (http, https, mailto) are not checked: the test runs offline.
 import { describe, expect, it } from 'vitest';
+import { anchors, links, slug } from '../helpers/markdown.ts';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 
 const root = resolve(import.meta.dirname, '..', '..');
-
-/** The lines of a markdown file outside fenced code blocks, each with its 1-based number. */
-export function proseLines(text: string): Array<{ line: number; text: string }> {
-  const out: Array<{ line: number; text: string }> = [];
-  let fence: string | null = null;
-  text.split('\n').forEach((raw, i) => {
-    const m = /^\s{0,3}(`{3,}|~{3,})/.exec(raw);
-    if (m) {
-      const marker = m[1]!;
-      if (fence === null) fence = marker;
-      else if (marker[0] === fence[0] && marker.length >= fence.length) fence = null;
-      return;
-    }
-    if (fence === null && !/^( {4}|\t)/.test(raw)) out.push({ line: i + 1, text: raw });
-  });
-  return out;
-}
-
-/** GitHub's anchor for a heading's text (github-slugger): lowercase, drop punctuation but `-` and `_`, spaces → `-`. */
-export function slug(heading: string): string {
-  const text = heading
-    .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1') // a link shows its text
-    .replace(/<[^>]+>/g, '')
-    .trim()
-    .toLowerCase();
-  return text.replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '').replace(/ /g, '-');
-}
-
-/** Every anchor a file's headings give, duplicates numbered -1, -2, … as GitHub numbers them. */
-export function anchors(text: string): Set<string> {
-  const seen = new Map<string, number>();
-  const out = new Set<string>();
-  for (const { text: line } of proseLines(text)) {
-    const m = /^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
-    if (!m) continue;
-    const base = slug(m[1]!);
-    const n = seen.get(base) ?? 0;
-    seen.set(base, n + 1);
-    out.add(n === 0 ? base : `${base}-${n}`);
-  }
-  return out;
-}
-
-/** The relative links and images of a markdown text (inline code stripped), with their line numbers. */
-export function links(text: string): Array<{ line: number; target: string }> {
-  const out: Array<{ line: number; target: string }> = [];
-  for (const { line, text: raw } of proseLines(text)) {
-    const prose = raw.replace(/(`+)[^`]*?\1/g, '');
-    for (const m of prose.matchAll(/!?\[(?:[^\][]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) {
-      const target = m[1]!;
-      if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // http:, https:, mailto:
-      out.push({ line, target });
-    }
-  }
-  return out;
-}
 
 /** The broken links of one markdown file, each as "file:line: target (why)". */
 export function brokenLinks(file: string): string[] {
