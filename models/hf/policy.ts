@@ -19,7 +19,7 @@ import type { Env } from '../../envs/env.ts';
 import { finalAnswerResponse } from '../../rewards/final-answer.ts';
 import type { LoraSettings } from '../learner.ts';
 import type { Policy } from '../policy.ts';
-import { sampleToken } from '../token-sampling.ts';
+import { sampleToken, topLogProbs } from '../token-sampling.ts';
 import type {
   Completion,
   EncodedPrompt,
@@ -28,6 +28,7 @@ import type {
   SequenceBatchItem,
   TokenLogProbs,
   TokenLogProbsOptions,
+  TopLogProb,
 } from '../types.ts';
 import {
   chatMessagesWithImages,
@@ -144,6 +145,10 @@ export class HfPolicy implements Policy {
   // ---- Sampler ---------------------------------------------------------------------------------------------------
 
   /** max_position_embeddings of the language model (transformers' class default when the config leaves it out). */
+  get vocabSize(): number {
+    return this.decoder.config.vocabSize;
+  }
+
   get contextLimit(): number {
     const text = (this.config.raw.text_config ?? this.config.raw) as Record<string, unknown>;
     const value = text.max_position_embeddings;
@@ -211,9 +216,12 @@ export class HfPolicy implements Policy {
       ...new Array<number>(p.tokens.length).fill(1),
     ]);
     const logProbs: number[][] = Array.from({ length: prompts.length * group }, () => []);
+    const k = options.topLogProbs ?? 0;
+    const top = k > 0 ? Array.from({ length: prompts.length * group }, (): TopLogProb[][] => []) : null;
     const choose = (row: Float32Array, b: number): number => {
       const { token, logProb } = sampleToken(row, options, rng);
       logProbs[b].push(logProb);
+      top?.[b].push(topLogProbs(row, k));
       return token;
     };
     const generateOptions: GenerateOptions = {
@@ -231,6 +239,7 @@ export class HfPolicy implements Policy {
         text: this.decode(body),
         logProbs: Float32Array.from(logProbs[b]),
         finished: result.finished[b],
+        ...(top ? { topLogProbs: top[b].slice(0, tokens.length) } : {}),
       };
     });
     return prompts.map((_, k) => completions.slice(k * group, (k + 1) * group));

@@ -95,7 +95,16 @@ describe('metrl serve', () => {
       [JSON.stringify({ messages: [{ role: 'user', content: 'x' }], n: 99 }), /^n:/],
       [JSON.stringify({ messages: [{ role: 'user', content: 'x' }], max_tokens: 0 }), /max_tokens/],
       [JSON.stringify({ messages: [{ role: 'user', content: 'x' }], max_tokens: 100000 }), /max_tokens: at most/],
-      [JSON.stringify({ messages: [{ role: 'user', content: 'x' }], stream: true }), /streaming is not supported/],
+      [
+        JSON.stringify({ messages: [{ role: 'user', content: 'x' }], stream: true, logprobs: true }),
+        /^stream: logprobs and return_token_ids are not streamed/,
+      ],
+      [JSON.stringify({ messages: [{ role: 'user', content: 'x' }], stop: ['a', 'b', 'c', 'd', 'e'] }), /^stop:/],
+      [
+        JSON.stringify({ messages: [{ role: 'user', content: 'x' }], top_logprobs: 21, logprobs: true }),
+        /top_logprobs/,
+      ],
+      [JSON.stringify({ messages: [{ role: 'user', content: 'x' }], top_logprobs: 2 }), /needs logprobs: true/],
       [
         JSON.stringify({
           messages: [
