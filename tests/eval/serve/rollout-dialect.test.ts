@@ -31,6 +31,8 @@ let lora: Served;
 let plain: Served;
 let adapterDir = '';
 const PROMPT = [1, 40, 41, 10, 42];
+/** The built-in tokenizer's vocabulary (the tiny checkpoint's). */
+const VOCAB = 101;
 
 async function post(url: string, body: object): Promise<{ status: number; json: any }> {
   const response = await fetch(url, {
@@ -248,7 +250,7 @@ describe("metrl serve in vLLM's chat dialect (image prompts)", () => {
     const messages = await imageMessages();
     const { prompt } = await localChat(messages, [2], 1);
     const sampling = { temperature: 1, topP: 1, maxNewTokens: 3 };
-    const pool = new RolloutPool([lora.url], 'vllm', 20_000);
+    const pool = new RolloutPool([lora.url], 'vllm', 20_000, VOCAB);
     const { groups } = await pool.sampleGroups([{ tokens: prompt.tokens, messages }], 3, sampling, [4], {
       version: 0,
       path: adapterDir,
@@ -269,7 +271,10 @@ describe("metrl serve in vLLM's chat dialect (image prompts)", () => {
 describe('the rollout client on bad servers: one line each', () => {
   const sampling = { temperature: 1, topP: 1, maxNewTokens: 2 };
   const sample = (urls: string[], path: string) =>
-    new RolloutPool(urls, 'vllm', 5_000).sampleGroups([{ tokens: PROMPT }], 2, sampling, [1], { version: 0, path });
+    new RolloutPool(urls, 'vllm', 5_000, VOCAB).sampleGroups([{ tokens: PROMPT }], 2, sampling, [1], {
+      version: 0,
+      path,
+    });
 
   it('a server without LoRA enabled', async () => {
     await expect(sample([plain.url], adapterDir)).rejects.toThrow(
@@ -295,6 +300,7 @@ describe('the rollout client on bad servers: one line each', () => {
       [closed, `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, lora.url],
       'vllm',
       1_000,
+      VOCAB,
     );
     const { groups, origins } = await pool.sampleGroups(
       [{ tokens: PROMPT }, { tokens: PROMPT }, { tokens: PROMPT }],
