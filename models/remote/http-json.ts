@@ -31,7 +31,7 @@ export interface HttpAnswer {
 }
 
 /** What an answer without a bound of its own may hold: an adapter load's text, a model list, an error. */
-export const SMALL_ANSWER_BYTES = 1024 * 1024;
+const SMALL_ANSWER_BYTES = 1024 * 1024;
 
 /** Connection closed before any answer: what a kept-alive connection gives when the server's idle timer closes it as a request goes out. */
 const CLOSED_BEFORE_ANSWER = new Set(['UND_ERR_SOCKET', 'ECONNRESET']);
