@@ -17,7 +17,7 @@ import type { z } from 'zod';
 import { chatRequestSchema, isImageDataUrl, type ChatRequest } from './schema.ts';
 import type { ChatMessage } from '../../core/chat.ts';
 import { UserError } from '../../core/errors.ts';
-import { limitConnections } from './connection-limit.ts';
+import { limitConnections } from '../connection-limit.ts';
 import { chatTokenResponse } from './chat-token-ids.ts';
 import { startChatStream } from './chat-stream.ts';
 import { ClientGone, ServerBusy, type ChoiceProgress } from './decode-scheduler.ts';
@@ -131,7 +131,7 @@ export interface ServeOptions {
   keepAliveTimeoutMs?: number;
   /**
    * Connections open at once, so a flood of slow clients cannot exhaust the process: a connection over it takes the
-   * slot of the oldest one not being answered, or gets 503 with Retry-After when all are (connection-limit.ts).
+   * slot of the oldest one not being answered, or gets 503 with Retry-After when all are (eval/connection-limit.ts).
    */
   maxConnections?: number;
   /**
