@@ -128,9 +128,12 @@ export class HfPolicy implements Policy {
     const kit = loadChatPromptKit(dir, config.raw, join(dir, 'config.json'));
     // So is the template: one user turn rendered now, so that a template which cannot render fails the load (one
     // line naming its file) instead of every prompt of a run, after the run folder has been written.
-    kit.template.render([{ role: 'user', content: kit.layout ? [{ type: 'text', text: 'Hello.' }] : 'Hello.' }], {
-      addGenerationPrompt: true,
-    });
+    const probe = kit.template.render(
+      [{ role: 'user', content: kit.layout ? [{ type: 'text', text: 'Hello.' }] : 'Hello.' }],
+      { addGenerationPrompt: true },
+    );
+    if (kit.tokenizer.encode(probe, { addSpecialTokens: false }).length === 0)
+      throw new UserError(`${kit.template.file}: the chat template renders an empty prompt for a user's "Hello."`);
     if (config.architecture === 'Idefics3ForConditionalGeneration') {
       const model = (await import('../idefics3/model.ts')).Idefics3Model.load(dir);
       return new HfPolicy(dir, config, model.decoder, model, model.processor, kit);
