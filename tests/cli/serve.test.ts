@@ -133,6 +133,15 @@ describe('metrl serve', () => {
       const json = await response.json();
       expect(json.error.message, body).toMatch(pattern);
     }
+    // Token-id prompts from outside: an id past the vocabulary, and image tokens without their image, are the client's.
+    for (const [prompt, pattern] of [
+      [[1, 40, 100_000], /^prompt\.2: token id 100000 is outside the model's vocabulary \(ids 0 to 100\)$/],
+      [[1, 3, 40], /^the prompt has more image tokens than images \(0\)$/],
+    ] as const) {
+      const response = await post(JSON.stringify({ prompt, max_tokens: 2 }), '/completions');
+      expect(response.status, JSON.stringify(prompt)).toBe(400);
+      expect((await response.json()).error.message).toMatch(pattern);
+    }
     expect((await fetch(`${url}/chat/completions`)).status).toBe(405);
     expect((await fetch(`${url}/nowhere`)).status).toBe(404);
     expect(
