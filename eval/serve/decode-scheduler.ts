@@ -187,7 +187,12 @@ export class DecodeScheduler {
         )
           await new Promise((done) => setTimeout(done, 1));
         this.admit();
-        this.round();
+        try {
+          this.round();
+        } catch (error) {
+          // A failure outside the sampler calls (decoding a choice's text): every request of the round gets it.
+          for (const entry of this.active.splice(0)) entry.reject(error);
+        }
         // Let the event loop through: streamed text leaves, hang-ups are seen, new requests arrive.
         await new Promise((done) => setImmediate(done));
       }
@@ -239,7 +244,12 @@ export class DecodeScheduler {
       if (failed.has(entry)) continue;
       entry.rounds++;
       const done = entry.rows.every((r) => r.finishReason !== null);
-      entry.request.onProgress?.(entry.rows.map((r) => progressOf(r, entry.request.stop)));
+      try {
+        entry.request.onProgress?.(entry.rows.map((r) => progressOf(r, entry.request.stop)));
+      } catch (error) {
+        entry.reject(error); // its stream could not be written: the request ends here
+        continue;
+      }
       if (!done) {
         this.active.push(entry);
         continue;
