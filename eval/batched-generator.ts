@@ -1,9 +1,9 @@
-// Generation for the built-in policy shared by the in-process checkpoint source and `metrl serve`: requests that
-// arrive while the model is busy are queued, and each flush decodes all queued prompts with the same sampling
-// settings as one batch (one prefill, one batched step per token), so N workers or N concurrent HTTP clients cost far
-// less than N separate generations. Generation is synchronous tfjs work on the event loop; batching is what makes
-// concurrency pay. A request that names a seed is decoded alone with its own Rng, so its answer does not depend on
-// what else was in flight.
+// Generation for the built-in policy in the in-process checkpoint source (`metrl evaluate --checkpoint`): requests
+// that arrive while the model is busy are queued, and each flush decodes all queued prompts with the same sampling
+// settings as one batch (one prefill, one batched step per token), so N workers cost far less than N separate
+// generations. Generation is synchronous tfjs work on the event loop; batching is what makes concurrency pay. A
+// request that names a seed is decoded alone with its own Rng, so its answer does not depend on what else was in
+// flight. (`metrl serve` decodes in rounds instead, so that it can stream, stop and drop: eval/serve/decode-scheduler.ts.)
 import { Rng } from '../core/rng.ts';
 import type { Completion, EncodedPrompt, ModelInput, SamplingOptions } from '../models/types.ts';
 import type { Sampler } from '../models/sampler.ts';

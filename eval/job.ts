@@ -27,6 +27,7 @@ import { readRunConfig, type ModelDescription, type RunConfig } from './run-conf
 import { runEvaluation, type RunOutcome } from './run.ts';
 import { expandSettings, parseModalities, parseNumberList, parseStringList, settingKey } from './settings.ts';
 import { describeModel, openSource, type SourceSpec } from './sources/index.ts';
+import { preflightEndpoint } from './endpoint-preflight.ts';
 import type { ModelSource, SamplingSettings, Setting, Task } from './types.ts';
 import { checkpointModelType } from '../models/load.ts';
 import { BUILTIN_MODEL_TYPE } from '../models/registry.ts';
@@ -108,6 +109,9 @@ export async function evaluate(options: EvaluateOptions): Promise<void> {
   if (options.tables) return combineTables(options.tables, options.out);
   const plan = await planRun(options);
   const source = await openModel(plan, options);
+  // An endpoint nobody answers at is one line now (after the key is read), not after the progress line and a retry.
+  if (plan.model.kind === 'hosted' && plan.model.endpoint !== undefined)
+    await preflightEndpoint(plan.model.endpoint, options.timeoutSeconds * 1000);
   if (source.loaded) {
     plan.config.loaded = source.loaded;
     // Printed only now that the model has loaded: an error while loading is the only line on stderr.

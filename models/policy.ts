@@ -7,6 +7,8 @@ import type { Learner } from './learner.ts';
 import type { Sampler } from './sampler.ts';
 
 export interface Policy extends Sampler, Learner {
+  /** Token ids the model has embeddings for: 0 … vocabSize − 1 (what an id from outside is checked against). */
+  readonly vocabSize: number;
   /** Both sides free the same weights. */
   dispose(): void;
 }

@@ -2,7 +2,7 @@
 // the nucleus (top-p) and drawn with the caller's seeded Rng. Shared by every architecture's generation;
 // the returned log-probability is at temperature 1, as tokenLogProbs computes it, so rollouts and the learner agree.
 import type { Rng } from '../core/rng.ts';
-import type { SamplingOptions } from './types.ts';
+import type { SamplingOptions, TopLogProb } from './types.ts';
 
 /** Banned sets as byte masks (a Set lookup per vocabulary entry per draw cost more than the arithmetic). */
 const masks = new WeakMap<ReadonlySet<number>, Uint8Array>();
@@ -105,4 +105,29 @@ export function scoreToken(
     }
   }
   return { logp: row[target] / T - logZ, entropy };
+}
+
+/**
+ * The k most likely tokens of a logits row, best first (ties: lowest id), with their log-probabilities at temperature 1
+ * over the whole vocabulary, as sampleToken's logProb. Tokens in `banned` are left out (they are never drawn).
+ */
+export function topLogProbs(row: Float32Array, k: number, banned: ReadonlySet<number> = new Set()): TopLogProb[] {
+  const n = row.length;
+  const isBanned = maskOf(banned, n);
+  let max = -Infinity;
+  for (let i = 0; i < n; i++) if (row[i] > max) max = row[i];
+  let z = 0;
+  for (let i = 0; i < n; i++) z += Math.exp(row[i] - max);
+  const logZ = max + Math.log(z);
+  // An insertion into a sorted list of at most k: O(n · k) with k ≤ 20, no sort of the vocabulary.
+  const best: number[] = [];
+  for (let i = 0; i < n; i++) {
+    if (isBanned[i]) continue;
+    if (best.length === k && row[i] <= row[best[k - 1]]) continue;
+    let at = best.length;
+    while (at > 0 && row[best[at - 1]] < row[i]) at--;
+    best.splice(at, 0, i);
+    if (best.length > k) best.pop();
+  }
+  return best.map((token) => ({ token, logProb: row[token] - logZ }));
 }

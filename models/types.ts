@@ -20,6 +20,14 @@ export interface SamplingOptions {
   temperature: number; // 0 = greedy
   topP: number; // nucleus sampling, 1 = off
   maxNewTokens: number;
+  /** Also keep the k most likely tokens of every draw (OpenAI's top_logprobs; absent or 0: none). */
+  topLogProbs?: number;
+}
+
+/** One of the most likely tokens at a draw, with its log-probability at temperature 1. */
+export interface TopLogProb {
+  token: number;
+  logProb: number;
 }
 
 export interface Completion {
@@ -31,6 +39,8 @@ export interface Completion {
   logProbs: Float32Array;
   /** True when generation stopped at EOS, false when it hit maxNewTokens. */
   finished: boolean;
+  /** With SamplingOptions.topLogProbs k: for each generated token, the k most likely tokens at its draw, best first. */
+  topLogProbs?: TopLogProb[][];
   /** Sampled on a rollout server (models/remote/): its URL and the adapter version (optimiser updates) it held. */
   origin?: { server: string; adapterVersion: number };
 }

@@ -132,10 +132,12 @@ export async function runSettings(flags: TrainFlags): Promise<RunSettings> {
     config = resolveConfig(info.config, changed, `${infoPath}: config.`);
     if (datasetPath !== undefined) dataset = await loadDataset(datasetPath, domain, config, modality);
   } else {
+    const flagOf = (key: string) => CONFIG_FLAGS.find((f) => f.key === key)?.flag ?? key;
     config = resolveConfig(
       flags.config ? readConfigFile(flags.config) : {},
       flagConfig,
       flags.config ? `${flags.config}: ` : '--',
+      flags.config ? (key) => `--${flagOf(key)}` : flagOf,
     );
     if (flags.dataset !== undefined) {
       datasetPath = datasetKey(flags.dataset);

@@ -332,7 +332,12 @@ export const TrainConfigSchema = z
      * vllm_mode="server"). Unset: rollouts in-process. A --resume may name other servers.
      */
     rolloutServer: z
-      .array(z.string().regex(/^https?:\/\/[^\s/]+/, 'must be an http:// or https:// URL'))
+      .array(
+        z
+          .string()
+          .regex(/^https?:\/\/[^\s/]+/, 'must be an http:// or https:// URL')
+          .refine((url) => URL.canParse(url), 'not a URL (is the port at most 65535?)'),
+      )
       .min(1)
       .optional()
       .describe(
@@ -483,15 +488,29 @@ export function readConfigFile(path: string): Record<string, unknown> {
   });
 }
 
-/** Merge file values and flag values (flags win) and validate; `context` prefixes the error message. */
+/**
+ * Merge file values and flag values (flags win) and validate; `context` prefixes the error message, and `flagOf`
+ * names a key as the flag that set it (`rolloutServer` → `rollout-server`, an entry of a repeated flag as the flag).
+ */
 export function resolveConfig(
   fromFile: Record<string, unknown>,
   fromFlags: Record<string, unknown>,
   context = 'config: ',
+  flagOf?: (key: string) => string,
 ): TrainConfig {
   const merged: Record<string, unknown> = { ...withOldNames(fromFile, context) };
   for (const [key, value] of Object.entries(withOldNames(fromFlags, context)))
     if (value !== undefined) merged[key] = value;
+  const parsed = TrainConfigSchema.safeParse(merged);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const key = issue?.path[0];
+  if (flagOf && typeof key === 'string' && Object.hasOwn(fromFlags, key)) {
+    const value = issue.path.reduce<unknown>((v, p) => (v as Record<PropertyKey, unknown> | undefined)?.[p], merged);
+    const bad = value === undefined ? '' : (JSON.stringify(value) ?? '');
+    const got = bad !== '' && bad.length <= 80 ? ` (got ${bad})` : '';
+    throw new UserError(`${context}${flagOf(key)}: ${issue.message}${got}`);
+  }
   return parseOrFail(TrainConfigSchema, merged, context);
 }
 

@@ -126,7 +126,7 @@ async function resolveHubDataset(
     const timeout = hubTimeoutIn(error);
     if (timeout)
       throw new UserError(
-        `--dataset ${address}: cannot download: ${timeout.message} (HF_HUB_DOWNLOAD_TIMEOUT=${timeoutSeconds})`,
+        `--dataset ${address}: cannot download: ${timeout.message}${timeout.name === 'HubTimeout' ? ` (HF_HUB_DOWNLOAD_TIMEOUT=${timeoutSeconds})` : ''}`,
       );
     throw new UserError(`--dataset ${address}: cannot download (${describe(error)})`);
   } finally {

@@ -18,7 +18,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, join, relative, resolve, sep } from 'node:path';
 import { UserError } from '../../core/errors.ts';
-import { pyDumps, pyLoads, type PyValue } from '../../core/python-json.ts';
+import { PyFloat, pyDumps, pyLoads, type PyValue } from '../../core/python-json.ts';
 import type { Domain, Episode } from '../../core/episode.ts';
 import { imageMime, putDatasetImage } from '../dataset-images.ts';
 import { minecraftQuestion } from '../minecraft/prompt.ts';
@@ -161,6 +161,26 @@ function asList(value: CellValue, what: string, where: string): CellValue[] {
   return value;
 }
 
+/** A chess or shell cell: a string or an integer; anything else is a UserError naming the column and what it holds. */
+function scalar(value: CellValue, what: string, where: string): void {
+  if (typeof value === 'string' || typeof value === 'bigint') return;
+  const kind =
+    value === null
+      ? 'null'
+      : value instanceof Uint8Array
+        ? 'bytes'
+        : Array.isArray(value)
+          ? 'a list'
+          : value instanceof PyFloat
+            ? 'a float'
+            : typeof value === 'object'
+              ? 'an object'
+              : typeof value;
+  throw new UserError(
+    `${where}: column '${what}' holds ${kind}, not text or an integer: not a MET-Bench chess or shell row`,
+  );
+}
+
 function asJson(value: CellValue, what: string, where: string): PyValue {
   if (typeof value !== 'string') throw new UserError(`${where}: column '${what}' is not a JSON string`);
   try {
@@ -276,6 +296,11 @@ function trackTask(
 ): { fingerprint: string; episode: Episode } {
   const actions = asList(row.actions, 'actions', where);
   const states = asList(row.states, 'states', where);
+  // The sets hold states and actions as text (FENs, UCI moves, shell positions) or integers; anything else (a JSON
+  // object, a list) would become a target no answer can match, found only after the run folder is written.
+  scalar(row.initial_state, 'initial_state', where);
+  actions.forEach((a, i) => scalar(a, `actions[${i}]`, where));
+  states.forEach((st, i) => scalar(st, `states[${i}]`, where));
   if (actions.length < T || states.length <= T) {
     throw new UserError(
       `${where}: a short trajectory (${actions.length} actions, ${states.length} states) where ${T} actions need at least ${T} actions and ${T + 1} states; the harness stops here too`,

@@ -1,6 +1,7 @@
-// vLLM's rollout fields of /v1/chat/completions as `metrl serve` answers them: with `logprobs: true` each
-// choice carries logprobs.content, one {token, logprob, bytes, top_logprobs: []} entry per generated token (the
-// sampled token's only: top_logprobs 0), and with `return_token_ids: true` the answer carries the prompt's token ids
+// The log-prob fields of /v1/chat/completions as `metrl serve` answers them: with `logprobs: true` each
+// choice carries logprobs.content, one {token, logprob, bytes, top_logprobs} entry per generated token (top_logprobs:
+// the request's top_logprobs most likely tokens at that draw, best first), and with vLLM's `return_token_ids: true`
+// the answer carries the prompt's token ids
 // at the top level (prompt_token_ids: the chat messages as the policy's chatPrompt tokenised them, images included)
 // and each choice its generated ids (choices[i].token_ids, ending with EOS when the model stopped), as vLLM does. The
 // rollout client (models/remote/) sends image prompts this way and checks prompt_token_ids against its own.
@@ -30,10 +31,15 @@ export function chatTokenResponse(
       index,
       message: { role: 'assistant', content: c.text },
       logprobs: options.logprobs
-        ? { content: c.tokens.map((t, j) => logprobEntry(options.tokenText(t), c.logProbs[j])) }
+        ? {
+            content: c.tokens.map((t, j) => ({
+              ...logprobEntry(options.tokenText(t), c.logProbs[j]),
+              top_logprobs: (c.topLogProbs?.[j] ?? []).map((e) => logprobEntry(options.tokenText(e.token), e.logProb)),
+            })),
+          }
         : null,
       finish_reason: c.finishReason,
-      stop_reason: null,
+      stop_reason: c.stopReason,
       ...(options.returnTokenIds ? { token_ids: c.tokens } : {}),
     })),
     usage: {
@@ -45,6 +51,6 @@ export function chatTokenResponse(
   };
 }
 
-function logprobEntry(token: string, logprob: number): object {
-  return { token, logprob, bytes: Array.from(Buffer.from(token, 'utf8')), top_logprobs: [] };
+function logprobEntry(token: string, logprob: number): { token: string; logprob: number; bytes: number[] } {
+  return { token, logprob, bytes: Array.from(Buffer.from(token, 'utf8')) };
 }

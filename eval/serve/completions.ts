@@ -1,13 +1,15 @@
 // vLLM's dialect in `metrl serve`: POST /v1/completions with the prompt as token ids (one list, or a
-// list of lists), `n`, `temperature`, `top_p`, `max_tokens`, `seed`, `logprobs` (0: the sampled token's only) and
+// list of lists) or a text, `n`, `temperature`, `top_p`, `max_tokens`, `seed`, `stop`, `logprobs` (k: the sampled
+// token's log-prob and the k most likely tokens' at each draw, up to 20) and
 // `return_token_ids`, answered in vLLM's shape (choices[i].token_ids, choices[i].logprobs.token_logprobs,
 // choices[i].prompt_token_ids; prompt k's n choices at indices k·n … k·n+n−1), and vLLM's runtime LoRA routes POST
 // /v1/load_lora_adapter {lora_name, lora_path, load_inplace} and /v1/unload_lora_adapter {lora_name}, present only
 // with --enable-lora (vLLM's --enable-lora with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True; without it vLLM has no such
 // route: 404). With these, a `metrl serve` process is a rollout server for `metrl train --rollout-server`
-// (models/remote/). A request names the served model: the loaded adapter's name, else the model id (vLLM: 404).
+// (models/remote/). Answers name the model that served them: the loaded adapter's name, else the model id.
 import { z } from 'zod';
-import { MAX_N } from './schema.ts';
+import { MAX_N, MAX_TOP_LOGPROBS, stopSchema } from './schema.ts';
+import type { TopLogProb } from '../../models/types.ts';
 
 const tokenIds = z.array(z.number().int().min(0)).min(1, 'a token-id prompt needs at least one token');
 
@@ -21,13 +23,10 @@ export const completionRequestSchema = z.looseObject({
   max_tokens: z.number().int().positive().nullish(),
   n: z.number().int().min(1).max(MAX_N).nullish(),
   seed: z.number().int().nullish(),
-  logprobs: z
-    .number()
-    .int()
-    .min(0)
-    .max(0, "metrl serve returns the sampled token's log-prob only (logprobs: 0)")
-    .nullish(),
+  // The most likely tokens at each draw besides the sampled one (0: the sampled token's log-prob only).
+  logprobs: z.number().int().min(0).max(MAX_TOP_LOGPROBS).nullish(),
   return_token_ids: z.boolean().nullish(),
+  stop: stopSchema,
   stream: z.boolean().nullish(),
 });
 
@@ -44,7 +43,11 @@ export interface TokenChoice {
   text: string;
   /** Log-prob of each token (raw_logprobs: temperature 1; processed_logprobs: at the request's temperature). */
   logProbs: number[];
+  /** The most likely tokens at each draw (temperature 1), when the request asked for them. */
+  topLogProbs: TopLogProb[][] | null;
   finishReason: 'stop' | 'length';
+  /** The stop string that ended it (vLLM's stop_reason); null otherwise. */
+  stopReason: string | null;
 }
 
 /** vLLM's /v1/completions response body for `prompts` (each with its n choices, in order). */
@@ -70,11 +73,15 @@ export function completionResponse(
             text_offset: offsets(c),
             token_logprobs: c.logProbs,
             tokens: c.tokens.map((t) => `token_id:${t}`),
-            top_logprobs: c.tokens.map((t, i) => ({ [`token_id:${t}`]: c.logProbs[i] })),
+            // vLLM's shape: the sampled token and the most likely ones at each draw.
+            top_logprobs: c.tokens.map((t, i) => ({
+              [`token_id:${t}`]: c.logProbs[i],
+              ...Object.fromEntries((c.topLogProbs?.[i] ?? []).map((e) => [`token_id:${e.token}`, e.logProb])),
+            })),
           }
         : null,
       finish_reason: c.finishReason,
-      stop_reason: null,
+      stop_reason: c.stopReason,
       prompt_logprobs: null,
       ...(options.returnTokenIds ? { prompt_token_ids: prompt, token_ids: c.tokens } : {}),
     })),

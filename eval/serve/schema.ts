@@ -1,7 +1,10 @@
 // The request side of the OpenAI chat-completions API that `metrl serve` accepts, as zod schemas: messages whose
-// content is a string or a list of text and image_url parts (images as data URLs: the server never fetches URLs),
-// and the sampling fields temperature, top_p, max_tokens, n, seed, plus vLLM's logprobs and return_token_ids. Fields we do not use (presence_penalty, user, …)
-// are accepted and ignored, as OpenAI clients send them; streaming is refused with a clear 400.
+// content is a string or a list of text and image_url parts (images as data URLs: the server never fetches URLs), in
+// the roles system, developer (OpenAI's newer name for system: read as one), user and assistant; the sampling fields
+// temperature, top_p, max_tokens (or max_completion_tokens), n, seed and stop (a string or up to four); stream and
+// stream_options.include_usage; logprobs with top_logprobs up to 20, and vLLM's return_token_ids. `model` is any
+// string or absent: one model is served, and answers name it (server.ts). Fields we do not use (presence_penalty,
+// user, …) are accepted and ignored, as OpenAI clients send them.
 import { z } from 'zod';
 
 const textPart = z.object({ type: z.literal('text'), text: z.string() });
@@ -12,7 +15,7 @@ const imagePart = z.object({
 const contentPartSchema = z.discriminatedUnion('type', [textPart, imagePart]);
 
 const messageSchema = z.object({
-  role: z.enum(['system', 'user', 'assistant']),
+  role: z.enum(['system', 'developer', 'user', 'assistant']),
   content: z
     .union([z.string(), z.array(contentPartSchema)], {
       error: 'must be a string or a list of parts of type text or image_url',
@@ -21,6 +24,18 @@ const messageSchema = z.object({
 });
 
 export const MAX_N = 16;
+/** OpenAI's bound on top_logprobs. */
+export const MAX_TOP_LOGPROBS = 20;
+/** OpenAI's bound on stop strings. */
+const MAX_STOP = 4;
+
+/** `stop`: one string or up to four, none empty. */
+export const stopSchema = z
+  .union([
+    z.string().min(1, 'a stop string cannot be empty'),
+    z.array(z.string().min(1, 'a stop string cannot be empty')).max(MAX_STOP, `at most ${MAX_STOP} stop strings`),
+  ])
+  .nullish();
 
 export const chatRequestSchema = z.looseObject({
   model: z.string().optional(),
@@ -32,15 +47,12 @@ export const chatRequestSchema = z.looseObject({
   n: z.number().int().min(1).max(MAX_N).nullish(),
   seed: z.number().int().nullish(),
   stream: z.boolean().nullish(),
-  stop: z.union([z.string(), z.array(z.string()).max(4)]).nullish(),
-  // vLLM's fields for rollouts (chat-token-ids.ts): the sampled tokens' log-probs, and the prompt's and choices' token ids.
+  stream_options: z.looseObject({ include_usage: z.boolean().nullish() }).nullish(),
+  stop: stopSchema,
+  // The sampled tokens' log-probs (with the most likely tokens at each draw), and vLLM's prompt and choice token ids
+  // (chat-token-ids.ts).
   logprobs: z.boolean().nullish(),
-  top_logprobs: z
-    .number()
-    .int()
-    .min(0)
-    .max(0, "metrl serve returns the sampled token's log-prob only (top_logprobs: 0)")
-    .nullish(),
+  top_logprobs: z.number().int().min(0).max(MAX_TOP_LOGPROBS).nullish(),
   return_token_ids: z.boolean().nullish(),
 });
 export type ChatRequest = z.infer<typeof chatRequestSchema>;

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import type { Sampler } from '../../models/sampler.ts';
 import type { LoraSettings } from '../../models/learner.ts';
 import { policyEngine } from './policy-engine.ts';
+import { DecodeScheduler } from './decode-scheduler.ts';
 import { startServer } from './server.ts';
 import { tokenEngine, type LogprobsMode } from './token-engine.ts';
 
@@ -37,6 +38,8 @@ export interface ServeOptions {
   enableLora?: boolean;
   /** vLLM's --logprobs-mode for /v1/completions (default raw_logprobs, as vLLM). */
   logprobsMode?: LogprobsMode;
+  /** n × max_tokens one request may ask for (server.ts DEFAULT_MAX_REQUEST_TOKENS). */
+  maxRequestTokens?: number;
 }
 
 /** r, alpha and targets of a PEFT adapter folder (what decides an ONNX Runtime graph's LoRA inputs). */
@@ -82,11 +85,12 @@ export async function serve(options: ServeOptions): Promise<void> {
     inference = next;
     previous.dispose();
   };
-  const chat = policyEngine(loaded.policy, modelId, options.seed, sampler);
+  const scheduler = new DecodeScheduler(() => sampler, options.seed);
+  const chat = policyEngine(loaded.policy, modelId, scheduler);
   const tokens = tokenEngine({
     policy: loaded.policy,
     modelId,
-    generator: chat.generator,
+    scheduler,
     sampler: current,
     logprobsMode: options.logprobsMode ?? 'raw_logprobs',
     ...(options.enableLora
@@ -100,21 +104,24 @@ export async function serve(options: ServeOptions): Promise<void> {
       : {}),
   });
   const engine = { ...chat, tokens };
-  const running = await startServer(engine, { host: options.host, port: options.port, log }).catch(
-    (error: NodeJS.ErrnoException) => {
-      inference.dispose();
-      loaded.policy.dispose();
-      if (error.code === 'EADDRINUSE')
-        throw new UserError(
-          `--port ${options.port}: already in use on ${options.host} (pick another, or 0 for any free port)`,
-        );
-      if (error.code === 'EACCES')
-        throw new UserError(`--port ${options.port}: not allowed to bind it on ${options.host}`);
-      if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND')
-        throw new UserError(`--host ${options.host}: not an address of this machine`);
-      throw error;
-    },
-  );
+  const running = await startServer(engine, {
+    host: options.host,
+    port: options.port,
+    log,
+    ...(options.maxRequestTokens !== undefined ? { maxRequestTokens: options.maxRequestTokens } : {}),
+  }).catch((error: NodeJS.ErrnoException) => {
+    inference.dispose();
+    loaded.policy.dispose();
+    if (error.code === 'EADDRINUSE')
+      throw new UserError(
+        `--port ${options.port}: already in use on ${options.host} (pick another, or 0 for any free port)`,
+      );
+    if (error.code === 'EACCES')
+      throw new UserError(`--port ${options.port}: not allowed to bind it on ${options.host}`);
+    if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND')
+      throw new UserError(`--host ${options.host}: not an address of this machine`);
+    throw error;
+  });
   if (backendLine !== '') log(backendLine);
   if (inference.engine === 'ort') log(`inference engine: ${inference.describe}`);
   if (options.enableLora)
@@ -129,8 +136,8 @@ export async function serve(options: ServeOptions): Promise<void> {
     process.once('SIGINT', () => stop('SIGINT'));
     process.once('SIGTERM', () => stop('SIGTERM'));
   });
-  const { batches, prompts } = engine.generator.stats;
-  log(`metrl serve: answered ${prompts} prompts in ${batches} decoding batches`);
+  const { batches, requests } = scheduler.stats;
+  log(`metrl serve: answered ${requests} prompts in ${batches} decoding batches`);
   inference.dispose();
   loaded.policy.dispose();
 }

@@ -1,8 +1,15 @@
-// `metrl serve`'s HTTP side, on node:http: POST /v1/chat/completions and GET /v1/models in the OpenAI shape, plus
-// GET /health, and vLLM's token-id /v1/completions, its chat fields logprobs and return_token_ids (chat-token-ids.ts)
-// and runtime LoRA routes where the engine has them (completions.ts). Every request body goes through zod; anything malformed (bad JSON, wrong fields, an image that is not
-// a decodable data URL, a body over the size limit) gets a 4xx with an OpenAI-style JSON error body and never takes
-// the server down. Generation is delegated to a ChatEngine; the built-in one batches requests that arrive together.
+// `metrl serve`'s HTTP side, on node:http: POST /v1/chat/completions (streamed as server-sent events with
+// `stream: true`: chat-stream.ts) and GET /v1/models in the OpenAI shape, plus GET /health, and vLLM's token-id
+// /v1/completions, the chat fields logprobs, top_logprobs and return_token_ids (chat-token-ids.ts) and runtime LoRA
+// routes where the engine has them (completions.ts). Every request body goes through zod; anything malformed (bad
+// JSON, wrong fields, an image that is not a decodable data URL, a body over the size limit, more work than one
+// request may ask for) gets a 4xx with an OpenAI-style JSON error body and never takes the server down.
+// `model`, on every route: one model is served at a time, so a request may name it as it likes (or not at all: what
+// @huggingface/inference sends given only an endpoint URL is that URL), and every answer names the model that
+// served it — the loaded adapter's name, else the model id (vLLM answers requests for unknown names with 404; metrl
+// serve has nothing else to serve them with). A client that cares checks the answer's `model`, as the rollout client
+// does. Generation is delegated to a ChatEngine; the built-in one decodes every request in flight together, and a
+// request whose client hung up stops being decoded (decode-scheduler.ts).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
@@ -10,8 +17,10 @@ import type { z } from 'zod';
 import { chatRequestSchema, isImageDataUrl, type ChatRequest } from './schema.ts';
 import type { ChatMessage } from '../../core/chat.ts';
 import { UserError } from '../../core/errors.ts';
-import { limitConnections } from './connection-limit.ts';
+import { limitConnections } from '../connection-limit.ts';
 import { chatTokenResponse } from './chat-token-ids.ts';
+import { startChatStream } from './chat-stream.ts';
+import { ClientGone, ServerBusy, type ChoiceProgress } from './decode-scheduler.ts';
 import {
   completionRequestSchema,
   completionResponse,
@@ -26,6 +35,14 @@ export interface EngineSampling {
   maxTokens: number;
   n: number;
   seed: number | null;
+  /** A choice ends before the first of these it writes. */
+  stop: string[];
+  /** The most likely tokens of each draw to report (0: none). */
+  topLogprobs: number;
+  /** Aborted when the client hangs up: the engine stops decoding for it. */
+  signal?: AbortSignal;
+  /** A streamed request: each choice's final text so far, after every decoding round. */
+  onProgress?: (choices: readonly ChoiceProgress[]) => void;
 }
 
 interface EngineChoice {
@@ -47,7 +64,8 @@ export interface ChatEngine {
   readonly defaultMaxTokens: number;
   /**
    * Generate for validated chat messages (images are base64 data URLs). Called concurrently; a UserError means
-   * the request cannot be served as it is (an undecodable image, a prompt longer than the context): a 400.
+   * the request cannot be served as it is (an undecodable image, a prompt longer than the context): a 400;
+   * ServerBusy a 503; ClientGone (the client hung up) nothing.
    */
   complete(messages: ChatMessage[], sampling: EngineSampling): Promise<EngineResult>;
   /** vLLM's token-id dialect (completions.ts); absent: /v1/completions is a 404. */
@@ -56,7 +74,7 @@ export interface ChatEngine {
 
 /** What /v1/completions and the LoRA routes need (eval/serve/completions.ts). */
 export interface TokenEngine {
-  /** The name requests must give as `model`: the loaded adapter's, else the model id. */
+  /** The name answers give as `model`: the loaded adapter's, else the model id. */
   servedModel(): string;
   /** A text prompt's token ids (as the model encodes text: BOS first). */
   encodeText(text: string): number[];
@@ -82,10 +100,22 @@ class HttpError extends Error {
     message: string,
     readonly param: string | null = null,
     readonly type = status >= 500 ? 'server_error' : 'invalid_request_error',
+    /** Seconds, for a 503. */
+    readonly retryAfter: number | null = null,
   ) {
     super(message);
   }
 }
+
+/** An engine's failure as the client is told it: a UserError is the request's fault (400), ServerBusy a 503. */
+function httpErrorOf(error: unknown): unknown {
+  if (error instanceof UserError) return new HttpError(400, error.message);
+  if (error instanceof ServerBusy) return new HttpError(503, error.message, null, 'server_error', RETRY_AFTER_S);
+  return error;
+}
+
+/** Seconds a client told 503 (the decoding queue is full) is asked to wait. */
+const RETRY_AFTER_S = 1;
 
 export interface ServeOptions {
   host: string;
@@ -101,9 +131,13 @@ export interface ServeOptions {
   keepAliveTimeoutMs?: number;
   /**
    * Connections open at once, so a flood of slow clients cannot exhaust the process: a connection over it takes the
-   * slot of the oldest one not being answered, or gets 503 with Retry-After when all are (connection-limit.ts).
+   * slot of the oldest one not being answered, or gets 503 with Retry-After when all are (eval/connection-limit.ts).
    */
   maxConnections?: number;
+  /**
+   * Tokens one request may ask for, n × max_tokens: one request cannot hold the server for minutes (a 400 past it).
+   */
+  maxRequestTokens?: number;
   log?: (line: string) => void;
 }
 
@@ -114,6 +148,8 @@ const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 5_000;
 const DEFAULT_MAX_CONNECTIONS = 64;
+/** 16 choices of 1,024 tokens (the default max_tokens) fit; 16 of 3,000 do not. */
+export const DEFAULT_MAX_REQUEST_TOKENS = 16_384;
 
 export interface RunningServer {
   server: Server;
@@ -139,6 +175,7 @@ export async function startServer(engine: ChatEngine, options: ServeOptions): Pr
     (req, res) => {
       if (connections.refused(req.socket)) return; // already told 503; the connection is closing
       handle(req, res).catch((error: unknown) => {
+        if (error instanceof ClientGone) return; // nobody is left to answer
         const status = error instanceof HttpError ? error.status : 500;
         if (status >= 500)
           options.log?.(
@@ -152,6 +189,9 @@ export async function startServer(engine: ChatEngine, options: ServeOptions): Pr
   // Not server.maxConnections, which resets every connection over it: slow clients then lock normal ones out.
   const connections = limitConnections(server, options.maxConnections ?? DEFAULT_MAX_CONNECTIONS);
   const maxPromptChars = options.maxPromptChars ?? DEFAULT_MAX_PROMPT_CHARS;
+  const maxRequestTokens = options.maxRequestTokens ?? DEFAULT_MAX_REQUEST_TOKENS;
+  /** The model that answers now. */
+  const served = () => engine.tokens?.servedModel() ?? engine.modelId;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = routeOf(req.url);
@@ -177,18 +217,29 @@ export async function startServer(engine: ChatEngine, options: ServeOptions): Pr
           `messages: ${chars} characters of text, more than this server accepts (${maxPromptChars}) and far beyond the model's context`,
           'messages',
         );
-      const sampling = samplingOf(request, engine);
-      if (request.logprobs === true || request.return_token_ids === true)
-        return sendJson(res, 200, await chatWithTokenIds(engine, request, messages, sampling));
+      const sampling = samplingOf(request, engine, maxRequestTokens, clientGone(res));
+      const tokenFields = request.logprobs === true || request.return_token_ids === true;
+      if (request.stream) {
+        if (tokenFields)
+          throw new HttpError(
+            400,
+            'stream: logprobs and return_token_ids are not streamed by metrl serve; send stream: false with them',
+            'stream',
+          );
+        return streamChat(res, engine, messages, sampling, request.stream_options?.include_usage === true, served);
+      }
+      if (request.top_logprobs && request.logprobs !== true)
+        throw new HttpError(400, 'top_logprobs: needs logprobs: true', 'top_logprobs');
+      if (tokenFields) return sendJson(res, 200, await chatWithTokenIds(engine, request, messages, sampling));
       const result = await engine.complete(messages, sampling).catch((error: unknown) => {
-        throw error instanceof UserError ? new HttpError(400, error.message) : error;
+        throw httpErrorOf(error);
       });
       const completionTokens = result.choices.reduce((s, c) => s + c.completionTokens, 0);
       return sendJson(res, 200, {
         id: `chatcmpl-${randomUUID()}`,
         object: 'chat.completion',
         created: Math.floor(Date.now() / 1000),
-        model: engine.modelId,
+        model: served(),
         choices: result.choices.map((c, index) => ({
           index,
           message: { role: 'assistant', content: c.text },
@@ -204,7 +255,8 @@ export async function startServer(engine: ChatEngine, options: ServeOptions): Pr
     }
     if ((path === '/v1/completions' || path === '/completions') && engine.tokens) {
       allow(req, 'POST');
-      return sendJson(res, 200, await tokenCompletions(engine, engine.tokens, await readBody(req, maxBody)));
+      const body = await readBody(req, maxBody);
+      return sendJson(res, 200, await tokenCompletions(engine, engine.tokens, body, maxRequestTokens, clientGone(res)));
     }
     if ((path === '/v1/load_lora_adapter' || path === '/v1/unload_lora_adapter') && engine.tokens?.adapters) {
       allow(req, 'POST');
@@ -316,18 +368,68 @@ function validated<T>(schema: z.ZodType<T>, json: unknown): T {
 }
 
 function parseRequest(body: Buffer): ChatRequest {
-  const request = validated(chatRequestSchema, parseJson(body));
-  if (request.stream)
-    throw new HttpError(400, 'stream: streaming is not supported by metrl serve; send stream: false', 'stream');
-  return request;
+  return validated(chatRequestSchema, parseJson(body));
+}
+
+/** A signal that fires when the client hangs up before its answer is complete. */
+function clientGone(res: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
+
+/** POST /v1/chat/completions with stream: true (chat-stream.ts). */
+async function streamChat(
+  res: ServerResponse,
+  engine: ChatEngine,
+  messages: ChatMessage[],
+  sampling: EngineSampling,
+  includeUsage: boolean,
+  served: () => string,
+): Promise<void> {
+  let stream: ReturnType<typeof startChatStream> | null = null;
+  const open = () =>
+    (stream ??= startChatStream(res, {
+      id: `chatcmpl-${randomUUID()}`,
+      model: served(),
+      n: sampling.n,
+      includeUsage,
+    }));
+  try {
+    // The first event goes out with the first decoding round: a request refused before (a prompt too long, a full
+    // queue) still gets its status and JSON error.
+    const result = await engine.complete(messages, { ...sampling, onProgress: (choices) => open().progress(choices) });
+    const s = open();
+    s.progress(result.choices.map((c) => ({ text: c.text, finishReason: c.finishReason })));
+    s.finish({
+      promptTokens: result.promptTokens,
+      completionTokens: result.choices.reduce((sum, c) => sum + c.completionTokens, 0),
+    });
+  } catch (error) {
+    if (stream === null || error instanceof ClientGone) throw httpErrorOf(error);
+    const failure = httpErrorOf(error);
+    const http = failure instanceof HttpError ? failure : new HttpError(500, 'internal error while generating');
+    (stream as ReturnType<typeof startChatStream>).fail(http.message, http.type);
+  }
 }
 
 /** POST /v1/completions in vLLM's shape (completions.ts). */
-async function tokenCompletions(engine: ChatEngine, tokens: TokenEngine, body: Buffer): Promise<object> {
+async function tokenCompletions(
+  engine: ChatEngine,
+  tokens: TokenEngine,
+  body: Buffer,
+  maxRequestTokens: number,
+  signal: AbortSignal,
+): Promise<object> {
   const request = validated(completionRequestSchema, parseJson(body));
   if (request.stream)
-    throw new HttpError(400, 'stream: streaming is not supported by metrl serve; send stream: false', 'stream');
-  const served = servedModel(engine, tokens, request.model);
+    throw new HttpError(
+      400,
+      'stream: /v1/completions is not streamed by metrl serve; send stream: false (/v1/chat/completions streams)',
+      'stream',
+    );
   const prompts =
     typeof request.prompt === 'string'
       ? [tokens.encodeText(request.prompt)]
@@ -335,40 +437,28 @@ async function tokenCompletions(engine: ChatEngine, tokens: TokenEngine, body: B
         ? (request.prompt as number[][])
         : [request.prompt as number[]];
   const maxTokens = request.max_tokens ?? 16; // vLLM's default for /v1/completions
-  if (maxTokens > engine.maxTokensLimit)
-    throw new HttpError(400, `max_tokens: at most ${engine.maxTokensLimit} for this model`, 'max_tokens');
   const sampling: EngineSampling = {
     temperature: request.temperature ?? 1,
     topP: request.top_p ?? 1,
     maxTokens,
     n: request.n ?? 1,
     seed: request.seed ?? null,
+    stop: stopsOf(request.stop),
+    topLogprobs: request.logprobs ?? 0,
+    signal,
   };
+  checkWork(sampling, engine, maxRequestTokens * Math.max(1, prompts.length), prompts.length);
   const choices = await tokens.completeTokens(prompts, sampling).catch((error: unknown) => {
-    throw error instanceof UserError ? new HttpError(400, error.message) : error;
+    throw httpErrorOf(error);
   });
-  return completionResponse(served, prompts, choices, {
+  return completionResponse(tokens.servedModel(), prompts, choices, {
     logprobs: request.logprobs !== undefined && request.logprobs !== null,
     returnTokenIds: request.return_token_ids === true,
     id: `cmpl-${randomUUID()}`,
   });
 }
 
-/** The served model's name; a request naming another is vLLM's 404. */
-function servedModel(engine: ChatEngine, tokens: TokenEngine, model: string | undefined): string {
-  const served = tokens.servedModel();
-  if (model !== undefined && model !== served) {
-    // metrl serve holds one model at a time: with an adapter loaded, the base it was started with is not served.
-    const why =
-      model === engine.modelId
-        ? ` metrl serve serves one model at a time and adapter '${served}' is loaded (unload it to serve ${engine.modelId}).`
-        : '';
-    throw new HttpError(404, `The model \`${model}\` does not exist.${why}`, 'model', 'NotFoundError');
-  }
-  return served;
-}
-
-/** POST /v1/chat/completions with vLLM's logprobs / return_token_ids (chat-token-ids.ts): the rollout client's image prompts. */
+/** POST /v1/chat/completions with logprobs / return_token_ids (chat-token-ids.ts): log-probs, the rollout client's image prompts. */
 async function chatWithTokenIds(
   engine: ChatEngine,
   request: ChatRequest,
@@ -378,12 +468,10 @@ async function chatWithTokenIds(
   if (!engine.tokens)
     throw new HttpError(400, 'logprobs and return_token_ids are not served by this engine', 'logprobs');
   const tokens = engine.tokens;
-  // Plain chat requests ignore `model` (any OpenAI client's name is fine); the rollout fields name the adapter as vLLM's do.
-  const served = servedModel(engine, tokens, request.model);
   const { prompt, choices } = await tokens.completeChat(messages, sampling).catch((error: unknown) => {
-    throw error instanceof UserError ? new HttpError(400, error.message) : error;
+    throw httpErrorOf(error);
   });
-  return chatTokenResponse(served, prompt, choices, {
+  return chatTokenResponse(tokens.servedModel(), prompt, choices, {
     logprobs: request.logprobs === true,
     returnTokenIds: request.return_token_ids === true,
     id: `chatcmpl-${randomUUID()}`,
@@ -394,9 +482,11 @@ async function chatWithTokenIds(
 /** Validated request messages in the project's chat form; images must be inline data URLs (nothing is fetched). */
 function toChatMessages(request: ChatRequest): ChatMessage[] {
   return request.messages.map((m, i) => {
-    if (typeof m.content === 'string' || m.content === null) return { role: m.role, content: m.content ?? '' };
+    // OpenAI's developer role is its newer name for the system role.
+    const role = m.role === 'developer' ? 'system' : m.role;
+    if (typeof m.content === 'string' || m.content === null) return { role, content: m.content ?? '' };
     return {
-      role: m.role,
+      role,
       content: m.content.map((p, j) => {
         if (p.type === 'text') return { type: 'text' as const, text: p.text };
         const url = typeof p.image_url === 'string' ? p.image_url : p.image_url.url;
@@ -413,17 +503,54 @@ function toChatMessages(request: ChatRequest): ChatMessage[] {
   });
 }
 
-function samplingOf(request: ChatRequest, engine: ChatEngine): EngineSampling {
-  const maxTokens = request.max_completion_tokens ?? request.max_tokens ?? engine.defaultMaxTokens;
-  if (maxTokens > engine.maxTokensLimit)
-    throw new HttpError(400, `max_tokens: at most ${engine.maxTokensLimit} for this model`, 'max_tokens');
-  return {
+function samplingOf(
+  request: ChatRequest,
+  engine: ChatEngine,
+  maxRequestTokens: number,
+  signal: AbortSignal,
+): EngineSampling {
+  const sampling: EngineSampling = {
     temperature: request.temperature ?? 1,
     topP: request.top_p ?? 1,
-    maxTokens,
+    maxTokens: request.max_completion_tokens ?? request.max_tokens ?? engine.defaultMaxTokens,
     n: request.n ?? 1,
     seed: request.seed ?? null,
+    stop: stopsOf(request.stop),
+    topLogprobs: request.logprobs === true ? (request.top_logprobs ?? 0) : 0,
+    signal,
   };
+  checkWork(
+    sampling,
+    engine,
+    maxRequestTokens,
+    1,
+    request.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens',
+  );
+  return sampling;
+}
+
+/** A request's length against the model's context, and its n × max_tokens (for every prompt) against the bound. */
+function checkWork(
+  sampling: EngineSampling,
+  engine: ChatEngine,
+  bound: number,
+  prompts: number,
+  field = 'max_tokens',
+): void {
+  if (sampling.maxTokens > engine.maxTokensLimit)
+    throw new HttpError(400, `${field}: at most ${engine.maxTokensLimit} for this model`, field);
+  const work = sampling.n * sampling.maxTokens * prompts;
+  if (work > bound)
+    throw new HttpError(
+      400,
+      `${field}: n × ${field}${prompts > 1 ? ' × prompts' : ''} is ${work} tokens, more than one request may ask of this server (${bound}); ask for fewer, or start it with a larger --max-request-tokens`,
+      field,
+    );
+}
+
+/** `stop` as a list. */
+function stopsOf(stop: string | string[] | null | undefined): string[] {
+  return stop == null ? [] : typeof stop === 'string' ? [stop] : stop;
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
@@ -440,5 +567,6 @@ function sendText(res: ServerResponse, status: number, text: string): void {
 }
 
 function sendError(res: ServerResponse, error: HttpError): void {
+  if (error.retryAfter !== null && !res.headersSent) res.setHeader('retry-after', String(error.retryAfter));
   sendJson(res, error.status, { error: { message: error.message, type: error.type, param: error.param, code: null } });
 }

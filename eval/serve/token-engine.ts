@@ -1,6 +1,7 @@
 // The TokenEngine behind `metrl serve`'s vLLM dialect (routes in server.ts, shapes in completions.ts and
-// chat-token-ids.ts): token-id prompts, and chat messages (images as data URLs) tokenised by the policy's chatPrompt,
-// generated through the same BatchedGenerator as plain chat requests, the sampled tokens' log-probs in
+// chat-token-ids.ts): token-id prompts (each id checked against the vocabulary), and chat messages (images as data
+// URLs) tokenised by the policy's chatPrompt, decoded by the same DecodeScheduler as plain chat requests, the sampled
+// tokens' log-probs in
 // vLLM's two modes (raw_logprobs, vLLM's default: temperature 1, what every metrl sampler returns; processed_logprobs:
 // at the request's temperature, rescored by the serving engine, what TRL's vllm-serve runs and what the trainer's
 // importance-sampling correction compares with), and with --enable-lora one runtime LoRA slot: loading an adapter
@@ -15,7 +16,8 @@ import type { Policy } from '../../models/policy.ts';
 import type { EncodedPrompt } from '../../models/types.ts';
 import type { Sampler } from '../../models/sampler.ts';
 import type { LoraSettings } from '../../models/learner.ts';
-import type { BatchedGenerator } from '../batched-generator.ts';
+import type { DecodeScheduler } from './decode-scheduler.ts';
+import { decodeRequest } from './policy-engine.ts';
 import type { TokenChoice } from './completions.ts';
 import type { EngineSampling, TokenEngine } from './server.ts';
 
@@ -25,7 +27,7 @@ export type LogprobsMode = (typeof LOGPROBS_MODES)[number];
 export interface TokenEngineOptions {
   policy: Policy;
   modelId: string;
-  generator: BatchedGenerator;
+  scheduler: DecodeScheduler;
   /** The engine's sampler now (it changes when an adapter of another shape is loaded). */
   sampler: () => Sampler;
   logprobsMode: LogprobsMode;
@@ -37,7 +39,7 @@ const settingsKey = (s: LoraSettings | null) =>
   s === null ? 'none' : JSON.stringify([s.r, s.alpha, [...(s.targets ?? [])]]);
 
 export function tokenEngine(options: TokenEngineOptions): TokenEngine {
-  const { policy, modelId, generator } = options;
+  const { policy, modelId, scheduler } = options;
   let loaded: string | null = null;
   let shape = settingsKey(options.lora?.startupSettings ?? null);
   let lastSettings = options.lora?.startupSettings ?? null;
@@ -82,15 +84,7 @@ export function tokenEngine(options: TokenEngineOptions): TokenEngine {
 
   /** One prompt's n choices, their log-probs in the server's mode. */
   const complete = async (prompt: EncodedPrompt, sampling: EngineSampling): Promise<TokenChoice[]> => {
-    const room = policy.contextLimit - prompt.tokens.length;
-    if (room < 1)
-      throw new UserError(`prompt: ${prompt.tokens.length} tokens, the model's context is ${policy.contextLimit}`);
-    const completions = await generator.generate(
-      prompt,
-      { temperature: sampling.temperature, topP: sampling.topP, maxNewTokens: Math.min(sampling.maxTokens, room) },
-      sampling.n,
-      sampling.seed,
-    );
+    const completions = await scheduler.decode(decodeRequest(prompt, sampling, policy.contextLimit));
     const processed =
       options.logprobsMode === 'processed_logprobs' && sampling.temperature > 0
         ? rescore(
@@ -103,8 +97,10 @@ export function tokenEngine(options: TokenEngineOptions): TokenEngine {
     return completions.map((c, i) => ({
       tokens: c.tokens,
       text: c.text,
-      logProbs: processed ? processed[i] : Array.from(c.logProbs),
-      finishReason: c.finished ? ('stop' as const) : ('length' as const),
+      logProbs: processed ? processed[i] : c.logProbs,
+      topLogProbs: c.topLogProbs,
+      finishReason: c.finishReason,
+      stopReason: c.stopReason,
     }));
   };
 
@@ -113,6 +109,13 @@ export function tokenEngine(options: TokenEngineOptions): TokenEngine {
     encodeText: (text) => policy.encode([{ type: 'text', text }]).tokens,
     tokenText: (token) => policy.decode([token]),
     async completeTokens(prompts: number[][], sampling: EngineSampling): Promise<TokenChoice[][]> {
+      prompts.forEach((tokens, k) => {
+        const bad = tokens.findIndex((t) => t >= policy.vocabSize);
+        if (bad >= 0)
+          throw new UserError(
+            `prompt${prompts.length > 1 ? `.${k}` : ''}.${bad}: token id ${tokens[bad]} is outside the model's vocabulary (ids 0 to ${policy.vocabSize - 1})`,
+          );
+      });
       await busy; // never sample from a half-loaded adapter
       return Promise.all(prompts.map((tokens) => complete({ tokens, images: [] }, sampling)));
     },
@@ -120,7 +123,7 @@ export function tokenEngine(options: TokenEngineOptions): TokenEngine {
       messages: ChatMessage[],
       sampling: EngineSampling,
     ): Promise<{ prompt: number[]; choices: TokenChoice[] }> {
-      const arrived = generator.announce();
+      const arrived = scheduler.announce();
       let prompt: EncodedPrompt;
       try {
         prompt = await policy.chatPrompt(messages);

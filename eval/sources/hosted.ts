@@ -2,11 +2,13 @@
 // (`--provider`), or any OpenAI-compatible endpoint (`--endpoint`: vLLM, TGI, llama.cpp, `metrl serve`), which the
 // library reaches when given `endpointUrl` (it appends /v1/chat/completions when the URL does not end with it).
 // The library's own retry-on-503 loop is switched off: retries, backoff and Retry-After are the harness's job
-// (eval/retry.ts), so a custom fetch records each response's status and Retry-After header for it.
+// (eval/retry.ts), so a custom fetch records each response's status and Retry-After header for it, and bounds the
+// size of the reply it reads.
 import { chatCompletion, InferenceClientInputError, type InferenceProviderOrPolicy } from '@huggingface/inference';
 import { z } from 'zod';
 import type { ChatMessage } from '../../core/chat.ts';
 import { redact } from '../../core/secrets.ts';
+import { limitBody } from '../../core/bounded-body.ts';
 import { RequestFailure, kindOfStatus, parseRetryAfter, toFailure } from '../retry.ts';
 import type { ModelSource, Query, SamplingSettings, SourceReply, TokenUsage } from '../types.ts';
 
@@ -36,6 +38,11 @@ const completionSchema = z.object({
     .nullish(),
 });
 
+/** Far beyond a chat completion of 32,768 tokens: a reply past it is read no further (core/bounded-body.ts). */
+const MAX_REPLY_BYTES = 32 * 1024 * 1024;
+const replyTooLarge = () =>
+  new RequestFailure(`the reply is over ${MAX_REPLY_BYTES / 1024 / 1024} MB; read no further`, 'item');
+
 export function hostedSource(options: HostedOptions): ModelSource {
   const label = options.model;
   return {
@@ -46,7 +53,7 @@ export function hostedSource(options: HostedOptions): ModelSource {
       const recordingFetch: typeof fetch = async (input, init) => {
         const response = await fetch(input, init);
         seen = response;
-        return response;
+        return limitBody(response, MAX_REPLY_BYTES, replyTooLarge);
       };
       let output: unknown;
       try {

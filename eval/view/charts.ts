@@ -61,7 +61,9 @@ function curves(folders: ViewedFolder[], messages: string[]): TopLevelSpec | nul
 }
 
 /** The settings of an evaluation folder: summary.json when written, else the rows so far (mean reward, no interval). */
-function evalTable(folder: ViewedFolder): { final: boolean; table: EvalTableRow[]; report: RunReport | null } {
+async function evalTable(
+  folder: ViewedFolder,
+): Promise<{ final: boolean; table: EvalTableRow[]; report: RunReport | null }> {
   if (existsSync(join(folder.root, SUMMARY_FILE))) {
     try {
       const report = readRunReport(folder.root);
@@ -80,7 +82,7 @@ function evalTable(folder: ViewedFolder): { final: boolean; table: EvalTableRow[
     }
   }
   const bySetting = new Map<string, EvalTableRow>();
-  for (const s of folderSamples(folder).samples) {
+  for (const s of (await folderSamples(folder)).samples) {
     const row = bySetting.get(s.group) ?? {
       setting: s.group,
       modality: s.modality,
@@ -153,7 +155,7 @@ export async function chartsView(folders: ViewedFolder[]): Promise<ChartsView> {
   const trainRuns = folders.filter((f) => f.kind === 'train');
   const evaluations: ChartsView['evaluations'] = [];
   for (const folder of folders.filter((f) => f.kind === 'eval')) {
-    const { final, table, report } = evalTable(folder);
+    const { final, table, report } = await evalTable(folder);
     let spec = settingsSpec(table);
     // A sweep (several lengths, or mixed image ratios) gets `metrl plot`'s figure; text against image the chart above.
     const sweeps =

@@ -1,7 +1,8 @@
 // The sampled completions of a folder as the page lists them: a training run's samples.jsonl (grouped by step) or an
 // evaluation folder's <domain>-<modality>.jsonl rows (grouped by setting), each with its episode's prompt, reward,
 // validity and parsed answer, and for chess the predicted board beside the target. Filtered by group, modality and
-// reward, newest step first, a page at a time.
+// reward, newest step first, a page at a time: the files are indexed (jsonl-index.ts: each row's group, modality,
+// reward and validity, and where its line is), and only a page's own lines are read whole.
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -11,7 +12,7 @@ import { responseForScoring } from '../../models/builtin/template.ts';
 import { episodeSource, promptParts, trainLayout, type Layout, type PromptPart } from './episodes.ts';
 import { boardDiff, type BoardDiff } from './board-diff.ts';
 import { readConfig, RESULTS_FILE, SAMPLES_FILE, type ViewedFolder } from './run-folder.ts';
-import { readRows, schemaRows } from './jsonl-rows.ts';
+import { indexJsonl, readIndexed, type IndexedRow, type KeyOf } from './jsonl-index.ts';
 
 export const REWARD_FILTERS = ['all', 'exact', 'partial', 'zero', 'invalid'] as const;
 export type RewardFilter = (typeof REWARD_FILTERS)[number];
@@ -57,7 +58,7 @@ export interface SamplesPage {
 }
 
 /** A row before its episode is looked up: what every folder kind has in common. */
-export interface RawSample {
+interface RawSample {
   group: string;
   modality: string;
   domain: string;
@@ -85,7 +86,6 @@ const sampleRow = z.object({
   valid: z.boolean(),
   advantage: z.number().optional(),
 });
-const parseSample = schemaRows(sampleRow, 'a sample row');
 
 const resultRow = z
   .object({
@@ -104,33 +104,64 @@ const resultRow = z
     error: z.string().nullable().optional(),
   })
   .loose();
-const parseResult = schemaRows(resultRow, 'a result row');
 
-function trainSamples(folder: ViewedFolder, problems: string[]): RawSample[] {
-  const read = readRows(join(folder.root, SAMPLES_FILE), parseSample);
-  problems.push(...read.problems);
+/** What a row is filtered and counted by, without its texts. */
+export interface SampleKey {
+  group: string;
+  modality: string;
+  reward: number | null;
+  valid: boolean | null;
+}
+
+/** A keyed row and where its line is. */
+interface Located extends SampleKey {
+  path: string;
+  row: IndexedRow<unknown>;
+}
+
+/** The index keys of each kind of row (one function each: the index cache is per key function). */
+const keySample: KeyOf<SampleKey> = (value) => {
+  const parsed = sampleRow.safeParse(value);
+  if (!parsed.success) return { error: 'not a sample row' };
+  const r = parsed.data;
+  return { key: { group: String(r.step), modality: '', reward: r.reward, valid: r.valid } };
+};
+const keyResult: KeyOf<SampleKey> = (value) => {
+  const parsed = resultRow.safeParse(value);
+  if (!parsed.success) return { error: 'not a result row' };
+  const r = parsed.data;
+  return { key: { group: r.setting, modality: r.modality, reward: r.reward, valid: r.valid } };
+};
+
+async function trainRows(folder: ViewedFolder, problems: string[]): Promise<Located[]> {
+  const path = join(folder.root, SAMPLES_FILE);
+  const index = await indexJsonl(path, keySample);
+  problems.push(...index.problems);
   const config = readConfig(folder.root);
-  const domain = typeof config?.domain === 'string' ? config.domain : '';
   const modality = typeof config?.modality === 'string' ? config.modality : '';
-  const layout = trainLayout(folder);
   // Newest step first; within a step, the order written.
-  return read.rows
-    .map((r, i) => ({ r, i }))
-    .sort((a, b) => b.r.step - a.r.step || a.i - b.i)
-    .map(({ r }) => ({
-      group: String(r.step),
-      modality,
-      domain,
-      episodeId: r.episode,
-      episodeKey: r.episode,
-      layout,
-      style: 'zero-shot',
-      target: r.target,
-      completion: r.completion,
-      reward: r.reward,
-      valid: r.valid,
-      advantage: r.advantage,
-    }));
+  return index.rows
+    .map((row, i) => ({ ...row.key, modality, path, row, i }))
+    .sort((a, b) => Number(b.group) - Number(a.group) || a.i - b.i);
+}
+
+/** A samples.jsonl row as the page shows it. */
+function trainSample(folder: ViewedFolder, r: z.infer<typeof sampleRow>): RawSample {
+  const config = readConfig(folder.root);
+  return {
+    group: String(r.step),
+    modality: typeof config?.modality === 'string' ? config.modality : '',
+    domain: typeof config?.domain === 'string' ? config.domain : '',
+    episodeId: r.episode,
+    episodeKey: r.episode,
+    layout: trainLayout(folder),
+    style: 'zero-shot',
+    target: r.target,
+    completion: r.completion,
+    reward: r.reward,
+    valid: r.valid,
+    advantage: r.advantage,
+  };
 }
 
 /** "shell/image/T10/compact" → its episode group "shell/image/T10" (eval/selection.ts's episodeGroup: perception reads images). */
@@ -140,7 +171,7 @@ function episodeGroupOf(setting: string, task: string): string {
   return (task === 'perception' ? [group[0], 'image', group[group.length - 1]] : group).join('/');
 }
 
-function evalSamples(folder: ViewedFolder, problems: string[]): RawSample[] {
+async function evalRows(folder: ViewedFolder, problems: string[]): Promise<Located[]> {
   let files: string[] = [];
   try {
     files = readdirSync(folder.root)
@@ -149,32 +180,38 @@ function evalSamples(folder: ViewedFolder, problems: string[]): RawSample[] {
   } catch {
     return [];
   }
-  return files.flatMap((file) => {
-    const read = readRows(join(folder.root, file), parseResult);
-    problems.push(...read.problems);
-    return read.rows.map((r): RawSample => {
-      const action = r.task === 'perception' ? Number(r.id.split('#')[1]) : undefined;
-      return {
-        group: r.setting,
-        modality: r.modality,
-        domain: r.domain,
-        episodeId: r.episode_id,
-        episodeKey: `${episodeGroupOf(r.setting, r.task)}|${r.episode_id}`,
-        layout: r.prompt === 'compact' ? 'compact' : 'reference',
-        style: r.prompt ?? 'zero-shot',
-        ...(action !== undefined && Number.isInteger(action) ? { action } : {}),
-        target: r.target,
-        completion: r.response,
-        reward: r.reward,
-        valid: r.valid,
-        prediction: r.prediction ?? null,
-        error: r.error ?? null,
-      };
-    });
-  });
+  const out: Located[] = [];
+  for (const file of files) {
+    const path = join(folder.root, file);
+    const index = await indexJsonl(path, keyResult);
+    problems.push(...index.problems);
+    for (const row of index.rows) out.push({ ...row.key, path, row });
+  }
+  return out;
 }
 
-function rewardMatches(filter: RewardFilter, s: RawSample): boolean {
+/** An evaluation's per-item row as the page shows it. */
+function evalSample(r: z.infer<typeof resultRow>): RawSample {
+  const action = r.task === 'perception' ? Number(r.id.split('#')[1]) : undefined;
+  return {
+    group: r.setting,
+    modality: r.modality,
+    domain: r.domain,
+    episodeId: r.episode_id,
+    episodeKey: `${episodeGroupOf(r.setting, r.task)}|${r.episode_id}`,
+    layout: r.prompt === 'compact' ? 'compact' : 'reference',
+    style: r.prompt ?? 'zero-shot',
+    ...(action !== undefined && Number.isInteger(action) ? { action } : {}),
+    target: r.target,
+    completion: r.response,
+    reward: r.reward,
+    valid: r.valid,
+    prediction: r.prediction ?? null,
+    error: r.error ?? null,
+  };
+}
+
+function rewardMatches(filter: RewardFilter, s: SampleKey): boolean {
   switch (filter) {
     case 'all':
       return true;
@@ -189,15 +226,16 @@ function rewardMatches(filter: RewardFilter, s: RawSample): boolean {
   }
 }
 
-/** Every row of the folder (samples.jsonl, or the evaluation's per-item rows), with the bad lines left out named. */
-export function folderSamples(folder: ViewedFolder): { samples: RawSample[]; problems: string[] } {
+/** Every row's key (samples.jsonl, or the evaluation's per-item rows), with the bad lines left out named. */
+export async function folderSamples(folder: ViewedFolder): Promise<{ samples: SampleKey[]; problems: string[] }> {
   const problems: string[] = [];
-  const samples = folder.kind === 'train' ? trainSamples(folder, problems) : evalSamples(folder, problems);
+  const samples = folder.kind === 'train' ? await trainRows(folder, problems) : await evalRows(folder, problems);
   return { samples, problems };
 }
 
 export async function samplesPage(folder: ViewedFolder, query: SampleQuery): Promise<SamplesPage> {
-  const { samples: all, problems } = folderSamples(folder);
+  const problems: string[] = [];
+  const all = folder.kind === 'train' ? await trainRows(folder, problems) : await evalRows(folder, problems);
   const groups = [...new Set(all.map((s) => s.group))];
   const modalities = [...new Set(all.map((s) => s.modality))];
   const matching = all.filter(
@@ -208,9 +246,9 @@ export async function samplesPage(folder: ViewedFolder, query: SampleQuery): Pro
   );
   const source = await episodeSource(folder);
   if (source.problem && all.length > 0) problems.push(source.problem);
+  const page = matching.slice(query.offset, query.offset + query.limit);
   const rows: SampleView[] = [];
-  for (const s of matching.slice(query.offset, query.offset + query.limit))
-    rows.push(await view(s, source.find(s.episodeKey), source.env));
+  for (const s of await pageSamples(folder, page)) rows.push(await view(s, source.find(s.episodeKey), source.env));
   return {
     groupKind: folder.kind === 'train' ? 'step' : 'setting',
     groups,
@@ -219,6 +257,31 @@ export async function samplesPage(folder: ViewedFolder, query: SampleQuery): Pro
     rows,
     problems,
   };
+}
+
+/** The page's rows read whole, in the page's order (a line that changed since it was indexed is left out). */
+async function pageSamples(folder: ViewedFolder, page: Located[]): Promise<RawSample[]> {
+  const byPath = new Map<string, Located[]>();
+  for (const s of page) byPath.set(s.path, [...(byPath.get(s.path) ?? []), s]);
+  const read = new Map<Located, unknown>();
+  for (const [path, located] of byPath) {
+    const values = await readIndexed(
+      path,
+      located.map((l) => l.row),
+    ).catch(() => [] as unknown[]);
+    located.forEach((l, i) => read.set(l, values[i]));
+  }
+  const out: RawSample[] = [];
+  for (const s of page) {
+    if (folder.kind === 'train') {
+      const parsed = sampleRow.safeParse(read.get(s));
+      if (parsed.success) out.push(trainSample(folder, parsed.data));
+    } else {
+      const parsed = resultRow.safeParse(read.get(s));
+      if (parsed.success) out.push(evalSample(parsed.data));
+    }
+  }
+  return out;
 }
 
 async function view(

@@ -2,8 +2,10 @@
 // node_modules, and a JSON API over the folders given (GET only). Folders are named by their position on the command
 // line, never by a path; the one route that takes a path (a folder's own files, /runs/<i>/<path>) resolves it, symbolic
 // links included, and refuses anything outside that folder. Requests from another Host are refused (no DNS
-// rebinding), connections have bounded header, request and idle times, and a failing request answers an error, never
-// takes the server down. The page polls /api/folders for changes (one small request every few seconds).
+// rebinding), connections have bounded header, request and idle times and a bound on how many are open (serve's
+// limiter: a slow client loses its slot to a newcomer, so reconnecting slow clients cannot lock normal ones out),
+// and a failing request answers an error, never takes the server down. The page polls /api/folders for changes (one
+// small request every few seconds).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createReadStream, existsSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
@@ -11,6 +13,7 @@ import { createRequire } from 'node:module';
 import { dirname, extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { UserError } from '../../core/errors.ts';
+import { limitConnections } from '../connection-limit.ts';
 import { chartsView } from './charts.ts';
 import { actionPng, episodeSource, imageSize, trainLayout, type Layout } from './episodes.ts';
 import { fileStamp } from './jsonl-rows.ts';
@@ -117,6 +120,7 @@ export async function startViewServer(folders: ViewedFolder[], options: ViewServ
       connectionsCheckingInterval: Math.max(100, Math.min(1000, headersTimeout / 2)),
     },
     (req, res) => {
+      if (connections.refused(req.socket)) return; // already told 503; the connection is closing
       handle(req, res).catch((error: unknown) => {
         const status = error instanceof HttpError ? error.status : 500;
         if (status >= 500)
@@ -134,7 +138,8 @@ export async function startViewServer(folders: ViewedFolder[], options: ViewServ
       });
     },
   );
-  server.maxConnections = options.maxConnections ?? 64;
+  // Not server.maxConnections, which resets every connection over it: slow clients then hold every slot.
+  const connections = limitConnections(server, options.maxConnections ?? 64);
   let port = 0;
 
   function folderAt(text: string): ViewedFolder {

@@ -66,6 +66,10 @@ export class BuiltinPolicy implements Policy, TransformerModel, LoraHost {
     return { ...this.arch };
   }
 
+  get vocabSize(): number {
+    return this.arch.vocabSize;
+  }
+
   get contextLimit(): number {
     return this.arch.maxContext;
   }

@@ -4,8 +4,8 @@
 // models/onnx/rollout-part.ts), so all of them draw the same tokens from the same Rng. No tfjs here: worker threads
 // load this file.
 import type { Rng } from '../../core/rng.ts';
-import type { Completion, SamplingOptions } from '../types.ts';
-import { sampleToken } from '../token-sampling.ts';
+import type { Completion, SamplingOptions, TopLogProb } from '../types.ts';
+import { sampleToken, topLogProbs } from '../token-sampling.ts';
 import type { CharTokenizer } from './tokenizer.ts';
 
 /** The special ids a draw needs (a worker thread gets these, not the tokenizer). */
@@ -16,6 +16,8 @@ export interface DrawnRows {
   tokens: number[][];
   logProbs: number[][];
   finished: boolean[];
+  /** With SamplingOptions.topLogProbs: per row, per drawn token, the most likely tokens at that draw. */
+  top?: TopLogProb[][][];
 }
 
 export class RowDraws {
@@ -41,9 +43,13 @@ export class RowDraws {
   step(rowLogits: (row: number) => Float32Array, options: SamplingOptions, rng: Rng): Int32Array {
     const { tokens, logProbs, finished } = this.drawn;
     const fed = new Int32Array(this.rows).fill(this.tokenizer.pad);
+    const k = options.topLogProbs ?? 0;
+    if (k > 0) this.drawn.top ??= Array.from({ length: this.rows }, () => []);
     for (let r = 0; r < this.rows; r++) {
       if (finished[r]) continue;
-      const { token, logProb } = sampleToken(rowLogits(r), options, rng, this.banned);
+      const logits = rowLogits(r);
+      const { token, logProb } = sampleToken(logits, options, rng, this.banned);
+      if (k > 0) this.drawn.top![r].push(topLogProbs(logits, k, this.banned));
       tokens[r].push(token);
       logProbs[r].push(logProb);
       fed[r] = token;
@@ -88,6 +94,7 @@ export function completionsOf(
       text: tokenizer.decode(tokens),
       logProbs: Float32Array.from(drawn.logProbs[r]),
       finished: drawn.finished[r],
+      ...(drawn.top ? { topLogProbs: drawn.top[r] } : {}),
     });
   });
   return out;

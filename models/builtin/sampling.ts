@@ -4,6 +4,7 @@
 // Sampling itself (temperature, top-p: models/token-sampling.ts; the stop at EOS here) happens in JS on one
 // [rows, vocab] logits read per step, with the caller's seeded Rng, so the same seed gives the same completions.
 import * as tf from '@tensorflow/tfjs';
+import { UserError } from '../../core/errors.ts';
 import type { Rng } from '../../core/rng.ts';
 import type { Completion, EncodedPrompt, SamplingOptions } from '../types.ts';
 import type { CharTokenizer } from './tokenizer.ts';
@@ -38,7 +39,7 @@ export function packPrompts(
   const ends: PositionCursor[] = [];
   let offset = 0;
   for (const prompt of prompts) {
-    if (prompt.tokens.length === 0) throw new Error('empty prompt');
+    if (prompt.tokens.length === 0) throw new UserError('the prompt is empty (no tokens to generate after)');
     starts.push(offset);
     const cursor = new PositionCursor(model.arch.positions, tokenizer);
     prompt.tokens.forEach((t, i) => {
@@ -68,7 +69,8 @@ function addImageSlots(
   for (let i = 0; i < prompt.tokens.length; i++) {
     if (prompt.tokens[i] !== tokenizer.img) continue;
     const image = prompt.images[next++];
-    if (!image) throw new Error(`prompt has more image tokens than images (${prompt.images.length})`);
+    // A prompt from outside (token ids sent to `metrl serve`) can hold image tokens without images: its sender's error.
+    if (!image) throw new UserError(`the prompt has more image tokens than images (${prompt.images.length})`);
     let index = imageIndex.get(image);
     if (index === undefined) {
       index = images.length;
@@ -79,7 +81,7 @@ function addImageSlots(
     i += p - 1;
   }
   if (next !== prompt.images.length)
-    throw new Error(`prompt has ${prompt.images.length} images but ${next} image token runs`);
+    throw new UserError(`the prompt has ${prompt.images.length} images but ${next} image token runs`);
 }
 
 /**

@@ -2,9 +2,10 @@
 // template -> image placeholders expanded -> token ids, plus the images in placeholder order for the architecture's
 // image processor. This is the whole text side of transformers' processor.apply_chat_template(tokenize=True) for the
 // architectures metrl supports; each step lives in its own file (chat-messages, chat-template, image-placeholders,
-// tokenizer) and this one only chains them.
+// tokenizer) and this one only chains them. A template that renders nothing is refused in one line.
 import type { ImageRef, PromptMessage } from '../../core/episode.ts';
 import type { RawImage } from '../../core/image.ts';
+import { UserError } from '../../core/errors.ts';
 import { toTemplatePrompt } from './chat-messages.ts';
 import { loadChatTemplate, type ChatTemplate } from './chat-template.ts';
 import { expandImagePlaceholders, imagePlaceholderLayout, type ImagePlaceholderLayout } from './image-placeholders.ts';
@@ -53,5 +54,11 @@ export function encodeChatPrompt(
   const { messages, images } = toTemplatePrompt(prompt, render, { content: kit.layout ? 'parts' : 'string' });
   const rendered = kit.template.render(messages, { addGenerationPrompt: options.addGenerationPrompt ?? true });
   const text = kit.layout ? expandImagePlaceholders(rendered, kit.layout, images.length) : rendered;
-  return { text, ids: kit.tokenizer.encode(text, { addSpecialTokens: false }), images };
+  const ids = kit.tokenizer.encode(text, { addSpecialTokens: false });
+  // Nothing to generate after: refused here, in one line, before any engine is handed zero tokens.
+  if (ids.length === 0)
+    throw new UserError(
+      `${kit.template.file}: the chat template rendered an empty prompt (no tokens to generate after)`,
+    );
+  return { text, ids, images };
 }

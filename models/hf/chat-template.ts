@@ -5,13 +5,68 @@
 // for). The variables are those transformers passes: messages, add_generation_prompt, tools and documents (none), the
 // tokenizer's special tokens (bos_token, eos_token, …), plus any extra the caller gives; raise_exception and
 // strftime_now come with the library. A template that does not parse or fails to render is a UserError naming its
-// file and the Jinja error, on one line.
+// file and the Jinja error, on one line. A template is code from a checkpoint folder, so a render is bounded: at most
+// RENDER_MS of work, no value (the output included) longer than MAX_RENDER_CHARS, and range() of at most MAX_RANGE
+// items (the library's builds the whole list first: range(1e8) alone filled the memory); past a bound the render
+// stops with a UserError saying which. An empty rendered prompt is refused by the caller (chat-prompt.ts).
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { Template } from '@huggingface/jinja';
+import { Interpreter, Template } from '@huggingface/jinja';
 import { UserError, describeZodError } from '../../core/errors.ts';
 import { TOKENIZER_CONFIG, type HfTokenizer } from './tokenizer.ts';
+
+/** A real template renders a long conversation in milliseconds. */
+const RENDER_MS = 2_000;
+/** Far beyond any context: 4 M characters are about a million tokens. */
+const MAX_RENDER_CHARS = 4_000_000;
+const MAX_RANGE = 100_000;
+
+/** The bounds of the render under way (renders are synchronous: one at a time). */
+let budget: { deadline: number } | null = null;
+
+class RenderBound extends Error {}
+
+/** A runtime value of the library: what its functions take and give. */
+type RuntimeValue = { value: unknown };
+
+/**
+ * range()'s list length from its arguments (start, stop, step as Jinja's), refused past MAX_RANGE before the library
+ * builds the list.
+ */
+function checkRange(args: RuntimeValue[]): void {
+  const [a, b, c] = args.map((x) => Number(x.value));
+  const [from, to] = args.length < 2 ? [0, a] : [a, b];
+  const step = args.length < 3 ? 1 : c;
+  const count = step === 0 ? 0 : Math.max(0, Math.ceil((to - from) / step));
+  if (!Number.isFinite(count) || count > MAX_RANGE)
+    throw new RenderBound(`range() of ${count} items (at most ${MAX_RANGE.toLocaleString('en-US')})`);
+}
+
+// @huggingface/jinja builds its interpreter inside Template.render, so the bounds are put on the interpreter's one
+// dispatch method, which every statement and expression goes through; they do nothing outside a bounded render. At the
+// program's start the global range() (however the template names it later) is wrapped with checkRange.
+const evaluate = Interpreter.prototype.evaluate;
+Interpreter.prototype.evaluate = function (this: Interpreter, ...args: Parameters<Interpreter['evaluate']>) {
+  const [statement, environment] = args;
+  if (budget !== null) {
+    if (performance.now() > budget.deadline) throw new RenderBound(`it ran for more than ${RENDER_MS / 1000} s`);
+    if ((statement as { type?: string } | undefined)?.type === 'Program') {
+      const range = (environment as unknown as { variables: Map<string, RuntimeValue> }).variables.get('range');
+      const call = range?.value;
+      if (typeof call === 'function' && range)
+        range.value = (params: RuntimeValue[], scope: unknown) => {
+          checkRange(params);
+          return call(params, scope);
+        };
+    }
+  }
+  const value = evaluate.apply(this, args);
+  const v = (value as RuntimeValue).value;
+  if (budget !== null && typeof v === 'string' && v.length > MAX_RENDER_CHARS)
+    throw new RenderBound(`it wrote more than ${MAX_RENDER_CHARS.toLocaleString('en-US')} characters`);
+  return value;
+};
 
 const CHAT_TEMPLATE_JINJA = 'chat_template.jinja';
 const CHAT_TEMPLATE_JSON = 'chat_template.json';
@@ -117,6 +172,7 @@ export class ChatTemplate {
 
   /** The prompt text for these messages, exactly as transformers' apply_chat_template(tokenize=False) gives it. */
   render(messages: ChatTemplateMessage[], options: RenderOptions = {}): string {
+    budget = { deadline: performance.now() + RENDER_MS };
     try {
       return this.template.render({
         tools: null,
@@ -127,7 +183,11 @@ export class ChatTemplate {
         add_generation_prompt: options.addGenerationPrompt ?? false,
       });
     } catch (error) {
+      if (error instanceof RenderBound)
+        throw new UserError(`${this.file}: chat template stopped: ${error.message}; is it a chat template?`);
       throw new UserError(`${this.file}: chat template failed to render: ${oneLine((error as Error).message)}`);
+    } finally {
+      budget = null;
     }
   }
 }

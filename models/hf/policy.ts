@@ -19,7 +19,7 @@ import type { Env } from '../../envs/env.ts';
 import { finalAnswerResponse } from '../../rewards/final-answer.ts';
 import type { LoraSettings } from '../learner.ts';
 import type { Policy } from '../policy.ts';
-import { sampleToken } from '../token-sampling.ts';
+import { sampleToken, topLogProbs } from '../token-sampling.ts';
 import type {
   Completion,
   EncodedPrompt,
@@ -28,6 +28,7 @@ import type {
   SequenceBatchItem,
   TokenLogProbs,
   TokenLogProbsOptions,
+  TopLogProb,
 } from '../types.ts';
 import {
   chatMessagesWithImages,
@@ -127,9 +128,12 @@ export class HfPolicy implements Policy {
     const kit = loadChatPromptKit(dir, config.raw, join(dir, 'config.json'));
     // So is the template: one user turn rendered now, so that a template which cannot render fails the load (one
     // line naming its file) instead of every prompt of a run, after the run folder has been written.
-    kit.template.render([{ role: 'user', content: kit.layout ? [{ type: 'text', text: 'Hello.' }] : 'Hello.' }], {
-      addGenerationPrompt: true,
-    });
+    const probe = kit.template.render(
+      [{ role: 'user', content: kit.layout ? [{ type: 'text', text: 'Hello.' }] : 'Hello.' }],
+      { addGenerationPrompt: true },
+    );
+    if (kit.tokenizer.encode(probe, { addSpecialTokens: false }).length === 0)
+      throw new UserError(`${kit.template.file}: the chat template renders an empty prompt for a user's "Hello."`);
     if (config.architecture === 'Idefics3ForConditionalGeneration') {
       const model = (await import('../idefics3/model.ts')).Idefics3Model.load(dir);
       return new HfPolicy(dir, config, model.decoder, model, model.processor, kit);
@@ -144,6 +148,10 @@ export class HfPolicy implements Policy {
   // ---- Sampler ---------------------------------------------------------------------------------------------------
 
   /** max_position_embeddings of the language model (transformers' class default when the config leaves it out). */
+  get vocabSize(): number {
+    return this.decoder.config.vocabSize;
+  }
+
   get contextLimit(): number {
     const text = (this.config.raw.text_config ?? this.config.raw) as Record<string, unknown>;
     const value = text.max_position_embeddings;
@@ -211,9 +219,12 @@ export class HfPolicy implements Policy {
       ...new Array<number>(p.tokens.length).fill(1),
     ]);
     const logProbs: number[][] = Array.from({ length: prompts.length * group }, () => []);
+    const k = options.topLogProbs ?? 0;
+    const top = k > 0 ? Array.from({ length: prompts.length * group }, (): TopLogProb[][] => []) : null;
     const choose = (row: Float32Array, b: number): number => {
       const { token, logProb } = sampleToken(row, options, rng);
       logProbs[b].push(logProb);
+      top?.[b].push(topLogProbs(row, k));
       return token;
     };
     const generateOptions: GenerateOptions = {
@@ -231,6 +242,7 @@ export class HfPolicy implements Policy {
         text: this.decode(body),
         logProbs: Float32Array.from(logProbs[b]),
         finished: result.finished[b],
+        ...(top ? { topLogProbs: top[b].slice(0, tokens.length) } : {}),
       };
     });
     return prompts.map((_, k) => completions.slice(k * group, (k + 1) * group));

@@ -231,7 +231,12 @@ export class OrtSampler extends PolicyFront<BuiltinPolicy> implements Sampler {
           index: k,
           rows: rowCounts,
           group,
-          options: { temperature: options.temperature, topP: options.topP, maxNewTokens: options.maxNewTokens },
+          options: {
+            temperature: options.temperature,
+            topP: options.topP,
+            maxNewTokens: options.maxNewTokens,
+            topLogProbs: options.topLogProbs,
+          },
           rng: rng.state(),
           tokens: {
             pad: tokenizer.pad,
@@ -271,6 +276,7 @@ export class OrtSampler extends PolicyFront<BuiltinPolicy> implements Sampler {
       tokens: drawn.flatMap((d) => d.tokens),
       logProbs: drawn.flatMap((d) => d.logProbs),
       finished: drawn.flatMap((d) => d.finished),
+      ...(drawn.every((d) => d.top) ? { top: drawn.flatMap((d) => d.top!) } : {}),
     };
     return completionsOf(rows, U, group, tokenizer);
   }

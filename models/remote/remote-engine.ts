@@ -30,6 +30,8 @@ export interface RemoteRolloutOptions {
   adapterDir: string;
   /** Write the learner's adapter (PEFT layout) into a folder. */
   saveAdapter(dir: string): void;
+  /** Token ids the model has (the servers' answers are checked against it). */
+  vocabSize: number;
 }
 
 /** Adapter folders kept: the current one and the one before (a replica may still be loading it). */
@@ -37,7 +39,7 @@ const KEEP_VERSIONS = 2;
 
 export function remoteEngine(local: EngineSampler, options: RemoteRolloutOptions): EngineSampler {
   if (options.urls.length === 0) throw new UserError('--rollout-server: give at least one URL');
-  const pool = new RolloutPool(options.urls, options.api, options.timeoutSeconds * 1000);
+  const pool = new RolloutPool(options.urls, options.api, options.timeoutSeconds * 1000, options.vocabSize);
   const adapterDir = resolve(options.adapterDir);
   let pending: number | null = 0; // the adapter the run starts with (fresh: version 0)
   let current: AdapterVersion | null = null;

@@ -7,21 +7,16 @@
 // not answer within the timeout is set aside for the round and its groups go to the others; each group is tried at
 // most on every replica twice, and when no replica is left the round fails with one line naming each replica's
 // reason. A replica set aside is tried again next round (a restarted server gets the adapter again). An answer that
-// breaks the protocol (no token ids, an adapter the server cannot load, no LoRA routes) is a UserError at once:
-// retrying elsewhere would hide a misconfigured server.
+// breaks the protocol (no token ids, ids or log-probs that cannot be, an answer past its size bound, an adapter the
+// server cannot load, no LoRA routes) is a UserError at once (rollout-answer.ts): retrying elsewhere would hide a
+// misconfigured server.
 import type { ChatMessage } from '../../core/chat.ts';
 import { UserError } from '../../core/errors.ts';
 import type { Completion, SamplingOptions } from '../types.ts';
-import { errorMessage, postJson, ServerDown, type HttpAnswer } from './http-json.ts';
-import {
-  parseVllmChat,
-  parseVllmCompletions,
-  vllmChatRequest,
-  vllmCompletionRequest,
-  vllmLoadAdapterRequest,
-  VLLM_ADAPTER_NAME,
-} from './vllm-protocol.ts';
-import { parseSglangGenerate, sglangAdapterName, sglangGenerateRequest } from './sglang-protocol.ts';
+import { AnswerTooLarge, errorMessage, postJson, ServerDown, type HttpAnswer } from './http-json.ts';
+import { vllmChatRequest, vllmCompletionRequest, vllmLoadAdapterRequest, VLLM_ADAPTER_NAME } from './vllm-protocol.ts';
+import { sglangAdapterName, sglangGenerateRequest } from './sglang-protocol.ts';
+import { answerBytes, noLoraRoute, readRolloutAnswer } from './rollout-answer.ts';
 
 export const ROLLOUT_APIS = ['vllm', 'sglang'] as const;
 export type RolloutApi = (typeof ROLLOUT_APIS)[number];
@@ -72,6 +67,8 @@ export class RolloutPool {
     urls: readonly string[],
     readonly api: RolloutApi,
     private readonly timeoutMs: number,
+    /** Token ids the model has: a server's ids are checked against it (rollout-answer.ts). */
+    private readonly vocabSize: number,
   ) {
     this.replicas = urls.map((url) => ({ url: serverRoot(url), loaded: null, loading: null, down: null }));
   }
@@ -104,7 +101,7 @@ export class RolloutPool {
         origins[k] = { server: replica.url, adapterVersion: adapter.version };
       } catch (error) {
         if (!(error instanceof ServerDown)) {
-          fatal ??= error;
+          fatal ??= error instanceof AnswerTooLarge ? new UserError(`rollout server ${error.message}`) : error;
           return;
         }
         replica.down ??= error.message;
@@ -166,9 +163,7 @@ export class RolloutPool {
     const answer = await postJson(replica.url + route, body, this.timeoutMs);
     // No such route (FastAPI's {"detail": "Not Found"}, metrl serve's "no route"): the server runs without LoRA.
     if (answer.status === 404 && /"detail":\s*"Not Found"|no route/.test(answer.text)) {
-      throw new UserError(
-        `rollout server ${replica.url}: no ${route}, LoRA is not enabled (start vLLM with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True, SGLang with --enable-lora, metrl serve with --enable-lora)`,
-      );
+      throw noLoraRoute(replica.url, route);
     }
     if (answer.status > 500) throw new ServerDown(replica.url, `status ${answer.status} while loading the adapter`);
     if (answer.status < 200 || answer.status >= 300) {
@@ -211,38 +206,23 @@ export class RolloutPool {
             seed,
             imageUrls(prompt.messages),
           );
-    const answer: HttpAnswer = await postJson(url, body, this.timeoutMs);
+    const answer: HttpAnswer = await postJson(url, body, this.timeoutMs, answerBytes(group, options.maxNewTokens));
     if (answer.status >= 500) throw new ServerDown(replica.url, `status ${answer.status}: ${errorMessage(answer)}`);
     if (answer.status !== 200)
       throw new UserError(
         `rollout server ${replica.url} refused the request (status ${answer.status}): ${errorMessage(answer)}`,
       );
-    let json: unknown;
-    try {
-      json = JSON.parse(answer.text);
-    } catch {
-      throw new UserError(`rollout server ${replica.url}: the answer to ${url} is not JSON`);
-    }
-    const parsed = chat
-      ? parseVllmChat(json, group)
-      : vllm
-        ? parseVllmCompletions(json, group)
-        : parseSglangGenerate(json, group);
-    if (typeof parsed === 'string')
-      throw new UserError(
-        `rollout server ${replica.url}: the answer to ${url} does not fit the ${this.api} protocol: ${parsed}`,
-      );
-    if (Array.isArray(parsed)) return parsed;
-    const differs =
-      'promptTokenIds' in parsed
-        ? tokenDifference(parsed.promptTokenIds, prompt.tokens)
-        : countDifference(parsed.promptTokens, prompt.tokens);
-    if (differs !== null) {
-      throw new UserError(
-        `rollout server ${replica.url} tokenised the prompt otherwise than metrl (${differs}): the learner would score other tokens than the server sampled after; serve the same checkpoint, chat template and image processor as --checkpoint`,
-      );
-    }
-    return parsed.completions;
+    return readRolloutAnswer(answer.text, {
+      server: replica.url,
+      url,
+      api: this.api,
+      chat,
+      group,
+      maxTokens: options.maxNewTokens,
+      vocabSize: this.vocabSize,
+      prompt: prompt.tokens,
+      model: vllm ? VLLM_ADAPTER_NAME : null,
+    });
   }
 }
 
@@ -251,20 +231,4 @@ function imageUrls(messages: ChatMessage[] | undefined): string[] {
   return (messages ?? []).flatMap((m) =>
     typeof m.content === 'string' ? [] : m.content.flatMap((p) => (p.type === 'image_url' ? [p.image_url.url] : [])),
   );
-}
-
-/** Where the server's prompt token ids differ from metrl's (null: equal, or not returned). */
-function tokenDifference(server: number[] | null, ours: number[]): string | null {
-  if (server === null) return null;
-  const at = server.findIndex((t, i) => t !== ours[i]);
-  if (at < 0 && server.length === ours.length) return null;
-  const i = at < 0 ? Math.min(server.length, ours.length) : at;
-  return `prompt_token_ids: ${server.length} tokens against metrl's ${ours.length}, first difference at position ${i}`;
-}
-
-/** SGLang's prompt length against metrl's (null: equal, or not returned). */
-function countDifference(server: number | null, ours: number[]): string | null {
-  return server === null || server === ours.length
-    ? null
-    : `meta_info.prompt_tokens: ${server} tokens against metrl's ${ours.length}`;
 }

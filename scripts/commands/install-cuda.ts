@@ -33,9 +33,27 @@ const command: CommandModule = {
         'then train on the GPU',
       ),
   handler: handler(schema, async ({ dir, from, timeout }) => {
-    const { installCuda } = await import('../../models/onnx/cuda-install.ts');
+    const { installCuda, InstallInterrupted } = await import('../../models/onnx/cuda-install.ts');
     const say = (line: string) => process.stderr.write(`metrl: ${line}\n`);
-    const folder = await installCuda({ dir, from, timeoutSeconds: timeout, say });
+    // Ctrl-C or SIGTERM stop the download and leave the folder as it was (the install cleans up), then exit 130.
+    const stop = new AbortController();
+    const onSigint = () => stop.abort('SIGINT');
+    const onSigterm = () => stop.abort('SIGTERM');
+    process.once('SIGINT', onSigint);
+    process.once('SIGTERM', onSigterm);
+    let folder: string;
+    try {
+      folder = await installCuda({ dir, from, timeoutSeconds: timeout, say, signal: stop.signal });
+    } catch (error) {
+      if (!(error instanceof InstallInterrupted)) throw error;
+      process.stderr.write(
+        `metrl: install-cuda: ${error.reason}: stopped; nothing was installed, and the install folder is as it was\n`,
+      );
+      process.exit(130);
+    } finally {
+      process.off('SIGINT', onSigint);
+      process.off('SIGTERM', onSigterm);
+    }
     const hint =
       dir && dir !== process.env.METRL_ORT_CUDA_DIR ? ` (set METRL_ORT_CUDA_DIR=${folder} for metrl to find it)` : '';
     process.stdout.write(

@@ -10,6 +10,7 @@ import { checkpointAndBase } from '../checkpoint-flags.ts';
 import { DEFAULT_ENGINE_HELP, ENGINES } from '../../models/engine.ts';
 import { DEVICES } from '../../models/onnx/device.ts';
 import { LOGPROBS_MODES } from '../../eval/serve/token-engine.ts';
+import { DEFAULT_MAX_REQUEST_TOKENS } from '../../eval/serve/server.ts';
 
 const schema = z.object({
   checkpoint: z.string().min(1),
@@ -27,6 +28,7 @@ const schema = z.object({
   'logprobs-mode': z.enum(LOGPROBS_MODES, {
     error: `unknown logprobs mode; expected one of ${LOGPROBS_MODES.join(', ')}`,
   }),
+  'max-request-tokens': z.coerce.number().int().positive().max(10_000_000),
 });
 
 type ServeFlags = z.infer<typeof schema>;
@@ -46,6 +48,7 @@ function serveOptions(flags: ServeFlags): ServeOptions {
     device: flags.device,
     enableLora: flags['enable-lora'],
     logprobsMode: flags['logprobs-mode'],
+    maxRequestTokens: flags['max-request-tokens'],
   };
 }
 
@@ -118,6 +121,12 @@ const command: CommandModule = {
         default: 'raw_logprobs',
         describe:
           "vLLM's --logprobs-mode for /v1/completions: raw_logprobs (temperature 1) | processed_logprobs (at the request's temperature, what the trainer's importance-sampling correction compares with)",
+      })
+      .option('max-request-tokens', {
+        type: 'number',
+        default: DEFAULT_MAX_REQUEST_TOKENS,
+        describe:
+          'tokens one request may ask for, n × max_tokens (a request past it gets a 400): one request cannot hold the server for minutes',
       })
       .example(
         '$0 serve --checkpoint checkpoints/base --port 8001 --enable-lora --logprobs-mode processed_logprobs',

@@ -1,7 +1,8 @@
 // `metrl evaluate --endpoint` when the endpoint does not answer, through the real binary. A server that accepts and
 // never replies: every item times out, and the run is a partial result (exit 1, the report written, one
 // `metrl: error:` line saying how many items were not answered and how to retry them). Nobody listening (connection
-// refused): a fatal stop before any answer, one line, exit 2, and no run folder left behind.
+// refused), or a port fetch refuses: found before anything is printed or written (eval/endpoint-preflight.ts), one
+// line, exit 2, and no run folder left behind.
 import { afterEach, describe, expect, it } from 'vitest';
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
@@ -74,13 +75,21 @@ describe('metrl evaluate against an endpoint that does not answer', () => {
     const out = join(root, 'new', 'run');
     expectUserError(
       await metrl(args(url, out)),
-      /^metrl: error: stopped: cannot reach 127\.0\.0\.1:\d+ \(ECONNREFUSED\).* Nothing was answered, so nothing was written$/,
+      /^metrl: error: --endpoint http:\/\/127\.0\.0\.1:\d+\/v1: nothing answers there \(ECONNREFUSED\); start the server, or correct the URL$/,
     );
     expect(existsSync(join(root, 'new'))).toBe(false);
     // An --out that was there (empty) stays, empty.
     const empty = join(root, 'empty');
     mkdirSync(empty);
-    expectUserError(await metrl(args(url, empty)), /Nothing was answered, so nothing was written/);
+    expectUserError(await metrl(args(url, empty)), /nothing answers there/);
     expect(readdirSync(empty)).toEqual([]);
+    // Without --quiet too: no progress line comes before the error.
+    const loud = (u: string) => args(u, join(root, 'loud')).filter((a) => a !== '--quiet');
+    expectUserError(await metrl(loud(url)), /nothing answers there \(ECONNREFUSED\)/);
+    expectUserError(
+      await metrl(loud('http://127.0.0.1:9/v1')),
+      /--endpoint http:\/\/127\.0\.0\.1:9\/v1: port 9 is one that fetch refuses to connect to/,
+    );
+    expect(existsSync(join(root, 'loud'))).toBe(false);
   }, 30_000);
 });

@@ -67,7 +67,8 @@ describe.concurrent('metrl: sizes and run preparation', () => {
     [
       'train --train-size 1e9',
       ['train', '--domain', 'shell', '--modality', 'text', '--train-size', '1e9'],
-      /trainSize/,
+      // Named as typed, not by its config key (trainSize).
+      /: --train-size: Too big: expected number to be <=100000 \(got 1000000000\)$/,
     ],
     [
       'train --games for the shell game',

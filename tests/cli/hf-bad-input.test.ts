@@ -123,6 +123,34 @@ const CASES: Case[] = [
     },
   },
   {
+    name: 'a chat template that loops 1e8 times',
+    train: true,
+    make() {
+      const dir = hfCheckpointCopy('llama', {
+        tokenizer: { chatTemplate: '{% for i in range(100000000) %}{{ i }}{% endfor %}' },
+      });
+      return {
+        flags: ['--checkpoint', dir],
+        error: new RegExp(
+          `${escapeRegExp(join(dir, 'tokenizer_config.json'))}: chat template stopped: range\\(\\) of 100000000 items`,
+        ),
+      };
+    },
+  },
+  {
+    name: 'a chat template that renders an empty prompt',
+    train: true,
+    make() {
+      const dir = hfCheckpointCopy('llama', { tokenizer: { chatTemplate: '{% for m in messages %}{% endfor %}' } });
+      return {
+        flags: ['--checkpoint', dir],
+        error: new RegExp(
+          `${escapeRegExp(join(dir, 'tokenizer_config.json'))}: the chat template renders an empty prompt`,
+        ),
+      };
+    },
+  },
+  {
     name: 'a chat template that does not parse',
     train: true,
     make() {

@@ -1,6 +1,8 @@
 // `npx metrl …` must print nothing of npm's own: the project's npm configuration (package.json, .npmrc) holds only keys
-// that npm knows. onnxruntime-node's install script (a CUDA download from NuGet, outside the npm registry) is denied
-// through package.json's `allowScripts`, which npm ≥ 11.19 honours, instead of an .npmrc key npm warns about.
+// that npm knows. npm ≥ 11.19 runs a dependency's install script only where package.json's `allowScripts` allows it
+// and warns on every install about each one it does not cover: every package of the lock file that has an install
+// script (and is installed by `npm ci`: optional ones are installed by hand) is decided there, onnxruntime-node's
+// (a CUDA download from NuGet, outside the npm registry) denied.
 import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -31,5 +33,20 @@ describe('npm configuration of the project', () => {
       allowScripts?: Record<string, boolean>;
     };
     expect(pkg.allowScripts?.['onnxruntime-node']).toBe(false);
+  });
+
+  it('decides every install script npm ci meets, so that it warns about none', () => {
+    const pkg = JSON.parse(readFileSync(join(PROJECT, 'package.json'), 'utf8')) as {
+      allowScripts?: Record<string, boolean>;
+    };
+    const lock = JSON.parse(readFileSync(join(PROJECT, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { hasInstallScript?: boolean; optional?: boolean }>;
+    };
+    const withScripts = Object.entries(lock.packages)
+      .filter(([path, p]) => path !== '' && p.hasInstallScript === true && p.optional !== true)
+      .map(([path]) => path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length));
+    expect(withScripts.length).toBeGreaterThan(0);
+    const undecided = withScripts.filter((name) => typeof pkg.allowScripts?.[name] !== 'boolean');
+    expect(undecided).toEqual([]);
   });
 });

@@ -95,7 +95,16 @@ describe('metrl serve', () => {
       [JSON.stringify({ messages: [{ role: 'user', content: 'x' }], n: 99 }), /^n:/],
       [JSON.stringify({ messages: [{ role: 'user', content: 'x' }], max_tokens: 0 }), /max_tokens/],
       [JSON.stringify({ messages: [{ role: 'user', content: 'x' }], max_tokens: 100000 }), /max_tokens: at most/],
-      [JSON.stringify({ messages: [{ role: 'user', content: 'x' }], stream: true }), /streaming is not supported/],
+      [
+        JSON.stringify({ messages: [{ role: 'user', content: 'x' }], stream: true, logprobs: true }),
+        /^stream: logprobs and return_token_ids are not streamed/,
+      ],
+      [JSON.stringify({ messages: [{ role: 'user', content: 'x' }], stop: ['a', 'b', 'c', 'd', 'e'] }), /^stop:/],
+      [
+        JSON.stringify({ messages: [{ role: 'user', content: 'x' }], top_logprobs: 21, logprobs: true }),
+        /top_logprobs/,
+      ],
+      [JSON.stringify({ messages: [{ role: 'user', content: 'x' }], top_logprobs: 2 }), /needs logprobs: true/],
       [
         JSON.stringify({
           messages: [
@@ -123,6 +132,15 @@ describe('metrl serve', () => {
       expect(response.headers.get('content-type')).toBe('application/json');
       const json = await response.json();
       expect(json.error.message, body).toMatch(pattern);
+    }
+    // Token-id prompts from outside: an id past the vocabulary, and image tokens without their image, are the client's.
+    for (const [prompt, pattern] of [
+      [[1, 40, 100_000], /^prompt\.2: token id 100000 is outside the model's vocabulary \(ids 0 to 100\)$/],
+      [[1, 3, 40], /^the prompt has more image tokens than images \(0\)$/],
+    ] as const) {
+      const response = await post(JSON.stringify({ prompt, max_tokens: 2 }), '/completions');
+      expect(response.status, JSON.stringify(prompt)).toBe(400);
+      expect((await response.json()).error.message).toMatch(pattern);
     }
     expect((await fetch(`${url}/chat/completions`)).status).toBe(405);
     expect((await fetch(`${url}/nowhere`)).status).toBe(404);

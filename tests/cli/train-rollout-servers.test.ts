@@ -2,19 +2,22 @@
 // tiny checkpoint): a run on two replicas, one of them killed mid-run, finishes its steps on the other, and after a
 // kill -9 of the trainer resumes to the same metrics as an uninterrupted run on one replica (the servers honour the
 // per-group seeds, and both replicas run the same engine); an image run sends its prompts as chat messages and
-// trains on what the replica sampled. Bad input: a server nobody listens on, a server without LoRA, a server whose
-// answers lack token ids or log-probs, a server that tokenised an image prompt otherwise than metrl, a server that
-// cannot read the adapter folder: one line each, exit 2, and the run keeps its step-0 checkpoint (nothing lost:
-// --resume continues it).
+// trains on what the replica sampled. Bad input checked before anything is written (one line, exit 2, no run folder,
+// seconds): a server nobody listens on, a port fetch refuses, a port past 65535, a server without LoRA, one whose
+// answer lacks token ids, an adapter folder the run cannot write. Found at the first rollout (one line, exit 2, the
+// run keeps its step-0 checkpoint: --resume continues it): a server that tokenised an image prompt otherwise than
+// metrl or whose chat answer lacks log-probs, token ids past the vocabulary, a server that cannot read the adapter
+// folder.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { expectUserError, metrl, PROJECT, scratchDir } from './helpers.ts';
 import { startServe, type Served } from '../helpers/serve-process.ts';
 import { killGroup, spawnTracked } from '../helpers/tracked-children.ts';
 import { tinyBaseCheckpoint } from '../trainer/tiny-base.ts';
+import { closeRolloutStubs, healthyCompletions, rolloutStub } from '../helpers/rollout-stub.ts';
 
 const base = tinyBaseCheckpoint();
 const TINY = [
@@ -63,7 +66,6 @@ const SERVE = [
   'processed_logprobs',
 ];
 const servers: Served[] = [];
-const stubs: Server[] = [];
 
 /** Rows without what differs between runs on different servers: wall-clock times, where each group was sampled. */
 function comparable(runDir: string) {
@@ -78,21 +80,6 @@ function comparable(runDir: string) {
     });
 }
 
-/** A plain HTTP server on 127.0.0.1 answering every POST with `answer(path)`. */
-async function stub(answer: (path: string) => { status: number; body: unknown }): Promise<string> {
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      const { status, body } = answer(req.url ?? '/');
-      const text = typeof body === 'string' ? body : JSON.stringify(body);
-      res.writeHead(status, { 'content-type': typeof body === 'string' ? 'text/plain' : 'application/json' }).end(text);
-    });
-  }).listen(0, '127.0.0.1');
-  stubs.push(server);
-  await new Promise((done) => server.once('listening', done));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
-}
-
 beforeAll(async () => {
   servers.push(
     ...(await Promise.all([
@@ -105,7 +92,7 @@ beforeAll(async () => {
 
 afterAll(() => {
   for (const s of servers) killGroup(s.child);
-  for (const s of stubs) s.close();
+  closeRolloutStubs();
 });
 
 describe('train --rollout-server', () => {
@@ -149,7 +136,12 @@ describe('train --rollout-server', () => {
         else fail(new Error(`train ended by itself (code ${code}) before it could be killed`));
       });
     });
-    const resumed = await metrl(['train', '--resume', '--out', cut, '--quiet']);
+    // The run's replicas are checked again when it resumes: the dead one is named, and the run resumes on the other.
+    expectUserError(
+      await metrl(['train', '--resume', '--out', cut, '--quiet']),
+      new RegExp(`--rollout-server ${a.url.replace(/[.]/g, '\\.')}: nothing answers there \\(ECONNREFUSED\\)`),
+    );
+    const resumed = await metrl(['train', '--resume', '--out', cut, '--quiet', '--rollout-server', b.url]);
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(comparable(cut)).toEqual(comparable(whole));
     const rows = readFileSync(join(cut, 'metrics.jsonl'), 'utf8')
@@ -187,7 +179,63 @@ describe('train --rollout-server --modality image', () => {
   }, 60_000);
 });
 
-describe('train --rollout-server, bad servers: one line, exit 2, nothing lost', () => {
+describe('train --rollout-server, bad servers: checked before anything is written', () => {
+  /** One line, exit 2, no run folder, in seconds (the preflight: models/remote/preflight.ts). */
+  async function expectRefused(args: string[], pattern: RegExp) {
+    const out = join(scratchDir('rollout-refused'), 'run');
+    const started = Date.now();
+    expectUserError(await metrl([...TINY, '--steps', '2', '--out', out, ...args]), pattern);
+    expect(existsSync(out)).toBe(false);
+    expect(Date.now() - started).toBeLessThan(30_000);
+  }
+
+  it('a server nobody listens on, a port fetch refuses, a port past 65535', async () => {
+    const port = await new Promise<number>((done) => {
+      const s = createServer().listen(0, '127.0.0.1', () => {
+        const { port: p } = s.address() as AddressInfo;
+        s.close(() => done(p));
+      });
+    });
+    await expectRefused(
+      ['--rollout-server', `http://127.0.0.1:${port}`],
+      /: --rollout-server http:\/\/127\.0\.0\.1:\d+: nothing answers there \(ECONNREFUSED\); start the server, or give the address it listens on$/,
+    );
+    await expectRefused(
+      ['--rollout-server', 'http://127.0.0.1:9'],
+      /: --rollout-server http:\/\/127\.0\.0\.1:9: port 9 is one that fetch refuses to connect to/,
+    );
+    await expectRefused(
+      ['--rollout-server', 'http://127.0.0.1:99999'],
+      /: --rollout-server: not a URL \(is the port at most 65535\?\) \(got "http:\/\/127\.0\.0\.1:99999"\)$/,
+    );
+  }, 90_000);
+
+  it('a server without LoRA enabled, and one whose answer lacks token ids', async () => {
+    await expectRefused(
+      ['--rollout-server', servers[2].url],
+      /no \/v1\/load_lora_adapter, LoRA is not enabled \(start vLLM with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True/,
+    );
+    const fixture = JSON.parse(
+      readFileSync(join(import.meta.dirname, '..', 'fixtures', 'rollout', 'vllm-completions-response.json'), 'utf8'),
+    );
+    for (const c of fixture.choices) delete c.token_ids;
+    fixture.choices = fixture.choices.slice(0, 1);
+    const url = await rolloutStub({ '/v1/completions': () => ({ status: 200, body: fixture }) });
+    await expectRefused(
+      ['--rollout-server', url],
+      /does not fit the vllm protocol: choices\.0\.token_ids: no token_ids \(the server must support the request field return_token_ids/,
+    );
+  }, 90_000);
+
+  it('an --rollout-adapter-dir the run cannot write', async () => {
+    await expectRefused(
+      ['--rollout-server', servers[1].url, '--rollout-adapter-dir', '/proc/metrl-adapters'],
+      /: --rollout-adapter-dir \/proc\/metrl-adapters: cannot write in \/proc/,
+    );
+  }, 60_000);
+});
+
+describe('train --rollout-server, bad servers found at the first rollout: one line, exit 2, nothing lost', () => {
   async function expectStopped(urls: string[], pattern: RegExp) {
     const out = scratchDir('rollout-bad');
     expectUserError(
@@ -210,13 +258,7 @@ describe('train --rollout-server, bad servers: one line, exit 2, nothing lost', 
       TINY[i - 1] === '--modality' ? 'image' : TINY[i - 1] === '--group-size' ? '2' : a,
     );
     const stopped = async (body: unknown, pattern: RegExp) => {
-      const url = await stub((path) =>
-        path.endsWith('load_lora_adapter')
-          ? { status: 200, body: 'Success' }
-          : path.endsWith('/chat/completions')
-            ? { status: 200, body }
-            : { status: 404, body: 'no' },
-      );
+      const url = await rolloutStub({ '/chat/completions': () => ({ status: 200, body }) });
       const out = scratchDir('rollout-bad-image');
       expectUserError(await metrl([...image, '--steps', '2', '--out', out, '--rollout-server', url]), pattern);
       expect(readFileSync(join(out, 'checkpoints', 'latest'), 'utf8').trim()).toBe('step-0');
@@ -233,51 +275,37 @@ describe('train --rollout-server, bad servers: one line, exit 2, nothing lost', 
     );
   }, 60_000);
 
-  it('a server nobody listens on', async () => {
-    const port = await new Promise<number>((done) => {
-      const s = createServer().listen(0, '127.0.0.1', () => {
-        const { port: p } = s.address() as AddressInfo;
-        s.close(() => done(p));
-      });
+  it('a server whose rollout answer holds token ids past the vocabulary', async () => {
+    // Healthy for the preflight's two-token probe; a rollout (max_tokens 4) gets an id the model does not have.
+    const url = await rolloutStub({
+      '/v1/completions': (request) => {
+        const answer = healthyCompletions(request) as { status: number; body: any };
+        if (request?.max_tokens === 4) answer.body.choices[0].token_ids = [50, 9999];
+        return answer;
+      },
     });
     await expectStopped(
-      [`http://127.0.0.1:${port}`],
-      /no rollout server answered \(.*ECONNREFUSED\); the run stopped after its last checkpoint, and --resume continues it/,
-    );
-  }, 60_000);
-
-  it('a server without LoRA enabled', async () => {
-    await expectStopped(
-      [servers[2].url],
-      /no \/v1\/load_lora_adapter, LoRA is not enabled \(start vLLM with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True/,
-    );
-  }, 60_000);
-
-  it('a server whose answer lacks token ids', async () => {
-    const fixture = JSON.parse(
-      readFileSync(join(import.meta.dirname, '..', 'fixtures', 'rollout', 'vllm-completions-response.json'), 'utf8'),
-    );
-    for (const c of fixture.choices) delete c.token_ids;
-    const url = await stub((path) =>
-      path.endsWith('load_lora_adapter') ? { status: 200, body: 'Success' } : { status: 200, body: fixture },
-    );
-    await expectStopped(
       [url],
-      /does not fit the vllm protocol: choices\.0\.token_ids: no token_ids \(the server must support the request field return_token_ids/,
+      /cannot be trained on: choice 0, token 1: id 9999 is outside the model's vocabulary .*; serve the same checkpoint as --checkpoint/,
     );
   }, 60_000);
 
   it('a server that cannot read the adapter folder', async () => {
-    const url = await stub(() => ({
-      status: 400,
-      body: {
-        object: 'error',
-        message: 'Loading lora metrl-policy failed: No adapter found for /elsewhere',
-        type: 'BadRequestError',
-        param: null,
-        code: 400,
-      },
-    }));
+    const url = await rolloutStub({
+      load_lora_adapter: (request) =>
+        request?.lora_name
+          ? {
+              status: 400,
+              body: {
+                object: 'error',
+                message: 'Loading lora metrl-policy failed: No adapter found for /elsewhere',
+                type: 'BadRequestError',
+                param: null,
+                code: 400,
+              },
+            }
+          : { status: 400, body: { message: 'lora_name and lora_path must be provided' } },
+    });
     await expectStopped(
       [url],
       /cannot load the adapter .*rollout-adapters\/v0: Loading lora metrl-policy failed: No adapter found .*--rollout-adapter-dir/,

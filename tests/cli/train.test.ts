@@ -107,9 +107,12 @@ describe('metrl train', () => {
       expectUserError(await metrl(['train', ...TINY, '--config', configFile, '--out', out]), /warmup/);
       expectUserError(
         await metrl(['train', ...tiny({ 'group-size': '1' }), '--out', out]),
-        /groupSize: group size must be at least 2/,
+        /--group-size: group size must be at least 2/,
       );
-      expectUserError(await metrl(['train', ...tiny({ 'learning-rate': '-0.001' }), '--out', out]), /learningRate/);
+      expectUserError(
+        await metrl(['train', ...tiny({ 'learning-rate': '-0.001' }), '--out', out]),
+        /--learning-rate: /,
+      );
       expectUserError(await metrl(['train', '--resume', '--out', join(root, 'empty')]), /holds no run/);
       expect(existsSync(out)).toBe(false); // nothing half-written
       rmSync(root, { recursive: true, force: true });
@@ -126,11 +129,11 @@ describe('metrl train: the GRPO family and reward modules, bad input', () => {
       const out = join(root, 'run');
       expectUserError(
         await metrl(['train', ...tiny({ 'loss-type': 'ppo' }), '--out', out]),
-        /lossType: unknown loss type; expected one of grpo, bnpo, dr_grpo, dapo/,
+        /--loss-type: unknown loss type; expected one of grpo, bnpo, dr_grpo, dapo/,
       );
       expectUserError(
         await metrl(['train', ...tiny({ 'importance-sampling-level': 'sequence', 'loss-type': 'dapo' }), '--out', out]),
-        /importanceSamplingLevel: 'sequence' \(GSPO\) needs lossType 'grpo'/,
+        /--importance-sampling-level: 'sequence' \(GSPO\) needs lossType 'grpo'/,
       );
       expectUserError(
         await metrl(['train', ...tiny({ epsilon: '0.2', 'epsilon-high': '0.1' }), '--out', out]),

@@ -190,4 +190,19 @@ describe('official MET-Bench selection', () => {
     expect(got.episodes[0].meta.fingerprint).toBe('48a1e20dd0373386adb04973a7b203c650a1f4256a9524e9f68cb264bc168c28');
     rmSync(root, { recursive: true, force: true });
   });
+
+  it('refuses, while reading, a shard whose states are JSON objects, naming the shard, row and column', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'metrl-official-objects-'));
+    const rows = shellRows().map((r) => ({ ...r, states: r.states.map((st) => ({ position: st })) }));
+    writeTrackShard(join(root, 'full', 'test-00000-of-00001.parquet'), rows.slice(0, 2), {
+      stateKind: 'json',
+      images: false,
+    });
+    const error = await selectOfficial(root, { limit: 1, actions: 3, images: false }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UserError);
+    expect((error as Error).message).toMatch(
+      /test-00000-of-00001\.parquet.*: column 'states\[0\]' holds an object, not text or an integer: not a MET-Bench chess or shell row$/,
+    );
+    rmSync(root, { recursive: true, force: true });
+  });
 });

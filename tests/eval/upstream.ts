@@ -86,6 +86,12 @@ export async function startUpstream(script: (req: UpstreamRequest) => Behaviour,
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
+      // The model list evaluate's preflight asks for (eval/endpoint-preflight.ts): not a request of the harness.
+      if (req.method === 'GET') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ object: 'list', data: [{ id: 'test', object: 'model' }] }));
+        return;
+      }
       if (requests.length >= maxRequests) {
         res.writeHead(599, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ error: 'test upstream: request bound exceeded' }));

@@ -10,7 +10,8 @@ export interface TrackRow {
   example_id: string;
   initial_state: string | number;
   actions: string[];
-  states: (string | number)[];
+  /** Objects only with stateKind 'json' (a JSON column may hold any JSON: what a broken shard holds). */
+  states: (string | number | Record<string, unknown>)[];
   image_actions?: Uint8Array[];
 }
 
@@ -81,7 +82,11 @@ export function writeTrackShard(
       schema: list('states', [scalar('element', kind)]),
       data: {
         name: 'states',
-        data: rows.map((r) => r.states.map((s) => (kind === 'int' ? BigInt(s) : kind === 'json' ? Number(s) : s))),
+        data: rows.map((r) =>
+          r.states.map((s) =>
+            kind === 'int' ? BigInt(s as number) : kind === 'json' ? (typeof s === 'object' ? s : Number(s)) : s,
+          ),
+        ),
       },
     },
     {
@@ -89,7 +94,13 @@ export function writeTrackShard(
       data: {
         name: 'final_state',
         data: rows.map((r) =>
-          kind === 'int' ? BigInt(r.states.at(-1)!) : kind === 'json' ? Number(r.states.at(-1)) : r.states.at(-1),
+          kind === 'int'
+            ? BigInt(r.states.at(-1) as number)
+            : kind === 'json'
+              ? typeof r.states.at(-1) === 'object'
+                ? r.states.at(-1)
+                : Number(r.states.at(-1))
+              : r.states.at(-1),
         ),
       },
     },

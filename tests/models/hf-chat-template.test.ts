@@ -145,6 +145,31 @@ describe('finding and rendering a template', () => {
     expect(render.message).not.toContain('\n');
   });
 
+  it('stops a template that loops too long, writes too much or asks for a huge range, in one line', () => {
+    const bounded = (template: string) => {
+      const started = performance.now();
+      const error = thrown(() => new ChatTemplate('/ckpt/chat_template.jinja', template).render([]));
+      expect(performance.now() - started).toBeLessThan(20_000);
+      expect(error).toBeInstanceOf(UserError);
+      expect(error.message).not.toContain('\n');
+      return error.message;
+    };
+    expect(bounded('{% for i in range(100000000) %}x{% endfor %}')).toMatch(
+      /^\/ckpt\/chat_template\.jinja: chat template stopped: range\(\) of 100000000 items \(at most 100,000\); is it a chat template\?$/,
+    );
+    expect(bounded('{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}')).toMatch(
+      /chat template stopped: it ran for more than 2 s/,
+    );
+    expect(
+      bounded(
+        "{% set ns = namespace(s='xxxxxxxxxx') %}{% for i in range(30) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}",
+      ),
+    ).toMatch(/chat template stopped: it wrote more than 4,000,000 characters/);
+    // range() as the library's: start, stop, step, negative steps.
+    const t = new ChatTemplate('t', '{{ range(3) }}|{{ range(2, 8, 3) }}|{{ range(5, 0, -2) }}');
+    expect(t.render([])).toBe('[0, 1, 2]|[2, 5]|[5, 3, 1]');
+  });
+
   it('is a UserError naming the folder when there is no template, and names a malformed chat_template.json', () => {
     const dir = scratch();
     writeByteTokenizer(dir);
@@ -417,5 +442,19 @@ describe('encodeChatPrompt: a metrl prompt to ids and images', () => {
     expect(() =>
       encodeChatPrompt(kit, shellEnv.prompt(imageEpisode, { style: 'zero-shot', shots: [] }), render),
     ).toThrow(UserError);
+  });
+  it('refuses a template that renders an empty prompt, in one line', () => {
+    const dir = scratch();
+    writeByteTokenizer(dir);
+    writeFileSync(join(dir, 'chat_template.jinja'), '{% for m in messages %}{% endfor %}');
+    const configFile = join(HF, 'llama', 'config.json');
+    const kit = loadChatPromptKit(dir, readJson(configFile), configFile);
+    const error = thrown(() =>
+      encodeChatPrompt(kit, shellEnv.prompt(textEpisode, { style: 'zero-shot', shots: [] }), envRenderer(shellEnv)),
+    );
+    expect(error).toBeInstanceOf(UserError);
+    expect(error.message).toBe(
+      `${join(dir, 'chat_template.jinja')}: the chat template rendered an empty prompt (no tokens to generate after)`,
+    );
   });
 });

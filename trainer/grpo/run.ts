@@ -13,6 +13,7 @@ import type { Learner } from '../../models/learner.ts';
 import { ortLearner } from '../../models/onnx/ort-learner.ts';
 import { openEngine, type EngineSampler, type OrtRuntime } from '../../models/engine.ts';
 import { remoteEngine } from '../../models/remote/remote-engine.ts';
+import { preflightRolloutServers } from '../../models/remote/preflight.ts';
 import { UserError } from '../../core/errors.ts';
 import { entropyBonusEnabled } from '../loss/entropy-control.ts';
 import type { TrainConfig } from '../config.ts';
@@ -148,6 +149,15 @@ function assertPromptsFit(
 export async function prepareRun(setup: TrainingSetup, rewards: RewardFunction[]): Promise<Run> {
   const { policy, config, modality, runDir, dataset } = setup;
   assertReadsModality(policy, modality);
+  // Rollout servers are checked before anything else is done or written: a dead or misconfigured one costs seconds.
+  if (config.rolloutServer)
+    await preflightRolloutServers({
+      urls: config.rolloutServer,
+      api: config.rolloutApi,
+      vocabSize: policy.vocabSize,
+      probe: policy.encode([{ type: 'text', text: 'shell\n1\n' }]).tokens,
+      ...(config.rolloutAdapterDir !== undefined ? { adapterDir: config.rolloutAdapterDir } : {}),
+    });
   // One engine for both sides. tfjs: the policy samples and learns. ort: an ONNX Runtime session samples (reading the
   // policy's adapters after each update) and ONNX Runtime computes the LoRA gradients (models/onnx/ort-learner.ts);
   // the tfjs variables stay what AdamW updates and what checkpoints save.
@@ -164,6 +174,7 @@ export async function prepareRun(setup: TrainingSetup, rewards: RewardFunction[]
         timeoutSeconds: config.rolloutTimeout,
         adapterDir: config.rolloutAdapterDir ?? join(runDir, 'rollout-adapters'),
         saveAdapter: (dir) => learner.saveAdapter(dir, { baseModel: setup.baseModel }),
+        vocabSize: policy.vocabSize,
       })
     : local;
   // The ONNX Runtime learners differentiate the loss with respect to the log-probabilities only (the entropies reach the

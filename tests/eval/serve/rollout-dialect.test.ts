@@ -31,6 +31,8 @@ let lora: Served;
 let plain: Served;
 let adapterDir = '';
 const PROMPT = [1, 40, 41, 10, 42];
+/** The built-in tokenizer's vocabulary (the tiny checkpoint's). */
+const VOCAB = 101;
 
 async function post(url: string, body: object): Promise<{ status: number; json: any }> {
   const response = await fetch(url, {
@@ -177,11 +179,13 @@ describe("metrl serve in vLLM's dialect", () => {
       load_inplace: true,
     });
     expect(loaded).toEqual({ status: 200, json: "Success: LoRA adapter 'metrl-policy' added successfully." });
-    // Requests name the adapter, as on vLLM; metrl serve holds one model at a time, so the base is not served now.
+    // metrl serve holds one model at a time: whatever a request names, the adapter answers now, and says so.
     const baseNow = await post(`${lora.url}/completions`, { ...greedy, model: 'base' });
-    expect(baseNow.status).toBe(404);
-    expect(baseNow.json.error.message).toMatch(/adapter 'metrl-policy' is loaded/);
-    const after = (await post(`${lora.url}/completions`, { ...greedy, model: 'metrl-policy' })).json.choices[0];
+    expect(baseNow.status).toBe(200);
+    expect(baseNow.json.model).toBe('metrl-policy');
+    const afterAnswer = (await post(`${lora.url}/completions`, { ...greedy, model: 'metrl-policy' })).json;
+    expect(afterAnswer.model).toBe('metrl-policy');
+    const after = afterAnswer.choices[0];
     const adapted = await localLogProbs(after.token_ids, 1, adapterDir);
     after.logprobs.token_logprobs.forEach((x: number, i: number) => expect(x).toBeCloseTo(adapted[i], 4));
     expect(after.logprobs.token_logprobs).not.toEqual(before.logprobs.token_logprobs);
@@ -236,17 +240,17 @@ describe("metrl serve in vLLM's chat dialect (image prompts)", () => {
     const plain = await post(`${lora.url}/chat/completions`, { messages, max_tokens: 2 });
     expect(plain.json.prompt_token_ids).toBeUndefined();
     expect(plain.json.choices[0].logprobs).toBeNull();
-    // With them, `model` names the served model, as on vLLM.
+    // With them too, any `model` is served, and the answer names the model that served it (nothing is loaded: the base).
     const other = await post(`${lora.url}/chat/completions`, { ...body, model: 'elsewhere' });
-    expect(other.status).toBe(404);
-    expect(other.json.error.message).toMatch(/^The model `elsewhere` does not exist\./);
+    expect(other.status).toBe(200);
+    expect(other.json.model).toBe(json.model);
   });
 
   it('the rollout client samples an image prompt there, and refuses one the server tokenised otherwise', async () => {
     const messages = await imageMessages();
     const { prompt } = await localChat(messages, [2], 1);
     const sampling = { temperature: 1, topP: 1, maxNewTokens: 3 };
-    const pool = new RolloutPool([lora.url], 'vllm', 20_000);
+    const pool = new RolloutPool([lora.url], 'vllm', 20_000, VOCAB);
     const { groups } = await pool.sampleGroups([{ tokens: prompt.tokens, messages }], 3, sampling, [4], {
       version: 0,
       path: adapterDir,
@@ -267,7 +271,10 @@ describe("metrl serve in vLLM's chat dialect (image prompts)", () => {
 describe('the rollout client on bad servers: one line each', () => {
   const sampling = { temperature: 1, topP: 1, maxNewTokens: 2 };
   const sample = (urls: string[], path: string) =>
-    new RolloutPool(urls, 'vllm', 5_000).sampleGroups([{ tokens: PROMPT }], 2, sampling, [1], { version: 0, path });
+    new RolloutPool(urls, 'vllm', 5_000, VOCAB).sampleGroups([{ tokens: PROMPT }], 2, sampling, [1], {
+      version: 0,
+      path,
+    });
 
   it('a server without LoRA enabled', async () => {
     await expect(sample([plain.url], adapterDir)).rejects.toThrow(
@@ -293,6 +300,7 @@ describe('the rollout client on bad servers: one line each', () => {
       [closed, `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, lora.url],
       'vllm',
       1_000,
+      VOCAB,
     );
     const { groups, origins } = await pool.sampleGroups(
       [{ tokens: PROMPT }, { tokens: PROMPT }, { tokens: PROMPT }],
