@@ -160,6 +160,7 @@ class OnnxBuiltinOps implements BuiltinOps<string, OnnxQkv> {
     private readonly lora: LoraSpec | null,
     private readonly mode: GraphMode,
     private readonly inputs: PassInputs,
+    private readonly fusedAttention: boolean,
   ) {
     this.names = weightNames(weights);
   }
@@ -340,22 +341,36 @@ class OnnxBuiltinOps implements BuiltinOps<string, OnnxQkv> {
     const vals = b.op1('Concat', [rows(promptV), vh], { axis: 2 });
     b.output(`key.${i}`, 'float32', ['batch', H, 'seq', dh]);
     b.output(`value.${i}`, 'float32', ['batch', H, 'seq', dh]);
-    return b.op1(
-      'MultiHeadAttention',
-      [q, keys, vals, '', '', bias],
-      { num_heads: H, scale: { float: 1 } },
-      undefined,
-      MS_DOMAIN,
-    ); // [B, S, d]
+    if (this.fusedAttention)
+      return b.op1(
+        'MultiHeadAttention',
+        [q, keys, vals, '', '', bias],
+        { num_heads: H, scale: { float: 1 } },
+        undefined,
+        MS_DOMAIN,
+      ); // [B, S, d]
+    // The same attention in plain ops (WebGPU: its MultiHeadAttention gives wrong rows when the keys outnumber the
+    // queries, as a prompt cache makes them; builtinGraphs): softmax(q Kᵀ + bias) V per head.
+    const qh = b.op1('Transpose', [b.op1('Reshape', [q, b.ints([0, 0, H, dh])])], { perm: [0, 2, 1, 3] }); // [B, H, S, dh]
+    const probs = b.op1('Softmax', [b.op1('Add', [matMulTransposed(b, qh, keys, { transB: true, rank: 4 }), bias])], {
+      axis: -1,
+    }); // [B, H, S, P + S]
+    const mixed = b.op1('MatMul', [probs, vals]); // [B, H, S, dh]
+    return b.op1('Reshape', [b.op1('Transpose', [mixed], { perm: [0, 2, 1, 3] }), b.ints([0, 0, d])]); // [B, S, d]
   }
 }
 
-/** The serialised model for `weights` (read once from the tfjs variables; LoRA adapters are inputs, not weights). */
+/**
+ * The serialised model for `weights` (read once from the tfjs variables; LoRA adapters are inputs, not weights).
+ * `fusedAttention` (default true): the general mode's attention is one com.microsoft MultiHeadAttention; false, the
+ * same in plain ops.
+ */
 export function buildBuiltinGraph(
   arch: Architecture,
   weights: ModelWeights,
   lora: LoraSpec | null,
   mode: GraphMode,
+  options: { fusedAttention?: boolean } = {},
 ): Uint8Array {
   const d = arch.dModel;
   const b = new GraphBuilder(`metrl-vlm-${mode}`);
@@ -384,7 +399,7 @@ export function buildBuiltinGraph(
     };
     inputs = { ids, cos, sin, bias, patches, shapes };
   }
-  const ops = new OnnxBuiltinOps(b, arch, weights, lora, mode, inputs);
+  const ops = new OnnxBuiltinOps(b, arch, weights, lora, mode, inputs, options.fusedAttention ?? true);
   let x = embed(ops, weights);
   weights.layers.forEach((layer, i) => {
     x = block(ops, arch, layer, i, x);
