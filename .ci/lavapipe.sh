@@ -6,8 +6,8 @@
 #   eval "$(bash .ci/lavapipe.sh)"       # then: npx vitest run tests/models/webgpu-*.test.ts
 # Prints nothing when WebGPU already finds an adapter here (a machine with a GPU and its Vulkan driver). Fails (exit 1,
 # one line on stderr) when the driver cannot be had or does not start, so that CI cannot silently skip the WebGPU
-# tests. Needs `npm ci` done (it probes through onnxruntime-node), apt-get and dpkg-deb; network to the machine's own
-# Debian source, whose URI it reads from /etc/apt/sources.list.d/*.sources (or /etc/apt/sources.list), naming no host.
+# tests. Needs `npm ci` done (it probes through onnxruntime-node) and network to the machine's own Debian source
+# (.ci/debian-packages.sh fetches and unpacks the packages; it names no host).
 # Cache: METRL_LAVAPIPE_DIR, default ${XDG_CACHE_HOME:-~/.cache}/metrl/lavapipe.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,31 +35,10 @@ cache=${METRL_LAVAPIPE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/metrl/lavapipe}
 root=$cache/root
 lib=$root/usr/lib/x86_64-linux-gnu
 if [ ! -f "$cache/lvp_icd.json" ]; then
-  command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null || fail "needs apt-get and dpkg-deb (a Debian machine)"
-  [ "$(dpkg --print-architecture)" = amd64 ] || fail "unpacks amd64 packages only (this is $(dpkg --print-architecture))"
-  # The machine's main Debian source: the URI of the stanza (or line) that serves the bookworm suite.
-  uri=$(awk '/^URIs:/{u=$2} /^Suites:/{for(i=2;i<=NF;i++) if($i=="bookworm") print u}' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -1)
-  [ -n "$uri" ] || uri=$(awk '$1=="deb" && $3=="bookworm"{print $2}' /etc/apt/sources.list 2>/dev/null | head -1)
-  [ -n "$uri" ] || fail "no Debian bookworm source in /etc/apt/sources.list.d/*.sources or /etc/apt/sources.list"
-  apt=$cache/apt
-  rm -rf "$apt" "$root" && mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/debs" "$root"
-  key=/usr/share/keyrings/debian-archive-keyring.gpg
-  printf 'deb [signed-by=%s] %s bookworm main\ndeb [signed-by=%s] %s bookworm-backports main\n' "$key" "$uri" "$key" "$uri" >"$apt/sources.list"
-  # A private apt state: the machine's own lists and configuration are not touched.
-  opts=(-o "Dir::Etc::SourceList=$apt/sources.list" -o Dir::Etc::SourceParts=/nonexistent -o "Dir::State::Lists=$apt/lists"
-    -o "Dir::Cache=$apt/cache" -o Debug::NoLocking=1 -o Acquire::Retries=3 -o Acquire::http::Timeout=60)
-  timeout 300 apt-get "${opts[@]}" update -qq >/dev/null 2>&1 || fail "apt-get update against $uri (bookworm, bookworm-backports) failed"
-  # What installing them would fetch, given what the machine has (a dependency it lacks comes along); download only.
+  [ "$(dpkg --print-architecture 2>/dev/null)" = amd64 ] || fail "unpacks amd64 packages only"
   bpo=(mesa-vulkan-drivers mesa-libgallium libdrm2 libdrm-common libdrm-amdgpu1 libdrm-intel1)
-  wanted=$(apt-get "${opts[@]}" -s install --no-install-recommends "${bpo[@]/%//bookworm-backports}" libvulkan1 2>/dev/null |
-    awk '$1=="Inst"{v=$0; sub(/^[^(]*\(/,"",v); sub(/ .*/,"",v); print $2"="v}')
-  echo "$wanted" | grep -q '^mesa-vulkan-drivers=' || fail "bookworm-backports offers no mesa-vulkan-drivers here"
-  # shellcheck disable=SC2086 # one word per package
-  (cd "$apt/debs" && timeout 600 apt-get "${opts[@]}" download -qq $wanted >/dev/null 2>&1) || fail "apt-get download failed ($(echo $wanted))"
-  for deb in "$apt/debs"/*.deb; do dpkg-deb -x "$deb" "$root"; done
+  bash .ci/debian-packages.sh "$cache" "${bpo[@]/%//bookworm-backports}" libvulkan1 || fail "the driver's packages could not be had"
   [ -f "$lib/libvulkan_lvp.so" ] || fail "mesa-vulkan-drivers has no libvulkan_lvp.so"
-  echo "$wanted" >"$cache/packages.txt"
-  rm -rf "$apt"
   printf '{"file_format_version":"1.0.0","ICD":{"library_path":"%s/libvulkan_lvp.so","api_version":"1.4.305"}}\n' "$lib" >"$cache/lvp_icd.json"
 fi
 mkdir -p "$cache/xdg-runtime" && chmod 700 "$cache/xdg-runtime"

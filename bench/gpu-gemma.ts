@@ -56,7 +56,7 @@ const dir = join(root, `gemma-3-${size}-shape`);
 let parameters: number | null = null;
 if (!existsSync(join(dir, 'model.safetensors'))) {
   say(`writing the ${size} checkpoint`);
-  parameters = writeGemmaTextFolder(dir, { ...config, dtype: 'bfloat16' }, `gpu-gemma-${size}`);
+  parameters = writeGemmaTextFolder(dir, { ...config, dtype: 'bfloat16' }, `gpu-gemma-${size}`, { fast: true });
 }
 // Plain JavaScript: the bundled CLI (bench/device-bundle.sh) has no TypeScript loader for a reward module.
 const reward = join(root, 'last-char.mjs');

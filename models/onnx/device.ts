@@ -69,14 +69,14 @@ function probeValues(): { x: number[]; y: number[] } {
 
 /**
  * Open a session on the device's provider in a child process (its stderr is kept from the user) and run the probe
- * graph: null when it gives the probe's values, else ORT's reason (or the wrong values) and any Dawn / loader
- * diagnostic printed on the way. `logSeverity` (ORT's, default 3: errors) is for the device check, which prints the
- * child's stderr.
+ * graph: the reason it failed (ORT's, or the wrong values; null when it gave the probe's values) and what ORT, Dawn
+ * and the loaders printed on the way. `logSeverity` (ORT's, default 3: errors) is for the device check
+ * (bench/device-probe.ts), which prints ORT's warnings.
  */
-function probe(
+export function probe(
   device: Device,
   options: { logSeverity?: number; timeoutMs?: number } = {},
-): { reason: string; diagnostics: string } | null {
+): { reason: string | null; diagnostics: string } {
   const binding = join(bindingDir(), 'onnxruntime_binding.node');
   const common = require.resolve('onnxruntime-common');
   const { x, y } = probeValues();
@@ -108,8 +108,8 @@ function probe(
   } catch {
     result = null;
   }
-  if (result?.ok) return null;
   const diagnostics = child.stderr ?? '';
+  if (result?.ok) return { reason: null, diagnostics };
   const reason =
     result?.reason ??
     (child.signal ? `the probe process died (${child.signal})` : `the probe process exited ${child.status}`);
@@ -153,11 +153,11 @@ export function checkDevice(device: Device): void {
     );
   }
   const failed = probe(device);
-  if (!failed) return;
+  if (failed.reason === null) return;
   const vulkan = /Couldn't load Vulkan: ([^\n]*)/.exec(failed.diagnostics)?.[1]?.trim();
   if (device === 'webgpu') {
     throw new UserError(
-      `--device webgpu: ONNX Runtime's WebGPU execution provider found no GPU (${oneLine(failed.reason)}${vulkan ? `; ${vulkan}` : ''}); ${WEBGPU_HOW}`,
+      `--device webgpu: ONNX Runtime's WebGPU execution provider found no GPU (${oneLine(failed.reason!)}${vulkan ? `; ${vulkan}` : ''}); ${WEBGPU_HOW}`,
     );
   }
   const cudaMajor = cuda!.source === 'metrl install-cuda' ? '13' : '12';
@@ -168,7 +168,7 @@ export function checkDevice(device: Device): void {
     ?.replace(/\x1b\[[0-9;]*m/g, '')
     .trim();
   throw new UserError(
-    `--device cuda: ONNX Runtime ${cuda!.ort}'s CUDA execution provider cannot start (${oneLine(failed.reason)}${library ? `: ${library}` : ''}); it needs an NVIDIA GPU with its driver, and the CUDA ${cudaMajor} and cuDNN 9 libraries on the library path (LD_LIBRARY_PATH)`,
+    `--device cuda: ONNX Runtime ${cuda!.ort}'s CUDA execution provider cannot start (${oneLine(failed.reason!)}${library ? `: ${library}` : ''}); it needs an NVIDIA GPU with its driver, and the CUDA ${cudaMajor} and cuDNN 9 libraries on the library path (LD_LIBRARY_PATH)`,
   );
 }
 
