@@ -3,9 +3,9 @@
 // run on ONNX Runtime's CPU provider and on its WebGPU provider (`--device webgpu`): the largest difference of the
 // completion log-probs of the same sequences, whether greedy completions are identical, how many tokens of a seeded
 // sampled rollout are identical, the learner's LoRA gradients for one group, and the time of each; and the tfjs WASM
-// forward against ORT's CPU one. Nothing here is a pass/fail test (this machine has no GPU, so the suite cannot hold one); it prints
-// the figures docs/engines.md and docs/performance.md report, one JSON line per check, and names a check that could
-// not run instead of stopping.
+// forward against ORT's CPU one. Nothing here is a pass/fail test (tests/models/webgpu-builtin.test.ts is, on
+// lavapipe); it prints the figures docs/engines.md and docs/performance.md report, one JSON line per check, and names
+// a check that could not run instead of stopping (bench/device-run.sh webgpu runs it with 16 and 48 tokens).
 //   node bin/run-ts.js bench/device-check.ts [GREEDY_TOKENS=64] [ROLLOUT_TOKENS=376]
 import * as tf from '@tensorflow/tfjs';
 import { checkDevice, type Device } from '../models/onnx/device.ts';
