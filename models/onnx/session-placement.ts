@@ -10,6 +10,8 @@
 //    Node(s) placed on [WebGpuExecutionProvider]. Number of nodes: 802
 //     …
 // or ` All nodes placed on [WebGpuExecutionProvider]. Number of nodes: N` with no list; it covers the subgraphs too.
+// One session opens at a time on one thread (bench/every-graph.ts runs with --threads 1): worker threads' marker
+// lines could interleave with another thread's log.
 // A node on the CPU is allowed in a GPU session only by ALLOWED_ON_CPU; the element types that rule reads are inferred
 // over the optimized graph, which carries no value_info.
 import { spawnSync } from 'node:child_process';

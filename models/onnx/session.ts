@@ -8,10 +8,11 @@
 // are written to a temporary folder, opened from there, and the folder removed once ORT has read them.
 // METRL_ORT_PLACEMENT=DIR (a diagnostic, session-placement.ts reads it): every session logs ORT's verbose session log
 // (which provider each node was placed on) to stderr after a line naming it, and writes the graph ORT optimized to
-// DIR/<n>.onnx.
+// DIR/<pid>-<thread>-<n>.onnx.
 import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { threadId } from 'node:worker_threads';
 import { Tensor } from 'onnxruntime-common';
 import { systemErrorAsUserError, UserError } from '../../core/errors.ts';
 import { executionProviders, outOfMemoryError, type Device } from './device.ts';
@@ -80,7 +81,8 @@ export class OrtSession {
     this.bound = options.outputLocations !== undefined;
     this.native = new (nativeBinding().InferenceSession)();
     const placement = process.env[PLACEMENT_VARIABLE];
-    const optimized = placement ? join(placement, `${placementSessions++}.onnx`) : null;
+    // Named by process, thread and order: worker threads open sessions of their own.
+    const optimized = placement ? join(placement, `${process.pid}-${threadId}-${placementSessions++}.onnx`) : null;
     const sessionOptions: Record<string, unknown> = {
       graphOptimizationLevel: 'all',
       executionMode: 'sequential',
