@@ -3,10 +3,10 @@
 // run on ONNX Runtime's CPU provider and on its WebGPU provider (`--device webgpu`): the largest difference of the
 // completion log-probs of the same sequences, whether greedy completions are identical, how many tokens of a seeded
 // sampled rollout are identical, the learner's LoRA gradients for one group, and the time of each; and the tfjs WASM
-// forward against ORT's CPU one. Nothing here is a pass/fail test (this machine has no GPU, so the suite cannot hold one); it prints
-// the figures docs/engines.md and docs/performance.md report, one JSON line per check, and names a check that could
-// not run instead of stopping.
-//   node bin/run-ts.js bench/device-check.ts [GREEDY_TOKENS=64]
+// forward against ORT's CPU one. Nothing here is a pass/fail test (tests/models/webgpu-builtin.test.ts is, on
+// lavapipe); it prints the figures docs/engines.md and docs/performance.md report, one JSON line per check, and names
+// a check that could not run instead of stopping (bench/device-run.sh webgpu runs it with 16 and 48 tokens).
+//   node bin/run-ts.js bench/device-check.ts [GREEDY_TOKENS=64] [ROLLOUT_TOKENS=376]
 import * as tf from '@tensorflow/tfjs';
 import { checkDevice, type Device } from '../models/onnx/device.ts';
 import { OrtSampler } from '../models/onnx/ort-sampler.ts';
@@ -17,6 +17,7 @@ import type { Completion, SequenceBatchItem, TokenLogProbs } from '../models/typ
 import { chessStep, forcedLength, GROUP, load } from './chess-step.ts';
 
 const greedyTokens = Number(process.argv[2] ?? 64);
+const rolloutTokens = Number(process.argv[3] ?? 376);
 const step = await chessStep();
 if (!step) throw new Error('checkpoints/base is missing');
 const { policy, prompts } = step;
@@ -55,7 +56,7 @@ function ortRun(device: Device, items: SequenceBatchItem[] | null) {
   const sampled = sampler.sampleGroups(
     prompts,
     GROUP,
-    { temperature: 0.5, topP: 1, maxNewTokens: 376 },
+    { temperature: 0.5, topP: 1, maxNewTokens: rolloutTokens },
     new Rng(1, 'rollout'),
   );
   const rolloutTime = seconds(t0);
@@ -69,7 +70,7 @@ print({
   greedySeconds: cpu.greedyTime,
   scoreSeconds: cpu.scoreTime,
   rolloutSeconds: cpu.rolloutTime,
-  rolloutTokens: GROUP * prompts.length * 376,
+  rolloutTokens: GROUP * prompts.length * rolloutTokens,
 });
 try {
   checkDevice('webgpu');
@@ -104,7 +105,14 @@ const learnerRun = (device: Device) => {
         mask: lp.mask,
         advantages,
       },
-      { epsilon: 0.2, beta: 0, lossType: 'grpo', maxCompletionTokens: 376, totalSequences: B, totalTokens: B * 376 },
+      {
+        epsilon: 0.2,
+        beta: 0,
+        lossType: 'grpo',
+        maxCompletionTokens: rolloutTokens,
+        totalSequences: B,
+        totalTokens: B * rolloutTokens,
+      },
     ).loss;
   learner.lossGradients(group, { useLora: true, temperature: 0.5 }, loss, variables); // session build
   const t0 = performance.now();

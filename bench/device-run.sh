@@ -1,77 +1,94 @@
 #!/usr/bin/env bash
-# What ran on the GPU machine (the `device` tool's: no network, no Node): unpack the Vulkan loader (.gl, carried Debian
-# packages) and .dev (bench/device-bundle.sh), then the GPU checks, each under its own time limit so that one that hangs
-# does not take the others with it; the log goes to $OUT/device-PHASE.log. From the checkout's root:
-#   bash bench/device-run.sh checks    # the machine, --device cuda's line, bench/device-check.ts, a trial run on webgpu
-#   bash bench/device-run.sh timings   # the GRPO step (bench/peer-grpo-forced.ts) on webgpu and on the machine's CPU
-#   bash bench/device-run.sh more      # --backend webgpu's refusal, a trial run with the learner on webgpu, the chess
-#                                      # step on webgpu, a 135M-parameter Hugging Face decoder on webgpu and the CPU
-#   bash bench/device-run.sh stage     # (one call per part of bench/device-cuda-parts.sh) keep the carried CUDA part
-#   bash bench/device-run.sh hf        # join the parts into METRL_ORT_CUDA_DIR, find CUDA 13 / cuDNN 9 in torch's
-#                                      # nvidia packages, then the HF learner's agreement on cuda, Gemma 3 1B and 4B
-#                                      # shapes training on cuda (bench/gpu-gemma.ts), 1B on webgpu
-# Bundle for hf: bash bench/device-bundle.sh gpu-gemma hf-device-check (and carry .devshared for the fixtures).
+# The GPU check on the `device` tool's machine (no network, no Node), in calls that each carry under 64 MiB with the
+# tracked tree and whose steps add up to well under 600 s (tests/bench/device-plan.test.ts builds what they carry,
+# measures it and adds up the time limits below). From the checkout's root, in this order:
+#   webgpu   carry [".dev"] (bash bench/device-bundle.sh)   useful on its own: the machine, the transformers + PEFT
+#            peer on a tiny config (a typo in it costs seconds), --device webgpu's probe with ORT's warnings, where
+#            every graph's nodes run (the placement bench), the HF fixtures and the built-in model against the CPU
+#   stage    carry [".devcuda/part-aa"], then -ab, …: every part of bench/device-cuda-parts.sh but the last, one call
+#            each; copies it to /tmp/metrl-cuda on the warm machine
+#   cuda     carry [the last part]: joins the parts into the CUDA build (METRL_ORT_CUDA_DIR) and puts the CUDA 13 and
+#            cuDNN 9 of torch's nvidia packages on the library path; the CUDA probe (ldd of the provider, ORT's
+#            warnings), the transformers + PEFT peer at Gemma 3 4B's shape, the HF fixtures on cuda against the CPU,
+#            and Gemma 3 4B-shaped bfloat16 training with `metrl train --device cuda` (bench/gpu-gemma.ts)
+# Each step runs under its own time limit (`step SECONDS NAME COMMAND…`); its output goes to
+# $OUT/<phase>/<n>-<name>.log as it runs and a line per step (exit status, seconds) to $OUT/<phase>/steps.txt, so a
+# call cut short still says what ran and what broke. A step that fails does not stop the next.
 set -uo pipefail
-phase=${1:-checks}
-if [ "$phase" = stage ]; then
-  mkdir -p /tmp/metrl-cuda && cp .devcuda/part-* .devcuda/SHA256SUMS /tmp/metrl-cuda/ && ls -la /tmp/metrl-cuda; exit 0
-fi
-out=${OUT:-/tmp/device-out}; mkdir -p "$out"
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-[ -e /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] && export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-[ -f .dev/native.tar.xz ] && bash .dev/unpack.sh
+phase=${1:-webgpu}
+out=${OUT:-/tmp/device-out}/$phase
+mkdir -p "$out"
 N=.dev/node
-log() { echo "== $* ($(date +%T), load $(cut -d' ' -f1-3 /proc/loadavg))"; }
-{
-  if [ "$phase" = checks ]; then
-    log machine; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nproc; $N --version
-    ls /usr/local/nvidia/share/vulkan/icd.d/ /usr/share/vulkan/icd.d/ /etc/vulkan/icd.d/ 2>&1
-    vulkaninfo --summary 2>&1 | grep -E "deviceName|driverName|apiVersion|ERROR|rror" | head -8
-    log "--device cuda (the CUDA provider's libraries are not in the npm package: its one-line error)"
-    timeout 40 $N .dev/metrl.mjs train --domain shell --modality text --steps 1 --device cuda --out /tmp/r-cuda; echo "exit $?"
-    log "device-check"
-    timeout 170 $N .dev/device-check.mjs 64
-    log "trial run on --device webgpu"
-    timeout 80 $N .dev/metrl.mjs train --domain shell --modality text --steps 3 --test-size 16 --eval-every 3 --device webgpu --out "$out/trial-webgpu"; echo "exit $?"
-  elif [ "$phase" = more ]; then
-    log "--backend webgpu (refused: tfjs's WebGPU backend needs OffscreenCanvas for synchronous reads)"
-    timeout 30 $N .dev/metrl.mjs pretrain --out /tmp/p-webgpu --backend webgpu --steps 1; echo "exit $?"
-    log "trial run on --device webgpu, learner there too"
-    timeout 80 $N .dev/metrl.mjs train --domain shell --modality text --steps 3 --test-size 16 --eval-every 3 --device webgpu --out "$out/trial-webgpu"; echo "exit $?"
-    log "GRPO step, chess, --device webgpu"
-    METRL_DEVICE=webgpu timeout 120 $N .dev/peer-grpo-forced.mjs 1 chess:376
-    log "Hugging Face decoder (SmolLM2-135M shape) on tfjs, ORT CPU and ORT webgpu"
-    # hf.bench.ts copies the real SmolVLM tokenizer from ../shared, which does not travel: carried as .devshared.
-    [ -d ../shared ] || { mkdir -p ../shared && cp -r .devshared/fixtures ../shared/; }
-    METRL_BENCH_HF_ORT_DEVICE=webgpu timeout 130 $N .dev/index.mjs hf-ort
-  else
-    log "GRPO step, --device webgpu (rollout, reference log-probs on the GPU; learner on the CPU)"
-    METRL_DEVICE=webgpu timeout 110 $N .dev/peer-grpo-forced.mjs 2
-    log "GRPO step, CPU, --threads 1"
-    METRL_THREADS=1 timeout 60 $N .dev/peer-grpo-forced.mjs 2
-    log "GRPO step, CPU, --threads 8"
-    METRL_THREADS=8 timeout 50 $N .dev/peer-grpo-forced.mjs 2
-  fi
-  if [ "$phase" = hf ]; then
-    log "CUDA build: join the staged parts"
+n=0
+step() {
+  local limit=$1 name=$2
+  shift 2
+  n=$((n + 1))
+  local log
+  log=$out/$(printf %02d $n)-$name.log
+  local t0
+  t0=$(date +%s.%N)
+  echo "== $name (limit ${limit} s, $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))" >"$log"
+  timeout --kill-after=5 "$limit" bash -c '"$@"' step "$@" >>"$log" 2>&1
+  local rc=$?
+  local line
+  line="$name: exit $rc after $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
+  [ $rc = 124 ] && line="$line (its time limit)"
+  echo "$line" | tee -a "$out/steps.txt"
+}
+# The carried CUDA part(s) kept on the machine for the cuda call (the checkout's copy goes with the next call).
+stage_parts() {
+  mkdir -p /tmp/metrl-cuda && cp .devcuda/part-* .devcuda/SHA256SUMS /tmp/metrl-cuda/ && ls -la /tmp/metrl-cuda
+}
+machine() {
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  nproc
+  $N --version
+  python3 -c 'import torch, sys; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+  ls /usr/local/nvidia/share/vulkan/icd.d/ /usr/share/vulkan/icd.d/ /etc/vulkan/icd.d/
+  vulkaninfo --summary | grep -E 'deviceName|driverName|apiVersion'
+}
+join_cuda() {
+  cd /tmp/metrl-cuda && sha256sum -c SHA256SUMS && mkdir -p ort && cat part-* | xz -dc | tar -xf - -C ort && ls -la ort
+}
+
+export -f stage_parts machine join_cuda
+export N
+# The Vulkan loader the bundle carries, and the NVIDIA ICD where the driver's container puts it.
+export LD_LIBRARY_PATH=$PWD/.dev/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+nvidia_icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+[ -e $nvidia_icd ] && export VK_DRIVER_FILES=$nvidia_icd
+case $phase in
+  webgpu)
+    [ -f .dev/native.tar.xz ] || [ -x $N ] || { echo "device-run: no .dev here (carry it: bash bench/device-bundle.sh)"; exit 2; }
+    step 20 unpack bash -c '[ ! -f .dev/native.tar.xz ] || bash .dev/unpack.sh'
+    step 10 machine machine
+    step 35 peer-smoke python3 bench/peers/peft_grpo_step.py --size tiny --steps 1 --prompt-len 16 --new-tokens 8
+    step 15 probe-webgpu $N .dev/device-probe.mjs webgpu
+    step 55 placement env METRL_EVERY_GRAPH=.dev/every-graph.mjs $N .dev/index.mjs placement
+    step 30 hf-agreement-webgpu $N .dev/hf-device-check.mjs webgpu
+    step 25 builtin-agreement-webgpu $N .dev/device-check.mjs 16 48
+    ;;
+  stage)
+    step 8 stage-part stage_parts
+    ;;
+  cuda)
+    [ -x $N ] || { echo "device-run: .dev is not unpacked here (the machine went cold?): run the webgpu call first"; exit 2; }
+    step 8 stage-part stage_parts
+    step 25 join-cuda join_cuda
     export METRL_ORT_CUDA_DIR=/tmp/metrl-cuda/ort
-    if [ ! -f "$METRL_ORT_CUDA_DIR/libonnxruntime_providers_cuda.so" ]; then
-      (cd /tmp/metrl-cuda && sha256sum -c SHA256SUMS) && mkdir -p "$METRL_ORT_CUDA_DIR" && cat /tmp/metrl-cuda/part-* | xz -dc | tar -xf - -C "$METRL_ORT_CUDA_DIR"
-    fi
-    ls -la "$METRL_ORT_CUDA_DIR"
     # CUDA 13, cuBLAS and cuDNN 9 as torch's wheels install them.
     site=$(python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)
-    export LD_LIBRARY_PATH="$(ls -d "$site"/nvidia/*/lib 2>/dev/null | tr '\n' ':')${LD_LIBRARY_PATH:-}"
-    echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
-    [ -d ../shared ] || { mkdir -p ../shared && cp -r .devshared/fixtures ../shared/; }
-    log "HF learner and sampler, cuda and webgpu against the CPU (fixtures)"
-    timeout 120 $N .dev/hf-device-check.mjs
-    log "Gemma 3 1B shape, --device cuda (bf16 weights on the GPU)"
-    GPU_GEMMA_METRL=.dev/metrl.mjs timeout 300 $N .dev/gpu-gemma.mjs 1b cuda 2
-    log "Gemma 3 4B shape, --device cuda"
-    GPU_GEMMA_METRL=.dev/metrl.mjs timeout 420 $N .dev/gpu-gemma.mjs 4b cuda 2
-    log "Gemma 3 1B shape, --device webgpu"
-    GPU_GEMMA_METRL=.dev/metrl.mjs timeout 300 $N .dev/gpu-gemma.mjs 1b webgpu 1
-  fi
-  log end
-} 2>&1 | tee "$out/device-$phase.log"
+    LD_LIBRARY_PATH="$(ls -d "$site"/nvidia/*/lib 2>/dev/null | tr '\n' ':')$LD_LIBRARY_PATH"
+    export LD_LIBRARY_PATH
+    step 20 probe-cuda $N .dev/device-probe.mjs cuda
+    step 90 peer-4b python3 bench/peers/peft_grpo_step.py --size 4b --steps 2 --prompt-len 128 --new-tokens 64
+    step 30 hf-agreement-cuda $N .dev/hf-device-check.mjs cuda
+    step 140 gemma-4b-cuda env GPU_GEMMA_METRL=.dev/metrl.mjs $N .dev/gpu-gemma.mjs 4b cuda 2
+    ;;
+  *)
+    echo "device-run: phase webgpu, stage or cuda (not $phase)"
+    exit 2
+    ;;
+esac
+echo "device-run $phase: logs in $out"

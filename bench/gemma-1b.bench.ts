@@ -15,7 +15,9 @@ import { writeJsonAtomic } from '../core/files.ts';
 import { PROJECT_ROOT, SHARED_DIR } from '../core/paths.ts';
 import { parseHfConfig } from '../models/hf/config.ts';
 import { GEMMA3_CAUSAL_LAYOUT } from '../models/gemma3/language-model.ts';
-import { randomDecoderTensors, writeHfCheckpoint } from '../models/hf/write-checkpoint.ts';
+import { randomDecoderTensors, writeHfCheckpoint, type HostTensor } from '../models/hf/write-checkpoint.ts';
+import type { DecoderConfig } from '../models/hf/config.ts';
+import { expectedDecoderTensors } from '../models/hf/load-decoder.ts';
 
 /** google/gemma-3-1b-it's config.json: the fields that shape the model. */
 export const GEMMA3_1B_CONFIG = {
@@ -64,9 +66,12 @@ export function writeGemmaTextFolder(
   dir: string,
   config: Record<string, unknown> & { initializer_range: number },
   seed: string,
+  options: { fast?: boolean } = {},
 ): number {
   const parsed = parseHfConfig(config);
-  const tensors = randomDecoderTensors(parsed.text, GEMMA3_CAUSAL_LAYOUT, new Rng(0, seed), config.initializer_range);
+  const tensors = options.fast
+    ? tabledNormalTensors(parsed.text, config.initializer_range, seed)
+    : randomDecoderTensors(parsed.text, GEMMA3_CAUSAL_LAYOUT, new Rng(0, seed), config.initializer_range);
   let parameters = 0;
   for (const t of tensors.values()) parameters += t.data.length;
   mkdirSync(dir, { recursive: true });
@@ -81,6 +86,34 @@ export function writeGemmaTextFolder(
     pad_token: '<end_of_turn>',
   });
   return parameters;
+}
+
+/**
+ * randomDecoderTensors' shapes and statistics (matrices normal(0, σ), Gemma's norms 0) at a few nanoseconds a value:
+ * each matrix entry is one of 2^16 normal draws, picked by a xorshift stream. For the GPU check's Gemma 3 4B shape
+ * (bench/gpu-gemma.ts), where drawing 3.9 B Box-Muller normals took minutes of its device time; speed figures do not
+ * depend on which normals the weights are.
+ */
+function tabledNormalTensors(c: DecoderConfig, sigma: number, seed: string): Map<string, HostTensor> {
+  const rng = new Rng(0, seed);
+  const table = Float32Array.from({ length: 1 << 16 }, () => {
+    const u = 1 - rng.next();
+    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rng.next()) * sigma;
+  });
+  let x = 0x9e3779b9;
+  const out = new Map<string, HostTensor>();
+  for (const [name, shape] of expectedDecoderTensors(c, GEMMA3_CAUSAL_LAYOUT)) {
+    const data = new Float32Array(shape.reduce((a, b) => a * b, 1));
+    if (shape.length === 2)
+      for (let i = 0; i < data.length; i++) {
+        x ^= x << 13;
+        x ^= x >>> 17;
+        x ^= x << 5;
+        data[i] = table[x & 0xffff];
+      }
+    out.set(name, { shape, data });
+  }
+  return out;
 }
 
 /**

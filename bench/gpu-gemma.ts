@@ -1,11 +1,11 @@
-// The papers' text model on a device, prepared for a machine with a GPU (the `device` tool's; bench/device-run.sh hf
+// The papers' text model on a device, prepared for a machine with a GPU (the `device` tool's; bench/device-run.sh cuda
 // runs it): writes a random-weight Gemma 3 text checkpoint of 4B's or 1B's shape with `dtype: bfloat16` in its
 // config.json (so that --device cuda|webgpu keeps its projections 16-bit), then runs `metrl train` on it for a few
 // default-configuration GRPO steps with LoRA r 16 on `--device DEVICE`, reading the GPU's memory in use (nvidia-smi,
 // every 0.5 s) and the process's peak RSS while it runs. Prints one JSON line: each step's phases from metrics.jsonl,
 // the peaks, and the run's exit status with its last error line (a device that cannot start or hold the model says so
 // in one line, which is a result too). Size `tiny` (2 layers, hidden 256) checks the script itself on any machine.
-//   node .dev/gpu-gemma.mjs 4b cuda [STEPS=2]     (bundled by bench/device-bundle.sh gpu-gemma)
+//   node .dev/gpu-gemma.mjs 4b cuda [STEPS=2]     (bundled by bench/device-bundle.sh)
 //   node_modules/.bin/tsx bench/gpu-gemma.ts tiny cpu 1
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -56,7 +56,7 @@ const dir = join(root, `gemma-3-${size}-shape`);
 let parameters: number | null = null;
 if (!existsSync(join(dir, 'model.safetensors'))) {
   say(`writing the ${size} checkpoint`);
-  parameters = writeGemmaTextFolder(dir, { ...config, dtype: 'bfloat16' }, `gpu-gemma-${size}`);
+  parameters = writeGemmaTextFolder(dir, { ...config, dtype: 'bfloat16' }, `gpu-gemma-${size}`, { fast: true });
 }
 // Plain JavaScript: the bundled CLI (bench/device-bundle.sh) has no TypeScript loader for a reward module.
 const reward = join(root, 'last-char.mjs');

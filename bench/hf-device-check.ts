@@ -1,38 +1,24 @@
-// The Hugging Face paths on a GPU checked against the CPU (the `device` tool's machine; bench/device-run.sh hf): for
-// each fixture of ../shared/fixtures/hf (Llama, its bfloat16 copy, Qwen2, Gemma 3's language model), with non-zero
-// LoRA adapters, ORT's sampler log-probs, a seeded rollout (tokens and their log-probs) and the ORT learner's loss and
-// LoRA gradients on `--device cuda` and `webgpu` against ORT's CPU provider, and the 16-bit weight path (bfloat16 on the device for the llama-bf16 fixture). Prints
-// one JSON line per fixture and device: the largest log-prob difference and the largest gradient difference relative
-// to each variable's largest gradient (the CPU tests hold these within 1e-4); a device that cannot start is named, not
-// fatal. CUDA is checked first: its ORT build becomes the process's ONNX Runtime, which runs WebGPU and the CPU too.
+// The Hugging Face paths on a GPU checked against the CPU (the `device` tool's machine; bench/device-run.sh webgpu and
+// cuda): for each fixture of ../shared/fixtures/hf (Llama, its bfloat16 copy: bfloat16 on CUDA, float16 on WebGPU,
+// Qwen2, Gemma 3's language model), with non-zero LoRA adapters, ORT's sampler log-probs, a seeded rollout (tokens
+// and their log-probs) and the ORT learner's loss and LoRA gradients on the devices named against ORT's CPU provider.
+// Prints one JSON line per fixture and device: the largest log-prob difference and the largest gradient difference
+// relative to each variable's largest gradient (the CPU tests hold these within 1e-4); a device that cannot start is
+// named, not fatal. With both, CUDA is checked first: its ORT build becomes the process's ONNX Runtime, which runs
+// WebGPU and the CPU too.
 //   node .dev/hf-device-check.mjs [cuda,webgpu]
 import * as tf from '@tensorflow/tfjs';
-import { cpSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { initBackend } from '../models/backend.ts';
 import { HfPolicy } from '../models/hf/policy.ts';
 import { checkDevice, type Device } from '../models/onnx/device.ts';
 import { HfOrtLearner } from '../models/onnx/hf-ort-learner.ts';
 import { HfOrtSampler } from '../models/onnx/hf-ort-sampler.ts';
 import { Rng } from '../core/rng.ts';
-import { SHARED_DIR } from '../core/paths.ts';
 import type { SequenceBatchItem } from '../models/types.ts';
+import { fixtureCopy } from './hf-fixtures.ts';
 
 const devices = (process.argv[2] ?? 'cuda,webgpu').split(',') as Device[];
 await initBackend('wasm', null);
-
-/** A fixture folder with the real SmolVLM tokenizer (the fixtures' ids lie inside its vocabulary). */
-function fixture(name: string): string {
-  const dir = join(mkdtempSync(join(tmpdir(), 'metrl-hf-device-')), name);
-  cpSync(join(SHARED_DIR, 'fixtures', 'hf', name), dir, { recursive: true });
-  cpSync(join(SHARED_DIR, 'fixtures', 'hf', 'tokenizer-smolvlm', 'tokenizer.json'), join(dir, 'tokenizer.json'));
-  writeFileSync(
-    join(dir, 'tokenizer_config.json'),
-    JSON.stringify({ chat_template: "{% for m in messages %}{{ m['content'] }}{% endfor %}" }),
-  );
-  return dir;
-}
 
 const usable = devices.filter((d) => {
   try {
@@ -47,7 +33,7 @@ const usable = devices.filter((d) => {
 for (const name of ['llama', 'llama-bf16', 'qwen2', 'gemma3']) {
   let policy: HfPolicy;
   try {
-    policy = await HfPolicy.load(fixture(name), { hostWeights: true });
+    policy = await HfPolicy.load(fixtureCopy(name), { hostWeights: true });
   } catch (error) {
     console.log(JSON.stringify({ fixture: name, skipped: (error as Error).message }));
     continue;

@@ -21,6 +21,7 @@ const modules: Array<[string, () => Promise<{ run(): Promise<BenchRow[]> }>, boo
   ['hf', () => import('./hf.bench.ts')],
   ['hf-ort', () => import('./hf-ort.bench.ts')],
   ['gemma-1b', () => import('./gemma-1b.bench.ts'), true],
+  ['placement', () => import('./placement.bench.ts'), true],
 ];
 
 const filter = process.argv[2];

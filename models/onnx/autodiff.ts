@@ -2,8 +2,8 @@
 // written once with the ops below; each op emits its forward node(s) and, when one of its inputs depends on a
 // differentiable input (a `param`), records its vector-Jacobian product. `backward` then walks the record in reverse
 // and emits the gradient nodes into the same graph, so one ONNX Runtime run computes the forward pass and the
-// gradients (ORT's inference build has no training operators; everything here is standard ONNX plus
-// com.microsoft.FusedMatMul, which ORT's CPU provider implements).
+// gradients (ORT's inference build has no training operators; everything here is standard ONNX, so that every
+// execution provider has a kernel for it: docs/engines.md, "Where the nodes run").
 //
 // Only what depends on a param is differentiated: constants (weights, embeddings, masks, RoPE tables) get no gradient
 // nodes at all, which is what a LoRA learner wants (no base-weight gradients).
@@ -12,7 +12,8 @@
 // `expand` says which axes it broadcasts. Reshape's VJP reshapes back to the runtime Shape of its input.
 // Composite ops (attention, RMSNorm, RoPE, the GELU approximation) carry hand-written VJPs: fewer nodes than their
 // primitives' and the same formulas as their tfjs gradients up to float rounding.
-import { GraphBuilder, MS_DOMAIN } from './graph-builder.ts';
+import { GraphBuilder } from './graph-builder.ts';
+import { matMulTransposed } from './portable-ops.ts';
 
 /** A value of the graph: its name, its rank (static) and whether it depends on a param. */
 export interface Value {
@@ -210,7 +211,9 @@ export class DiffGraph {
     const y = this.out(b.op1('Gather', [x.name, rows], { axis: 0 }), x.rank, [x]);
     this.record([x], [y], ([dy]) => {
       if (!dy) return [null];
-      const zeros = b.op1('ConstantOfShape', [b.op1('Shape', [x.name])]);
+      // Zeros of x's shape by Expand of a scalar, not ConstantOfShape: ORT's WebGPU provider has no ConstantOfShape
+      // kernel, so the CPU made the [N, H] zeros and uploaded them.
+      const zeros = b.op1('Expand', [b.scalar(0), b.op1('Shape', [x.name])]);
       return [b.op1('ScatterND', [zeros, b.op1('Unsqueeze', [rows, b.ints([1])]), dy], { reduction: 'add' })];
     });
     return y;
@@ -226,8 +229,9 @@ export class DiffGraph {
    */
   attention(q: Value, keys: Value, values: Value, mask: string): Value {
     const b = this.b;
+    // Transpose + MatMul (portable-ops.ts: WebGPU has no FusedMatMul; ORT's CPU optimizer fuses the pair again).
     const ms = (x: string, w: string, transA: number, transB: number) =>
-      b.op1('FusedMatMul', [x, w], { transA, transB }, undefined, MS_DOMAIN);
+      matMulTransposed(b, x, w, { transA: transA === 1, transB: transB === 1, rank: q.rank });
     const probs = b.op1('Softmax', [b.op1('Add', [ms(q.name, keys.name, 0, 1), mask])], { axis: -1 });
     const y = this.out(b.op1('MatMul', [probs, values.name]), q.rank, [q, keys, values]);
     this.record([q, keys, values], [y], ([dy]) => {

@@ -19,8 +19,9 @@
 // masked) and the new one. Every attention tensor is laid out group-major [U, H, G, …], so the G rows of a prompt
 // meet its shared cache as one [G, dh] × [dh, P] product with no regrouping, and each row's own cache is
 // [U, H, G, T, dh] (the layout the sampler writes in place); the new key is a dot product (ReduceSum), not a product
-// against a causal mask. Keys stay [.., len, dh] as computed: scores are com.microsoft FusedMatMul with transB
-// (measured faster than MatMul against keys stored transposed, and no transposing copy). Mask `attn_bias`
+// against a causal mask. Keys stay [.., len, dh] as computed: scores are Transpose + MatMul, which ORT's CPU optimizer
+// fuses into com.microsoft FusedMatMul with transB (measured faster than MatMul against keys stored transposed, and no
+// transposing copy), while WebGPU, which has no FusedMatMul, runs the pair (portable-ops.ts). Mask `attn_bias`
 // [U, 1, G, P + T + 1]; outputs: logits [B, 1, V] (rows u·G + g) and keys/values per layer [U, H, G, dh].
 //
 // Both (the executor's fusions, each behind one op of the definition): `qkv` folds RoPE into the q/k weights. rope(x W) = (x W)·cos + (x W R)·sin with R the per-head rotate-half
@@ -40,6 +41,7 @@ import type { LayerWeights, ModelWeights, Projection } from '../builtin/weights.
 import { block, embed, head, type BuiltinOps, type Weight } from '../builtin/model-ops.ts';
 import type { LoraConfig } from '../builtin/config.ts';
 import { GraphBuilder, MS_DOMAIN } from './graph-builder.ts';
+import { matMulTransposed } from './portable-ops.ts';
 import { rotationValues } from '../builtin/rope.ts';
 
 export type GraphMode = 'general' | 'decode';
@@ -158,6 +160,7 @@ class OnnxBuiltinOps implements BuiltinOps<string, OnnxQkv> {
     private readonly lora: LoraSpec | null,
     private readonly mode: GraphMode,
     private readonly inputs: PassInputs,
+    private readonly fusedAttention: boolean,
   ) {
     this.names = weightNames(weights);
   }
@@ -283,9 +286,11 @@ class OnnxBuiltinOps implements BuiltinOps<string, OnnxQkv> {
     const H = this.arch.nHeads;
     const dh = headDim(this.arch);
     const { bias, shapes } = this.inputs;
-    /** q kᵀ over the last two axes, keys [.., len, dh] as cached (com.microsoft FusedMatMul: no transposed copy). */
-    const scores = (q: string, k: string) =>
-      b.op1('FusedMatMul', [q, k], { transB: 1, alpha: { float: 1 } }, undefined, MS_DOMAIN);
+    /**
+     * q kᵀ over the last two axes of rank-`rank` operands, keys [.., len, dh] as cached: Transpose + MatMul, which ORT's
+     * CPU optimizer fuses into FusedMatMul with transB (no transposed copy), and which WebGPU runs (portable-ops.ts).
+     */
+    const scores = (q: string, k: string, rank: number) => matMulTransposed(b, q, k, { transB: true, rank });
     const promptK = b.input(`prompt_k.${i}`, 'float32', ['prompts', H, 'prompt_len', dh]);
     const promptV = b.input(`prompt_v.${i}`, 'float32', ['prompts', H, 'prompt_len', dh]);
     if (this.mode === 'decode') {
@@ -300,8 +305,8 @@ class OnnxBuiltinOps implements BuiltinOps<string, OnnxQkv> {
       const [q, k, vv] = b.op('Split', [joined], { axis: 1, num_outputs: 3 }, [`query.${i}`, `key.${i}`, `value.${i}`]);
       const rows5 = b.ints([0, 0, 0, 1, dh]);
       const flat4 = b.ints([0, 0, 0, -1]);
-      const sPrompt = scores(q, promptK); // [U, H, G, P]
-      const sOwn = b.op1('Reshape', [scores(b.op1('Reshape', [q, rows5]), ownK), flat4]); // [U, H, G, T]
+      const sPrompt = scores(q, promptK, 4); // [U, H, G, P]
+      const sOwn = b.op1('Reshape', [scores(b.op1('Reshape', [q, rows5]), ownK, 5), flat4]); // [U, H, G, T]
       const sNew = b.op1('ReduceSum', [b.op1('Mul', [q, k]), b.ints([-1])], { keepdims: 1 }); // [U, H, G, 1]
       const probs = b.op1('Softmax', [b.op1('Add', [b.op1('Concat', [sPrompt, sOwn, sNew], { axis: -1 }), bias])], {
         axis: -1,
@@ -336,22 +341,36 @@ class OnnxBuiltinOps implements BuiltinOps<string, OnnxQkv> {
     const vals = b.op1('Concat', [rows(promptV), vh], { axis: 2 });
     b.output(`key.${i}`, 'float32', ['batch', H, 'seq', dh]);
     b.output(`value.${i}`, 'float32', ['batch', H, 'seq', dh]);
-    return b.op1(
-      'MultiHeadAttention',
-      [q, keys, vals, '', '', bias],
-      { num_heads: H, scale: { float: 1 } },
-      undefined,
-      MS_DOMAIN,
-    ); // [B, S, d]
+    if (this.fusedAttention)
+      return b.op1(
+        'MultiHeadAttention',
+        [q, keys, vals, '', '', bias],
+        { num_heads: H, scale: { float: 1 } },
+        undefined,
+        MS_DOMAIN,
+      ); // [B, S, d]
+    // The same attention in plain ops (WebGPU: its MultiHeadAttention gives wrong rows when the keys outnumber the
+    // queries, as a prompt cache makes them; builtinGraphs): softmax(q Kᵀ + bias) V per head.
+    const qh = b.op1('Transpose', [b.op1('Reshape', [q, b.ints([0, 0, H, dh])])], { perm: [0, 2, 1, 3] }); // [B, H, S, dh]
+    const probs = b.op1('Softmax', [b.op1('Add', [matMulTransposed(b, qh, keys, { transB: true, rank: 4 }), bias])], {
+      axis: -1,
+    }); // [B, H, S, P + S]
+    const mixed = b.op1('MatMul', [probs, vals]); // [B, H, S, dh]
+    return b.op1('Reshape', [b.op1('Transpose', [mixed], { perm: [0, 2, 1, 3] }), b.ints([0, 0, d])]); // [B, S, d]
   }
 }
 
-/** The serialised model for `weights` (read once from the tfjs variables; LoRA adapters are inputs, not weights). */
+/**
+ * The serialised model for `weights` (read once from the tfjs variables; LoRA adapters are inputs, not weights).
+ * `fusedAttention` (default true): the general mode's attention is one com.microsoft MultiHeadAttention; false, the
+ * same in plain ops.
+ */
 export function buildBuiltinGraph(
   arch: Architecture,
   weights: ModelWeights,
   lora: LoraSpec | null,
   mode: GraphMode,
+  options: { fusedAttention?: boolean } = {},
 ): Uint8Array {
   const d = arch.dModel;
   const b = new GraphBuilder(`metrl-vlm-${mode}`);
@@ -380,7 +399,7 @@ export function buildBuiltinGraph(
     };
     inputs = { ids, cos, sin, bias, patches, shapes };
   }
-  const ops = new OnnxBuiltinOps(b, arch, weights, lora, mode, inputs);
+  const ops = new OnnxBuiltinOps(b, arch, weights, lora, mode, inputs, options.fusedAttention ?? true);
   let x = embed(ops, weights);
   weights.layers.forEach((layer, i) => {
     x = block(ops, arch, layer, i, x);

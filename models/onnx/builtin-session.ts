@@ -92,11 +92,21 @@ export interface LoraValues {
   zeros: Record<string, { data: Float32Array; dims: number[] }>;
 }
 
-function builtinGraphs(model: { arch: Architecture; weights: ModelWeights; lora: LoraSet | null }): BuiltinGraphs {
+/**
+ * The graphs for `device`. On WebGPU the general graph's attention is plain ops: ORT's WebGPU MultiHeadAttention
+ * gave wrong rows (attention outputs off by up to 0.3, logits by 2.5) when the keys outnumber the queries, as the
+ * prompt cache's row makes them in every prefill (found on lavapipe; ORT's WebGPU MultiHeadAttention has had such
+ * fixes upstream, microsoft/onnxruntime#26766 and #27791). The CPU and CUDA keep the fused node.
+ */
+function builtinGraphs(
+  model: { arch: Architecture; weights: ModelWeights; lora: LoraSet | null },
+  device: Device | undefined,
+): BuiltinGraphs {
   const spec = loraSpec(model.lora?.config ?? null);
+  const general = { fusedAttention: device !== 'webgpu' };
   return {
-    general: buildBuiltinGraph(model.arch, model.weights, spec, 'general'),
-    generalBase: spec ? buildBuiltinGraph(model.arch, model.weights, null, 'general') : null,
+    general: buildBuiltinGraph(model.arch, model.weights, spec, 'general', general),
+    generalBase: spec ? buildBuiltinGraph(model.arch, model.weights, null, 'general', general) : null,
     decoder: buildBuiltinGraph(model.arch, model.weights, spec, 'decode'),
   };
 }
@@ -186,7 +196,7 @@ export class BuiltinOrtModel {
     this.spec = prebuilt ? prebuilt.spec : loraSpec((model as { lora: LoraSet | null }).lora?.config ?? null);
     this.graphs = prebuilt
       ? prebuilt.graphs
-      : builtinGraphs(model as { arch: Architecture; weights: ModelWeights; lora: LoraSet | null });
+      : builtinGraphs(model as { arch: Architecture; weights: ModelWeights; lora: LoraSet | null }, options.device);
     this.rope = new RopeRows(model.arch);
     const open = (bytes: Uint8Array, mode: 'general' | 'decode') =>
       new OrtSession(bytes, {

@@ -26,6 +26,7 @@ import { block, embed, head, type BuiltinOps, type Weight } from '../builtin/mod
 import { DiffGraph, type Value } from './autodiff.ts';
 import { QKV, weightNames, type BuiltinGraphSpec, type LoraSpec } from './builtin-graph.ts';
 import type { GraphBuilder } from './graph-builder.ts';
+import { logSoftmax } from './portable-ops.ts';
 
 /** Name of a LoRA param input (raw A [in, r] and B [r, out], as the tfjs variables hold them). */
 export const trainLoraName = (layer: number, projection: Projection, part: 'a' | 'b'): string =>
@@ -325,7 +326,7 @@ export function buildBuiltinTrainGraph(
     x = block(ops, arch, layer, i, x);
   });
   const z = g.mulConst(head(ops, arch, weights, x), invT);
-  b.op1('LogSoftmax', [z.name], { axis: -1 }, 'log_probs');
+  logSoftmax(b, z.name, 'log_probs');
   b.output('log_probs', 'float32', ['rows', V]);
   if (!withGradients) return b.toBytes();
   // d/dz of Σ W ⊙ log_softmax(z) = W − softmax(z) · Σ_v W.

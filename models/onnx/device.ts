@@ -2,7 +2,8 @@
 // CUDA and WebGPU execution providers. A device that cannot run is found out before any work: for CUDA, by finding
 // the provider and checking that it pairs with the ORT that loads it (cuda-runtime.ts; that ORT then becomes this
 // process's binding, ort-binding.ts); for both, by asking the binding which providers its build has and then by
-// opening a one-node session on that provider in a child process: ORT and Dawn print their own diagnostics on
+// running a small attention graph on that provider in a child process (a provider that loads but cannot compute is
+// refused too; its products and reductions load cuBLAS and cuDNN on CUDA): ORT and Dawn print their own diagnostics on
 // stderr, which must not reach the user's terminal beside our one error line. The result is a UserError naming what is
 // missing and how to get it.
 import { spawnSync } from 'node:child_process';
@@ -34,44 +35,81 @@ export function executionProviders(device: Device): { name: string }[] | undefin
   return device === 'cpu' ? undefined : [{ name: PROVIDER[device] }];
 }
 
-/** A one-node graph (y = x) to open a session on a provider with. */
+/**
+ * A small attention over x [2, 3, 4] to run on a provider: y = mean over the last axis of softmax(x xᵀ) x, [2, 3].
+ * Its products load cuBLAS on CUDA and its reductions and softmax cuDNN (which CUDA loads lazily, at the first node
+ * that needs it), so a provider that opens but cannot compute is found here, not in the first real run.
+ */
 function probeModel(): Uint8Array {
   const b = new GraphBuilder('device-probe');
-  const x = b.input('x', 'float32', [1]);
-  b.op('Identity', [x], {}, ['y']);
-  b.output('y', 'float32', [1]);
+  const x = b.input('x', 'float32', [2, 3, 4]);
+  const scores = b.op1('MatMul', [x, b.op1('Transpose', [x], { perm: [0, 2, 1] })]); // [2, 3, 3]
+  const mixed = b.op1('MatMul', [b.op1('Softmax', [scores], { axis: -1 }), x]); // [2, 3, 4]
+  b.op1('ReduceMean', [mixed], { axes: [-1], keepdims: 0 }, 'y');
+  b.output('y', 'float32', [2, 3]);
   return b.toBytes();
 }
 
+/** The probe's input (x) and its output computed here in float64, for the child to compare with. */
+function probeValues(): { x: number[]; y: number[] } {
+  const x = Array.from({ length: 24 }, (_, i) => Math.sin(i + 1) / 2);
+  const y: number[] = [];
+  for (let n = 0; n < 2; n++)
+    for (let i = 0; i < 3; i++) {
+      const row = (r: number) => x.slice((n * 3 + r) * 4, (n * 3 + r) * 4 + 4);
+      const s = [0, 1, 2].map((j) => row(i).reduce((a, v, k) => a + v * row(j)[k], 0));
+      const e = s.map((v) => Math.exp(v - Math.max(...s)));
+      const p = e.map((v) => v / e.reduce((a, b) => a + b, 0));
+      let mean = 0;
+      for (let k = 0; k < 4; k++) mean += p.reduce((a, pj, j) => a + pj * row(j)[k], 0) / 4;
+      y.push(mean);
+    }
+  return { x, y };
+}
+
 /**
- * Open a session on the device's provider in a child process (its stderr is kept from the user): null when it opens,
- * else ORT's reason and any Dawn / loader diagnostic printed on the way.
+ * Open a session on the device's provider in a child process (its stderr is kept from the user) and run the probe
+ * graph: the reason it failed (ORT's, or the wrong values; null when it gave the probe's values) and what ORT, Dawn
+ * and the loaders printed on the way. `logSeverity` (ORT's, default 3: errors) is for the device check
+ * (bench/device-probe.ts), which prints ORT's warnings.
  */
-function probe(device: Device): { reason: string; diagnostics: string } | null {
+export function probe(
+  device: Device,
+  options: { logSeverity?: number; timeoutMs?: number } = {},
+): { reason: string | null; diagnostics: string } {
   const binding = join(bindingDir(), 'onnxruntime_binding.node');
   const common = require.resolve('onnxruntime-common');
+  const { x, y } = probeValues();
   const script = `
     const binding = require(${JSON.stringify(binding)});
     const { Tensor } = require(${JSON.stringify(common)});
     const bytes = require('node:fs').readFileSync(0);
     try {
-      binding.initOrtOnce(3, Tensor, true);
+      binding.initOrtOnce(${options.logSeverity ?? 3}, Tensor, true);
       const s = new binding.InferenceSession();
-      s.loadModel(bytes.buffer, bytes.byteOffset, bytes.byteLength, { executionProviders: [{ name: ${JSON.stringify(PROVIDER[device])} }], logSeverityLevel: 3 });
+      s.loadModel(bytes.buffer, bytes.byteOffset, bytes.byteLength, { executionProviders: [{ name: ${JSON.stringify(PROVIDER[device])} }], logSeverityLevel: ${options.logSeverity ?? 3} });
+      const out = s.run({ x: new Tensor('float32', Float32Array.from(${JSON.stringify(x)}), [2, 3, 4]) }, { y: null }, {});
+      const got = Array.from(out.y.data), want = ${JSON.stringify(y)};
       s.dispose();
+      if (got.some((v, i) => !(Math.abs(v - want[i]) <= 1e-3 * (1 + Math.abs(want[i])))))
+        throw new Error('a MatMul, Softmax and ReduceMean gave [' + got.map((v) => v.toPrecision(4)) + '] instead of [' + want.map((v) => v.toPrecision(4)) + ']');
       process.stdout.write(JSON.stringify({ ok: true }));
     } catch (e) {
       process.stdout.write(JSON.stringify({ ok: false, reason: String(e && e.message || e) }));
     }`;
-  const child = spawnSync(process.execPath, ['-e', script], { input: probeModel(), encoding: 'utf8', timeout: 60_000 });
+  const child = spawnSync(process.execPath, ['-e', script], {
+    input: probeModel(),
+    encoding: 'utf8',
+    timeout: options.timeoutMs ?? 60_000,
+  });
   let result: { ok: boolean; reason?: string } | null = null;
   try {
     result = JSON.parse(child.stdout) as { ok: boolean; reason?: string };
   } catch {
     result = null;
   }
-  if (result?.ok) return null;
   const diagnostics = child.stderr ?? '';
+  if (result?.ok) return { reason: null, diagnostics };
   const reason =
     result?.reason ??
     (child.signal ? `the probe process died (${child.signal})` : `the probe process exited ${child.status}`);
@@ -115,11 +153,11 @@ export function checkDevice(device: Device): void {
     );
   }
   const failed = probe(device);
-  if (!failed) return;
+  if (failed.reason === null) return;
   const vulkan = /Couldn't load Vulkan: ([^\n]*)/.exec(failed.diagnostics)?.[1]?.trim();
   if (device === 'webgpu') {
     throw new UserError(
-      `--device webgpu: ONNX Runtime's WebGPU execution provider found no GPU (${oneLine(failed.reason)}${vulkan ? `; ${vulkan}` : ''}); ${WEBGPU_HOW}`,
+      `--device webgpu: ONNX Runtime's WebGPU execution provider found no GPU (${oneLine(failed.reason!)}${vulkan ? `; ${vulkan}` : ''}); ${WEBGPU_HOW}`,
     );
   }
   const cudaMajor = cuda!.source === 'metrl install-cuda' ? '13' : '12';
@@ -130,7 +168,7 @@ export function checkDevice(device: Device): void {
     ?.replace(/\x1b\[[0-9;]*m/g, '')
     .trim();
   throw new UserError(
-    `--device cuda: ONNX Runtime ${cuda!.ort}'s CUDA execution provider cannot start (${oneLine(failed.reason)}${library ? `: ${library}` : ''}); it needs an NVIDIA GPU with its driver, and the CUDA ${cudaMajor} and cuDNN 9 libraries on the library path (LD_LIBRARY_PATH)`,
+    `--device cuda: ONNX Runtime ${cuda!.ort}'s CUDA execution provider cannot start (${oneLine(failed.reason!)}${library ? `: ${library}` : ''}); it needs an NVIDIA GPU with its driver, and the CUDA ${cudaMajor} and cuDNN 9 libraries on the library path (LD_LIBRARY_PATH)`,
   );
 }
 

@@ -148,7 +148,7 @@ export class GraphBuilder {
         throw new Error(`initializer ${name}: ${values.length} values for shape [${dims}]`);
       return stored === 'float32'
         ? new Uint8Array(values.buffer, values.byteOffset, values.byteLength)
-        : sixteenBitBytes(values, stored);
+        : sixteenBitBytes(values, stored, `weight ${name}`);
     };
     if (typeof data !== 'function') read();
     const dataType =

@@ -156,6 +156,7 @@ export class HfOrtLearner implements Learner {
         device: this.options.device,
         arena: false,
         prepack: false,
+        sixteenBit: stored !== 'float32',
       };
       this.sessions = { key, session: new OrtSession(graph, options) };
     }

@@ -108,7 +108,12 @@ export class HfOrtModel {
     const { maxInlineBytes, stored, keepOnDevice: _, ...options } = this.options;
     const label = `${this.config.family} decoder`;
     const location = this.kept?.location;
-    const session: SessionOptions = location ? { ...options, outputLocations: this.cacheLocations(location) } : options;
+    const sixteenBit = stored !== undefined && stored !== 'float32';
+    const session: SessionOptions = {
+      ...options,
+      sixteenBit,
+      ...(location ? { outputLocations: this.cacheLocations(location) } : {}),
+    };
     if (maxInlineBytes !== undefined)
       return new OrtSession(
         buildHfDecoderGraph(this.config, this.decoder.weights, this.spec, { maxInlineBytes, stored }),

@@ -39,6 +39,7 @@ import type { NormStyle } from '../layers/rms-norm.ts';
 import { UserError } from '../../core/errors.ts';
 import { DiffGraph, type Value } from './autodiff.ts';
 import { chunkedHead, chunkedHeadGradient } from './hf-train-head.ts';
+import { logSoftmax, targetMinusSoftmax } from './portable-ops.ts';
 import { MAX_INLINE_BYTES, type GraphBuilder, type SerializedModel } from './graph-builder.ts';
 import type { GraphWeightOptions } from './hf-graph.ts';
 import type { WeightDtype } from './weight-dtype.ts';
@@ -334,7 +335,10 @@ export function buildHfTrainGraph(
   );
   const decl = new TrainDeclarations();
   const stored = options.stored ?? 'float32';
-  const empty = () => b.op1('ConstantOfShape', [b.ints([0])]);
+  // An empty float32 tensor [0] (an Identity of one empty initializer: ORT folds it where it folds constants, and it
+  // has a kernel on every provider, where ConstantOfShape has none on WebGPU).
+  const none0 = b.floats('empty', new Float32Array(0), [0]);
+  const empty = () => b.op1('Identity', [none0]);
   const softcap = c.finalLogitSoftcap !== null;
 
   // The forward branch: the decoder over all rows, the head on the predicted rows.
@@ -366,7 +370,7 @@ export function buildHfTrainGraph(
       entropy = head.tokenEntropy;
     } else {
       // Final soft-capping (Gemma 3 CausalLM checkpoints that set it): the whole head at once.
-      const lsm = b.op1('LogSoftmax', [g.mulConst(decoderLogits(ops, c, weights, rows), invT).name], { axis: -1 });
+      const lsm = logSoftmax(b, g.mulConst(decoderLogits(ops, c, weights, rows), invT).name);
       logp = b.op1('Reshape', [
         b.op1('GatherElements', [lsm, b.op1('Unsqueeze', [targets, b.ints([1])])], { axis: 1 }),
         b.ints([-1]),
@@ -408,14 +412,8 @@ export function buildHfTrainGraph(
       // d/dz of Σ_r g_r log_softmax(z)[r, target_r] = g_r (onehot(target_r) − softmax(z)_r).
       const z = g.mulConst(decoderLogits(ops, c, weights, rows), invT); // [R, V]
       const p = b.op1('Softmax', [z.name], { axis: -1 });
-      const onehot = b.op1(
-        'OneHot',
-        [targets, b.ints([c.vocabSize], []), b.floats('onehot_values', Float32Array.of(0, 1), [2])],
-        { axis: -1 },
-      );
-      seeds = new Map([
-        [z.name, b.op1('Mul', [b.op1('Sub', [onehot, p]), b.op1('Unsqueeze', [targetGrads, b.ints([1])])])],
-      ]);
+      const column = (x: string) => b.op1('Unsqueeze', [x, b.ints([1])]); // [R] → [R, 1]
+      seeds = new Map([[z.name, targetMinusSoftmax(b, p, column(targets), column(targetGrads))]]);
     }
     let dOut = g.backward(seeds, [top]).get(top.name);
     if (!dOut) throw new Error('no gradient reaches the last hidden state');

@@ -11,6 +11,7 @@
 // tensors (100 MB each) through the backward pass; at Gemma's 262k, five times that per row.
 // Rows are padded to a whole number of chunks (Loop scan outputs have one shape per iteration) and sliced back.
 import type { GraphBuilder } from './graph-builder.ts';
+import { logSumExp, targetMinusSoftmax } from './portable-ops.ts';
 
 /** Logits values one chunk holds at most ([ROWS, V] floats, 16 MB). */
 const CHUNK_LOGITS = 2 ** 22;
@@ -113,7 +114,7 @@ function chunkedHeadParts(
   const logits = (start: string, end: string) => {
     const x = b.op1('Slice', [rowsP, start, end, b.ints([0])]); // [chunk, H]
     const z = b.op1('Mul', [b.op1('MatMul', [x, w]), invT]); // [chunk, V]
-    const lse = b.op1('ReduceLogSumExp', [z], { axes: [-1], keepdims: 1 }); // [chunk, 1]
+    const lse = logSumExp(b, z); // [chunk, 1]
     const t = b.op1('Unsqueeze', [b.op1('Slice', [targetsP, start, end, b.ints([0])]), b.ints([1])]); // [chunk, 1]
     return { z, lse, t };
   };
@@ -143,16 +144,12 @@ function chunkedHeadParts(
     tokenLogp: withForward ? unchunk(lp, []) : '',
     tokenEntropy: withForward ? unchunk(ent, []) : '',
     rowGradient(targetGrads: string): string {
-      const onehotValues = b.floats('head_onehot_values', Float32Array.of(0, 1), [2]);
       const gradsP = padRows(targetGrads, 1);
       const [dRows] = loop('head_grad', [{ type: 'float32', dims: ['chunk', 'hidden'] }], (start, end) => {
         const { z, lse, t } = logits(start, end);
         const p = b.op1('Exp', [b.op1('Sub', [z, lse])]); // [chunk, V]
-        const onehot = b.op1('OneHot', [b.op1('Squeeze', [t, b.ints([1])]), b.ints([vocab], []), onehotValues], {
-          axis: -1,
-        });
         const g = b.op1('Unsqueeze', [b.op1('Slice', [gradsP, start, end, b.ints([0])]), b.ints([1])]); // [chunk, 1]
-        const dz = b.op1('Mul', [b.op1('Mul', [b.op1('Sub', [onehot, p]), g]), invT]); // [chunk, V]
+        const dz = targetMinusSoftmax(b, p, t, b.op1('Mul', [g, invT])); // [chunk, V]
         return [b.op1('Gemm', [dz, w], { transB: 1 })]; // [chunk, H]
       });
       return unchunk(dRows, [hidden]); // [R, H]

@@ -6,9 +6,13 @@
 // naming what failed. A model whose weights live in a shared weight file (weight-file.ts) is opened from that file's
 // folder. A model too large for one protobuf comes with external weights (graph-builder.ts toModel): both
 // are written to a temporary folder, opened from there, and the folder removed once ORT has read them.
+// METRL_ORT_PLACEMENT=DIR (a diagnostic, session-placement.ts reads it): every session logs ORT's verbose session log
+// (which provider each node was placed on) to stderr after a line naming it, and writes the graph ORT optimized to
+// DIR/<pid>-<thread>-<n>.onnx.
 import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { threadId } from 'node:worker_threads';
 import { Tensor } from 'onnxruntime-common';
 import { systemErrorAsUserError, UserError } from '../../core/errors.ts';
 import { executionProviders, outOfMemoryError, type Device } from './device.ts';
@@ -45,7 +49,21 @@ export interface SessionOptions {
    * binding pairs locations with outputs by position).
    */
   outputLocations?: Record<string, 'cpu' | 'gpu-buffer'>;
+  /**
+   * The graph holds 16-bit weights that must stay 16-bit (weight-dtype.ts). ORT's default optimizations fold a Cast of
+   * an initializer into a float32 initializer (ConstantFolding, FuseFp16InitializerToFp32NodeTransformer), on every
+   * provider, which would double the weights' memory; those two are switched off for such a graph.
+   */
+  sixteenBit?: boolean;
 }
+
+/** The optimizers that turn a 16-bit initializer and its Cast into a float32 initializer (ORT's names, `;`-separated). */
+const KEEP_16_BIT = 'ConstantFolding;FuseFp16InitializerToFp32NodeTransformer';
+/** The diagnostic variable: a folder for the optimized graphs; sessions then log their placement (see the header). */
+export const PLACEMENT_VARIABLE = 'METRL_ORT_PLACEMENT';
+/** The line a session writes to stderr before its placement log when PLACEMENT_VARIABLE is set. */
+export const PLACEMENT_MARKER = 'metrl-ort-session';
+let placementSessions = 0;
 
 export type Feeds = Record<string, Tensor>;
 
@@ -62,12 +80,16 @@ export class OrtSession {
     this.device = options.device;
     this.bound = options.outputLocations !== undefined;
     this.native = new (nativeBinding().InferenceSession)();
+    const placement = process.env[PLACEMENT_VARIABLE];
+    // Named by process, thread and order: worker threads open sessions of their own.
+    const optimized = placement ? join(placement, `${process.pid}-${threadId}-${placementSessions++}.onnx`) : null;
     const sessionOptions: Record<string, unknown> = {
       graphOptimizationLevel: 'all',
       executionMode: 'sequential',
       // Errors only: ORT's warnings are notes on its own optimiser's choices (an If branch's inputs it could not
       // rename, say), not something the user can act on, and stderr is kept for metrl's one error line.
-      logSeverityLevel: 3,
+      logSeverityLevel: optimized ? 0 : 3,
+      ...(optimized ? { logVerbosityLevel: 0, optimizedModelFilePath: optimized } : {}),
       ...(options.arena === false ? { enableCpuMemArena: false, enableMemPattern: false } : {}),
       interOpNumThreads: 1,
       ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
@@ -83,8 +105,10 @@ export class OrtSession {
             : { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } }),
           ...(options.prepack === false ? { disable_prepacking: '1' } : {}),
         },
+        ...(options.sixteenBit ? { optimization: { disable_specified_optimizers: KEEP_16_BIT } } : {}),
       },
     };
+    if (optimized) process.stderr.write(`${PLACEMENT_MARKER} ${optimized} ${this.label}\n`);
     const serialized = model instanceof Uint8Array ? { model, external: null } : model;
     const folder = serialized.external ? writeWithExternalWeights(serialized, options.label ?? 'model') : null;
     // A model over a shared weight file is read from that file's folder (ORT takes external data only beside the

@@ -3,6 +3,12 @@
 // each to float32 where a product reads it, so the device holds 2 bytes per parameter and computes and accumulates in
 // float32 (one weight's float32 copy exists at a time, for the product that reads it). On the CPU weights are float32
 // (ORT's CPU kernels for 16-bit products are slower than float32's, and the host has the room).
+// On WebGPU a bfloat16 checkpoint is stored as float16: ORT's WebGPU provider has no bfloat16 Cast, so a bfloat16
+// weight's Cast ran on the CPU and its float32 result was uploaded on every run. float16 holds every bfloat16 value of
+// magnitude 2^-14 … 65504 exactly (its significand is 3 bits longer); smaller ones round to float16's subnormal
+// spacing 2^-24 (an absolute error of at most 2^-25, about 3e-8), and a weight beyond 65504 is refused in one line.
+// The sessions of 16-bit graphs keep ORT from folding the Casts back into float32 weights (session.ts sixteenBit).
+import { UserError } from '../../core/errors.ts';
 import type { Device } from './device.ts';
 
 export type WeightDtype = 'float32' | 'bfloat16' | 'float16';
@@ -10,8 +16,12 @@ export type WeightDtype = 'float32' | 'bfloat16' | 'float16';
 /** The stored type for a checkpoint whose config.json says `checkpointDtype`, on `device`. */
 export function deviceWeightDtype(checkpointDtype: string | null, device: Device | undefined): WeightDtype {
   if (!device || device === 'cpu') return 'float32';
-  return checkpointDtype === 'bfloat16' || checkpointDtype === 'float16' ? checkpointDtype : 'float32';
+  if (checkpointDtype === 'bfloat16') return device === 'webgpu' ? 'float16' : 'bfloat16';
+  return checkpointDtype === 'float16' ? 'float16' : 'float32';
 }
+
+/** The largest finite float16. */
+const HALF_MAX = 65504;
 
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
@@ -47,10 +57,21 @@ export function floatToHalf(x: number): number {
   return sign | (e << 10) | (rounded >>> 13);
 }
 
-/** The 16-bit little-endian bytes of float32 values in `dtype`. */
-export function sixteenBitBytes(values: Float32Array, dtype: 'bfloat16' | 'float16'): Uint8Array {
+/**
+ * The 16-bit little-endian bytes of float32 values in `dtype`; a finite value beyond float16's range is a UserError
+ * naming the weight (`name`).
+ */
+export function sixteenBitBytes(values: Float32Array, dtype: 'bfloat16' | 'float16', name = 'a weight'): Uint8Array {
   const out = new Uint16Array(values.length);
-  const convert = dtype === 'bfloat16' ? floatToBfloat16 : floatToHalf;
-  for (let i = 0; i < values.length; i++) out[i] = convert(values[i]);
+  if (dtype === 'bfloat16') for (let i = 0; i < values.length; i++) out[i] = floatToBfloat16(values[i]);
+  else
+    for (let i = 0; i < values.length; i++) {
+      const x = values[i];
+      if (Math.abs(x) > HALF_MAX && Number.isFinite(x))
+        throw new UserError(
+          `${name} holds ${x}, beyond float16's range (±${HALF_MAX}), so it cannot be stored as float16 on this device; use --device cuda or cpu`,
+        );
+      out[i] = floatToHalf(x);
+    }
   return new Uint8Array(out.buffer);
 }

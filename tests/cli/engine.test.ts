@@ -313,28 +313,39 @@ describe('bad input', () => {
     SLOW,
   );
 
-  // WebGPU's provider ships with onnxruntime-node; without a GPU (no /dev/dri, no NVIDIA device) it finds no adapter.
-  it.skipIf(existsSync('/dev/dri') || existsSync('/dev/nvidia0'))(
-    '--device webgpu without a GPU says the provider found none, in one line',
+  // WebGPU's provider ships with onnxruntime-node; a Vulkan driver that cannot start (VK_DRIVER_FILES names the only
+  // ICD the loader may use, and its library is not there) leaves it no adapter, on any machine, GPU or lavapipe.
+  it(
+    '--device webgpu with a Vulkan driver that cannot start says the provider found no GPU, in one line',
     async () => {
+      const icd = join(scratchDir('engine-bad'), 'broken_icd.json');
+      writeFileSync(
+        icd,
+        JSON.stringify({ file_format_version: '1.0.0', ICD: { library_path: '/nonexistent/libvk.so' } }),
+      );
+      const run = out();
       expectUserError(
-        await metrl([
-          'evaluate',
-          '--checkpoint',
-          base,
-          '--domain',
-          'boxes',
-          '--engine',
-          'ort',
-          '--device',
-          'webgpu',
-          '--n',
-          '1',
-          '--out',
-          out(),
-        ]),
+        await metrl(
+          [
+            'evaluate',
+            '--checkpoint',
+            base,
+            '--domain',
+            'boxes',
+            '--engine',
+            'ort',
+            '--device',
+            'webgpu',
+            '--n',
+            '1',
+            '--out',
+            run,
+          ],
+          { env: { VK_DRIVER_FILES: icd, VK_ICD_FILENAMES: icd } },
+        ),
         /--device webgpu: ONNX Runtime's WebGPU execution provider found no GPU \(.*\); it needs a GPU with Vulkan drivers/,
       );
+      expect(existsSync(run)).toBe(false);
     },
     SLOW,
   );

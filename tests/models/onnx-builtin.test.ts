@@ -12,6 +12,7 @@ import { BuiltinPolicy } from '../../models/builtin/policy.ts';
 import { loadBaseCheckpoint } from '../../models/builtin/base-checkpoint.ts';
 import { loraAdapters } from '../../models/builtin/lora.ts';
 import { OrtSampler } from '../../models/onnx/ort-sampler.ts';
+import type { ForwardRequest } from '../../models/onnx/builtin-session.ts';
 import { CHECKPOINTS_DIR } from '../../core/paths.ts';
 import { getEnv } from '../../envs/registry.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
@@ -35,11 +36,16 @@ const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>): number => {
 
 /** Logits at every position of one prompt, through the ORT session (one prefill: the full forward). */
 function ortLogits(sampler: OrtSampler, prompt: EncodedPrompt, useLora: boolean): Float32Array {
+  // The padded prompt as the sampler lays it out, run through its model's forward (the sampler's own prefill wrapper
+  // went with the lint's dead-code pass).
   const s = sampler as unknown as {
-    padPrompts(p: EncodedPrompt[]): unknown;
-    prefill(p: unknown, l: boolean): { logits: Float32Array };
+    padPrompts(p: EncodedPrompt[]): Pick<ForwardRequest, 'tokens' | 'positions' | 'slots'> & {
+      count: number;
+      length: number;
+    };
   };
-  return s.prefill(s.padPrompts([prompt]), useLora).logits;
+  const padded = s.padPrompts([prompt]);
+  return sampler.model.forward({ ...padded, rows: padded.count, seq: padded.length, useLora }).logits;
 }
 
 const tokensOf = (groups: Completion[][]) => groups.map((g) => g.map((c) => c.tokens));
