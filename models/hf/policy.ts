@@ -155,6 +155,10 @@ export class HfPolicy implements Policy {
     return this.processor ? processedSize(this.processor)[1] : 0;
   }
 
+  get imageTokenId(): number | undefined {
+    return this.vlm?.imageTokenId;
+  }
+
   encode(input: ModelInput): EncodedPrompt {
     // A bare model input is one user turn: its text and images in order.
     const images = input.filter((p) => p.type === 'image').map((p) => p.image);
@@ -211,9 +215,11 @@ export class HfPolicy implements Policy {
       ...new Array<number>(p.tokens.length).fill(1),
     ]);
     const logProbs: number[][] = Array.from({ length: prompts.length * group }, () => []);
+    const samplingLogProbs: number[][] = Array.from({ length: prompts.length * group }, () => []);
     const choose = (row: Float32Array, b: number): number => {
-      const { token, logProb } = sampleToken(row, options, rng);
+      const { token, logProb, samplingLogProb } = sampleToken(row, options, rng);
       logProbs[b].push(logProb);
+      samplingLogProbs[b].push(samplingLogProb);
       return token;
     };
     const generateOptions: GenerateOptions = {
@@ -230,6 +236,7 @@ export class HfPolicy implements Policy {
         tokens,
         text: this.decode(body),
         logProbs: Float32Array.from(logProbs[b]),
+        samplingLogProbs: Float32Array.from(samplingLogProbs[b]),
         finished: result.finished[b],
       };
     });

@@ -55,6 +55,7 @@ describe('sampling one token', () => {
     expect(sampleToken(row, { temperature: 0, topP: 1, maxNewTokens: 1 }, new Rng(1))).toEqual({
       token: 3,
       logProb: 3 - logZ,
+      samplingLogProb: 3 - logZ,
     });
     const r = sampleToken(row, { temperature: 0, topP: 1, maxNewTokens: 1 }, new Rng(1), new Set([3]));
     expect(r.token).toBe(0);
@@ -73,6 +74,20 @@ describe('sampling one token', () => {
     expect(new Set(all).size).toBeGreaterThanOrEqual(3);
     const cold = draws({ temperature: 0.2, topP: 1 });
     expect(cold.filter((t) => t === 3).length).toBeGreaterThan(380);
+  });
+
+  it('records each draw at log softmax(row / T) over the whole vocabulary, whatever the nucleus or the banned tokens', () => {
+    // Hand-computed: row / 0.5 = [4, 2, 0, 6, -2], log Σ exp = 6.145368; at T = 1, log Σ exp(row) = 3.451914.
+    const nucleus = sampleToken(row, { temperature: 0.5, topP: 0.5, maxNewTokens: 1 }, new Rng(2));
+    expect(nucleus.token).toBe(3);
+    expect(nucleus.samplingLogProb).toBeCloseTo(-0.145368, 5);
+    expect(nucleus.logProb).toBeCloseTo(-0.451914, 5);
+    // Token 3 banned: whatever is drawn from the rest keeps its probability over the whole vocabulary.
+    const wanted = [-2.145368, -4.145368, -6.145368, Number.NaN, -8.145368];
+    for (let seed = 0; seed < 20; seed++) {
+      const d = sampleToken(row, { temperature: 0.5, topP: 1, maxNewTokens: 1 }, new Rng(seed), new Set([3]));
+      expect(d.samplingLogProb).toBeCloseTo(wanted[d.token], 5);
+    }
   });
 
   it("at top-p 1 draws the inverse CDF of softmax(row / T) over the allowed tokens for the Rng's uniform", () => {
