@@ -356,6 +356,28 @@ export const TrainConfigSchema = z
       .min(1)
       .optional()
       .describe('shared folder the servers load adapters from (default RUN/rollout-adapters)'),
+    /**
+     * TRL's AsyncGRPOTrainer: generation overlaps the update. The rounds of the next steps are submitted to the rollout
+     * servers while this step's reference pass and update run (the replicas' client in a worker thread beside the
+     * learner), each sampled by the adapter the learner holds when it is submitted, at most maxStaleness updates
+     * behind the policy it trains (trainer/grpo/rollout-queue.ts). Needs --rollout-server. Default off.
+     */
+    async: z
+      .boolean()
+      .default(false)
+      .describe("generate the next steps' rollouts on the servers while this step trains (needs --rollout-server)"),
+    /**
+     * K, TRL's max_staleness: a rollout may be sampled by an adapter at most K optimiser updates older than the policy
+     * it trains; a round for step s is submitted once update s − 1 − K is done, so K is also how many steps ahead the
+     * servers work. K = 0 is the synchronous run. With --async only; unset: 1 (TRL's default is 4; rounds run one
+     * after another on the servers, so one round ahead already keeps them busy while the learner works).
+     */
+    maxStaleness: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe('K: updates a rollout may lag the policy it trains, with --async (default 1)'),
     /** TRL's vllm_importance_sampling_correction: weight the loss by the learner/server probability ratio (with --rollout-server). */
     vllmImportanceSamplingCorrection: z
       .boolean()
@@ -378,6 +400,20 @@ export const TrainConfigSchema = z
       .min(0)
       .optional()
       .describe('lower bound of the importance-sampling ratio (default none)'),
+
+    // ---- integrity (trainer/grpo/integrity.ts) -----------------------------------------------------------------
+    /**
+     * The run stops when, for one prompt of a step, the mean over its completions' tokens of |Δ log-prob| between the
+     * sampler's recorded log-probs and the learner's (the old policy, before the step's update) exceeds this, in nats.
+     * Two runs of one engine differ by rounding; a sampler that scores at another temperature, samples with other
+     * weights, or returns other tokens than it scored gives far more. With --async the gap includes up to K updates of
+     * learning (trainer/grpo/integrity.ts).
+     */
+    logpDifferenceThreshold: z
+      .number()
+      .positive()
+      .default(0.5)
+      .describe("stop when a prompt's mean |Δ log-prob| between sampler and learner exceeds this (nats)"),
 
     // ---- adapters ---------------------------------------------------------------------------------------------
     /** LoRA rank on the attention and MLP projections. Paper: 16. */
@@ -454,6 +490,22 @@ export const TrainConfigSchema = z
         message: `entropyCoefMin (${c.entropyCoefMin}) exceeds entropyCoefMax (${c.entropyCoefMax})`,
       });
     }
+    if (c.async && c.rolloutServer === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['async'],
+        message:
+          'generation overlaps the update on rollout servers: add --rollout-server URL (a metrl serve on 127.0.0.1 is a rollout worker beside the learner)',
+      });
+    }
+    if (c.maxStaleness !== undefined && !c.async) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['maxStaleness'],
+        message:
+          'bounds how far rollouts run ahead of the update, which only --async does; add --async or leave it out',
+      });
+    }
     if (c.numGenerationsEval !== undefined) {
       ctx.addIssue({
         code: 'custom',
@@ -493,6 +545,11 @@ export function resolveConfig(
   for (const [key, value] of Object.entries(withOldNames(fromFlags, context)))
     if (value !== undefined) merged[key] = value;
   return parseOrFail(TrainConfigSchema, merged, context);
+}
+
+/** K: how many optimiser updates a rollout may lag the policy it trains (0 without --async). */
+export function staleRolloutLimit(config: TrainConfig): number {
+  return config.async ? (config.maxStaleness ?? 1) : 0;
 }
 
 /** Completions per optimiser update. */

@@ -15,7 +15,7 @@ import { openEngine, type EngineSampler, type OrtRuntime } from '../../models/en
 import { remoteEngine } from '../../models/remote/remote-engine.ts';
 import { UserError } from '../../core/errors.ts';
 import { entropyBonusEnabled } from '../loss/entropy-control.ts';
-import type { TrainConfig } from '../config.ts';
+import { staleRolloutLimit, type TrainConfig } from '../config.ts';
 import type { RewardFunction } from './reward-functions.ts';
 import { completionBudget, type PreparedEpisode } from '../periodic-eval.ts';
 import { learnerAdapterStore, type AdapterStore } from '../logs/checkpoint.ts';
@@ -164,6 +164,9 @@ export async function prepareRun(setup: TrainingSetup, rewards: RewardFunction[]
         timeoutSeconds: config.rolloutTimeout,
         adapterDir: config.rolloutAdapterDir ?? join(runDir, 'rollout-adapters'),
         saveAdapter: (dir) => learner.saveAdapter(dir, { baseModel: setup.baseModel }),
+        // --async: the replicas' client beside the learner, and the adapters of the rounds ahead kept for checkpoints.
+        background: config.async,
+        keepVersions: staleRolloutLimit(config) + 2,
       })
     : local;
   // The ONNX Runtime learners differentiate the loss with respect to the log-probabilities only (the entropies reach the
