@@ -1,5 +1,6 @@
 // Drawing one token from a row of logits: greedy at temperature 0, else softmax(logits / temperature) restricted to
-// the nucleus (top-p) and drawn with the caller's seeded Rng. Shared by every architecture's generation.
+// the k most probable tokens (top-k), then to those at least min-p times the most probable one's probability (min-p),
+// then to the nucleus of what is left (top-p), and drawn with the caller's seeded Rng. Shared by every architecture's generation.
 // Two log-probabilities come back: at temperature 1 (what `metrl serve` returns as raw_logprobs), and under the
 // distribution the token was drawn from, put on the learner's support: softmax(logits / T) over the whole vocabulary,
 // as tokenLogProbs computes it at the rollout temperature. The trainer compares the second with the learner's own
@@ -66,7 +67,9 @@ export function sampleToken(
     logProb: row[token] - logZ,
     samplingLogProb: (row[token] - max) / T - Math.log(all),
   });
-  if (options.topP >= 1) {
+  const topK = options.topK ?? 0;
+  const minP = options.minP ?? 0;
+  if (options.topP >= 1 && !(topK > 0) && !(minP > 0)) {
     // The whole vocabulary in index order (what the sorted path below does with order = 0 … n-1).
     let x = rng.next() * total;
     let token = n - 1;
@@ -82,9 +85,18 @@ export function sampleToken(
   let order: number[] = [];
   for (let i = 0; i < n; i++) order.push(i);
   order.sort((a, b) => probs[b] - probs[a]);
+  if (topK > 0 || minP > 0) {
+    // Top-k, then min-p against the most probable token; the nucleus below is taken of what they keep.
+    if (topK > 0) order = order.slice(0, topK);
+    if (minP > 0) {
+      const floor = minP * probs[order[0]];
+      order = order.filter((i) => probs[i] >= floor);
+    }
+    total = order.reduce((s, i) => s + probs[i], 0);
+  }
   let cumulative = 0;
   let keep = 0;
-  while (keep < n && cumulative < options.topP * total) cumulative += probs[order[keep++]];
+  while (keep < order.length && cumulative < options.topP * total) cumulative += probs[order[keep++]];
   order = order.slice(0, Math.max(1, keep));
   total = cumulative;
   let x = rng.next() * total;

@@ -20,6 +20,10 @@ export interface EncodedPrompt {
 export interface SamplingOptions {
   temperature: number; // 0 = greedy
   topP: number; // nucleus sampling, 1 = off
+  /** Draw from the k most probable tokens only (TRL's and vLLM's top_k); unset or 0 = off. */
+  topK?: number;
+  /** Draw only tokens at least minP × the most probable token's probability (TRL's and vLLM's min_p); unset or 0 = off. */
+  minP?: number;
   maxNewTokens: number;
 }
 

@@ -111,6 +111,22 @@ export const TrainConfigSchema = z
     temperature: z.number().positive().max(10).default(0.5).describe('rollout sampling temperature'),
     /** Nucleus sampling of the rollouts; 1 = off. */
     topP: z.number().gt(0).max(1).default(1).describe('rollout nucleus sampling, 1 = off'),
+    /**
+     * TRL's top_k: rollouts draw from the k most probable tokens only; 0 = off (TRL's default). The sampler records
+     * each token's log-prob over the whole vocabulary (models/token-sampling.ts), as the learner scores it, so the
+     * importance-sampling ratio carries no factor of the kept mass.
+     */
+    topK: z.number().int().min(0).default(0).describe('rollouts draw from the k most probable tokens, 0 = off'),
+    /**
+     * TRL's min_p: rollouts draw only tokens whose probability is at least minP × the most probable token's (applied
+     * after top-k, before top-p). Unset: off (TRL's None).
+     */
+    minP: z
+      .number()
+      .gt(0)
+      .max(1)
+      .optional()
+      .describe("rollouts draw tokens at least min-p × the top token's probability (default off)"),
 
     // ---- objective --------------------------------------------------------------------------------------------
     /**
@@ -127,14 +143,14 @@ export const TrainConfigSchema = z
       .default('grpo')
       .describe(`the loss: ${LOSS_TYPES.join(' | ')} (formulas in trainer/loss/loss.ts, policy-terms.ts)`),
     /**
-     * Which reward std divides the advantages (TRL's scale_rewards): 'group' the group's own (GRPO), 'batch' the
-     * whole step's (PPO-Lite), 'none' no division (Dr. GRPO). Booleans of older configs are read: true = 'group',
-     * false = 'none'.
+     * What divides the centred rewards (TRL's scale_rewards): 'group' the group's own std (GRPO), 'batch' the whole
+     * step's std (PPO-Lite), 'none' nothing (Dr. GRPO), 'mean' the group's mean reward (MaxRL; rewards ≥ 0 only).
+     * Booleans of older configs are read: true = 'group', false = 'none'.
      */
     scaleRewards: z
       .enum(SCALE_REWARDS)
       .default('group')
-      .describe(`which reward std divides the advantages: ${SCALE_REWARDS.join(' | ')}`),
+      .describe(`what divides the centred rewards: ${SCALE_REWARDS.join(' | ')} (mean: MaxRL, rewards ≥ 0)`),
     /** Added to the group std before dividing, so a near-constant group does not blow up. TRL: 1e-4. */
     advantageEpsilon: z.number().positive().default(1e-4),
     /** β: weight of the k3 KL estimate to the reference policy (LoRA off). TRL default at the paper's time: 0.04. */

@@ -43,7 +43,12 @@ export function policyEngine(
         );
       const completions = await generator.generate(
         prompt,
-        { temperature: sampling.temperature, topP: sampling.topP, maxNewTokens: Math.min(sampling.maxTokens, room) },
+        {
+          temperature: sampling.temperature,
+          topP: sampling.topP,
+          ...sampling.truncation,
+          maxNewTokens: Math.min(sampling.maxTokens, room),
+        },
         sampling.n,
         sampling.seed,
       );

@@ -1,6 +1,6 @@
 // The request side of the OpenAI chat-completions API that `metrl serve` accepts, as zod schemas: messages whose
 // content is a string or a list of text and image_url parts (images as data URLs: the server never fetches URLs),
-// and the sampling fields temperature, top_p, max_tokens, n, seed, plus vLLM's logprobs and return_token_ids. Fields we do not use (presence_penalty, user, …)
+// and the sampling fields temperature, top_p, max_tokens, n, seed, plus vLLM's top_k, min_p, logprobs and return_token_ids. Fields we do not use (presence_penalty, user, …)
 // are accepted and ignored, as OpenAI clients send them; streaming is refused with a clear 400.
 import { z } from 'zod';
 
@@ -27,6 +27,9 @@ export const chatRequestSchema = z.looseObject({
   messages: z.array(messageSchema).min(1, 'messages must hold at least one message'),
   temperature: z.number().min(0).max(2).nullish(),
   top_p: z.number().gt(0).max(1).nullish(),
+  // vLLM's truncations: top_k (-1 or 0 = off) and min_p (0 = off).
+  top_k: z.number().int().min(-1).nullish(),
+  min_p: z.number().min(0).max(1).nullish(),
   max_tokens: z.number().int().positive().nullish(),
   max_completion_tokens: z.number().int().positive().nullish(),
   n: z.number().int().min(1).max(MAX_N).nullish(),

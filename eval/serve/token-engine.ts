@@ -87,7 +87,12 @@ export function tokenEngine(options: TokenEngineOptions): TokenEngine {
       throw new UserError(`prompt: ${prompt.tokens.length} tokens, the model's context is ${policy.contextLimit}`);
     const completions = await generator.generate(
       prompt,
-      { temperature: sampling.temperature, topP: sampling.topP, maxNewTokens: Math.min(sampling.maxTokens, room) },
+      {
+        temperature: sampling.temperature,
+        topP: sampling.topP,
+        ...sampling.truncation,
+        maxNewTokens: Math.min(sampling.maxTokens, room),
+      },
       sampling.n,
       sampling.seed,
     );

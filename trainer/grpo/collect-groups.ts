@@ -53,7 +53,14 @@ export interface StepGroups {
 
 /** The rollouts' sampling settings. */
 export function rolloutSampling(run: Run): SamplingOptions {
-  return { temperature: run.config.temperature, topP: run.config.topP, maxNewTokens: run.maxCompletionTokens };
+  const { temperature, topP, topK, minP } = run.config;
+  return {
+    temperature,
+    topP,
+    ...(topK > 0 ? { topK } : {}),
+    ...(minP !== undefined ? { minP } : {}),
+    maxNewTokens: run.maxCompletionTokens,
+  };
 }
 
 /** Rollout: G completions for each of the next `prompts` prompts in the data order. */
