@@ -14,6 +14,7 @@ const modules: Array<[string, () => Promise<{ run(): Promise<BenchRow[]> }>, boo
   ['eval', () => import('./eval.bench.ts')],
   ['grpo', () => import('./grpo.bench.ts')],
   ['rollout', () => import('./rollout.bench.ts')],
+  ['async', () => import('./async.bench.ts'), true],
   ['model', () => import('./model.bench.ts')],
   ['onnx', () => import('./onnx.bench.ts')],
   ['onnx-learner', () => import('./onnx-learner.bench.ts')],

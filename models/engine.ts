@@ -12,6 +12,7 @@ import type { Policy } from './policy.ts';
 import type { Sampler } from './sampler.ts';
 import { BUILTIN_MODEL_TYPE } from './registry.ts';
 import type { Device } from './onnx/device.ts';
+import type { RolloutRounds } from './remote/rollout-rounds.ts';
 
 export const ENGINES = ['tfjs', 'ort'] as const;
 export type Engine = (typeof ENGINES)[number];
@@ -55,7 +56,7 @@ export interface EngineSampler {
   /** Whether ONNX Runtime also computes the LoRA gradients (an ORT learner, built-in or Hugging Face); else tfjs learns. */
   ortLearner: boolean;
   /** Rollouts run on servers (models/remote/remote-engine.ts): their log-probs are another engine's. */
-  remote?: { urls: string[]; retries(): number };
+  remote?: RolloutRounds;
 }
 
 const ortUnsupported = (modelType: string) =>

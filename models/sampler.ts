@@ -19,6 +19,8 @@ export interface Sampler extends PromptFormat {
   readonly contextLimit: number;
   /** Width and height in pixels of the images the model reads (environments render image actions at this size); 0 for a text-only model. */
   readonly imageSize: number;
+  /** The token id a prompt holds at each image position (undefined for a text-only model): image tokens are counted by it. */
+  readonly imageTokenId?: number;
   /** Tokenise a model input (text and images in order). */
   encode(input: ModelInput): EncodedPrompt;
   decode(tokens: number[]): string;

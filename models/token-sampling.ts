@@ -1,6 +1,12 @@
 // Drawing one token from a row of logits: greedy at temperature 0, else softmax(logits / temperature) restricted to
-// the nucleus (top-p) and drawn with the caller's seeded Rng. Shared by every architecture's generation;
-// the returned log-probability is at temperature 1, as tokenLogProbs computes it, so rollouts and the learner agree.
+// the k most probable tokens (top-k), then to those at least min-p times the most probable one's probability (min-p),
+// then to the nucleus of what is left (top-p), and drawn with the caller's seeded Rng. Shared by every architecture's generation.
+// Two log-probabilities come back: at temperature 1 (what `metrl serve` returns as raw_logprobs), and under the
+// distribution the token was drawn from, put on the learner's support: softmax(logits / T) over the whole vocabulary,
+// as tokenLogProbs computes it at the rollout temperature. The trainer compares the second with the learner's own
+// (the sampling/sampling_logp_difference metrics): restricting the draw to the nucleus or away from banned tokens
+// changes which tokens can come out, not the probability a token is recorded with, so the ratio of the two carries no
+// factor of the kept mass.
 import type { Rng } from '../core/rng.ts';
 import type { SamplingOptions, TopLogProb } from './types.ts';
 
@@ -19,8 +25,8 @@ function maskOf(banned: ReadonlySet<number>, n: number): Uint8Array {
 let scratch = new Float64Array(0);
 
 /**
- * Draw one token from a logits row; returns it with its log-probability at temperature 1 (over the whole vocabulary,
- * as tokenLogProbs computes it). Tokens in `banned` (the built-in model's PAD, BOS, IMG and UNK: never a valid output) are not drawn.
+ * Draw one token from a logits row; returns it with its log-probability at temperature 1 and its samplingLogProb,
+ * log softmax(logits / T) over the whole vocabulary (both as tokenLogProbs computes them). Tokens in `banned` (the built-in model's PAD, BOS, IMG and UNK: never a valid output) are not drawn.
  * The arithmetic (and so every draw for a seed) is the same in every path: sums run in vocabulary order.
  */
 export function sampleToken(
@@ -28,7 +34,7 @@ export function sampleToken(
   options: SamplingOptions,
   rng: Rng,
   banned: ReadonlySet<number> = new Set(),
-): { token: number; logProb: number } {
+): { token: number; logProb: number; samplingLogProb: number } {
   const n = row.length;
   const isBanned = maskOf(banned, n);
   let max = -Infinity;
@@ -43,12 +49,27 @@ export function sampleToken(
   let z = 0;
   for (let i = 0; i < n; i++) z += Math.exp(row[i] - max);
   const logZ = max + Math.log(z);
-  if (options.temperature <= 0) return { token: argmax, logProb: row[argmax] - logZ };
+  if (options.temperature <= 0)
+    return { token: argmax, logProb: row[argmax] - logZ, samplingLogProb: row[argmax] - logZ };
   if (scratch.length < n) scratch = new Float64Array(n);
   const probs = scratch;
+  const T = options.temperature;
   let total = 0;
-  for (let i = 0; i < n; i++) total += probs[i] = isBanned[i] ? 0 : Math.exp((row[i] - max) / options.temperature);
-  if (options.topP >= 1) {
+  // The tempered normaliser over the whole vocabulary, banned tokens included (the learner's support).
+  let all = 0;
+  for (let i = 0; i < n; i++) {
+    const e = Math.exp((row[i] - max) / T);
+    all += e;
+    total += probs[i] = isBanned[i] ? 0 : e;
+  }
+  const recorded = (token: number) => ({
+    token,
+    logProb: row[token] - logZ,
+    samplingLogProb: (row[token] - max) / T - Math.log(all),
+  });
+  const topK = options.topK ?? 0;
+  const minP = options.minP ?? 0;
+  if (options.topP >= 1 && !(topK > 0) && !(minP > 0)) {
     // The whole vocabulary in index order (what the sorted path below does with order = 0 … n-1).
     let x = rng.next() * total;
     let token = n - 1;
@@ -59,14 +80,23 @@ export function sampleToken(
         break;
       }
     }
-    return { token, logProb: row[token] - logZ };
+    return recorded(token);
   }
   let order: number[] = [];
   for (let i = 0; i < n; i++) order.push(i);
   order.sort((a, b) => probs[b] - probs[a]);
+  if (topK > 0 || minP > 0) {
+    // Top-k, then min-p against the most probable token; the nucleus below is taken of what they keep.
+    if (topK > 0) order = order.slice(0, topK);
+    if (minP > 0) {
+      const floor = minP * probs[order[0]];
+      order = order.filter((i) => probs[i] >= floor);
+    }
+    total = order.reduce((s, i) => s + probs[i], 0);
+  }
   let cumulative = 0;
   let keep = 0;
-  while (keep < n && cumulative < options.topP * total) cumulative += probs[order[keep++]];
+  while (keep < order.length && cumulative < options.topP * total) cumulative += probs[order[keep++]];
   order = order.slice(0, Math.max(1, keep));
   total = cumulative;
   let x = rng.next() * total;
@@ -78,7 +108,7 @@ export function sampleToken(
       break;
     }
   }
-  return { token, logProb: row[token] - logZ };
+  return recorded(token);
 }
 
 /**

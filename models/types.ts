@@ -4,6 +4,7 @@
 // models/sampler.ts, models/learner.ts and models/policy.ts.
 import type * as tf from '@tensorflow/tfjs';
 import type { RawImage } from '../core/image.ts';
+import type { PromptPrint } from './prompt-print.ts';
 
 /** What the model reads: text and images interleaved, in order. */
 export type ModelInputPart = { type: 'text'; text: string } | { type: 'image'; image: RawImage };
@@ -19,6 +20,10 @@ export interface EncodedPrompt {
 export interface SamplingOptions {
   temperature: number; // 0 = greedy
   topP: number; // nucleus sampling, 1 = off
+  /** Draw from the k most probable tokens only (TRL's and vLLM's top_k); unset or 0 = off. */
+  topK?: number;
+  /** Draw only tokens at least minP × the most probable token's probability (TRL's and vLLM's min_p); unset or 0 = off. */
+  minP?: number;
   maxNewTokens: number;
   /** Also keep the k most likely tokens of every draw (OpenAI's top_logprobs; absent or 0: none). */
   topLogProbs?: number;
@@ -35,8 +40,19 @@ export interface Completion {
   tokens: number[];
   /** Decoded text (without EOS). */
   text: string;
-  /** Log-probability of each generated token under the sampling policy (temperature 1 softmax of the logits). */
+  /**
+   * Log-probability of each generated token: at temperature 1 from the in-process samplers, as the server returns them
+   * from a rollout server (at the rollout temperature with vLLM's processed_logprobs).
+   */
   logProbs: Float32Array;
+  /**
+   * Log-probability of each token under the distribution the sampler drew it from, on the learner's support:
+   * softmax(logits / T) over the whole vocabulary, what the learner's tokenLogProbs gives at the rollout temperature
+   * (models/token-sampling.ts); a rollout server's own log-probs. The trainer compares them with the learner's.
+   */
+  samplingLogProbs?: Float32Array;
+  /** From a rollout server: the prompt the server was sent, as the trainer's processor reads it (models/prompt-print.ts). */
+  sentPrompt?: PromptPrint;
   /** True when generation stopped at EOS, false when it hit maxNewTokens. */
   finished: boolean;
   /** With SamplingOptions.topLogProbs k: for each generated token, the k most likely tokens at its draw, best first. */

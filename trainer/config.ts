@@ -111,6 +111,22 @@ export const TrainConfigSchema = z
     temperature: z.number().positive().max(10).default(0.5).describe('rollout sampling temperature'),
     /** Nucleus sampling of the rollouts; 1 = off. */
     topP: z.number().gt(0).max(1).default(1).describe('rollout nucleus sampling, 1 = off'),
+    /**
+     * TRL's top_k: rollouts draw from the k most probable tokens only; 0 = off (TRL's default). The sampler records
+     * each token's log-prob over the whole vocabulary (models/token-sampling.ts), as the learner scores it, so the
+     * importance-sampling ratio carries no factor of the kept mass.
+     */
+    topK: z.number().int().min(0).default(0).describe('rollouts draw from the k most probable tokens, 0 = off'),
+    /**
+     * TRL's min_p: rollouts draw only tokens whose probability is at least minP × the most probable token's (applied
+     * after top-k, before top-p). Unset: off (TRL's None).
+     */
+    minP: z
+      .number()
+      .gt(0)
+      .max(1)
+      .optional()
+      .describe("rollouts draw tokens at least min-p × the top token's probability (default off)"),
 
     // ---- objective --------------------------------------------------------------------------------------------
     /**
@@ -127,14 +143,14 @@ export const TrainConfigSchema = z
       .default('grpo')
       .describe(`the loss: ${LOSS_TYPES.join(' | ')} (formulas in trainer/loss/loss.ts, policy-terms.ts)`),
     /**
-     * Which reward std divides the advantages (TRL's scale_rewards): 'group' the group's own (GRPO), 'batch' the
-     * whole step's (PPO-Lite), 'none' no division (Dr. GRPO). Booleans of older configs are read: true = 'group',
-     * false = 'none'.
+     * What divides the centred rewards (TRL's scale_rewards): 'group' the group's own std (GRPO), 'batch' the whole
+     * step's std (PPO-Lite), 'none' nothing (Dr. GRPO), 'mean' the group's mean reward (MaxRL; rewards ≥ 0 only).
+     * Booleans of older configs are read: true = 'group', false = 'none'.
      */
     scaleRewards: z
       .enum(SCALE_REWARDS)
       .default('group')
-      .describe(`which reward std divides the advantages: ${SCALE_REWARDS.join(' | ')}`),
+      .describe(`what divides the centred rewards: ${SCALE_REWARDS.join(' | ')} (mean: MaxRL, rewards ≥ 0)`),
     /** Added to the group std before dividing, so a near-constant group does not blow up. TRL: 1e-4. */
     advantageEpsilon: z.number().positive().default(1e-4),
     /** β: weight of the k3 KL estimate to the reference policy (LoRA off). TRL default at the paper's time: 0.04. */
@@ -361,6 +377,28 @@ export const TrainConfigSchema = z
       .min(1)
       .optional()
       .describe('shared folder the servers load adapters from (default RUN/rollout-adapters)'),
+    /**
+     * TRL's AsyncGRPOTrainer: generation overlaps the update. The rounds of the next steps are submitted to the rollout
+     * servers while this step's reference pass and update run (the replicas' client in a worker thread beside the
+     * learner), each sampled by the adapter the learner holds when it is submitted, at most maxStaleness updates
+     * behind the policy it trains (trainer/grpo/rollout-queue.ts). Needs --rollout-server. Default off.
+     */
+    async: z
+      .boolean()
+      .default(false)
+      .describe("generate the next steps' rollouts on the servers while this step trains (needs --rollout-server)"),
+    /**
+     * K, TRL's max_staleness: a rollout may be sampled by an adapter at most K optimiser updates older than the policy
+     * it trains; a round for step s is submitted once update s − 1 − K is done, so K is also how many steps ahead the
+     * servers work. K = 0 is the synchronous run. With --async only; unset: 1 (TRL's default is 4; rounds run one
+     * after another on the servers, so one round ahead already keeps them busy while the learner works).
+     */
+    maxStaleness: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe('K: updates a rollout may lag the policy it trains, with --async (default 1)'),
     /** TRL's vllm_importance_sampling_correction: weight the loss by the learner/server probability ratio (with --rollout-server). */
     vllmImportanceSamplingCorrection: z
       .boolean()
@@ -383,6 +421,20 @@ export const TrainConfigSchema = z
       .min(0)
       .optional()
       .describe('lower bound of the importance-sampling ratio (default none)'),
+
+    // ---- integrity (trainer/grpo/integrity.ts) -----------------------------------------------------------------
+    /**
+     * The run stops when, for one prompt of a step, the mean over its completions' tokens of |Δ log-prob| between the
+     * sampler's recorded log-probs and the learner's (the old policy, before the step's update) exceeds this, in nats.
+     * Two runs of one engine differ by rounding; a sampler that scores at another temperature, samples with other
+     * weights, or returns other tokens than it scored gives far more. With --async the gap includes up to K updates of
+     * learning (trainer/grpo/integrity.ts).
+     */
+    logpDifferenceThreshold: z
+      .number()
+      .positive()
+      .default(0.5)
+      .describe("stop when a prompt's mean |Δ log-prob| between sampler and learner exceeds this (nats)"),
 
     // ---- adapters ---------------------------------------------------------------------------------------------
     /** LoRA rank on the attention and MLP projections. Paper: 16. */
@@ -459,6 +511,22 @@ export const TrainConfigSchema = z
         message: `entropyCoefMin (${c.entropyCoefMin}) exceeds entropyCoefMax (${c.entropyCoefMax})`,
       });
     }
+    if (c.async && c.rolloutServer === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['async'],
+        message:
+          'generation overlaps the update on rollout servers: add --rollout-server URL (a metrl serve on 127.0.0.1 is a rollout worker beside the learner)',
+      });
+    }
+    if (c.maxStaleness !== undefined && !c.async) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['maxStaleness'],
+        message:
+          'bounds how far rollouts run ahead of the update, which only --async does; add --async or leave it out',
+      });
+    }
     if (c.numGenerationsEval !== undefined) {
       ctx.addIssue({
         code: 'custom',
@@ -512,6 +580,11 @@ export function resolveConfig(
     throw new UserError(`${context}${flagOf(key)}: ${issue.message}${got}`);
   }
   return parseOrFail(TrainConfigSchema, merged, context);
+}
+
+/** K: how many optimiser updates a rollout may lag the policy it trains (0 without --async). */
+export function staleRolloutLimit(config: TrainConfig): number {
+  return config.async ? (config.maxStaleness ?? 1) : 0;
 }
 
 /** Completions per optimiser update. */

@@ -20,6 +20,8 @@ export const completionRequestSchema = z.looseObject({
   }),
   temperature: z.number().min(0).max(2).nullish(),
   top_p: z.number().gt(0).max(1).nullish(),
+  top_k: z.number().int().min(-1).nullish(),
+  min_p: z.number().min(0).max(1).nullish(),
   max_tokens: z.number().int().positive().nullish(),
   n: z.number().int().min(1).max(MAX_N).nullish(),
   seed: z.number().int().nullish(),

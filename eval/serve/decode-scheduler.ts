@@ -16,6 +16,8 @@ export interface DecodeRequest {
   prompt: EncodedPrompt;
   temperature: number;
   topP: number;
+  /** vLLM's top_k and min_p (absent: off). */
+  truncation?: Pick<SamplingOptions, 'topK' | 'minP'>;
   /** Tokens per choice at most, already fitted to the model's context (≥ 1). */
   maxTokens: number;
   n: number;
@@ -298,10 +300,11 @@ export class DecodeScheduler {
       const options: SamplingOptions = {
         temperature: request.temperature,
         topP: request.topP,
+        ...request.truncation,
         maxNewTokens: length,
         ...(request.topLogProbs > 0 ? { topLogProbs: request.topLogProbs } : {}),
       };
-      const kind = `${request.temperature}|${request.topP}|${length}|${request.topLogProbs}`;
+      const kind = `${request.temperature}|${request.topP}|${request.truncation?.topK ?? 0}|${request.truncation?.minP ?? 0}|${length}|${request.topLogProbs}`;
       const who = entry.rng ? `seed#${entry.id}` : 'shared';
       if (entry.rounds === 0) {
         add(`${who}|first|${request.n}|${kind}`, entry, request.n, options, request.prompt, open);

@@ -49,6 +49,7 @@ export function decodeRequest(prompt: EncodedPrompt, sampling: EngineSampling, c
     prompt,
     temperature: sampling.temperature,
     topP: sampling.topP,
+    truncation: sampling.truncation,
     maxTokens: Math.min(sampling.maxTokens, room),
     n: sampling.n,
     seed: sampling.seed,

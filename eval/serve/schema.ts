@@ -1,8 +1,8 @@
 // The request side of the OpenAI chat-completions API that `metrl serve` accepts, as zod schemas: messages whose
 // content is a string or a list of text and image_url parts (images as data URLs: the server never fetches URLs), in
 // the roles system, developer (OpenAI's newer name for system: read as one), user and assistant; the sampling fields
-// temperature, top_p, max_tokens (or max_completion_tokens), n, seed and stop (a string or up to four); stream and
-// stream_options.include_usage; logprobs with top_logprobs up to 20, and vLLM's return_token_ids. `model` is any
+// temperature, top_p, max_tokens (or max_completion_tokens), n, seed and stop (a string or up to four), vLLM's top_k
+// and min_p; stream and stream_options.include_usage; logprobs with top_logprobs up to 20, and vLLM's return_token_ids. `model` is any
 // string or absent: one model is served, and answers name it (server.ts). Fields we do not use (presence_penalty,
 // user, …) are accepted and ignored, as OpenAI clients send them.
 import { z } from 'zod';
@@ -42,6 +42,9 @@ export const chatRequestSchema = z.looseObject({
   messages: z.array(messageSchema).min(1, 'messages must hold at least one message'),
   temperature: z.number().min(0).max(2).nullish(),
   top_p: z.number().gt(0).max(1).nullish(),
+  // vLLM's truncations: top_k (-1 or 0 = off) and min_p (0 = off).
+  top_k: z.number().int().min(-1).nullish(),
+  min_p: z.number().min(0).max(1).nullish(),
   max_tokens: z.number().int().positive().nullish(),
   max_completion_tokens: z.number().int().positive().nullish(),
   n: z.number().int().min(1).max(MAX_N).nullish(),

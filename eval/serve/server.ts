@@ -17,6 +17,7 @@ import type { z } from 'zod';
 import { chatRequestSchema, isImageDataUrl, type ChatRequest } from './schema.ts';
 import type { ChatMessage } from '../../core/chat.ts';
 import { UserError } from '../../core/errors.ts';
+import type { SamplingOptions } from '../../models/types.ts';
 import { limitConnections } from '../connection-limit.ts';
 import { chatTokenResponse } from './chat-token-ids.ts';
 import { startChatStream } from './chat-stream.ts';
@@ -32,6 +33,8 @@ import {
 export interface EngineSampling {
   temperature: number;
   topP: number;
+  /** vLLM's top_k and min_p as SamplingOptions holds them (absent: off). */
+  truncation: Pick<SamplingOptions, 'topK' | 'minP'>;
   maxTokens: number;
   n: number;
   seed: number | null;
@@ -440,6 +443,7 @@ async function tokenCompletions(
   const sampling: EngineSampling = {
     temperature: request.temperature ?? 1,
     topP: request.top_p ?? 1,
+    truncation: truncationOf(request),
     maxTokens,
     n: request.n ?? 1,
     seed: request.seed ?? null,
@@ -503,6 +507,17 @@ function toChatMessages(request: ChatRequest): ChatMessage[] {
   });
 }
 
+/** vLLM's top_k (−1 or 0: off) and min_p (0: off) as SamplingOptions. */
+function truncationOf(request: {
+  top_k?: number | null;
+  min_p?: number | null;
+}): Pick<SamplingOptions, 'topK' | 'minP'> {
+  return {
+    ...(request.top_k && request.top_k > 0 ? { topK: request.top_k } : {}),
+    ...(request.min_p ? { minP: request.min_p } : {}),
+  };
+}
+
 function samplingOf(
   request: ChatRequest,
   engine: ChatEngine,
@@ -512,6 +527,7 @@ function samplingOf(
   const sampling: EngineSampling = {
     temperature: request.temperature ?? 1,
     topP: request.top_p ?? 1,
+    truncation: truncationOf(request),
     maxTokens: request.max_completion_tokens ?? request.max_tokens ?? engine.defaultMaxTokens,
     n: request.n ?? 1,
     seed: request.seed ?? null,

@@ -78,6 +78,10 @@ export class BuiltinPolicy implements Policy, TransformerModel, LoraHost {
     return this.arch.imageSize;
   }
 
+  get imageTokenId(): number | undefined {
+    return this.arch.imageSize > 0 ? this.tokenizer.img : undefined;
+  }
+
   get parameterCount(): number {
     return countParameters(weightEntries(this.weights).map((e) => e.variable));
   }

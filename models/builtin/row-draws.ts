@@ -11,10 +11,14 @@ import type { CharTokenizer } from './tokenizer.ts';
 /** The special ids a draw needs (a worker thread gets these, not the tokenizer). */
 export type DrawTokens = Pick<CharTokenizer, 'pad' | 'bos' | 'eos' | 'img' | 'unk'>;
 
-/** What rows drew, as plain data (it crosses threads): tokens and their log-probs per row, and which rows drew EOS. */
+/**
+ * What rows drew, as plain data (it crosses threads): tokens and their log-probs per row (at temperature 1, and as
+ * sampled: token-sampling.ts), and which rows drew EOS.
+ */
 export interface DrawnRows {
   tokens: number[][];
   logProbs: number[][];
+  samplingLogProbs: number[][];
   finished: boolean[];
   /** With SamplingOptions.topLogProbs: per row, per drawn token, the most likely tokens at that draw. */
   top?: TopLogProb[][][];
@@ -33,6 +37,7 @@ export class RowDraws {
     this.drawn = {
       tokens: Array.from({ length: rows }, () => []),
       logProbs: Array.from({ length: rows }, () => []),
+      samplingLogProbs: Array.from({ length: rows }, () => []),
       finished: new Array<boolean>(rows).fill(false),
     };
     this.banned = new Set([tokenizer.pad, tokenizer.bos, tokenizer.img, tokenizer.unk]);
@@ -41,17 +46,18 @@ export class RowDraws {
 
   /** Each unfinished row draws its next token from its logits; returns the tokens to feed (PAD for finished rows). */
   step(rowLogits: (row: number) => Float32Array, options: SamplingOptions, rng: Rng): Int32Array {
-    const { tokens, logProbs, finished } = this.drawn;
+    const { tokens, logProbs, samplingLogProbs, finished } = this.drawn;
     const fed = new Int32Array(this.rows).fill(this.tokenizer.pad);
     const k = options.topLogProbs ?? 0;
     if (k > 0) this.drawn.top ??= Array.from({ length: this.rows }, () => []);
     for (let r = 0; r < this.rows; r++) {
       if (finished[r]) continue;
       const logits = rowLogits(r);
-      const { token, logProb } = sampleToken(logits, options, rng, this.banned);
+      const { token, logProb, samplingLogProb } = sampleToken(logits, options, rng, this.banned);
       if (k > 0) this.drawn.top![r].push(topLogProbs(logits, k, this.banned));
       tokens[r].push(token);
       logProbs[r].push(logProb);
+      samplingLogProbs[r].push(samplingLogProb);
       fed[r] = token;
       if (token === this.tokenizer.eos) {
         finished[r] = true;
@@ -93,6 +99,7 @@ export function completionsOf(
       tokens,
       text: tokenizer.decode(tokens),
       logProbs: Float32Array.from(drawn.logProbs[r]),
+      samplingLogProbs: Float32Array.from(drawn.samplingLogProbs[r]),
       finished: drawn.finished[r],
       ...(drawn.top ? { topLogProbs: drawn.top[r] } : {}),
     });

@@ -163,6 +163,10 @@ export class HfPolicy implements Policy {
     return this.processor ? processedSize(this.processor)[1] : 0;
   }
 
+  get imageTokenId(): number | undefined {
+    return this.vlm?.imageTokenId;
+  }
+
   encode(input: ModelInput): EncodedPrompt {
     // A bare model input is one user turn: its text and images in order.
     const images = input.filter((p) => p.type === 'image').map((p) => p.image);
@@ -221,10 +225,12 @@ export class HfPolicy implements Policy {
     const logProbs: number[][] = Array.from({ length: prompts.length * group }, () => []);
     const k = options.topLogProbs ?? 0;
     const top = k > 0 ? Array.from({ length: prompts.length * group }, (): TopLogProb[][] => []) : null;
+    const samplingLogProbs: number[][] = Array.from({ length: prompts.length * group }, () => []);
     const choose = (row: Float32Array, b: number): number => {
-      const { token, logProb } = sampleToken(row, options, rng);
+      const { token, logProb, samplingLogProb } = sampleToken(row, options, rng);
       logProbs[b].push(logProb);
       top?.[b].push(topLogProbs(row, k));
+      samplingLogProbs[b].push(samplingLogProb);
       return token;
     };
     const generateOptions: GenerateOptions = {
@@ -241,6 +247,7 @@ export class HfPolicy implements Policy {
         tokens,
         text: this.decode(body),
         logProbs: Float32Array.from(logProbs[b]),
+        samplingLogProbs: Float32Array.from(samplingLogProbs[b]),
         finished: result.finished[b],
         ...(top ? { topLogProbs: top[b].slice(0, tokens.length) } : {}),
       };

@@ -275,6 +275,7 @@ export class OrtSampler extends PolicyFront<BuiltinPolicy> implements Sampler {
     const rows: DrawnRows = {
       tokens: drawn.flatMap((d) => d.tokens),
       logProbs: drawn.flatMap((d) => d.logProbs),
+      samplingLogProbs: drawn.flatMap((d) => d.samplingLogProbs),
       finished: drawn.flatMap((d) => d.finished),
       ...(drawn.every((d) => d.top) ? { top: drawn.flatMap((d) => d.top!) } : {}),
     };

@@ -10,7 +10,8 @@ import type { Sampler } from '../sampler.ts';
 import type { EncodedPrompt, ModelInput } from '../types.ts';
 
 /** What a policy must offer for a sampler to delegate these to it. */
-export type FrontedPolicy = PromptFormat & Pick<Sampler, 'contextLimit' | 'imageSize' | 'encode' | 'decode'>;
+export type FrontedPolicy = PromptFormat &
+  Pick<Sampler, 'contextLimit' | 'imageSize' | 'imageTokenId' | 'encode' | 'decode'>;
 
 export abstract class PolicyFront<P extends FrontedPolicy> implements PromptFormat {
   constructor(readonly policy: P) {}
@@ -20,6 +21,9 @@ export abstract class PolicyFront<P extends FrontedPolicy> implements PromptForm
   }
   get imageSize(): number {
     return this.policy.imageSize;
+  }
+  get imageTokenId(): number | undefined {
+    return this.policy.imageTokenId;
   }
   encode(input: ModelInput): EncodedPrompt {
     return this.policy.encode(input);

@@ -11,6 +11,7 @@
 //   POST /load_lora_adapter {lora_name, lora_path}, /unload_lora_adapter {lora_name} (SGLang started with
 //                   --enable-lora); a name loads once, so each adapter version gets its own name.
 import { z } from 'zod';
+import { truncation } from './vllm-protocol.ts';
 import type { Completion, SamplingOptions } from '../types.ts';
 
 export const sglangAdapterName = (version: number) => `metrl-v${version}`;
@@ -29,6 +30,7 @@ export function sglangGenerateRequest(
     sampling_params: {
       temperature: options.temperature,
       top_p: options.topP,
+      ...truncation(options),
       max_new_tokens: options.maxNewTokens,
       sampling_seed: seed,
     },

@@ -16,6 +16,14 @@ import type { Completion, SamplingOptions } from '../types.ts';
 
 export const VLLM_ADAPTER_NAME = 'metrl-policy';
 
+/** vLLM's top_k and min_p, sent only when they are on (a request without them is the one the fixtures hold). */
+export function truncation(options: SamplingOptions): { top_k?: number; min_p?: number } {
+  return {
+    ...(options.topK ? { top_k: options.topK } : {}),
+    ...(options.minP ? { min_p: options.minP } : {}),
+  };
+}
+
 export function vllmCompletionRequest(
   model: string,
   promptTokens: number[],
@@ -29,6 +37,7 @@ export function vllmCompletionRequest(
     n: group,
     temperature: options.temperature,
     top_p: options.topP,
+    ...truncation(options),
     max_tokens: options.maxNewTokens,
     seed,
     logprobs: 0,
@@ -88,6 +97,7 @@ export function vllmChatRequest(
     n: group,
     temperature: options.temperature,
     top_p: options.topP,
+    ...truncation(options),
     max_tokens: options.maxNewTokens,
     seed,
     logprobs: true,

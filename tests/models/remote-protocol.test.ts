@@ -26,6 +26,20 @@ describe('vLLM dialect', () => {
     expect(vllmLoadAdapterRequest('/shared/run/rollout-adapters/v3')).toEqual(fixture('vllm-load-lora-request.json'));
   });
 
+  it("adds vLLM's and SGLang's top_k and min_p only when the run sets them", () => {
+    const truncated = { ...sampling, topK: 20, minP: 0.05 };
+    expect(vllmCompletionRequest('metrl-policy', [1], 2, truncated, 1)).toEqual({
+      ...fixture('vllm-completions-request.json'),
+      prompt: [1],
+      seed: 1,
+      top_k: 20,
+      min_p: 0.05,
+    });
+    const sglang = sglangGenerateRequest('metrl-v3', [1], 2, truncated, 1) as { sampling_params: object };
+    expect(sglang.sampling_params).toMatchObject({ top_k: 20, min_p: 0.05 });
+    expect(Object.keys(vllmCompletionRequest('metrl-policy', [1], 2, sampling, 1))).not.toContain('top_k');
+  });
+
   it('reads token_ids, logprobs.token_logprobs, text and finish_reason', () => {
     const parsed = parseVllmCompletions(fixture('vllm-completions-response.json'), 2);
     if (typeof parsed === 'string') throw new Error(parsed);

@@ -10,11 +10,14 @@ import { computeRewards } from './reward-functions.ts';
 import type { PreparedEpisode } from '../periodic-eval.ts';
 import type { Run } from './run.ts';
 import type { RunState } from './run-state.ts';
+import { recordRound, type SampleRecord } from './integrity.ts';
+import type { RolloutQueue } from './rollout-queue.ts';
 
-/** Phase 1: a group of completions for each prompt of the step. */
+/** Phase 1: a group of completions for each prompt of the step, with what the sampler saw for each (integrity.ts). */
 export interface Rollouts {
   items: PreparedEpisode[];
   groups: Completion[][];
+  records: SampleRecord[][];
 }
 
 /** Phase 2: what the environment and the reward functions made of them. */
@@ -42,26 +45,48 @@ export interface StepGroups {
   groupCount: number;
   /** Dynamic sampling's counts; absent when it is off. */
   tally?: DynamicSamplingTally;
-  /** Seconds spent generating and rewarding, over all rounds. */
+  /** Seconds spent generating (with --async: waiting for the round submitted ahead) and rewarding, over all rounds. */
   seconds: { rollout: number; reward: number };
+  /** With --async: groups of the step's first round dropped as too stale and drawn again (rollout-queue.ts). */
+  regenerated: number;
+}
+
+/** The rollouts' sampling settings. */
+export function rolloutSampling(run: Run): SamplingOptions {
+  const { temperature, topP, topK, minP } = run.config;
+  return {
+    temperature,
+    topP,
+    ...(topK > 0 ? { topK } : {}),
+    ...(minP !== undefined ? { minP } : {}),
+    maxNewTokens: run.maxCompletionTokens,
+  };
 }
 
 /** Rollout: G completions for each of the next `prompts` prompts in the data order. */
 async function generateRollouts(run: Run, state: RunState, prompts: number): Promise<Rollouts> {
   const { config } = run;
   const items = state.order.take(prompts).map((i) => run.trainSet[i]);
-  const sampling: SamplingOptions = {
-    temperature: config.temperature,
-    topP: config.topP,
-    maxNewTokens: run.maxCompletionTokens,
-  };
+  const sampling = rolloutSampling(run);
   // All prompts of a round decode as one batch: on CPU a decoding step costs little more for 64 rows than for 32.
   // On rollout servers (models/remote/) the groups come back asynchronously; in-process they are drawn synchronously.
   const encoded = items.map((item) => item.prompt);
   const groups = run.sampler.sampleGroupsAsync
     ? await run.sampler.sampleGroupsAsync(encoded, config.groupSize, sampling, state.rng)
     : run.sampler.sampleGroups(encoded, config.groupSize, sampling, state.rng);
-  return { items, groups };
+  return { items, groups, records: recordRound(encoded, groups, run.sampler.imageTokenId) };
+}
+
+/** With --async, the step's first round: the one the queue submitted ahead (rollout-queue.ts). */
+async function queuedRollouts(
+  run: Run,
+  state: RunState,
+  queue: RolloutQueue,
+): Promise<Rollouts & { regenerated: number }> {
+  const { prompts, groups, regenerated } = await queue.take(state.step);
+  const items = prompts.map((i) => run.trainSet[i]);
+  const encoded = items.map((item) => item.prompt);
+  return { items, groups, records: recordRound(encoded, groups, run.sampler.imageTokenId), regenerated };
 }
 
 /**
@@ -93,18 +118,24 @@ async function rewardRollouts(run: Run, { items, groups }: Rollouts): Promise<Re
  * round (dynamic-sampling.ts sizes each draw), until the step has promptsPerStep × gradientAccumulation groups with a
  * spread or has made dynamicSamplingMaxDraws extra draws.
  */
-export async function collectGroups(run: Run, state: RunState): Promise<StepGroups> {
+export async function collectGroups(run: Run, state: RunState, queue?: RolloutQueue): Promise<StepGroups> {
   const { config } = run;
   const G = config.groupSize;
   const targetGroups = config.promptsPerStep * config.gradientAccumulation;
-  const drawn: Rollouts = { items: [], groups: [] };
+  const drawn: Rollouts = { items: [], groups: [], records: [] };
+  let regenerated = 0;
   const rewarded: RewardedRollouts = { scores: [], rewards: [], byName: {} };
   const seconds = { rollout: 0, reward: 0 };
   const trained: number[] = [];
   let tally: DynamicSamplingTally | undefined = config.dynamicSampling ? startTally() : undefined;
   for (let prompts = targetGroups; prompts > 0; ) {
     const t0 = performance.now();
-    const round = await generateRollouts(run, state, prompts);
+    let round: Rollouts;
+    if (queue !== undefined && drawn.groups.length === 0) {
+      const queued = await queuedRollouts(run, state, queue);
+      regenerated = queued.regenerated;
+      round = queued;
+    } else round = await generateRollouts(run, state, prompts);
     const t1 = performance.now();
     const r = await rewardRollouts(run, round);
     seconds.rollout += (t1 - t0) / 1000;
@@ -112,6 +143,7 @@ export async function collectGroups(run: Run, state: RunState): Promise<StepGrou
     const offset = drawn.groups.length;
     drawn.items.push(...round.items);
     drawn.groups.push(...round.groups);
+    drawn.records.push(...round.records);
     rewarded.scores.push(...r.scores);
     rewarded.rewards.push(...r.rewards);
     for (const [name, values] of Object.entries(r.byName)) (rewarded.byName[name] ??= []).push(...values);
@@ -150,10 +182,14 @@ export async function collectGroups(run: Run, state: RunState): Promise<StepGrou
     scaleRewards: config.scaleRewards,
     epsilon: config.advantageEpsilon,
   });
-  return { drawn, rewarded, trained, advantages, zeroSpreadGroups, groupCount, tally, seconds };
+  return { drawn, rewarded, trained, advantages, zeroSpreadGroups, groupCount, tally, seconds, regenerated };
 }
 
 /** The groups the update uses, as rollouts (step order: the order their advantages are in). */
 export function trainedRollouts({ drawn, trained }: StepGroups): Rollouts {
-  return { items: trained.map((g) => drawn.items[g]), groups: trained.map((g) => drawn.groups[g]) };
+  return {
+    items: trained.map((g) => drawn.items[g]),
+    groups: trained.map((g) => drawn.groups[g]),
+    records: trained.map((g) => drawn.records[g]),
+  };
 }

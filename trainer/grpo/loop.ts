@@ -8,9 +8,12 @@
 //     collect-groups.ts     collectGroups: rounds of rollouts (the next prompts in the data order, a group of
 //                           completions each; Sampler) and rewards (the environment's score, then the reward functions
 //                           of --reward, weighted); with dynamic sampling, more rounds until the step holds enough
-//                           groups with a reward spread; then group-relative advantages
-//     reference-logprobs.ts referenceAndOldLogProbs: learner chunks with the reference (LoRA off) and old-policy
-//                           log-probs (Sampler, no grad)
+//                           groups with a reward spread; then group-relative advantages. With --async the first
+//                           round was submitted to the rollout servers ahead (rollout-queue.ts), and the next steps'
+//                           rounds are submitted as soon as this step's are in, to be generated while it trains
+//     reference-logprobs.ts referenceAndOldLogProbs: the learner's batch checked against what the sampler saw
+//                           (integrity.ts), learner chunks with the reference (LoRA off) and old-policy log-probs
+//                           (Sampler, no grad)
 //     update-policy.ts      updatePolicy: μ passes of the objective (objective.ts: loss type, clipping, masks),
 //                           gradients summed over the chunks, one AdamW update per pass (Learner), the Sampler's
 //                           adapters synced
@@ -20,7 +23,9 @@
 //     run-eval.ts           evaluate, every K steps: greedy accuracy on a fixed test split in the trained and the
 //                           transfer modality
 // The phases share two objects: the Run (fixed for the whole run) and the RunState (what a checkpoint saves).
+import { join } from 'node:path';
 import type { TrainingResult, TrainingSetup, Run } from './run.ts';
+import type { RunState } from './run-state.ts';
 import { prepareRun } from './run.ts';
 import { checkpoint, startOrResume } from './run-state.ts';
 import { collectGroups, trainedRollouts } from './collect-groups.ts';
@@ -30,6 +35,9 @@ import { logStep, sampleRows, trainRow } from './step-log.ts';
 import { evaluate, evaluationDue, letEventsThrough, logBaseline } from './run-eval.ts';
 import { stepObjective } from '../loss/objective.ts';
 import { loadRewardFunctions } from './reward-functions.ts';
+import { RolloutQueue } from './rollout-queue.ts';
+import { rolloutSampling } from './collect-groups.ts';
+import { staleRolloutLimit } from '../config.ts';
 
 export { assertReadsModality, type TrainEvent, type TrainingResult, type TrainingSetup } from './run.ts';
 export { loadTrainingPolicy } from './training-policy.ts';
@@ -69,10 +77,13 @@ async function trainRun(run: Run): Promise<TrainingResult> {
   state.logged.clear();
   const { config } = run;
   const stopAt = Math.min(config.steps, setup.stopAfterStep ?? Infinity);
+  if (config.async) state.queue = await startQueue(run, state);
   while (state.step < stopAt) {
     state.step++;
     const tStart = performance.now();
-    const step = await collectGroups(run, state);
+    const step = await collectGroups(run, state, state.queue ?? undefined);
+    // --async: the next steps' rounds go to the servers now, to be generated while this step trains.
+    await state.queue?.fill(state.step);
     const tReward = performance.now();
     const trained = trainedRollouts(step);
     const objective = stepObjective(
@@ -80,9 +91,10 @@ async function trainRun(run: Run): Promise<TrainingResult> {
       trained.groups.flat().map((c) => ({ tokens: c.tokens.length, finished: c.finished })),
       run.maxCompletionTokens,
     );
-    const { batches, entropyThreshold } = referenceAndOldLogProbs(run, trained, step.advantages, objective);
+    const { batches, entropyThreshold } = referenceAndOldLogProbs(run, state.step, trained, step.advantages, objective);
     const tLogprobs = performance.now();
-    const stats = updatePolicy(run, state, batches, objective, entropyThreshold);
+    const promptOf = (group: number) => trained.items[group].episode.id;
+    const stats = updatePolicy(run, state, batches, objective, promptOf, entropyThreshold);
     const tUpdate = performance.now();
     const row = trainRow(run, state, step, trained, stats, { tStart, tReward, tLogprobs, tUpdate });
     logStep(run, state, row, stats, sampleRows(run, state.step, step));
@@ -95,4 +107,29 @@ async function trainRun(run: Run): Promise<TrainingResult> {
   state.optimizer.dispose();
   if (run.learner !== setup.policy) run.learner.dispose(); // the ORT learner's sessions (the policy is the caller's)
   return { lastStep: state.step, evals: state.evals };
+}
+
+/**
+ * --async: the queue of rounds ahead (rollout-queue.ts), holding what a resumed run's checkpoint had submitted, each
+ * round again with its own prompts, seeds and adapter.
+ */
+async function startQueue(run: Run, state: RunState): Promise<RolloutQueue> {
+  const { config } = run;
+  const queue = new RolloutQueue({
+    rounds: run.engine.remote!,
+    trainPrompts: run.trainSet.map((item) => item.prompt),
+    order: state.order,
+    rng: state.rng,
+    promptsPerRound: config.promptsPerStep * config.gradientAccumulation,
+    groupSize: config.groupSize,
+    sampling: rolloutSampling(run),
+    maxStaleness: staleRolloutLimit(config),
+    lastStep: config.steps,
+  });
+  if (state.resumedAhead) {
+    const { rounds, adapters } = state.resumedAhead;
+    await queue.resubmit(rounds, (version) => join(adapters, `v${version}`));
+    state.resumedAhead = null;
+  }
+  return queue;
 }

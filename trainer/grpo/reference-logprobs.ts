@@ -1,6 +1,7 @@
-// Phase 3 of a step: the step's sequences cut into learner chunks, each with its constants: the
-// reference policy's log-probs (LoRA off; for the KL term when β > 0) and the old policy's (no grad; for the ratio when
-// μ > 1), and with a top-entropy mask the step's entropy threshold.
+// Phase 3 of a step: the step's sequences, checked against what the sampler saw (integrity.ts), cut into learner
+// chunks, each with its constants: the reference policy's log-probs (LoRA off; for the KL term when β > 0) and the old
+// policy's (no grad; for the ratio when μ > 1), the sampler's log-probs, and with a top-entropy mask the step's
+// entropy threshold.
 import * as tf from '@tensorflow/tfjs';
 import type { SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../../models/types.ts';
 import type { StepObjective } from '../loss/objective.ts';
@@ -8,6 +9,7 @@ import { entropyThreshold, maskedValues } from '../loss/entropy-mask.ts';
 import { chunksByCost, chunksWithin } from '../chunks.ts';
 import type { Run } from './run.ts';
 import type { Rollouts } from './collect-groups.ts';
+import { checkLearnerBatch } from './integrity.ts';
 
 /** Phase 3: a learner chunk with its constants (kept tensors, disposed after the update). */
 export interface LearnerBatch {
@@ -25,8 +27,10 @@ export interface LearnerBatch {
   old: tf.Tensor2D | null;
   /** Indices of the chunk's completions among the step's trained completions (objective.rows). */
   indices: number[];
-  /** The rollout server's log-probs of each row's tokens, for the importance-sampling correction; null without it. */
-  sampling: Float32Array[] | null;
+  /** The sampler's log-probs of each row's tokens (Completion.samplingLogProbs; null: it recorded none). */
+  sampled: (Float32Array | null)[];
+  /** Whether the importance-sampling correction weighs the rows by them (rollout servers, on by default). */
+  correct: boolean;
 }
 
 /**
@@ -38,7 +42,8 @@ export interface LearnerBatch {
  */
 export function referenceAndOldLogProbs(
   run: Run,
-  { items, groups }: Rollouts,
+  step: number,
+  { items, groups, records }: Rollouts,
   advantages: Float32Array,
   objective: StepObjective,
 ): { batches: LearnerBatch[]; entropyThreshold?: number } {
@@ -47,8 +52,16 @@ export function referenceAndOldLogProbs(
   const sequences: SequenceBatchItem[] = items.flatMap((item, k) =>
     groups[k].map((c) => ({ prompt: item.prompt, completion: c.tokens })),
   );
+  // Before any pass: the learner's batch is what the sampler saw and returned.
+  checkLearnerBatch(
+    step,
+    sequences,
+    records.flat(),
+    sampler.imageTokenId,
+    (i) => items[Math.floor(i / config.groupSize)].episode.id,
+  );
   const correct = run.engine.remote !== undefined && config.vllmImportanceSamplingCorrection;
-  const samplingLogProbs = groups.flat().map((c) => c.logProbs);
+  const samplingLogProbs = groups.flat().map((c) => c.samplingLogProbs ?? null);
   const pooled: Float32Array[] = [];
   const indexed = sequences.map((seq, i) => ({ seq, i }));
   // A learner that says what a pass costs (shared prompts counted once) is chunked by that; otherwise by the sum.
@@ -108,7 +121,8 @@ export function referenceAndOldLogProbs(
       old,
       indices,
       refIsPolicy,
-      sampling: correct ? indices.map((i) => samplingLogProbs[i]) : null,
+      sampled: indices.map((i) => samplingLogProbs[i]),
+      correct,
     };
   });
   if (!objective.needsEntropy) return { batches };

@@ -2,7 +2,8 @@
 // which is what a checkpoint saves. startOrResume gives a fresh state or the newest checkpoint's, with the logs cut
 // back to its step; checkpoint writes the state of a step, so that `resume` reproduces the uninterrupted run.
 import type * as tf from '@tensorflow/tfjs';
-import { existsSync } from 'node:fs';
+import { cpSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { Rng } from '../../core/rng.ts';
 import { UserError } from '../../core/errors.ts';
 import { AdamW } from '../adamw.ts';
@@ -11,10 +12,12 @@ import { DataOrder } from '../data-order.ts';
 import {
   latestCheckpointDir,
   readCheckpoint,
+  ROLLOUT_ADAPTERS_DIR,
   saveCheckpoint,
   TRAINER_STATE_VERSION,
   type Checkpoint,
 } from '../logs/checkpoint.ts';
+import type { RolloutQueue, RoundAhead } from './rollout-queue.ts';
 import { truncateLogAfterStep, type EvalRow } from '../logs/metrics.ts';
 import type { Run } from './run.ts';
 
@@ -40,6 +43,10 @@ export interface RunState {
   numTokens: number;
   /** Whether a checkpoint of `step` exists (a resumed run's, or the step-0 one). */
   checkpointed: boolean;
+  /** With --async: the rounds submitted ahead of the update (rollout-queue.ts); a checkpoint records them. */
+  queue: RolloutQueue | null;
+  /** A resumed --async run's rounds ahead, from its checkpoint, and the folder holding their adapters. */
+  resumedAhead: { rounds: RoundAhead[]; adapters: string } | null;
 }
 
 /** A fresh state, or the newest checkpoint's (adapter, optimiser, RNG, data order) with the logs cut back to it. */
@@ -77,6 +84,8 @@ export function startOrResume(run: Run): RunState {
     checkpointed: checkpoint !== null,
     entropyControl: startEntropyControl(config),
     numTokens: 0,
+    queue: null,
+    resumedAhead: null,
   };
   if (checkpoint) {
     optimizer.setState(checkpoint.optimizer);
@@ -86,6 +95,9 @@ export function startOrResume(run: Run): RunState {
     state.nanStreak = checkpoint.state.nanStreak;
     const control = checkpoint.state.entropyControl;
     if (control) state.entropyControl = { coef: control.coef, lastEntropy: control.lastEntropy ?? Infinity };
+    const ahead = checkpoint.state.rolloutsAhead;
+    if (ahead && ahead.length > 0)
+      state.resumedAhead = { rounds: ahead, adapters: join(checkpoint.dir, ROLLOUT_ADAPTERS_DIR) };
   }
   if (setup.resume) {
     // Rows after the starting step are cut (they are recomputed); those of the starting step itself are kept.
@@ -125,6 +137,14 @@ function findCheckpoint(run: Run): Checkpoint | null {
 
 /** Adapter, optimiser and trainer state of the step, written atomically. */
 export function checkpoint(run: Run, state: RunState): void {
+  // With --async the rounds already submitted for later steps are part of the state (their prompts and seeds were
+  // drawn): recorded with the adapters that sample them, so that a resumed run submits them again as they were.
+  const ahead = state.queue?.ahead(state.step) ?? [];
+  const remote = run.engine.remote;
+  const copyAdapters = (dir: string) => {
+    for (const version of new Set(ahead.map((r) => r.version)))
+      cpSync(remote!.adapterFolder(version), join(dir, ROLLOUT_ADAPTERS_DIR, `v${version}`), { recursive: true });
+  };
   const dir = saveCheckpoint(
     run.checkpointsDir,
     run.adapter,
@@ -142,8 +162,10 @@ export function checkpoint(run: Run, state: RunState): void {
             },
           }
         : {}),
+      ...(state.queue ? { rolloutsAhead: ahead } : {}),
     },
     state.optimizer.getState(),
+    ahead.length > 0 ? copyAdapters : undefined,
   );
   run.setup.onEvent?.({ kind: 'checkpoint', dir, step: state.step });
 }

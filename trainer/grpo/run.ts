@@ -16,7 +16,7 @@ import { remoteEngine } from '../../models/remote/remote-engine.ts';
 import { preflightRolloutServers } from '../../models/remote/preflight.ts';
 import { UserError } from '../../core/errors.ts';
 import { entropyBonusEnabled } from '../loss/entropy-control.ts';
-import type { TrainConfig } from '../config.ts';
+import { staleRolloutLimit, type TrainConfig } from '../config.ts';
 import type { RewardFunction } from './reward-functions.ts';
 import { completionBudget, type PreparedEpisode } from '../periodic-eval.ts';
 import { learnerAdapterStore, type AdapterStore } from '../logs/checkpoint.ts';
@@ -175,6 +175,9 @@ export async function prepareRun(setup: TrainingSetup, rewards: RewardFunction[]
         adapterDir: config.rolloutAdapterDir ?? join(runDir, 'rollout-adapters'),
         saveAdapter: (dir) => learner.saveAdapter(dir, { baseModel: setup.baseModel }),
         vocabSize: policy.vocabSize,
+        // --async: the replicas' client beside the learner, and the adapters of the rounds ahead kept for checkpoints.
+        background: config.async,
+        keepVersions: staleRolloutLimit(config) + 2,
       })
     : local;
   // The ONNX Runtime learners differentiate the loss with respect to the log-probabilities only (the entropies reach the

@@ -97,6 +97,7 @@ export function trainRow(
           extraDraws: tally.extraDraws,
         },
       }),
+      ...stats.logpDifference.metrics(),
       ...(stats.correction ? correctionMetrics(stats.correction) : {}),
     },
     ...(run.engine.remote

@@ -1,6 +1,8 @@
 // Phase 4 of a step, TRL's compute_loss and optimiser step: μ passes of the objective (objective.ts:
 // loss type, clipping, masks) over the learner chunks, the gradients summed over the chunks, clipped, and one AdamW
-// update per pass (Learner); the Sampler's adapters are synced after each, and the entropy controller moved.
+// update per pass (Learner); the Sampler's adapters are synced after each, and the entropy controller moved. The first
+// pass also measures |Δ log-prob| between the sampler and the learner (integrity.ts), and a gap past the threshold
+// stops the run before that pass's update is applied.
 import * as tf from '@tensorflow/tfjs';
 import type { TokenLogProbs } from '../../models/types.ts';
 import { summedLossGradients } from '../../models/learner.ts';
@@ -10,6 +12,7 @@ import { appliedEntropyCoef, nextEntropyControl } from '../loss/entropy-control.
 import type { Run } from './run.ts';
 import type { RunState } from './run-state.ts';
 import type { LearnerBatch } from './reference-logprobs.ts';
+import { LogpDifference } from './integrity.ts';
 import {
   emptyCorrectionSums,
   importanceWeights,
@@ -36,6 +39,8 @@ export interface UpdateStats {
   policyLoss: number;
   /** The importance-sampling correction's sums (first pass), with rollout servers; null otherwise. */
   correction: CorrectionSums | null;
+  /** |Δ log-prob| between the sampler and the learner's old policy (first pass). */
+  logpDifference: LogpDifference;
 }
 
 /** Update: μ passes, each one AdamW step on the gradient summed over the chunks; a non-finite pass skips the rest. */
@@ -44,6 +49,7 @@ export function updatePolicy(
   state: RunState,
   batches: LearnerBatch[],
   objective: StepObjective,
+  promptOf: (group: number) => string,
   threshold?: number,
 ): UpdateStats {
   const { config, learner } = run;
@@ -60,7 +66,8 @@ export function updatePolicy(
     nonFinite: false,
     trl: emptyLossSums(),
     policyLoss: 0,
-    correction: batches.some((b) => b.sampling) ? emptyCorrectionSums() : null,
+    correction: batches.some((b) => b.correct) ? emptyCorrectionSums() : null,
+    logpDifference: new LogpDifference(),
   };
   // Dynamic sampling kept no group with a spread: nothing to learn from this step.
   if (batches.length === 0) return { ...stats, updated: false };
@@ -97,10 +104,21 @@ export function updatePolicy(
           // The first pass's own log-probs are the reference's (the adapters were zero); later passes (μ > 1) keep them.
           if (ownRef) batch.ref = tf.keep(tf.clone(detached!));
           const refLogProbs = batch.ref;
+          const width = lp.logProbs.shape[1];
+          if (it === 0 && batch.sampled.some((row) => row !== null)) {
+            const old = oldLogProbs.dataSync() as Float32Array;
+            const mask = lp.mask.dataSync() as Float32Array;
+            batch.sampled.forEach((row, r) => {
+              if (row === null) return;
+              const at = r * width;
+              const group = Math.floor(batch.indices[r] / config.groupSize);
+              stats.logpDifference.add(group, old.subarray(at, at + width), mask.subarray(at, at + width), row);
+            });
+          }
           // TRL's vllm importance-sampling weights: the learner's old log-probs against the server's (constants).
           let weights: tf.Tensor2D | undefined;
-          if (batch.sampling) {
-            const sampling = samplingTensor(batch.sampling, lp.logProbs.shape[1]);
+          if (batch.correct) {
+            const sampling = samplingTensor(batch.sampled as Float32Array[], width);
             weights = importanceWeights(
               oldLogProbs,
               sampling,
@@ -140,6 +158,8 @@ export function updatePolicy(
     );
     const passLoss = values.reduce((sum, value) => sum + value.dataSync()[0], 0);
     tf.dispose(values);
+    // The sampler and the learner drifted apart: stop before this update lands (the last checkpoint stays the run's).
+    if (it === 0) stats.logpDifference.check(state.step, config.logpDifferenceThreshold, promptOf);
     const clippedGrads = clipGradientsByGlobalNorm(summed, config.maxGradNorm);
     stats.loss += passLoss;
     stats.policyLoss += passLoss + coef * passEntropy;

@@ -2,7 +2,8 @@
 // atomically. (A model's own base checkpoint is models/builtin/base-checkpoint.ts.)
 //   checkpoints/step-N/   adapter (PEFT layout: adapter_config.json + adapter_model.safetensors),
 //                         optimizer.safetensors (AdamW moments, in adapter-variable order; step in the metadata),
-//                         trainer_state.json (step, RNG state, data order, NaN streak)
+//                         trainer_state.json (step, RNG state, data order, NaN streak; with --async the rounds
+//                         submitted ahead), rollout-adapters/v<N>/ (with --async: the adapters sampling those rounds)
 //   checkpoints/latest    the name of the newest complete checkpoint ("step-N")
 // A checkpoint is built in a temporary folder and renamed into place, then `latest` is rewritten atomically, so a
 // kill at any moment leaves the previous checkpoint usable.
@@ -31,6 +32,22 @@ const TrainerStateSchema = z
     nanStreak: z.number().int().min(0),
     /** The adaptive entropy controller (entropy-control.ts), only with useAdaptiveEntropy; lastEntropy null = +∞. */
     entropyControl: z.object({ coef: z.number(), lastEntropy: z.number().nullable() }).strict().optional(),
+    /**
+     * With --async: the rounds submitted to the rollout servers for later steps (trainer/grpo/rollout-queue.ts), which
+     * a resumed run submits again as they were; their adapters are in rollout-adapters/v<version>/ beside this file.
+     */
+    rolloutsAhead: z
+      .array(
+        z
+          .object({
+            step: z.number().int().positive(),
+            prompts: z.array(z.number().int().min(0)),
+            seeds: z.array(z.number().int()),
+            version: z.number().int().min(0),
+          })
+          .strict(),
+      )
+      .optional(),
   })
   .strict();
 export type TrainerState = z.infer<typeof TrainerStateSchema>;
@@ -70,6 +87,8 @@ export interface Checkpoint {
 }
 
 const STATE_FILE = 'trainer_state.json';
+/** Inside a checkpoint: the adapters of its rounds ahead (rolloutsAhead), one folder per version. */
+export const ROLLOUT_ADAPTERS_DIR = 'rollout-adapters';
 const OPTIMIZER_FILE = 'optimizer.safetensors';
 const LATEST_FILE = 'latest';
 
@@ -83,6 +102,8 @@ export function saveCheckpoint(
   adapter: AdapterStore,
   state: TrainerState,
   optimizer: AdamWState,
+  /** Writes anything else the checkpoint holds into its (temporary) folder. */
+  extra?: (dir: string) => void,
 ): string {
   ensureDir(root);
   const name = checkpointName(state.step);
@@ -94,6 +115,7 @@ export function saveCheckpoint(
     adapter.save(tmp);
     writeFileSync(join(tmp, OPTIMIZER_FILE), encodeOptimizerState(optimizer));
     writeFileSync(join(tmp, STATE_FILE), JSON.stringify(state, null, 2) + '\n');
+    extra?.(tmp);
     // A checkpoint of this step may exist from before an interruption: the new one replaces it.
     rmSync(final, { recursive: true, force: true });
     renameSync(tmp, final);

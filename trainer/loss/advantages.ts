@@ -1,14 +1,18 @@
 // Group-relative advantages (GRPO). Each completion's reward is compared with the other completions of
-// the same prompt: A = (r − mean_group) / (std + ε). TRL's scale_rewards picks the std:
+// the same prompt: A = (r − mean_group) / (std + ε). TRL's scale_rewards picks the divisor:
 //   'group' (GRPO)   the group's own std;
 //   'batch'          the std of all the step's rewards (one number for the step; PPO-Lite), the mean still per group;
-//   'none'           no division: A = r − mean_group (Dr. GRPO's unbiased advantages).
+//   'none'           no division: A = r − mean_group (Dr. GRPO's unbiased advantages);
+//   'mean'           the group's mean reward: A = (r − mean_group) / (mean_group + ε) (MaxRL, TRL's scale_rewards
+//                    "mean"), which weighs a prompt by 1 / its success rate. Defined for rewards ≥ 0 (MaxRL's binary
+//                    rewards): a group whose mean is negative would flip its advantages' signs, so it stops the run.
 // Stds are sample stds (n − 1), as TRL's nanstd. A group whose rewards are all equal carries no learning signal (all
 // advantages 0); those groups are counted so the log shows how much of a step was wasted.
 // Several rewards (TRL's multi_objective_aggregation): 'sum_then_normalize' (default) sums the weighted rewards and
 // takes the advantages of the sum as above; 'normalize_then_sum' (GDPO) is normalizeThenSum below.
+import { UserError } from '../../core/errors.ts';
 
-export const SCALE_REWARDS = ['group', 'batch', 'none'] as const;
+export const SCALE_REWARDS = ['group', 'batch', 'none', 'mean'] as const;
 export const MULTI_OBJECTIVE_AGGREGATIONS = ['sum_then_normalize', 'normalize_then_sum'] as const;
 export type ScaleRewards = (typeof SCALE_REWARDS)[number];
 
@@ -62,9 +66,14 @@ export function groupAdvantages(
     const variance = group.reduce((s, r) => s + (r - mean) ** 2, 0) / (groupSize - 1);
     const std = mode === 'batch' ? batchStd : Math.sqrt(variance);
     if (group.every((r) => r === group[0])) zeroSpreadGroups++;
+    if (mode === 'mean' && mean < 0)
+      throw new UserError(
+        `scaleRewards 'mean' divides each group's advantages by its mean reward, and group ${g + 1} of the step has mean ${mean}: it needs rewards ≥ 0 (MaxRL's binary rewards); use 'group' or 'none'`,
+      );
+    const scale = mode === 'mean' ? mean : std;
     for (let i = 0; i < groupSize; i++) {
       const centred = group[i] - mean;
-      advantages[g * groupSize + i] = mode === 'none' ? centred : centred / (std + options.epsilon);
+      advantages[g * groupSize + i] = mode === 'none' ? centred : centred / (scale + options.epsilon);
     }
   }
   return { advantages, zeroSpreadGroups, groups };

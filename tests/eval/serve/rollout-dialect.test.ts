@@ -170,6 +170,32 @@ describe("metrl serve in vLLM's dialect", () => {
     expect(again.json.choices.map((c: any) => c.token_ids)).toEqual(json.choices.map((c: any) => c.token_ids));
   });
 
+  it("honours vLLM's top_k and min_p: top_k 1 and min_p 1 both draw the greedy answer, with log-probs over the whole vocabulary", async () => {
+    const ask = (extra: object) =>
+      post(`${lora.url}/completions`, {
+        prompt: PROMPT,
+        n: 4,
+        max_tokens: 4,
+        seed: 3,
+        logprobs: 0,
+        return_token_ids: true,
+        ...extra,
+      });
+    const greedy = (await ask({ temperature: 0, n: 1 })).json.choices[0].token_ids;
+    for (const truncation of [{ top_k: 1 }, { min_p: 1 }]) {
+      const { status, json } = await ask({ temperature: 1, ...truncation });
+      expect(status).toBe(200);
+      for (const c of json.choices) expect(c.token_ids).toEqual(greedy);
+      // The recorded log-probs are the model's own over the whole vocabulary (not renormalised to the one kept token).
+      const local = await localLogProbs(greedy, 1);
+      json.choices[0].logprobs.token_logprobs.forEach((x: number, i: number) => expect(x).toBeCloseTo(local[i], 4));
+      expect(local.some((x) => x < -1e-3)).toBe(true);
+    }
+    // Without them, the same seed draws something else than greedy from the nearly uniform tiny model.
+    const free = await ask({ temperature: 1 });
+    expect(free.json.choices.some((c: any) => JSON.stringify(c.token_ids) !== JSON.stringify(greedy))).toBe(true);
+  });
+
   it("loads an adapter at run time: the served log-probs become the adapted model's, and unloading restores the base", async () => {
     const greedy = { prompt: PROMPT, temperature: 0, max_tokens: 3, logprobs: 0, return_token_ids: true };
     const before = (await post(`${lora.url}/completions`, greedy)).json.choices[0];

@@ -55,6 +55,7 @@ describe('sampling one token', () => {
     expect(sampleToken(row, { temperature: 0, topP: 1, maxNewTokens: 1 }, new Rng(1))).toEqual({
       token: 3,
       logProb: 3 - logZ,
+      samplingLogProb: 3 - logZ,
     });
     const r = sampleToken(row, { temperature: 0, topP: 1, maxNewTokens: 1 }, new Rng(1), new Set([3]));
     expect(r.token).toBe(0);
@@ -73,6 +74,46 @@ describe('sampling one token', () => {
     expect(new Set(all).size).toBeGreaterThanOrEqual(3);
     const cold = draws({ temperature: 0.2, topP: 1 });
     expect(cold.filter((t) => t === 3).length).toBeGreaterThan(380);
+  });
+
+  it('records each draw at log softmax(row / T) over the whole vocabulary, whatever the nucleus or the banned tokens', () => {
+    // Hand-computed: row / 0.5 = [4, 2, 0, 6, -2], log Σ exp = 6.145368; at T = 1, log Σ exp(row) = 3.451914.
+    const nucleus = sampleToken(row, { temperature: 0.5, topP: 0.5, maxNewTokens: 1 }, new Rng(2));
+    expect(nucleus.token).toBe(3);
+    expect(nucleus.samplingLogProb).toBeCloseTo(-0.145368, 5);
+    expect(nucleus.logProb).toBeCloseTo(-0.451914, 5);
+    // Token 3 banned: whatever is drawn from the rest keeps its probability over the whole vocabulary.
+    const wanted = [-2.145368, -4.145368, -6.145368, Number.NaN, -8.145368];
+    for (let seed = 0; seed < 20; seed++) {
+      const d = sampleToken(row, { temperature: 0.5, topP: 1, maxNewTokens: 1 }, new Rng(seed), new Set([3]));
+      expect(d.samplingLogProb).toBeCloseTo(wanted[d.token], 5);
+    }
+  });
+
+  it('top-k keeps the k most probable tokens, min-p those at least min-p × the top probability, before the nucleus', () => {
+    // row = [2, 1, 0, 3, -1] at T = 1: the top two are tokens 3 and 0; min-p 0.3 keeps x ≥ 3 + ln 0.3 = 1.80 (tokens
+    // 3 and 0), min-p 0.1 keeps x ≥ 0.70 (tokens 3, 0 and 1).
+    const rng = new Rng(9);
+    const draws = (opts: { topK?: number; minP?: number; topP?: number }) =>
+      new Set(
+        Array.from(
+          { length: 400 },
+          () => sampleToken(row, { temperature: 1, topP: 1, maxNewTokens: 1, ...opts }, rng).token,
+        ),
+      );
+    expect(draws({ topK: 2 })).toEqual(new Set([3, 0]));
+    expect(draws({ topK: 1 })).toEqual(new Set([3]));
+    expect(draws({ minP: 0.3 })).toEqual(new Set([3, 0]));
+    expect(draws({ minP: 0.1 })).toEqual(new Set([3, 0, 1]));
+    // The nucleus of what top-k kept: p(3) = e³ / (e³ + e²) = 0.73 < 0.8, so top-p 0.8 keeps both.
+    expect(draws({ topK: 2, topP: 0.8 })).toEqual(new Set([3, 0]));
+    // Of the top three, p(3) = e³ / (e³ + e² + e) = 0.665 ≥ 0.6: the nucleus is token 3 alone.
+    expect(draws({ topK: 3, topP: 0.6 })).toEqual(new Set([3]));
+    // Each draw is recorded over the whole vocabulary: token 0 keeps log softmax(row)[0] = −1.451914.
+    for (let seed = 0; seed < 30; seed++) {
+      const d = sampleToken(row, { temperature: 1, topP: 1, topK: 2, maxNewTokens: 1 }, new Rng(seed));
+      expect(d.samplingLogProb).toBeCloseTo(d.token === 3 ? -0.451914 : -1.451914, 5);
+    }
   });
 
   it("at top-p 1 draws the inverse CDF of softmax(row / T) over the allowed tokens for the Rng's uniform", () => {

@@ -54,6 +54,20 @@ describe('group advantages', () => {
     expect(zeroSpreadGroups).toBe(1);
   });
 
+  it("'mean' divides by the group's mean reward (MaxRL), ε = 1e-4, and refuses a negative mean", () => {
+    // Group 1: mean 0.5, A = ±0.5 / 0.5001. Group 2: mean 0.25, A = 0.75 / 0.2501 and −0.25 / 0.2501. Group 3: all 0.
+    const { advantages, zeroSpreadGroups } = groupAdvantages([1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0], 4, {
+      scaleRewards: 'mean',
+      epsilon: 1e-4,
+    });
+    const want = [0.9998, -0.9998, -0.9998, 0.9998, 2.9988005, -0.9996002, -0.9996002, -0.9996002, 0, 0, 0, 0];
+    Array.from(advantages).forEach((a, i) => expect(a).toBeCloseTo(want[i], 5));
+    expect(zeroSpreadGroups).toBe(1);
+    expect(() => groupAdvantages([-1, 0, 0, 0], 4, { scaleRewards: 'mean', epsilon: 1e-4 })).toThrow(
+      /scaleRewards 'mean' divides each group's advantages by its mean reward, and group 1 of the step has mean -0\.25: it needs rewards ≥ 0/,
+    );
+  });
+
   it("reads the old booleans as 'group' (true) and 'none' (false), bit for bit", () => {
     const rewards = [0.2, 0.9, 0.4, 1, 0, 0.5];
     expect(scaleRewardsMode(true)).toBe('group');
