@@ -161,10 +161,12 @@ describe('train --async', () => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', async () => {
+        // GETs (the preflight's model list) pass through as they are; POSTs carry their body.
         const answer = await fetch(a.url.replace(/\/v1$/, '') + req.url, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: Buffer.concat(chunks),
+          method: req.method,
+          ...(req.method === 'GET'
+            ? {}
+            : { headers: { 'content-type': 'application/json' }, body: Buffer.concat(chunks) }),
         });
         let text = await answer.text();
         if (req.url?.endsWith('/completions')) {
@@ -194,11 +196,11 @@ describe('train --async', () => {
     );
     expectUserError(
       await metrl([...TINY, '--out', join(root, 'no-async'), ...both(), '--max-staleness', '2']),
-      /maxStaleness: bounds how far rollouts run ahead of the update, which only --async does/,
+      /--max-staleness: bounds how far rollouts run ahead of the update, which only --async does/,
     );
     expectUserError(
       await metrl([...TINY, '--out', join(root, 'negative'), ...both(), '--async', '--max-staleness', '-1']),
-      /maxStaleness/,
+      /^metrl: error: --max-staleness: .*>=0 \(got -1\)/,
     );
   }, 60_000);
 });
