@@ -19,7 +19,7 @@ const ACTIVATIONS = {
   gelu_pytorch_tanh: 'gelu_tanh',
   gelu_new: 'gelu_tanh',
 } as const;
-type QwenVisionActivation = (typeof ACTIVATIONS)[keyof typeof ACTIVATIONS];
+export type QwenVisionActivation = (typeof ACTIVATIONS)[keyof typeof ACTIVATIONS];
 
 /** The vision_config fields both towers have. */
 export interface QwenVisionCommon {
