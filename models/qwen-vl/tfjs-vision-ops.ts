@@ -118,8 +118,8 @@ class TfjsQwenVisionOps implements QwenVisionOps<tf.Tensor2D> {
     return tf.add(a, b);
   }
 
-  mergeUnits(x: tf.Tensor2D, unit: number): tf.Tensor2D {
-    return tf.reshape(x, [x.shape[0] / unit, unit * x.shape[1]]);
+  mergeUnits(x: tf.Tensor2D, unit: number, width: number): tf.Tensor2D {
+    return tf.reshape(x, [x.shape[0] / unit, unit * width]);
   }
 
   imageOrder(x: tf.Tensor2D): tf.Tensor2D {

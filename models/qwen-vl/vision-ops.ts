@@ -39,8 +39,8 @@ export interface QwenVisionOps<T> {
   activation(x: T, act: QwenVisionActivation): T;
   mul(a: T, b: T): T;
   add(a: T, b: T): T;
-  /** [N, D] → [N / unit, unit · D]: each merge block's `unit` consecutive rows side by side. */
-  mergeUnits(x: T, unit: number): T;
+  /** [N, width] → [N / unit, unit · width]: each merge block's `unit` consecutive rows side by side. */
+  mergeUnits(x: T, unit: number, width: number): T;
   /** Merged rows from the tower's order back to image order (Qwen2.5-VL's inverse window permutation). */
   imageOrder(x: T): T;
   /** One block applied to `x` (tfjs: in a scope of its own, which frees the block's intermediates). */

@@ -49,7 +49,11 @@ export function qwen25VisionLayout(grids: readonly GridThw[], config: Qwen25Visi
 }
 
 /** The tower's definition (see the header): merged image features [N / merge², out_hidden], image order. */
-function qwen25VisionTower<T>(ops: QwenVisionOps<T>, weights: Qwen25VisionWeights, config: Qwen25VisionConfig): T {
+export function qwen25VisionTower<T>(
+  ops: QwenVisionOps<T>,
+  weights: Qwen25VisionWeights,
+  config: Qwen25VisionConfig,
+): T {
   const D = config.hiddenSize;
   const full = new Set(config.fullattBlockIndexes);
   let h = ops.patchEmbed(weights.patch);
@@ -63,7 +67,7 @@ function qwen25VisionTower<T>(ops: QwenVisionOps<T>, weights: Qwen25VisionWeight
     });
   });
   const { lnQ, fc1, fc2 } = weights.merger;
-  const merged = ops.mergeUnits(ops.rmsNorm(h, lnQ, EPS), config.spatialMergeSize ** 2); // [N/4, 4D]
+  const merged = ops.mergeUnits(ops.rmsNorm(h, lnQ, EPS), config.spatialMergeSize ** 2, D); // [N/4, 4D]
   return ops.imageOrder(ops.linear(ops.activation(ops.linear(merged, fc1), 'gelu'), fc2));
 }
 

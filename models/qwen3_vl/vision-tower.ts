@@ -50,15 +50,15 @@ export function qwen3VisionLayout(grids: readonly GridThw[], config: Qwen3Vision
 }
 
 /** A patch merger; `postShuffle` (DeepStack): the norm runs over the merged [N/4, 4D] rows instead of before. */
-function merge<T>(ops: QwenVisionOps<T>, h: T, w: Qwen3Merger, unit: number, postShuffle: boolean): T {
+function merge<T>(ops: QwenVisionOps<T>, h: T, w: Qwen3Merger, unit: number, width: number, postShuffle: boolean): T {
   const x = postShuffle
-    ? ops.layerNorm(ops.mergeUnits(h, unit), w.norm, EPS)
-    : ops.mergeUnits(ops.layerNorm(h, w.norm, EPS), unit);
+    ? ops.layerNorm(ops.mergeUnits(h, unit, width), w.norm, EPS)
+    : ops.mergeUnits(ops.layerNorm(h, w.norm, EPS), unit, width);
   return ops.linear(ops.activation(ops.linear(x, w.fc1), 'gelu'), w.fc2);
 }
 
 /** The tower's definition (see the header). */
-function qwen3VisionTower<T>(
+export function qwen3VisionTower<T>(
   ops: QwenVisionOps<T>,
   weights: Qwen3VisionWeights,
   config: Qwen3VisionConfig,
@@ -80,9 +80,9 @@ function qwen3VisionTower<T>(
       return ops.add(a, mlp);
     });
     const j = config.deepstackVisualIndexes.indexOf(i);
-    if (j >= 0) deepstack[j] = merge(ops, h, weights.deepstack[j], unit, true);
+    if (j >= 0) deepstack[j] = merge(ops, h, weights.deepstack[j], unit, D, true);
   });
-  return { features: merge(ops, h, weights.merger, unit, false), deepstack };
+  return { features: merge(ops, h, weights.merger, unit, D, false), deepstack };
 }
 
 /**
