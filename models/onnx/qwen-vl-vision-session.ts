@@ -3,7 +3,7 @@
 // the host from the images' grids), giving what qwen25VisionForward / qwen3VisionForward give on tfjs. The towers are
 // frozen (LoRA trains the language model), so no gradient is asked of them.
 import * as tf from '@tensorflow/tfjs';
-import { Tensor } from 'onnxruntime-common';
+import type { Tensor } from 'onnxruntime-common';
 import type { GridThw } from '../qwen-vl/grid.ts';
 import { type Segments, towerRows, type VisionLayout } from '../qwen-vl/vision-layout.ts';
 import type { Qwen25VisionConfig } from '../qwen2_5_vl/config.ts';
@@ -13,14 +13,11 @@ import type { Qwen3VisionConfig } from '../qwen3_vl/config.ts';
 import { qwen3VisionLayout } from '../qwen3_vl/vision-tower.ts';
 import type { Qwen3VisionWeights } from '../qwen3_vl/vision-weights.ts';
 import { buildQwen25VisionGraph, buildQwen3VisionGraph } from './qwen-vl-vision-graph.ts';
-import { type Feeds, floatTensor, OrtSession, type SessionOptions } from './session.ts';
+import { type Feeds, floatTensor, int64Tensor, OrtSession, type SessionOptions } from './session.ts';
 import { weightFileOf } from './weight-file.ts';
 
 /** float32's lowest value: what a padded key's score gets (transformers masks with finfo.min too). */
 const MASKED = -3.4028234663852886e38;
-
-const int64 = (values: ArrayLike<number>, dims: number[]): Tensor =>
-  new Tensor('int64', BigInt64Array.from(Array.from(values, (v) => BigInt(v))), dims);
 
 /**
  * Segments padded to the longest one (L slots each): the row in each slot (padding repeats the segment's first row),
@@ -42,9 +39,9 @@ function paddedSegments(cu: Segments, rows: number, scope: string): Feeds {
     }
   }
   return {
-    [`${scope}_gather`]: int64(gather, [S, L]),
+    [`${scope}_gather`]: int64Tensor(gather, [S, L]),
     [`${scope}_mask`]: floatTensor(mask, [S, 1, 1, L]),
-    [`${scope}_scatter`]: int64(scatter, [rows]),
+    [`${scope}_scatter`]: int64Tensor(scatter, [rows]),
   };
 }
 
@@ -107,10 +104,10 @@ export class QwenVisionOrtTower {
     };
     const wanted = new Set(this.session.inputNames);
     if (wanted.has('window_gather')) Object.assign(feeds, paddedSegments(layout.segments.window!, N, 'window'));
-    if (wanted.has('restore_index')) feeds.restore_index = int64(layout.restore!, [layout.restore!.length]);
+    if (wanted.has('restore_index')) feeds.restore_index = int64Tensor(layout.restore!, [layout.restore!.length]);
     if (wanted.has('position_index')) {
       const taps = layout.positionTaps!;
-      feeds.position_index = int64(taps.index, [4, N]);
+      feeds.position_index = int64Tensor(taps.index, [4, N]);
       feeds.position_weight = floatTensor(taps.weight, [4, N, 1]);
     }
     const out = this.session.run(feeds);

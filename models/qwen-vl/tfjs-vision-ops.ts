@@ -74,7 +74,7 @@ class TfjsQwenVisionOps implements QwenVisionOps<tf.Tensor2D> {
   rotary(x: tf.Tensor2D, heads: number): tf.Tensor2D {
     const [n, width] = x.shape;
     const hd = width / heads;
-    const h = tf.reshape(x, [n, heads, hd]);
+    const h = tf.reshape(x, [n, heads, hd]); // [N, heads·hd] → [N, heads, hd]; cos / sin [N, 1, hd] broadcast
     const rotated = tf.concat(
       [tf.neg(tf.slice(h, [0, 0, hd / 2], [n, heads, hd / 2])), tf.slice(h, [0, 0, 0], [n, heads, hd / 2])],
       2,
