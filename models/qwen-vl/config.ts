@@ -1,7 +1,7 @@
 // What a Qwen-VL config.json says beside the language model's decoder settings: the special token ids that frame
 // images, the multimodal RoPE (mrope_section, layout, head_dim, rope_theta) and the vision_config fields both towers
 // share. Each architecture's reader (models/qwen2_5_vl/config.ts, models/qwen3_vl/config.ts) adds its own fields and
-// class defaults. Layer: models (shared by the Qwen-VL architectures).
+// class defaults.
 //
 // Two layouts exist: transformers 4.57 nests the text settings under `text_config` (and Qwen2.5-VL's file then has
 // `architectures` only inside text_config, a quirk of Qwen2_5_VLConfig.__setattr__), while the Hub's Qwen2.5-VL files
