@@ -2,7 +2,7 @@
 // run described in docs/, and when the run is measured again the README cannot keep the old number unseen. A
 // figure is a decimal with its interval if it has one (0.894 [0.881, 0.908]: the interval ties the point to its
 // run, where a bare 0.894 could match any other run's bound), a decimal (6.72 s), a number with thousands separators
-// (4,670), a whole number with a unit (38 s, 2×, 11 GiB) or a date; versions (Node 20.19, 1.29.0), command lines in
+// (4,670), a whole number with its unit (38 s, 2×, 11 GiB) or a date; versions (Node 20.19, 1.29.0), command lines in
 // backticks and code blocks are not figures. Each paragraph or list item that quotes one must link a docs page, and
 // each of its figures must be written, as the README writes it, in the linked section (or page, for a link without
 // an anchor), as a whole number there, not as the start or end of a longer one.
@@ -18,7 +18,7 @@ const VERSION_WORDS =
   /(?:node|npm|runtime|onnxruntime-node|mesa|cuda|trl|peft|transformers|python|v|version|release)\s*$/i;
 
 const FIGURE =
-  /\b20\d\d-\d\d-\d\d\b|\d+\.\d+ \[\d+\.\d+, \d+\.\d+\]|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+(?:\.\d+)*|\b\d+(?=\s?(?:s|ms|GiB|GB|MB|KiB|×|%|minutes|hours)(?![\w]))/g;
+  /\b20\d\d-\d\d-\d\d\b|\d+\.\d+ \[\d+\.\d+, \d+\.\d+\]|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+(?:\.\d+)*|\b\d+\s?(?:s|ms|GiB|GB|MB|KiB|×|%|min|minutes|hours)(?![\w])/g;
 
 /** The figures of one prose text (inline code removed), in order. */
 export function figuresOf(text: string): string[] {
@@ -41,7 +41,7 @@ export function figuresOf(text: string): string[] {
 export function occurs(page: string, figure: string): boolean {
   const text = page.replace(/\*\*|__/g, '').replace(/\s+/g, ' ');
   const escaped = figure.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  return new RegExp(`(?<![\\d.,])${escaped}(?![\\d]|[.,]\\d)`).test(text);
+  return new RegExp(`(?<![\\d.,])${escaped}(?![\\d\\p{L}]|[.,]\\d)`, 'u').test(text);
 }
 
 /** The README's paragraphs and list items, each with the line it starts on. */
@@ -98,7 +98,7 @@ describe('the README quotes its pages', () => {
       figuresOf(
         'chess 6.72 s against 11.45 s, 4,670 tokens/s, 2× faster, 11 GiB (2026-11-26); Node 20.19, ORT 1.29.0, `--steps 3` [x](a.md#b-2)',
       ),
-    ).toEqual(['6.72', '11.45', '4,670', '2', '11', '2026-11-26']);
+    ).toEqual(['6.72', '11.45', '4,670', '2×', '11 GiB', '2026-11-26']);
     expect(figuresOf('0.786 → **0.894** [0.881,\n  0.908] at step 40')).toEqual(['0.786', '0.894 [0.881, 0.908]']);
   });
 
@@ -109,6 +109,8 @@ describe('the README quotes its pages', () => {
     expect(occurs(page, '0.82')).toBe(false);
     expect(occurs(page, '1.45')).toBe(false);
     expect(occurs(page, '670')).toBe(false);
+    expect(occurs('took 10 minutes', '10 min')).toBe(false);
+    expect(occurs('took 10 min, then', '10 min')).toBe(true);
     expect(occurs(page, '0.895 [0.881, 0.908]')).toBe(false);
   });
 
