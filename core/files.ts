@@ -1,6 +1,6 @@
 // File helpers for long jobs: atomic writes (temp file + rename, so a killed process never leaves half a file),
 // JSON files read through a zod schema, JSONL reading that tolerates a torn last line (the one a kill can leave) but
-// reports corruption anywhere else. Layer: core/.
+// reports corruption anywhere else.
 import {
   mkdirSync,
   readFileSync,

@@ -3,7 +3,7 @@
 // differs in ways that change the hash: it turns 1.0 into 1 and 1e-05 into 0.00001, loses integers past 2^53, leaves
 // non-ASCII characters and DEL unescaped (Python's default ensure_ascii escapes them as \uXXXX) and sorts keys by
 // UTF-16 code unit. So values keep Python's types: integers as bigint, floats as number (a PyFloat wrapper, so that
-// 2.0 stays a float), strings, booleans, null, lists and dicts. Layer: core/ (no dependencies).
+// 2.0 stays a float), strings, booleans, null, lists and dicts.
 
 /** A float as Python holds it: `value` may be integral (2.0) and still prints as a float. */
 export class PyFloat {

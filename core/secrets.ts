@@ -1,7 +1,7 @@
 // Secrets in use (API keys read from the environment) and their redaction. A key is registered where it is read;
 // everything the project stores or prints that may carry text from outside (an upstream's error message, a model's
 // reply, a failure on stderr) goes through `redact`, so an upstream that echoes the Authorization header cannot put the
-// key into rows, logs or error lines. Layer: core/.
+// key into rows, logs or error lines.
 
 const secrets = new Set<string>();
 

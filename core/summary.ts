@@ -5,7 +5,7 @@
 // (core/harness-summary.ts, kept whole under `harness`): accuracy, its interval (clustered by example for chess,
 // Wilson from one row on otherwise), exact match, and changed-square accuracy pooled over squares, not averaged over
 // rows. Other environments get a Wilson interval (binary rewards) or a normal interval of cluster means (graded).
-// Layer: core/ (an environment is seen only through SummaryEnv, which envs/env.ts's Env satisfies).
+// An environment is seen only through SummaryEnv, which envs/env.ts's Env satisfies.
 import { aggregateHarnessRows, type HarnessSummary } from './harness-summary.ts';
 import { clusteredMeanInterval, mean, wilsonInterval, type Interval } from './stats.ts';
 import type { HarnessRow, ScoredRow } from './score.ts';

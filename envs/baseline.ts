@@ -2,7 +2,6 @@
 // state alone) or 'random' (an answer of the right form) through Env.baselineAnswer, and some read a perception image
 // at random (Env.randomPerceptionAnswer). This file turns those answers into responses, as the evaluator's baseline
 // source (`metrl evaluate --model baseline:…`) and a training run's logged Game Start baseline both need them.
-// Layer: envs/.
 import { Rng } from '../core/rng.ts';
 import type { Episode } from '../core/episode.ts';
 import { finalAnswerResponse } from '../rewards/final-answer.ts';

@@ -1,6 +1,6 @@
 // Accuracy tables for environment summaries: group scored rows by a key and report n, accuracy and a Wilson 95%
 // interval per group (binary rewards), plus optional per-group means of a numeric meta field (e.g. a baseline's
-// expected accuracy). Used by the boxes and mcst summaries. Layer: envs/.
+// expected accuracy). Used by the boxes and mcst summaries.
 import { wilsonInterval, type Interval } from '../core/stats.ts';
 import type { ScoredRow } from '../core/score.ts';
 

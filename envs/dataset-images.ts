@@ -4,7 +4,7 @@
 // 1-4 the candidates for Minecraft); the bytes live here, outside the episode, because episodes are JSON (episodes.jsonl)
 // and a selection of 500 rows would otherwise be written out in base64. The store is filled when a dataset is read
 // (envs/metbench/official.ts) and read when a prompt becomes chat messages (eval/query-to-chat.ts), which sends the
-// bytes unchanged, as the reference harness does. Layer: envs/.
+// bytes unchanged, as the reference harness does.
 import type { ImageRef } from '../core/episode.ts';
 
 export interface DatasetImage {

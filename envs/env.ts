@@ -63,6 +63,12 @@ export interface Env {
   prompt(episode: Episode, options: PromptOptions): PromptMessage[];
   /** Single-image perception probe for action `index`: the prompt and the expected text answer. */
   perceptionProbe?(episode: Episode, index: number): { messages: PromptMessage[]; target: string };
+  /**
+   * The action a probe's answer names, in the canonical form of the probe's targets (so that two ways of writing one
+   * action compare equal), or null when it names none. It receives the answer already cleaned of the decoration the
+   * reference parsers strip (eval/perception.ts), lowercased. Absent: the cleaned answer itself, when not empty.
+   */
+  readPerceptionAnswer?(cleaned: string): string | null;
   /** Score a response against the target. Pure. */
   score(input: ScoreInput): Score;
   /**

@@ -1,5 +1,5 @@
 // The Env fields of a domain whose actions exist only as text (boxes, MCST): the 'text' modality alone, no image
-// sizes, and a renderAction that refuses with a UserError naming the domain. Layer: envs/.
+// sizes, and a renderAction that refuses with a UserError naming the domain.
 import { UserError } from '../core/errors.ts';
 import type { Domain } from '../core/episode.ts';
 import type { Env } from './env.ts';

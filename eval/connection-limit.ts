@@ -1,6 +1,6 @@
 // The bound on the open connections of `metrl serve` and `metrl view`, kept so that slow clients cannot lock normal
 // ones out. Node's own server.maxConnections resets every connection over the limit: 64 slow-header connections that
-// reconnect whenever closed then held every slot (16 of 20 normal requests were reset over 40 s). Here a connection
+// reconnect whenever closed then hold every slot, and normal requests are reset. Here a connection
 // over the limit takes the slot of the oldest connection that is not being answered (one still sending its headers,
 // or idle between kept-alive requests), which is cut; only when every slot holds a request being answered is the new
 // connection told so, with 503 and Retry-After, and closed. A normal client sends its request as soon as it

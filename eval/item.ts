@@ -91,7 +91,7 @@ async function answer(
     const reply = await ask({ kind: 'perception', episode, index: item.actionIndex!, style: setting.prompt });
     return {
       response: reply.text,
-      score: scorePerception(episode.domain, scoredResponse(setting.prompt, reply.text), item.target),
+      score: scorePerception(env, scoredResponse(setting.prompt, reply.text), item.target),
     };
   }
   let tracked: Episode = episode;
@@ -102,14 +102,14 @@ async function answer(
     for (let index = 0; index < actions.length; index++) {
       if (actions[index].modality !== 'image') continue;
       const reply = await ask({ kind: 'perception', episode, index, style: setting.prompt });
-      const predicted = parseAction(episode.domain, scoredResponse(setting.prompt, reply.text));
+      const predicted = parseAction(env, scoredResponse(setting.prompt, reply.text));
       const target = actions[index].text;
       transcriptions.push({
         index,
         response: reply.text,
         predicted,
         target,
-        correct: predicted !== null && predicted === canonicalAction(episode.domain, target),
+        correct: predicted !== null && predicted === canonicalAction(env, target),
       });
       // An unreadable transcription is passed on as the model wrote it: tracking must then cope, as in the paper.
       actions[index] = { text: predicted ?? (cleanAnswer(reply.text).slice(0, 40) || '?'), modality: 'text' };

@@ -1,6 +1,6 @@
 // The `metrl evaluate` job, in named phases: plan (options → environments, settings, model and run config), open the
 // model source, run the items (resumable, interruptible), report (summary.json, table.md, the table on stdout) and
-// finish (the exit status). Layer: eval/; scripts/commands/evaluate.ts maps its flags onto EvaluateOptions.
+// finish (the exit status). scripts/commands/evaluate.ts maps its flags onto EvaluateOptions.
 // Exit status: 0 when every item was answered (wrong answers included); 1 for a partial result, some items failed
 // after their retries (their rows say why, the report scores the rest, one `metrl: error:` line says how many; --resume
 // retries them); 2 for bad input and for a fatal stop (400/401/402/403/404 or an endpoint nobody answers at: every finished

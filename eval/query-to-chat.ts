@@ -3,7 +3,6 @@
 // checkpoint behind `metrl serve` can be evaluated over HTTP on the format it was trained on. Images become PNG data
 // URLs rendered at the environment's chat size (compact: the model's size, as the model sees them), or, for episodes of
 // a dataset that brings its own pictures (envs/dataset-images.ts), the dataset's bytes unchanged.
-// Layer: eval/
 import { pngDataUrl, toChatMessages, type ChatContentPart, type ChatMessage } from '../core/chat.ts';
 import { encodePng } from '../core/image.ts';
 import { UserError } from '../core/errors.ts';

@@ -2,7 +2,6 @@
 // 0,5,10,20,50,100` is the sequence-length sweep of Figures 3-4, `--image-ratio 0,0.25,0.5,0.75,1` the mixed-modality
 // sweep of Figure 6, `--modality text,image --prompt zero-shot,few-shot,cot` a whole Table 1 or 2 in one run. The
 // rules that tie options together (perception reads images, the cascade needs image actions, …) live here.
-// Layer: eval/
 import { UserError } from '../core/errors.ts';
 import { MODALITY_SETTINGS, type Domain, type ModalitySetting } from '../core/episode.ts';
 import type { Env } from '../envs/env.ts';

@@ -2,7 +2,7 @@
 // harness's own rules instead: rewards/chess.ts, choice-answer.ts): find the answer after the LAST marker (models often
 // restate the marker while reasoning), skipping lines that hold only decoration (markdown left over from
 // "**FINAL ANSWER:**", a lone "\boxed{"). Each domain's reward decides what happens without a marker and how the
-// answer line itself is read. Baselines write their answers in the same convention (finalAnswerResponse). Layer: rewards/.
+// answer line itself is read. Baselines write their answers in the same convention (finalAnswerResponse).
 
 /** How an answer is written: the marker in the form every parser reads. */
 const FINAL_ANSWER_CUE = 'FINAL ANSWER: ';

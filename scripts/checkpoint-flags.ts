@@ -1,6 +1,6 @@
 // `--checkpoint BASE --adapter ADAPTER` and `--checkpoint ADAPTER [--base BASE]` name the same thing: a base model
 // with a LoRA adapter on it (a PEFT folder, a run's checkpoints/step-N or a run folder). The library (models/load.ts)
-// takes the second form; this maps the first onto it. Layer: scripts/.
+// takes the second form; this maps the first onto it.
 import { UserError } from '../core/errors.ts';
 
 export interface CheckpointFlags {

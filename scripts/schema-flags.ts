@@ -1,7 +1,7 @@
 // Command-line flags generated from a zod object schema, so that a config's fields are described once (TRL's habit):
 // every field with a `.describe()` text becomes a flag named in kebab-case, of the field's type, its help line that
 // text with the schema's default appended. The command validates only the flag's type; the values are checked by the
-// schema itself when the config is resolved, so messages name the config field. Layer: scripts/.
+// schema itself when the config is resolved, so messages name the config field.
 import type { Options } from 'yargs';
 import { z } from 'zod';
 

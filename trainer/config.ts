@@ -1,7 +1,6 @@
 // The GRPO training configuration: one zod schema, read from a JSON file (--config) and/or command-line flags, with
 // the MET-Bench paper's settings (Table 6, section 3.1) where they carry over to a small model on two CPU cores and
 // documented departures where they do not. Unknown keys and out-of-range values are UserErrors naming the field.
-// Layer: trainer/.
 
 import { z } from 'zod';
 import { UserError, parseOrFail } from '../core/errors.ts';

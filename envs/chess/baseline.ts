@@ -1,6 +1,6 @@
 // The paper's chess baselines (Table 1), as Env.baselineAnswer and Env.randomPerceptionAnswer: 'game-start' answers
 // with the episode's initial FEN (74.9% per-square after 10 moves); 'random' scatters the initial position's pieces
-// over random squares, and reads a perception image as a random move. Layer: envs/.
+// over random squares, and reads a perception image as a random move.
 import type { Rng } from '../../core/rng.ts';
 import type { Episode } from '../../core/episode.ts';
 import { placementOf } from '../../rewards/placement.ts';

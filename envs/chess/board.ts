@@ -1,6 +1,6 @@
 // A small, fast chess board (0x88 mailbox with make/unmake) for the synthetic game player, which needs thousands of
 // legal-move generations, attack tests and FENs per second; chess.js builds SAN and before/after FENs for every move
-// it generates and is an order of magnitude slower for this job. Games files are still replayed with chess.js, the reference for
+// it generates, far more work per move than this job needs. Games files are still replayed with chess.js, the reference for
 // legality. This board must agree with chess.js exactly: the tests compare legal move lists and FENs (including
 // chess.js's rule of writing the en passant square only when an en passant capture is legal) along thousands of plies,
 // and check perft counts.

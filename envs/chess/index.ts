@@ -5,6 +5,7 @@ import type { Env } from '../env.ts';
 import { chessBaselineAnswer, randomChessMove } from './baseline.ts';
 import { Board } from './board.ts';
 import { chessCandidates } from './episodes.ts';
+import { readChessMove } from './perception-answer.ts';
 import { CHESS_PROMPT_STYLES, chessPerceptionProbe, chessPrompt } from './prompt.ts';
 import { renderMove } from './render.ts';
 
@@ -22,6 +23,7 @@ export const chessEnv: Env = {
   actionImageFromText: true,
   prompt: chessPrompt,
   perceptionProbe: chessPerceptionProbe,
+  readPerceptionAnswer: readChessMove,
   score: (input) => scoreChess(input),
   // Every summary says how answers were parsed, so that a number scored with the lenient extension is never taken
   // for one comparable with MET-Bench's.

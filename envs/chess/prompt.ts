@@ -10,7 +10,6 @@
 //   cot        "Think step by step then output the final FEN as FINAL ANSWER: [FEN HERE].";
 //   fen-trace  the harness's: a BOARD_AFTER_MOVE_k: <placement> line after every move, then the final FEN.
 // Images are ImageRef placeholders resolved later (a file path in datasets, a PNG data URL for chat requests).
-// Layer: envs/
 import { UserError } from '../../core/errors.ts';
 import type { Episode, PromptMessage, PromptPart } from '../../core/episode.ts';
 import type { PromptOptions } from '../env.ts';

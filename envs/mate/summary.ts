@@ -1,6 +1,6 @@
 // MATE breakdowns for summaries (Env.summarize): accuracy and the paper's out-of-scene error rate (a wrong answer that
 // matches no object's value of the asked attribute, rewards/mate.ts's `outOfScene` metric), overall and by task,
-// target attribute, pointer→target pair, object count and number of linking attributes. Layer: envs/.
+// target attribute, pointer→target pair, object count and number of linking attributes.
 import type { ScoredRow } from '../../core/score.ts';
 import { targetAttributeOf } from '../../rewards/mate.ts';
 

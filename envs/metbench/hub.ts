@@ -4,7 +4,6 @@
 // pinned revision is used (envs/metbench/official.ts RELEASES). HF_TOKEN, when set, authenticates the requests and is
 // never written anywhere; HF_ENDPOINT points at another server (a mirror, or the tests' local one); HF_HUB_OFFLINE=1
 // reads the cache only; HF_HUB_DOWNLOAD_TIMEOUT bounds each wait on the server (seconds, default 10; bounded-fetch.ts). Only config "full" is fetched (its test split, and its train split when it has one).
-// Layer: envs/.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { UserError } from '../../core/errors.ts';

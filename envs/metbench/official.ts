@@ -13,7 +13,7 @@
 //   - `<domain>-selection.json` records the dataset, its revision, the split, T and each example's example_id,
 //     source_row and fingerprint (json.dumps(…, indent=2) and a newline).
 // Rows are read one row group at a time; images are read only for the rows selected, and kept as the bytes the set
-// stores (envs/dataset-images.ts). Layer: envs/.
+// stores (envs/dataset-images.ts).
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, join, relative, resolve, sep } from 'node:path';

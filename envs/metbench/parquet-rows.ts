@@ -2,7 +2,7 @@
 // sits in memory at once: a caller asks for some columns of every row, and for other columns (the images) only of the
 // rows it keeps. Values keep the types Python's `datasets` gives them (core/python-json.ts): integers as bigint,
 // floats as PyFloat, strings, lists; binary leaves (image bytes) stay Uint8Array. A file that is not parquet or lacks
-// a column is one UserError naming the shard. Layer: envs/.
+// a column is one UserError naming the shard.
 import { statSync } from 'node:fs';
 import {
   asyncBufferFromFile,

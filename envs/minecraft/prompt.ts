@@ -8,7 +8,6 @@
 //              "paper" setting for Minecraft)
 // The modality is the action's (Episode.actions[0].modality), so relabelling the episode switches it as for every
 // domain. Image slots: 0 the initial frame, i the candidate i (envs/dataset-images.ts holds the pictures).
-// Layer: envs/
 import { UserError } from '../../core/errors.ts';
 import type { Episode, PromptMessage, PromptPart } from '../../core/episode.ts';
 import type { PromptOptions } from '../env.ts';

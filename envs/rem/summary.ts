@@ -1,5 +1,5 @@
 // REM breakdowns for summaries (Env.summarize): accuracy per question category and overall (their unweighted mean),
-// counting on ground truth ≥ 2 and its under/over-count shares, and the paper's Figure 4-5 axes. Layer: envs/.
+// counting on ground truth ≥ 2 and its under/over-count shares, and the paper's Figure 4-5 axes.
 import type { ScoredRow } from '../../core/score.ts';
 import { categoryOf } from '../../rewards/rem.ts';
 

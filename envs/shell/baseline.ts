@@ -1,6 +1,6 @@
 // The paper's shell-game baselines (Table 2), as Env.baselineAnswer and Env.randomPerceptionAnswer: 'game-start'
 // answers with the ball's starting shell; 'random' with a uniform shell (33.3%), and reads a perception image as a
-// random swap. Layer: envs/.
+// random swap.
 import type { Rng } from '../../core/rng.ts';
 import type { Episode } from '../../core/episode.ts';
 import { swapText } from './episodes.ts';

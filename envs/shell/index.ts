@@ -9,6 +9,7 @@ import { randomShellSwap, shellBaselineAnswer } from './baseline.ts';
 import { SHELL_PROMPT_STYLES, shellPerceptionProbe, shellPrompt } from './prompt.ts';
 import { parseSwap, renderSwap } from './render.ts';
 import { shellCandidates } from './episodes.ts';
+import { readShellSwap } from './perception-answer.ts';
 import { summarizeShell } from './summary.ts';
 
 function renderAction(episode: Episode, index: number, size: number): RawImage {
@@ -31,6 +32,7 @@ export const shellEnv: Env = {
   actionImageFromText: true,
   prompt: shellPrompt,
   perceptionProbe: shellPerceptionProbe,
+  readPerceptionAnswer: readShellSwap,
   score: scoreShell,
   intervalMethod: 'wilson',
   summarize: summarizeShell,

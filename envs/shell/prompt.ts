@@ -3,7 +3,6 @@
 // quotes the paper): "<instructions>\n\n<question>\nThe initial state is: <n>\nHere are the moves played:\n", the moves
 // one per line (an image action is the image, then its caption and a newline), then "\n<question>". Few-shot puts solved train-split episodes before the question as earlier chat turns whose
 // answers are "FINAL ANSWER: n". The single-image perception probe follows the paper's Figure 9.
-// Layer: envs/
 import { UserError } from '../../core/errors.ts';
 import type { Episode, PromptMessage, PromptPart } from '../../core/episode.ts';
 import type { PromptOptions } from '../env.ts';

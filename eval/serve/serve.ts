@@ -1,6 +1,6 @@
 // The `metrl serve` job: load the policy, start the HTTP server (chat completions; vLLM's token-id completions and,
 // with --enable-lora, its runtime LoRA routes: token-engine.ts), print its URL once it is listening, and shut down
-// cleanly on SIGINT or SIGTERM (stop accepting, let in-flight requests finish, free the model). Layer: eval/;
+// cleanly on SIGINT or SIGTERM (stop accepting, let in-flight requests finish, free the model).
 // scripts/commands/serve.ts maps its flags onto ServeOptions.
 import { basename, resolve } from 'node:path';
 import { UserError } from '../../core/errors.ts';

@@ -1,6 +1,6 @@
 // An index of a JSONL log that may be large and that another process may be appending to, for `metrl view`'s sample
-// pages: the file is read once in pieces (never whole: a 200 MB samples.jsonl costs a few MB here, not its size
-// again as a string), each line parsed and reduced to the few fields the page filters on (its key) with its byte
+// pages: the file is read once in pieces (never whole: a large samples.jsonl costs a few pieces here, not its
+// size again as a string), each line parsed and reduced to the few fields the page filters on (its key) with its byte
 // offset; later calls read only what was appended since (a file that shrank or was replaced is read again). A page
 // then reads just its own lines at their offsets. Like jsonl-rows.ts it never writes and never throws on content: a
 // last line without its newline counts when it parses (and is read again next time), is left out quietly when it

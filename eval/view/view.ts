@@ -1,5 +1,5 @@
 // The `metrl view` job: check the folders, start the server on 127.0.0.1, print the page's address once it listens,
-// and stop cleanly on SIGINT or SIGTERM. Layer: eval/; scripts/commands/view.ts maps its flags onto this.
+// and stop cleanly on SIGINT or SIGTERM. scripts/commands/view.ts maps its flags onto this.
 import { UserError } from '../../core/errors.ts';
 import { openFolder } from './run-folder.ts';
 import { startViewServer } from './server.ts';

@@ -1,6 +1,5 @@
 // `metrl evaluate`: one harness for a local checkpoint, a hosted chat model or a baseline, on the same episodes with
 // the same scoring. Wiring only: flags are validated here and mapped onto eval/job.ts's EvaluateOptions.
-// Layer: scripts/
 import type { CommandModule } from 'yargs';
 import { z } from 'zod';
 import { ENV_FLAGS, envFlagOptions, envFlagShape } from '../../envs/cli-options.ts';

@@ -1,7 +1,6 @@
 // `metrl install-cuda [--dir D] [--from F]`: install the ONNX Runtime build that `--device cuda` runs on (ORT 1.29.0
-// with its CUDA 13 provider, 290 MB from the npm registry) into a folder of its own, so that `npm ci` never downloads
+// with its CUDA 13 provider, from the npm registry) into a folder of its own, so that `npm ci` never downloads
 // it for CPU users. Wiring only: models/onnx/cuda-install.ts does the work, models/onnx/cuda-runtime.ts finds it.
-// Layer: scripts/
 import type { CommandModule } from 'yargs';
 import { z } from 'zod';
 import { handler } from '../command.ts';

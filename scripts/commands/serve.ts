@@ -1,6 +1,5 @@
 // `metrl serve --checkpoint DIR`: the built-in policy behind an OpenAI-compatible HTTP endpoint (chat completions and
 // the model list), bound to 127.0.0.1 unless told otherwise. Wiring only: eval/serve/ holds the server and engine.
-// Layer: scripts/
 import type { CommandModule } from 'yargs';
 import { z } from 'zod';
 import type { ServeOptions } from '../../eval/serve/serve.ts';

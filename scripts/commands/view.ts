@@ -1,7 +1,6 @@
 // `metrl view RUN… [--port N]`: a local web page over training runs and evaluation folders: live learning curves and
 // every sampled completion beside its prompt's images, its reward and its parsed answer. Served on 127.0.0.1 only.
 // Wiring only: eval/view/ holds the server and the page.
-// Layer: scripts/
 import type { CommandModule } from 'yargs';
 import { z } from 'zod';
 import { handler } from '../command.ts';

@@ -1,5 +1,6 @@
 // Chat rows checked as they are read, through `metrl train --dataset`: a row with more text than any context takes
-// (a 40 MB row was once tokenised for 78 s and failed after config.json, a checkpoint and metrics.jsonl were written),
+// (unchecked, such a row is tokenised at length and fails only after config.json, a checkpoint and metrics.jsonl are
+// written),
 // a row whose prompt does not fit the model's context with the completion budget (once found only at its first
 // rollout, after the run folder was written), and a data: URL that cannot be an image (once reported without its
 // row) are one line naming file:line, exit 2, nothing written.

@@ -1,4 +1,4 @@
-// `--engine ort` through the real binary (issue 17): ONNX Runtime generates (rollouts, reference log-probs, evaluation,
+// `--engine ort` through the real binary: ONNX Runtime generates (rollouts, reference log-probs, evaluation,
 // serve) while tfjs learns. Checked against the tfjs engine, the reference: a training run draws the same completions
 // and logs the same rewards and evaluations, its loss statistics within float tolerance (the reference log-probs come
 // from another engine); a killed ORT run resumes to exactly the uninterrupted ORT run's metrics (the adapters are

@@ -1,4 +1,4 @@
-// Broken Hugging Face checkpoint folders through the real CLI (issue 15, "Bad input"): each is one line naming the
+// Broken Hugging Face checkpoint folders through the real CLI (bad input): each is one line naming the
 // file and the tensor or key, exit status 2, and no run folder left behind, for `evaluate`, `train` and `serve`. The
 // loaders' own unit tests check the messages in detail; this checks that the CLI path reaches them, prints nothing
 // else first (the backend line is held back until a model has loaded) and fails before anything is written.

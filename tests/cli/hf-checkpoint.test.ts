@@ -1,4 +1,4 @@
-// Hugging Face checkpoint folders under `metrl evaluate`, `train` and `serve`, through the real binary (issue 15):
+// Hugging Face checkpoint folders under `metrl evaluate`, `train` and `serve`, through the real binary:
 // copies of the tiny fixtures (../shared/fixtures/hf) with a byte tokenizer added (tests/helpers/hf-checkpoint-copy.ts)
 // are evaluated (rows written, resumable), trained with LoRA GRPO two steps on chess image episodes (rollout, reward,
 // update, checkpoint; a run killed after step 1 and resumed ends with the uninterrupted run's adapter, byte for byte),

@@ -1,5 +1,5 @@
-// `--threads` beyond the machine's cores is refused with one line before anything starts (999 once climbed to 1,091
-// threads and 6.8 GB): train, evaluate and serve, each checking the flag before its other input.
+// `--threads` beyond the machine's cores is refused with one line before anything starts (a count like 999 would start
+// that many threads, each with its own memory): train, evaluate and serve, each checking the flag before its other input.
 import { describe, it } from 'vitest';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';

@@ -136,16 +136,24 @@ describe('model sources from the command line', () => {
 
 describe('perception scoring', () => {
   it('reads one action of the right form, exact match on its text', () => {
-    expect(scorePerception('chess', 'e2e4', 'e2e4').reward).toBe(1);
-    expect(scorePerception('chess', '`E2E4`.', 'e2e4').reward).toBe(1);
-    expect(scorePerception('chess', 'FINAL ANSWER: a7a8q', 'a7a8q').reward).toBe(1);
-    expect(scorePerception('chess', 'a7a8', 'a7a8q')).toMatchObject({ reward: 0, valid: true });
-    expect(scorePerception('chess', 'e2e4 or e2e3', 'e2e4')).toMatchObject({ reward: 0, valid: false });
-    expect(scorePerception('shell', '1 swap 3', '1 swap 3').reward).toBe(1);
-    expect(scorePerception('shell', '3 swap 1', '1 swap 3').reward).toBe(1); // a swap is an unordered pair
-    expect(scorePerception('shell', '1-3', '1 swap 3').reward).toBe(1);
-    expect(scorePerception('shell', '2 swap 2', '1 swap 3').valid).toBe(false);
-    expect(parseAction('shell', 'I think 1 and 4')).toBeNull();
+    expect(scorePerception(chessEnv, 'e2e4', 'e2e4').reward).toBe(1);
+    expect(scorePerception(chessEnv, '`E2E4`.', 'e2e4').reward).toBe(1);
+    expect(scorePerception(chessEnv, 'FINAL ANSWER: a7a8q', 'a7a8q').reward).toBe(1);
+    expect(scorePerception(chessEnv, 'a7a8', 'a7a8q')).toMatchObject({ reward: 0, valid: true });
+    expect(scorePerception(chessEnv, 'e2e4 or e2e3', 'e2e4')).toMatchObject({ reward: 0, valid: false });
+    expect(scorePerception(shellEnv, '1 swap 3', '1 swap 3').reward).toBe(1);
+    expect(scorePerception(shellEnv, '3 swap 1', '1 swap 3').reward).toBe(1); // a swap is an unordered pair
+    expect(scorePerception(shellEnv, '1-3', '1 swap 3').reward).toBe(1);
+    expect(scorePerception(shellEnv, '2 swap 2', '1 swap 3').valid).toBe(false);
+    expect(parseAction(shellEnv, 'I think 1 and 4')).toBeNull();
+  });
+
+  it("asks the environment for the action's form, and takes the cleaned answer as written where it has none", () => {
+    const noReader: Env = { ...shellEnv, readPerceptionAnswer: undefined };
+    expect(parseAction(noReader, 'FINAL ANSWER: **3 and 1**.')).toBe('3 and 1');
+    expect(parseAction(noReader, '  \n ')).toBeNull();
+    expect(scorePerception(noReader, '3 swap 1', '1 swap 3').reward).toBe(0);
+    expect(parseAction(shellEnv, 'FINAL ANSWER: **3 and 1**.')).toBe('1 swap 3');
   });
 });
 
@@ -201,7 +209,7 @@ describe('baselines', () => {
       { kind: 'perception', episode: item.episode, index: 0, style: 'zero-shot' },
       signal,
     );
-    expect(parseAction('chess', perception.text)).not.toBeNull();
+    expect(parseAction(chessEnv, perception.text)).not.toBeNull();
     await expect(
       baselineSource('game-start', 0).complete(
         { kind: 'perception', episode: item.episode, index: 0, style: 'zero-shot' },
@@ -222,7 +230,7 @@ describe('baselines', () => {
         { kind: 'perception', episode: it.episode, index: it.actionIndex!, style: 'zero-shot' },
         signal,
       );
-      const score = scorePerception('shell', reply.text, it.target);
+      const score = scorePerception(shellEnv, reply.text, it.target);
       expect(score.valid).toBe(true);
       correct += score.reward;
     }

@@ -1,7 +1,7 @@
 // Reading markdown as GitHub renders it, for the documentation tests: prose lines outside code fences, heading
-// anchors (GitHub's slugs) and relative links.
+// anchors (GitHub's slugs), the section under an anchor, and relative links.
 /** The lines of a markdown file outside fenced code blocks, each with its 1-based number. */
-function proseLines(text: string): Array<{ line: number; text: string }> {
+export function proseLines(text: string): Array<{ line: number; text: string }> {
   const out: Array<{ line: number; text: string }> = [];
   let fence: string | null = null;
   text.split('\n').forEach((raw, i) => {
@@ -25,6 +25,35 @@ export function slug(heading: string): string {
     .trim()
     .toLowerCase();
   return text.replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '').replace(/ /g, '-');
+}
+
+/** The text of the section under heading `anchor` (to the next heading of the same or a higher level); null if none. */
+export function section(text: string, anchor: string): string | null {
+  const lines = text.split('\n');
+  const seen = new Map<string, number>();
+  let start = -1;
+  let level = 0;
+  let fence: string | null = null;
+  for (let i = 0; i < lines.length; i++) {
+    const fm = /^\s{0,3}(`{3,}|~{3,})/.exec(lines[i]!);
+    if (fm) {
+      if (fence === null) fence = fm[1]!;
+      else if (fm[1]![0] === fence[0] && fm[1]!.length >= fence.length) fence = null;
+      continue;
+    }
+    if (fence !== null) continue;
+    const m = /^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$/.exec(lines[i]!);
+    if (!m) continue;
+    if (start >= 0 && m[1]!.length <= level) return lines.slice(start, i).join('\n');
+    const base = slug(m[2]!);
+    const n = seen.get(base) ?? 0;
+    seen.set(base, n + 1);
+    if (start < 0 && (n === 0 ? base : `${base}-${n}`) === anchor) {
+      start = i;
+      level = m[1]!.length;
+    }
+  }
+  return start >= 0 ? lines.slice(start).join('\n') : null;
 }
 
 /** Every anchor a file's headings give, duplicates numbered -1, -2, … as GitHub numbers them. */

@@ -1,5 +1,5 @@
 // Child processes that tests start (the real `metrl` binary) and that must not outlive the test. A test that times out
-// leaves its awaited child running: under load, `metrl pretrain` children of a timed-out test ran on for 20 minutes.
+// leaves its awaited child running: under load, `metrl pretrain` children of a timed-out test ran on long after it.
 // Every child started here gets a process group of its own (so that whatever it starts goes with it) and a registry
 // entry, and is SIGKILLed, group and all:
 //   - when the test that started it ends, passed, failed or timed out (its onTestFinished hook);

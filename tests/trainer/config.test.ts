@@ -41,7 +41,7 @@ describe('training config', () => {
     expect(() => readConfigFile(join(dir, 'missing.json'))).toThrow(/no such file/);
   });
 
-  it("has TRL's option names with the pre-issue-16 behaviour as defaults", () => {
+  it("has TRL's option names with the earlier loss's behaviour as defaults", () => {
     const c = resolveConfig({}, {});
     expect(c).toMatchObject({
       lossType: 'grpo',

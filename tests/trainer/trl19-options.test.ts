@@ -1,4 +1,4 @@
-// TRL 1.9's newer GRPO options around the loss (issue 29): the config's refusals of the combinations TRL refuses or
+// TRL 1.9's newer GRPO options around the loss: the config's refusals of the combinations TRL refuses or
 // warns against, GDPO's multi-reward advantages, the adaptive entropy controller and the new TRL metric keys, each
 // against numbers worked out by hand.
 import { describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// Learning is shown, not assumed, for Hugging Face checkpoints (issue 15): a tiny HF-format Llama (random init,
+// Learning is shown, not assumed, for Hugging Face checkpoints: a tiny HF-format Llama (random init,
 // written with metrl's own writer, models/hf/write-checkpoint.ts) is supervised briefly to a weak base, saved again
 // with the writer, then trained with LoRA GRPO through trainer/grpo/loop.ts on shell-game episodes; its reward on held-out
 // (test split) episodes rises beyond the 95% intervals. The same task as the built-in model's learning test

@@ -1,4 +1,4 @@
-// Test 3 of the GRPO issue: a tiny configuration trained for a few GRPO steps raises the reward on shell-game
+// Learning is shown, not assumed: a tiny configuration trained for a few GRPO steps raises the reward on shell-game
 // episodes it never trained on (the test split). The task it can learn in seconds: the tiny base is supervised for a
 // few steps on answers that carry a stray "x" 70% of the time ("2x" is not a valid answer, so it scores 0), the way
 // an under-trained model gets the answer format wrong. GRPO, rewarded only by the environment's own scorer, learns

@@ -1,7 +1,7 @@
-// Test 1 of the GRPO issue: the gradient of the GRPO loss with respect to the LoRA weights, as tfjs computes it
+// The gradient of the GRPO loss with respect to the LoRA weights, as tfjs computes it
 // through the real built-in policy (a tiny configuration, LoRA B non-zero so every adapter path carries gradient,
 // one prompt with an image), matches central finite differences of the same loss: for every loss type × importance
-// sampling level (issue 16; TRL 1.9's types of issue 29 at the levels the config accepts), with an asymmetric clip,
+// sampling level (TRL 1.9's types at the levels the config accepts), with an asymmetric clip,
 // once more with truncation masking and the entropy mask on, and once with delta, the off-policy mask and
 // the bias-corrected KL. (The entropy bonus's gradient through this tiny policy's entropy is below float32 finite
 // differences' resolution, its entropies being near ln V; tests/trainer/grpo/loop-trl19.test.ts checks that it flows.)
@@ -55,7 +55,7 @@ describe('GRPO loss gradient (built-in policy, tiny)', () => {
   const cases: { name: string; options: Partial<LossOptions> }[] = [
     // Sequence ratios here are 1.076, 0.989, 0.956, 0.999 (advantages +, −, +, −): ε = 0.03 / ε_high = 0.05 clips the
     // first from above and leaves every ratio at least 0.014 from a bound.
-    // TRL 1.9's types (issue 29) at the levels the config accepts: cispo and vespo at token level, luspo at sequence
+    // TRL 1.9's types at the levels the config accepts: cispo and vespo at token level, luspo at sequence
     // level. cispo's weight min(ρ, ε_max) is detached; with ε_max = 0.12 every ratio is clipped, so it is the constant
     // 0.12 and the loss's own derivative is the gradient. vespo's φ is detached too; with k = λ = 0 (λ floored at
     // 1e-4) it is 1 to 1e-4, so the finite differences check the rest of its path (tests/trainer/loss/loss-family-trl19.test.ts

@@ -1,4 +1,4 @@
-// TRL 1.9's newer GRPO options (issue 29), each pinned to numbers worked out by hand from its formula (trainer/loss/loss.ts,
+// TRL 1.9's newer GRPO options, each pinned to numbers worked out by hand from its formula (trainer/loss/loss.ts,
 // trainer/loss/policy-terms.ts) on the batch of loss-family.test.ts, for the loss and for its gradient with respect to the
 // policy's log-probabilities, and the gradient checked against central finite differences of the loss (for cispo and
 // vespo, whose weights are detached, against finite differences of the surrogate with the weights held fixed).
