@@ -75,6 +75,12 @@ export interface Learner {
    * chunks once (its prompt computed once a pass), or spread the work over cores (models/onnx/ort-learner.ts).
    */
   lossGradientsSum?(requests: LossRequest[], variables: tf.Variable[]): SummedLossGradients;
+  /**
+   * Optional: build now what the first gradient pass would otherwise build (the ONNX Runtime learners' sessions for
+   * the attached adapters), so that a run opens them before its first step's clock starts and a step's time is that
+   * step's work. Calling it again with the same adapters does nothing.
+   */
+  open?(): void;
   dispose(): void;
 }
 

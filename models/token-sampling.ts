@@ -21,6 +21,8 @@ function maskOf(banned: ReadonlySet<number>, n: number): Uint8Array {
   }
   return mask;
 }
+/** The default banned set: one object, so its mask is built once (a fresh Set per draw built a fresh mask per draw). */
+const NONE_BANNED: ReadonlySet<number> = new Set();
 /** Scratch probabilities, reused across draws (drawing is synchronous). */
 let scratch = new Float64Array(0);
 
@@ -33,27 +35,34 @@ export function sampleToken(
   row: Float32Array,
   options: SamplingOptions,
   rng: Rng,
-  banned: ReadonlySet<number> = new Set(),
+  banned: ReadonlySet<number> = NONE_BANNED,
 ): { token: number; logProb: number; samplingLogProb: number } {
   const n = row.length;
   const isBanned = maskOf(banned, n);
   let max = -Infinity;
   let argmax = 0;
-  for (let i = 0; i < n; i++) if (row[i] > max) max = row[i];
   let best = -Infinity;
-  for (let i = 0; i < n; i++)
-    if (!isBanned[i] && row[i] > best) {
-      best = row[i];
+  for (let i = 0; i < n; i++) {
+    const v = row[i];
+    if (v > max) max = v;
+    if (!isBanned[i] && v > best) {
+      best = v;
       argmax = i;
     }
-  let z = 0;
-  for (let i = 0; i < n; i++) z += Math.exp(row[i] - max);
-  const logZ = max + Math.log(z);
-  if (options.temperature <= 0)
+  }
+  const T = options.temperature;
+  /** log Σ exp(row): the normaliser at temperature 1. */
+  const logZAt1 = () => {
+    let z = 0;
+    for (let i = 0; i < n; i++) z += Math.exp(row[i] - max);
+    return max + Math.log(z);
+  };
+  if (T <= 0) {
+    const logZ = logZAt1();
     return { token: argmax, logProb: row[argmax] - logZ, samplingLogProb: row[argmax] - logZ };
+  }
   if (scratch.length < n) scratch = new Float64Array(n);
   const probs = scratch;
-  const T = options.temperature;
   let total = 0;
   // The tempered normaliser over the whole vocabulary, banned tokens included (the learner's support).
   let all = 0;
@@ -62,6 +71,8 @@ export function sampleToken(
     all += e;
     total += probs[i] = isBanned[i] ? 0 : e;
   }
+  // At T = 1 the tempered terms are the untempered ones (x / 1 is x), summed in the same order: one pass of exp, not two.
+  const logZ = T === 1 ? max + Math.log(all) : logZAt1();
   const recorded = (token: number) => ({
     token,
     logProb: row[token] - logZ,

@@ -170,6 +170,9 @@ export function progressView(config: TrainConfig, modality: string, log: (line: 
       case 'nan':
         log(`step ${event.step}: loss not finite, update skipped (${event.streak} in a row)`);
         break;
+      case 'learner-open':
+        log(`learner sessions opened in ${event.seconds.toFixed(1)} s (before step ${step + 1}, outside its time)`);
+        break;
       case 'checkpoint':
         payload = { ...payload, ckpt: `checkpoint step-${event.step}` };
         if (bar && started) bar.update(payload);

@@ -163,6 +163,10 @@ export class HfOrtLearner implements Learner {
     return this.sessions.session;
   }
 
+  open(): void {
+    this.session();
+  }
+
   lossGradients(
     batch: SequenceBatchItem[],
     options: TokenLogProbsOptions,

@@ -113,6 +113,10 @@ export class OrtLearner implements Learner {
     return this.policy.loadAdapter(dir);
   }
 
+  open(): void {
+    this.session();
+  }
+
   /** The scoring and training sessions for the policy's current LoRA settings (built on first use and on a change). */
   private session(): Sessions {
     const key = loraKey(this.policy);

@@ -78,6 +78,7 @@ async function trainRun(run: Run): Promise<TrainingResult> {
   const { config } = run;
   const stopAt = Math.min(config.steps, setup.stopAfterStep ?? Infinity);
   if (config.async) state.queue = await startQueue(run, state);
+  let open = state.step < stopAt ? openLearner(run) : undefined;
   while (state.step < stopAt) {
     state.step++;
     const tStart = performance.now();
@@ -96,7 +97,8 @@ async function trainRun(run: Run): Promise<TrainingResult> {
     const promptOf = (group: number) => trained.items[group].episode.id;
     const stats = updatePolicy(run, state, batches, objective, promptOf, entropyThreshold);
     const tUpdate = performance.now();
-    const row = trainRow(run, state, step, trained, stats, { tStart, tReward, tLogprobs, tUpdate });
+    const row = trainRow(run, state, step, trained, stats, { tStart, tReward, tLogprobs, tUpdate, open });
+    open = undefined;
     logStep(run, state, row, stats, sampleRows(run, state.step, step));
     // Checkpoint before evaluating: a run stopped during the evaluation resumes here and evaluates only what is missing.
     if (state.step % config.checkpointEvery === 0 || state.step === config.steps || state.step === stopAt)
@@ -107,6 +109,19 @@ async function trainRun(run: Run): Promise<TrainingResult> {
   state.optimizer.dispose();
   if (run.learner !== setup.policy) run.learner.dispose(); // the ORT learner's sessions (the policy is the caller's)
   return { lastStep: state.step, evals: state.evals };
+}
+
+/**
+ * The learner's sessions opened before the first step's clock (ONNX Runtime builds and optimises its training graphs
+ * there: seconds that are no step's work); their seconds, or undefined for a learner that opens nothing.
+ */
+function openLearner(run: Run): number | undefined {
+  if (!run.learner.open) return undefined;
+  const t0 = performance.now();
+  run.learner.open();
+  const seconds = (performance.now() - t0) / 1000;
+  run.setup.onEvent?.({ kind: 'learner-open', seconds });
+  return seconds;
 }
 
 /**

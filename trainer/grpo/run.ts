@@ -74,6 +74,8 @@ export type TrainEvent =
   | { kind: 'eval-progress'; step: number; modality: Modality; role: 'train' | 'transfer'; done: number; total: number }
   | { kind: 'baseline'; row: BaselineRow }
   | { kind: 'checkpoint'; dir: string; step: number }
+  /** The learner's sessions opened before the first step of this process (`seconds` of it, outside every step's time). */
+  | { kind: 'learner-open'; seconds: number }
   | { kind: 'nan'; step: number; streak: number };
 
 export interface TrainingResult {

@@ -23,7 +23,7 @@ export function trainRow(
   groups: StepGroups,
   trained: Rollouts,
   stats: UpdateStats,
-  t: { tStart: number; tReward: number; tLogprobs: number; tUpdate: number },
+  t: { tStart: number; tReward: number; tLogprobs: number; tUpdate: number; open?: number },
 ): TrainRow {
   const { config } = run;
   const { step } = state;
@@ -73,6 +73,7 @@ export function trainRow(
       logprobs: (t.tLogprobs - t.tReward) / 1000,
       update: (t.tUpdate - t.tLogprobs) / 1000,
       total: (t.tUpdate - t.tStart) / 1000,
+      ...(t.open !== undefined ? { open: t.open } : {}),
     },
     trl: {
       ...trlMetrics({

@@ -41,6 +41,11 @@ const TrainRowSchema = z.object({
     logprobs: z.number(),
     update: z.number(),
     total: z.number(),
+    /**
+     * Seconds this process spent opening the learner's sessions before its first step's clock started (that step's
+     * row only; absent where the learner opens nothing, as on tfjs).
+     */
+    open: z.number().optional(),
   }),
   /**
    * The step under TRL's GRPOTrainer keys (trainer/logs/trl-metrics.ts): reward, reward_std, frac_reward_zero_std,

@@ -90,6 +90,15 @@ describe('sampling one token', () => {
     }
   });
 
+  it('at temperature 1 both recorded log-probs are log softmax(row), read from the one pass that draws', () => {
+    // log Σ exp([2, 1, 0, 3, -1]) = 3.451914: token t is recorded at row[t] - 3.451914 under both names.
+    for (let seed = 0; seed < 20; seed++) {
+      const d = sampleToken(row, { temperature: 1, topP: 1, maxNewTokens: 1 }, new Rng(seed));
+      expect(d.logProb).toBeCloseTo(row[d.token] - 3.451914, 5);
+      expect(d.samplingLogProb).toBeCloseTo(d.logProb, 12);
+    }
+  });
+
   it('top-k keeps the k most probable tokens, min-p those at least min-p × the top probability, before the nucleus', () => {
     // row = [2, 1, 0, 3, -1] at T = 1: the top two are tokens 3 and 0; min-p 0.3 keeps x ≥ 3 + ln 0.3 = 1.80 (tokens
     // 3 and 0), min-p 0.1 keeps x ≥ 0.70 (tokens 3, 0 and 1).

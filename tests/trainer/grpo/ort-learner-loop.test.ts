@@ -56,6 +56,7 @@ async function run(engine: 'tfjs' | 'ort') {
     },
   ];
   let learner = '';
+  const events: string[] = [];
   await train({
     env: boxesEnv,
     ...setup,
@@ -64,7 +65,10 @@ async function run(engine: 'tfjs' | 'ort') {
     runDir: dir,
     resume: false,
     rewards,
-    onEvent: (e) => (e.kind === 'start' ? (learner = e.learner) : undefined),
+    onEvent: (e) => {
+      events.push(e.kind);
+      if (e.kind === 'start') learner = e.learner;
+    },
   });
   const rows = readFileSync(join(dir, 'metrics.jsonl'), 'utf8')
     .trim()
@@ -72,7 +76,7 @@ async function run(engine: 'tfjs' | 'ort') {
     .map((l) => JSON.parse(l))
     .filter((r) => r.type === 'train');
   const adapter = readFileSync(join(dir, 'checkpoints', 'step-3', 'adapter_model.safetensors'));
-  return { rows, adapter, learner };
+  return { rows, adapter, learner, events };
 }
 
 /** The float32 values of a safetensors file (all tensors, in file order). */
@@ -93,6 +97,14 @@ describe('train with engine ort', () => {
     expect(ort.rows.map((r) => r.step)).toEqual([1, 2, 3]);
     // What `train` prints as "(the learner: …)".
     expect([tfjs.learner, ort.learner]).toEqual(['tfjs', 'ONNX Runtime']);
+    // The ORT learner's sessions open once, before step 1's clock, and step 1's row says what that took; the tfjs
+    // learner opens nothing.
+    expect(ort.events.filter((k) => k === 'learner-open')).toHaveLength(1);
+    expect(ort.events.indexOf('learner-open')).toBeLessThan(ort.events.indexOf('step'));
+    expect(ort.rows[0].time.open).toBeGreaterThan(0);
+    expect(ort.rows.slice(1).map((r) => r.time.open)).toEqual([undefined, undefined]);
+    expect(tfjs.events).not.toContain('learner-open');
+    expect(tfjs.rows.map((r) => r.time.open)).toEqual([undefined, undefined, undefined]);
     ort.rows.forEach((row, i) => {
       const want = tfjs.rows[i];
       expect(row.rewardMean).toBe(want.rewardMean);
