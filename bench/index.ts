@@ -21,6 +21,7 @@ const modules: Array<[string, () => Promise<{ run(): Promise<BenchRow[]> }>, boo
   ['cores', () => import('./cores.bench.ts')],
   ['hf', () => import('./hf.bench.ts')],
   ['hf-ort', () => import('./hf-ort.bench.ts')],
+  ['train-hf', () => import('./train-hf.bench.ts'), true],
   ['gemma-1b', () => import('./gemma-1b.bench.ts'), true],
   ['placement', () => import('./placement.bench.ts'), true],
 ];
