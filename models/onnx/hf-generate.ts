@@ -1,9 +1,10 @@
-// Autoregressive decoding of a Hugging Face decoder on ONNX Runtime, step for step
-// what models/hf/generate.ts does on tfjs: one prefill over the left-padded prompts (only the last position's logits
-// leave the graph), the prompt cache repeated for a group's G rows, then one token per step; each step appends a 1 to
-// the attention mask and takes position ids from it. Rows that emitted a stop id keep being fed it. The token
-// embeddings of each step are looked up in tfjs (HfDecoder.embed), as the graph starts at inputs_embeds. Each cache is
-// released once the next one exists (on WebGPU it is GPU memory: hf-session.ts).
+// Autoregressive decoding of a Hugging Face decoder on ONNX Runtime, step for step what models/hf/generate.ts does on
+// tfjs: one prefill over the left-padded prompts (only the last position's logits leave the graph), the prompt cache
+// repeated for a group's G rows, then one token per step; each step appends a 1 to the attention mask and takes
+// position ids from it. Rows that emitted a stop id keep being fed it. The token embeddings of each step are looked up
+// in tfjs (HfDecoder.embed), as the graph starts at inputs_embeds. On the host a step fetches only its new keys and
+// values and appends them into a ring of two cache buffers (host-cache-ring.ts); on WebGPU the caches stay on the GPU
+// (hf-session.ts), each released once the next one exists.
 import * as tf from '@tensorflow/tfjs';
 import type { HfDecoder } from '../hf/decoder.ts';
 import { chooseNext, decodeSetup, type GenerateOptions, type GenerateResult } from '../hf/generate.ts';
@@ -48,6 +49,8 @@ export function generateOrt(model: HfOrtModel, input: OrtGenerateInput, options:
   }
   let values = prefill.logits; // [U, 1, V]
   let rowOf = (b: number) => Math.floor(b / G);
+  // Host caches: each step appends its new keys and values to the past in a ring of two buffers (host-cache-ring.ts).
+  const ring = model.hostCacheRing() ?? undefined;
   try {
     for (let step = 0; step < options.maxNewTokens; step++) {
       const next = chooseNext(
@@ -72,6 +75,7 @@ export function generateOrt(model: HfOrtModel, input: OrtGenerateInput, options:
         cache,
         logitRows: [0],
         useLora,
+        appendInto: ring,
       });
       model.releaseCache(cache);
       cache = out.cache;

@@ -14,6 +14,7 @@ import { maskValues } from '../layers/attention.ts';
 import { inverseFrequencies, ropeValues } from '../layers/rope.ts';
 import { DeviceTensors, keepsTensorsOnDevice, keptLocation, zeros } from './device-tensors.ts';
 import { buildHfDecoderGraph, loraInput, type HfLoraSpec } from './hf-graph.ts';
+import { HostCacheRing } from './host-cache-ring.ts';
 import { OrtSession, floatTensor, int64Tensor, type SessionOptions } from './session.ts';
 import { weightFileOf } from './weight-file.ts';
 import type { WeightDtype } from './weight-dtype.ts';
@@ -41,6 +42,11 @@ export interface HfRunRequest {
   /** Positions along seq whose logits are wanted (default: all). */
   logitRows?: number[];
   useLora: boolean;
+  /**
+   * A decoding loop's ring (host caches only, see hostCacheRing): the run fetches the new positions' keys and values
+   * alone and the returned cache is the ring's append of them to `cache`.
+   */
+  appendInto?: HostCacheRing;
 }
 
 export interface HfRunResult {
@@ -91,6 +97,11 @@ export class HfOrtModel {
 
   get config(): DecoderConfig {
     return this.decoder.config;
+  }
+
+  /** A ring for a decoding loop's caches when they live on the host; null when they stay on the device. */
+  hostCacheRing(): HostCacheRing | null {
+    return this.kept ? null : new HostCacheRing();
   }
 
   /** Whether the graph has LoRA inputs (adapters were attached when it was built). */
@@ -237,6 +248,20 @@ export class HfOrtModel {
     for (let i = 0; i < c.numLayers; i++) {
       feeds[`past_key.${i}`] = cache.k[i];
       feeds[`past_value.${i}`] = cache.v[i];
+    }
+    const ring = this.kept ? undefined : req.appendInto;
+    if (ring) {
+      const layers = Array.from({ length: c.numLayers }, (_, i) => i);
+      const names = ['logits', ...layers.flatMap((i) => [`new_key.${i}`, `new_value.${i}`])];
+      const out = this.session.run(feeds, names);
+      return {
+        logits: out.logits.data as Float32Array,
+        cache: ring.append(
+          cache,
+          layers.map((i) => out[`new_key.${i}`]),
+          layers.map((i) => out[`new_value.${i}`]),
+        ),
+      };
     }
     const out = this.session.run(feeds);
     return {
