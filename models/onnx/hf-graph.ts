@@ -15,9 +15,9 @@
 //   logit_rows [R] int64           the positions along S whose logits are wanted (prefill: the last; scoring: several)
 //   lora.<module>.a [in, r], lora.<module>.b [r, out]  every adapted linear's A (pre-multiplied by alpha / r) and B:
 //                                  an update feeds new values and never rebuilds the session; B = 0 gives the base
-// Outputs: logits [B, R, V], present_key.<i>, present_value.<i> [B, nkv, K, d] (RoPE applied to keys), and
-// new_key.<i>, new_value.<i> [B, nkv, S, d], the S new positions' part of them: a host decode step fetches only those
-// and appends them itself (host-cache-ring.ts), so no whole cache is copied out of ORT per step.
+// Outputs: logits [B, R, V], present_key.<i>, present_value.<i> [B, nkv, K, d] (RoPE applied to keys), and with
+// newPositionOutputs new_key.<i>, new_value.<i> [B, nkv, S, d], the S new positions' part of them: a host decode step
+// fetches only those and appends them itself (host-cache-ring.ts), so no whole cache is copied out of ORT per step.
 // Base weights are initializers: in the decoder's shared weight file when given (weight-file.ts: the learner's graph
 // maps the same file), else inline, or in an external data file when the model is too large for one protobuf
 // (graph-builder.ts toModel).
@@ -60,6 +60,7 @@ class OnnxDecoderOps implements DecoderOps<string> {
       maskSliding: string | null;
     },
     private readonly stored: WeightDtype,
+    private readonly newPositionOutputs = false,
   ) {}
 
   linear(x: string, l: LinearWeights): string {
@@ -107,14 +108,16 @@ class OnnxDecoderOps implements DecoderOps<string> {
     const pastK = b.input(`past_key.${i}`, 'float32', ['batch', nkv, 'past', d]);
     const pastV = b.input(`past_value.${i}`, 'float32', ['batch', nkv, 'past', d]);
     const toCache = (t: string) => b.op1('Transpose', [t], { perm: [0, 2, 1, 3] }); // [B, S, nkv, d] → [B, nkv, S, d]
-    const newK = b.op1('Identity', [toCache(k)], {}, `new_key.${i}`);
-    const newV = b.op1('Identity', [toCache(v)], {}, `new_value.${i}`);
+    const newK = toCache(k);
+    const newV = toCache(v);
     const keys = b.op1('Concat', [pastK, newK], { axis: 2 }, `present_key.${i}`); // [B, nkv, K, d]
     const vals = b.op1('Concat', [pastV, newV], { axis: 2 }, `present_value.${i}`);
     b.output(keys, 'float32', ['batch', nkv, 'keys', d]);
     b.output(vals, 'float32', ['batch', nkv, 'keys', d]);
-    b.output(newK, 'float32', ['batch', nkv, 'seq', d]);
-    b.output(newV, 'float32', ['batch', nkv, 'seq', d]);
+    if (this.newPositionOutputs) {
+      b.output(b.op1('Identity', [newK], {}, `new_key.${i}`), 'float32', ['batch', nkv, 'seq', d]);
+      b.output(b.op1('Identity', [newV], {}, `new_value.${i}`), 'float32', ['batch', nkv, 'seq', d]);
+    }
     // GQA: query head h = kv·rep + j reads KV head kv (repeat_interleave). q [B, nh, S, d] is [B, nkv, rep, S, d] in
     // memory; keys and values get a broadcast axis, so they are never copied per query head.
     const q5 = b.op1('Reshape', [b.op1('Transpose', [q], { perm: [0, 2, 1, 3] }), b.ints([0, nkv, rep, -1, d])]);
@@ -172,6 +175,8 @@ export interface GraphWeightOptions {
   stored?: WeightDtype;
   /** Training graph, tests: logits one chunk of the output head holds (hf-train-head.ts CHUNK_LOGITS). */
   headChunkLogits?: number;
+  /** Decoder graph: also output new_key / new_value (for caches kept on the host; see the header). */
+  newPositionOutputs?: boolean;
 }
 
 /**
@@ -198,7 +203,7 @@ export function buildHfDecoderGraph(
     maskSliding: sliding ? b.input('mask_sliding', 'float32', ['batch', 1, 'seq', 'keys']) : null,
   };
   const rows = b.input('logit_rows', 'int64', ['rows']);
-  const ops = new OnnxDecoderOps(b, lora, inputs, options.stored ?? 'float32');
+  const ops = new OnnxDecoderOps(b, lora, inputs, options.stored ?? 'float32', options.newPositionOutputs);
   let x = embeds;
   weights.layers.forEach((w, i) => {
     x = decoderBlock(ops, c, w, i, x);

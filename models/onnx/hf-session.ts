@@ -127,7 +127,11 @@ export class HfOrtModel {
     };
     if (maxInlineBytes !== undefined)
       return new OrtSession(
-        buildHfDecoderGraph(this.config, this.decoder.weights, this.spec, { maxInlineBytes, stored }),
+        buildHfDecoderGraph(this.config, this.decoder.weights, this.spec, {
+          maxInlineBytes,
+          stored,
+          newPositionOutputs: !this.kept,
+        }),
         { label, ...session },
       );
     // The decoder's shared weight file, mapped by the learner's session too. Prepacking makes a packed copy of every
@@ -135,7 +139,11 @@ export class HfOrtModel {
     // without, one thread; bench/peers/hf-step.mts, 2026-11-28, load 1.1-1.3), not for one whose weights are what
     // stops it fitting (PREPACK_MAX_BYTES).
     const shared = weightFileOf(this.decoder, label);
-    const graph = buildHfDecoderGraph(this.config, this.decoder.weights, this.spec, { shared, stored });
+    const graph = buildHfDecoderGraph(this.config, this.decoder.weights, this.spec, {
+      shared,
+      stored,
+      newPositionOutputs: !this.kept,
+    });
     return new OrtSession(graph, { label, prepack: shared.bytes <= PREPACK_MAX_BYTES, ...session });
   }
 
