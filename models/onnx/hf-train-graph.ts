@@ -2,7 +2,7 @@
 // one prompt group (a prompt and G of its completions) is the decoder's one definition (models/hf/decoder-ops.ts)
 // executed over the differentiating builder (autodiff.ts, HfTrainOps below), which appends the backward pass. The tfjs
 // forward (models/hf/decoder.ts, score.ts) executes the same definition and stays the reference; the gradients are
-// tested against tfjs autodiff and finite differences on every fixture (tests/models/hf-ort-learner.test.ts).
+// tested against tfjs autodiff and finite differences on every fixture (tests/models/onnx-hf-learner.test.ts).
 //
 // What it computes. R predicted tokens: token j of completion m is predicted by the prompt's last row (j = 0) or by
 // the completion's own row j − 1 (`predict_rows` [R]), its id is `targets` [R]. With z = head(final hidden) / T:
