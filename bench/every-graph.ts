@@ -14,15 +14,15 @@ import { CHECKPOINTS_DIR } from '../core/paths.ts';
 import { Rng } from '../core/rng.ts';
 import { initBackend } from '../models/backend.ts';
 import { loadBaseCheckpoint } from '../models/builtin/base-checkpoint.ts';
-import { HfPolicy } from '../models/hf/policy.ts';
 import { checkDevice, DEVICES, type Device } from '../models/onnx/device.ts';
 import { HfOrtLearner } from '../models/onnx/hf-ort-learner.ts';
 import { HfOrtSampler } from '../models/onnx/hf-ort-sampler.ts';
 import { OrtLearner } from '../models/onnx/ort-learner.ts';
 import { OrtSampler } from '../models/onnx/ort-sampler.ts';
-import type { WeightDtype } from '../models/onnx/weight-dtype.ts';
+import type { WeightDtype } from '../models/onnx/weight-encoding.ts';
 import type { EncodedPrompt, SequenceBatchItem } from '../models/types.ts';
 import { fixtureCopy, GEMMA3_SOFTCAP } from './hf-fixtures.ts';
+import { loadHfPolicy } from '../models/registry.ts';
 
 const HF_MODELS = ['llama', 'llama-bf16', 'qwen2', 'gemma3', 'idefics3', GEMMA3_SOFTCAP];
 const BUILTIN = 'builtin';
@@ -64,14 +64,14 @@ for (const name of names) {
     continue;
   }
   if (!HF_MODELS.includes(name)) throw new Error(`every-graph: unknown model ${name}`);
-  const policy = await HfPolicy.load(fixtureCopy(name), { hostWeights: true });
+  const policy = await loadHfPolicy(fixtureCopy(name), { hostWeights: true });
   policy.attachLora({ r: 4, alpha: 8 }, new Rng(5, 'lora'));
   const prompt = { tokens: [5, 17, 33, 60, 91, 12], images: [] } as unknown as EncodedPrompt;
   const sampler = new HfOrtSampler(policy, { device, threads: 1, stored });
   // Prefill, the cache repeated for two rows (the gather graph), two decode steps.
   sampler.sampleGroups([prompt], 2, { maxNewTokens: 3, temperature: 1, topP: 1 }, new Rng(3, 'draw'));
   // The VLMs' SigLIP tower (opened here as a run opens it once the sampler exists).
-  if (policy.imageEncoder) sampler.releaseHostWeights();
+  if (policy.image) sampler.releaseHostWeights();
   const items: SequenceBatchItem[] = [
     { prompt, completion: [4, 7, 2] },
     { prompt, completion: [8, 1] },

@@ -11,6 +11,7 @@ import { Rng } from '../core/rng.ts';
 import { GEMMA3_CAUSAL_LAYOUT } from '../models/gemma3/language-model.ts';
 import { parseHfConfig } from '../models/hf/config.ts';
 import { randomDecoderTensors, writeHfCheckpoint } from '../models/hf/write-checkpoint.ts';
+import { HF_ARCHITECTURES } from '../models/registry.ts';
 
 export const HF_FIXTURES = join(SHARED_DIR, 'fixtures', 'hf');
 /** The soft-capped Gemma 3 CausalLM (made, not a fixture folder). */
@@ -36,7 +37,12 @@ export function fixtureCopy(name: string): string {
     writeHfCheckpoint(
       dir,
       config,
-      randomDecoderTensors(parseHfConfig(config).text, GEMMA3_CAUSAL_LAYOUT, new Rng(3, 'causal'), 0.2),
+      randomDecoderTensors(
+        parseHfConfig(config, HF_ARCHITECTURES).text,
+        GEMMA3_CAUSAL_LAYOUT,
+        new Rng(3, 'causal'),
+        0.2,
+      ),
     );
   }
   return dir;

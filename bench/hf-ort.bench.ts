@@ -15,7 +15,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { BenchRow } from './table.ts';
 import { Rng } from '../core/rng.ts';
 import { initBackend } from '../models/backend.ts';
-import { loadHfDecoder } from '../models/hf/load-decoder.ts';
+import { readHfLanguageModel } from '../models/hf/load-decoder.ts';
 import { generate } from '../models/hf/generate.ts';
 import { createLora } from '../models/hf/peft.ts';
 import { HfOrtModel } from '../models/onnx/hf-session.ts';
@@ -25,6 +25,7 @@ import { writeSmolvlmFolder } from './hf.bench.ts';
 import { Idefics3Model } from '../models/idefics3/model.ts';
 import { siglipForward } from '../models/vision/siglip.ts';
 import { SiglipOrtTower } from '../models/onnx/siglip-session.ts';
+import { HF_ARCHITECTURES } from '../models/registry.ts';
 
 const PROMPT = Number(process.env.METRL_BENCH_HF_ORT_PROMPT ?? 64);
 const G = Number(process.env.METRL_BENCH_HF_ORT_GROUP ?? 8);
@@ -41,7 +42,7 @@ function timed<T>(f: () => T): { value: T; cpu: number; wall: number } {
 
 /** The folder's SigLIP tower on one random image: tfjs, then ORT on 1 thread and on every core. */
 function visionTower(dir: string): BenchRow[] {
-  const model = Idefics3Model.load(dir);
+  const model = Idefics3Model.load(dir, HF_ARCHITECTURES);
   const { tower, towerConfig: config } = model.images;
   const S = config.imageSize;
   const pixels = tf.randomUniform([1, 3, S, S], -1, 1, 'float32', 9) as tf.Tensor4D;
@@ -77,7 +78,7 @@ export async function run(): Promise<BenchRow[]> {
   const scratch = mkdtempSync(join(tmpdir(), 'bench-hf-ort-'));
   try {
     writeSmolvlmFolder(scratch);
-    const { decoder } = loadHfDecoder(scratch);
+    const { decoder } = readHfLanguageModel(scratch, HF_ARCHITECTURES);
     createLora(decoder, { r: 16, alpha: 32 }, new Rng(1, 'bench-lora'));
     let seed = 3;
     for (const l of decoder.linears().values())

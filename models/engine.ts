@@ -3,14 +3,14 @@
 // 'ort' is ONNX Runtime, on the CPU or a GPU execution provider (--device), on --threads N cores (the built-in model on
 // the CPU: N one-thread sessions, models/onnx/worker-pool.ts; otherwise one session of N intra-op threads): the
 // built-in model (models/onnx/ort-sampler.ts; its LoRA gradients too, models/onnx/ort-learner.ts) and the Hugging Face
-// decoders (models/onnx/hf-ort-sampler.ts: Llama, Qwen2, Gemma 3, and the language models of Idefics3 and Gemma 3,
-// their SigLIP towers too; their LoRA gradients in models/onnx/hf-ort-learner.ts); ORT is the default for all of
-// them, tfjs the engine named with --engine tfjs. After the learner's adapters change (an optimiser update,
+// architectures whose descriptor lists the engine (models/registry.ts HF_ARCHITECTURES: their decoders in
+// models/onnx/hf-ort-sampler.ts, their vision towers too; their LoRA gradients in models/onnx/hf-ort-learner.ts); ORT is
+// the default for all of them, tfjs the engine named with --engine tfjs. After the learner's adapters change (an optimiser update,
 // a resumed or loaded adapter) the caller calls syncLora(), which an ORT session needs and tfjs does not.
 import { UserError } from '../core/errors.ts';
 import type { Policy } from './policy.ts';
 import type { Sampler } from './sampler.ts';
-import { BUILTIN_MODEL_TYPE } from './registry.ts';
+import { BUILTIN_MODEL_TYPE, HF_ARCHITECTURES } from './registry.ts';
 import type { Device } from './onnx/device.ts';
 import type { RolloutRounds } from './remote/rollout-rounds.ts';
 
@@ -23,12 +23,12 @@ export type Engine = (typeof ENGINES)[number];
  * Face checkpoint above 4 GB of float32 weights loads on ORT only (tfjs's WASM heap stops at 4 GB).
  */
 export const DEFAULT_ENGINE: Engine = 'ort';
-/** What --help says the default is. */
-export const DEFAULT_ENGINE_HELP =
-  'default ort where ONNX Runtime has a graph for the model (the built-in model, llama, qwen2, gemma3, idefics3), else tfjs';
 
-/** Hugging Face model types the ONNX graph builder (models/onnx/hf-graph.ts) has a graph for. */
-const ORT_HF_MODEL_TYPES: readonly string[] = ['llama', 'qwen2', 'gemma3_text', 'gemma3', 'idefics3'];
+/** Hugging Face model types whose descriptor lists ONNX Runtime (models/onnx/ has their graphs). */
+const ORT_HF_MODEL_TYPES: readonly string[] = HF_ARCHITECTURES.modelTypes('ort');
+
+/** What --help says the default is. */
+export const DEFAULT_ENGINE_HELP = `default ort where ONNX Runtime has a graph for the model (the built-in model, ${ORT_HF_MODEL_TYPES.join(', ')}), else tfjs`;
 
 /** ONNX Runtime's settings: intra-op threads (default: every core) and the execution provider (default: CPU). */
 export interface OrtRuntime {
@@ -92,7 +92,11 @@ export async function openEngine(
 ): Promise<EngineSampler> {
   const { BuiltinPolicy } = await import('./builtin/policy.ts');
   const { HfPolicy } = await import('./hf/policy.ts');
-  const engine = requested ?? (policy instanceof BuiltinPolicy || policy instanceof HfPolicy ? DEFAULT_ENGINE : 'tfjs');
+  // ONNX Runtime has graphs for the built-in model and for the Hugging Face architectures whose descriptor lists it.
+  const hasOrt =
+    policy instanceof BuiltinPolicy ||
+    (policy instanceof HfPolicy && ORT_HF_MODEL_TYPES.includes(policy.config.modelType));
+  const engine = requested ?? (hasOrt ? DEFAULT_ENGINE : 'tfjs');
   if (engine === 'tfjs')
     return {
       engine,
@@ -103,8 +107,8 @@ export async function openEngine(
       describe: 'tfjs',
       ortLearner: false,
     };
-  if (!(policy instanceof BuiltinPolicy) && !(policy instanceof HfPolicy))
-    throw new UserError(ortUnsupported(policy.constructor.name));
+  if (!hasOrt)
+    throw new UserError(ortUnsupported(policy instanceof HfPolicy ? policy.config.modelType : policy.constructor.name));
   const device = runtime.device ?? 'cpu';
   const { checkDevice } = await import('./onnx/device.ts');
   checkDevice(device);

@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import { imp, tf } from './checkout.mts';
 import { median, peerStep } from './peer-step.mts';
 const { initBackend } = await imp('models/backend.ts');
-const { HfPolicy } = await imp('models/hf/policy.ts');
+const { loadBaseModel } = await imp('models/registry.ts');
 const { HfOrtSampler } = await imp('models/onnx/hf-ort-sampler.ts');
 const { HfOrtLearner } = await imp('models/onnx/hf-ort-learner.ts');
 const { AdamW } = await imp('trainer/adamw.ts');
@@ -50,7 +50,7 @@ if (tf.getBackend() !== backend.tfBackend)
 const peakRssMB = () => (process.resourceUsage().maxRSS * 1024) / 2 ** 20;
 
 const t0 = performance.now();
-const policy = await HfPolicy.load(ckpt, { hostWeights: engine === 'ort' });
+const policy = await loadBaseModel(ckpt, { hostWeights: engine === 'ort' });
 const loadSeconds = (performance.now() - t0) / 1000;
 (policy.kit.tokenizer as { eosIds: number[] }).eosIds = []; // forced lengths: no row can stop
 policy.attachLora({ r: 16, alpha: 32 }, new Rng(0, 'hf-peer-lora'));

@@ -9,7 +9,7 @@
 import onnxProto from 'onnx-proto';
 import type { onnx as Onnx } from 'onnx-proto';
 import { SHARE_MIN_BYTES, WEIGHT_FILE, type SharedWeightFile } from './weight-file.ts';
-import { sixteenBitBytes, type WeightDtype } from './weight-dtype.ts';
+import { sixteenBitBytes, type WeightDtype } from './weight-encoding.ts';
 
 const { onnx } = onnxProto;
 

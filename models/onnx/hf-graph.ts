@@ -34,7 +34,7 @@ import type { MlpActivation } from '../layers/mlp.ts';
 import type { NormStyle } from '../layers/rms-norm.ts';
 import { GraphBuilder, MAX_INLINE_BYTES, type SerializedModel } from './graph-builder.ts';
 import type { SharedWeightFile } from './weight-file.ts';
-import type { WeightDtype } from './weight-dtype.ts';
+import type { WeightDtype } from './weight-encoding.ts';
 
 /** Adapted linears of a graph: module path → LoRA rank (their A/B are graph inputs). */
 export type HfLoraSpec = ReadonlyMap<string, number>;

@@ -45,7 +45,8 @@ import {
 } from './hf-train-graph.ts';
 import { OrtSession, floatTensor, int64Tensor, type Feeds } from './session.ts';
 import { weightFileOf } from './weight-file.ts';
-import { deviceWeightDtype, type WeightDtype } from './weight-dtype.ts';
+import { deviceWeightDtype } from './weight-dtype.ts';
+import type { WeightDtype } from './weight-encoding.ts';
 import { logpLossAndGradient } from './logp-loss.ts';
 
 /** Most [predicted tokens × vocabulary] logit values one run holds (2^25 floats: 128 MB a tensor). */

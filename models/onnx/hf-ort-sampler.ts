@@ -1,10 +1,11 @@
 // A Sampler (models/sampler.ts) for Hugging Face checkpoints on ONNX Runtime: the
 // decoder's forward passes run in the graph of models/onnx/hf-graph.ts; everything else is the wrapped HfPolicy's, which
 // stays the Learner: the prompt format, tokenizer and chat template, the left padding and the token draws
-// (HfPolicy.sampleGroupsWith, so both engines draw the same tokens from logits that agree within 1e-4). A VLM's SigLIP
-// tower runs on ONNX Runtime too (models/onnx/siglip-session.ts, installed in the policy's image encoder while this
-// sampler lives, so the learner's passes read the same features); its connector or projector and the merge into the
-// token embeddings stay on tfjs, and the merged rows enter the decoder graph as inputs_embeds.
+// (HfPolicy.sampleGroupsWith, so both engines draw the same tokens from logits that agree within 1e-4). A VLM's vision
+// tower runs on ONNX Runtime too (its image model's ortTower, installed in the policy while this sampler lives, so the
+// learner's passes read the same features); what the architecture keeps on tfjs after it (the SigLIP models'
+// connector or projector) and the merge into the token embeddings stay there, and the merged rows enter the decoder
+// graph as inputs_embeds.
 //   rollouts      all prompts as one left-padded batch, each prefilled once, its cache repeated for its G rows, then
 //                 KV-cache decoding (models/onnx/hf-generate.ts)
 //   log-probs     per distinct prompt: one prefill, then its completions as one batch attending to the prompt's cache
@@ -25,11 +26,11 @@ import type {
   TokenLogProbsOptions,
 } from '../types.ts';
 import type { Device } from './device.ts';
-import { releaseSiglipProjections } from '../vision/siglip.ts';
+import type { EngineTower } from '../hf/image-model.ts';
 import { generateOrt } from './hf-generate.ts';
 import { HfOrtModel } from './hf-session.ts';
-import { SiglipOrtTower } from './siglip-session.ts';
-import { deviceWeightDtype, type WeightDtype } from './weight-dtype.ts';
+import { deviceWeightDtype } from './weight-dtype.ts';
+import type { WeightDtype } from './weight-encoding.ts';
 
 /** Most logit values one scoring run returns (2^25 floats, 128 MB). */
 const LOGIT_BUDGET = 2 ** 25;
@@ -49,10 +50,9 @@ export interface HfOrtSamplerOptions {
 export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
   readonly model: HfOrtModel;
   /** The VLM's vision tower on ONNX Runtime, opened at its first image (a text-only run never builds it). */
-  private tower: SiglipOrtTower | null = null;
+  private readonly tower: EngineTower | null;
   private readonly releaseTower: () => void;
   private readonly logitBudget: number;
-  private readonly towerOptions: Omit<HfOrtSamplerOptions, 'logitBudget' | 'stored' | 'keepOnDevice'>;
 
   constructor(policy: HfPolicy, options: HfOrtSamplerOptions = {}) {
     super(policy);
@@ -62,16 +62,10 @@ export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
       keepOnDevice,
       stored: stored ?? deviceWeightDtype(policy.config.dtype, session.device),
     });
-    const encoder = policy.imageEncoder;
-    this.towerOptions = session;
-    this.releaseTower = encoder ? policy.useVisionTower((pixels) => this.ortTower().forward(pixels)) : () => {};
+    const { tower, release } = policy.useOrtVisionTower(session);
+    this.tower = tower;
+    this.releaseTower = release;
     this.logitBudget = logitBudget ?? LOGIT_BUDGET;
-  }
-
-  /** The VLM's ORT tower, opened on first use (at the first image, or when the host's weights are released). */
-  private ortTower(): SiglipOrtTower {
-    const encoder = this.policy.imageEncoder!;
-    return (this.tower ??= new SiglipOrtTower(encoder.tower, encoder.towerConfig, this.towerOptions));
   }
 
   /**
@@ -81,10 +75,9 @@ export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
    * run this policy's forward passes. Only for weights loaded on the host (HfPolicy.load hostWeights).
    */
   releaseHostWeights(): void {
-    const encoder = this.policy.imageEncoder;
-    if (encoder) {
-      this.ortTower();
-      releaseSiglipProjections(encoder.tower);
+    if (this.tower) {
+      this.tower.open();
+      this.policy.image!.releaseTowerWeights();
     }
     this.policy.decoder.releaseProjectionWeights();
   }
@@ -186,6 +179,5 @@ export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
   dispose(): void {
     this.model.dispose();
     this.releaseTower();
-    this.tower?.dispose();
   }
 }

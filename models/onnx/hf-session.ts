@@ -16,7 +16,7 @@ import { DeviceTensors, keepsTensorsOnDevice, keptLocation, zeros } from './devi
 import { buildHfDecoderGraph, loraInput, type HfLoraSpec } from './hf-graph.ts';
 import { OrtSession, floatTensor, int64Tensor, type SessionOptions } from './session.ts';
 import { weightFileOf } from './weight-file.ts';
-import type { WeightDtype } from './weight-dtype.ts';
+import type { WeightDtype } from './weight-encoding.ts';
 
 /** Keys (RoPE applied) and values of every cached position, per layer [B, nkv, length, d]: on the host, or on the device. */
 export interface HfOrtCache {

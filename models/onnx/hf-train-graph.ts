@@ -42,7 +42,7 @@ import { chunkedHead, chunkedHeadGradient } from './hf-train-head.ts';
 import { logSoftmax, targetMinusSoftmax } from './portable-ops.ts';
 import { MAX_INLINE_BYTES, type GraphBuilder, type SerializedModel } from './graph-builder.ts';
 import type { GraphWeightOptions } from './hf-graph.ts';
-import type { WeightDtype } from './weight-dtype.ts';
+import type { WeightDtype } from './weight-encoding.ts';
 
 /** Adapted linears: module path → { rank, scale } (their A and B are the graph's params). */
 export type HfTrainLoraSpec = ReadonlyMap<string, { r: number; scale: number }>;

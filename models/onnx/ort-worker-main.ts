@@ -7,7 +7,7 @@ import { UserError } from '../../core/errors.ts';
 import { OrtSession, type SessionOptions } from './session.ts';
 import { BuiltinOrtModel, type BuiltinOrtOptions, type LoraValues, type PrebuiltModel } from './builtin-session.ts';
 import { RolloutPart, type PartPlan, type PartPrompts } from './rollout-part.ts';
-import { fromWire, toWire, type WireTensor } from './worker-pool.ts';
+import { fromWire, toWire, type WireTensor } from './worker-wire.ts';
 
 const { port, signal } = workerData as { port: MessagePort; signal: Int32Array };
 const objects = new Map<number, OrtSession | BuiltinOrtModel | RolloutPart>();

@@ -7,7 +7,7 @@
 // Position rows are the table's first L (0 … L-1: SigLIP, and Idefics3 on a full image, which is every image here:
 // image splitting is not done). Weights are initializers, read from the tower's tfjs tensors when the graph is built.
 import * as tf from '@tensorflow/tfjs';
-import type { VisionConfig } from '../hf/vision-config.ts';
+import type { VisionConfig } from '../vision/vision-config.ts';
 import {
   siglipTower,
   type LayerNormWeights,

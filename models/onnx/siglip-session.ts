@@ -3,7 +3,7 @@
 // Hugging Face VLM's image encoder (ImageEncoder.runTower) for its lifetime; the connector or projector after the
 // tower stays on tfjs (one small product). The tower is frozen, so no gradient is asked of it.
 import * as tf from '@tensorflow/tfjs';
-import type { VisionConfig } from '../hf/vision-config.ts';
+import type { VisionConfig } from '../vision/vision-config.ts';
 import type { SiglipWeights } from '../vision/siglip.ts';
 import { buildSiglipGraph } from './siglip-graph.ts';
 import { OrtSession, floatTensor, type SessionOptions } from './session.ts';
@@ -41,4 +41,19 @@ export class SiglipOrtTower {
   dispose(): void {
     this.session.dispose();
   }
+}
+
+/** A SigLIP tower for a vision-language model's image side (models/hf/image-model.ts EngineTower): opened at first use. */
+export function lazySiglipTower(
+  weights: SiglipWeights,
+  config: VisionConfig,
+  options: SessionOptions = {},
+): { open(): void; forward(pixels: tf.Tensor4D): tf.Tensor3D; dispose(): void } {
+  let tower: SiglipOrtTower | null = null;
+  const open = () => (tower ??= new SiglipOrtTower(weights, config, options));
+  return {
+    open: () => void open(),
+    forward: (pixels) => open().forward(pixels),
+    dispose: () => tower?.dispose(),
+  };
 }

@@ -9,9 +9,9 @@
 // not depend on how pieces were spread.
 import { availableParallelism } from 'node:os';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
-import { Tensor } from 'onnxruntime-common';
 import { UserError } from '../../core/errors.ts';
 import type { Feeds, SessionOptions } from './session.ts';
+import { fromWire, toWire, type WireTensor } from './worker-wire.ts';
 import type { Device } from './device.ts';
 
 /**
@@ -39,20 +39,6 @@ export const MIN_JOBS_WORK = 2e8;
 /** Split whatever the work's size: `parallel: 'always'`, or unset and env METRL_ORT_SPLIT=always (tests on tiny models). */
 export const splitAlways = (parallel: boolean | 'always' | undefined): boolean =>
   parallel === 'always' || (parallel === undefined && process.env.METRL_ORT_SPLIT === 'always');
-
-/** A tensor as it crosses threads (an onnxruntime Tensor loses its class in a message). */
-export interface WireTensor {
-  type: Tensor.Type;
-  data: Tensor.DataType;
-  dims: readonly number[];
-}
-
-export const toWire = (feeds: Feeds): Record<string, WireTensor> =>
-  Object.fromEntries(Object.entries(feeds).map(([name, t]) => [name, { type: t.type, data: t.data, dims: t.dims }]));
-export const fromWire = (wire: Record<string, WireTensor>): Feeds =>
-  Object.fromEntries(
-    Object.entries(wire).map(([name, t]) => [name, new Tensor(t.type, t.data as Float32Array, t.dims)]),
-  );
 
 type Reply = { ok: true; value: unknown } | { ok: false; error: string; user: boolean };
 

@@ -14,7 +14,7 @@
 // x @ W (the fast path of the WASM backend).
 import * as tf from '@tensorflow/tfjs';
 import { UserError } from '../../core/errors.ts';
-import { patchesPerSide, type VisionConfig } from '../hf/vision-config.ts';
+import { patchesPerSide, type VisionConfig } from './vision-config.ts';
 
 /** A float32 tensor read from a checkpoint (what models/safetensors.ts and the sharded loader return). */
 export interface HostTensor {

@@ -6,14 +6,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
-import { loadHfDecoder, type LoadedHfModel } from '../../models/hf/load-decoder.ts';
+import { readHfLanguageModel, type LoadedHfModel } from '../../models/hf/load-decoder.ts';
 import { generate } from '../../models/hf/generate.ts';
 import type { HfDecoder } from '../../models/hf/decoder.ts';
 import { FIXTURES, TOL, concat, logitsOf, maxDiff, readReference, textReferenceChecks } from './hf-fixture.ts';
+import { HF_ARCHITECTURES } from '../../models/registry.ts';
 
 const open: LoadedHfModel[] = [];
 function load(folder: string): LoadedHfModel {
-  const m = loadHfDecoder(join(FIXTURES, folder));
+  const m = readHfLanguageModel(join(FIXTURES, folder), HF_ARCHITECTURES);
   open.push(m);
   return m;
 }

@@ -25,6 +25,7 @@ import { parseHfConfig } from '../../models/hf/config.ts';
 import { randomDecoderTensors, writeHfCheckpoint } from '../../models/hf/write-checkpoint.ts';
 import { GEMMA3_CAUSAL_LAYOUT } from '../../models/gemma3/language-model.ts';
 import { relativeError } from '../helpers/relative-error.ts';
+import { HF_ARCHITECTURES, loadHfPolicy } from '../../models/registry.ts';
 
 const TOL = 1e-4;
 
@@ -60,7 +61,7 @@ describe.each(['llama', 'qwen2', 'idefics3', 'gemma3'])('HfOrtLearner vs tfjs au
   const options = { useLora: true, withEntropy: true, temperature: 0.8 };
 
   beforeAll(async () => {
-    policy = await HfPolicy.load(hfCheckpointCopy(name));
+    policy = await loadHfPolicy(hfCheckpointCopy(name));
     policy.attachLora({ r: 4, alpha: 8 }, new Rng(5, 'lora'));
     let seed = 31;
     for (const v of policy.trainableVariables('lora'))
@@ -145,7 +146,7 @@ describe('HfOrtLearner against finite differences (llama)', () => {
   let items: SequenceBatchItem[];
   const options = { useLora: true, withEntropy: false, temperature: 1 };
   beforeAll(async () => {
-    policy = await HfPolicy.load(hfCheckpointCopy('llama'));
+    policy = await loadHfPolicy(hfCheckpointCopy('llama'));
     policy.attachLora({ r: 2, alpha: 4 }, new Rng(6, 'lora'));
     let seed = 41;
     for (const v of policy.trainableVariables('lora'))
@@ -201,9 +202,14 @@ describe('HfOrtLearner with final logit soft-capping (gemma3, the whole-head pat
     writeHfCheckpoint(
       dir,
       config,
-      randomDecoderTensors(parseHfConfig(config).text, GEMMA3_CAUSAL_LAYOUT, new Rng(3, 'causal'), 0.2),
+      randomDecoderTensors(
+        parseHfConfig(config, HF_ARCHITECTURES).text,
+        GEMMA3_CAUSAL_LAYOUT,
+        new Rng(3, 'causal'),
+        0.2,
+      ),
     );
-    const policy = await HfPolicy.load(dir);
+    const policy = await loadHfPolicy(dir);
     const learner = new HfOrtLearner(policy, { threads: 1 });
     try {
       expect(policy.decoder.config.finalLogitSoftcap).toBe(2);
@@ -237,7 +243,7 @@ describe('HfOrtLearner refuses what its graph lacks', () => {
     const config = JSON.parse(readFileSync(path, 'utf8'));
     config.text_config.attn_logit_softcapping = 50;
     writeFileSync(path, JSON.stringify(config));
-    const policy = await HfPolicy.load(dir);
+    const policy = await loadHfPolicy(dir);
     try {
       expect(() => new HfOrtLearner(policy)).toThrow(UserError);
       expect(() => new HfOrtLearner(policy)).toThrow(ATTENTION_SOFTCAP);

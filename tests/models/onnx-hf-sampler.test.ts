@@ -15,6 +15,7 @@ import { Rng } from '../../core/rng.ts';
 import type { RawImage } from '../../core/image.ts';
 import type { EncodedPrompt, SequenceBatchItem } from '../../models/types.ts';
 import { hfCheckpointCopy, removeHfCopies } from '../helpers/hf-checkpoint-copy.ts';
+import { loadHfPolicy } from '../../models/registry.ts';
 
 const TOL = 1e-4;
 
@@ -40,7 +41,7 @@ describe.each(['qwen2', 'idefics3', 'gemma3'])('HfOrtSampler vs HfPolicy (tfjs):
   let sampler: HfOrtSampler;
   let prompts: EncodedPrompt[];
   beforeAll(async () => {
-    policy = await HfPolicy.load(hfCheckpointCopy(name));
+    policy = await loadHfPolicy(hfCheckpointCopy(name));
     policy.attachLora({ r: 4, alpha: 8 }, new Rng(5, 'lora'));
     let seed = 21;
     for (const v of policy.trainableVariables('lora'))

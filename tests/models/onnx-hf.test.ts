@@ -8,13 +8,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
-import { loadHfDecoder, type LoadedHfModel } from '../../models/hf/load-decoder.ts';
+import { readHfLanguageModel, type LoadedHfModel } from '../../models/hf/load-decoder.ts';
 import { generate } from '../../models/hf/generate.ts';
 import { createLora, loadPeftAdapter } from '../../models/hf/peft.ts';
 import { HfOrtModel } from '../../models/onnx/hf-session.ts';
 import { embedIds, generateOrt } from '../../models/onnx/hf-generate.ts';
 import { Rng } from '../../core/rng.ts';
 import { FIXTURES, TOL, concat, logitsOf, maxDiff, readReference } from './hf-fixture.ts';
+import { HF_ARCHITECTURES } from '../../models/registry.ts';
 
 const open: { m: LoadedHfModel; ort: HfOrtModel }[] = [];
 
@@ -25,7 +26,7 @@ afterAll(() => open.forEach(({ m, ort }) => (ort.dispose(), m.decoder.dispose())
 
 /** A fixture's decoder with an adapter whose A and B are both non-zero, and its ORT model. */
 function setup(folder: string, adapter: 'peft' | 'random'): { m: LoadedHfModel; ort: HfOrtModel } {
-  const m = loadHfDecoder(join(FIXTURES, folder));
+  const m = readHfLanguageModel(join(FIXTURES, folder), HF_ARCHITECTURES);
   if (adapter === 'peft') loadPeftAdapter(m.decoder, join(FIXTURES, 'llama-lora'));
   else {
     createLora(m.decoder, { r: 4, alpha: 8 }, new Rng(7, 'lora'));

@@ -124,6 +124,7 @@ function decoderConfig(text: Record<string, any>, qwen3: boolean, tied: boolean)
     bosTokenId: null,
     eosTokenIds: [],
     padTokenId: null,
+    contextLength: text.max_position_embeddings,
   };
 }
 

@@ -1,10 +1,10 @@
-// The vision half of a Hugging Face vision-language config.json: the `vision_config` sub-config (idefics3_vision or
-// siglip_vision_model) and the top-level fields that connect the vision tower to the text model (Idefics3's
-// scale_factor and image_token_id; Gemma 3's mm_tokens_per_image and image/boi/eoi token ids). Layer: models.
+// The `vision_config` of the SigLIP-family towers (models/vision/siglip.ts): Idefics3's idefics3_vision and Gemma 3's
+// siglip_vision_model. What connects a tower to its language model (Idefics3's scale_factor, Gemma 3's
+// mm_tokens_per_image, the image token ids) is read by the architecture (models/idefics3/vision-config.ts,
+// models/gemma3/vision-config.ts).
 //
 // transformers writes a sub-config without the values that equal its class's defaults, so a field missing here means
-// the class default (Idefics3VisionConfig, SiglipVisionConfig, Idefics3Config, Gemma3Config of transformers 4.57), not
-// an error. The text_config is read by models/hf/config.ts.
+// the class default (Idefics3VisionConfig, SiglipVisionConfig of transformers 4.57), not an error.
 import { z } from 'zod';
 import { parseOrFail, UserError } from '../../core/errors.ts';
 
@@ -131,69 +131,4 @@ export function parseVisionConfig(raw: unknown, expected: VisionModelType, sourc
 /** Patches per side of a full image: the vision tower's position grid. */
 export function patchesPerSide(config: VisionConfig): number {
   return config.imageSize / config.patchSize;
-}
-
-/** Idefics3 (SmolVLM): the vision tower, the pixel-shuffle factor and the id of `<image>`. */
-export interface Idefics3VisionSetup {
-  vision: VisionConfig;
-  scaleFactor: number;
-  imageTokenId: number;
-}
-
-const idefics3Schema = z.object({
-  vision_config: z.unknown().optional(),
-  scale_factor: positiveInt.default(2),
-  image_token_id: z.number().int().nonnegative().default(128257),
-});
-
-/** Read the Idefics3 vision fields of a parsed config.json. */
-export function parseIdefics3VisionSetup(raw: unknown, source = 'config.json'): Idefics3VisionSetup {
-  const c = parseOrFail(idefics3Schema, raw, `${source}: `);
-  const vision = parseVisionConfig(c.vision_config, 'idefics3_vision', source);
-  const side = patchesPerSide(vision);
-  if (side % c.scale_factor !== 0)
-    throw new UserError(`${source}: scale_factor ${c.scale_factor} does not divide the ${side}x${side} patch grid`);
-  return { vision, scaleFactor: c.scale_factor, imageTokenId: c.image_token_id };
-}
-
-/** Image tokens one Idefics3 image becomes: (patches per side / scale_factor)^2. */
-export function idefics3ImageSeqLen(setup: Idefics3VisionSetup): number {
-  return (patchesPerSide(setup.vision) / setup.scaleFactor) ** 2;
-}
-
-/** Gemma 3: the SigLIP tower, tokens per image after pooling, and the image / begin-of-image / end-of-image ids. */
-export interface Gemma3VisionSetup {
-  vision: VisionConfig;
-  mmTokensPerImage: number;
-  imageTokenId: number;
-  boiTokenId: number;
-  eoiTokenId: number;
-}
-
-const gemma3Schema = z.object({
-  vision_config: z.unknown().optional(),
-  mm_tokens_per_image: positiveInt.default(256),
-  image_token_index: z.number().int().nonnegative().default(262_144),
-  boi_token_index: z.number().int().nonnegative().default(255_999),
-  eoi_token_index: z.number().int().nonnegative().default(256_000),
-});
-
-/** Read the Gemma 3 vision fields of a parsed config.json (`image_token_index` is the key on disk). */
-export function parseGemma3VisionSetup(raw: unknown, source = 'config.json'): Gemma3VisionSetup {
-  const c = parseOrFail(gemma3Schema, raw, `${source}: `);
-  const vision = parseVisionConfig(c.vision_config, 'siglip_vision_model', source);
-  const side = patchesPerSide(vision);
-  const perSide = Math.round(Math.sqrt(c.mm_tokens_per_image));
-  if (perSide * perSide !== c.mm_tokens_per_image || side % perSide !== 0) {
-    throw new UserError(
-      `${source}: mm_tokens_per_image ${c.mm_tokens_per_image} is not a square whose side divides the ${side}x${side} patch grid`,
-    );
-  }
-  return {
-    vision,
-    mmTokensPerImage: c.mm_tokens_per_image,
-    imageTokenId: c.image_token_index,
-    boiTokenId: c.boi_token_index,
-    eoiTokenId: c.eoi_token_index,
-  };
 }
