@@ -15,10 +15,10 @@ import { Rng } from '../core/rng.ts';
 import { initBackend } from '../models/backend.ts';
 import { loadBaseCheckpoint } from '../models/builtin/base-checkpoint.ts';
 import { checkDevice, DEVICES, type Device } from '../models/onnx/device.ts';
-import { HfOrtLearner } from '../models/onnx/hf-ort-learner.ts';
-import { HfOrtSampler } from '../models/onnx/hf-ort-sampler.ts';
-import { OrtLearner } from '../models/onnx/ort-learner.ts';
-import { OrtSampler } from '../models/onnx/ort-sampler.ts';
+import { HfOrtLearner } from '../models/onnx/hf/hf-learner.ts';
+import { HfOrtSampler } from '../models/onnx/hf/hf-sampler.ts';
+import { BuiltinOrtLearner } from '../models/onnx/builtin/builtin-learner.ts';
+import { BuiltinOrtSampler } from '../models/onnx/builtin/builtin-sampler.ts';
 import type { WeightDtype } from '../models/onnx/weight-encoding.ts';
 import type { EncodedPrompt, SequenceBatchItem } from '../models/types.ts';
 import { fixtureCopy, GEMMA3_SOFTCAP } from './hf-fixtures.ts';
@@ -49,14 +49,14 @@ for (const name of names) {
       { type: 'text', text: 'Which square? ' },
       { type: 'image', image },
     ]);
-    const sampler = new OrtSampler(policy, { device, threads: 1 });
+    const sampler = new BuiltinOrtSampler(policy, { device, threads: 1 });
     const drawn = sampler.sampleGroups([prompt], 2, { maxNewTokens: 3, temperature: 1, topP: 1 }, new Rng(1, 'draw'));
     sampler.tokenLogProbs(
       drawn[0].map((c) => ({ prompt, completion: c.tokens })),
       { useLora: true },
     );
     sampler.dispose();
-    const learner = new OrtLearner(policy, { device, threads: 1 });
+    const learner = new BuiltinOrtLearner(policy, { device, threads: 1 });
     const items = drawn[0].map((c) => ({ prompt, completion: c.tokens }));
     learner.lossGradients(items, { useLora: true, temperature: 1 }, sumOf, policy.trainableVariables('lora'));
     learner.dispose();

@@ -1,13 +1,14 @@
 // The inference engine: what runs a policy's Sampler side (rollouts, reference and old-policy
 // log-probs, evaluation, `metrl serve`) while the policy itself stays the Learner. 'tfjs' is the policy;
 // 'ort' is ONNX Runtime, on the CPU or a GPU execution provider (--device), on --threads N cores (the built-in model on
-// the CPU: N one-thread sessions, models/onnx/worker-pool.ts; otherwise one session of N intra-op threads): the
-// built-in model (models/onnx/ort-sampler.ts; its LoRA gradients too, models/onnx/ort-learner.ts) and the Hugging Face
+// the CPU: N one-thread sessions, models/onnx/builtin/worker-pool.ts; otherwise one session of N intra-op threads): the
+// built-in model (models/onnx/builtin/builtin-sampler.ts; its LoRA gradients too, models/onnx/builtin/builtin-learner.ts) and the Hugging Face
 // architectures whose descriptor lists the engine (models/registry.ts HF_ARCHITECTURES: their decoders in
-// models/onnx/hf-ort-sampler.ts, their vision towers too; their LoRA gradients in models/onnx/hf-ort-learner.ts); ORT is
+// models/onnx/hf/hf-sampler.ts, their vision towers too; their LoRA gradients in models/onnx/hf/hf-learner.ts); ORT is
 // the default for all of them, tfjs the engine named with --engine tfjs. After the learner's adapters change (an optimiser update,
 // a resumed or loaded adapter) the caller calls syncLora(), which an ORT session needs and tfjs does not.
 import { UserError } from '../core/errors.ts';
+import type { Learner } from './learner.ts';
 import type { Policy } from './policy.ts';
 import type { Sampler } from './sampler.ts';
 import { BUILTIN_MODEL_TYPE, HF_ARCHITECTURES } from './registry.ts';
@@ -120,7 +121,7 @@ export async function openEngine(
   const describe = `ONNX Runtime ${version} (${device}, ${threads})`;
   const zero = (b: { dataSync(): unknown }) => (b.dataSync() as Float32Array).every((x) => x === 0);
   if (policy instanceof HfPolicy) {
-    const { HfOrtSampler } = await import('./onnx/hf-ort-sampler.ts');
+    const { HfOrtSampler } = await import('./onnx/hf/hf-sampler.ts');
     const sampler = new HfOrtSampler(policy, { threads: runtime.threads, device });
     // The sampler's graphs put every projection into weight files ORT maps (the ORT learner's graph reads the
     // decoder's too): the host's copies are no longer needed.
@@ -136,8 +137,8 @@ export async function openEngine(
       ortLearner: true,
     };
   }
-  const { OrtSampler } = await import('./onnx/ort-sampler.ts');
-  const sampler = new OrtSampler(policy, { threads: runtime.threads, device });
+  const { BuiltinOrtSampler } = await import('./onnx/builtin/builtin-sampler.ts');
+  const sampler = new BuiltinOrtSampler(policy, { threads: runtime.threads, device });
   const { loraAdapters } = await import('./builtin/lora.ts');
   const referenceIsPolicy = () => policy.lora === null || loraAdapters(policy.lora).every((a) => zero(a.b));
   return {
@@ -149,4 +150,26 @@ export async function openEngine(
     describe,
     ortLearner: true,
   };
+}
+
+/**
+ * The ONNX Runtime learner of a policy (what an engine with `ortLearner` pairs with): the built-in model's
+ * (models/onnx/builtin/builtin-learner.ts) or a Hugging Face checkpoint's (models/onnx/hf/hf-learner.ts).
+ */
+export async function openOrtLearner(
+  policy: Policy,
+  options: { threads?: number; device?: Device } = {},
+): Promise<Learner> {
+  const { BuiltinPolicy } = await import('./builtin/policy.ts');
+  const { HfPolicy } = await import('./hf/policy.ts');
+  if (policy instanceof HfPolicy)
+    return new (await import('./onnx/hf/hf-learner.ts')).HfOrtLearner(policy, {
+      threads: options.threads,
+      device: options.device,
+    });
+  if (!(policy instanceof BuiltinPolicy))
+    throw new UserError(
+      `engine ort: the ONNX Runtime learner has no graph for ${policy.constructor.name}; use engine tfjs`,
+    );
+  return new (await import('./onnx/builtin/builtin-learner.ts')).BuiltinOrtLearner(policy, options);
 }

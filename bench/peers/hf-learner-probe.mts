@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import { imp, tf } from './checkout.mts';
 const { initBackend } = await imp('models/backend.ts');
 const { loadBaseModel } = await imp('models/registry.ts');
-const { HfOrtSampler } = await imp('models/onnx/hf-ort-sampler.ts');
-const { HfOrtLearner } = await imp('models/onnx/hf-ort-learner.ts');
+const { HfOrtSampler } = await imp('models/onnx/hf/hf-sampler.ts');
+const { HfOrtLearner } = await imp('models/onnx/hf/hf-learner.ts');
 const { Rng } = await imp('core/rng.ts');
 
 const argv = process.argv.slice(2);

@@ -33,8 +33,8 @@ import { imp, tf } from './checkout.mts';
 import { cpuNow, median, peerStep } from './peer-step.mts';
 const { initBackend } = await imp('models/backend.ts');
 const { loadBaseModel } = await imp('models/registry.ts');
-const { HfOrtSampler } = await imp('models/onnx/hf-ort-sampler.ts');
-const { HfOrtLearner } = await imp('models/onnx/hf-ort-learner.ts');
+const { HfOrtSampler } = await imp('models/onnx/hf/hf-sampler.ts');
+const { HfOrtLearner } = await imp('models/onnx/hf/hf-learner.ts');
 const { AdamW } = await imp('trainer/adamw.ts');
 const { Rng } = await imp('core/rng.ts');
 

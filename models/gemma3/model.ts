@@ -13,7 +13,7 @@ import { imageTokenTypeIds, type TokenIds } from '../hf/image-merge.ts';
 import type { CheckpointTensors } from '../hf/weights.ts';
 import { readPreprocessorConfig, tensorLookup, VisionLanguageModel } from '../hf/vision-language-model.ts';
 import type { SessionOptions } from '../onnx/session.ts';
-import { lazySiglipTower } from '../onnx/siglip-session.ts';
+import { lazySiglipTower } from '../onnx/hf/siglip-session.ts';
 import { GEMMA3_CONDITIONAL_LAYOUTS } from './language-model.ts';
 import { parseGemma3VisionSetup, type Gemma3VisionSetup } from './vision-config.ts';
 import { Gemma3ImageProcessor } from './processor.ts';

@@ -3,7 +3,7 @@
 // differs between them is data (models/hf/config.ts: DecoderConfig; models/<arch>/language-model.ts: tensor names);
 // the network is this one file, written with tfjs ops that autodiff goes through (LoRA training takes gradients). The
 // block, final norm and head are models/hf/decoder-ops.ts's definition, executed here by TfjsDecoderOps; the ONNX
-// Runtime engine builds its graph from the same definition (models/onnx/hf-graph.ts).
+// Runtime engine builds its graph from the same definition (models/onnx/hf/hf-graph.ts).
 //
 // forward: ids [B, T] (left-padded batches: attention mask 0 on pads) → logits [B, T, V]
 //   x = embed(ids) (× sqrt(H) for Gemma; or caller-given inputsEmbeds, e.g. with image features merged in)

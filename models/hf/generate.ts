@@ -80,7 +80,7 @@ export function decodeSetup(
 }
 
 /**
- * One decoding step of every row, the same for both engines (this file's tfjs loop, models/onnx/hf-generate.ts):
+ * One decoding step of every row, the same for both engines (this file's tfjs loop, models/onnx/hf/hf-generate.ts):
  * row b's logits are row rowOf(b) of `values` [rows, V]; a running row appends its choice (and stops on a stop id), a
  * finished row is fed its last id again. Returns the ids to feed next, one per row.
  */

@@ -188,7 +188,7 @@ export class HfPolicy implements Policy {
   /**
    * sampleGroups around a decoding engine: the prompts left-padded (pad id, mask 0), the draws (sampleToken, row by
    * row from `rng`), EOS handling and decoding are this policy's; `run` decodes (tfjs here, ONNX Runtime in
-   * models/onnx/hf-ort-sampler.ts), so both engines draw the same tokens from the same logits.
+   * models/onnx/hf/hf-sampler.ts), so both engines draw the same tokens from the same logits.
    */
   sampleGroupsWith(
     prompts: EncodedPrompt[],

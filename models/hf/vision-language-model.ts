@@ -26,7 +26,7 @@ import { z } from 'zod';
 export interface ImageEncoder {
   readonly tokensPerImage: number;
   encode(pixels: PixelValues | tf.Tensor4D): tf.Tensor2D;
-  /** The SigLIP tower inside (an engine may run it elsewhere: models/onnx/siglip-session.ts). */
+  /** The SigLIP tower inside (an engine may run it elsewhere: models/onnx/hf/siglip-session.ts). */
   readonly tower: SiglipWeights;
   readonly towerConfig: VisionConfig;
   /** Runs the tower on pixels [n, C, S, S] → [n, L, D] for encode: tfjs's siglipForward unless an engine set another. */

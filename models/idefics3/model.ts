@@ -11,7 +11,7 @@ import { loadHfDecoder } from '../hf/load-decoder.ts';
 import type { CheckpointTensors } from '../hf/weights.ts';
 import { readPreprocessorConfig, tensorLookup, VisionLanguageModel } from '../hf/vision-language-model.ts';
 import type { SessionOptions } from '../onnx/session.ts';
-import { lazySiglipTower } from '../onnx/siglip-session.ts';
+import { lazySiglipTower } from '../onnx/hf/siglip-session.ts';
 import { IDEFICS3_TEXT_LAYOUT } from './language-model.ts';
 import { parseIdefics3VisionSetup } from './vision-config.ts';
 import { Idefics3ImageProcessor } from './processor.ts';

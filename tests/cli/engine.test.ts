@@ -107,7 +107,7 @@ describe('metrl train --engine ort', () => {
       const { kl, loss, gradNorm, entropy, ratioMean, trl, ...same } = tr;
       const { kl: okl, loss: oloss, gradNorm: ograd, entropy: oent, ratioMean: oratio, trl: otrl, ...osame } = or;
       expect(osame).toEqual(same);
-      // ORT computes the log-probs and the LoRA gradients (models/onnx/ort-learner.ts) with another float rounding than
+      // ORT computes the log-probs and the LoRA gradients (models/onnx/builtin/builtin-learner.ts) with another float rounding than
       // tfjs (about 1e-6 in a log-prob); Adam then moves the adapters a little differently, which grows over the steps
       // (measured: gradNorm 0.3112 against 0.3099 at step 4, KL 0.013702 against 0.013715: 1e-3 relative).
       expect(Math.abs(okl - kl)).toBeLessThan(5e-3 * kl + 1e-7);

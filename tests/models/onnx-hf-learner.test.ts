@@ -1,4 +1,4 @@
-// The Hugging Face learner on ONNX Runtime (models/onnx/hf-ort-learner.ts, its graph hf-train-graph.ts and the
+// The Hugging Face learner on ONNX Runtime (models/onnx/hf/hf-learner.ts, its graph hf-train-graph.ts and the
 // autodiff under it) against tfjs autodiff through HfPolicy.tokenLogProbs (tf.variableGrads), the reference, on every
 // architecture of ../shared/fixtures/hf: Llama, Qwen2 (q/k/v biases, tied head), and the language models of Idefics3
 // and Gemma 3 under image prompts (Gemma's sliding windows of 3, bidirectional image blocks, q/k norms, sandwich
@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
 import { HfPolicy } from '../../models/hf/policy.ts';
-import { ATTENTION_SOFTCAP, HfOrtLearner } from '../../models/onnx/hf-ort-learner.ts';
+import { ATTENTION_SOFTCAP, HfOrtLearner } from '../../models/onnx/hf/hf-learner.ts';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { UserError } from '../../core/errors.ts';

@@ -1,4 +1,4 @@
-// HfOrtSampler (models/onnx/hf-ort-sampler.ts), the Sampler side of Hugging Face checkpoints on ONNX Runtime, against
+// HfOrtSampler (models/onnx/hf/hf-sampler.ts), the Sampler side of Hugging Face checkpoints on ONNX Runtime, against
 // the HfPolicy it wraps (the tfjs engine): for a text model (qwen2) and both vision-language models (idefics3, gemma3:
 // image prompts; while the sampler lives both sides read the features of its SigLIP tower on ONNX Runtime, which
 // tests/models/onnx-siglip.test.ts checks against the references), with a non-zero LoRA adapter, sampled rollouts of several
@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
 import { HfPolicy } from '../../models/hf/policy.ts';
-import { HfOrtSampler } from '../../models/onnx/hf-ort-sampler.ts';
+import { HfOrtSampler } from '../../models/onnx/hf/hf-sampler.ts';
 import { Rng } from '../../core/rng.ts';
 import type { RawImage } from '../../core/image.ts';
 import type { EncodedPrompt, SequenceBatchItem } from '../../models/types.ts';

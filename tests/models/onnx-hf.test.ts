@@ -1,4 +1,4 @@
-// The Hugging Face decoders on ONNX Runtime (models/onnx/hf-graph.ts, generated from the block definition in
+// The Hugging Face decoders on ONNX Runtime (models/onnx/hf/hf-graph.ts, generated from the block definition in
 // models/hf/decoder-ops.ts) against the tfjs forward, which the fixtures' PyTorch references pin (tests/models/hf-*):
 // for every architecture (llama with the PEFT fixture adapter, qwen2, gemma3's and idefics3's language models with
 // random non-zero adapters), a left-padded batched prefill's logits within 1e-4, the base (LoRA off) too, and cached
@@ -11,8 +11,8 @@ import { initBackend } from '../../models/backend.ts';
 import { readHfLanguageModel, type LoadedHfModel } from '../../models/hf/load-decoder.ts';
 import { generate } from '../../models/hf/generate.ts';
 import { createLora, loadPeftAdapter } from '../../models/hf/peft.ts';
-import { HfOrtModel } from '../../models/onnx/hf-session.ts';
-import { embedIds, generateOrt } from '../../models/onnx/hf-generate.ts';
+import { HfOrtModel } from '../../models/onnx/hf/hf-session.ts';
+import { embedIds, generateOrt } from '../../models/onnx/hf/hf-generate.ts';
 import { Rng } from '../../core/rng.ts';
 import { FIXTURES, TOL, concat, logitsOf, maxDiff, readReference } from './hf-fixture.ts';
 import { HF_ARCHITECTURES } from '../../models/registry.ts';

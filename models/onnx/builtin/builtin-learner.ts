@@ -1,47 +1,25 @@
-// The built-in model's Learner on ONNX Runtime: the LoRA gradients of a loss of
-// the completion log-probabilities, computed in three parts (issue 17's learner):
-//   1. the log-probs (and entropies when asked) by an ORT forward pass: the training graph's forward alone, so they are
-//      the log-probs of the very forward that step 3 differentiates;
-//   2. the loss value and g = dLoss/dlogp in tfjs, on those small [B, L] tensors, with the caller's own loss function,
-//      so every loss type and option of trainer/loss/loss.ts works unchanged (the loss depends on the parameters only
-//      through the log-probs);
-//   3. per prompt group, one run of the training graph (builtin-train-graph.ts: forward + backward) that returns the
-//      gradient of Σ g · logp with respect to every LoRA A and B, which by the chain rule is dLoss/dθ.
-// The tfjs variables stay the parameters: AdamW updates them and checkpoints save them; their values are fed to ORT
-// on every call, so no session is rebuilt after an update. Everything else of the Learner contract (tfjs
-// tokenLogProbs, adapters, saving) is the wrapped BuiltinPolicy's.
-// Layout: lossGradientsSum takes all of a pass's chunks at once and returns their losses and the sum of their
-// gradients, so one run per prompt group (a prompt and its completions over every chunk), the prompt computed once
-// per pass whatever chunks the caller cuts (the GRPO loop's learner chunks are a tfjs memory bound: its chess chunks
-// of 3 sequences had the prompt run 13 times a pass for 4 groups).
+// The built-in model's Learner on ONNX Runtime (issue 17's learner): the three steps of models/onnx/lora-learner.ts
+// over the built-in model's graphs, step 1 the scoring graph (builtin-train-graph.ts without gradients: its log_probs
+// [N, V]) and step 3 the training graph (forward + backward of Σ target_weights · log_probs, g placed at each
+// completion token's (row, id)). A job is a prompt group (a prompt, a temperature and its completions over every
+// chunk of the pass): the prompt is computed once per pass whatever chunks the caller cuts (the GRPO loop's learner
+// chunks are a tfjs memory bound: its chess chunks of 3 sequences had the prompt run 13 times a pass for 4 groups).
 // Several cores (worker-pool.ts's rule: `threads` ≥ 2 on the CPU): the group runs of steps 1 and 3 are spread over
 // sessions of one thread each (the main thread's and workers'); step 2 runs for the chunks in their order, and the
 // gradients are summed over the groups in order, so the result does not depend on which session ran what.
-import * as tf from '@tensorflow/tfjs';
-import type { Rng } from '../../core/rng.ts';
-import type {
-  LogProbLoss,
-  LossGradients,
-  LossRequest,
-  Learner,
-  LoraSettings,
-  SummedLossGradients,
-} from '../learner.ts';
-import type { EncodedPrompt, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
-import { BuiltinPolicy } from '../builtin/policy.ts';
-import { HfPolicy } from '../hf/policy.ts';
-import { HfOrtLearner } from './hf-ort-learner.ts';
-import type { Policy } from '../policy.ts';
-import { UserError } from '../../core/errors.ts';
-import type { LoraAdapter } from '../builtin/lora.ts';
-import type { Projection } from '../builtin/weights.ts';
-import { headDim, patchDim, patchesPerImage } from '../builtin/config.ts';
-import { NEG, ropeValues } from '../builtin/transformer.ts';
-import { packPrompts } from '../builtin/sampling.ts';
+import type { LossRequest } from '../../learner.ts';
+import type { EncodedPrompt } from '../../types.ts';
+import type { BuiltinPolicy } from '../../builtin/policy.ts';
+import { UserError } from '../../../core/errors.ts';
+import type { LoraAdapter } from '../../builtin/lora.ts';
+import type { Projection } from '../../builtin/weights.ts';
+import { headDim, patchDim, patchesPerImage } from '../../builtin/config.ts';
+import { NEG, ropeValues } from '../../builtin/transformer.ts';
+import { packPrompts } from '../../builtin/sampling.ts';
 import { loraSpec } from './builtin-graph.ts';
 import { buildBuiltinTrainGraph, gradName, QUERY_BLOCKS, trainLoraName } from './builtin-train-graph.ts';
-import { OrtSession, floatTensor, int64Tensor, type Feeds } from './session.ts';
-import { logpLossAndGradient } from './logp-loss.ts';
+import { OrtSession, floatTensor, int64Tensor, type Feeds } from '../session.ts';
+import { OrtLoraLearner, type JobScores, type LearnerJob, type LearnerPass } from '../lora-learner.ts';
 import {
   executorCount,
   MIN_JOBS_WORK,
@@ -51,9 +29,9 @@ import {
   splitAlways,
   type OrtWorker,
 } from './worker-pool.ts';
-import type { Device } from './device.ts';
+import type { Device } from '../device.ts';
 
-export interface OrtLearnerOptions {
+export interface BuiltinOrtLearnerOptions {
   /** ORT intra-op threads (default: every core). */
   threads?: number;
   /** Idle intra-op threads spin (models/onnx/session.ts; default off). */
@@ -85,32 +63,23 @@ const loraKey = (policy: BuiltinPolicy): string => {
   return `${l.config.r}:${l.scale}:${l.config.targetModules.join(',')}`;
 };
 
-export class OrtLearner implements Learner {
-  readonly adapterFiles: readonly string[];
+/** A prompt group, its graph feeds built when its first run is handed out (the main thread builds them while a worker runs). */
+interface BuiltinJob extends LearnerJob {
+  layout: () => GroupLayout;
+}
+
+type GroupLayout = { feeds: Feeds; rows: number; rowOf: (m: number, j: number) => number };
+
+export class BuiltinOrtLearner extends OrtLoraLearner<BuiltinPolicy, BuiltinJob> {
   private sessions: Sessions | null = null;
   private params: number | undefined;
+  private lora: Feeds = {};
 
   constructor(
-    readonly policy: BuiltinPolicy,
-    private readonly options: OrtLearnerOptions = {},
+    policy: BuiltinPolicy,
+    private readonly options: BuiltinOrtLearnerOptions = {},
   ) {
-    this.adapterFiles = policy.adapterFiles;
-  }
-
-  tokenLogProbs(batch: SequenceBatchItem[], options: TokenLogProbsOptions): TokenLogProbs {
-    return this.policy.tokenLogProbs(batch, options);
-  }
-  trainableVariables(scope: 'lora' | 'base'): tf.Variable[] {
-    return this.policy.trainableVariables(scope);
-  }
-  attachLora(settings: LoraSettings, rng: Rng): void {
-    this.policy.attachLora(settings, rng);
-  }
-  saveAdapter(dir: string, options?: { baseModel?: string }): void {
-    this.policy.saveAdapter(dir, options);
-  }
-  loadAdapter(dir: string): LoraSettings {
-    return this.policy.loadAdapter(dir);
+    super(policy);
   }
 
   /** The scoring and training sessions for the policy's current LoRA settings (built on first use and on a change). */
@@ -174,62 +143,42 @@ export class OrtLearner implements Learner {
     });
   }
 
-  lossGradients(
-    batch: SequenceBatchItem[],
-    options: TokenLogProbsOptions,
-    loss: LogProbLoss,
-    variables: tf.Variable[],
-  ): LossGradients {
-    const { values, grads } = this.lossGradientsSum([{ batch, options, loss }], variables);
-    return { value: values[0], grads };
-  }
-
-  /** The losses of the requests (chunks), evaluated in request order, and the gradient of their sum. */
-  lossGradientsSum(requests: LossRequest[], variables: tf.Variable[]): SummedLossGradients {
+  /** Which graph param each adapter variable is; the adapters' current values become this pass's feeds. */
+  protected paramNames(requests: LossRequest[]): Map<string, string> {
     const lora = this.policy.lora;
     if (!lora || requests.some((r) => !r.options.useLora))
       throw new Error('the ONNX Runtime learner differentiates LoRA adapters: attach them and score with useLora');
-    // Which graph param each variable is.
     const paramOf = new Map<string, string>();
+    this.lora = {};
     lora.layers.forEach((adapters, i) => {
       for (const [p, adapter] of Object.entries(adapters) as [Projection, LoraAdapter][]) {
         paramOf.set(adapter.a.name, trainLoraName(i, p, 'a'));
         paramOf.set(adapter.b.name, trainLoraName(i, p, 'b'));
+        this.lora[trainLoraName(i, p, 'a')] = floatTensor(adapter.a.dataSync() as Float32Array, adapter.a.shape);
+        this.lora[trainLoraName(i, p, 'b')] = floatTensor(adapter.b.dataSync() as Float32Array, adapter.b.shape);
       }
     });
-    for (const v of variables)
-      if (!paramOf.has(v.name))
-        throw new Error(`the ONNX Runtime learner has no gradient for ${v.name} (LoRA adapters only)`);
+    return paramOf;
+  }
 
-    for (const { batch } of requests) {
-      for (const it of batch) {
-        if (it.prompt.tokens.length + it.completion.length > this.policy.arch.maxContext) {
-          throw new UserError(
-            `a prompt of ${it.prompt.tokens.length} tokens plus ${it.completion.length} new tokens exceeds the model's context of ${this.policy.arch.maxContext} tokens`,
-          );
-        }
-      }
+  protected gradName(param: string): string {
+    return gradName(param);
+  }
+
+  protected vocabSize(): number {
+    return this.policy.arch.vocabSize;
+  }
+
+  protected checkLength(promptTokens: number, completionTokens: number): void {
+    if (promptTokens + completionTokens > this.policy.arch.maxContext) {
+      throw new UserError(
+        `a prompt of ${promptTokens} tokens plus ${completionTokens} new tokens exceeds the model's context of ${this.policy.arch.maxContext} tokens`,
+      );
     }
-    const loraFeeds: Feeds = {};
-    lora.layers.forEach((adapters, i) => {
-      for (const [p, adapter] of Object.entries(adapters) as [Projection, LoraAdapter][]) {
-        loraFeeds[trainLoraName(i, p, 'a')] = floatTensor(adapter.a.dataSync() as Float32Array, adapter.a.shape);
-        loraFeeds[trainLoraName(i, p, 'b')] = floatTensor(adapter.b.dataSync() as Float32Array, adapter.b.shape);
-      }
-    });
-    const V = this.policy.arch.vocabSize;
-    const temperatures = requests.map(({ options }) => {
-      const T = options.temperature ?? 1;
-      if (!(T > 0)) throw new Error(`temperature must be positive, got ${T}`);
-      return T;
-    });
-    const shapes = requests.map(({ batch }) => ({
-      B: batch.length,
-      L: Math.max(0, ...batch.map((it) => it.completion.length)),
-    }));
-    // Jobs: one per prompt group (a prompt and a temperature) over all the requests, so a group whose completions fall
-    // in several chunks runs its prompt once a pass; members in request order. A group's feeds are built when its
-    // first run is handed out (the main thread builds them while a worker runs).
+  }
+
+  /** One job per prompt group (a prompt and a temperature) over all the requests, members in request order. */
+  protected jobs({ requests, temperatures }: LearnerPass): BuiltinJob[] {
     const byGroup = new Map<EncodedPrompt, Map<number, { r: number; b: number }[]>>();
     requests.forEach(({ batch }, r) =>
       batch.forEach((item, b) => {
@@ -238,105 +187,89 @@ export class OrtLearner implements Learner {
         members.push({ r, b });
       }),
     );
-    const jobs = [...byGroup].flatMap(([prompt, byT]) =>
-      [...byT].flatMap(([T, members]) => {
+    return [...byGroup].flatMap(([prompt, byT]) =>
+      [...byT].flatMap(([temperature, members]) => {
         const completions = members.map(({ r, b }) => requests[r].batch[b].completion);
         if (completions.every((c) => c.length === 0)) return [];
-        let built: NonNullable<ReturnType<OrtLearner['groupLayout']>> | null = null;
-        return [{ members, layout: () => (built ??= this.groupLayout(prompt, completions, T)!) }];
+        let built: GroupLayout | null = null;
+        return [
+          {
+            prompt,
+            temperature,
+            members,
+            layout: () => (built ??= this.groupLayout(prompt, completions, temperature)!),
+          },
+        ];
       }),
     );
-    // Token positions × parameters: whether the runs are worth spreading (worker-pool.ts MIN_JOBS_WORK).
+  }
+
+  /** Token positions × parameters: whether the runs are worth spreading (worker-pool.ts MIN_JOBS_WORK). */
+  private work(requests: LossRequest[]): number {
     this.params ??= this.policy.parameterCount;
-    const work =
+    return (
       requests.reduce(
         (t, { batch }) => t + batch.reduce((u, it) => u + it.prompt.tokens.length + it.completion.length, 0),
         0,
-      ) * this.params;
+      ) * this.params
+    );
+  }
 
-    const lps = shapes.map(({ B, L }) => ({
-      logp: new Float32Array(B * L),
-      entropy: new Float32Array(B * L),
-      mask: new Float32Array(B * L),
-    }));
-    /** A job's log-probs (and entropies) from its forward's log_probs [N, V] into its requests' [B, L] arrays. */
-    const scoreJob = (k: number, rows: Float32Array) => {
-      const { members, layout: lazy } = jobs[k];
-      const layout = lazy();
-      members.forEach(({ r, b }, m) => {
-        const { L } = shapes[r];
-        const { logp, entropy, mask } = lps[r];
-        requests[r].batch[b].completion.forEach((t, j) => {
-          const o = layout.rowOf(m, j) * V;
-          logp[b * L + j] = rows[o + t];
-          mask[b * L + j] = 1;
-          if (requests[r].options.withEntropy) {
-            let h = 0;
-            for (let v = 0; v < V; v++) h -= Math.exp(rows[o + v]) * rows[o + v];
-            entropy[b * L + j] = h;
-          }
-        });
-      });
-    };
-    /** A request's loss and g = dLoss/dlogp, in tfjs. */
-    const lossOf = (r: number) => logpLossAndGradient(lps[r], shapes[r], requests[r].options, requests[r].loss);
-    /** A job's target_weights [N, V]: g at each completion token's (row, id). */
-    const targetOf = (k: number, losses: { g: Float32Array }[]) => {
+  /** The scoring graph's log_probs [N, V] of every job: a token's log-prob, and the entropy of its row. */
+  protected forward(jobs: BuiltinJob[], { requests }: LearnerPass): JobScores[] {
+    const V = this.policy.arch.vocabSize;
+    const scored = this.runAll(
+      'score',
+      jobs.map(({ layout }) => () => ({ ...layout().feeds, ...this.lora })),
+      ['log_probs'],
+      this.work(requests),
+    );
+    return scored.map((out, k) => {
+      const rows = out.log_probs.data as Float32Array;
+      const { members, layout } = jobs[k];
+      const completion = (m: number) => requests[members[m].r].batch[members[m].b].completion;
+      return {
+        logp: (m, j) => rows[layout().rowOf(m, j) * V + completion(m)[j]],
+        entropy: (m, j) => {
+          const o = layout().rowOf(m, j) * V;
+          let h = 0;
+          for (let v = 0; v < V; v++) h -= Math.exp(rows[o + v]) * rows[o + v];
+          return h;
+        },
+      };
+    });
+  }
+
+  /** The training graph of every job, fed target_weights [N, V]: g at each completion token's (row, id). */
+  protected backward(
+    jobs: BuiltinJob[],
+    { requests }: LearnerPass,
+    g: (k: number, m: number, j: number) => number,
+    wanted: string[],
+  ): Feeds[] {
+    const V = this.policy.arch.vocabSize;
+    const targetOf = (k: number) => {
       const { members, layout: lazy } = jobs[k];
       const layout = lazy();
       const target = new Float32Array(layout.rows * V);
       members.forEach(({ r, b }, m) => {
-        const { L } = shapes[r];
-        const { g } = losses[r];
-        requests[r].batch[b].completion.forEach((t, j) => (target[layout.rowOf(m, j) * V + t] += g[b * L + j]));
+        requests[r].batch[b].completion.forEach((t, j) => (target[layout.rowOf(m, j) * V + t] += g(k, m, j)));
       });
       return floatTensor(target, [layout.rows, V]);
     };
-    const wanted = variables.map((v) => gradName(paramOf.get(v.name)!));
-    const sums = new Map<string, Float32Array>();
-    const add = (grads: Feeds) => {
-      for (const name of wanted) {
-        const data = grads[name].data as Float32Array;
-        const sum = sums.get(name);
-        if (sum) for (let i = 0; i < data.length; i++) sum[i] += data[i];
-        else sums.set(name, Float32Array.from(data));
-      }
-    };
-
-    // 1. Every job's forward (the scoring graph), 2. the losses in request order, 3. every job's forward + backward (the
-    // training graph), the gradients summed in job order; steps 1 and 3 spread over the sessions.
-    const scored = this.runAll(
-      'score',
-      jobs.map(({ layout }) => () => ({ ...layout().feeds, ...loraFeeds })),
-      ['log_probs'],
-      work,
-    );
-    scored.forEach((out, k) => scoreJob(k, out.log_probs.data as Float32Array));
-    const losses = requests.map((_, r) => lossOf(r));
-    const trained = this.runAll(
+    return this.runAll(
       'train',
-      jobs.map(({ layout }, k) => () => ({ ...layout().feeds, ...loraFeeds, target_weights: targetOf(k, losses) })),
+      jobs.map(({ layout }, k) => () => ({ ...layout().feeds, ...this.lora, target_weights: targetOf(k) })),
       wanted,
-      work,
+      this.work(requests),
     );
-    trained.forEach(add);
-    const grads: tf.NamedTensorMap = {};
-    for (const v of variables) {
-      const sum = sums.get(gradName(paramOf.get(v.name)!));
-      grads[v.name] = sum ? tf.tensor(sum, v.shape) : tf.zerosLike(v);
-    }
-    return { values: losses.map(({ value }) => value), grads };
   }
 
   /**
    * The graph feeds of one prompt and its completions (all but target_weights), the packed row count and the row whose
    * logits predict completion m's token j; null when every completion is empty.
    */
-  private groupLayout(
-    prompt: EncodedPrompt,
-    completions: number[][],
-    temperature: number,
-  ): { feeds: Feeds; rows: number; rowOf: (m: number, j: number) => number } | null {
+  private groupLayout(prompt: EncodedPrompt, completions: number[][], temperature: number): GroupLayout | null {
     const { arch, tokenizer } = this.policy;
     const V = arch.vocabSize;
     const H = arch.nHeads;
@@ -423,15 +356,4 @@ export class OrtLearner implements Learner {
     }
     this.sessions = null;
   }
-}
-
-/** The ORT learner of a policy: the built-in model's, or a Hugging Face checkpoint's (hf-ort-learner.ts). */
-export function ortLearner(policy: Policy, options: OrtLearnerOptions = {}): Learner {
-  if (policy instanceof HfPolicy)
-    return new HfOrtLearner(policy, { threads: options.threads, spin: options.spin, device: options.device });
-  if (!(policy instanceof BuiltinPolicy))
-    throw new UserError(
-      `engine ort: the ONNX Runtime learner has no graph for ${policy.constructor.name}; use engine tfjs`,
-    );
-  return new OrtLearner(policy, options);
 }

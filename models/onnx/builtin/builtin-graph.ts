@@ -36,13 +36,13 @@
 // joined weight: rows of Aq → [Bq·s | 0 | Bq R·s | 0 | 0], of Ak → [0 | Bk | 0 | Bk R | 0], of Av → [0 | 0 | 0 | 0 | Bv]),
 // so an update never rebuilds a session: the caller feeds the learner's current values (A pre-multiplied by alpha / r).
 // A graph built without LoRA serves the reference policy (no zero-B products).
-import { headDim, patchDim, type Architecture } from '../builtin/config.ts';
-import type { LayerWeights, ModelWeights, Projection } from '../builtin/weights.ts';
-import { block, embed, head, type BuiltinOps, type Weight } from '../builtin/model-ops.ts';
-import type { LoraConfig } from '../builtin/config.ts';
-import { GraphBuilder, MS_DOMAIN } from './graph-builder.ts';
-import { matMulTransposed } from './portable-ops.ts';
-import { rotationValues } from '../builtin/rope.ts';
+import { headDim, patchDim, type Architecture } from '../../builtin/config.ts';
+import type { LayerWeights, ModelWeights, Projection } from '../../builtin/weights.ts';
+import { block, embed, head, type BuiltinOps, type Weight } from '../../builtin/model-ops.ts';
+import type { LoraConfig } from '../../builtin/config.ts';
+import { GraphBuilder, MS_DOMAIN } from '../graph-builder.ts';
+import { matMulTransposed } from '../portable-ops.ts';
+import { rotationValues } from '../../builtin/rope.ts';
 
 export type GraphMode = 'general' | 'decode';
 

@@ -1,4 +1,4 @@
-// A Hugging Face decoder on ONNX Runtime: the session of models/onnx/hf-graph.ts and
+// A Hugging Face decoder on ONNX Runtime: the session of models/onnx/hf/hf-graph.ts and
 // the feeds it needs, computed in TS by the functions the tfjs forward uses (positions from the attention mask as
 // generate() makes them, layers/rope.ts ropeValues, layers/attention.ts maskValues), so both engines see the same
 // numbers. LoRA A/B are fed (syncLora reads the learner's variables; B = 0 gives the base for the reference policy);
@@ -6,17 +6,17 @@
 // On WebGPU the KV caches and the adapters stay on the GPU between runs (device-tensors.ts): the caches are the graph's
 // present_* outputs bound to GPU buffers and fed back as past_*, a prompt cache is repeated for its G rows there, and
 // the adapters are uploaded once per update; a cache is freed with releaseCache() when its holder is done with it.
-// Generation and scoring on top of it live in models/onnx/hf-ort-sampler.ts.
+// Generation and scoring on top of it live in models/onnx/hf/hf-sampler.ts.
 import type { Tensor } from 'onnxruntime-common';
-import type { DecoderConfig } from '../hf/config.ts';
-import { positionsFromMask, type HfDecoder } from '../hf/decoder.ts';
-import { maskValues } from '../layers/attention.ts';
-import { inverseFrequencies, ropeValues } from '../layers/rope.ts';
-import { DeviceTensors, keepsTensorsOnDevice, keptLocation, zeros } from './device-tensors.ts';
+import type { DecoderConfig } from '../../hf/config.ts';
+import { positionsFromMask, type HfDecoder } from '../../hf/decoder.ts';
+import { maskValues } from '../../layers/attention.ts';
+import { inverseFrequencies, ropeValues } from '../../layers/rope.ts';
+import { DeviceTensors, keepsTensorsOnDevice, keptLocation, zeros } from '../device-tensors.ts';
 import { buildHfDecoderGraph, loraInput, type HfLoraSpec } from './hf-graph.ts';
-import { OrtSession, floatTensor, int64Tensor, type SessionOptions } from './session.ts';
-import { weightFileOf } from './weight-file.ts';
-import type { WeightDtype } from './weight-encoding.ts';
+import { OrtSession, floatTensor, int64Tensor, type SessionOptions } from '../session.ts';
+import { weightFileOf } from '../weight-file.ts';
+import type { WeightDtype } from '../weight-encoding.ts';
 
 /** Keys (RoPE applied) and values of every cached position, per layer [B, nkv, length, d]: on the host, or on the device. */
 export interface HfOrtCache {

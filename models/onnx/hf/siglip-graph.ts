@@ -7,16 +7,16 @@
 // Position rows are the table's first L (0 … L-1: SigLIP, and Idefics3 on a full image, which is every image here:
 // image splitting is not done). Weights are initializers, read from the tower's tfjs tensors when the graph is built.
 import * as tf from '@tensorflow/tfjs';
-import type { VisionConfig } from '../vision/vision-config.ts';
+import type { VisionConfig } from '../../vision/vision-config.ts';
 import {
   siglipTower,
   type LayerNormWeights,
   type LinearWeights,
   type SiglipOps,
   type SiglipWeights,
-} from '../vision/siglip.ts';
-import { GraphBuilder, MAX_INLINE_BYTES, type SerializedModel } from './graph-builder.ts';
-import type { SharedWeightFile } from './weight-file.ts';
+} from '../../vision/siglip.ts';
+import { GraphBuilder, MAX_INLINE_BYTES, type SerializedModel } from '../graph-builder.ts';
+import type { SharedWeightFile } from '../weight-file.ts';
 
 const values = (t: tf.Tensor): Float32Array => t.dataSync() as Float32Array;
 

@@ -16,16 +16,16 @@
 //   position_index      [4, N] int64, position_weight [4, N, 1] float   Qwen3-VL: the interpolated position taps
 // Outputs: image_embeds [M, out_hidden] (M = N / merge², image order); Qwen3-VL also deepstack_embeds_{j}.
 import type * as tf from '@tensorflow/tfjs';
-import type { QwenVisionActivation } from '../qwen-vl/config.ts';
-import type { AttentionScope, QwenLayerNorm, QwenLinear, QwenVisionOps } from '../qwen-vl/vision-ops.ts';
-import type { Qwen25VisionConfig } from '../qwen2_5_vl/config.ts';
-import { qwen25VisionTower } from '../qwen2_5_vl/vision-tower.ts';
-import type { Qwen25VisionWeights } from '../qwen2_5_vl/vision-weights.ts';
-import type { Qwen3VisionConfig } from '../qwen3_vl/config.ts';
-import { qwen3VisionTower } from '../qwen3_vl/vision-tower.ts';
-import type { Qwen3VisionWeights } from '../qwen3_vl/vision-weights.ts';
-import { GraphBuilder, MAX_INLINE_BYTES, type SerializedModel } from './graph-builder.ts';
-import type { SharedWeightFile } from './weight-file.ts';
+import type { QwenVisionActivation } from '../../qwen-vl/config.ts';
+import type { AttentionScope, QwenLayerNorm, QwenLinear, QwenVisionOps } from '../../qwen-vl/vision-ops.ts';
+import type { Qwen25VisionConfig } from '../../qwen2_5_vl/config.ts';
+import { qwen25VisionTower } from '../../qwen2_5_vl/vision-tower.ts';
+import type { Qwen25VisionWeights } from '../../qwen2_5_vl/vision-weights.ts';
+import type { Qwen3VisionConfig } from '../../qwen3_vl/config.ts';
+import { qwen3VisionTower } from '../../qwen3_vl/vision-tower.ts';
+import type { Qwen3VisionWeights } from '../../qwen3_vl/vision-weights.ts';
+import { GraphBuilder, MAX_INLINE_BYTES, type SerializedModel } from '../graph-builder.ts';
+import type { SharedWeightFile } from '../weight-file.ts';
 
 const values = (t: tf.Tensor): Float32Array => t.dataSync() as Float32Array;
 

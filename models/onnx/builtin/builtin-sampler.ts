@@ -10,11 +10,11 @@
 // (rollout-part.ts, rollout-board.ts), so the samples do not change and the parts never wait for each other's decode.
 // Scoring (tokenLogProbsMany) spreads its (chunk, prompt) pieces over the sessions as jobs.
 import * as tf from '@tensorflow/tfjs';
-import type { Rng } from '../../core/rng.ts';
-import { UserError } from '../../core/errors.ts';
-import type { Sampler } from '../sampler.ts';
-import { PolicyFront } from './policy-front.ts';
-import { scoreToken } from '../token-sampling.ts';
+import type { Rng } from '../../../core/rng.ts';
+import { UserError } from '../../../core/errors.ts';
+import type { Sampler } from '../../sampler.ts';
+import { PolicyFront } from '../policy-front.ts';
+import { scoreToken } from '../../token-sampling.ts';
 import type {
   Completion,
   EncodedPrompt,
@@ -22,13 +22,13 @@ import type {
   SequenceBatchItem,
   TokenLogProbs,
   TokenLogProbsOptions,
-} from '../types.ts';
-import type { BuiltinPolicy } from '../builtin/policy.ts';
-import { packPrompts } from '../builtin/sampling.ts';
-import { completionsOf, RowDraws, type DrawnRows } from '../builtin/row-draws.ts';
-import type { PositionCursor } from '../builtin/positions.ts';
+} from '../../types.ts';
+import type { BuiltinPolicy } from '../../builtin/policy.ts';
+import { packPrompts } from '../../builtin/sampling.ts';
+import { completionsOf, RowDraws, type DrawnRows } from '../../builtin/row-draws.ts';
+import type { PositionCursor } from '../../builtin/positions.ts';
 import { BuiltinOrtModel, type PatchSlot } from './builtin-session.ts';
-import type { Device } from './device.ts';
+import type { Device } from '../device.ts';
 import { RolloutPart, type PartPlan, type PartPrompts } from './rollout-part.ts';
 import { RolloutBoard } from './rollout-board.ts';
 import {
@@ -42,7 +42,7 @@ import {
   type OrtWorker,
 } from './worker-pool.ts';
 
-export interface OrtSamplerOptions {
+export interface BuiltinOrtSamplerOptions {
   /** ORT intra-op threads (default: every core). */
   threads?: number;
   /** Idle intra-op threads spin (see models/onnx/session.ts; default off). */
@@ -75,7 +75,7 @@ interface PaddedPrompts {
   lengths: number[];
 }
 
-export class OrtSampler extends PolicyFront<BuiltinPolicy> implements Sampler {
+export class BuiltinOrtSampler extends PolicyFront<BuiltinPolicy> implements Sampler {
   readonly model: BuiltinOrtModel;
 
   private readonly part: RolloutPart;
@@ -86,7 +86,7 @@ export class OrtSampler extends PolicyFront<BuiltinPolicy> implements Sampler {
   private readonly spin?: boolean;
   private readonly params: number;
 
-  constructor(policy: BuiltinPolicy, options: OrtSamplerOptions = {}) {
+  constructor(policy: BuiltinPolicy, options: BuiltinOrtSamplerOptions = {}) {
     super(policy);
     this.executors = executorCount(options.threads, options.device, options.parallel !== false);
     this.always = splitAlways(options.parallel);

@@ -4,17 +4,17 @@
 // frozen (LoRA trains the language model), so no gradient is asked of them.
 import * as tf from '@tensorflow/tfjs';
 import type { Tensor } from 'onnxruntime-common';
-import type { GridThw } from '../qwen-vl/grid.ts';
-import { type Segments, towerRows, type VisionLayout } from '../qwen-vl/vision-layout.ts';
-import type { Qwen25VisionConfig } from '../qwen2_5_vl/config.ts';
-import { qwen25VisionLayout } from '../qwen2_5_vl/vision-tower.ts';
-import type { Qwen25VisionWeights } from '../qwen2_5_vl/vision-weights.ts';
-import type { Qwen3VisionConfig } from '../qwen3_vl/config.ts';
-import { qwen3VisionLayout } from '../qwen3_vl/vision-tower.ts';
-import type { Qwen3VisionWeights } from '../qwen3_vl/vision-weights.ts';
+import type { GridThw } from '../../qwen-vl/grid.ts';
+import { type Segments, towerRows, type VisionLayout } from '../../qwen-vl/vision-layout.ts';
+import type { Qwen25VisionConfig } from '../../qwen2_5_vl/config.ts';
+import { qwen25VisionLayout } from '../../qwen2_5_vl/vision-tower.ts';
+import type { Qwen25VisionWeights } from '../../qwen2_5_vl/vision-weights.ts';
+import type { Qwen3VisionConfig } from '../../qwen3_vl/config.ts';
+import { qwen3VisionLayout } from '../../qwen3_vl/vision-tower.ts';
+import type { Qwen3VisionWeights } from '../../qwen3_vl/vision-weights.ts';
 import { buildQwen25VisionGraph, buildQwen3VisionGraph } from './qwen-vl-vision-graph.ts';
-import { type Feeds, floatTensor, int64Tensor, OrtSession, type SessionOptions } from './session.ts';
-import { weightFileOf } from './weight-file.ts';
+import { type Feeds, floatTensor, int64Tensor, OrtSession, type SessionOptions } from '../session.ts';
+import { weightFileOf } from '../weight-file.ts';
 
 /** float32's lowest value: what a padded key's score gets (transformers masks with finfo.min too). */
 const MASKED = -3.4028234663852886e38;

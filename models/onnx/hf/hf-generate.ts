@@ -5,8 +5,8 @@
 // embeddings of each step are looked up in tfjs (HfDecoder.embed), as the graph starts at inputs_embeds. Each cache is
 // released once the next one exists (on WebGPU it is GPU memory: hf-session.ts).
 import * as tf from '@tensorflow/tfjs';
-import type { HfDecoder } from '../hf/decoder.ts';
-import { chooseNext, decodeSetup, type GenerateOptions, type GenerateResult } from '../hf/generate.ts';
+import type { HfDecoder } from '../../hf/decoder.ts';
+import { chooseNext, decodeSetup, type GenerateOptions, type GenerateResult } from '../../hf/generate.ts';
 import type { HfOrtModel, HfOrtCache } from './hf-session.ts';
 
 export interface OrtGenerateInput {

@@ -2,7 +2,7 @@
 // one prompt group (a prompt and G of its completions) is the decoder's one definition (models/hf/decoder-ops.ts)
 // executed over the differentiating builder (autodiff.ts, HfTrainOps below), which appends the backward pass. The tfjs
 // forward (models/hf/decoder.ts, score.ts) executes the same definition and stays the reference; the gradients are
-// tested against tfjs autodiff and finite differences on every fixture (tests/models/hf-ort-learner.test.ts).
+// tested against tfjs autodiff and finite differences on every fixture (tests/models/onnx-hf-learner.test.ts).
 //
 // What it computes. R predicted tokens: token j of completion m is predicted by the prompt's last row (j = 0) or by
 // the completion's own row j − 1 (`predict_rows` [R]), its id is `targets` [R]. With z = head(final hidden) / T:
@@ -23,7 +23,7 @@
 // (GQA: a KV head's rep query heads are folded into its query axis.) The prompt's keys and values are computed once and
 // receive the gradient of every completion. Only the R predicting rows go through the output head ([R, V] logits,
 // not [N, V]).
-import type { DecoderConfig } from '../hf/config.ts';
+import type { DecoderConfig } from '../../hf/config.ts';
 import {
   decoderBlock,
   decoderFinalNorm,
@@ -31,18 +31,18 @@ import {
   type AttentionSpec,
   type DecoderOps,
   type WeightTensor,
-} from '../hf/decoder-ops.ts';
-import type { DecoderWeights } from '../hf/decoder-weights.ts';
-import type { LinearWeights } from '../layers/linear.ts';
-import type { MlpActivation } from '../layers/mlp.ts';
-import type { NormStyle } from '../layers/rms-norm.ts';
-import { UserError } from '../../core/errors.ts';
-import { DiffGraph, type Value } from './autodiff.ts';
+} from '../../hf/decoder-ops.ts';
+import type { DecoderWeights } from '../../hf/decoder-weights.ts';
+import type { LinearWeights } from '../../layers/linear.ts';
+import type { MlpActivation } from '../../layers/mlp.ts';
+import type { NormStyle } from '../../layers/rms-norm.ts';
+import { UserError } from '../../../core/errors.ts';
+import { DiffGraph, type Value } from '../autodiff.ts';
 import { chunkedHead, chunkedHeadGradient } from './hf-train-head.ts';
-import { logSoftmax, targetMinusSoftmax } from './portable-ops.ts';
-import { MAX_INLINE_BYTES, type GraphBuilder, type SerializedModel } from './graph-builder.ts';
+import { logSoftmax, targetMinusSoftmax } from '../portable-ops.ts';
+import { MAX_INLINE_BYTES, type GraphBuilder, type SerializedModel } from '../graph-builder.ts';
 import type { GraphWeightOptions } from './hf-graph.ts';
-import type { WeightDtype } from './weight-encoding.ts';
+import type { WeightDtype } from '../weight-encoding.ts';
 
 /** Adapted linears: module path → { rank, scale } (their A and B are the graph's params). */
 export type HfTrainLoraSpec = ReadonlyMap<string, { r: number; scale: number }>;
@@ -121,7 +121,7 @@ class HfTrainOps implements DecoderOps<Value> {
   }
 
   /**
-   * A base weight as an initializer (named as models/onnx/hf-graph.ts names it, and in its type), added once however
+   * A base weight as an initializer (named as models/onnx/hf/hf-graph.ts names it, and in its type), added once however
    * often read: a float32 value (a Cast of it when stored 16-bit).
    */
   private weight(w: WeightTensor, name: string, data?: Float32Array, stored: WeightDtype = 'float32'): Value {

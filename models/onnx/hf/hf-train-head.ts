@@ -10,8 +10,8 @@
 // keeping the logits: at a 49k vocabulary and 512 predicted rows the unchunked head held about six [R, V] float
 // tensors (100 MB each) through the backward pass; at Gemma's 262k, five times that per row.
 // Rows are padded to a whole number of chunks (Loop scan outputs have one shape per iteration) and sliced back.
-import type { GraphBuilder } from './graph-builder.ts';
-import { logSumExp, targetMinusSoftmax } from './portable-ops.ts';
+import type { GraphBuilder } from '../graph-builder.ts';
+import { logSumExp, targetMinusSoftmax } from '../portable-ops.ts';
 
 /** Logits values one chunk holds at most ([ROWS, V] floats, 16 MB). */
 const CHUNK_LOGITS = 2 ** 22;

@@ -1,41 +1,26 @@
-// A Hugging Face checkpoint's Learner on ONNX Runtime: the LoRA gradients of a
-// loss of the completion log-probabilities, in the three parts the built-in model's ORT learner uses
-// (models/onnx/ort-learner.ts):
-//   1. the log-probs (and entropies) by an ORT forward pass of the training graph (hf-train-graph.ts, its forward
-//      branch), so they are the log-probs of the very forward that step 3 differentiates; it also returns each layer's
-//      input hidden state ([N, H] per layer, kept until step 3);
-//   2. the loss value and g = dLoss/dlogp in tfjs on those small [B, L] tensors, with the caller's own loss function,
-//      so every loss type and option of trainer/loss/loss.ts works unchanged;
-//   3. per prompt group, one run of the training graph's gradient branch, which recomputes each layer from its kept
-//      input and differentiates it (last layer first), returning the gradient of Σ g · logp with respect to every
-//      LoRA A and B, which by the chain rule is dLoss/dθ. The same work as a forward then a forward + backward, with
-//      one layer's activations alive at a time (measured: docs/performance.md, "One GRPO step against PyTorch eager").
-// The tfjs variables stay the parameters (AdamW updates them, checkpoints save them); their values are fed on every
-// run, so no session is rebuilt after an update. One session serves both passes (its graph's If node picks the
-// branch), without ORT's memory arena and weight prepacking: it holds no weights of its own
-// (it maps the decoder's shared weight file, weight-file.ts, as the sampler's session does), and frees a pass's buffers when the pass ends. On SmolLM2-135M's shape two sessions
-// with arena and prepacking held about twice the memory at the same speed. Everything else of the Learner contract (adapters, saving, the tfjs
-// tokenLogProbs) is the wrapped HfPolicy's.
-// Layout: all of a pass's chunks come at once (lossGradientsSum), so a prompt group whose completions fall in several
-// chunks runs its prompt once; a group is cut into parts only where its [predicted tokens, vocabulary] logits would
-// pass LOGIT_BUDGET (each part runs the prompt again).
+// A Hugging Face checkpoint's Learner on ONNX Runtime: the three steps of models/onnx/lora-learner.ts over the
+// training graph (hf-train-graph.ts):
+//   1. its forward branch: the token log-probs and entropies, and each layer's input hidden state ([N, H] per layer,
+//      kept until step 3);
+//   3. its gradient branch, which recomputes each layer from its kept input and differentiates it (last layer first),
+//      returning the gradient of Σ g · logp with respect to every LoRA A and B. The same work as a forward then a
+//      forward + backward, with one layer's activations alive at a time (measured: docs/performance.md, "One GRPO step
+//      against PyTorch eager").
+// One session serves both passes (its graph's If node picks the branch), without ORT's memory arena and weight
+// prepacking: it holds no weights of its own (it maps the decoder's shared weight file, weight-file.ts, as the
+// sampler's session does), and frees a pass's buffers when the pass ends. On SmolLM2-135M's shape two sessions with
+// arena and prepacking held about twice the memory at the same speed.
+// Jobs: a prompt group whose completions fall in several chunks runs its prompt once; a group is cut into parts only
+// where its [predicted tokens, vocabulary] logits would pass LOGIT_BUDGET (each part runs the prompt again).
 import * as tf from '@tensorflow/tfjs';
 import { Tensor } from 'onnxruntime-common';
-import type { Rng } from '../../core/rng.ts';
-import { UserError } from '../../core/errors.ts';
-import type { HfPolicy } from '../hf/policy.ts';
-import { maskValues } from '../layers/attention.ts';
-import { inverseFrequencies, ropeValues } from '../layers/rope.ts';
-import type {
-  LogProbLoss,
-  LossGradients,
-  LossRequest,
-  Learner,
-  LoraSettings,
-  SummedLossGradients,
-} from '../learner.ts';
-import type { EncodedPrompt, SequenceBatchItem, TokenLogProbs, TokenLogProbsOptions } from '../types.ts';
-import type { Device } from './device.ts';
+import { UserError } from '../../../core/errors.ts';
+import type { HfPolicy } from '../../hf/policy.ts';
+import { maskValues } from '../../layers/attention.ts';
+import { inverseFrequencies, ropeValues } from '../../layers/rope.ts';
+import type { LossRequest } from '../../learner.ts';
+import type { SequenceBatchItem } from '../../types.ts';
+import type { Device } from '../device.ts';
 import {
   buildHfTrainGraph,
   hfGradName,
@@ -43,11 +28,11 @@ import {
   hfTrainLoraName,
   type HfTrainLoraSpec,
 } from './hf-train-graph.ts';
-import { OrtSession, floatTensor, int64Tensor, type Feeds } from './session.ts';
-import { weightFileOf } from './weight-file.ts';
-import { deviceWeightDtype } from './weight-dtype.ts';
-import type { WeightDtype } from './weight-encoding.ts';
-import { logpLossAndGradient } from './logp-loss.ts';
+import { OrtSession, floatTensor, int64Tensor, type Feeds } from '../session.ts';
+import { weightFileOf } from '../weight-file.ts';
+import { deviceWeightDtype } from '../weight-dtype.ts';
+import type { WeightDtype } from '../weight-encoding.ts';
+import { OrtLoraLearner, type JobScores, type LearnerJob, type LearnerPass } from '../lora-learner.ts';
 
 /** Most [predicted tokens × vocabulary] logit values one run holds (2^25 floats: 128 MB a tensor). */
 const LOGIT_BUDGET = 2 ** 25;
@@ -79,29 +64,30 @@ export interface HfOrtLearnerOptions {
 }
 
 /** One run of the graphs: a prompt and some of its completions (members: their request and batch index). */
-interface Part {
-  prompt: EncodedPrompt;
-  temperature: number;
-  members: { r: number; b: number }[];
-}
+type Part = LearnerJob;
 
 interface PartLayout {
   feeds: Feeds;
   /** Predicted tokens in member order, then token order: their (member, j). */
   tokens: { m: number; j: number }[];
+  /** Where member m's tokens start in that order. */
+  index: number[];
+  /** The layers' input hidden states the forward branch returned, until the gradient branch reads them. */
+  kept?: Feeds;
 }
 
-export class HfOrtLearner implements Learner {
-  readonly adapterFiles: readonly string[];
+export class HfOrtLearner extends OrtLoraLearner<HfPolicy, Part> {
   private sessions: { key: string; session: OrtSession } | null = null;
   private readonly invGlobal: Float32Array;
   private readonly invLocal: Float32Array | null;
+  private lora: Feeds = {};
+  private layouts = new Map<Part, PartLayout>();
 
   constructor(
-    readonly policy: HfPolicy,
+    policy: HfPolicy,
     private readonly options: HfOrtLearnerOptions = {},
   ) {
-    this.adapterFiles = policy.adapterFiles;
+    super(policy);
     const c = policy.decoder.config;
     // Refused here, when the run is prepared, rather than when the first update builds the graph.
     if (c.attnLogitSoftcap !== null) throw new UserError(ATTENTION_SOFTCAP);
@@ -109,23 +95,8 @@ export class HfOrtLearner implements Learner {
     this.invLocal = c.ropeLocalTheta !== null ? inverseFrequencies(c.headDim, c.ropeLocalTheta) : null;
   }
 
-  tokenLogProbs(batch: SequenceBatchItem[], options: TokenLogProbsOptions): TokenLogProbs {
-    return this.policy.tokenLogProbs(batch, options);
-  }
   passTokens(batch: readonly SequenceBatchItem[]): number {
     return this.policy.passTokens(batch);
-  }
-  trainableVariables(scope: 'lora' | 'base'): tf.Variable[] {
-    return this.policy.trainableVariables(scope);
-  }
-  attachLora(settings: LoraSettings, rng: Rng): void {
-    this.policy.attachLora(settings, rng);
-  }
-  saveAdapter(dir: string, options?: { baseModel?: string }): void {
-    this.policy.saveAdapter(dir, options);
-  }
-  loadAdapter(dir: string): LoraSettings {
-    return this.policy.loadAdapter(dir);
   }
 
   /** The adapted modules with their rank and scale, and the key of that set (a change rebuilds the sessions). */
@@ -164,149 +135,49 @@ export class HfOrtLearner implements Learner {
     return this.sessions.session;
   }
 
-  lossGradients(
-    batch: SequenceBatchItem[],
-    options: TokenLogProbsOptions,
-    loss: LogProbLoss,
-    variables: tf.Variable[],
-  ): LossGradients {
-    const { values, grads } = this.lossGradientsSum([{ batch, options, loss }], variables);
-    return { value: values[0], grads };
-  }
-
-  /** The losses of the requests (chunks), evaluated in request order, and the gradient of their sum. */
-  lossGradientsSum(requests: LossRequest[], variables: tf.Variable[]): SummedLossGradients {
+  /** Which graph param each adapter variable is; their current values (raw A and B) become this pass's feeds. */
+  protected paramNames(requests: LossRequest[]): Map<string, string> {
     if (requests.some((r) => !r.options.useLora))
       throw new Error('the ONNX Runtime learner differentiates LoRA adapters: score with useLora');
     const paramOf = new Map<string, string>();
+    this.lora = {};
     for (const [module, l] of this.policy.decoder.linears()) {
       if (!l.lora) continue;
       paramOf.set(l.lora.a.name, hfTrainLoraName(module, 'a'));
       paramOf.set(l.lora.b.name, hfTrainLoraName(module, 'b'));
+      this.lora[hfTrainLoraName(module, 'a')] = floatTensor(
+        (l.lora.a.dataSync() as Float32Array).slice(),
+        l.lora.a.shape,
+      );
+      this.lora[hfTrainLoraName(module, 'b')] = floatTensor(
+        (l.lora.b.dataSync() as Float32Array).slice(),
+        l.lora.b.shape,
+      );
     }
     if (paramOf.size === 0) throw new Error('the ONNX Runtime learner differentiates LoRA adapters: attach them first');
-    for (const v of variables)
-      if (!paramOf.has(v.name))
-        throw new Error(`the ONNX Runtime learner has no gradient for ${v.name} (LoRA adapters only)`);
-    for (const { batch } of requests)
-      for (const it of batch) this.policy.checkLength(it.prompt.tokens.length, it.completion.length);
-    const V = this.policy.decoder.config.vocabSize;
-    const temperatures = requests.map(({ options }) => {
-      const T = options.temperature ?? 1;
-      if (!(T > 0)) throw new Error(`temperature must be positive, got ${T}`);
-      return T;
-    });
-    for (const { batch } of requests)
-      for (const it of batch)
-        for (const t of it.completion)
-          if (!(t >= 0 && t < V)) throw new Error(`completion token ${t} outside the vocabulary`);
-    const loraFeeds = this.loraFeeds();
-    const parts = this.parts(requests, temperatures);
-    const layouts = new Map<Part, PartLayout>();
-    const layoutOf = (part: Part) => layouts.get(part) ?? layouts.set(part, this.layout(part, requests)).get(part)!;
-    const shapes = requests.map(({ batch }) => ({
-      B: batch.length,
-      L: Math.max(0, ...batch.map((it) => it.completion.length)),
-    }));
-    const lps = shapes.map(({ B, L }) => ({
-      logp: new Float32Array(B * L),
-      entropy: new Float32Array(B * L),
-      mask: new Float32Array(B * L),
-    }));
-
-    // 1. Every part's forward: its tokens' log-probs and entropies into their requests' [B, L] arrays, and its layers'
-    // input hidden states (one [N, H] per layer), which step 3 recomputes each layer from.
-    const L = this.policy.decoder.config.numLayers;
-    const hiddenOut = Array.from({ length: L }, (_, i) => `${hfHiddenName(i + 1)}.out`);
-    const noHidden = this.emptyHidden();
-    const kept = new Map<Part, Feeds>();
-    for (const part of parts) {
-      const layout = layoutOf(part);
-      const out = this.session().run(
-        {
-          ...layout.feeds,
-          ...loraFeeds,
-          ...noHidden,
-          with_gradients: NO_GRADIENTS,
-          target_grads: floatTensor(new Float32Array(layout.tokens.length), [layout.tokens.length]),
-        },
-        ['token_logp', 'token_entropy', ...hiddenOut],
-      );
-      kept.set(part, Object.fromEntries(hiddenOut.map((name, i) => [hfHiddenName(i + 1), out[name]])));
-      const logp = out.token_logp.data as Float32Array;
-      const entropy = out.token_entropy.data as Float32Array;
-      layout.tokens.forEach(({ m, j }, k) => {
-        const { r, b } = part.members[m];
-        const o = b * shapes[r].L + j;
-        lps[r].logp[o] = logp[k];
-        lps[r].entropy[o] = entropy[k];
-        lps[r].mask[o] = 1;
-      });
-    }
-    // 2. The losses and g = dLoss/dlogp, request by request, in tfjs.
-    const losses = requests.map(({ options, loss }, r) => logpLossAndGradient(lps[r], shapes[r], options, loss));
-    // 3. Every part's forward + backward with g at its tokens; the gradients summed in part order.
-    const wanted = variables.map((v) => hfGradName(paramOf.get(v.name)!));
-    const sums = new Map<string, Float32Array>();
-    for (const part of parts) {
-      const layout = layoutOf(part);
-      const g = new Float32Array(layout.tokens.length);
-      layout.tokens.forEach(({ m, j }, k) => {
-        const { r, b } = part.members[m];
-        g[k] = losses[r].g[b * shapes[r].L + j];
-      });
-      const out = this.session().run(
-        {
-          ...layout.feeds,
-          ...loraFeeds,
-          ...kept.get(part)!,
-          with_gradients: WITH_GRADIENTS,
-          target_grads: floatTensor(g, [g.length]),
-        },
-        wanted,
-      );
-      kept.delete(part);
-      for (const name of wanted) {
-        const data = out[name].data as Float32Array;
-        const sum = sums.get(name);
-        if (sum) for (let i = 0; i < data.length; i++) sum[i] += data[i];
-        else sums.set(name, Float32Array.from(data));
-      }
-    }
-    const grads: tf.NamedTensorMap = {};
-    for (const v of variables) {
-      const sum = sums.get(hfGradName(paramOf.get(v.name)!));
-      grads[v.name] = sum ? tf.tensor(sum, v.shape) : tf.zerosLike(v);
-    }
-    return { values: losses.map(({ value }) => value), grads };
+    return paramOf;
   }
 
-  /** The hidden-state inputs of the forward pass, which reads none of them: empty [0, H] tensors. */
-  private emptyHidden(): Feeds {
-    const { numLayers: L, hiddenSize: H } = this.policy.decoder.config;
-    const none = floatTensor(new Float32Array(0), [0, H]);
-    return Object.fromEntries(Array.from({ length: L }, (_, i) => [hfHiddenName(i + 1), none]));
+  protected gradName(param: string): string {
+    return hfGradName(param);
   }
 
-  /** The adapters' current values as the graphs' param feeds (raw A and B, as the variables hold them). */
-  private loraFeeds(): Feeds {
-    const feeds: Feeds = {};
-    for (const [module, l] of this.policy.decoder.linears()) {
-      if (!l.lora) continue;
-      feeds[hfTrainLoraName(module, 'a')] = floatTensor((l.lora.a.dataSync() as Float32Array).slice(), l.lora.a.shape);
-      feeds[hfTrainLoraName(module, 'b')] = floatTensor((l.lora.b.dataSync() as Float32Array).slice(), l.lora.b.shape);
-    }
-    return feeds;
+  protected vocabSize(): number {
+    return this.policy.decoder.config.vocabSize;
+  }
+
+  protected checkLength(promptTokens: number, completionTokens: number): void {
+    this.policy.checkLength(promptTokens, completionTokens);
   }
 
   /**
    * The runs of a pass: per prompt (the same object) and temperature, its non-empty completions over all requests in
    * request order, cut where the predicted tokens times the vocabulary would pass the logit budget.
    */
-  private parts(requests: LossRequest[], temperatures: number[]): Part[] {
+  protected jobs({ requests, temperatures }: LearnerPass): Part[] {
     const V = this.policy.decoder.config.vocabSize;
     const budget = Math.max(1, Math.floor((this.options.logitBudget ?? LOGIT_BUDGET) / V));
-    const groups = new Map<EncodedPrompt, Map<number, { r: number; b: number }[]>>();
+    const groups = new Map<Part['prompt'], Map<number, { r: number; b: number }[]>>();
     requests.forEach(({ batch }, r) =>
       batch.forEach((item, b) => {
         if (item.completion.length === 0) return;
@@ -330,7 +201,72 @@ export class HfOrtLearner implements Learner {
         }
       }
     }
+    this.layouts = new Map();
     return parts;
+  }
+
+  private layoutOf(part: Part, requests: LossRequest[]): PartLayout {
+    return this.layouts.get(part) ?? this.layouts.set(part, this.layout(part, requests)).get(part)!;
+  }
+
+  /**
+   * Every part's forward branch: its tokens' log-probs and entropies, and its layers' input hidden states (one [N, H]
+   * per layer), kept for the gradient branch to recompute each layer from.
+   */
+  protected forward(parts: Part[], { requests }: LearnerPass): JobScores[] {
+    const L = this.policy.decoder.config.numLayers;
+    const hiddenOut = Array.from({ length: L }, (_, i) => `${hfHiddenName(i + 1)}.out`);
+    const noHidden = this.emptyHidden();
+    return parts.map((part) => {
+      const layout = this.layoutOf(part, requests);
+      const out = this.session().run(
+        {
+          ...layout.feeds,
+          ...this.lora,
+          ...noHidden,
+          with_gradients: NO_GRADIENTS,
+          target_grads: floatTensor(new Float32Array(layout.tokens.length), [layout.tokens.length]),
+        },
+        ['token_logp', 'token_entropy', ...hiddenOut],
+      );
+      layout.kept = Object.fromEntries(hiddenOut.map((name, i) => [hfHiddenName(i + 1), out[name]]));
+      const logp = out.token_logp.data as Float32Array;
+      const entropy = out.token_entropy.data as Float32Array;
+      const at = (m: number, j: number) => layout.index[m] + j;
+      return { logp: (m, j) => logp[at(m, j)], entropy: (m, j) => entropy[at(m, j)] };
+    });
+  }
+
+  /** Every part's gradient branch with g at its tokens, from the hidden states its forward kept. */
+  protected backward(
+    parts: Part[],
+    { requests }: LearnerPass,
+    g: (k: number, m: number, j: number) => number,
+    wanted: string[],
+  ): Feeds[] {
+    return parts.map((part, k) => {
+      const layout = this.layoutOf(part, requests);
+      const grads = Float32Array.from(layout.tokens, ({ m, j }) => g(k, m, j));
+      const out = this.session().run(
+        {
+          ...layout.feeds,
+          ...this.lora,
+          ...layout.kept!,
+          with_gradients: WITH_GRADIENTS,
+          target_grads: floatTensor(grads, [grads.length]),
+        },
+        wanted,
+      );
+      layout.kept = undefined;
+      return out;
+    });
+  }
+
+  /** The hidden-state inputs of the forward pass, which reads none of them: empty [0, H] tensors. */
+  private emptyHidden(): Feeds {
+    const { numLayers: L, hiddenSize: H } = this.policy.decoder.config;
+    const none = floatTensor(new Float32Array(0), [0, H]);
+    return Object.fromEntries(Array.from({ length: L }, (_, i) => [hfHiddenName(i + 1), none]));
   }
 
   /** The graph feeds of one part (all but the LoRA params and target_grads) and the order of its predicted tokens. */
@@ -421,7 +357,9 @@ export class HfOrtLearner implements Learner {
     );
     feeds.predict_rows = int64Tensor(predict, [predict.length]);
     feeds.targets = int64Tensor(targets, [targets.length]);
-    return { feeds, tokens };
+    const index: number[] = [];
+    completions.reduce((at, t) => (index.push(at), at + t.length), 0);
+    return { feeds, tokens, index };
   }
 
   /** Releases the ORT sessions; the wrapped policy stays its owner's to dispose. */

@@ -1,8 +1,8 @@
 // Tensors as they cross between the main thread and an ONNX Runtime worker thread (worker-pool.ts,
-// ort-worker-main.ts): an onnxruntime Tensor loses its class in a message, so it travels as its type, data and dims.
+// worker-main.ts): an onnxruntime Tensor loses its class in a message, so it travels as its type, data and dims.
 // Its own file so that the worker's code does not import the pool that starts it by path.
 import { Tensor } from 'onnxruntime-common';
-import type { Feeds } from './session.ts';
+import type { Feeds } from '../session.ts';
 
 /** A tensor as it crosses threads (an onnxruntime Tensor loses its class in a message). */
 export interface WireTensor {

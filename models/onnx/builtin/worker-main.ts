@@ -1,10 +1,10 @@
 // The code of an ONNX Runtime worker thread (started by worker-pool.ts through
-// ort-worker.mjs): it holds sessions, built-in models and rollout parts by id, answers each request in order on its
+// worker.mjs): it holds sessions, built-in models and rollout parts by id, answers each request in order on its
 // port, and counts every reply in the shared signal so that the main thread, blocked in Atomics.wait, knows it is
 // queued. Graph bytes, feeds and adapter values come from the main thread; nothing here reads files or weights.
 import { workerData, type MessagePort } from 'node:worker_threads';
-import { UserError } from '../../core/errors.ts';
-import { OrtSession, type SessionOptions } from './session.ts';
+import { UserError } from '../../../core/errors.ts';
+import { OrtSession, type SessionOptions } from '../session.ts';
 import { BuiltinOrtModel, type BuiltinOrtOptions, type LoraValues, type PrebuiltModel } from './builtin-session.ts';
 import { RolloutPart, type PartPlan, type PartPrompts } from './rollout-part.ts';
 import { fromWire, toWire, type WireTensor } from './worker-wire.ts';

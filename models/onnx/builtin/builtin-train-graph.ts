@@ -20,13 +20,13 @@
 //               its queries in QUERY_BLOCKS blocks, each block's scores stopping at its own last key
 // The prompt's keys and values are computed once for the group and receive the gradient of all G completions, as in
 // scoring.ts. Embeddings, image patches and base weights are constants: no gradient nodes for them.
-import { headDim, patchDim, type Architecture } from '../builtin/config.ts';
-import type { LayerWeights, ModelWeights, Projection } from '../builtin/weights.ts';
-import { block, embed, head, type BuiltinOps, type Weight } from '../builtin/model-ops.ts';
-import { DiffGraph, type Value } from './autodiff.ts';
+import { headDim, patchDim, type Architecture } from '../../builtin/config.ts';
+import type { LayerWeights, ModelWeights, Projection } from '../../builtin/weights.ts';
+import { block, embed, head, type BuiltinOps, type Weight } from '../../builtin/model-ops.ts';
+import { DiffGraph, type Value } from '../autodiff.ts';
 import { QKV, weightNames, type BuiltinGraphSpec, type LoraSpec } from './builtin-graph.ts';
-import type { GraphBuilder } from './graph-builder.ts';
-import { logSoftmax } from './portable-ops.ts';
+import type { GraphBuilder } from '../graph-builder.ts';
+import { logSoftmax } from '../portable-ops.ts';
 
 /** Name of a LoRA param input (raw A [in, r] and B [r, out], as the tfjs variables hold them). */
 export const trainLoraName = (layer: number, projection: Projection, part: 'a' | 'b'): string =>

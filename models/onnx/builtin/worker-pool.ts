@@ -2,17 +2,17 @@
 // sampler and learner use more than one core. onnxruntime-node runs a session on the calling JS thread, and ORT's
 // intra-op threads barely help on this model's small matrices (issue 17: 1.16-1.49× on two cores), so with
 // `--threads N` (N ≥ 2, CPU) the work is split into independent pieces (prompt groups, learner chunks) run on N
-// sessions of one intra-op thread each: one on the main thread, N − 1 in workers (ort-worker.mjs → ort-worker-main.ts).
+// sessions of one intra-op thread each: one on the main thread, N − 1 in workers (worker.mjs → worker-main.ts).
 // The Sampler and Learner contracts are synchronous, so the main thread posts a worker its piece, does its own, then
 // blocks (Atomics.wait) until the worker's reply is queued and takes it with receiveMessageOnPort: no event loop turn.
 // Each piece computes exactly what the single session computes for it (same graph, one thread each), so results do
 // not depend on how pieces were spread.
 import { availableParallelism } from 'node:os';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
-import { UserError } from '../../core/errors.ts';
-import type { Feeds, SessionOptions } from './session.ts';
+import { UserError } from '../../../core/errors.ts';
+import type { Feeds, SessionOptions } from '../session.ts';
 import { fromWire, toWire, type WireTensor } from './worker-wire.ts';
-import type { Device } from './device.ts';
+import type { Device } from '../device.ts';
 
 /**
  * How many sessions of one intra-op thread share the work for `threads` (undefined: every core) on `device`: the
@@ -54,7 +54,7 @@ export class OrtWorker {
   constructor() {
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
-    this.worker = new Worker(new URL('./ort-worker.mjs', import.meta.url), {
+    this.worker = new Worker(new URL('./worker.mjs', import.meta.url), {
       workerData: { port: port2, signal: this.signal },
       transferList: [port2],
     });

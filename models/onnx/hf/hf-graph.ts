@@ -19,7 +19,7 @@
 // Base weights are initializers: in the decoder's shared weight file when given (weight-file.ts: the learner's graph
 // maps the same file), else inline, or in an external data file when the model is too large for one protobuf
 // (graph-builder.ts toModel).
-import type { DecoderConfig } from '../hf/config.ts';
+import type { DecoderConfig } from '../../hf/config.ts';
 import {
   decoderBlock,
   decoderFinalNorm,
@@ -27,14 +27,14 @@ import {
   type AttentionSpec,
   type DecoderOps,
   type WeightTensor,
-} from '../hf/decoder-ops.ts';
-import type { DecoderWeights } from '../hf/decoder-weights.ts';
-import type { LinearWeights } from '../layers/linear.ts';
-import type { MlpActivation } from '../layers/mlp.ts';
-import type { NormStyle } from '../layers/rms-norm.ts';
-import { GraphBuilder, MAX_INLINE_BYTES, type SerializedModel } from './graph-builder.ts';
-import type { SharedWeightFile } from './weight-file.ts';
-import type { WeightDtype } from './weight-encoding.ts';
+} from '../../hf/decoder-ops.ts';
+import type { DecoderWeights } from '../../hf/decoder-weights.ts';
+import type { LinearWeights } from '../../layers/linear.ts';
+import type { MlpActivation } from '../../layers/mlp.ts';
+import type { NormStyle } from '../../layers/rms-norm.ts';
+import { GraphBuilder, MAX_INLINE_BYTES, type SerializedModel } from '../graph-builder.ts';
+import type { SharedWeightFile } from '../weight-file.ts';
+import type { WeightDtype } from '../weight-encoding.ts';
 
 /** Adapted linears of a graph: module path → LoRA rank (their A/B are graph inputs). */
 export type HfLoraSpec = ReadonlyMap<string, number>;

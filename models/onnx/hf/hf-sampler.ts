@@ -1,5 +1,5 @@
 // A Sampler (models/sampler.ts) for Hugging Face checkpoints on ONNX Runtime: the
-// decoder's forward passes run in the graph of models/onnx/hf-graph.ts; everything else is the wrapped HfPolicy's, which
+// decoder's forward passes run in the graph of models/onnx/hf/hf-graph.ts; everything else is the wrapped HfPolicy's, which
 // stays the Learner: the prompt format, tokenizer and chat template, the left padding and the token draws
 // (HfPolicy.sampleGroupsWith, so both engines draw the same tokens from logits that agree within 1e-4). A VLM's vision
 // tower runs on ONNX Runtime too (its image model's ortTower, installed in the policy while this sampler lives, so the
@@ -7,16 +7,16 @@
 // connector or projector) and the merge into the token embeddings stay there, and the merged rows enter the decoder
 // graph as inputs_embeds.
 //   rollouts      all prompts as one left-padded batch, each prefilled once, its cache repeated for its G rows, then
-//                 KV-cache decoding (models/onnx/hf-generate.ts)
+//                 KV-cache decoding (models/onnx/hf/hf-generate.ts)
 //   log-probs     per distinct prompt: one prefill, then its completions as one batch attending to the prompt's cache
 //                 (tokens 0 … L-2 in, as models/hf/score.ts predicts token j from the position before it); no gradient
 // After each learner update the trainer calls syncLora() (the adapters are graph inputs: no rebuild).
 import * as tf from '@tensorflow/tfjs';
-import type { Rng } from '../../core/rng.ts';
-import type { HfPolicy } from '../hf/policy.ts';
-import type { Sampler } from '../sampler.ts';
-import { PolicyFront } from './policy-front.ts';
-import { scoreToken } from '../token-sampling.ts';
+import type { Rng } from '../../../core/rng.ts';
+import type { HfPolicy } from '../../hf/policy.ts';
+import type { Sampler } from '../../sampler.ts';
+import { PolicyFront } from '../policy-front.ts';
+import { scoreToken } from '../../token-sampling.ts';
 import type {
   Completion,
   EncodedPrompt,
@@ -24,13 +24,13 @@ import type {
   SequenceBatchItem,
   TokenLogProbs,
   TokenLogProbsOptions,
-} from '../types.ts';
-import type { Device } from './device.ts';
-import type { EngineTower } from '../hf/image-model.ts';
+} from '../../types.ts';
+import type { Device } from '../device.ts';
+import type { EngineTower } from '../../hf/image-model.ts';
 import { generateOrt } from './hf-generate.ts';
 import { HfOrtModel } from './hf-session.ts';
-import { deviceWeightDtype } from './weight-dtype.ts';
-import type { WeightDtype } from './weight-encoding.ts';
+import { deviceWeightDtype } from '../weight-dtype.ts';
+import type { WeightDtype } from '../weight-encoding.ts';
 
 /** Most logit values one scoring run returns (2^25 floats, 128 MB). */
 const LOGIT_BUDGET = 2 ** 25;

@@ -1,15 +1,20 @@
 // The model side of a rollout for some of its prompts: prefill, then one decode
-// step per drawn token, with each row's own key/value cache kept here. A rollout split over sessions (ort-sampler.ts)
-// gives each part contiguous prompts; a part runs on the main thread or in a worker (ort-worker-main.ts) and, with
+// step per drawn token, with each row's own key/value cache kept here. A rollout split over sessions (builtin-sampler.ts)
+// gives each part contiguous prompts; a part runs on the main thread or in a worker (worker-main.ts) and, with
 // rollout(), draws its own rows too, from its own copy of the rollout's Rng stream at the place the single session's
 // draws of those rows take (rollout-board.ts says how the parts learn it), so the samples are those of one session
 // while the parts decode on their own cores. Prompts are padded to the whole rollout's longest prompt, so a part's
 // rows see exactly the shapes and masks they would in one batch.
-import { headDim } from '../builtin/config.ts';
-import { Rng, type RngState } from '../../core/rng.ts';
-import type { SamplingOptions } from '../types.ts';
-import { PositionCursor, type CursorState, type CursorTokenizer, type PositionScheme } from '../builtin/positions.ts';
-import { RowDraws, type DrawnRows, type DrawTokens } from '../builtin/row-draws.ts';
+import { headDim } from '../../builtin/config.ts';
+import { Rng, type RngState } from '../../../core/rng.ts';
+import type { SamplingOptions } from '../../types.ts';
+import {
+  PositionCursor,
+  type CursorState,
+  type CursorTokenizer,
+  type PositionScheme,
+} from '../../builtin/positions.ts';
+import { RowDraws, type DrawnRows, type DrawTokens } from '../../builtin/row-draws.ts';
 import type { BuiltinOrtModel, KVCache, PatchSlot } from './builtin-session.ts';
 import { RolloutBoard } from './rollout-board.ts';
 
@@ -160,7 +165,7 @@ export class RolloutPart {
   /**
    * Prefill `prompts`, then step by step: `draw` gives the tokens the rows feed from their logits (after the prefill a
    * row's logits are its prompt's last, after a decode step its own), and the rows decode them, until `finished()` or
-   * the `maxNewTokens`-th draw. Both rollouts run this loop: the single session's (ort-sampler.ts) and a part's (rollout).
+   * the `maxNewTokens`-th draw. Both rollouts run this loop: the single session's (builtin-sampler.ts) and a part's (rollout).
    */
   decode(
     prompts: PartPrompts,

@@ -1,19 +1,19 @@
-// The built-in model on ONNX Runtime: the sessions of models/onnx/builtin-graph.ts
+// The built-in model on ONNX Runtime: the sessions of models/onnx/builtin/builtin-graph.ts
 // (general: prefill, scoring, full forward; decode: one token per row) and the feeds they need, computed in TS exactly
 // as the tfjs forward computes them (RoPE tables from positions.ts positions, patch placement, additive attention
 // masks). The projection weights are fed, base or LoRA-merged (syncLora), so an update never rebuilds a session.
-// Generation and scoring on top of it live in models/onnx/ort-sampler.ts.
+// Generation and scoring on top of it live in models/onnx/builtin/builtin-sampler.ts.
 import type { Tensor } from 'onnxruntime-common';
-import { headDim, patchDim, patchesPerImage, type Architecture } from '../builtin/config.ts';
-import type { ModelWeights, Projection } from '../builtin/weights.ts';
-import type { LoraSet } from '../builtin/lora.ts';
+import { headDim, patchDim, patchesPerImage, type Architecture } from '../../builtin/config.ts';
+import type { ModelWeights, Projection } from '../../builtin/weights.ts';
+import type { LoraSet } from '../../builtin/lora.ts';
 // RoPE cos/sin come from the tfjs forward's own tables (rope.ts, no tfjs: worker threads load this), so both engines
 // rotate identically.
-import { NEG, ropeValues } from '../builtin/rope.ts';
-import { queryScale } from '../builtin/model-ops.ts';
+import { NEG, ropeValues } from '../../builtin/rope.ts';
+import { queryScale } from '../../builtin/model-ops.ts';
 import { buildBuiltinGraph, joinQkv, loraInputName, loraSpec, QKV, type LoraSpec } from './builtin-graph.ts';
-import { OrtSession, floatTensor, int64Tensor } from './session.ts';
-import type { Device } from './device.ts';
+import { OrtSession, floatTensor, int64Tensor } from '../session.ts';
+import type { Device } from '../device.ts';
 
 /** Keys (RoPE applied) and values per layer: k and v [n, H, len, dh], n = prompts or rows. */
 export interface KVCache {
@@ -212,7 +212,7 @@ export class BuiltinOrtModel {
     if (lora) this.syncLora(lora);
   }
 
-  /** What a worker needs to open the same sessions (models/onnx/worker-pool.ts). */
+  /** What a worker needs to open the same sessions (models/onnx/builtin/worker-pool.ts). */
   get prebuilt(): PrebuiltModel {
     return { arch: this.arch, spec: this.spec, graphs: this.graphs };
   }

@@ -1,13 +1,13 @@
 // The SigLIP vision tower on ONNX Runtime: the session of
-// models/onnx/siglip-graph.ts, run where tfjs's siglipForward would be. The ONNX Runtime engine installs it in a
+// models/onnx/hf/siglip-graph.ts, run where tfjs's siglipForward would be. The ONNX Runtime engine installs it in a
 // Hugging Face VLM's image encoder (ImageEncoder.runTower) for its lifetime; the connector or projector after the
 // tower stays on tfjs (one small product). The tower is frozen, so no gradient is asked of it.
 import * as tf from '@tensorflow/tfjs';
-import type { VisionConfig } from '../vision/vision-config.ts';
-import type { SiglipWeights } from '../vision/siglip.ts';
+import type { VisionConfig } from '../../vision/vision-config.ts';
+import type { SiglipWeights } from '../../vision/siglip.ts';
 import { buildSiglipGraph } from './siglip-graph.ts';
-import { OrtSession, floatTensor, type SessionOptions } from './session.ts';
-import { weightFileOf } from './weight-file.ts';
+import { OrtSession, floatTensor, type SessionOptions } from '../session.ts';
+import { weightFileOf } from '../weight-file.ts';
 
 export class SiglipOrtTower {
   private readonly session: OrtSession;
