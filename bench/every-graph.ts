@@ -6,7 +6,7 @@
 // what the placement check reads (models/onnx/session-placement.ts; tests/models/webgpu-placement.test.ts, `npm run
 // bench -- placement`). Prints one line per model to stdout.
 //   node bin/run-ts.js bench/every-graph.ts [cpu|webgpu|cuda] [NAME,…] [--stored float32|bfloat16|float16]
-// NAME: fixtures (llama, llama-bf16, qwen2, gemma3, idefics3, gemma3-softcap) or builtin; default all. --stored forces
+// NAME: fixtures (llama, llama-bf16, qwen2, qwen3, gemma3, idefics3, gemma3-softcap) or builtin; default all. --stored forces
 // the Hugging Face projections' stored type (tests open a GPU's 16-bit graphs on the CPU provider with it).
 import * as tf from '@tensorflow/tfjs';
 import { join } from 'node:path';
@@ -24,7 +24,7 @@ import type { EncodedPrompt, SequenceBatchItem } from '../models/types.ts';
 import { fixtureCopy, GEMMA3_SOFTCAP } from './hf-fixtures.ts';
 import { loadHfPolicy } from '../models/registry.ts';
 
-const HF_MODELS = ['llama', 'llama-bf16', 'qwen2', 'gemma3', 'idefics3', GEMMA3_SOFTCAP];
+const HF_MODELS = ['llama', 'llama-bf16', 'qwen2', 'qwen3', 'gemma3', 'idefics3', GEMMA3_SOFTCAP];
 const BUILTIN = 'builtin';
 
 const args = process.argv.slice(2);

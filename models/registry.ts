@@ -1,7 +1,7 @@
 // The model registry: which architecture a checkpoint folder holds, and the loader that reads it, as
 // envs/registry.ts does for environments. A folder is recognised by its config.json:
 //   the built-in model   `format: "metrl-vlm"` (models/builtin/base-checkpoint.ts writes it)
-//   Hugging Face         `model_type` (llama, qwen2, idefics3, gemma3, …), as save_pretrained writes it
+//   Hugging Face         `model_type` (llama, qwen2, qwen3, idefics3, gemma3, …), as save_pretrained writes it
 // The Hugging Face architectures are one table: each models/<arch>/architecture.ts exports its descriptor (model_type
 // values and classes, decoder family, tensor layouts, image side, engines: models/hf/architecture.ts), and
 // HF_ARCHITECTURES collects them; the config reader, the decoder loader, HfPolicy and models/engine.ts read it. Adding
@@ -20,11 +20,13 @@ import { gemma3Architecture } from './gemma3/architecture.ts';
 import { idefics3Architecture } from './idefics3/architecture.ts';
 import { llamaArchitecture } from './llama/architecture.ts';
 import { qwen2Architecture } from './qwen2/architecture.ts';
+import { qwen3Architecture } from './qwen3/architecture.ts';
 
 /** The Hugging Face architectures metrl runs, in the order messages list them. */
 export const HF_ARCHITECTURES = new ArchitectureTable([
   llamaArchitecture, // LlamaForCausalLM
   qwen2Architecture, // Qwen2ForCausalLM
+  qwen3Architecture, // Qwen3ForCausalLM
   gemma3Architecture, // Gemma3ForCausalLM, Gemma3ForConditionalGeneration
   idefics3Architecture, // Idefics3ForConditionalGeneration: SmolVLM
 ]);

@@ -105,7 +105,7 @@ export interface DecoderConfig {
   tieWordEmbeddings: boolean;
   /** Gemma: token embeddings are multiplied by sqrt(hidden) (as an fp32 constant); null otherwise. */
   embedScale: number | null;
-  /** Gemma 3: RMSNorm of q and k over head_dim before RoPE. */
+  /** Qwen3, Gemma 3: RMSNorm of q and k over head_dim before RoPE. */
   qkNorm: boolean;
   /** Gemma: attention and MLP outputs normalised before the residual add (pre/post feed-forward norms). */
   sandwichNorm: boolean;

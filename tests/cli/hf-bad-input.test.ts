@@ -174,7 +174,7 @@ const CASES: Case[] = [
       });
       return {
         flags: ['--checkpoint', dir],
-        error: /unsupported architecture mistral \(supported: .*llama, qwen2, gemma3_text, gemma3, idefics3\)$/,
+        error: /unsupported architecture mistral \(supported: .*llama, qwen2, qwen3, gemma3_text, gemma3, idefics3\)$/,
       };
     },
   },

@@ -6,8 +6,8 @@
 // one empty), a temperature and a loss nonlinear in the log-probs: the loss and every LoRA A and B gradient within
 // 1e-4 relative to the variable's largest gradient (the built-in learner's bound). Also: a group cut into parts by a
 // small logit budget, and a group spread over two requests, give the same sums; the output head computed in chunks of 3
-// rows and all at once agree; a central finite difference on a few coordinates (llama); final logit soft-capping (a
-// Gemma3ForCausalLM, whose head goes through the autodiff whole).
+// rows and all at once agree; central finite differences on a few coordinates (llama, qwen3); final logit
+// soft-capping (a Gemma3ForCausalLM, whose head goes through the autodiff whole).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
@@ -54,7 +54,7 @@ function testLoss(seed: number): LogProbLoss {
   };
 }
 
-describe.each(['llama', 'qwen2', 'idefics3', 'gemma3'])('HfOrtLearner vs tfjs autodiff: %s', (name) => {
+describe.each(['llama', 'qwen2', 'qwen3', 'idefics3', 'gemma3'])('HfOrtLearner vs tfjs autodiff: %s', (name) => {
   let policy: HfPolicy;
   let learner: HfOrtLearner;
   let items: SequenceBatchItem[];
@@ -140,13 +140,14 @@ describe.each(['llama', 'qwen2', 'idefics3', 'gemma3'])('HfOrtLearner vs tfjs au
   });
 });
 
-describe('HfOrtLearner against finite differences (llama)', () => {
+// qwen3: its q/k norms sit between the q/k projections' adapters and the loss.
+describe.each(['llama', 'qwen3'])('HfOrtLearner against finite differences (%s)', (name) => {
   let policy: HfPolicy;
   let learner: HfOrtLearner;
   let items: SequenceBatchItem[];
   const options = { useLora: true, withEntropy: false, temperature: 1 };
   beforeAll(async () => {
-    policy = await loadHfPolicy(hfCheckpointCopy('llama'));
+    policy = await loadHfPolicy(hfCheckpointCopy(name));
     policy.attachLora({ r: 2, alpha: 4 }, new Rng(6, 'lora'));
     let seed = 41;
     for (const v of policy.trainableVariables('lora'))

@@ -1,8 +1,8 @@
 // HfOrtSampler (models/onnx/hf/hf-sampler.ts), the Sampler side of Hugging Face checkpoints on ONNX Runtime, against
-// the HfPolicy it wraps (the tfjs engine): for a text model (qwen2) and both vision-language models (idefics3, gemma3:
-// image prompts; while the sampler lives both sides read the features of its SigLIP tower on ONNX Runtime, which
-// tests/models/onnx-siglip.test.ts checks against the references), with a non-zero LoRA adapter, sampled rollouts of several
-// prompts in groups draw the same tokens from the same Rng (log-probs of the draws within 1e-4), and the no-grad
+// the HfPolicy it wraps (the tfjs engine): for the text models (qwen2, qwen3) and both vision-language models
+// (idefics3, gemma3: image prompts; while the sampler lives both sides read the features of its SigLIP tower on ONNX
+// Runtime, which tests/models/onnx-siglip.test.ts checks against the references), with a non-zero LoRA adapter,
+// sampled rollouts of several prompts in groups draw the same tokens from the same Rng (log-probs of the draws within 1e-4), and the no-grad
 // completion log-probs and entropies (policy and reference, a temperature) agree within 1e-4; after the adapter
 // changes, syncLora makes the session follow. With caches and adapters kept on the device (WebGPU's IO binding path,
 // run here with CPU locations) the numbers are the same to the bit.
@@ -36,7 +36,7 @@ function randomImage(seed: number): RawImage {
 
 const maxAbs = (a: Float32Array, b: Float32Array) => a.reduce((m, x, i) => Math.max(m, Math.abs(x - b[i])), 0);
 
-describe.each(['qwen2', 'idefics3', 'gemma3'])('HfOrtSampler vs HfPolicy (tfjs): %s', (name) => {
+describe.each(['qwen2', 'qwen3', 'idefics3', 'gemma3'])('HfOrtSampler vs HfPolicy (tfjs): %s', (name) => {
   let policy: HfPolicy;
   let sampler: HfOrtSampler;
   let prompts: EncodedPrompt[];
@@ -47,7 +47,7 @@ describe.each(['qwen2', 'idefics3', 'gemma3'])('HfOrtSampler vs HfPolicy (tfjs):
     for (const v of policy.trainableVariables('lora'))
       v.assign(tf.add(v, tf.randomNormal(v.shape, 0, 0.05, 'float32', seed++)));
     sampler = new HfOrtSampler(policy, { threads: 1 });
-    const image = name !== 'qwen2';
+    const image = name === 'idefics3' || name === 'gemma3';
     prompts = [
       policy.encode([
         { type: 'text', text: 'Which move wins? ' },

@@ -1,7 +1,7 @@
 // The Hugging Face decoders on ONNX Runtime (models/onnx/hf/hf-graph.ts, generated from the block definition in
 // models/hf/decoder-ops.ts) against the tfjs forward, which the fixtures' PyTorch references pin (tests/models/hf-*):
-// for every architecture (llama with the PEFT fixture adapter, qwen2, gemma3's and idefics3's language models with
-// random non-zero adapters), a left-padded batched prefill's logits within 1e-4, the base (LoRA off) too, and cached
+// for every architecture (llama with the PEFT fixture adapter, qwen2, qwen3, gemma3's and idefics3's language models
+// with random non-zero adapters), a left-padded batched prefill's logits within 1e-4, the base (LoRA off) too, and cached
 // greedy decoding of left-padded prompts in groups with identical ids and step logits within 1e-4; a graph whose
 // weights are kept in an external data file (what a model past protobuf's 2 GiB gets) gives the same logits.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -42,6 +42,7 @@ function setup(folder: string, adapter: 'peft' | 'random'): { m: LoadedHfModel; 
 const CASES = [
   { name: 'llama (PEFT fixture adapter)', folder: 'llama', adapter: 'peft', prefix: '' },
   { name: 'qwen2 (q/k/v biases, tied head)', folder: 'qwen2', adapter: 'random', prefix: '' },
+  { name: 'qwen3 (q/k norms, head_dim apart from hidden / heads)', folder: 'qwen3', adapter: 'random', prefix: '' },
   {
     name: 'gemma3 text (sliding layers, local RoPE, q/k and sandwich norms, embed scale)',
     folder: 'gemma3',

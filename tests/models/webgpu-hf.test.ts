@@ -54,7 +54,7 @@ interface DeviceRun {
   learner: { temperature: number; loss: number; grads: Float32Array[] }[];
 }
 
-describe.skipIf(WEBGPU_MISSING !== null).each(['llama', 'llama-bf16', 'qwen2', 'gemma3', 'idefics3'])(
+describe.skipIf(WEBGPU_MISSING !== null).each(['llama', 'llama-bf16', 'qwen2', 'qwen3', 'gemma3', 'idefics3'])(
   'WebGPU against the CPU: %s',
   (name) => {
     const runs: Partial<Record<Device, DeviceRun>> = {};

@@ -28,6 +28,7 @@ const EXPECTED: Record<string, string[]> = {
   llama: ['llama decoder', 'device copy', 'device copy', 'llama training'],
   'llama-bf16': ['llama decoder', 'device copy', 'device copy', 'llama training'],
   qwen2: ['qwen2 decoder', 'device copy', 'device copy', 'qwen2 training'],
+  qwen3: ['qwen3 decoder', 'device copy', 'device copy', 'qwen3 training'],
   gemma3: ['gemma3 decoder', 'device copy', 'device copy', 'SigLIP vision tower', 'gemma3 training'],
   idefics3: ['llama decoder', 'device copy', 'device copy', 'SigLIP vision tower', 'llama training'],
   'gemma3-softcap': ['gemma3 decoder', 'device copy', 'device copy', 'gemma3 training'],
