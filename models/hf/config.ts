@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { UserError, describeZodError } from '../../core/errors.ts';
 import { readJson } from '../../core/files.ts';
+import type { MropeSpec } from '../layers/mrope.ts';
 
 type LayerType = 'full_attention' | 'sliding_attention';
 
@@ -43,6 +44,11 @@ export interface DecoderFamily {
    * layers' own RoPE base, hidden_activation, soft-capping.
    */
   gemma: boolean;
+  /**
+   * Multimodal RoPE (Qwen-VL): rope_scaling holds mrope_section (type "mrope" in the Hub's flat files) rather than a
+   * scaling, and the class's adjust sets DecoderConfig.mrope from it.
+   */
+  multimodalRope?: boolean;
 }
 
 /** How a model class's config.json holds its decoder (what parseHfConfig needs of an architecture's descriptor). */
@@ -111,6 +117,11 @@ export interface DecoderConfig {
   sandwichNorm: boolean;
   finalLogitSoftcap: number | null;
   attnLogitSoftcap: number | null;
+  /**
+   * Qwen-VL: the frequency slots each position axis (temporal, height, width) drives (models/layers/mrope.ts), over
+   * head_dim and rope_theta; the decoder then takes [3, B·T] positions. null: one position axis.
+   */
+  mrope: Pick<MropeSpec, 'section' | 'layout'> | null;
   bosTokenId: number | null;
   eosTokenIds: number[];
   padTokenId: number | null;
@@ -286,7 +297,7 @@ function decoderFrom(family: DecoderFamily, json: DecoderJson, source: string, w
     rmsNormEps: get('rms_norm_eps'),
     normStyle: gemma ? 'one_plus_w' : 'w',
     ropeTheta: get('rope_theta'),
-    ropeLinearFactor: linearFactor(json.rope_scaling, source, `${where}rope_scaling`),
+    ropeLinearFactor: family.multimodalRope ? null : linearFactor(json.rope_scaling, source, `${where}rope_scaling`),
     ropeLocalTheta: gemma ? get<number>('rope_local_base_freq') : null,
     slidingWindow,
     layerTypes,
@@ -300,6 +311,7 @@ function decoderFrom(family: DecoderFamily, json: DecoderJson, source: string, w
     sandwichNorm: gemma,
     finalLogitSoftcap: gemma ? (json.final_logit_softcapping ?? null) : null,
     attnLogitSoftcap: gemma ? (json.attn_logit_softcapping ?? null) : null,
+    mrope: null,
     bosTokenId: firstToken(get('bos_token_id')),
     eosTokenIds: tokenList(get('eos_token_id')),
     padTokenId: firstToken(get('pad_token_id')),

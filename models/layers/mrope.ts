@@ -1,4 +1,4 @@
-// Multimodal RoPE tables of the Qwen-VL language models: rotate-half RoPE (models/layers/rope.ts) whose head_dim / 2
+// Multimodal RoPE tables (Qwen-VL language models): rotate-half RoPE (models/layers/rope.ts) whose head_dim / 2
 // frequency slots are driven by three position axes instead of one: temporal, height and width ids (rope-index.ts).
 // Which axis drives slot j is the layout's business:
 //
@@ -8,7 +8,8 @@
 // cos / sin = [f, f] with f[n, j] = position[axis(j)][n] · inv_freq[j] in float32, the second half repeating the first
 // (so the chunked layout's sections apply to both halves, as transformers' doubled mrope_section does). Text rows have
 // equal ids on the three axes, where either layout is plain RoPE.
-import { inverseFrequencies } from '../layers/rope.ts';
+import * as tf from '@tensorflow/tfjs';
+import { inverseFrequencies, type RopeTable } from './rope.ts';
 
 export type MropeLayout = 'chunked' | 'interleaved';
 
@@ -60,4 +61,11 @@ export function mropeValues(positions: Int32Array, spec: MropeSpec): { cos: Floa
     }
   }
   return { cos, sin };
+}
+
+/** mropeValues as the decoder's [N, 1, d] table (constants). */
+export function mropeTable(positions: Int32Array, spec: MropeSpec): RopeTable {
+  const n = positions.length / 3;
+  const { cos, sin } = mropeValues(positions, spec);
+  return { cos: tf.tensor3d(cos, [n, 1, spec.headDim]), sin: tf.tensor3d(sin, [n, 1, spec.headDim]) };
 }

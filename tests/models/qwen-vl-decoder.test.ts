@@ -1,0 +1,183 @@
+// The Qwen-VL language models through the shared decoder (models/hf/decoder.ts) as the loader reads them from the
+// fixtures' folders (models/qwen2_5_vl/architecture.ts, models/qwen3_vl/architecture.ts): the fixtures' image
+// features in place of the <|image_pad|> embeddings, their [3, L] multimodal positions, Qwen3-VL's DeepStack features
+// added after the first layers, against the PyTorch logits within 1e-4 (text only, one and two images, the
+// left-padded batch), and the cached greedy continuation with the decoding positions (ids exact, step logits within
+// 1e-4). Qwen2.5-VL's Hub flat config.json reads to the same decoder settings as the nested one.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { initBackend } from '../../models/backend.ts';
+import { ArchitectureTable } from '../../models/hf/architecture.ts';
+import { parseHfConfig } from '../../models/hf/config.ts';
+import type { HfDecoder, KVCache } from '../../models/hf/decoder.ts';
+import { type LoadedHfModel, readHfLanguageModel } from '../../models/hf/load-decoder.ts';
+import { qwen25VlArchitecture } from '../../models/qwen2_5_vl/architecture.ts';
+import { qwen3VlArchitecture } from '../../models/qwen3_vl/architecture.ts';
+import { HF_FIXTURES, maxAbsDiff, readFixtureTensors } from './hf-vision-fixtures.ts';
+
+const TOL = 1e-4;
+const IMAGE_PAD = 252;
+const TABLE = new ArchitectureTable([qwen25VlArchitecture, qwen3VlArchitecture]);
+
+beforeAll(async () => {
+  await initBackend('wasm', null);
+});
+const open: LoadedHfModel[] = [];
+afterAll(() => open.forEach((m) => m.decoder.dispose()));
+
+interface Prompt {
+  input_ids: number[][];
+  attention_mask?: number[][];
+  position_ids: number[][] | number[][][];
+  greedy?: { new_ids: number[] | number[][]; decode_position_ids: number[] | number[][] };
+}
+
+/** [3, B·T] (axis-major) from the fixture's [3, L] (one row) or [3, B, L] position ids. */
+function axisMajor(positions: number[][] | number[][][]): Int32Array {
+  return Int32Array.from((positions as unknown[]).flat(2) as number[]);
+}
+
+/** The embeddings of `ids` [B][T] with the image features' rows, in order, at the image tokens: [B, T, H]. */
+function merged(decoder: HfDecoder, ids: number[][], features: Float32Array | null): tf.Tensor3D {
+  return tf.tidy(() => {
+    const emb = decoder.embed(ids); // [B, T, H]
+    if (!features) return emb;
+    const [B, T, H] = emb.shape;
+    const rows = emb.reshape([B * T, H]).arraySync() as number[][];
+    let k = 0;
+    const flat = ids.flat();
+    for (let n = 0; n < flat.length; n++)
+      if (flat[n] === IMAGE_PAD) rows[n] = Array.from(features.subarray(H * k, H * ++k));
+    expect(k * H).toBe(features.length);
+    return tf.tensor3d(rows.flat(), [B, T, H]);
+  });
+}
+
+/** The rows (b·T + t) of the image tokens, and the DeepStack features [M, H] the fixture added there after layer j. */
+function deepstack(
+  ids: number[][],
+  tensors: Map<string, { data: Float32Array | Uint8Array; shape: number[] }>,
+  key: string,
+) {
+  const features: tf.Tensor2D[] = [];
+  for (let j = 0; tensors.has(`${key}.deepstack_embeds.${j}`); j++) {
+    const t = tensors.get(`${key}.deepstack_embeds.${j}`)!;
+    features.push(tf.tensor2d(t.data as Float32Array, [t.shape[0], t.shape[1]]));
+  }
+  const rows = Int32Array.from(ids.flat().flatMap((id, n) => (id === IMAGE_PAD ? [n] : [])));
+  return features.length > 0 ? { rows, features } : undefined;
+}
+
+describe.each([
+  { folder: 'qwen2_5_vl', layout: 'chunked', deep: false },
+  { folder: 'qwen3_vl', layout: 'interleaved', deep: true },
+])('$folder language model through the shared decoder', ({ folder, layout, deep }) => {
+  let m: LoadedHfModel;
+  let ref: Record<string, Prompt & Record<string, unknown>>;
+  let tensors: Map<string, { data: Float32Array | Uint8Array; shape: number[] }>;
+  beforeAll(() => {
+    m = readHfLanguageModel(join(HF_FIXTURES, folder), TABLE);
+    open.push(m);
+    ref = JSON.parse(readFileSync(join(HF_FIXTURES, folder, 'reference.json'), 'utf8'));
+    tensors = readFixtureTensors(join(HF_FIXTURES, folder, 'reference.safetensors'));
+  });
+
+  it('reads the multimodal RoPE and the image token from config.json', () => {
+    const c = m.config.text;
+    expect(c.mrope?.layout).toBe(layout);
+    expect(c.mrope?.section.reduce((a, b) => a + b)).toBe(c.headDim / 2);
+    expect(m.config.imageTokenId).toBe(IMAGE_PAD);
+    expect(c.qkNorm).toBe(folder === 'qwen3_vl');
+  });
+
+  it.each(['text_only', 'one_image', 'two_images', 'batch'])('%s: logits within 1e-4', (key) => {
+    const p = ref[key];
+    const features = tensors.get(`${key === 'batch' ? 'one_image' : key}.image_embeds`);
+    const ids = p.input_ids;
+    const V = m.config.text.vocabSize;
+    const stack = deep ? deepstack(ids, tensors, key === 'batch' ? 'one_image' : key) : undefined;
+    if (deep && key !== 'text_only') expect(stack?.features.length).toBe(2);
+    const logits = tf.tidy(() =>
+      m.decoder
+        .forward({
+          ids,
+          attentionMask: p.attention_mask,
+          inputsEmbeds: merged(m.decoder, ids, key === 'text_only' ? null : (features!.data as Float32Array)),
+          mropePositions: axisMajor(p.position_ids),
+          ...(stack ? { deepstack: stack } : {}),
+        })
+        .logits!.dataSync(),
+    );
+    tf.dispose(stack?.features ?? []);
+    const expected = tensors.get(`${key}.logits`)!.data as Float32Array;
+    // Rows of padding are zeros in the reference: compare the attended rows only.
+    const mask = (p.attention_mask ?? ids.map((r) => r.map(() => 1))).flat();
+    let worst = 0;
+    mask.forEach((on, n) => {
+      if (on)
+        worst = Math.max(worst, maxAbsDiff(logits.subarray(n * V, (n + 1) * V), expected.subarray(n * V, (n + 1) * V)));
+    });
+    expect(worst).toBeLessThan(TOL);
+  });
+
+  it('one_image: the cached greedy continuation with the decoding positions', () => {
+    const p = ref.one_image;
+    const ids = p.input_ids;
+    const features = tensors.get('one_image.image_embeds')!.data as Float32Array;
+    const stack = deep ? deepstack(ids, tensors, 'one_image') : undefined;
+    const V = m.config.text.vocabSize;
+    const steps: Float32Array[] = [];
+    const got: number[] = [];
+    let cache: KVCache | null = null;
+    const argmax = (row: Float32Array) => row.reduce((best, v, i) => (v > row[best] ? i : best), 0);
+    const first = m.decoder.forward({
+      ids,
+      inputsEmbeds: merged(m.decoder, ids, features),
+      mropePositions: axisMajor(p.position_ids),
+      ...(stack ? { deepstack: stack } : {}),
+      logits: 'last',
+      returnCache: true,
+    });
+    cache = first.cache;
+    steps.push(first.logits!.dataSync() as Float32Array);
+    tf.dispose([first.logits!, first.hidden, ...(stack?.features ?? [])]);
+    const decodePositions = p.greedy!.decode_position_ids as number[];
+    for (const pos of decodePositions) {
+      got.push(argmax(steps[steps.length - 1]));
+      const length = cache!.length + 1;
+      const out = m.decoder.forward({
+        ids: [[got[got.length - 1]]],
+        attentionMask: [new Int32Array(length).fill(1)],
+        mropePositions: Int32Array.from([pos, pos, pos]),
+        cache,
+        logits: 'last',
+        returnCache: true,
+      });
+      for (const l of cache!.layers) tf.dispose([l.k, l.v]);
+      cache = out.cache;
+      steps.push(out.logits!.dataSync() as Float32Array);
+      tf.dispose([out.logits!, out.hidden]);
+    }
+    got.push(argmax(steps[steps.length - 1]));
+    for (const l of cache!.layers) tf.dispose([l.k, l.v]);
+    expect(got).toEqual(p.greedy!.new_ids);
+    const expected = tensors.get('one_image.greedy.step_logits')!.data as Float32Array;
+    expect(
+      maxAbsDiff(Float32Array.from(steps.flatMap((s) => Array.from(s))), expected.subarray(0, steps.length * V)),
+    ).toBeLessThan(TOL);
+  });
+});
+
+describe("Qwen2.5-VL's Hub flat config.json", () => {
+  it('reads to the same decoder settings as the nested one transformers 4.57 writes', () => {
+    const read = (file: string) =>
+      parseHfConfig(JSON.parse(readFileSync(join(HF_FIXTURES, 'qwen2_5_vl', file), 'utf8')), TABLE, file);
+    const nested = read('config.json');
+    const flat = read('config.hub-flat.json');
+    expect(flat.architecture).toBe('Qwen2_5_VLForConditionalGeneration');
+    expect({ ...flat.text, contextLength: 0 }).toEqual({ ...nested.text, contextLength: 0 });
+    expect(flat.imageTokenId).toBe(nested.imageTokenId);
+  });
+});
