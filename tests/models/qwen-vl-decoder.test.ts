@@ -13,6 +13,7 @@ import { ArchitectureTable } from '../../models/hf/architecture.ts';
 import { parseHfConfig } from '../../models/hf/config.ts';
 import type { HfDecoder, KVCache } from '../../models/hf/decoder.ts';
 import { type LoadedHfModel, readHfLanguageModel } from '../../models/hf/load-decoder.ts';
+import { loadPeftAdapter, readPeftConfig, targetModulesFor } from '../../models/hf/peft.ts';
 import { qwen25VlArchitecture } from '../../models/qwen2_5_vl/architecture.ts';
 import { qwen3VlArchitecture } from '../../models/qwen3_vl/architecture.ts';
 import { HF_FIXTURES, maxAbsDiff, readFixtureTensors } from './hf-vision-fixtures.ts';
@@ -71,17 +72,21 @@ function deepstack(
 }
 
 describe.each([
-  { folder: 'qwen2_5_vl', layout: 'chunked', deep: false },
-  { folder: 'qwen3_vl', layout: 'interleaved', deep: true },
-])('$folder language model through the shared decoder', ({ folder, layout, deep }) => {
+  { folder: 'qwen2_5_vl', adapter: null, layout: 'chunked', deep: false },
+  // The PEFT adapter on all seven projections of both layers, chosen by a regex target_modules; its references.
+  { folder: 'qwen2_5_vl', adapter: 'qwen2_5_vl-lora', layout: 'chunked', deep: false },
+  { folder: 'qwen3_vl', adapter: null, layout: 'interleaved', deep: true },
+])('$folder language model through the shared decoder (adapter: $adapter)', ({ folder, adapter, layout, deep }) => {
   let m: LoadedHfModel;
   let ref: Record<string, Prompt & Record<string, unknown>>;
   let tensors: Map<string, { data: Float32Array | Uint8Array; shape: number[] }>;
   beforeAll(() => {
     m = readHfLanguageModel(join(HF_FIXTURES, folder), TABLE);
     open.push(m);
-    ref = JSON.parse(readFileSync(join(HF_FIXTURES, folder, 'reference.json'), 'utf8'));
-    tensors = readFixtureTensors(join(HF_FIXTURES, folder, 'reference.safetensors'));
+    if (adapter) expect(loadPeftAdapter(m.decoder, join(HF_FIXTURES, adapter), false).r).toBe(4);
+    const refs = adapter ?? folder;
+    ref = JSON.parse(readFileSync(join(HF_FIXTURES, refs, 'reference.json'), 'utf8'));
+    tensors = readFixtureTensors(join(HF_FIXTURES, refs, 'reference.safetensors'));
   });
 
   it('reads the multimodal RoPE and the image token from config.json', () => {
@@ -179,5 +184,27 @@ describe("Qwen2.5-VL's Hub flat config.json", () => {
     expect(flat.architecture).toBe('Qwen2_5_VLForConditionalGeneration');
     expect({ ...flat.text, contextLength: 0 }).toEqual({ ...nested.text, contextLength: 0 });
     expect(flat.imageTokenId).toBe(nested.imageTokenId);
+  });
+});
+
+describe('Qwen2.5-VL PEFT adapter: regex target_modules', () => {
+  it('attaches all seven projections of both layers, and writes a regex that picks them and not the vision tower', () => {
+    const m = readHfLanguageModel(join(HF_FIXTURES, 'qwen2_5_vl'), TABLE);
+    open.push(m);
+    loadPeftAdapter(m.decoder, join(HF_FIXTURES, 'qwen2_5_vl-lora'), false);
+    const adapted = [...m.decoder.linears()].filter(([, l]) => l.lora).map(([name]) => name);
+    expect(adapted).toHaveLength(14);
+    const projections = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
+    const ours = targetModulesFor(m.decoder, projections);
+    const theirs = readPeftConfig(join(HF_FIXTURES, 'qwen2_5_vl-lora')).targetModules;
+    expect(typeof ours).toBe('string');
+    expect(typeof theirs).toBe('string');
+    // PEFT full-matches a string target_modules against every module path of the model.
+    const tower = ['visual.blocks.0.mlp.gate_proj', 'visual.blocks.0.attn.qkv', 'visual.merger.mlp.0'];
+    for (const pattern of [ours as string, theirs as string]) {
+      const full = new RegExp(`^(?:${pattern})$`);
+      expect(adapted.every((name) => full.test(name))).toBe(true);
+      expect(tower.some((name) => full.test(name))).toBe(false);
+    }
   });
 });
