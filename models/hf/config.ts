@@ -122,6 +122,8 @@ export interface DecoderConfig {
    * head_dim and rope_theta; the decoder then takes [3, B·T] positions. null: one position axis.
    */
   mrope: Pick<MropeSpec, 'section' | 'layout'> | null;
+  /** Qwen3-VL DeepStack: the first layers after which image features are added to the image tokens' rows (else 0). */
+  deepstackLayers: number;
   bosTokenId: number | null;
   eosTokenIds: number[];
   padTokenId: number | null;
@@ -312,6 +314,7 @@ function decoderFrom(family: DecoderFamily, json: DecoderJson, source: string, w
     finalLogitSoftcap: gemma ? (json.final_logit_softcapping ?? null) : null,
     attnLogitSoftcap: gemma ? (json.attn_logit_softcapping ?? null) : null,
     mrope: null,
+    deepstackLayers: 0,
     bosTokenId: firstToken(get('bos_token_id')),
     eosTokenIds: tokenList(get('eos_token_id')),
     padTokenId: firstToken(get('pad_token_id')),

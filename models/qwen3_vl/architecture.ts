@@ -10,8 +10,13 @@ const qwen3VlClass: HfModelClass = {
   textModelTypes: ['qwen3_vl_text'],
   decoder: QWEN3_VL_DECODER,
   adjust: (text, raw, source) => {
-    const { mrope } = parseQwen3VlSetup(raw, source);
-    return { ...text, ropeTheta: mrope.theta, mrope: { section: mrope.section, layout: mrope.layout } };
+    const { mrope, vision } = parseQwen3VlSetup(raw, source);
+    return {
+      ...text,
+      ropeTheta: mrope.theta,
+      mrope: { section: mrope.section, layout: mrope.layout },
+      deepstackLayers: vision.deepstackVisualIndexes.length,
+    };
   },
   imageTokenId: (raw) => parseQwen3VlSetup(raw).imageTokenId,
   layouts: QWEN3_VL_LAYOUTS,

@@ -122,6 +122,7 @@ function decoderConfig(text: Record<string, any>, qwen3: boolean, tied: boolean)
     finalLogitSoftcap: null,
     attnLogitSoftcap: null,
     mrope: null,
+    deepstackLayers: 0,
     bosTokenId: null,
     eosTokenIds: [],
     padTokenId: null,

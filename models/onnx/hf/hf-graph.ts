@@ -12,6 +12,8 @@
 //                                  rope_sin_local for Gemma 3's sliding layers (their own base)
 //   mask [B, 1, S, K]              additive (0 / -1e9; layers/attention.ts maskValues), and mask_sliding for sliding layers
 //   past_key.<i>, past_value.<i> [B, nkv, P, d]  (P may be 0)
+//   rope_cos, rope_sin of a multimodal-RoPE decoder (Qwen-VL) are layers/mrope.ts mropeValues of the [3, B·S] positions
+//   deepstack.<j> [B, S, H]        Qwen3-VL: added to the residual stream after layer j (zeros but at image tokens)
 //   logit_rows [R] int64           the positions along S whose logits are wanted (prefill: the last; scoring: several)
 //   lora.<module>.a [in, r], lora.<module>.b [r, out]  every adapted linear's A (pre-multiplied by alpha / r) and B:
 //                                  an update feeds new values and never rebuilds the session; B = 0 gives the base
@@ -193,9 +195,13 @@ export function buildHfDecoderGraph(
   };
   const rows = b.input('logit_rows', 'int64', ['rows']);
   const ops = new OnnxDecoderOps(b, lora, inputs, options.stored ?? 'float32');
+  const deepstack = Array.from({ length: c.deepstackLayers }, (_, j) =>
+    b.input(`deepstack.${j}`, 'float32', ['batch', 'seq', c.hiddenSize]),
+  );
   let x = embeds;
   weights.layers.forEach((w, i) => {
     x = decoderBlock(ops, c, w, i, x);
+    if (i < deepstack.length) x = b.op1('Add', [x, deepstack[i]]);
   });
   const hidden = b.op1('Gather', [decoderFinalNorm(ops, c, weights, x), rows], { axis: 1 }); // [B, R, H]
   b.op1('Identity', [decoderLogits(ops, c, weights, hidden)], {}, 'logits');

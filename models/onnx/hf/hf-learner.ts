@@ -39,6 +39,9 @@ const LOGIT_BUDGET = 2 ** 25;
 /** What the training graph lacks (hf-train-graph.ts refuses it too). */
 export const ATTENTION_SOFTCAP =
   'engine ort: the ONNX Runtime learner has no attention soft-capping (attn_logit_softcapping); use --engine tfjs for this checkpoint';
+/** What the training graph's feeds lack so far (Qwen-VL: positions on three axes, DeepStack). */
+const MULTIMODAL_ROPE =
+  'engine ort: the ONNX Runtime learner has no multimodal RoPE or DeepStack yet (Qwen-VL); use --engine tfjs for this checkpoint';
 const WITH_GRADIENTS = new Tensor('bool', [true], []);
 const NO_GRADIENTS = new Tensor('bool', [false], []);
 /** The additive mask value of a blocked key (layers/attention.ts's). */
@@ -91,6 +94,7 @@ export class HfOrtLearner extends OrtLoraLearner<HfPolicy, Part> {
     const c = policy.decoder.config;
     // Refused here, when the run is prepared, rather than when the first update builds the graph.
     if (c.attnLogitSoftcap !== null) throw new UserError(ATTENTION_SOFTCAP);
+    if (c.mrope !== null || c.deepstackLayers > 0) throw new UserError(MULTIMODAL_ROPE);
     this.invGlobal = inverseFrequencies(c.headDim, c.ropeTheta, c.ropeLinearFactor);
     this.invLocal = c.ropeLocalTheta !== null ? inverseFrequencies(c.headDim, c.ropeLocalTheta) : null;
   }

@@ -11,6 +11,7 @@ import type { Tensor } from 'onnxruntime-common';
 import type { DecoderConfig } from '../../hf/config.ts';
 import { positionsFromMask, type HfDecoder } from '../../hf/decoder.ts';
 import { maskValues } from '../../layers/attention.ts';
+import { mropeValues } from '../../layers/mrope.ts';
 import { inverseFrequencies, ropeValues } from '../../layers/rope.ts';
 import { DeviceTensors, keepsTensorsOnDevice, keptLocation, zeros } from '../device-tensors.ts';
 import { buildHfDecoderGraph, loraInput, type HfLoraSpec } from './hf-graph.ts';
@@ -37,6 +38,10 @@ export interface HfRunRequest {
   positionIds?: ArrayLike<number>[];
   /** Gemma 3 image blocks of a prefill ([rows][seq], 1 on image tokens). */
   tokenTypeIds?: ArrayLike<number>[];
+  /** Multimodal RoPE (a config with `mrope`): [3, rows · seq] axis-major; absent: every axis takes positionIds. */
+  mropePositions?: ArrayLike<number>;
+  /** Qwen3-VL DeepStack of a prefill: features [M, H] per layer j added to rows `rows` (b · seq + t); absent: none. */
+  deepstack?: { rows: Int32Array; features: Float32Array[] };
   cache: HfOrtCache | null;
   /** Positions along seq whose logits are wanted (default: all). */
   logitRows?: number[];
@@ -220,7 +225,12 @@ export class HfOrtModel {
       logit_rows: int64Tensor(logitRows, [logitRows.length]),
       ...(req.useLora ? this.loraFeeds : this.baseFeeds),
     };
-    const global = ropeValues(positions, this.invGlobal);
+    if (req.mropePositions && req.mropePositions.length !== 3 * B * S)
+      throw new Error(`HfOrtModel.run: mropePositions must be [3, ${B * S}]`);
+    const global =
+      c.mrope && req.mropePositions
+        ? mropeValues(Int32Array.from(req.mropePositions), { ...c.mrope, headDim: d, theta: c.ropeTheta })
+        : ropeValues(positions, this.invGlobal);
     feeds.rope_cos = floatTensor(global.cos, [B, S, 1, d]);
     feeds.rope_sin = floatTensor(global.sin, [B, S, 1, d]);
     if (this.invLocal) {
@@ -233,6 +243,14 @@ export class HfOrtModel {
         maskValues({ batch: B, queries: S, past, attentionMask: maskRows, window: c.slidingWindow, tokenTypeIds }),
         [B, 1, S, K],
       );
+    }
+    const H = c.hiddenSize;
+    for (let j = 0; j < c.deepstackLayers; j++) {
+      // Dense [B, S, H]: zeros but at the image tokens' rows (decoding steps and text prompts: all zeros).
+      const dense = new Float32Array(B * S * H);
+      const features = req.deepstack?.features[j];
+      if (features) req.deepstack!.rows.forEach((row, k) => dense.set(features.subarray(k * H, (k + 1) * H), row * H));
+      feeds[`deepstack.${j}`] = floatTensor(dense, [B, S, H]);
     }
     for (let i = 0; i < c.numLayers; i++) {
       feeds[`past_key.${i}`] = cache.k[i];
