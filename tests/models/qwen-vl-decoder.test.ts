@@ -3,7 +3,8 @@
 // features in place of the <|image_pad|> embeddings, their [3, L] multimodal positions, Qwen3-VL's DeepStack features
 // added after the first layers, against the PyTorch logits within 1e-4 (text only, one and two images, the
 // left-padded batch), and the cached greedy continuation with the decoding positions (ids exact, step logits within
-// 1e-4). Qwen2.5-VL's Hub flat config.json reads to the same decoder settings as the nested one.
+// 1e-4), through generate() too (decoding at the rope deltas, the padded batch included); the Qwen2.5-VL PEFT adapter
+// (regex target_modules) with its references. Qwen2.5-VL's Hub flat config.json reads to the nested one's settings.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
@@ -12,6 +13,7 @@ import { initBackend } from '../../models/backend.ts';
 import { ArchitectureTable } from '../../models/hf/architecture.ts';
 import { parseHfConfig } from '../../models/hf/config.ts';
 import type { HfDecoder, KVCache } from '../../models/hf/decoder.ts';
+import { generate } from '../../models/hf/generate.ts';
 import { type LoadedHfModel, readHfLanguageModel } from '../../models/hf/load-decoder.ts';
 import { loadPeftAdapter, readPeftConfig, targetModulesFor } from '../../models/hf/peft.ts';
 import { qwen25VlArchitecture } from '../../models/qwen2_5_vl/architecture.ts';
@@ -126,6 +128,35 @@ describe.each([
     });
     expect(worst).toBeLessThan(TOL);
   });
+
+  it.each(['one_image', 'batch'])(
+    '%s: generate() continues at the rope deltas (ids exact, step logits 1e-4)',
+    (key) => {
+      const p = ref[key] as unknown as Prompt & { rope_deltas: number[] };
+      const ids = p.input_ids;
+      const images = key === 'batch' ? 'one_image' : key;
+      const stack = deep ? deepstack(ids, tensors, images) : undefined;
+      const embeds = merged(m.decoder, ids, tensors.get(`${images}.image_embeds`)!.data as Float32Array);
+      const g = p.greedy as unknown as { new_ids: number[] | number[][]; max_new_tokens: number };
+      const out = generate(
+        m.decoder,
+        {
+          ids,
+          attentionMask: p.attention_mask,
+          inputsEmbeds: embeds,
+          mrope: { positions: axisMajor(p.position_ids), ropeDeltas: p.rope_deltas },
+          ...(stack ? { deepstack: stack } : {}),
+        },
+        { maxNewTokens: g.max_new_tokens, keepLogits: true },
+      );
+      tf.dispose([embeds, ...(stack?.features ?? [])]);
+      const wanted = (key === 'batch' ? g.new_ids : [g.new_ids]) as number[][];
+      expect(out.tokens).toEqual(wanted);
+      const all = Float32Array.from(out.logits!.flatMap((row) => row.flatMap((s) => Array.from(s))));
+      const name = key === 'batch' ? 'batch.greedy.step_logits' : 'one_image.greedy.step_logits';
+      expect(maxAbsDiff(all, tensors.get(name)!.data as Float32Array)).toBeLessThan(TOL);
+    },
+  );
 
   it('one_image: the cached greedy continuation with the decoding positions', () => {
     const p = ref.one_image;
