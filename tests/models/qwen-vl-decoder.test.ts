@@ -3,8 +3,9 @@
 // features in place of the <|image_pad|> embeddings, their [3, L] multimodal positions, Qwen3-VL's DeepStack features
 // added after the first layers, against the PyTorch logits within 1e-4 (text only, one and two images, the
 // left-padded batch), and the cached greedy continuation with the decoding positions (ids exact, step logits within
-// 1e-4), through generate() too (decoding at the rope deltas, the padded batch included); the Qwen2.5-VL PEFT adapter
-// (regex target_modules) with its references. Qwen2.5-VL's Hub flat config.json reads to the nested one's settings.
+// 1e-4), through generate() too (decoding at the rope deltas, the padded batch included), and as completion log-probs
+// of the learner's packed rows (score.ts); the Qwen2.5-VL PEFT adapter (regex target_modules) with its references.
+// Qwen2.5-VL's Hub flat config.json reads to the nested one's settings.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
@@ -14,6 +15,7 @@ import { ArchitectureTable } from '../../models/hf/architecture.ts';
 import { parseHfConfig } from '../../models/hf/config.ts';
 import type { HfDecoder, KVCache } from '../../models/hf/decoder.ts';
 import { generate } from '../../models/hf/generate.ts';
+import { completionLogProbs } from '../../models/hf/score.ts';
 import { type LoadedHfModel, readHfLanguageModel } from '../../models/hf/load-decoder.ts';
 import { loadPeftAdapter, readPeftConfig, targetModulesFor } from '../../models/hf/peft.ts';
 import { qwen25VlArchitecture } from '../../models/qwen2_5_vl/architecture.ts';
@@ -157,6 +159,38 @@ describe.each([
       expect(maxAbsDiff(all, tensors.get(name)!.data as Float32Array)).toBeLessThan(TOL);
     },
   );
+
+  it("completion log-probs (the learner's packed rows): the greedy continuation's, from the step logits", () => {
+    const p = ref.one_image as unknown as Prompt & { rope_deltas: number[] };
+    const prompt = p.input_ids[0];
+    const completion = (p.greedy!.new_ids as number[]).slice();
+    const stack = deep ? deepstack([prompt], tensors, 'one_image') : undefined;
+    const embeds = merged(m.decoder, [prompt], tensors.get('one_image.image_embeds')!.data as Float32Array);
+    const promptEmbeds = embeds.reshape([prompt.length, m.decoder.config.hiddenSize]) as tf.Tensor2D;
+    const shared = {
+      prompt,
+      promptEmbeds,
+      promptMrope: { positions: axisMajor(p.position_ids), ropeDelta: p.rope_deltas[0] },
+      ...(stack ? { promptDeepstack: stack } : {}),
+    };
+    // Two completions of one prompt: one packed row, each completion at its own positions after the prompt.
+    const scores = completionLogProbs(m.decoder, [
+      { ...shared, completion },
+      { ...shared, completion: completion.slice(0, 3) },
+    ]);
+    const got = scores.logProbs.arraySync() as number[][];
+    tf.dispose([embeds, promptEmbeds, scores.logProbs, scores.mask, ...(stack?.features ?? [])]);
+    const V = m.config.text.vocabSize;
+    const steps = tensors.get('one_image.greedy.step_logits')!.data as Float32Array;
+    const expected = completion.map((id, t) => {
+      const row = steps.subarray(t * V, (t + 1) * V);
+      const max = Math.max(...row);
+      const lse = max + Math.log(row.reduce((s, v) => s + Math.exp(v - max), 0));
+      return row[id] - lse;
+    });
+    expect(maxAbsDiff(got[0], expected)).toBeLessThan(TOL);
+    expect(maxAbsDiff(got[1].slice(0, 3), expected.slice(0, 3))).toBeLessThan(TOL);
+  });
 
   it('one_image: the cached greedy continuation with the decoding positions', () => {
     const p = ref.one_image;
