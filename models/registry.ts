@@ -20,7 +20,9 @@ import { gemma3Architecture } from './gemma3/architecture.ts';
 import { idefics3Architecture } from './idefics3/architecture.ts';
 import { llamaArchitecture } from './llama/architecture.ts';
 import { qwen2Architecture } from './qwen2/architecture.ts';
+import { qwen25VlArchitecture } from './qwen2_5_vl/architecture.ts';
 import { qwen3Architecture } from './qwen3/architecture.ts';
+import { qwen3VlArchitecture } from './qwen3_vl/architecture.ts';
 
 /** The Hugging Face architectures metrl runs, in the order messages list them. */
 export const HF_ARCHITECTURES = new ArchitectureTable([
@@ -29,6 +31,8 @@ export const HF_ARCHITECTURES = new ArchitectureTable([
   qwen3Architecture, // Qwen3ForCausalLM
   gemma3Architecture, // Gemma3ForCausalLM, Gemma3ForConditionalGeneration
   idefics3Architecture, // Idefics3ForConditionalGeneration: SmolVLM
+  qwen25VlArchitecture, // Qwen2_5_VLForConditionalGeneration
+  qwen3VlArchitecture, // Qwen3VLForConditionalGeneration
 ]);
 
 /** Reads a base checkpoint folder into a policy without adapters (UserError when it is incomplete or malformed). */

@@ -18,9 +18,15 @@ export interface ProcessedImages {
   tokens: number[];
 }
 
-/** What the tower gives for one image: the rows that replace its image tokens, [tokens, text hidden]. */
+/**
+ * What the tower gives for one image (or, concatenated in order, for several): the rows that replace its image tokens,
+ * [tokens, text hidden]; Qwen-VL also its (t, h, w) patch grid (the prompt's 3-D positions follow it) and Qwen3-VL its
+ * DeepStack features, one [tokens, text hidden] per tapped layer.
+ */
 export interface ImageFeatures {
   features: tf.Tensor2D;
+  grids?: (readonly [number, number, number])[];
+  deepstack?: tf.Tensor2D[];
 }
 
 /** The first pass's inputs for prompts with images, beside their token ids. */
@@ -29,6 +35,10 @@ export interface ImagePrefill {
   embeds: tf.Tensor3D;
   /** Gemma 3: 1 on image tokens (each image's tokens attend to each other both ways in the prefill). */
   tokenTypeIds?: ArrayLike<number>[];
+  /** Qwen-VL: [3, B·T] positions (axis-major) and each row's rope delta (models/qwen-vl/rope-index.ts). */
+  mrope?: { positions: Int32Array; ropeDeltas: number[] };
+  /** Qwen3-VL: DeepStack features at the image tokens' rows (b·T + t), per tapped layer. */
+  deepstack?: { rows: Int32Array; features: tf.Tensor2D[] };
 }
 
 /** A vision tower on another engine (ONNX Runtime): opened on first use or by open(). */
@@ -46,8 +56,11 @@ export interface ImageModel {
   preprocess(images: readonly RawImage[]): ProcessedImages;
   /** One processed image's features, from the tower in use. */
   encode(pixels: Float32Array): ImageFeatures;
-  /** The first pass's inputs of left-padded `ids` whose images gave `features` (all images in order, concatenated). */
-  prefill(ids: TokenIds, features: ImageFeatures): ImagePrefill;
+  /**
+   * The first pass's inputs of left-padded `ids` (`attentionMask`: 0 on their padding; default none) whose images gave
+   * `features` (all images in order, concatenated).
+   */
+  prefill(ids: TokenIds, features: ImageFeatures, attentionMask?: readonly ArrayLike<number>[]): ImagePrefill;
   /** The tower on ONNX Runtime (not opened until used). */
   ortTower(options: SessionOptions): EngineTower;
   /** Run the tower on `tower` (one this model's ortTower made) from now on; null: tfjs again. */

@@ -249,6 +249,8 @@ export class HfPolicy implements Policy {
   ): { embeds: Float32Array; tokenTypeIds?: ArrayLike<number>[] } {
     return this.withImageFeatures(prompts, (features) => {
       const prefill = features && this.image ? this.image.prefill(ids, features) : { embeds: this.decoder.embed(ids) };
+      if ('mrope' in prefill && prefill.mrope)
+        throw new Error('internal: ONNX Runtime prefill inputs without the multimodal RoPE positions');
       const embeds = (prefill.embeds.dataSync() as Float32Array).slice();
       prefill.embeds.dispose();
       return { embeds, ...(prefill.tokenTypeIds ? { tokenTypeIds: prefill.tokenTypeIds } : {}) };
@@ -409,7 +411,7 @@ export class HfPolicy implements Policy {
   }
 
   private dropFeatures(): void {
-    for (const f of this.features.values()) f.features.dispose();
+    for (const f of this.features.values()) tf.dispose([f.features, ...(f.deepstack ?? [])]);
     this.features.clear();
   }
 
@@ -455,35 +457,66 @@ export class HfPolicy implements Policy {
     return { tokens: this.kit.tokenizer.encode(text, { addSpecialTokens: false }), images: processed.pixels };
   }
 
-  /** One image's features [its image tokens, H], encoded once and kept (the vision tower is frozen). */
-  private imageFeatures(pixels: Float32Array): tf.Tensor2D {
+  /** One image's features [its image tokens, H] (and grid, DeepStack), encoded once and kept (the tower is frozen). */
+  private imageFeatures(pixels: Float32Array): ImageFeatures {
     const kept = this.features.get(pixels);
     if (kept) {
       this.features.delete(pixels); // re-insert: the map's order is least recently used first
       this.features.set(pixels, kept);
-      return kept.features;
+      return kept;
     }
     const encoded = this.image!.encode(pixels);
-    this.features.set(pixels, { features: tf.keep(encoded.features) });
+    const entry: ImageFeatures = {
+      features: tf.keep(encoded.features),
+      ...(encoded.grids ? { grids: encoded.grids } : {}),
+      ...(encoded.deepstack ? { deepstack: encoded.deepstack.map((t) => tf.keep(t)) } : {}),
+    };
+    this.features.set(pixels, entry);
     while (this.features.size > FEATURE_CACHE_SIZE) {
-      const [oldest, entry] = this.features.entries().next().value as [Float32Array, ImageFeatures];
-      entry.features.dispose();
+      const [oldest, old] = this.features.entries().next().value as [Float32Array, ImageFeatures];
+      tf.dispose([old.features, ...(old.deepstack ?? [])]);
       this.features.delete(oldest);
     }
-    return encoded.features;
+    return entry;
   }
 
-  /** Prompt embeddings [P, H] with the image rows merged (and Gemma's token types), for the learner's batch. */
-  private promptImages(prompt: EncodedPrompt): Pick<ScoreItem, 'promptEmbeds' | 'promptTokenTypeIds'> {
-    if (prompt.images.length === 0 || !this.image) return {};
-    const features = tf.concat(
-      prompt.images.map((img) => this.imageFeatures(img)),
-      0,
-    ) as tf.Tensor2D;
-    const { embeds, tokenTypeIds } = this.image.prefill([prompt.tokens], { features }); // embeds [1, P, H]
+  /** Several images' features in order, as one ImageFeatures (new tensors: the caller disposes them). */
+  private concatFeatures(images: readonly Float32Array[]): ImageFeatures {
+    const each = images.map((img) => this.imageFeatures(img));
+    const layers = each[0].deepstack?.length ?? 0;
     return {
-      promptEmbeds: tf.reshape(embeds, [prompt.tokens.length, this.config.text.hiddenSize]) as tf.Tensor2D,
-      ...(tokenTypeIds ? { promptTokenTypeIds: tokenTypeIds[0] } : {}),
+      features: tf.concat(
+        each.map((e) => e.features),
+        0,
+      ) as tf.Tensor2D,
+      ...(each[0].grids ? { grids: each.flatMap((e) => e.grids ?? []) } : {}),
+      ...(layers > 0
+        ? {
+            deepstack: Array.from(
+              { length: layers },
+              (_, j) => tf.concat(each.map((e) => e.deepstack![j])) as tf.Tensor2D,
+            ),
+          }
+        : {}),
+    };
+  }
+
+  /**
+   * Prompt embeddings [P, H] with the image rows merged (and Gemma's token types, Qwen-VL's 3-D positions and DeepStack
+   * features), for the learner's batch; inside its tidy.
+   */
+  private promptImages(
+    prompt: EncodedPrompt,
+  ): Pick<ScoreItem, 'promptEmbeds' | 'promptTokenTypeIds' | 'promptMrope' | 'promptDeepstack'> {
+    if (prompt.images.length === 0 || !this.image) return {};
+    const prefill = this.image.prefill([prompt.tokens], this.concatFeatures(prompt.images)); // embeds [1, P, H]
+    return {
+      promptEmbeds: tf.reshape(prefill.embeds, [prompt.tokens.length, this.config.text.hiddenSize]) as tf.Tensor2D,
+      ...(prefill.tokenTypeIds ? { promptTokenTypeIds: prefill.tokenTypeIds[0] } : {}),
+      ...(prefill.mrope
+        ? { promptMrope: { positions: prefill.mrope.positions, ropeDelta: prefill.mrope.ropeDeltas[0] } }
+        : {}),
+      ...(prefill.deepstack ? { promptDeepstack: prefill.deepstack } : {}),
     };
   }
 
@@ -491,14 +524,11 @@ export class HfPolicy implements Policy {
   private withImageFeatures<T>(prompts: EncodedPrompt[], f: (features: ImageFeatures | null) => T): T {
     const all = prompts.flatMap((p) => p.images);
     if (all.length === 0 || !this.image) return f(null);
-    const features = tf.concat(
-      all.map((img) => this.imageFeatures(img)),
-      0,
-    ) as tf.Tensor2D;
+    const features = this.concatFeatures(all);
     try {
-      return f({ features });
+      return f(features);
     } finally {
-      features.dispose();
+      tf.dispose([features.features, ...(features.deepstack ?? [])]);
     }
   }
 
@@ -509,11 +539,15 @@ export class HfPolicy implements Policy {
     options: GenerateOptions,
   ): GenerateResult {
     if (!features || !this.image) return generate(this.decoder, { ids, attentionMask }, options);
-    const { embeds, tokenTypeIds } = this.image.prefill(ids, features);
+    const { embeds, tokenTypeIds, mrope, deepstack } = this.image.prefill(ids, features, attentionMask);
     try {
-      return generate(this.decoder, { ids, attentionMask, inputsEmbeds: embeds, tokenTypeIds }, options);
+      return generate(
+        this.decoder,
+        { ids, attentionMask, inputsEmbeds: embeds, tokenTypeIds, mrope, deepstack },
+        options,
+      );
     } finally {
-      embeds.dispose();
+      tf.dispose([embeds, ...(deepstack?.features ?? [])]);
     }
   }
 }

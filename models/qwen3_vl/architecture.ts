@@ -1,6 +1,7 @@
 // Qwen3VLForConditionalGeneration in the architecture table: its decoder keys in text_config, read by the Qwen3-VL
 // text family (Qwen3's q/k norms); the interleaved multimodal RoPE and the image token from models/qwen3_vl/config.ts.
 import type { HfArchitecture, HfModelClass } from '../hf/architecture.ts';
+import { qwenVlPlaceholders } from '../qwen-vl/placeholders.ts';
 import { parseQwen3VlSetup } from './config.ts';
 import { QWEN3_VL_DECODER, QWEN3_VL_LAYOUTS } from './language-model.ts';
 
@@ -20,11 +21,16 @@ const qwen3VlClass: HfModelClass = {
   },
   imageTokenId: (raw) => parseQwen3VlSetup(raw).imageTokenId,
   layouts: QWEN3_VL_LAYOUTS,
+  vision: {
+    placeholders: (raw, file, tokenizer) => qwenVlPlaceholders(parseQwen3VlSetup(raw, file), file, tokenizer),
+    load: async (dir, config, decoder, tensors) =>
+      (await import('./image-side.ts')).loadQwen3VlImageSide(dir, config, decoder, tensors),
+  },
 };
 
 export const qwen3VlArchitecture: HfArchitecture = {
   modelTypes: ['qwen3_vl'],
   classes: [qwen3VlClass],
-  // tfjs only until the ONNX graphs take multimodal positions and DeepStack.
+  // tfjs only until the ORT sampler's decoding, the training graph and the tower session take the 3-D positions.
   engines: ['tfjs'],
 };
