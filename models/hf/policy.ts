@@ -53,12 +53,24 @@ import {
   loadPeftAdapter,
   savePeftAdapter,
 } from './peft.ts';
-import type { EngineTower, ImageFeatures, ImageModel } from './image-model.ts';
+import type { EngineTower, ImageFeatures, ImageModel, ImagePrefill } from './image-model.ts';
 import { completionLogProbs, promptRuns, type ScoreItem } from './score.ts';
 import type { SessionOptions } from '../onnx/session.ts';
 
 /** Images kept encoded (vision tower output) between the passes of a step: rollouts, reference, old policy, learner. */
 const FEATURE_CACHE_SIZE = 64;
+
+/** What HfPolicy.prefillInputs gives another engine for a prompt batch's first pass, as plain arrays. */
+export interface OrtPrefillInputs {
+  /** [B · T · H] embeddings, image features merged. */
+  embeds: Float32Array;
+  tokenTypeIds?: ArrayLike<number>[];
+  /** Qwen-VL: [3, B · T] positions and each row's rope delta (decoding at T + step + delta). */
+  mropePositions?: Int32Array;
+  ropeDeltas?: number[];
+  /** Qwen3-VL: DeepStack features [M, H] per tapped layer at rows b · T + t. */
+  deepstack?: { rows: Int32Array; features: Float32Array[] };
+}
 
 /**
  * Above this many floats held for the backward pass the learner recomputes blocks instead (score.ts `recompute`).
@@ -246,14 +258,23 @@ export class HfPolicy implements Policy {
   prefillInputs(
     prompts: EncodedPrompt[],
     ids: number[][],
-  ): { embeds: Float32Array; tokenTypeIds?: ArrayLike<number>[] } {
+    attentionMask?: readonly ArrayLike<number>[],
+  ): OrtPrefillInputs {
     return this.withImageFeatures(prompts, (features) => {
-      const prefill = features && this.image ? this.image.prefill(ids, features) : { embeds: this.decoder.embed(ids) };
-      if ('mrope' in prefill && prefill.mrope)
-        throw new Error('internal: ONNX Runtime prefill inputs without the multimodal RoPE positions');
+      const prefill: ImagePrefill =
+        features && this.image ? this.image.prefill(ids, features, attentionMask) : { embeds: this.decoder.embed(ids) };
       const embeds = (prefill.embeds.dataSync() as Float32Array).slice();
-      prefill.embeds.dispose();
-      return { embeds, ...(prefill.tokenTypeIds ? { tokenTypeIds: prefill.tokenTypeIds } : {}) };
+      const deepstack = prefill.deepstack && {
+        rows: prefill.deepstack.rows,
+        features: prefill.deepstack.features.map((f) => (f.dataSync() as Float32Array).slice()),
+      };
+      tf.dispose([prefill.embeds, ...(prefill.deepstack?.features ?? [])]);
+      return {
+        embeds,
+        ...(prefill.tokenTypeIds ? { tokenTypeIds: prefill.tokenTypeIds } : {}),
+        ...(prefill.mrope ? { mropePositions: prefill.mrope.positions, ropeDeltas: prefill.mrope.ropeDeltas } : {}),
+        ...(deepstack ? { deepstack } : {}),
+      };
     });
   }
 

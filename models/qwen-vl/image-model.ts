@@ -2,9 +2,9 @@
 // alike: the PIL Qwen2VLImageProcessor (each image its own grid and so its own number of image tokens), the
 // architecture's tower on tfjs (models/qwen2_5_vl/, models/qwen3_vl/: image features, and Qwen3-VL's DeepStack
 // features), and a prompt's first pass: the features in place of the <|image_pad|> embeddings, get_rope_index's 3-D
-// positions and rope deltas (rope-index.ts), DeepStack at the image rows. The tower runs on tfjs only so far.
+// positions and rope deltas (rope-index.ts), DeepStack at the image rows. The tower runs on tfjs, or on ONNX Runtime
+// once an engine installs it (ortTower, setTower).
 import * as tf from '@tensorflow/tfjs';
-import { UserError } from '../../core/errors.ts';
 import type { RawImage } from '../../core/image.ts';
 import type { HfDecoder } from '../hf/decoder.ts';
 import type { EngineTower, ImageFeatures, ImageModel, ImagePrefill, ProcessedImages } from '../hf/image-model.ts';
@@ -24,14 +24,35 @@ export interface QwenImageSide {
   decoder: HfDecoder;
   processor: QwenVlImageProcessor;
   tower: QwenTower;
+  /** The same tower on ONNX Runtime (models/onnx/hf/qwen-vl-vision-session.ts); it reads the tfjs weights once. */
+  ortTower(options: SessionOptions): { forward: QwenTower; dispose(): void };
   /** Frees the tower's weights. */
   disposeTower(): void;
   imageTokenId: number;
   visionStartTokenId: number;
 }
 
+/** The ORT tower, built when first used (or opened before the tfjs weights are released). */
+class LazyOrtTower implements EngineTower {
+  private inner: { forward: QwenTower; dispose(): void } | null = null;
+  constructor(private readonly make: () => { forward: QwenTower; dispose(): void }) {}
+  open(): void {
+    this.inner ??= this.make();
+  }
+  forward(pixels: Float32Array, grids: readonly GridThw[]) {
+    this.open();
+    return this.inner!.forward(pixels, grids);
+  }
+  dispose(): void {
+    this.inner?.dispose();
+    this.inner = null;
+  }
+}
+
 export class QwenVlImageModel implements ImageModel {
   readonly imageTokenId: number;
+  private active: LazyOrtTower | null = null;
+  private tfjsReleased = false;
   /** Each processed image's grid, by its pixel rows (what EncodedPrompt.images holds). */
   private readonly grids = new WeakMap<Float32Array, GridThw>();
 
@@ -61,7 +82,8 @@ export class QwenVlImageModel implements ImageModel {
   encode(pixels: Float32Array): ImageFeatures {
     const grid = this.grids.get(pixels);
     if (!grid) throw new Error('internal: Qwen-VL pixel values this model did not process');
-    const { features, deepstack } = this.side.tower(pixels, [grid]);
+    if (!this.active && this.tfjsReleased) throw new Error('internal: the tfjs Qwen-VL tower was released');
+    const { features, deepstack } = this.active ? this.active.forward(pixels, [grid]) : this.side.tower(pixels, [grid]);
     return { features, grids: [grid], ...(deepstack.length > 0 ? { deepstack } : {}) };
   }
 
@@ -89,18 +111,23 @@ export class QwenVlImageModel implements ImageModel {
     };
   }
 
-  ortTower(_options: SessionOptions): EngineTower {
-    throw new UserError('engine ort: the Qwen-VL image side runs on tfjs only so far; use --engine tfjs');
+  ortTower(options: SessionOptions): EngineTower {
+    return new LazyOrtTower(() => this.side.ortTower(options));
   }
 
   setTower(tower: EngineTower | null): void {
-    if (tower) throw new Error('internal: the Qwen-VL image side has no engine tower');
+    if (tower && !(tower instanceof LazyOrtTower)) throw new Error('internal: not a Qwen-VL engine tower');
+    this.active = tower;
   }
 
-  releaseTowerWeights(): void {}
+  releaseTowerWeights(): void {
+    if (this.tfjsReleased) return;
+    this.side.disposeTower();
+    this.tfjsReleased = true;
+  }
 
   dispose(): void {
-    this.side.disposeTower();
+    this.releaseTowerWeights();
     this.side.decoder.dispose();
   }
 }

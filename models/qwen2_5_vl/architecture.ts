@@ -27,6 +27,7 @@ const qwen25VlClass: HfModelClass = {
 export const qwen25VlArchitecture: HfArchitecture = {
   modelTypes: ['qwen2_5_vl'],
   classes: [qwen25VlClass],
-  // tfjs only until the ORT sampler's decoding, the training graph and the tower session take the 3-D positions.
-  engines: ['tfjs'],
+  // On ONNX Runtime the sampler and tower; the LoRA gradients stay on tfjs until the training graph takes the 3-D
+  // positions (models/engine.ts).
+  engines: ['ort', 'tfjs'],
 };

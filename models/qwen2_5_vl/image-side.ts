@@ -6,6 +6,7 @@ import type { HfModelConfig } from '../hf/config.ts';
 import type { HfDecoder } from '../hf/decoder.ts';
 import { readPreprocessorConfig, tensorLookup } from '../hf/vision-language-model.ts';
 import type { CheckpointTensors } from '../hf/weights.ts';
+import { QwenVisionOrtTower } from '../onnx/hf/qwen-vl-vision-session.ts';
 import { QwenVlImageModel } from '../qwen-vl/image-model.ts';
 import { QwenVlImageProcessor } from '../qwen-vl/image-processor.ts';
 import { parseQwen25VlSetup } from './config.ts';
@@ -26,6 +27,10 @@ export function loadQwen25VlImageSide(
     decoder,
     processor,
     tower: (pixels, grids) => ({ features: qwen25VisionForward(weights, setup.vision, pixels, grids), deepstack: [] }),
+    ortTower: (options) => {
+      const tower = QwenVisionOrtTower.qwen25(weights, setup.vision, options);
+      return { forward: (pixels, grids) => tower.forward(pixels, grids), dispose: () => tower.dispose() };
+    },
     disposeTower: () => tf.dispose(weights as unknown as tf.TensorContainer),
     imageTokenId: setup.imageTokenId,
     visionStartTokenId: setup.visionStartTokenId,

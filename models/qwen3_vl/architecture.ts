@@ -31,6 +31,7 @@ const qwen3VlClass: HfModelClass = {
 export const qwen3VlArchitecture: HfArchitecture = {
   modelTypes: ['qwen3_vl'],
   classes: [qwen3VlClass],
-  // tfjs only until the ORT sampler's decoding, the training graph and the tower session take the 3-D positions.
-  engines: ['tfjs'],
+  // On ONNX Runtime the sampler and tower; the LoRA gradients stay on tfjs until the training graph takes the 3-D
+  // positions (models/engine.ts).
+  engines: ['ort', 'tfjs'],
 };

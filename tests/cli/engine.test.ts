@@ -284,7 +284,7 @@ describe('bad input', () => {
           '--out',
           run,
         ]),
-        /--engine ort: the ONNX Runtime engine has no graph for model type mistral \(it runs the built-in model and llama, qwen2, qwen3, gemma3_text, gemma3, idefics3\); use --engine tfjs/,
+        /--engine ort: the ONNX Runtime engine has no graph for model type mistral \(it runs the built-in model and llama, qwen2, qwen3, gemma3_text, gemma3, idefics3, qwen2_5_vl, qwen3_vl\); use --engine tfjs/,
       );
       expect(existsSync(run)).toBe(false);
       expectUserError(

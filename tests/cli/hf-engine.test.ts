@@ -184,7 +184,7 @@ describe('bad input', () => {
         '--out',
         join(root, 'bad-run'),
       ]),
-      /^metrl: error: --engine ort: the ONNX Runtime engine has no graph for model type mistral \(it runs the built-in model and llama, qwen2, qwen3, gemma3_text, gemma3, idefics3\); use --engine tfjs$/,
+      /^metrl: error: --engine ort: the ONNX Runtime engine has no graph for model type mistral \(it runs the built-in model and llama, qwen2, qwen3, gemma3_text, gemma3, idefics3, qwen2_5_vl, qwen3_vl\); use --engine tfjs$/,
     );
   });
 });

@@ -1,6 +1,6 @@
-// `metrl train` on the Qwen-VL fixtures through the real binary, on the tfjs engine (the only one that runs them so
-// far): a chess image step with several images per prompt, whose adapter is saved as a PEFT folder with a regex
-// target_modules limited to the language model; --engine ort is refused in one line, exit 2; and a config.json whose
+// `metrl train` on the Qwen-VL fixtures through the real binary: a chess image step on the tfjs engine, whose adapter
+// is saved as a PEFT folder with a regex target_modules limited to the language model, and the same step on
+// --engine ort (rollouts, log-probs and the tower on ONNX Runtime, the LoRA gradients on tfjs); and a config.json whose
 // model_type the table lacks (a made-up video-only variant) is refused in one line as well.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -68,10 +68,15 @@ describe.each(['qwen2_5_vl', 'qwen3_vl'])('metrl train --checkpoint <%s fixture>
   );
 
   it(
-    'refuses --engine ort in one line',
+    'runs the step with --engine ort: rollouts, reference log-probs and the tower on ONNX Runtime, gradients on tfjs',
     async () => {
-      const r = await metrl(train(hfCheckpointCopy(name), join(root, `${name}-ort`), 'ort'));
-      expectUserError(r, /--engine ort/);
+      const out = join(root, `${name}-ort`);
+      const r = await metrl([...train(hfCheckpointCopy(name), out, 'ort'), '--threads', '1']);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      const run = JSON.parse(readFileSync(join(out, 'config.json'), 'utf8'));
+      expect(run.config.engine).toBe('ort');
+      expect(existsSync(join(out, 'checkpoints', 'step-1', 'adapter_model.safetensors'))).toBe(true);
     },
     SLOW,
   );

@@ -18,6 +18,11 @@ export interface OrtGenerateInput {
   embeds?: Float32Array;
   /** Gemma 3 image blocks for the prefill. */
   tokenTypeIds?: ArrayLike<number>[];
+  /** Qwen-VL: the prompts' [3, B · T] positions and rope deltas; decoding step s sits at T + s + delta on all axes. */
+  mropePositions?: Int32Array;
+  ropeDeltas?: readonly number[];
+  /** Qwen3-VL DeepStack of the prefill (HfRunRequest.deepstack). */
+  deepstack?: { rows: Int32Array; features: Float32Array[] };
 }
 
 /** Token embeddings [B · T · H] of ids [B][T] (Gemma's scaling included), from the tfjs decoder's table. */
@@ -37,6 +42,8 @@ export function generateOrt(model: HfOrtModel, input: OrtGenerateInput, options:
     seq: T,
     attentionMask: promptMask,
     tokenTypeIds: input.tokenTypeIds,
+    ...(input.mropePositions ? { mropePositions: input.mropePositions } : {}),
+    ...(input.deepstack ? { deepstack: input.deepstack } : {}),
     cache: null,
     logitRows: [T - 1],
     useLora,
@@ -61,7 +68,11 @@ export function generateOrt(model: HfOrtModel, input: OrtGenerateInput, options:
       );
       if (step === options.maxNewTokens - 1 || finished.every(Boolean)) break;
       for (const row of mask) row.push(1);
+      const deltas = input.ropeDeltas;
+      // The fed token sits at cache position T + step (pads counted), + the prompt's rope delta.
+      const at = deltas ? Array.from({ length: B }, (_, b) => T + step + deltas[Math.floor(b / G)]) : null;
       const out = model.run({
+        ...(at ? { mropePositions: [...at, ...at, ...at] } : {}),
         embeds: embedIds(
           model.decoder,
           next.map((id) => [id]),

@@ -93,7 +93,11 @@ export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
 
   sampleGroups(prompts: EncodedPrompt[], group: number, options: SamplingOptions, rng: Rng): Completion[][] {
     return this.policy.sampleGroupsWith(prompts, group, options, rng, (ids, attentionMask, generateOptions) =>
-      generateOrt(this.model, { ids, attentionMask, ...this.policy.prefillInputs(prompts, ids) }, generateOptions),
+      generateOrt(
+        this.model,
+        { ids, attentionMask, ...this.policy.prefillInputs(prompts, ids, attentionMask) },
+        generateOptions,
+      ),
     );
   }
 
@@ -123,8 +127,10 @@ export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
       if (Lu === 0) continue;
       const P = prompt.tokens.length;
       const ids = [Array.from(prompt.tokens)];
+      const prefill = this.policy.prefillInputs([prompt], ids);
+      const delta = prefill.ropeDeltas?.[0];
       const first = this.model.run({
-        ...this.policy.prefillInputs([prompt], ids),
+        ...prefill,
         rows: 1,
         seq: P,
         attentionMask: [new Array<number>(P).fill(1)],
@@ -146,8 +152,12 @@ export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
           );
           const embeds = tf.tidy(() => this.policy.decoder.embed(rows).dataSync() as Float32Array).slice();
           const cache = this.model.repeatCache(first.cache, part.length);
+          // Multimodal RoPE: completion token j at P + j + delta on all three axes ([3, rows · C], axis-major).
+          const along =
+            delta === undefined ? null : part.flatMap(() => Array.from({ length: C }, (_, j) => P + j + delta));
           const out = this.model.run({
             embeds,
+            ...(along ? { mropePositions: [...along, ...along, ...along] } : {}),
             rows: part.length,
             seq: C,
             attentionMask: rows.map(() => new Array<number>(P + C).fill(1)),
