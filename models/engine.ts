@@ -123,13 +123,9 @@ export async function openEngine(
   if (policy instanceof HfPolicy) {
     const { HfOrtSampler } = await import('./onnx/hf/hf-sampler.ts');
     const sampler = new HfOrtSampler(policy, { threads: runtime.threads, device });
-    // The ORT training graph takes no multimodal RoPE positions or DeepStack yet (Qwen-VL): tfjs computes those
-    // models' LoRA gradients, ORT everything else.
-    const c = policy.decoder.config;
-    const ortLearner = c.mrope === null && c.deepstackLayers === 0;
     // The sampler's graphs put every projection into weight files ORT maps (the ORT learner's graph reads the
-    // decoder's too): the host's copies are no longer needed, unless tfjs computes the gradients.
-    if (policy.decoder.hostWeights && ortLearner) sampler.releaseHostWeights();
+    // decoder's too): the host's copies are no longer needed.
+    if (policy.decoder.hostWeights) sampler.releaseHostWeights();
     const referenceIsPolicy = () => [...policy.decoder.linears().values()].every((l) => !l.lora || zero(l.lora.b));
     return {
       engine,
@@ -137,8 +133,8 @@ export async function openEngine(
       syncLora: () => sampler.syncLora(),
       referenceIsPolicy,
       dispose: () => sampler.dispose(),
-      describe: ortLearner ? describe : `${describe}; LoRA gradients on tfjs`,
-      ortLearner,
+      describe,
+      ortLearner: true,
     };
   }
   const { BuiltinOrtSampler } = await import('./onnx/builtin/builtin-sampler.ts');

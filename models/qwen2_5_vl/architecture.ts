@@ -27,7 +27,5 @@ const qwen25VlClass: HfModelClass = {
 export const qwen25VlArchitecture: HfArchitecture = {
   modelTypes: ['qwen2_5_vl'],
   classes: [qwen25VlClass],
-  // On ONNX Runtime the sampler and tower; the LoRA gradients stay on tfjs until the training graph takes the 3-D
-  // positions (models/engine.ts).
   engines: ['ort', 'tfjs'],
 };

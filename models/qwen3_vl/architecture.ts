@@ -31,7 +31,5 @@ const qwen3VlClass: HfModelClass = {
 export const qwen3VlArchitecture: HfArchitecture = {
   modelTypes: ['qwen3_vl'],
   classes: [qwen3VlClass],
-  // On ONNX Runtime the sampler and tower; the LoRA gradients stay on tfjs until the training graph takes the 3-D
-  // positions (models/engine.ts).
   engines: ['ort', 'tfjs'],
 };

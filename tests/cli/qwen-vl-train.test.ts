@@ -1,6 +1,6 @@
 // `metrl train` on the Qwen-VL fixtures through the real binary: a chess image step on the tfjs engine, whose adapter
 // is saved as a PEFT folder with a regex target_modules limited to the language model, and the same step on
-// --engine ort (rollouts, log-probs and the tower on ONNX Runtime, the LoRA gradients on tfjs); and a config.json whose
+// --engine ort (rollouts, log-probs, the tower and the LoRA gradients on ONNX Runtime); and a config.json whose
 // model_type the table lacks (a made-up video-only variant) is refused in one line as well.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -68,7 +68,7 @@ describe.each(['qwen2_5_vl', 'qwen3_vl'])('metrl train --checkpoint <%s fixture>
   );
 
   it(
-    'runs the step with --engine ort: rollouts, reference log-probs and the tower on ONNX Runtime, gradients on tfjs',
+    'runs the whole step with --engine ort (rollouts, log-probs, tower and LoRA gradients on ONNX Runtime)',
     async () => {
       const out = join(root, `${name}-ort`);
       const r = await metrl([...train(hfCheckpointCopy(name), out, 'ort'), '--threads', '1']);

@@ -17,6 +17,7 @@ import { Tensor } from 'onnxruntime-common';
 import { UserError } from '../../../core/errors.ts';
 import type { HfPolicy } from '../../hf/policy.ts';
 import { maskValues } from '../../layers/attention.ts';
+import { mropeValues } from '../../layers/mrope.ts';
 import { inverseFrequencies, ropeValues } from '../../layers/rope.ts';
 import type { LossRequest } from '../../learner.ts';
 import type { SequenceBatchItem } from '../../types.ts';
@@ -39,9 +40,6 @@ const LOGIT_BUDGET = 2 ** 25;
 /** What the training graph lacks (hf-train-graph.ts refuses it too). */
 export const ATTENTION_SOFTCAP =
   'engine ort: the ONNX Runtime learner has no attention soft-capping (attn_logit_softcapping); use --engine tfjs for this checkpoint';
-/** What the training graph's feeds lack so far (Qwen-VL: positions on three axes, DeepStack). */
-const MULTIMODAL_ROPE =
-  'engine ort: the ONNX Runtime learner has no multimodal RoPE or DeepStack yet (Qwen-VL); use --engine tfjs for this checkpoint';
 const WITH_GRADIENTS = new Tensor('bool', [true], []);
 const NO_GRADIENTS = new Tensor('bool', [false], []);
 /** The additive mask value of a blocked key (layers/attention.ts's). */
@@ -94,7 +92,6 @@ export class HfOrtLearner extends OrtLoraLearner<HfPolicy, Part> {
     const c = policy.decoder.config;
     // Refused here, when the run is prepared, rather than when the first update builds the graph.
     if (c.attnLogitSoftcap !== null) throw new UserError(ATTENTION_SOFTCAP);
-    if (c.mrope !== null || c.deepstackLayers > 0) throw new UserError(MULTIMODAL_ROPE);
     this.invGlobal = inverseFrequencies(c.headDim, c.ropeTheta, c.ropeLinearFactor);
     this.invLocal = c.ropeLocalTheta !== null ? inverseFrequencies(c.headDim, c.ropeLocalTheta) : null;
   }
@@ -300,7 +297,24 @@ export class HfOrtLearner extends OrtLoraLearner<HfPolicy, Part> {
       feeds[`rope_cos${suffix}`] = floatTensor(cos, [N, 1, d]);
       feeds[`rope_sin${suffix}`] = floatTensor(sin, [N, 1, d]);
     };
-    rope(this.invGlobal, '');
+    if (c.mrope) {
+      // [3, N] axis-major: the prompt's own 3-D positions, completion row j at P + j + delta on every axis.
+      const given = prompt.mropePositions;
+      const delta = prompt.ropeDeltas?.[0] ?? 0;
+      const axes = new Int32Array(3 * N);
+      for (let a = 0; a < 3; a++)
+        for (let n = 0; n < N; n++) axes[a * N + n] = n < P ? (given ? given[a * P + n] : n) : positions[n] + delta;
+      const { cos, sin } = mropeValues(axes, { ...c.mrope, headDim: d, theta: c.ropeTheta });
+      feeds.rope_cos = floatTensor(cos, [N, 1, d]);
+      feeds.rope_sin = floatTensor(sin, [N, 1, d]);
+    } else rope(this.invGlobal, '');
+    for (let j = 0; j < c.deepstackLayers; j++) {
+      const dense = new Float32Array(N * H);
+      const features = prompt.deepstack?.features[j];
+      if (features)
+        prompt.deepstack!.rows.forEach((row, k) => dense.set(features.subarray(k * H, (k + 1) * H), row * H));
+      feeds[`deepstack.${j}`] = floatTensor(dense, [N, H]);
+    }
     if (this.invLocal) rope(this.invLocal, '_local');
     const tokenTypeIds = prompt.tokenTypeIds?.map((r) => Array.from(r));
     const nkv = c.numKvHeads;

@@ -325,6 +325,11 @@ export function buildHfTrainGraph(
     shapeKc: b.input('shape.kc', 'int64', [4]),
     expandPrompt: b.input('shape.expand_prompt', 'int64', [4]),
   };
+  // Qwen3-VL DeepStack: [N, H] added after layer j (zeros but at the prompt's image rows). A constant, so the
+  // gradient branch, which starts each layer from its fed input, needs nothing of it.
+  const deepstack = Array.from({ length: c.deepstackLayers }, (_, j) =>
+    b.input(`deepstack.${j}`, 'float32', ['rows', H]),
+  );
   const predictRows = b.input('predict_rows', 'int64', ['predicted']);
   const targets = b.input('targets', 'int64', ['predicted']);
   const invT = b.input('inv_temperature', 'float32', []);
@@ -349,6 +354,7 @@ export function buildHfTrainGraph(
     weights.layers.forEach((w, i) => {
       if (i > 0) kept.push(b.op1('Identity', [x.name]));
       x = decoderBlock(ops, c, w, i, x);
+      if (i < deepstack.length) x = ops.add(x, g.constant(deepstack[i], 2));
     });
     kept.push(b.op1('Identity', [x.name]));
     const rows = g.gatherRows(decoderFinalNorm(ops, c, weights, x), predictRows); // [R, H]
