@@ -1,13 +1,15 @@
 // Opens every graph metrl builds on one device, through the classes that build and open them in a run, and runs each
-// once on tiny inputs: per Hugging Face fixture (Llama, its bfloat16 copy, Qwen2, Gemma 3, Idefics3, and a soft-capped
-// Gemma 3 CausalLM) the sampler's decoder graph, the device-copy graphs (upload and row gather, on WebGPU), the SigLIP
-// tower of the VLMs and the learner's training graph; for the built-in model (the shipped base) the sampler's general
-// and decode graphs and the learner's scoring and training graphs. Run under METRL_ORT_PLACEMENT (session.ts) it is
-// what the placement check reads (models/onnx/session-placement.ts; tests/models/webgpu-placement.test.ts, `npm run
-// bench -- placement`). Prints one line per model to stdout.
+// once on tiny inputs: per Hugging Face fixture (Llama, its bfloat16 copy, Qwen2, Qwen3, Gemma 3, Idefics3, a
+// soft-capped Gemma 3 CausalLM, Qwen2.5-VL, Qwen3-VL) the sampler's decoder graph, the device-copy graphs (upload and
+// row gather, on WebGPU), the vision tower of the VLMs (SigLIP, Qwen-VL's) and the learner's training graph; for the
+// built-in model (the shipped base) the sampler's general and decode graphs and the learner's scoring and training
+// graphs. Run under METRL_ORT_PLACEMENT (session.ts) it is what the placement check reads
+// (models/onnx/session-placement.ts; tests/models/webgpu-placement.test.ts, `npm run bench -- placement`). Prints one
+// line per model to stdout.
 //   node bin/run-ts.js bench/every-graph.ts [cpu|webgpu|cuda] [NAME,…] [--stored float32|bfloat16|float16]
-// NAME: fixtures (llama, llama-bf16, qwen2, qwen3, gemma3, idefics3, gemma3-softcap) or builtin; default all. --stored forces
-// the Hugging Face projections' stored type (tests open a GPU's 16-bit graphs on the CPU provider with it).
+// NAME: fixtures (llama, llama-bf16, qwen2, qwen3, gemma3, idefics3, qwen2_5_vl, qwen3_vl, gemma3-softcap) or builtin;
+// default all. --stored forces the Hugging Face projections' stored type (tests open a GPU's 16-bit graphs on the CPU
+// provider with it).
 import * as tf from '@tensorflow/tfjs';
 import { join } from 'node:path';
 import { CHECKPOINTS_DIR } from '../core/paths.ts';
@@ -24,7 +26,17 @@ import type { EncodedPrompt, SequenceBatchItem } from '../models/types.ts';
 import { fixtureCopy, GEMMA3_SOFTCAP } from './hf-fixtures.ts';
 import { loadHfPolicy } from '../models/registry.ts';
 
-const HF_MODELS = ['llama', 'llama-bf16', 'qwen2', 'qwen3', 'gemma3', 'idefics3', GEMMA3_SOFTCAP];
+const HF_MODELS = [
+  'llama',
+  'llama-bf16',
+  'qwen2',
+  'qwen3',
+  'gemma3',
+  'idefics3',
+  'qwen2_5_vl',
+  'qwen3_vl',
+  GEMMA3_SOFTCAP,
+];
 const BUILTIN = 'builtin';
 
 const args = process.argv.slice(2);

@@ -22,6 +22,9 @@ export function fixtureCopy(name: string): string {
   const dir = join(mkdtempSync(join(tmpdir(), 'metrl-hf-device-')), name);
   cpSync(join(HF_FIXTURES, name === GEMMA3_SOFTCAP ? 'gemma3' : name), dir, { recursive: true });
   cpSync(join(HF_FIXTURES, 'tokenizer-smolvlm', 'tokenizer.json'), join(dir, 'tokenizer.json'));
+  // The Qwen-VL fixtures keep their processor's settings beside its references.
+  if (name.startsWith('qwen') && name.endsWith('_vl'))
+    cpSync(join(dir, 'preprocess', 'preprocessor_config.json'), join(dir, 'preprocessor_config.json'));
   writeFileSync(
     join(dir, 'tokenizer_config.json'),
     JSON.stringify({ chat_template: "{% for m in messages %}{{ m['content'] }}{% endfor %}" }),
