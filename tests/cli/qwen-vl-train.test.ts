@@ -1,15 +1,22 @@
 // `metrl train` on the Qwen-VL fixtures through the real binary: a chess image step on the tfjs engine, whose adapter
 // is saved as a PEFT folder with a regex target_modules limited to the language model, and the same step on
-// --engine ort (rollouts, log-probs, the tower and the LoRA gradients on ONNX Runtime); and a config.json whose
+// --engine ort (rollouts, log-probs, the tower and the LoRA gradients on ONNX Runtime); `evaluate` on chess image
+// episodes with the trained adapter; `serve` with it on both engines answering a two-image chat request (data: URLs)
+// alike; and a config.json whose
 // model_type the table lacks (a made-up video-only variant) is refused in one line as well.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { hfCheckpointCopy, hfScratchDir, removeHfCopies } from '../helpers/hf-checkpoint-copy.ts';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { HF_FIXTURES, hfCheckpointCopy, hfScratchDir, removeHfCopies } from '../helpers/hf-checkpoint-copy.ts';
+import { expectSameAnswers, type Served, startServe } from '../helpers/serve-process.ts';
 import { expectUserError, metrl } from './helpers.ts';
 
 const SLOW = 400_000;
 const root = hfScratchDir('qwen-vl-train');
+const servers: Served[] = [];
+afterEach(() => {
+  for (const s of servers.splice(0)) if (s.child.exitCode === null) s.child.kill('SIGKILL');
+});
 afterAll(() => removeHfCopies());
 
 const train = (checkpoint: string, out: string, engine: string) => [
@@ -77,6 +84,59 @@ describe.each(['qwen2_5_vl', 'qwen3_vl'])('metrl train --checkpoint <%s fixture>
       const run = JSON.parse(readFileSync(join(out, 'config.json'), 'utf8'));
       expect(run.config.engine).toBe('ort');
       expect(existsSync(join(out, 'checkpoints', 'step-1', 'adapter_model.safetensors'))).toBe(true);
+    },
+    SLOW,
+  );
+});
+
+describe.each(['qwen2_5_vl', 'qwen3_vl'])('metrl evaluate and serve on the %s fixture', (name) => {
+  it(
+    'evaluates chess image episodes with a trained adapter, and serves an image chat the same on both engines',
+    async () => {
+      const checkpoint = hfCheckpointCopy(name);
+      const run = join(root, `${name}-for-eval`);
+      const trained = await metrl(train(checkpoint, run, 'ort'));
+      expect([trained.code, trained.stderr]).toEqual([0, '']);
+      const adapter = join(run, 'checkpoints', 'step-1');
+      const out = join(root, `${name}-eval`);
+      const evaluated = await metrl([
+        'evaluate',
+        ...['--checkpoint', checkpoint, '--adapter', adapter, '--domain', 'chess', '--modality', 'image'],
+        ...['--n', '2', '--max-tokens', '4', '--seed', '2', '--out', out, '--quiet'],
+      ]);
+      expect([evaluated.code, evaluated.stderr]).toEqual([0, '']);
+      const rows = readFileSync(join(out, 'chess-image.jsonl'), 'utf8').trim().split('\n');
+      expect(rows).toHaveLength(2);
+      for (const row of rows) expect(JSON.parse(row)).toMatchObject({ modality: 'image', status: 'ok' });
+      // One user message with two images as data: URLs, as an OpenAI client sends them.
+      const png = (file: string) =>
+        `data:image/png;base64,${readFileSync(join(HF_FIXTURES, name, 'preprocess', file)).toString('base64')}`;
+      const messages = [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Which piece moved? ' },
+            { type: 'image_url', image_url: { url: png('image_a.png') } },
+            { type: 'image_url', image_url: { url: png('image_b.png') } },
+          ],
+        },
+      ];
+      const urls: Record<string, string> = {};
+      for (const engine of ['ort', 'tfjs']) {
+        const served = await startServe([
+          '--checkpoint',
+          checkpoint,
+          '--adapter',
+          adapter,
+          '--engine',
+          engine,
+          '--port',
+          '0',
+        ]);
+        servers.push(served);
+        urls[engine] = served.url;
+      }
+      await expectSameAnswers(urls, messages);
     },
     SLOW,
   );
