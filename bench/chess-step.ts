@@ -11,7 +11,7 @@ import { initBackend } from '../models/backend.ts';
 import { loadBaseCheckpoint } from '../models/builtin/base-checkpoint.ts';
 import { loraAdapters } from '../models/builtin/lora.ts';
 import type { BuiltinPolicy } from '../models/builtin/policy.ts';
-import type { OrtSampler } from '../models/onnx/ort-sampler.ts';
+import type { BuiltinOrtSampler } from '../models/onnx/builtin/builtin-sampler.ts';
 import type { EncodedPrompt } from '../models/types.ts';
 import { CHECKPOINTS_DIR } from '../core/paths.ts';
 import { getEnv } from '../envs/registry.ts';
@@ -56,8 +56,8 @@ export async function chessStep(): Promise<ChessStep | null> {
 }
 
 /** The sampler seen through the never-EOS tokenizer: its decode loop stops at the tokenizer's EOS, so it never stops. */
-export function forcedLength(sampler: OrtSampler, step: ChessStep): OrtSampler {
+export function forcedLength(sampler: BuiltinOrtSampler, step: ChessStep): BuiltinOrtSampler {
   return Object.create(sampler, {
     policy: { value: Object.create(step.policy, { tokenizer: { value: step.neverEos } }) },
-  }) as OrtSampler;
+  }) as BuiltinOrtSampler;
 }

@@ -5,8 +5,8 @@
 // any split of the step over two cores can be here: what the machine, not metrl, allows.
 //   node bin/run-ts.js bench/cores-half.ts DOMAIN HALF     (HALF 0 or 1; stdio must include 'ipc')
 import { initBackend } from '../models/backend.ts';
-import { OrtLearner } from '../models/onnx/ort-learner.ts';
-import { OrtSampler } from '../models/onnx/ort-sampler.ts';
+import { BuiltinOrtLearner } from '../models/onnx/builtin/builtin-learner.ts';
+import { BuiltinOrtSampler } from '../models/onnx/builtin/builtin-sampler.ts';
 import { coresWorkload, type CoresDomain, type CoresPhase } from './cores-workload.ts';
 
 const [domain, half] = [process.argv[2] as CoresDomain, Number(process.argv[3])];
@@ -16,8 +16,8 @@ if (!process.send || (half !== 0 && half !== 1)) {
 }
 await initBackend('wasm', null);
 const work = await coresWorkload(domain, [2 * half, 2 * half + 2]);
-const sampler = new OrtSampler(work.policy, { threads: 1 });
-const learner = new OrtLearner(work.policy, { threads: 1 });
+const sampler = new BuiltinOrtSampler(work.policy, { threads: 1 });
+const learner = new BuiltinOrtLearner(work.policy, { threads: 1 });
 process.on('message', (m: { phase: CoresPhase; rep: number } | { exit: true }) => {
   if ('exit' in m) {
     sampler.dispose();

@@ -8,8 +8,8 @@ import * as tf from '@tensorflow/tfjs';
 import { loadBaseCheckpoint } from '../models/builtin/base-checkpoint.ts';
 import { loraAdapters } from '../models/builtin/lora.ts';
 import type { BuiltinPolicy } from '../models/builtin/policy.ts';
-import type { OrtLearner } from '../models/onnx/ort-learner.ts';
-import type { OrtSampler } from '../models/onnx/ort-sampler.ts';
+import type { BuiltinOrtLearner } from '../models/onnx/builtin/builtin-learner.ts';
+import type { BuiltinOrtSampler } from '../models/onnx/builtin/builtin-sampler.ts';
 import { CHECKPOINTS_DIR } from '../core/paths.ts';
 import { getEnv } from '../envs/registry.ts';
 import { generateEpisodes } from '../envs/generate.ts';
@@ -27,7 +27,7 @@ export type CoresPhase = (typeof CORES_PHASES)[number];
 export interface CoresWorkload {
   policy: BuiltinPolicy;
   /** Runs one phase of repetition `rep` on this sampler and learner (a rollout first: the others score its completions). */
-  phase(phase: CoresPhase, rep: number, sampler: OrtSampler, learner: OrtLearner): void;
+  phase(phase: CoresPhase, rep: number, sampler: BuiltinOrtSampler, learner: BuiltinOrtLearner): void;
 }
 
 export async function coresWorkload(domain: CoresDomain, which: [number, number] = [0, 4]): Promise<CoresWorkload> {

@@ -19,8 +19,8 @@ import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { BenchRow } from './table.ts';
 import { initBackend } from '../models/backend.ts';
-import { OrtLearner } from '../models/onnx/ort-learner.ts';
-import { OrtSampler } from '../models/onnx/ort-sampler.ts';
+import { BuiltinOrtLearner } from '../models/onnx/builtin/builtin-learner.ts';
+import { BuiltinOrtSampler } from '../models/onnx/builtin/builtin-sampler.ts';
 import { CORES_DOMAINS, CORES_PHASES, coresWorkload, type CoresPhase } from './cores-workload.ts';
 
 /** CPU seconds of each thread of this process. */
@@ -88,8 +88,8 @@ export async function run(): Promise<BenchRow[]> {
     const work = await coresWorkload(domain);
     const setups = [1, 2].map((threads) => ({
       threads,
-      sampler: new OrtSampler(work.policy, { threads }),
-      learner: new OrtLearner(work.policy, { threads }),
+      sampler: new BuiltinOrtSampler(work.policy, { threads }),
+      learner: new BuiltinOrtLearner(work.policy, { threads }),
       m: {} as Record<string, { wall: number[]; cpu: number[]; busiest: number[] }>,
     }));
     const halves = await Halves.start(domain);

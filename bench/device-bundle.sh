@@ -29,7 +29,7 @@ node_modules/.bin/esbuild --bundle --splitting --platform=node --format=esm --ta
   --alias:sharp="$build/no-sharp.mjs" --external:onnxruntime-node --external:@tensorflow/tfjs-node \
   --external:@tensorflow/tfjs-node-gpu \
   --banner:js="import { createRequire as __metrlRequire } from 'module'; import { fileURLToPath as __metrlPath } from 'url'; const require = __metrlRequire(import.meta.url); const __filename = __metrlPath(import.meta.url); const __dirname = __filename.replace(/[\\/][^\\/]*$/, '');" \
-  metrl=scripts/cli.ts ort-worker=models/onnx/ort-worker-main.ts index=bench/index.ts every-graph=bench/every-graph.ts \
+  metrl=scripts/cli.ts ort-worker=models/onnx/builtin/worker-main.ts index=bench/index.ts every-graph=bench/every-graph.ts \
   device-probe=bench/device-probe.ts hf-device-check=bench/hf-device-check.ts device-check=bench/device-check.ts \
   gpu-gemma=bench/gpu-gemma.ts
 rm "$build/no-sharp.mjs"

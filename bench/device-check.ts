@@ -9,8 +9,8 @@
 //   node bin/run-ts.js bench/device-check.ts [GREEDY_TOKENS=64] [ROLLOUT_TOKENS=376]
 import * as tf from '@tensorflow/tfjs';
 import { checkDevice, type Device } from '../models/onnx/device.ts';
-import { OrtSampler } from '../models/onnx/ort-sampler.ts';
-import { OrtLearner } from '../models/onnx/ort-learner.ts';
+import { BuiltinOrtSampler } from '../models/onnx/builtin/builtin-sampler.ts';
+import { BuiltinOrtLearner } from '../models/onnx/builtin/builtin-learner.ts';
 import { grpoLoss } from '../trainer/loss/loss.ts';
 import { Rng } from '../core/rng.ts';
 import type { Completion, SequenceBatchItem, TokenLogProbs } from '../models/types.ts';
@@ -39,7 +39,10 @@ const print = (o: Record<string, unknown>) => console.log(JSON.stringify({ ...o,
 
 /** One ORT device's figures: greedy completions, the log-probs of the CPU's greedy sequences, a seeded group rollout. */
 function ortRun(device: Device, items: SequenceBatchItem[] | null) {
-  const sampler = forcedLength(new OrtSampler(policy, { device, threads: device === 'cpu' ? 1 : undefined }), step!);
+  const sampler = forcedLength(
+    new BuiltinOrtSampler(policy, { device, threads: device === 'cpu' ? 1 : undefined }),
+    step!,
+  );
   let t0 = performance.now();
   const greedy = sampler.sampleGroups(
     prompts,
@@ -93,7 +96,7 @@ try {
 const group = cpu.sampled[0].map((c) => ({ prompt: prompts[0], completion: c.tokens }));
 const variables = policy.trainableVariables('lora');
 const learnerRun = (device: Device) => {
-  const learner = new OrtLearner(policy, { device, threads: device === 'cpu' ? 1 : undefined });
+  const learner = new BuiltinOrtLearner(policy, { device, threads: device === 'cpu' ? 1 : undefined });
   const B = group.length;
   const advantages = tf.tensor1d(Array.from({ length: B }, (_, i) => (i % 2 ? 1 : -1)));
   const loss = (lp: TokenLogProbs) =>

@@ -1,30 +1,42 @@
 // Opens every graph metrl builds on one device, through the classes that build and open them in a run, and runs each
-// once on tiny inputs: per Hugging Face fixture (Llama, its bfloat16 copy, Qwen2, Gemma 3, Idefics3, and a soft-capped
-// Gemma 3 CausalLM) the sampler's decoder graph, the device-copy graphs (upload and row gather, on WebGPU), the SigLIP
-// tower of the VLMs and the learner's training graph; for the built-in model (the shipped base) the sampler's general
-// and decode graphs and the learner's scoring and training graphs. Run under METRL_ORT_PLACEMENT (session.ts) it is
-// what the placement check reads (models/onnx/session-placement.ts; tests/models/webgpu-placement.test.ts, `npm run
-// bench -- placement`). Prints one line per model to stdout.
+// once on tiny inputs: per Hugging Face fixture (Llama, its bfloat16 copy, Qwen2, Qwen3, Gemma 3, Idefics3, a
+// soft-capped Gemma 3 CausalLM, Qwen2.5-VL, Qwen3-VL) the sampler's decoder graph, the device-copy graphs (upload and
+// row gather, on WebGPU), the vision tower of the VLMs (SigLIP, Qwen-VL's) and the learner's training graph; for the
+// built-in model (the shipped base) the sampler's general and decode graphs and the learner's scoring and training
+// graphs. Run under METRL_ORT_PLACEMENT (session.ts) it is what the placement check reads
+// (models/onnx/session-placement.ts; tests/models/webgpu-placement.test.ts, `npm run bench -- placement`). Prints one
+// line per model to stdout.
 //   node bin/run-ts.js bench/every-graph.ts [cpu|webgpu|cuda] [NAME,…] [--stored float32|bfloat16|float16]
-// NAME: fixtures (llama, llama-bf16, qwen2, gemma3, idefics3, gemma3-softcap) or builtin; default all. --stored forces
-// the Hugging Face projections' stored type (tests open a GPU's 16-bit graphs on the CPU provider with it).
+// NAME: fixtures (llama, llama-bf16, qwen2, qwen3, gemma3, idefics3, qwen2_5_vl, qwen3_vl, gemma3-softcap) or builtin;
+// default all. --stored forces the Hugging Face projections' stored type (tests open a GPU's 16-bit graphs on the CPU
+// provider with it).
 import * as tf from '@tensorflow/tfjs';
 import { join } from 'node:path';
 import { CHECKPOINTS_DIR } from '../core/paths.ts';
 import { Rng } from '../core/rng.ts';
 import { initBackend } from '../models/backend.ts';
 import { loadBaseCheckpoint } from '../models/builtin/base-checkpoint.ts';
-import { HfPolicy } from '../models/hf/policy.ts';
 import { checkDevice, DEVICES, type Device } from '../models/onnx/device.ts';
-import { HfOrtLearner } from '../models/onnx/hf-ort-learner.ts';
-import { HfOrtSampler } from '../models/onnx/hf-ort-sampler.ts';
-import { OrtLearner } from '../models/onnx/ort-learner.ts';
-import { OrtSampler } from '../models/onnx/ort-sampler.ts';
-import type { WeightDtype } from '../models/onnx/weight-dtype.ts';
+import { HfOrtLearner } from '../models/onnx/hf/hf-learner.ts';
+import { HfOrtSampler } from '../models/onnx/hf/hf-sampler.ts';
+import { BuiltinOrtLearner } from '../models/onnx/builtin/builtin-learner.ts';
+import { BuiltinOrtSampler } from '../models/onnx/builtin/builtin-sampler.ts';
+import type { WeightDtype } from '../models/onnx/weight-encoding.ts';
 import type { EncodedPrompt, SequenceBatchItem } from '../models/types.ts';
 import { fixtureCopy, GEMMA3_SOFTCAP } from './hf-fixtures.ts';
+import { loadHfPolicy } from '../models/registry.ts';
 
-const HF_MODELS = ['llama', 'llama-bf16', 'qwen2', 'gemma3', 'idefics3', GEMMA3_SOFTCAP];
+const HF_MODELS = [
+  'llama',
+  'llama-bf16',
+  'qwen2',
+  'qwen3',
+  'gemma3',
+  'idefics3',
+  'qwen2_5_vl',
+  'qwen3_vl',
+  GEMMA3_SOFTCAP,
+];
 const BUILTIN = 'builtin';
 
 const args = process.argv.slice(2);
@@ -49,14 +61,14 @@ for (const name of names) {
       { type: 'text', text: 'Which square? ' },
       { type: 'image', image },
     ]);
-    const sampler = new OrtSampler(policy, { device, threads: 1 });
+    const sampler = new BuiltinOrtSampler(policy, { device, threads: 1 });
     const drawn = sampler.sampleGroups([prompt], 2, { maxNewTokens: 3, temperature: 1, topP: 1 }, new Rng(1, 'draw'));
     sampler.tokenLogProbs(
       drawn[0].map((c) => ({ prompt, completion: c.tokens })),
       { useLora: true },
     );
     sampler.dispose();
-    const learner = new OrtLearner(policy, { device, threads: 1 });
+    const learner = new BuiltinOrtLearner(policy, { device, threads: 1 });
     const items = drawn[0].map((c) => ({ prompt, completion: c.tokens }));
     learner.lossGradients(items, { useLora: true, temperature: 1 }, sumOf, policy.trainableVariables('lora'));
     learner.dispose();
@@ -64,14 +76,14 @@ for (const name of names) {
     continue;
   }
   if (!HF_MODELS.includes(name)) throw new Error(`every-graph: unknown model ${name}`);
-  const policy = await HfPolicy.load(fixtureCopy(name), { hostWeights: true });
+  const policy = await loadHfPolicy(fixtureCopy(name), { hostWeights: true });
   policy.attachLora({ r: 4, alpha: 8 }, new Rng(5, 'lora'));
   const prompt = { tokens: [5, 17, 33, 60, 91, 12], images: [] } as unknown as EncodedPrompt;
   const sampler = new HfOrtSampler(policy, { device, threads: 1, stored });
   // Prefill, the cache repeated for two rows (the gather graph), two decode steps.
   sampler.sampleGroups([prompt], 2, { maxNewTokens: 3, temperature: 1, topP: 1 }, new Rng(3, 'draw'));
   // The VLMs' SigLIP tower (opened here as a run opens it once the sampler exists).
-  if (policy.imageEncoder) sampler.releaseHostWeights();
+  if (policy.image) sampler.releaseHostWeights();
   const items: SequenceBatchItem[] = [
     { prompt, completion: [4, 7, 2] },
     { prompt, completion: [8, 1] },

@@ -18,6 +18,7 @@ import { GEMMA3_CAUSAL_LAYOUT } from '../models/gemma3/language-model.ts';
 import { randomDecoderTensors, writeHfCheckpoint, type HostTensor } from '../models/hf/write-checkpoint.ts';
 import type { DecoderConfig } from '../models/hf/config.ts';
 import { expectedDecoderTensors } from '../models/hf/load-decoder.ts';
+import { HF_ARCHITECTURES } from '../models/registry.ts';
 
 /** google/gemma-3-1b-it's config.json: the fields that shape the model. */
 export const GEMMA3_1B_CONFIG = {
@@ -68,7 +69,7 @@ export function writeGemmaTextFolder(
   seed: string,
   options: { fast?: boolean } = {},
 ): number {
-  const parsed = parseHfConfig(config);
+  const parsed = parseHfConfig(config, HF_ARCHITECTURES);
   const tensors = options.fast
     ? tabledNormalTensors(parsed.text, config.initializer_range, seed)
     : randomDecoderTensors(parsed.text, GEMMA3_CAUSAL_LAYOUT, new Rng(0, seed), config.initializer_range);

@@ -11,11 +11,12 @@ import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../models/backend.ts';
 import { HfPolicy } from '../models/hf/policy.ts';
 import { checkDevice, type Device } from '../models/onnx/device.ts';
-import { HfOrtLearner } from '../models/onnx/hf-ort-learner.ts';
-import { HfOrtSampler } from '../models/onnx/hf-ort-sampler.ts';
+import { HfOrtLearner } from '../models/onnx/hf/hf-learner.ts';
+import { HfOrtSampler } from '../models/onnx/hf/hf-sampler.ts';
 import { Rng } from '../core/rng.ts';
 import type { SequenceBatchItem } from '../models/types.ts';
 import { fixtureCopy } from './hf-fixtures.ts';
+import { loadHfPolicy } from '../models/registry.ts';
 
 const devices = (process.argv[2] ?? 'cuda,webgpu').split(',') as Device[];
 await initBackend('wasm', null);
@@ -33,7 +34,7 @@ const usable = devices.filter((d) => {
 for (const name of ['llama', 'llama-bf16', 'qwen2', 'gemma3']) {
   let policy: HfPolicy;
   try {
-    policy = await HfPolicy.load(fixtureCopy(name), { hostWeights: true });
+    policy = await loadHfPolicy(fixtureCopy(name), { hostWeights: true });
   } catch (error) {
     console.log(JSON.stringify({ fixture: name, skipped: (error as Error).message }));
     continue;

@@ -11,6 +11,7 @@ import { Rng } from '../core/rng.ts';
 import { GEMMA3_CAUSAL_LAYOUT } from '../models/gemma3/language-model.ts';
 import { parseHfConfig } from '../models/hf/config.ts';
 import { randomDecoderTensors, writeHfCheckpoint } from '../models/hf/write-checkpoint.ts';
+import { HF_ARCHITECTURES } from '../models/registry.ts';
 
 export const HF_FIXTURES = join(SHARED_DIR, 'fixtures', 'hf');
 /** The soft-capped Gemma 3 CausalLM (made, not a fixture folder). */
@@ -21,6 +22,9 @@ export function fixtureCopy(name: string): string {
   const dir = join(mkdtempSync(join(tmpdir(), 'metrl-hf-device-')), name);
   cpSync(join(HF_FIXTURES, name === GEMMA3_SOFTCAP ? 'gemma3' : name), dir, { recursive: true });
   cpSync(join(HF_FIXTURES, 'tokenizer-smolvlm', 'tokenizer.json'), join(dir, 'tokenizer.json'));
+  // The Qwen-VL fixtures keep their processor's settings beside its references.
+  if (name.startsWith('qwen') && name.endsWith('_vl'))
+    cpSync(join(dir, 'preprocess', 'preprocessor_config.json'), join(dir, 'preprocessor_config.json'));
   writeFileSync(
     join(dir, 'tokenizer_config.json'),
     JSON.stringify({ chat_template: "{% for m in messages %}{{ m['content'] }}{% endfor %}" }),
@@ -36,7 +40,12 @@ export function fixtureCopy(name: string): string {
     writeHfCheckpoint(
       dir,
       config,
-      randomDecoderTensors(parseHfConfig(config).text, GEMMA3_CAUSAL_LAYOUT, new Rng(3, 'causal'), 0.2),
+      randomDecoderTensors(
+        parseHfConfig(config, HF_ARCHITECTURES).text,
+        GEMMA3_CAUSAL_LAYOUT,
+        new Rng(3, 'causal'),
+        0.2,
+      ),
     );
   }
   return dir;

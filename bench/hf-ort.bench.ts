@@ -1,5 +1,5 @@
 // Decoding speed of a Hugging Face language model on the two engines (issue 17): tfjs (WASM, one thread) against ONNX
-// Runtime (the graph of models/onnx/hf-graph.ts, 1 intra-op thread, then every core), on SmolVLM-256M-Instruct's text
+// Runtime (the graph of models/onnx/hf/hf-graph.ts, 1 intra-op thread, then every core), on SmolVLM-256M-Instruct's text
 // model with random weights (SmolLM2-135M shape: 30 layers, hidden 576, 9 heads / 3 KV heads, vocabulary 49,280;
 // bench/hf.bench.ts writes the folder), with a LoRA r16 adapter on every projection (B non-zero). One prompt of
 // PROMPT tokens prefilled, its cache repeated for G rows, NEW greedy tokens each (the rollout's shape).
@@ -7,7 +7,7 @@
 // machine compare the CPU figures. METRL_BENCH_HF_ORT_DEVICE=webgpu|cuda adds ORT on that device (wall seconds per
 // token: the GPU's time is not the process's CPU time).
 // Then the same folder's SigLIP vision tower (SigLIP base: 12 layers, hidden 768, 1,024 patches of a 512 px image) on
-// one random image: tfjs against ONNX Runtime (models/onnx/siglip-graph.ts), CPU and wall seconds, and how far apart.
+// one random image: tfjs against ONNX Runtime (models/onnx/hf/siglip-graph.ts), CPU and wall seconds, and how far apart.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,16 +15,17 @@ import * as tf from '@tensorflow/tfjs';
 import type { BenchRow } from './table.ts';
 import { Rng } from '../core/rng.ts';
 import { initBackend } from '../models/backend.ts';
-import { loadHfDecoder } from '../models/hf/load-decoder.ts';
+import { readHfLanguageModel } from '../models/hf/load-decoder.ts';
 import { generate } from '../models/hf/generate.ts';
 import { createLora } from '../models/hf/peft.ts';
-import { HfOrtModel } from '../models/onnx/hf-session.ts';
-import { generateOrt } from '../models/onnx/hf-generate.ts';
+import { HfOrtModel } from '../models/onnx/hf/hf-session.ts';
+import { generateOrt } from '../models/onnx/hf/hf-generate.ts';
 import { checkDevice, type Device } from '../models/onnx/device.ts';
 import { writeSmolvlmFolder } from './hf.bench.ts';
 import { Idefics3Model } from '../models/idefics3/model.ts';
 import { siglipForward } from '../models/vision/siglip.ts';
-import { SiglipOrtTower } from '../models/onnx/siglip-session.ts';
+import { SiglipOrtTower } from '../models/onnx/hf/siglip-session.ts';
+import { HF_ARCHITECTURES } from '../models/registry.ts';
 
 const PROMPT = Number(process.env.METRL_BENCH_HF_ORT_PROMPT ?? 64);
 const G = Number(process.env.METRL_BENCH_HF_ORT_GROUP ?? 8);
@@ -41,7 +42,7 @@ function timed<T>(f: () => T): { value: T; cpu: number; wall: number } {
 
 /** The folder's SigLIP tower on one random image: tfjs, then ORT on 1 thread and on every core. */
 function visionTower(dir: string): BenchRow[] {
-  const model = Idefics3Model.load(dir);
+  const model = Idefics3Model.load(dir, HF_ARCHITECTURES);
   const { tower, towerConfig: config } = model.images;
   const S = config.imageSize;
   const pixels = tf.randomUniform([1, 3, S, S], -1, 1, 'float32', 9) as tf.Tensor4D;
@@ -77,7 +78,7 @@ export async function run(): Promise<BenchRow[]> {
   const scratch = mkdtempSync(join(tmpdir(), 'bench-hf-ort-'));
   try {
     writeSmolvlmFolder(scratch);
-    const { decoder } = loadHfDecoder(scratch);
+    const { decoder } = readHfLanguageModel(scratch, HF_ARCHITECTURES);
     createLora(decoder, { r: 16, alpha: 32 }, new Rng(1, 'bench-lora'));
     let seed = 3;
     for (const l of decoder.linears().values())

@@ -24,9 +24,9 @@ import { SHARED_DIR } from '../core/paths.ts';
 import { getEnv } from '../envs/registry.ts';
 import { generateEpisodes } from '../envs/generate.ts';
 import { initBackend } from '../models/backend.ts';
-import { loadBaseModel } from '../models/registry.ts';
+import { HF_ARCHITECTURES, loadBaseModel } from '../models/registry.ts';
 import { parseHfConfig } from '../models/hf/config.ts';
-import { parseIdefics3VisionSetup } from '../models/hf/vision-config.ts';
+import { parseIdefics3VisionSetup } from '../models/idefics3/vision-config.ts';
 import { writeHfCheckpoint } from '../models/hf/write-checkpoint.ts';
 import { randomIdefics3Tensors } from '../models/idefics3/random-weights.ts';
 import type { EncodedPrompt, SequenceBatchItem } from '../models/types.ts';
@@ -112,7 +112,7 @@ function wasmHeapBytes(): number | null {
 
 /** Write the random-weight SmolVLM-256M folder: config, weights, preprocessor config, the real tokenizer files. */
 export function writeSmolvlmFolder(dir: string): { parameters: number } {
-  const config = parseHfConfig(SMOLVLM_256M_CONFIG);
+  const config = parseHfConfig(SMOLVLM_256M_CONFIG, HF_ARCHITECTURES);
   const setup = parseIdefics3VisionSetup(SMOLVLM_256M_CONFIG);
   const tensors = randomIdefics3Tensors(
     config,
@@ -449,10 +449,10 @@ async function grpoStep(policy: Policy, dir: string, scratch: string, rates: Rat
         add(cpuSeconds(c), ...a);
       }
     };
-  const p = policy as unknown as Policy & { vlm?: { images: { encode: (pixels: { data: unknown }) => unknown } } };
-  const encode = p.vlm?.images.encode.bind(p.vlm.images);
-  if (p.vlm && encode)
-    p.vlm.images.encode = timed(
+  const p = policy as unknown as Policy & { image?: { images: { encode: (pixels: { data: unknown }) => unknown } } };
+  const encode = p.image?.images.encode.bind(p.image.images);
+  if (p.image && encode)
+    p.image.images.encode = timed(
       encode,
       (cpu, pixels) => ((phase.vision += cpu), phase.visionCalls++, phase.images.add(pixels.data)),
     );

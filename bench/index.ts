@@ -23,6 +23,7 @@ const modules: Array<[string, () => Promise<{ run(): Promise<BenchRow[]> }>, boo
   ['hf-ort', () => import('./hf-ort.bench.ts')],
   ['train-hf', () => import('./train-hf.bench.ts'), true],
   ['gemma-1b', () => import('./gemma-1b.bench.ts'), true],
+  ['qwen3-vl-2b', () => import('./qwen3-vl-2b.bench.ts'), true],
   ['placement', () => import('./placement.bench.ts'), true],
 ];
 

@@ -1,4 +1,4 @@
-// The ONNX Runtime learner (models/onnx/ort-learner.ts) against the tfjs one (issue 17) on the default chess image
+// The ONNX Runtime learner (models/onnx/builtin/builtin-learner.ts) against the tfjs one (issue 17) on the default chess image
 // GRPO step's update phase: the shipped base (checkpoints/base) with LoRA r 16 / alpha 32 (B perturbed so the
 // adapters do something), the first step's 4 prompts in the trainer's data order, 8 completions each drawn at T = 0.5
 // and forced to 376 tokens (EOS never drawn, as ../shared/peers/torch-grpo-step.sh forces them), advantages of a
@@ -14,8 +14,8 @@
 import * as tf from '@tensorflow/tfjs';
 import type { BenchRow } from './table.ts';
 import { chessStep, forcedLength, load, median, COMPLETION_TOKENS, GROUP } from './chess-step.ts';
-import { OrtSampler } from '../models/onnx/ort-sampler.ts';
-import { OrtLearner } from '../models/onnx/ort-learner.ts';
+import { BuiltinOrtSampler } from '../models/onnx/builtin/builtin-sampler.ts';
+import { BuiltinOrtLearner } from '../models/onnx/builtin/builtin-learner.ts';
 import { lossGradients, type Learner } from '../models/learner.ts';
 import { resolveConfig } from '../trainer/config.ts';
 import { stepObjective } from '../trainer/loss/objective.ts';
@@ -74,7 +74,7 @@ export async function run(): Promise<BenchRow[]> {
   const config = resolveConfig({}, { maxCompletionTokens: COMPLETION_TOKENS });
 
   // The step's data: forced-length completions, advantages, reference log-probs per chunk (constants of the step).
-  const sampler = new OrtSampler(policy, { threads: 2 });
+  const sampler = new BuiltinOrtSampler(policy, { threads: 2 });
   const forced = forcedLength(sampler, step);
   const groups = forced.sampleGroups(
     prompts,
@@ -172,14 +172,14 @@ export async function run(): Promise<BenchRow[]> {
     ...[1, 2].flatMap((threads) => [
       {
         name: `ORT ${threads} thread${threads > 1 ? 's' : ''}, loop chunks`,
-        make: () => new OrtLearner(policy, { threads }),
+        make: () => new BuiltinOrtLearner(policy, { threads }),
         chunks: loopChunks,
         reps,
         dispose: (l: Learner) => l.dispose(),
       },
       {
         name: `ORT ${threads} thread${threads > 1 ? 's' : ''}, a chunk per group`,
-        make: () => new OrtLearner(policy, { threads }),
+        make: () => new BuiltinOrtLearner(policy, { threads }),
         chunks: groupChunks,
         reps,
         dispose: (l: Learner) => l.dispose(),

@@ -12,7 +12,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { BenchRow } from './table.ts';
 import { chessStep, forcedLength, load, median, COMPLETION_TOKENS, GROUP } from './chess-step.ts';
 import { sampleGroups } from '../models/builtin/sampling.ts';
-import { OrtSampler } from '../models/onnx/ort-sampler.ts';
+import { BuiltinOrtSampler } from '../models/onnx/builtin/builtin-sampler.ts';
 import { Rng } from '../core/rng.ts';
 import type {
   Completion,
@@ -49,7 +49,7 @@ export async function run(): Promise<BenchRow[]> {
         [2, true],
       ] as const
     ).map(([threads, spin]) => () => {
-      const ort = new OrtSampler(policy, { threads, spin });
+      const ort = new BuiltinOrtSampler(policy, { threads, spin });
       // The same never-EOS view of the tokenizer forces the length.
       const forced = forcedLength(ort, step);
       return {

@@ -22,8 +22,8 @@ import { resolveConfig } from '../trainer/config.ts';
 import { loadTrainingPolicy, train } from '../trainer/grpo/loop.ts';
 import { sampleGroups } from '../models/builtin/sampling.ts';
 import { BuiltinPolicy } from '../models/builtin/policy.ts';
-import { OrtSampler } from '../models/onnx/ort-sampler.ts';
-import { OrtLearner } from '../models/onnx/ort-learner.ts';
+import { BuiltinOrtSampler } from '../models/onnx/builtin/builtin-sampler.ts';
+import { BuiltinOrtLearner } from '../models/onnx/builtin/builtin-learner.ts';
 import type { Engine } from '../models/engine.ts';
 import { checkDevice, type Device } from '../models/onnx/device.ts';
 import { CHECKPOINTS_DIR } from '../core/paths.ts';
@@ -44,8 +44,11 @@ const threads = process.env.METRL_THREADS ? Number(process.env.METRL_THREADS) : 
 const device = process.env.METRL_DEVICE as Device | undefined;
 if (device) checkDevice(device);
 // The ONNX Runtime sampler draws with its policy's tokenizer: during its sampleGroups the policy's is the EOS-less one.
-const ortSampleGroups = OrtSampler.prototype.sampleGroups;
-OrtSampler.prototype.sampleGroups = function (this: OrtSampler, ...args: Parameters<OrtSampler['sampleGroups']>) {
+const ortSampleGroups = BuiltinOrtSampler.prototype.sampleGroups;
+BuiltinOrtSampler.prototype.sampleGroups = function (
+  this: BuiltinOrtSampler,
+  ...args: Parameters<BuiltinOrtSampler['sampleGroups']>
+) {
   const policy = this.policy;
   const own = policy.tokenizer;
   Object.defineProperty(policy, 'tokenizer', {
@@ -75,10 +78,10 @@ const timed = <A extends unknown[], R>(phase: keyof typeof phaseCpu, f: (this: u
       phaseCpu[phase] += cpuSeconds() - c0;
     }
   };
-OrtSampler.prototype.sampleGroups = timed('rollout', OrtSampler.prototype.sampleGroups);
-OrtSampler.prototype.tokenLogProbsMany = timed('logprobs', OrtSampler.prototype.tokenLogProbsMany);
+BuiltinOrtSampler.prototype.sampleGroups = timed('rollout', BuiltinOrtSampler.prototype.sampleGroups);
+BuiltinOrtSampler.prototype.tokenLogProbsMany = timed('logprobs', BuiltinOrtSampler.prototype.tokenLogProbsMany);
 // Within the update: the learner's gradient pass (the rest is the loss closures' bookkeeping, AdamW, the sampler's LoRA sync).
-OrtLearner.prototype.lossGradientsSum = timed('gradients', OrtLearner.prototype.lossGradientsSum);
+BuiltinOrtLearner.prototype.lossGradientsSum = timed('gradients', BuiltinOrtLearner.prototype.lossGradientsSum);
 const scratch = mkdtempSync(join(tmpdir(), 'metrl-forced-'));
 try {
   for (const [domain, modality] of [

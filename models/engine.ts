@@ -1,16 +1,17 @@
 // The inference engine: what runs a policy's Sampler side (rollouts, reference and old-policy
 // log-probs, evaluation, `metrl serve`) while the policy itself stays the Learner. 'tfjs' is the policy;
 // 'ort' is ONNX Runtime, on the CPU or a GPU execution provider (--device), on --threads N cores (the built-in model on
-// the CPU: N one-thread sessions, models/onnx/worker-pool.ts; otherwise one session of N intra-op threads): the
-// built-in model (models/onnx/ort-sampler.ts; its LoRA gradients too, models/onnx/ort-learner.ts) and the Hugging Face
-// decoders (models/onnx/hf-ort-sampler.ts: Llama, Qwen2, Gemma 3, and the language models of Idefics3 and Gemma 3,
-// their SigLIP towers too; their LoRA gradients in models/onnx/hf-ort-learner.ts); ORT is the default for all of
-// them, tfjs the engine named with --engine tfjs. After the learner's adapters change (an optimiser update,
+// the CPU: N one-thread sessions, models/onnx/builtin/worker-pool.ts; otherwise one session of N intra-op threads): the
+// built-in model (models/onnx/builtin/builtin-sampler.ts; its LoRA gradients too, models/onnx/builtin/builtin-learner.ts) and the Hugging Face
+// architectures whose descriptor lists the engine (models/registry.ts HF_ARCHITECTURES: their decoders in
+// models/onnx/hf/hf-sampler.ts, their vision towers too; their LoRA gradients in models/onnx/hf/hf-learner.ts); ORT is
+// the default for all of them, tfjs the engine named with --engine tfjs. After the learner's adapters change (an optimiser update,
 // a resumed or loaded adapter) the caller calls syncLora(), which an ORT session needs and tfjs does not.
 import { UserError } from '../core/errors.ts';
+import type { Learner } from './learner.ts';
 import type { Policy } from './policy.ts';
 import type { Sampler } from './sampler.ts';
-import { BUILTIN_MODEL_TYPE } from './registry.ts';
+import { BUILTIN_MODEL_TYPE, HF_ARCHITECTURES } from './registry.ts';
 import type { Device } from './onnx/device.ts';
 import type { RolloutRounds } from './remote/rollout-rounds.ts';
 
@@ -23,12 +24,12 @@ export type Engine = (typeof ENGINES)[number];
  * Face checkpoint above 4 GB of float32 weights loads on ORT only (tfjs's WASM heap stops at 4 GB).
  */
 export const DEFAULT_ENGINE: Engine = 'ort';
-/** What --help says the default is. */
-export const DEFAULT_ENGINE_HELP =
-  'default ort where ONNX Runtime has a graph for the model (the built-in model, llama, qwen2, gemma3, idefics3), else tfjs';
 
-/** Hugging Face model types the ONNX graph builder (models/onnx/hf-graph.ts) has a graph for. */
-const ORT_HF_MODEL_TYPES: readonly string[] = ['llama', 'qwen2', 'gemma3_text', 'gemma3', 'idefics3'];
+/** Hugging Face model types whose descriptor lists ONNX Runtime (models/onnx/ has their graphs). */
+const ORT_HF_MODEL_TYPES: readonly string[] = HF_ARCHITECTURES.modelTypes('ort');
+
+/** What --help says the default is. */
+export const DEFAULT_ENGINE_HELP = `default ort where ONNX Runtime has a graph for the model (the built-in model, ${ORT_HF_MODEL_TYPES.join(', ')}), else tfjs`;
 
 /** ONNX Runtime's settings: intra-op threads (default: every core) and the execution provider (default: CPU). */
 export interface OrtRuntime {
@@ -92,7 +93,11 @@ export async function openEngine(
 ): Promise<EngineSampler> {
   const { BuiltinPolicy } = await import('./builtin/policy.ts');
   const { HfPolicy } = await import('./hf/policy.ts');
-  const engine = requested ?? (policy instanceof BuiltinPolicy || policy instanceof HfPolicy ? DEFAULT_ENGINE : 'tfjs');
+  // ONNX Runtime has graphs for the built-in model and for the Hugging Face architectures whose descriptor lists it.
+  const hasOrt =
+    policy instanceof BuiltinPolicy ||
+    (policy instanceof HfPolicy && ORT_HF_MODEL_TYPES.includes(policy.config.modelType));
+  const engine = requested ?? (hasOrt ? DEFAULT_ENGINE : 'tfjs');
   if (engine === 'tfjs')
     return {
       engine,
@@ -103,8 +108,8 @@ export async function openEngine(
       describe: 'tfjs',
       ortLearner: false,
     };
-  if (!(policy instanceof BuiltinPolicy) && !(policy instanceof HfPolicy))
-    throw new UserError(ortUnsupported(policy.constructor.name));
+  if (!hasOrt)
+    throw new UserError(ortUnsupported(policy instanceof HfPolicy ? policy.config.modelType : policy.constructor.name));
   const device = runtime.device ?? 'cpu';
   const { checkDevice } = await import('./onnx/device.ts');
   checkDevice(device);
@@ -116,7 +121,7 @@ export async function openEngine(
   const describe = `ONNX Runtime ${version} (${device}, ${threads})`;
   const zero = (b: { dataSync(): unknown }) => (b.dataSync() as Float32Array).every((x) => x === 0);
   if (policy instanceof HfPolicy) {
-    const { HfOrtSampler } = await import('./onnx/hf-ort-sampler.ts');
+    const { HfOrtSampler } = await import('./onnx/hf/hf-sampler.ts');
     const sampler = new HfOrtSampler(policy, { threads: runtime.threads, device });
     // The sampler's graphs put every projection into weight files ORT maps (the ORT learner's graph reads the
     // decoder's too): the host's copies are no longer needed.
@@ -132,8 +137,8 @@ export async function openEngine(
       ortLearner: true,
     };
   }
-  const { OrtSampler } = await import('./onnx/ort-sampler.ts');
-  const sampler = new OrtSampler(policy, { threads: runtime.threads, device });
+  const { BuiltinOrtSampler } = await import('./onnx/builtin/builtin-sampler.ts');
+  const sampler = new BuiltinOrtSampler(policy, { threads: runtime.threads, device });
   const { loraAdapters } = await import('./builtin/lora.ts');
   const referenceIsPolicy = () => policy.lora === null || loraAdapters(policy.lora).every((a) => zero(a.b));
   return {
@@ -145,4 +150,26 @@ export async function openEngine(
     describe,
     ortLearner: true,
   };
+}
+
+/**
+ * The ONNX Runtime learner of a policy (what an engine with `ortLearner` pairs with): the built-in model's
+ * (models/onnx/builtin/builtin-learner.ts) or a Hugging Face checkpoint's (models/onnx/hf/hf-learner.ts).
+ */
+export async function openOrtLearner(
+  policy: Policy,
+  options: { threads?: number; device?: Device } = {},
+): Promise<Learner> {
+  const { BuiltinPolicy } = await import('./builtin/policy.ts');
+  const { HfPolicy } = await import('./hf/policy.ts');
+  if (policy instanceof HfPolicy)
+    return new (await import('./onnx/hf/hf-learner.ts')).HfOrtLearner(policy, {
+      threads: options.threads,
+      device: options.device,
+    });
+  if (!(policy instanceof BuiltinPolicy))
+    throw new UserError(
+      `engine ort: the ONNX Runtime learner has no graph for ${policy.constructor.name}; use engine tfjs`,
+    );
+  return new (await import('./onnx/builtin/builtin-learner.ts')).BuiltinOrtLearner(policy, options);
 }

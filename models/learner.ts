@@ -61,7 +61,7 @@ export interface Learner {
   /**
    * The loss of `batch`'s log-probabilities (computed with `options`) and its gradients with respect to `variables`
    * (trainableVariables('lora') in RL). Optional: a learner without it is differentiated by tfjs autodiff
-   * (lossGradients below); the ONNX Runtime learner (models/onnx/ort-learner.ts) computes them in ORT.
+   * (lossGradients below); the ONNX Runtime learner (models/onnx/builtin/builtin-learner.ts) computes them in ORT.
    */
   lossGradients?(
     batch: SequenceBatchItem[],
@@ -72,7 +72,7 @@ export interface Learner {
   /**
    * Optional: the losses of several chunks at once (evaluated in chunk order) and the gradient of their sum, which is
    * what one pass of the trainer needs: a learner may then run a prompt group whose completions fall in several
-   * chunks once (its prompt computed once a pass), or spread the work over cores (models/onnx/ort-learner.ts).
+   * chunks once (its prompt computed once a pass), or spread the work over cores (models/onnx/builtin/builtin-learner.ts).
    */
   lossGradientsSum?(requests: LossRequest[], variables: tf.Variable[]): SummedLossGradients;
   /**

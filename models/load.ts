@@ -138,7 +138,7 @@ export async function loadPolicy(
   const where = resolveCheckpoint(dir, options.base);
   const { initBackend, backendLine } = await import('./backend.ts');
   const backend = await initBackend(options.backend, null);
-  // ONNX Runtime reads a Hugging Face checkpoint's weights from host arrays (registry.ts LoadOptions).
+  // ONNX Runtime reads a Hugging Face checkpoint's weights from host arrays (policy.ts LoadOptions).
   const policy = await loadBaseModel(where.base, { hostWeights: options.hostWeights });
   if (where.adapter) policy.loadAdapter(where.adapter);
   options.log?.(backendLine(backend));

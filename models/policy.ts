@@ -6,6 +6,15 @@
 import type { Learner } from './learner.ts';
 import type { Sampler } from './sampler.ts';
 
+/** How a loader (models/registry.ts) places a checkpoint's weights. */
+export interface LoadOptions {
+  /**
+   * The policy will run on ONNX Runtime (--engine ort): a Hugging Face checkpoint's weights are held in host memory
+   * (tfjs's CPU backend, plain arrays the ORT graphs are built from) rather than in the WASM heap, which caps at 4 GB.
+   */
+  hostWeights?: boolean;
+}
+
 export interface Policy extends Sampler, Learner {
   /** Token ids the model has embeddings for: 0 … vocabSize − 1 (what an id from outside is checked against). */
   readonly vocabSize: number;

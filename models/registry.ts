@@ -1,42 +1,52 @@
 // The model registry: which architecture a checkpoint folder holds, and the loader that reads it, as
 // envs/registry.ts does for environments. A folder is recognised by its config.json:
 //   the built-in model   `format: "metrl-vlm"` (models/builtin/base-checkpoint.ts writes it)
-//   Hugging Face         `model_type` (llama, qwen2, idefics3, gemma3, …), as save_pretrained writes it
-// Adding an architecture means one folder under models/ and one line in ARCHITECTURES. Loaders are imported on
-// demand, so a command that never loads a model never imports tfjs.
+//   Hugging Face         `model_type` (llama, qwen2, qwen3, idefics3, gemma3, …), as save_pretrained writes it
+// The Hugging Face architectures are one table: each models/<arch>/architecture.ts exports its descriptor (model_type
+// values and classes, decoder family, tensor layouts, image side, engines: models/hf/architecture.ts), and
+// HF_ARCHITECTURES collects them; the config reader, the decoder loader, HfPolicy and models/engine.ts read it. Adding
+// an architecture means one folder under models/ and one line here. Descriptors hold no model code (their image sides
+// import it on demand), so a command that never loads a model never imports tfjs.
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { UserError } from '../core/errors.ts';
 import { MODEL_KIND } from './builtin/config.ts';
-import type { Policy } from './policy.ts';
+import { ArchitectureTable } from './hf/architecture.ts';
+import type { HfPolicy } from './hf/policy.ts';
+import type { LoadOptions, Policy } from './policy.ts';
 import { readJson } from '../core/files.ts';
+import { gemma3Architecture } from './gemma3/architecture.ts';
+import { idefics3Architecture } from './idefics3/architecture.ts';
+import { llamaArchitecture } from './llama/architecture.ts';
+import { qwen2Architecture } from './qwen2/architecture.ts';
+import { qwen25VlArchitecture } from './qwen2_5_vl/architecture.ts';
+import { qwen3Architecture } from './qwen3/architecture.ts';
+import { qwen3VlArchitecture } from './qwen3_vl/architecture.ts';
 
-/** How a loader places the weights. */
-export interface LoadOptions {
-  /**
-   * The policy will run on ONNX Runtime (--engine ort): a Hugging Face checkpoint's weights are held in host memory
-   * (tfjs's CPU backend, plain arrays the ORT graphs are built from) rather than in the WASM heap, which caps at 4 GB.
-   */
-  hostWeights?: boolean;
-}
+/** The Hugging Face architectures metrl runs, in the order messages list them. */
+export const HF_ARCHITECTURES = new ArchitectureTable([
+  llamaArchitecture, // LlamaForCausalLM
+  qwen2Architecture, // Qwen2ForCausalLM
+  qwen3Architecture, // Qwen3ForCausalLM
+  gemma3Architecture, // Gemma3ForCausalLM, Gemma3ForConditionalGeneration
+  idefics3Architecture, // Idefics3ForConditionalGeneration: SmolVLM
+  qwen25VlArchitecture, // Qwen2_5_VLForConditionalGeneration
+  qwen3VlArchitecture, // Qwen3VLForConditionalGeneration
+]);
 
 /** Reads a base checkpoint folder into a policy without adapters (UserError when it is incomplete or malformed). */
-export type PolicyLoader = (dir: string, options?: LoadOptions) => Promise<Policy>;
+type PolicyLoader = (dir: string, options?: LoadOptions) => Promise<Policy>;
 
-async function hfPolicy(dir: string, options: LoadOptions = {}): Promise<Policy> {
-  return (await import('./hf/policy.ts')).HfPolicy.load(dir, options);
+/** A Hugging Face checkpoint folder as an HfPolicy (the loader of every model_type in HF_ARCHITECTURES). */
+export async function loadHfPolicy(dir: string, options: LoadOptions = {}): Promise<HfPolicy> {
+  return (await import('./hf/policy.ts')).HfPolicy.load(dir, HF_ARCHITECTURES, options);
 }
 
 /** model_type → loader. The built-in model's model_type is its config.json `format`. */
 const ARCHITECTURES: Record<string, PolicyLoader> = {
   [MODEL_KIND]: async (dir) => (await import('./builtin/base-checkpoint.ts')).loadBaseCheckpoint(dir),
-  // Hugging Face checkpoints (save_pretrained folders): one shared decoder, the VLMs add their vision tower.
-  llama: hfPolicy, // LlamaForCausalLM (models/llama/)
-  qwen2: hfPolicy, // Qwen2ForCausalLM (models/qwen2/)
-  gemma3_text: hfPolicy, // Gemma3ForCausalLM (models/gemma3/)
-  gemma3: hfPolicy, // Gemma3ForConditionalGeneration (models/gemma3/)
-  idefics3: hfPolicy, // Idefics3ForConditionalGeneration: SmolVLM (models/idefics3/)
+  ...Object.fromEntries(HF_ARCHITECTURES.modelTypes().map((t) => [t, loadHfPolicy])),
 };
 
 /** The built-in model's model_type (its config.json `format`). */

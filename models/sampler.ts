@@ -46,7 +46,7 @@ export interface Sampler extends PromptFormat {
   tokenLogProbs(batch: SequenceBatchItem[], options: TokenLogProbsOptions): TokenLogProbs;
   /**
    * Optional: tokenLogProbs of several batches at once (the trainer's learner chunks), each result the one tokenLogProbs
-   * gives for its batch; an engine that spreads them over cores has it (models/onnx/ort-sampler.ts).
+   * gives for its batch; an engine that spreads them over cores has it (models/onnx/builtin/builtin-sampler.ts).
    */
   tokenLogProbsMany?(batches: SequenceBatchItem[][], options: TokenLogProbsOptions): TokenLogProbs[];
   /** Free the weights (tensors, sessions). */

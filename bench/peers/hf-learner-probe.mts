@@ -11,9 +11,9 @@ import { join } from 'node:path';
 
 import { imp, tf } from './checkout.mts';
 const { initBackend } = await imp('models/backend.ts');
-const { HfPolicy } = await imp('models/hf/policy.ts');
-const { HfOrtSampler } = await imp('models/onnx/hf-ort-sampler.ts');
-const { HfOrtLearner } = await imp('models/onnx/hf-ort-learner.ts');
+const { loadBaseModel } = await imp('models/registry.ts');
+const { HfOrtSampler } = await imp('models/onnx/hf/hf-sampler.ts');
+const { HfOrtLearner } = await imp('models/onnx/hf/hf-learner.ts');
 const { Rng } = await imp('core/rng.ts');
 
 const argv = process.argv.slice(2);
@@ -29,7 +29,7 @@ const memory = () => {
 };
 
 await initBackend('wasm', null);
-const policy = await HfPolicy.load(ckpt, { hostWeights: true });
+const policy = await loadBaseModel(ckpt, { hostWeights: true });
 policy.attachLora({ r: 16, alpha: 32 }, new Rng(0, 'probe-lora'));
 // As metrl train does: the sampler's session exists (it maps the weights) and the host's projections are released.
 const sampler = new HfOrtSampler(policy, { threads: 1 });

@@ -1,6 +1,6 @@
 // metrl's side of one GRPO step on a Hugging Face checkpoint (peer of ../shared/peers/hf/hf_grpo_step.py), phase by
 // phase: a copy of ../shared/peers/hf/metrl_hf_step.mts whose update runs on the engine's learner (--engine ort: the
-// ONNX Runtime learner, models/onnx/hf-ort-learner.ts; tfjs: the policy), and which loads the checkpoint as the CLI
+// ONNX Runtime learner, models/onnx/hf/hf-learner.ts; tfjs: the policy), and which loads the checkpoint as the CLI
 // does for that engine (host-held weights under ort). Through metrl's own modules imported by path from the checkout (cwd): HfPolicy (models/hf/policy.ts) loaded as the CLI loads it,
 // LoRA r 16 / alpha 32 on its default targets (q, k, v, o, gate, up, down), and the trainer's pieces for the update.
 //   rollout    the policy's sampleGroups (tfjs engine) or HfOrtSampler.sampleGroups (--engine ort: ONNX Runtime): the
@@ -24,9 +24,9 @@ import { join } from 'node:path';
 import { imp, tf } from './checkout.mts';
 import { median, peerStep } from './peer-step.mts';
 const { initBackend } = await imp('models/backend.ts');
-const { HfPolicy } = await imp('models/hf/policy.ts');
-const { HfOrtSampler } = await imp('models/onnx/hf-ort-sampler.ts');
-const { HfOrtLearner } = await imp('models/onnx/hf-ort-learner.ts');
+const { loadBaseModel } = await imp('models/registry.ts');
+const { HfOrtSampler } = await imp('models/onnx/hf/hf-sampler.ts');
+const { HfOrtLearner } = await imp('models/onnx/hf/hf-learner.ts');
 const { AdamW } = await imp('trainer/adamw.ts');
 const { Rng } = await imp('core/rng.ts');
 
@@ -50,7 +50,7 @@ if (tf.getBackend() !== backend.tfBackend)
 const peakRssMB = () => (process.resourceUsage().maxRSS * 1024) / 2 ** 20;
 
 const t0 = performance.now();
-const policy = await HfPolicy.load(ckpt, { hostWeights: engine === 'ort' });
+const policy = await loadBaseModel(ckpt, { hostWeights: engine === 'ort' });
 const loadSeconds = (performance.now() - t0) / 1000;
 (policy.kit.tokenizer as { eosIds: number[] }).eosIds = []; // forced lengths: no row can stop
 policy.attachLora({ r: 16, alpha: 32 }, new Rng(0, 'hf-peer-lora'));

@@ -22,9 +22,9 @@ import { join } from 'node:path';
 
 import { imp, tf } from './checkout.mts';
 const { initBackend } = await imp('models/backend.ts');
-const { HfPolicy } = await imp('models/hf/policy.ts');
-const { HfOrtSampler } = await imp('models/onnx/hf-ort-sampler.ts');
-const { HfOrtLearner } = await imp('models/onnx/hf-ort-learner.ts');
+const { loadBaseModel } = await imp('models/registry.ts');
+const { HfOrtSampler } = await imp('models/onnx/hf/hf-sampler.ts');
+const { HfOrtLearner } = await imp('models/onnx/hf/hf-learner.ts');
 const { summedLossGradients } = await imp('models/learner.ts');
 
 const [ckpt, dir] = process.argv.slice(2);
@@ -67,10 +67,10 @@ const T = seq.length;
 const torchLogits = f32(join(dir, 'logits.f32'));
 const torchFeatures = f32(join(dir, 'features.f32'));
 
-const policy = await HfPolicy.load(ckpt);
+const policy = await loadBaseModel(ckpt);
 const V = policy.decoder.config.vocabSize;
 if (torchLogits.length !== T * V) throw new Error(`logits.f32 holds ${torchLogits.length}, expected ${T * V}`);
-const encoder = policy.imageEncoder as {
+const encoder = (policy.imageEncoder ?? policy.image?.images) as {
   encode(p: { data: Float32Array; shape: number[] }): { dataSync(): Float32Array; dispose(): void };
 };
 const features = (data: Float32Array) => {

@@ -32,9 +32,9 @@ import { join } from 'node:path';
 import { imp, tf } from './checkout.mts';
 import { cpuNow, median, peerStep } from './peer-step.mts';
 const { initBackend } = await imp('models/backend.ts');
-const { HfPolicy } = await imp('models/hf/policy.ts');
-const { HfOrtSampler } = await imp('models/onnx/hf-ort-sampler.ts');
-const { HfOrtLearner } = await imp('models/onnx/hf-ort-learner.ts');
+const { loadBaseModel } = await imp('models/registry.ts');
+const { HfOrtSampler } = await imp('models/onnx/hf/hf-sampler.ts');
+const { HfOrtLearner } = await imp('models/onnx/hf/hf-learner.ts');
 const { AdamW } = await imp('trainer/adamw.ts');
 const { Rng } = await imp('core/rng.ts');
 
@@ -60,7 +60,7 @@ if (tf.getBackend() !== backend.tfBackend)
 if (argv.includes('--write-prompt')) {
   const { getEnv } = await imp('envs/registry.ts');
   const { generateEpisodes } = await imp('envs/generate.ts');
-  const policy = await HfPolicy.load(ckpt);
+  const policy = await loadBaseModel(ckpt);
   const env = await getEnv('chess');
   const [episode] = generateEpisodes(env, { n: 1, actions: 1, split: 'train', seed: 0, modality: 'image' });
   const prompt = policy.prompt(env, episode) as { tokens: number[]; images: Float32Array[] };
@@ -103,7 +103,7 @@ const pixels = new Float32Array(
 );
 
 const t0 = performance.now();
-const policy = await HfPolicy.load(ckpt, { hostWeights: engine === 'ort' });
+const policy = await loadBaseModel(ckpt, { hostWeights: engine === 'ort' });
 const loadSeconds = (performance.now() - t0) / 1000;
 (policy.kit.tokenizer as { eosIds: number[] }).eosIds = []; // forced lengths: no row can stop
 policy.attachLora({ r: 16, alpha: 32 }, new Rng(0, 'hf-peer-lora'));
@@ -119,7 +119,7 @@ const rng = new Rng(1, 'hf-peer-sampling');
 
 // The vision tower's share of the rollout: every encode of an image (HfPolicy.imageFeatures → ImageEncoder.encode; the
 // ORT sampler installs its tower inside the encoder, so this counts it too).
-const encoder = policy.imageEncoder as { encode: (...a: unknown[]) => unknown };
+const encoder = (policy.imageEncoder ?? policy.image?.images) as { encode: (...a: unknown[]) => unknown };
 const vision = { wall: 0, cpu: 0, calls: 0 };
 const encode = encoder.encode.bind(encoder);
 encoder.encode = (...a: unknown[]) => {

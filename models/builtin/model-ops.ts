@@ -1,8 +1,8 @@
 // The built-in model written once (issue 17's "one definition per architecture, two executions"), over
 // a small set of operations that each engine executes: the tfjs forward (models/builtin/transformer.ts: training,
 // prefill, scoring, cached decoding) and its batched decoding step (models/builtin/decode.ts), the ONNX Runtime
-// inference graphs (models/onnx/builtin-graph.ts) and the ORT learner's differentiated graph
-// (models/onnx/builtin-train-graph.ts).
+// inference graphs (models/onnx/builtin/builtin-graph.ts) and the ORT learner's differentiated graph
+// (models/onnx/builtin/builtin-train-graph.ts).
 //
 //   x = embed(tokens); at image-patch rows x += (pixels − ½) W_patch + b_patch + pos[patch]
 //   per layer (pre-norm):  q, k, v = RoPE(h Wq) / √dh, RoPE(h Wk), h Wv   with h = RMSNorm(x)

@@ -1,6 +1,6 @@
 // RoPE tables and the attention mask constant as plain arrays: shared by the tfjs
 // forward (transformer.ts, which wraps them in tensors) and the ONNX Runtime engine, whose worker threads load this
-// without tfjs (models/onnx/worker-pool.ts).
+// without tfjs (models/onnx/builtin/worker-pool.ts).
 import { headDim, type Architecture } from './config.ts';
 
 export const NEG = -1e9;

@@ -1,7 +1,7 @@
 // The draws of a batch of decoding rows: each unfinished row draws its next token from its logits with
 // the caller's Rng, rows in order, until it draws EOS. Shared by every engine that runs the built-in model (tfjs in
-// sampling.ts, ONNX Runtime in models/onnx/ort-sampler.ts and, for its own rows, a rollout part in a worker thread:
-// models/onnx/rollout-part.ts), so all of them draw the same tokens from the same Rng. No tfjs here: worker threads
+// sampling.ts, ONNX Runtime in models/onnx/builtin/builtin-sampler.ts and, for its own rows, a rollout part in a worker thread:
+// models/onnx/builtin/rollout-part.ts), so all of them draw the same tokens from the same Rng. No tfjs here: worker threads
 // load this file.
 import type { Rng } from '../../core/rng.ts';
 import type { Completion, SamplingOptions, TopLogProb } from '../types.ts';

@@ -1,7 +1,7 @@
 // The built-in model's tfjs forward pass: the tfjs executor of its one definition (models/builtin/model-ops.ts: a
 // decoder-only, pre-norm transformer with RMSNorm, rotary position embeddings, GELU MLP and an untied output head, whose
 // input sequence mixes character tokens and image patches). One function serves training, prompt prefill, scoring and
-// cached incremental decoding; the ONNX Runtime engine executes the same definition (models/onnx/builtin-graph.ts,
+// cached incremental decoding; the ONNX Runtime engine executes the same definition (models/onnx/builtin/builtin-graph.ts,
 // builtin-train-graph.ts) and is tested against this one.
 //
 // Layout, chosen for the tfjs WASM backend (whose only fast kernel is the plain 2-D matrix product; batched or

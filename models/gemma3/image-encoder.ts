@@ -3,7 +3,7 @@
 // language model: models/gemma3/model.ts merges these rows into the (already sqrt(H)-scaled) token embeddings.
 import * as tf from '@tensorflow/tfjs';
 import type { PixelValues } from '../hf/pixel-values.ts';
-import type { Gemma3VisionSetup } from '../hf/vision-config.ts';
+import type { Gemma3VisionSetup } from './vision-config.ts';
 import {
   disposeSiglip,
   loadSiglipWeights,

@@ -11,7 +11,40 @@
 //   <prefix>layers.{i}.{pre,post}_feedforward_layernorm.weight     [H]
 // On-disk prefix: `model.` (CausalLM); `language_model.model.` for the conditional model, the legacy names that
 // transformers 4.57 save_pretrained still writes (in memory it calls them `model.language_model.`, as PEFT keys do).
+import type { DecoderFamily } from '../hf/config.ts';
 import type { TextModelLayout } from '../hf/layout.ts';
+
+/** Gemma3TextConfig's keys and its class defaults (transformers 4.57 configuration_gemma3.py). */
+export const GEMMA3_TEXT_DECODER: DecoderFamily = {
+  name: 'gemma3',
+  defaults: {
+    vocab_size: 262208,
+    hidden_size: 2304,
+    intermediate_size: 9216,
+    num_hidden_layers: 26,
+    num_attention_heads: 8,
+    num_key_value_heads: 4,
+    head_dim: 256,
+    hidden_activation: 'gelu_pytorch_tanh',
+    rms_norm_eps: 1e-6,
+    rope_theta: 1_000_000,
+    rope_local_base_freq: 10_000,
+    attention_bias: false,
+    query_pre_attn_scalar: 256,
+    sliding_window: 4096,
+    sliding_window_pattern: 6,
+    tie_word_embeddings: true,
+    bos_token_id: 2,
+    eos_token_id: 1,
+    pad_token_id: 0,
+    max_position_embeddings: 131072,
+  },
+  attentionBias: 'key',
+  mlpBias: false,
+  layerTypes: 'sliding_window_pattern',
+  qkNorm: true,
+  gemma: true,
+};
 
 export const GEMMA3_CAUSAL_LAYOUT: TextModelLayout = {
   weightPrefix: 'model.',
@@ -20,13 +53,21 @@ export const GEMMA3_CAUSAL_LAYOUT: TextModelLayout = {
   legacyModulePrefixes: [],
 };
 
-/** The conditional model's layout; `hasTensor` tells which on-disk naming the file uses. */
-export function gemma3ConditionalLayout(hasTensor: (name: string) => boolean): TextModelLayout {
-  const modern = hasTensor('model.language_model.embed_tokens.weight');
-  return {
-    weightPrefix: modern ? 'model.language_model.' : 'language_model.model.',
-    lmHead: modern ? 'lm_head.weight' : 'language_model.lm_head.weight',
+/**
+ * The conditional model's layouts: the in-memory names (model.language_model.…) that some files carry, then the
+ * legacy ones transformers 4.57 save_pretrained writes and real google/gemma-3 files have (language_model.model.…).
+ */
+export const GEMMA3_CONDITIONAL_LAYOUTS: readonly TextModelLayout[] = [
+  {
+    weightPrefix: 'model.language_model.',
+    lmHead: 'lm_head.weight',
     modulePrefix: 'model.language_model.',
     legacyModulePrefixes: ['language_model.model.'],
-  };
-}
+  },
+  {
+    weightPrefix: 'language_model.model.',
+    lmHead: 'language_model.lm_head.weight',
+    modulePrefix: 'model.language_model.',
+    legacyModulePrefixes: ['language_model.model.'],
+  },
+];

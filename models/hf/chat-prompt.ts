@@ -8,7 +8,7 @@ import type { RawImage } from '../../core/image.ts';
 import { UserError } from '../../core/errors.ts';
 import { toTemplatePrompt } from './chat-messages.ts';
 import { loadChatTemplate, type ChatTemplate } from './chat-template.ts';
-import { expandImagePlaceholders, imagePlaceholderLayout, type ImagePlaceholderLayout } from './image-placeholders.ts';
+import { expandImagePlaceholders, type ImagePlaceholderLayout } from './image-placeholders.ts';
 import { loadHfTokenizer, type HfTokenizer } from './tokenizer.ts';
 
 /** What a checkpoint folder brings to prompt building. `layout` is null for text-only architectures. */
@@ -28,16 +28,15 @@ export interface EncodedChatPrompt {
 }
 
 /**
- * The tokenizer, chat template and image layout of a checkpoint folder. `config` is its parsed config.json and
- * `configFile` that file's path, for error messages.
+ * The tokenizer, chat template and image layout of a checkpoint folder. `layout` reads the image placeholder layout
+ * with the tokenizer (the architecture's, models/hf/architecture.ts); absent for text-only architectures.
  */
-export function loadChatPromptKit(dir: string, config: unknown, configFile: string): ChatPromptKit {
+export function loadChatPromptKit(
+  dir: string,
+  layout?: (tokenizer: HfTokenizer) => ImagePlaceholderLayout,
+): ChatPromptKit {
   const tokenizer = loadHfTokenizer(dir);
-  return {
-    tokenizer,
-    template: loadChatTemplate(dir, tokenizer),
-    layout: imagePlaceholderLayout(config, configFile, tokenizer),
-  };
+  return { tokenizer, template: loadChatTemplate(dir, tokenizer), layout: layout?.(tokenizer) ?? null };
 }
 
 /**
@@ -53,6 +52,7 @@ export function encodeChatPrompt(
 ): EncodedChatPrompt {
   const { messages, images } = toTemplatePrompt(prompt, render, { content: kit.layout ? 'parts' : 'string' });
   const rendered = kit.template.render(messages, { addGenerationPrompt: options.addGenerationPrompt ?? true });
+  // One image-token run per image, as many tokens as the layout gives every image.
   const text = kit.layout ? expandImagePlaceholders(rendered, kit.layout, images.length) : rendered;
   const ids = kit.tokenizer.encode(text, { addSpecialTokens: false });
   // Nothing to generate after: refused here, in one line, before any engine is handed zero tokens.

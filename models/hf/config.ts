@@ -1,24 +1,87 @@
 // Hugging Face config.json → one normalised DecoderConfig for the language model of every supported architecture.
-// Llama, Qwen2 and Gemma 3 text checkpoints carry the decoder settings at the top level; Idefics3
-// (SmolVLM) and Gemma3ForConditionalGeneration nest them under `text_config`, a LlamaConfig and a Gemma3TextConfig.
+// Which model class a file holds, where its decoder keys are (the top level, or a composite config's `text_config`)
+// and which decoder family reads them come from the architecture's descriptor (models/<arch>/architecture.ts, handed
+// in as a ModelClassLookup); this file knows how each family's keys are read.
 //
 // transformers writes a key inside a composite config only when it differs from that sub-config class's default
-// (real gemma-3-4b-it's text_config lists six keys), so every field here has the class default of transformers 4.57
-// (configuration_llama.py, configuration_qwen2.py, configuration_gemma3.py; ../shared/fixtures/hf/hf_config.py lists
-// them). A top-level decoder config always carries its shape keys; those are required there, and a missing one is a
-// UserError naming config.json and the key.
+// (real gemma-3-4b-it's text_config lists six keys), so every family carries its class defaults of transformers 4.57
+// (in the descriptors; ../shared/fixtures/hf/hf_config.py lists them). A top-level decoder config always carries its
+// shape keys; those are required there, and a missing one is a UserError naming config.json and the key.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { UserError, describeZodError } from '../../core/errors.ts';
 import { readJson } from '../../core/files.ts';
+import type { MropeSpec } from '../layers/mrope.ts';
 
-type DecoderFamily = 'llama' | 'qwen2' | 'gemma3';
 type LayerType = 'full_attention' | 'sliding_attention';
+
+/** The class defaults of the keys a (sub-)config may omit (transformers' config class of the decoder). */
+type DecoderDefaults = Readonly<Record<string, unknown>>;
+
+/**
+ * How one decoder family's config keys are read: the family's class defaults and the rules that tell Llama, Qwen2,
+ * Qwen3 and Gemma 3 apart. An architecture's descriptor (models/<arch>/architecture.ts) names one per model class.
+ */
+export interface DecoderFamily {
+  /** A short name (graph names, messages): llama, qwen2, qwen3, gemma3. */
+  name: string;
+  /** transformers' class defaults (configuration_<model>.py); a missing key takes its default. */
+  defaults: DecoderDefaults;
+  /** q/k/v and o biases: the attention_bias key ('key'), or q/k/v always and o never (Qwen2: 'qkv'). */
+  attentionBias: 'key' | 'qkv';
+  /** Whether mlp_bias is read (Llama); else the MLP has no biases. */
+  mlpBias: boolean;
+  /**
+   * Which layers slide: none ('full'), those from max_window_layers on when use_sliding_window (Qwen2, Qwen3), or every
+   * layer but each sliding_window_pattern-th (Gemma 3); an explicit layer_types list wins where the family reads it.
+   */
+  layerTypes: 'full' | 'max_window_layers' | 'sliding_window_pattern';
+  /** RMSNorm of q and k over head_dim before RoPE (Qwen3; Gemma 3 has them as part of `gemma`). */
+  qkNorm: boolean;
+  /**
+   * Gemma: RMSNorm · (1 + w), sqrt(H) embedding scale, sandwich norms, q/k norms, query_pre_attn_scalar, the sliding
+   * layers' own RoPE base, hidden_activation, soft-capping.
+   */
+  gemma: boolean;
+  /**
+   * Multimodal RoPE (Qwen-VL): rope_scaling holds mrope_section (type "mrope" in the Hub's flat files) rather than a
+   * scaling, and the class's adjust sets DecoderConfig.mrope from it.
+   */
+  multimodalRope?: boolean;
+}
+
+/** How a model class's config.json holds its decoder (what parseHfConfig needs of an architecture's descriptor). */
+export interface ModelClassConfig {
+  /** The class name config.json's `architectures` lists (LlamaForCausalLM, …). */
+  name: string;
+  /**
+   * Where the decoder's keys are: at the top level, in `text_config` (whose model_type, when written, must be one of
+   * `textModelTypes`), or either (Qwen2.5-VL: nested as transformers 4.57 writes it, flat in the Hub's files).
+   */
+  text: 'top' | 'text_config' | 'either';
+  textModelTypes?: readonly string[];
+  decoder: DecoderFamily;
+  /**
+   * Fields of the decoder config that depend on the whole config.json (Qwen-VL: the multimodal RoPE, DeepStack), or
+   * that the class sets whatever the file says (Gemma3ForConditionalGeneration drops final_logit_softcapping).
+   */
+  adjust?(text: DecoderConfig, raw: Record<string, unknown>, source: string): DecoderConfig;
+  /** The id of the token image features replace (vision-language classes; the class default when the file has none). */
+  imageTokenId?(raw: Record<string, unknown>): number;
+}
+
+/** The model classes parseHfConfig reads (models/hf/architecture.ts ArchitectureTable implements it). */
+export interface ModelClassLookup {
+  find(name: string): ModelClassConfig | undefined;
+  /** Every class name, for the message that refuses another. */
+  readonly classNames: readonly string[];
+}
 
 /** Everything the shared decoder (models/hf/decoder.ts) needs to know about one language model. */
 export interface DecoderConfig {
-  family: DecoderFamily;
+  /** The decoder family's name (DecoderFamily.name): llama, qwen2, qwen3, gemma3. */
+  family: string;
   vocabSize: number;
   hiddenSize: number;
   numLayers: number;
@@ -48,15 +111,24 @@ export interface DecoderConfig {
   tieWordEmbeddings: boolean;
   /** Gemma: token embeddings are multiplied by sqrt(hidden) (as an fp32 constant); null otherwise. */
   embedScale: number | null;
-  /** Gemma 3: RMSNorm of q and k over head_dim before RoPE. */
+  /** Qwen3, Gemma 3: RMSNorm of q and k over head_dim before RoPE. */
   qkNorm: boolean;
   /** Gemma: attention and MLP outputs normalised before the residual add (pre/post feed-forward norms). */
   sandwichNorm: boolean;
   finalLogitSoftcap: number | null;
   attnLogitSoftcap: number | null;
+  /**
+   * Qwen-VL: the frequency slots each position axis (temporal, height, width) drives (models/layers/mrope.ts), over
+   * head_dim and rope_theta; the decoder then takes [3, B·T] positions. null: one position axis.
+   */
+  mrope: Pick<MropeSpec, 'section' | 'layout'> | null;
+  /** Qwen3-VL DeepStack: the first layers after which image features are added to the image tokens' rows (else 0). */
+  deepstackLayers: number;
   bosTokenId: number | null;
   eosTokenIds: number[];
   padTokenId: number | null;
+  /** max_position_embeddings (the class default when the file leaves it out): prompt plus completion fit in it. */
+  contextLength: number;
 }
 
 /** What config.json says about the whole checkpoint: the architecture, its decoder, and the raw JSON for the rest. */
@@ -71,14 +143,6 @@ export interface HfModelConfig {
   /** The parsed config.json, for the parts other modules read (vision_config, scale_factor, mm_tokens_per_image). */
   raw: Record<string, unknown>;
 }
-
-const SUPPORTED_ARCHITECTURES = [
-  'LlamaForCausalLM',
-  'Qwen2ForCausalLM',
-  'Gemma3ForCausalLM',
-  'Idefics3ForConditionalGeneration',
-  'Gemma3ForConditionalGeneration',
-] as const;
 
 const num = z.number();
 const int = z.number().int();
@@ -122,6 +186,7 @@ const DecoderJson = z
     attn_logit_softcapping: num.positive().nullable().optional(),
     use_bidirectional_attention: z.boolean().nullable().optional(),
     pretraining_tp: int.optional(),
+    max_position_embeddings: int.positive().optional(),
   })
   .loose();
 type DecoderJson = z.infer<typeof DecoderJson>;
@@ -133,66 +198,8 @@ const TopJson = z
     dtype: z.string().nullable().optional(),
     torch_dtype: z.string().nullable().optional(),
     text_config: z.record(z.string(), z.unknown()).optional(),
-    image_token_id: int.optional(),
-    image_token_index: int.optional(),
   })
   .loose();
-
-/** Class defaults of transformers 4.57 for the keys a sub-config may omit (hf_config.py mirrors them). */
-const LLAMA_DEFAULTS = {
-  vocab_size: 32000,
-  hidden_size: 4096,
-  intermediate_size: 11008,
-  num_hidden_layers: 32,
-  num_attention_heads: 32,
-  hidden_act: 'silu',
-  rms_norm_eps: 1e-6,
-  rope_theta: 10000,
-  attention_bias: false,
-  mlp_bias: false,
-  tie_word_embeddings: false,
-  bos_token_id: 1,
-  eos_token_id: 2,
-  pad_token_id: null,
-} as const;
-const QWEN2_DEFAULTS = {
-  vocab_size: 151936,
-  hidden_size: 4096,
-  intermediate_size: 22016,
-  num_hidden_layers: 32,
-  num_attention_heads: 32,
-  hidden_act: 'silu',
-  rms_norm_eps: 1e-6,
-  rope_theta: 10000,
-  tie_word_embeddings: false,
-  bos_token_id: null,
-  eos_token_id: null,
-  pad_token_id: null,
-  use_sliding_window: false,
-  sliding_window: 4096,
-  max_window_layers: 28,
-} as const;
-const GEMMA3_TEXT_DEFAULTS = {
-  vocab_size: 262208,
-  hidden_size: 2304,
-  intermediate_size: 9216,
-  num_hidden_layers: 26,
-  num_attention_heads: 8,
-  num_key_value_heads: 4,
-  head_dim: 256,
-  hidden_activation: 'gelu_pytorch_tanh',
-  rms_norm_eps: 1e-6,
-  rope_theta: 1_000_000,
-  rope_local_base_freq: 10_000,
-  attention_bias: false,
-  query_pre_attn_scalar: 256,
-  sliding_window: 4096,
-  sliding_window_pattern: 6,
-  tie_word_embeddings: true,
-  bos_token_id: 2,
-  eos_token_id: 1,
-  pad_token_id: 0,
-} as const;
 
 const REQUIRED_TOP_LEVEL = [
   'vocab_size',
@@ -228,9 +235,7 @@ function linearFactor(scaling: z.infer<typeof RopeScaling> | undefined, source: 
 
 /** Normalise one decoder config. `where` prefixes key names in messages ('' or 'text_config.'). */
 function decoderFrom(family: DecoderFamily, json: DecoderJson, source: string, where: string): DecoderConfig {
-  const d = (
-    family === 'llama' ? LLAMA_DEFAULTS : family === 'qwen2' ? QWEN2_DEFAULTS : GEMMA3_TEXT_DEFAULTS
-  ) as Record<string, unknown>;
+  const d = family.defaults;
   const get = <T>(key: keyof DecoderJson): T => (json[key] !== undefined ? json[key] : d[key as string]) as T;
   const numHeads = get<number>('num_attention_heads');
   const hiddenSize = get<number>('hidden_size');
@@ -246,20 +251,18 @@ function decoderFrom(family: DecoderFamily, json: DecoderJson, source: string, w
     );
   if (headDim % 2 !== 0) throw new UserError(`${source}: ${where}head_dim ${headDim} is odd (RoPE needs an even size)`);
   const numLayers = get<number>('num_hidden_layers');
-  const gemma = family === 'gemma3';
+  const gemma = family.gemma;
 
   let layerTypes: LayerType[];
   let slidingWindow: number | null;
-  if (gemma) {
+  if (family.layerTypes === 'sliding_window_pattern') {
     slidingWindow = get<number | null>('sliding_window');
     const pattern = json.sliding_window_pattern ?? json._sliding_window_pattern ?? 6;
     // Older Gemma 3 configs have only the pattern: layer i is global iff (i + 1) % pattern == 0.
     layerTypes =
       json.layer_types ??
       Array.from({ length: numLayers }, (_, i) => ((i + 1) % pattern ? 'sliding_attention' : 'full_attention'));
-    if (json.use_bidirectional_attention)
-      throw new UserError(`${source}: ${where}use_bidirectional_attention (EmbeddingGemma) is not supported`);
-  } else if (family === 'qwen2') {
+  } else if (family.layerTypes === 'max_window_layers') {
     const useSliding = get<boolean>('use_sliding_window');
     slidingWindow = useSliding ? get<number | null>('sliding_window') : null;
     const maxWindow = get<number>('max_window_layers');
@@ -272,16 +275,19 @@ function decoderFrom(family: DecoderFamily, json: DecoderJson, source: string, w
     slidingWindow = null;
     layerTypes = Array.from({ length: numLayers }, () => 'full_attention' as const);
   }
+  if (gemma && json.use_bidirectional_attention)
+    throw new UserError(`${source}: ${where}use_bidirectional_attention (EmbeddingGemma) is not supported`);
   if (layerTypes.length !== numLayers)
     throw new UserError(`${source}: ${where}layer_types has ${layerTypes.length} entries for ${numLayers} layers`);
   if (layerTypes.includes('sliding_attention') && !slidingWindow)
     throw new UserError(`${source}: ${where}sliding_window is missing for sliding_attention layers`);
   if (!layerTypes.includes('sliding_attention')) slidingWindow = null;
 
-  const attnBias = family === 'qwen2' ? true : get<boolean>('attention_bias');
+  const attnBias = family.attentionBias === 'qkv' ? true : get<boolean>('attention_bias');
   const actName = gemma ? (json.hidden_activation ?? (d.hidden_activation as string)) : get<string>('hidden_act');
+  const context = json.max_position_embeddings ?? (d.max_position_embeddings as number);
   return {
-    family,
+    family: family.name,
     vocabSize: get('vocab_size'),
     hiddenSize,
     numLayers,
@@ -293,23 +299,26 @@ function decoderFrom(family: DecoderFamily, json: DecoderJson, source: string, w
     rmsNormEps: get('rms_norm_eps'),
     normStyle: gemma ? 'one_plus_w' : 'w',
     ropeTheta: get('rope_theta'),
-    ropeLinearFactor: linearFactor(json.rope_scaling, source, `${where}rope_scaling`),
+    ropeLinearFactor: family.multimodalRope ? null : linearFactor(json.rope_scaling, source, `${where}rope_scaling`),
     ropeLocalTheta: gemma ? get<number>('rope_local_base_freq') : null,
     slidingWindow,
     layerTypes,
     attnScale: gemma ? get<number>('query_pre_attn_scalar') ** -0.5 : headDim ** -0.5,
     qkvBias: attnBias,
-    oBias: family === 'qwen2' ? false : attnBias,
-    mlpBias: family === 'llama' ? get<boolean>('mlp_bias') : false,
+    oBias: family.attentionBias === 'qkv' ? false : attnBias,
+    mlpBias: family.mlpBias ? get<boolean>('mlp_bias') : false,
     tieWordEmbeddings: get('tie_word_embeddings'),
     embedScale: gemma ? Math.fround(Math.sqrt(hiddenSize)) : null,
-    qkNorm: gemma,
+    qkNorm: gemma || family.qkNorm,
     sandwichNorm: gemma,
     finalLogitSoftcap: gemma ? (json.final_logit_softcapping ?? null) : null,
     attnLogitSoftcap: gemma ? (json.attn_logit_softcapping ?? null) : null,
+    mrope: null,
+    deepstackLayers: 0,
     bosTokenId: firstToken(get('bos_token_id')),
     eosTokenIds: tokenList(get('eos_token_id')),
     padTokenId: firstToken(get('pad_token_id')),
+    contextLength: context,
   };
 }
 
@@ -319,56 +328,66 @@ function parseDecoderJson(value: unknown, source: string, where: string): Decode
   return result.data;
 }
 
-/** Parse a config.json object. `source` (the file's path) names the file in error messages. */
-export function parseHfConfig(json: unknown, source = 'config.json'): HfModelConfig {
+/**
+ * The model class a config.json names: the first of `architectures`, else text_config's (transformers 4.57 writes
+ * Qwen2.5-VL's `architectures` into text_config only), or null.
+ */
+function configArchitecture(json: Record<string, unknown>): string | null {
+  const list = (json.architectures ?? (json.text_config as Record<string, unknown> | undefined)?.architectures) as
+    | unknown[]
+    | undefined;
+  return Array.isArray(list) && typeof list[0] === 'string' ? list[0] : null;
+}
+
+/**
+ * Parse a config.json object with the model classes of `classes` (the architecture table, models/registry.ts).
+ * `source` (the file's path) names the file in error messages.
+ */
+export function parseHfConfig(json: unknown, classes: ModelClassLookup, source = 'config.json'): HfModelConfig {
   if (json === null || typeof json !== 'object' || Array.isArray(json))
     throw new UserError(`${source}: not a JSON object`);
   const top = TopJson.safeParse(json);
   if (!top.success) throw new UserError(describeZodError(top.error, `${source}: `, json));
   const raw = json as Record<string, unknown>;
-  const architecture = top.data.architectures?.[0];
+  const architecture = configArchitecture(raw);
   if (!architecture) throw new UserError(`${source}: missing key 'architectures'`);
-  if (!(SUPPORTED_ARCHITECTURES as readonly string[]).includes(architecture)) {
+  const cls = classes.find(architecture);
+  if (!cls) {
     throw new UserError(
-      `${source}: architecture ${architecture} is not supported (supported: ${SUPPORTED_ARCHITECTURES.join(', ')})`,
+      `${source}: architecture ${architecture} is not supported (supported: ${classes.classNames.join(', ')})`,
     );
   }
   const dtype = top.data.dtype ?? top.data.torch_dtype ?? null;
   const modelType = top.data.model_type ?? '';
+  const nested = cls.text === 'text_config' || (cls.text === 'either' && top.data.text_config !== undefined);
   let text: DecoderConfig;
-  let imageTokenId: number | null = null;
-  if (architecture === 'Idefics3ForConditionalGeneration' || architecture === 'Gemma3ForConditionalGeneration') {
-    const family: DecoderFamily = architecture === 'Idefics3ForConditionalGeneration' ? 'llama' : 'gemma3';
-    // Idefics3Config builds LlamaConfig(rms_norm_eps=1e-5, …) when text_config is absent; real files always carry it.
+  if (nested) {
+    // A composite config builds its text config from class defaults when text_config is absent; real files carry it.
     if (!top.data.text_config) throw new UserError(`${source}: missing key 'text_config'`);
     const sub = parseDecoderJson(top.data.text_config, source, 'text_config.');
-    const expectedType = family === 'llama' ? 'llama' : 'gemma3_text';
-    if (sub.model_type !== undefined && sub.model_type !== expectedType) {
+    const expected = cls.textModelTypes ?? [];
+    if (sub.model_type !== undefined && expected.length > 0 && !expected.includes(sub.model_type)) {
       throw new UserError(
-        `${source}: text_config.model_type '${sub.model_type}' is not supported for ${architecture} (expected ${expectedType})`,
+        `${source}: text_config.model_type '${sub.model_type}' is not supported for ${architecture} (expected ${expected.join(' or ')})`,
       );
     }
-    text = decoderFrom(family, sub, source, 'text_config.');
-    // Gemma3ForConditionalGeneration (transformers 4.57) does not apply final_logit_softcapping; only the CausalLM does.
-    if (family === 'gemma3') text.finalLogitSoftcap = null;
-    imageTokenId = top.data.image_token_id ?? top.data.image_token_index ?? (family === 'llama' ? 128257 : 262144);
+    text = decoderFrom(cls.decoder, sub, source, 'text_config.');
   } else {
-    const family: DecoderFamily =
-      architecture === 'LlamaForCausalLM' ? 'llama' : architecture === 'Qwen2ForCausalLM' ? 'qwen2' : 'gemma3';
     const sub = parseDecoderJson(json, source, '');
     for (const key of REQUIRED_TOP_LEVEL)
       if (sub[key] === undefined) throw new UserError(`${source}: missing key '${key}'`);
-    text = decoderFrom(family, sub, source, '');
+    text = decoderFrom(cls.decoder, sub, source, '');
   }
-  return { architecture, modelType, dtype, text, imageTokenId, raw };
+  if (cls.adjust) text = cls.adjust(text, raw, source);
+  return { architecture, modelType, dtype, text, imageTokenId: cls.imageTokenId?.(raw) ?? null, raw };
 }
 
-/** Read and parse `<dir>/config.json`. */
-export function readHfConfig(dir: string): HfModelConfig {
+/** Read and parse `<dir>/config.json` with the model classes of `classes`. */
+export function readHfConfig(dir: string, classes: ModelClassLookup): HfModelConfig {
   const path = join(dir, 'config.json');
   if (!existsSync(path))
     throw new UserError(`${path}: no such file (a Hugging Face checkpoint folder has a config.json)`);
-  return parseHfConfig(readJson(path, z.unknown()), path);
+  return parseHfConfig(readJson(path, z.unknown()), classes, path);
 }
 
 /** Special tokens for generation: generation_config.json when present (chat models list several EOS ids there, e.g.

@@ -1,6 +1,6 @@
 // The Hugging Face decoder block written once, over a small set of operations that two engines execute (one
 // definition per architecture, two executions): the tfjs executor in models/hf/decoder.ts (the
-// learner's differentiable forward and the tfjs sampler) and the ONNX executor in models/onnx/hf-graph.ts (which emits
+// learner's differentiable forward and the tfjs sampler) and the ONNX executor in models/onnx/hf/hf-graph.ts (which emits
 // the same steps as ONNX nodes for ONNX Runtime).
 //
 // Where the line sits. The definition owns everything that tells Llama, Qwen2 and Gemma 3 apart: which norms run where

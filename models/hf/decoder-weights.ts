@@ -1,6 +1,6 @@
 // The weights of the Hugging Face decoder: per layer its norms, projections and MLP, and the
 // embedding table, final norm and head. Read by the definition of the block (decoder-ops.ts), filled by
-// load-decoder.ts, and executed by the tfjs decoder (decoder.ts) and the ONNX graph (models/onnx/hf-graph.ts): a file
+// load-decoder.ts, and executed by the tfjs decoder (decoder.ts) and the ONNX graph (models/onnx/hf/hf-graph.ts): a file
 // of its own so that the definition and its executors import the types from one place, not from each other.
 import type * as tf from '@tensorflow/tfjs';
 import type { EmbeddingTable } from '../layers/embedding.ts';

@@ -3,7 +3,7 @@
 // differs between them is data (models/hf/config.ts: DecoderConfig; models/<arch>/language-model.ts: tensor names);
 // the network is this one file, written with tfjs ops that autodiff goes through (LoRA training takes gradients). The
 // block, final norm and head are models/hf/decoder-ops.ts's definition, executed here by TfjsDecoderOps; the ONNX
-// Runtime engine builds its graph from the same definition (models/onnx/hf-graph.ts).
+// Runtime engine builds its graph from the same definition (models/onnx/hf/hf-graph.ts).
 //
 // forward: ids [B, T] (left-padded batches: attention mask 0 on pads) → logits [B, T, V]
 //   x = embed(ids) (× sqrt(H) for Gemma; or caller-given inputsEmbeds, e.g. with image features merged in)
@@ -19,6 +19,7 @@ import { embeddingLookup } from '../layers/embedding.ts';
 import { linear, type LinearWeights } from '../layers/linear.ts';
 import { activate } from '../layers/mlp.ts';
 import { rmsNorm } from '../layers/rms-norm.ts';
+import { mropeTable } from '../layers/mrope.ts';
 import { applyRope, disposeRope, inverseFrequencies, ropeTable, type RopeTable } from '../layers/rope.ts';
 import { customGrad, mm } from '../ops.ts';
 import {
@@ -47,6 +48,16 @@ export interface ForwardInput {
   attentionMask?: ArrayLike<number>[];
   /** RoPE positions [B][T]. Default: from the attention mask as generate() does (cumsum - 1, pads at 1). */
   positionIds?: ArrayLike<number>[];
+  /**
+   * Multimodal RoPE (a config with `mrope`): [3, B·T] axis-major, the temporal ids of every row (b·T + t), then the
+   * height ids, then the width ids (models/qwen-vl/rope-index.ts). Absent: every axis takes positionIds (text rows).
+   */
+  mropePositions?: ArrayLike<number>;
+  /**
+   * DeepStack (Qwen3-VL): features [M, H] added after layer j (j < features.length) to the rows `rows` (b·T + t, the
+   * image tokens in order). Constants: no gradient flows into them.
+   */
+  deepstack?: { rows: Int32Array; features: tf.Tensor2D[] };
   /** Replaces the embedding lookup: [B, T, H] (for Gemma already scaled; image features merged after scaling). */
   inputsEmbeds?: tf.Tensor3D;
   /** Gemma 3 [B][T]: 1 on image tokens; each run of them attends to itself bidirectionally (prefill only). */
@@ -89,6 +100,8 @@ interface PassSpec {
   T: number;
   past: number;
   positions: Int32Array;
+  /** [3, B·T] multimodal positions, when the config has mrope. */
+  mropePositions?: Int32Array;
   maskRows: number[][];
   tokenTypeIds?: number[][];
   segments?: number[][];
@@ -235,13 +248,16 @@ export class HfDecoder {
   /** Constants of one forward pass (RoPE tables, masks), rebuilt from plain arrays when a layer is recomputed. */
   private passContext(spec: PassSpec): PassContext {
     const c = this.config;
-    const { B, T, past, positions, maskRows, tokenTypeIds, segments } = spec;
+    const { B, T, past, positions, mropePositions, maskRows, tokenTypeIds, segments } = spec;
     const packed = segments
       ? { segments, positions: Array.from({ length: B }, (_, b) => Array.from(positions.subarray(b * T, (b + 1) * T))) }
       : {};
     return {
       ...spec,
-      ropeGlobal: ropeTable(positions, inverseFrequencies(c.headDim, c.ropeTheta, c.ropeLinearFactor)),
+      ropeGlobal:
+        c.mrope && mropePositions
+          ? mropeTable(mropePositions, { ...c.mrope, headDim: c.headDim, theta: c.ropeTheta })
+          : ropeTable(positions, inverseFrequencies(c.headDim, c.ropeTheta, c.ropeLinearFactor)),
       ropeLocal:
         c.ropeLocalTheta !== null ? ropeTable(positions, inverseFrequencies(c.headDim, c.ropeLocalTheta)) : null,
       fullMask: buildMask({
@@ -338,6 +354,18 @@ export class HfDecoder {
     given.forEach((row, b) => {
       for (let t = 0; t < T; t++) positions[b * T + t] = row[t];
     });
+    let mropePositions: Int32Array | undefined;
+    if (input.mropePositions) {
+      if (!c.mrope) throw new Error('forward: mropePositions for a decoder without multimodal RoPE');
+      if (input.mropePositions.length !== 3 * B * T)
+        throw new Error(`forward: mropePositions must be [3, ${B * T}], got ${input.mropePositions.length} ids`);
+      mropePositions = Int32Array.from(input.mropePositions);
+    }
+    // Row n of the residual stream takes DeepStack feature row deepIndex[n] - 1 (0: none): a gather, not a scatter.
+    const deepIndex = input.deepstack ? new Int32Array(B * T) : null;
+    input.deepstack?.rows.forEach((row, k) => {
+      deepIndex![row] = k + 1;
+    });
     const useLora = input.useLora ?? true;
     const recompute = input.recompute ?? false;
     if (recompute && (input.cache || input.returnCache || input.collectHidden))
@@ -349,6 +377,7 @@ export class HfDecoder {
       T,
       past,
       positions,
+      mropePositions,
       maskRows: mask.map((r) => Array.from(r)),
       tokenTypeIds: input.tokenTypeIds?.map((r) => Array.from(r)),
       segments: input.segments?.map((r) => Array.from(r)),
@@ -374,6 +403,11 @@ export class HfDecoder {
             ) as unknown as { x: tf.Tensor2D; kv: LayerKV };
             x = r.x;
             newCache.push(r.kv);
+          }
+          const deep = input.deepstack?.features[i];
+          if (deep && deepIndex) {
+            const H = c.hiddenSize;
+            x = tf.add(x, tf.gather(tf.concat([tf.zeros([1, H]), deep]), tf.tensor1d(deepIndex, 'int32'))); // [B·T, H]
           }
           if (input.collectHidden) hiddenStates.push(x);
         }

@@ -15,6 +15,13 @@ export interface GenerateInput {
   inputsEmbeds?: tf.Tensor3D;
   /** Gemma 3 image blocks for the prefill (decode steps are text-only, causal). */
   tokenTypeIds?: ArrayLike<number>[];
+  /**
+   * Multimodal RoPE (Qwen-VL): the prompts' [3, B·T] positions (models/qwen-vl/rope-index.ts) and each prompt's
+   * rope delta; decoding step s then sits at T + s + delta on all three axes (transformers' cache_position + delta).
+   */
+  mrope?: { positions: Int32Array; ropeDeltas: readonly number[] };
+  /** Qwen3-VL DeepStack features of the prefill (HfDecoder ForwardInput.deepstack). */
+  deepstack?: { rows: Int32Array; features: tf.Tensor2D[] };
 }
 
 export interface GenerateOptions {
@@ -80,7 +87,7 @@ export function decodeSetup(
 }
 
 /**
- * One decoding step of every row, the same for both engines (this file's tfjs loop, models/onnx/hf-generate.ts):
+ * One decoding step of every row, the same for both engines (this file's tfjs loop, models/onnx/hf/hf-generate.ts):
  * row b's logits are row rowOf(b) of `values` [rows, V]; a running row appends its choice (and stops on a stop id), a
  * finished row is fed its last id again. Returns the ids to feed next, one per row.
  */
@@ -135,6 +142,8 @@ export function generate(model: HfDecoder, input: GenerateInput, options: Genera
       attentionMask: promptMask,
       inputsEmbeds: input.inputsEmbeds,
       tokenTypeIds: input.tokenTypeIds,
+      ...(input.mrope ? { mropePositions: input.mrope.positions } : {}),
+      ...(input.deepstack ? { deepstack: input.deepstack } : {}),
       returnCache: true,
       useLora: options.useLora,
       logits: 'last',
@@ -175,9 +184,14 @@ export function generate(model: HfDecoder, input: GenerateInput, options: Genera
       if (step === options.maxNewTokens - 1 || finished.every(Boolean)) break;
       for (const row of mask) row.push(1);
       const prev: KVCache | null = cache;
+      const T = input.ids[0].length;
+      const deltas = input.mrope?.ropeDeltas;
+      // The fed token sits at cache position T + step (pads counted).
+      const at = deltas ? Array.from({ length: B }, (_, b) => T + step + deltas[Math.floor(b / G)]) : null;
       out = model.forward({
         ids: next.map((id) => [id]),
         attentionMask: mask,
+        ...(at ? { mropePositions: [...at, ...at, ...at] } : {}),
         cache: prev,
         returnCache: true,
         useLora: options.useLora,

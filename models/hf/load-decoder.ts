@@ -4,16 +4,13 @@
 // the way in (models/layers/linear.ts); a tied output head is the embedding matrix held once as [H, V].
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
+import type { ArchitectureTable } from './architecture.ts';
 import { readHfConfig, type DecoderConfig, type HfModelConfig } from './config.ts';
 import { HfDecoder } from './decoder.ts';
 import type { DecoderLayerWeights, DecoderWeights } from './decoder-weights.ts';
 import type { TextModelLayout } from './layout.ts';
 import { CheckpointTensors } from './weights.ts';
 import type { LinearWeights } from '../layers/linear.ts';
-import { LLAMA_LAYOUT } from '../llama/language-model.ts';
-import { QWEN2_LAYOUT } from '../qwen2/language-model.ts';
-import { GEMMA3_CAUSAL_LAYOUT, gemma3ConditionalLayout } from '../gemma3/language-model.ts';
-import { IDEFICS3_TEXT_LAYOUT } from '../idefics3/language-model.ts';
 
 export interface LoadedHfModel {
   config: HfModelConfig;
@@ -22,22 +19,13 @@ export interface LoadedHfModel {
   tensors: CheckpointTensors;
 }
 
-/** The decoder's tensor layout for an architecture (models/<arch>/language-model.ts). */
-function textLayout(architecture: string, tensors: CheckpointTensors): TextModelLayout {
-  switch (architecture) {
-    case 'LlamaForCausalLM':
-      return LLAMA_LAYOUT;
-    case 'Qwen2ForCausalLM':
-      return QWEN2_LAYOUT;
-    case 'Gemma3ForCausalLM':
-      return GEMMA3_CAUSAL_LAYOUT;
-    case 'Idefics3ForConditionalGeneration':
-      return IDEFICS3_TEXT_LAYOUT;
-    case 'Gemma3ForConditionalGeneration':
-      return gemma3ConditionalLayout((n) => tensors.has(n));
-    default:
-      throw new Error(`no text layout for ${architecture}`);
-  }
+/**
+ * Which of an architecture's layouts (models/hf/architecture.ts HfModelClass.layouts) a file uses: the first whose
+ * embedding table it has, else the last (the oldest names, whose missing tensors the shape check then lists).
+ */
+function textLayout(layouts: readonly TextModelLayout[], tensors: CheckpointTensors): TextModelLayout {
+  if (layouts.length === 0) throw new Error('internal: a model class without a text layout');
+  return layouts.find((l) => tensors.has(`${l.weightPrefix}embed_tokens.weight`)) ?? layouts[layouts.length - 1];
 }
 
 /** Every decoder tensor's on-disk name and the shape config.json implies (torch layouts: nn.Linear is [out, in]). */
@@ -170,13 +158,19 @@ function buildDecoder(c: DecoderConfig, layout: TextModelLayout, tensors: Checkp
 }
 
 /**
- * Load a checkpoint folder's language model: config.json, then model.safetensors or its shards. Every shape is checked
- * before any tensor is read; bad input is a UserError naming the file and the key or tensor.
+ * Load a checkpoint folder's language model (config.json already parsed: readHfConfig) from model.safetensors or its
+ * shards, under the first of `layouts` the file uses. Every shape is checked before any tensor is read; bad input is
+ * a UserError naming the file and the key or tensor.
  */
-export function loadHfDecoder(dir: string): LoadedHfModel {
-  const config = readHfConfig(dir);
+export function loadHfDecoder(dir: string, config: HfModelConfig, layouts: readonly TextModelLayout[]): LoadedHfModel {
   const tensors = CheckpointTensors.open(dir);
-  const layout = textLayout(config.architecture, tensors);
+  const layout = textLayout(layouts, tensors);
   tensors.checkShapes(expectedDecoderTensors(config.text, layout), join(dir, 'config.json'));
   return { config, decoder: buildDecoder(config.text, layout, tensors), tensors };
+}
+
+/** Read `<dir>/config.json` with the architecture table and load the language model under its class's layouts. */
+export function readHfLanguageModel(dir: string, table: ArchitectureTable): LoadedHfModel {
+  const config = readHfConfig(dir, table);
+  return loadHfDecoder(dir, config, table.modelClass(config).layouts);
 }

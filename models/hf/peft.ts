@@ -164,8 +164,10 @@ export function loadPeftAdapter(decoder: HfDecoder, dir: string, trainable = tru
         `${file}: tensor ${key} is not a LoRA weight (base_model.model.<module>.lora_A.weight / lora_B.weight)`,
       );
     let module = m[1];
-    for (const legacy of legacyModulePrefixes)
-      if (module.startsWith(legacy)) module = modulePrefix + module.slice(legacy.length);
+    // A legacy prefix may be a prefix of the current one (Qwen2.5-VL: `model.` and `model.language_model.`).
+    if (!module.startsWith(modulePrefix))
+      for (const legacy of legacyModulePrefixes)
+        if (module.startsWith(legacy)) module = modulePrefix + module.slice(legacy.length);
     if (!linears.has(module))
       throw new UserError(
         `${file}: tensor ${key} targets module ${m[1]}, which this ${decoder.config.family} language model does not have`,

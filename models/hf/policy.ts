@@ -1,10 +1,11 @@
 // A Hugging Face checkpoint folder as a metrl Policy: the Sampler that `metrl train`, `evaluate` and
 // `serve` generate with, the Learner GRPO updates (LoRA adapters in PEFT layout), and the PromptFormat that turns an
 // episode into the checkpoint's own chat prompt. What it wires together:
-//   config.json           models/hf/config.ts (the architecture and its decoder settings)
-//   the network           models/hf/decoder.ts for text models; Idefics3Model / Gemma3Model for the two VLMs
+//   config.json           models/hf/config.ts (the model class, found in the architecture table, and its decoder)
+//   the network           models/hf/decoder.ts, and for vision-language classes the architecture's image model
+//                         (models/hf/image-model.ts: processor, tower, merge), loaded by its descriptor's vision side
 //   tokenizer + template  models/hf/chat-prompt.ts (tokenizer.json, the Jinja chat template, image placeholders)
-//   images                the architecture's image processor → pixel values → image features (vision tower frozen)
+//   images                the image model's processor → pixel values → image features (vision tower frozen)
 //   log-probs             models/hf/score.ts; sampling via models/token-sampling.ts like the built-in model
 // Episodes are shown in the environment's reference wording (env.prompt, zero-shot), the words hosted chat models get,
 // and completions are scored as written (a chat model writes its own "FINAL ANSWER:" line).
@@ -12,13 +13,12 @@ import * as tf from '@tensorflow/tfjs';
 import { join } from 'node:path';
 import type { ChatMessage } from '../../core/chat.ts';
 import type { Episode } from '../../core/episode.ts';
-import type { RawImage } from '../../core/image.ts';
 import type { Rng } from '../../core/rng.ts';
 import { UserError } from '../../core/errors.ts';
 import type { Env } from '../../envs/env.ts';
 import { finalAnswerResponse } from '../../rewards/final-answer.ts';
 import type { LoraSettings } from '../learner.ts';
-import type { Policy } from '../policy.ts';
+import type { LoadOptions, Policy } from '../policy.ts';
 import { sampleToken, topLogProbs } from '../token-sampling.ts';
 import type {
   Completion,
@@ -37,8 +37,8 @@ import {
   toTemplatePrompt,
   type TemplatePrompt,
 } from './chat-messages.ts';
+import type { ArchitectureTable } from './architecture.ts';
 import { loadChatPromptKit, type ChatPromptKit } from './chat-prompt.ts';
-import type { LoadOptions } from '../registry.ts';
 import type { ChatTemplateMessage } from './chat-template.ts';
 import { readHfConfig, type HfModelConfig } from './config.ts';
 import type { HfDecoder } from './decoder.ts';
@@ -53,15 +53,24 @@ import {
   loadPeftAdapter,
   savePeftAdapter,
 } from './peft.ts';
-import type { PixelValues } from './pixel-values.ts';
+import type { EngineTower, ImageFeatures, ImageModel, ImagePrefill } from './image-model.ts';
 import { completionLogProbs, promptRuns, type ScoreItem } from './score.ts';
-import type { ImageEncoder, VisionLanguageModel } from './vision-language-model.ts';
-
-/** The architectures this policy runs, by config.json model_type (what models/registry.ts lists). */
-export const HF_MODEL_TYPES = ['llama', 'qwen2', 'gemma3_text', 'gemma3', 'idefics3'] as const;
+import type { SessionOptions } from '../onnx/session.ts';
 
 /** Images kept encoded (vision tower output) between the passes of a step: rollouts, reference, old policy, learner. */
 const FEATURE_CACHE_SIZE = 64;
+
+/** What HfPolicy.prefillInputs gives another engine for a prompt batch's first pass, as plain arrays. */
+export interface OrtPrefillInputs {
+  /** [B · T · H] embeddings, image features merged. */
+  embeds: Float32Array;
+  tokenTypeIds?: ArrayLike<number>[];
+  /** Qwen-VL: [3, B · T] positions and each row's rope delta (decoding at T + step + delta). */
+  mropePositions?: Int32Array;
+  ropeDeltas?: number[];
+  /** Qwen3-VL: DeepStack features [M, H] per tapped layer at rows b · T + t. */
+  deepstack?: { rows: Int32Array; features: Float32Array[] };
+}
 
 /**
  * Above this many floats held for the backward pass the learner recomputes blocks instead (score.ts `recompute`).
@@ -72,33 +81,19 @@ const FEATURE_CACHE_SIZE = 64;
  */
 const RECOMPUTE_ABOVE = 2 ** 25;
 
-/** What both architectures' image processors offer (models/idefics3/processor.ts, models/gemma3/processor.ts). */
-interface ImageProcessor {
-  preprocess(images: readonly RawImage[]): PixelValues;
-}
-
-/** The [height, width] a processor resizes every image to (Idefics3: square imageSize; Gemma 3: size). */
-function processedSize(p: ImageProcessor): [number, number] {
-  const q = p as { imageSize?: number; height?: number; width?: number };
-  if (q.imageSize !== undefined) return [q.imageSize, q.imageSize];
-  return [q.height ?? 0, q.width ?? 0];
-}
-
 export class HfPolicy implements Policy {
   readonly adapterFiles = [ADAPTER_CONFIG, ADAPTER_WEIGHTS] as const;
   private loraSettings: LoraSettings | null = null;
-  private readonly features = new Map<Float32Array, tf.Tensor2D>();
-  /** The image encoder's own (tfjs) tower, and the towers engines asked for, the last in use (useVisionTower). */
-  private tfjsTower: ((pixels: tf.Tensor4D) => tf.Tensor3D) | null = null;
-  private readonly towers: { run: (pixels: tf.Tensor4D) => tf.Tensor3D }[] = [];
+  private readonly features = new Map<Float32Array, ImageFeatures>();
+  /** The towers engines asked for (useOrtVisionTower), the last in use; none: the image model's tfjs tower. */
+  private readonly towers: EngineTower[] = [];
 
   private constructor(
     readonly dir: string,
     readonly config: HfModelConfig,
     readonly decoder: HfDecoder,
-    /** The whole VLM (vision tower + merge) for image architectures; null for text-only ones. */
-    private readonly vlm: VisionLanguageModel | null,
-    private readonly processor: ImageProcessor | null,
+    /** The image side (processor, vision tower, merge) of a vision-language class; null for text-only ones. */
+    readonly image: ImageModel | null,
     readonly kit: ChatPromptKit,
   ) {}
 
@@ -107,7 +102,7 @@ export class HfPolicy implements Policy {
    * weights go to tfjs's CPU backend (host arrays, read by the ONNX Runtime graphs without a copy) instead of the
    * active backend, whose WASM heap caps at 4 GB; ops that need them there move them on first use.
    */
-  static async load(dir: string, options: LoadOptions = {}): Promise<HfPolicy> {
+  static async load(dir: string, table: ArchitectureTable, options: LoadOptions = {}): Promise<HfPolicy> {
     const previous = tf.getBackend();
     const onHost = options.hostWeights === true && previous !== 'cpu';
     if (onHost) {
@@ -116,16 +111,22 @@ export class HfPolicy implements Policy {
       (tf.findBackend('cpu') as unknown as { firstUse?: boolean }).firstUse = false;
     }
     try {
-      return await HfPolicy.read(dir);
+      return await HfPolicy.read(dir, table);
     } finally {
       if (onHost) await tf.setBackend(previous);
     }
   }
 
-  private static async read(dir: string): Promise<HfPolicy> {
-    const config = readHfConfig(dir);
+  private static async read(dir: string, table: ArchitectureTable): Promise<HfPolicy> {
+    const config = readHfConfig(dir, table);
+    const cls = table.modelClass(config);
+    const vision = cls.vision;
     // The tokenizer and template are checked before the weights are read: a broken tokenizer.json fails in a second.
-    const kit = loadChatPromptKit(dir, config.raw, join(dir, 'config.json'));
+    const configFile = join(dir, 'config.json');
+    const kit = loadChatPromptKit(
+      dir,
+      vision && ((tokenizer) => vision.placeholders(config.raw, configFile, tokenizer)),
+    );
     // So is the template: one user turn rendered now, so that a template which cannot render fails the load (one
     // line naming its file) instead of every prompt of a run, after the run folder has been written.
     const probe = kit.template.render(
@@ -134,15 +135,14 @@ export class HfPolicy implements Policy {
     );
     if (kit.tokenizer.encode(probe, { addSpecialTokens: false }).length === 0)
       throw new UserError(`${kit.template.file}: the chat template renders an empty prompt for a user's "Hello."`);
-    if (config.architecture === 'Idefics3ForConditionalGeneration') {
-      const model = (await import('../idefics3/model.ts')).Idefics3Model.load(dir);
-      return new HfPolicy(dir, config, model.decoder, model, model.processor, kit);
+    const { decoder, tensors } = loadHfDecoder(dir, config, cls.layouts);
+    if (!vision) return new HfPolicy(dir, config, decoder, null, kit);
+    try {
+      return new HfPolicy(dir, config, decoder, await vision.load(dir, config, decoder, tensors), kit);
+    } catch (error) {
+      decoder.dispose();
+      throw error;
     }
-    if (config.architecture === 'Gemma3ForConditionalGeneration') {
-      const model = (await import('../gemma3/model.ts')).Gemma3Model.load(dir);
-      return new HfPolicy(dir, config, model.decoder, model, model.processor, kit);
-    }
-    return new HfPolicy(dir, config, loadHfDecoder(dir).decoder, null, null, kit);
   }
 
   // ---- Sampler ---------------------------------------------------------------------------------------------------
@@ -153,18 +153,16 @@ export class HfPolicy implements Policy {
   }
 
   get contextLimit(): number {
-    const text = (this.config.raw.text_config ?? this.config.raw) as Record<string, unknown>;
-    const value = text.max_position_embeddings;
-    return typeof value === 'number' && value > 0 ? value : this.config.text.family === 'gemma3' ? 131072 : 2048;
+    return this.config.text.contextLength;
   }
 
-  /** The processor's square side for image models (episodes are rendered at the chat size and resized by it); 0 else. */
+  /** The width the processor gives images (episodes are rendered at the chat size and resized by it); 0 for text models. */
   get imageSize(): number {
-    return this.processor ? processedSize(this.processor)[1] : 0;
+    return this.image?.imageSize ?? 0;
   }
 
   get imageTokenId(): number | undefined {
-    return this.vlm?.imageTokenId;
+    return this.image?.imageTokenId;
   }
 
   encode(input: ModelInput): EncodedPrompt {
@@ -195,16 +193,14 @@ export class HfPolicy implements Policy {
    */
   sampleGroups(prompts: EncodedPrompt[], group: number, options: SamplingOptions, rng: Rng): Completion[][] {
     return this.sampleGroupsWith(prompts, group, options, rng, (ids, attentionMask, generateOptions) =>
-      this.withImageFeatures(prompts, (imageFeatures) =>
-        this.generateBatch(ids, attentionMask, imageFeatures, generateOptions),
-      ),
+      this.withImageFeatures(prompts, (features) => this.generateBatch(ids, attentionMask, features, generateOptions)),
     );
   }
 
   /**
    * sampleGroups around a decoding engine: the prompts left-padded (pad id, mask 0), the draws (sampleToken, row by
    * row from `rng`), EOS handling and decoding are this policy's; `run` decodes (tfjs here, ONNX Runtime in
-   * models/onnx/hf-ort-sampler.ts), so both engines draw the same tokens from the same logits.
+   * models/onnx/hf/hf-sampler.ts), so both engines draw the same tokens from the same logits.
    */
   sampleGroupsWith(
     prompts: EncodedPrompt[],
@@ -262,14 +258,23 @@ export class HfPolicy implements Policy {
   prefillInputs(
     prompts: EncodedPrompt[],
     ids: number[][],
-  ): { embeds: Float32Array; tokenTypeIds?: ArrayLike<number>[] } {
-    return this.withImageFeatures(prompts, (imageFeatures) => {
-      const tensor =
-        imageFeatures && this.vlm ? this.vlm.embedWithImages(ids, { imageFeatures }) : this.decoder.embed(ids);
-      const embeds = (tensor.dataSync() as Float32Array).slice();
-      tensor.dispose();
-      const tokenTypeIds = imageFeatures && this.vlm ? this.vlm.tokenTypeIds(ids) : undefined;
-      return { embeds, ...(tokenTypeIds ? { tokenTypeIds } : {}) };
+    attentionMask?: readonly ArrayLike<number>[],
+  ): OrtPrefillInputs {
+    return this.withImageFeatures(prompts, (features) => {
+      const prefill: ImagePrefill =
+        features && this.image ? this.image.prefill(ids, features, attentionMask) : { embeds: this.decoder.embed(ids) };
+      const embeds = (prefill.embeds.dataSync() as Float32Array).slice();
+      const deepstack = prefill.deepstack && {
+        rows: prefill.deepstack.rows,
+        features: prefill.deepstack.features.map((f) => (f.dataSync() as Float32Array).slice()),
+      };
+      tf.dispose([prefill.embeds, ...(prefill.deepstack?.features ?? [])]);
+      return {
+        embeds,
+        ...(prefill.tokenTypeIds ? { tokenTypeIds: prefill.tokenTypeIds } : {}),
+        ...(prefill.mrope ? { mropePositions: prefill.mrope.positions, ropeDeltas: prefill.mrope.ropeDeltas } : {}),
+        ...(deepstack ? { deepstack } : {}),
+      };
     });
   }
 
@@ -395,39 +400,40 @@ export class HfPolicy implements Policy {
   }
 
   dispose(): void {
-    for (const t of this.features.values()) t.dispose();
-    this.features.clear();
-    if (this.vlm) this.vlm.dispose();
+    this.dropFeatures();
+    if (this.image) this.image.dispose();
     else this.decoder.dispose();
   }
 
-  /** The VLM's image encoder (null for text-only models): an engine may run its tower elsewhere (useVisionTower). */
-  get imageEncoder(): ImageEncoder | null {
-    return this.vlm?.images ?? null;
-  }
-
   /**
-   * Run the vision tower with `run` until the returned release is called (then the tower that ran before, tfjs at the
-   * bottom). Features already encoded are dropped at each change, so every pass reads features of the tower now in use.
+   * Run the vision tower on ONNX Runtime (the image model's ortTower, opened at its first image) until the returned
+   * release is called, then the tower that ran before (tfjs at the bottom); the release disposes this one. Features
+   * already encoded are dropped at each change, so every pass reads features of the tower now in use. Returns the
+   * tower (null for a text model) and its release.
    */
-  useVisionTower(run: (pixels: tf.Tensor4D) => tf.Tensor3D): () => void {
-    const encoder = this.vlm?.images;
-    if (!encoder) return () => {};
-    const entry = { run };
-    this.towers.push(entry);
+  useOrtVisionTower(options: SessionOptions): { tower: EngineTower | null; release: () => void } {
+    const image = this.image;
+    if (!image) return { tower: null, release: () => {} };
+    const tower = image.ortTower(options);
+    this.towers.push(tower);
     const apply = () => {
-      encoder.runTower = this.towers.at(-1)?.run ?? this.tfjsTower!;
-      for (const t of this.features.values()) t.dispose();
-      this.features.clear();
+      image.setTower(this.towers.at(-1) ?? null);
+      this.dropFeatures();
     };
-    this.tfjsTower ??= encoder.runTower;
     apply();
-    return () => {
-      const at = this.towers.indexOf(entry);
+    const release = () => {
+      const at = this.towers.indexOf(tower);
       if (at < 0) return;
       this.towers.splice(at, 1);
       apply();
+      tower.dispose();
     };
+    return { tower, release };
+  }
+
+  private dropFeatures(): void {
+    for (const f of this.features.values()) tf.dispose([f.features, ...(f.deepstack ?? [])]);
+    this.features.clear();
   }
 
   // ---- internals -------------------------------------------------------------------------------------------------
@@ -462,79 +468,107 @@ export class HfPolicy implements Policy {
     }
   }
 
-  /** Template messages + images → token ids and, per image, its pixel values [3 · S · S] (the processor's output). */
+  /** Template messages + images → token ids and, per image, its pixel values (the processor's output). */
   private encodeTemplate({ messages, images }: TemplatePrompt): EncodedPrompt {
     const rendered = this.kit.template.render(messages, { addGenerationPrompt: true });
-    const text = this.kit.layout ? expandImagePlaceholders(rendered, this.kit.layout, images.length) : rendered;
-    const tokens = this.kit.tokenizer.encode(text, { addSpecialTokens: false });
-    if (images.length === 0) return { tokens, images: [] };
-    if (!this.processor)
+    if (images.length > 0 && !this.image)
       throw new UserError(`${this.dir}: ${this.config.architecture} is a text model and cannot read images`);
-    const pixels = this.processor.preprocess(images); // [n, 3, S, S]
-    const per = pixels.shape[1] * pixels.shape[2] * pixels.shape[3];
-    return { tokens, images: images.map((_, i) => pixels.data.slice(i * per, (i + 1) * per)) };
+    const processed = images.length > 0 ? this.image!.preprocess(images) : { pixels: [], tokens: [] };
+    const text = this.kit.layout ? expandImagePlaceholders(rendered, this.kit.layout, processed.tokens) : rendered;
+    return { tokens: this.kit.tokenizer.encode(text, { addSpecialTokens: false }), images: processed.pixels };
   }
 
-  /** One image's features [tokensPerImage, H], encoded once and kept (the vision tower is frozen). */
-  private imageFeatures(pixels: Float32Array): tf.Tensor2D {
+  /** One image's features [its image tokens, H] (and grid, DeepStack), encoded once and kept (the tower is frozen). */
+  private imageFeatures(pixels: Float32Array): ImageFeatures {
     const kept = this.features.get(pixels);
     if (kept) {
       this.features.delete(pixels); // re-insert: the map's order is least recently used first
       this.features.set(pixels, kept);
       return kept;
     }
-    const [height, width] = processedSize(this.processor!);
-    const encoded = tf.tidy(() => this.vlm!.images.encode({ data: pixels, shape: [1, 3, height, width] }));
-    this.features.set(pixels, tf.keep(encoded));
+    const encoded = this.image!.encode(pixels);
+    const entry: ImageFeatures = {
+      features: tf.keep(encoded.features),
+      ...(encoded.grids ? { grids: encoded.grids } : {}),
+      ...(encoded.deepstack ? { deepstack: encoded.deepstack.map((t) => tf.keep(t)) } : {}),
+    };
+    this.features.set(pixels, entry);
     while (this.features.size > FEATURE_CACHE_SIZE) {
-      const [oldest, tensor] = this.features.entries().next().value as [Float32Array, tf.Tensor2D];
-      tensor.dispose();
+      const [oldest, old] = this.features.entries().next().value as [Float32Array, ImageFeatures];
+      tf.dispose([old.features, ...(old.deepstack ?? [])]);
       this.features.delete(oldest);
     }
-    return encoded;
+    return entry;
   }
 
-  /** Prompt embeddings [P, H] with the image rows merged (and Gemma's token types), for the learner's batch. */
-  private promptImages(prompt: EncodedPrompt): Pick<ScoreItem, 'promptEmbeds' | 'promptTokenTypeIds'> {
-    if (prompt.images.length === 0 || !this.vlm) return {};
-    const features = tf.concat(
-      prompt.images.map((img) => this.imageFeatures(img)),
-      0,
-    );
-    const embeds = this.vlm.embedWithImages([prompt.tokens], { imageFeatures: features }); // [1, P, H]
-    const typeIds = this.vlm.tokenTypeIds([prompt.tokens]);
+  /** Several images' features in order, as one ImageFeatures (new tensors: the caller disposes them). */
+  private concatFeatures(images: readonly Float32Array[]): ImageFeatures {
+    const each = images.map((img) => this.imageFeatures(img));
+    const layers = each[0].deepstack?.length ?? 0;
     return {
-      promptEmbeds: tf.reshape(embeds, [prompt.tokens.length, this.config.text.hiddenSize]) as tf.Tensor2D,
-      ...(typeIds ? { promptTokenTypeIds: typeIds[0] } : {}),
+      features: tf.concat(
+        each.map((e) => e.features),
+        0,
+      ) as tf.Tensor2D,
+      ...(each[0].grids ? { grids: each.flatMap((e) => e.grids ?? []) } : {}),
+      ...(layers > 0
+        ? {
+            deepstack: Array.from(
+              { length: layers },
+              (_, j) => tf.concat(each.map((e) => e.deepstack![j])) as tf.Tensor2D,
+            ),
+          }
+        : {}),
+    };
+  }
+
+  /**
+   * Prompt embeddings [P, H] with the image rows merged (and Gemma's token types, Qwen-VL's 3-D positions and DeepStack
+   * features), for the learner's batch; inside its tidy.
+   */
+  private promptImages(
+    prompt: EncodedPrompt,
+  ): Pick<ScoreItem, 'promptEmbeds' | 'promptTokenTypeIds' | 'promptMrope' | 'promptDeepstack'> {
+    if (prompt.images.length === 0 || !this.image) return {};
+    const prefill = this.image.prefill([prompt.tokens], this.concatFeatures(prompt.images)); // embeds [1, P, H]
+    return {
+      promptEmbeds: tf.reshape(prefill.embeds, [prompt.tokens.length, this.config.text.hiddenSize]) as tf.Tensor2D,
+      ...(prefill.tokenTypeIds ? { promptTokenTypeIds: prefill.tokenTypeIds[0] } : {}),
+      ...(prefill.mrope
+        ? { promptMrope: { positions: prefill.mrope.positions, ropeDelta: prefill.mrope.ropeDeltas[0] } }
+        : {}),
+      ...(prefill.deepstack ? { promptDeepstack: prefill.deepstack } : {}),
     };
   }
 
   /** Run `f` with the batch's image features in row order ([Σ tokens, H]), or none for a text batch. */
-  private withImageFeatures<T>(prompts: EncodedPrompt[], f: (features: tf.Tensor2D | null) => T): T {
+  private withImageFeatures<T>(prompts: EncodedPrompt[], f: (features: ImageFeatures | null) => T): T {
     const all = prompts.flatMap((p) => p.images);
-    if (all.length === 0 || !this.vlm) return f(null);
-    const features = tf.concat(
-      all.map((img) => this.imageFeatures(img)),
-      0,
-    ) as tf.Tensor2D;
+    if (all.length === 0 || !this.image) return f(null);
+    const features = this.concatFeatures(all);
     try {
       return f(features);
     } finally {
-      features.dispose();
+      tf.dispose([features.features, ...(features.deepstack ?? [])]);
     }
   }
 
   private generateBatch(
     ids: number[][],
     attentionMask: number[][],
-    imageFeatures: tf.Tensor2D | null,
+    features: ImageFeatures | null,
     options: GenerateOptions,
   ): GenerateResult {
-    if (this.vlm)
-      return this.vlm.generate(
-        { ids, attentionMask, ...(imageFeatures ? { images: { imageFeatures } } : {}) },
+    if (!features || !this.image) return generate(this.decoder, { ids, attentionMask }, options);
+    const { embeds, tokenTypeIds, mrope, deepstack } = this.image.prefill(ids, features, attentionMask);
+    try {
+      return generate(
+        this.decoder,
+        { ids, attentionMask, inputsEmbeds: embeds, tokenTypeIds, mrope, deepstack },
         options,
       );
-    return generate(this.decoder, { ids, attentionMask }, options);
+    } finally {
+      tf.dispose([embeds, ...(deepstack?.features ?? [])]);
+    }
   }
 }

@@ -25,6 +25,13 @@ export interface ScoreItem {
   promptEmbeds?: tf.Tensor2D;
   /** Gemma 3: 1 on the prompt's image tokens (bidirectional image blocks). */
   promptTokenTypeIds?: ArrayLike<number>;
+  /**
+   * Multimodal RoPE (Qwen-VL): the prompt's [3, P] positions (axis-major) and its rope delta; completion token j then
+   * sits at P + j + delta on all three axes, where it was sampled.
+   */
+  promptMrope?: { positions: Int32Array; ropeDelta: number };
+  /** Qwen3-VL DeepStack: the prompt's image-token rows (prompt-relative, in order) and their features per layer. */
+  promptDeepstack?: { rows: Int32Array; features: tf.Tensor2D[] };
 }
 
 export interface ScoreOptions {
@@ -72,7 +79,11 @@ export function promptRuns<T>(items: readonly T[], same: (a: T, b: T) => boolean
 }
 
 const samePrompt = (a: ScoreItem, b: ScoreItem) =>
-  a.prompt === b.prompt && a.promptEmbeds === b.promptEmbeds && a.promptTokenTypeIds === b.promptTokenTypeIds;
+  a.prompt === b.prompt &&
+  a.promptEmbeds === b.promptEmbeds &&
+  a.promptTokenTypeIds === b.promptTokenTypeIds &&
+  a.promptMrope === b.promptMrope &&
+  a.promptDeepstack === b.promptDeepstack;
 
 export function completionLogProbs(
   decoder: HfDecoder,
@@ -139,6 +150,28 @@ export function completionLogProbs(
     segments.push(seg);
     tokenTypes.push(tt);
   });
+  // Multimodal positions [3, B·T]: a prompt's own where given, else its 1-D positions on every axis; a completion's
+  // token j at P + j + delta (delta 0 without multimodal RoPE).
+  const B = runs.length;
+  let mropePositions: Int32Array | undefined;
+  if (items.some((it) => it.promptMrope)) {
+    mropePositions = new Int32Array(3 * B * T);
+    runs.forEach((run, r) => {
+      const { prompt, promptMrope } = items[run[0]];
+      const P = prompt.length;
+      const delta = promptMrope?.ropeDelta ?? 0;
+      for (let a = 0; a < 3; a++)
+        for (let t = 0; t < T; t++) {
+          const pos = positionIds[r][t];
+          const given = t < P && promptMrope ? promptMrope.positions[a * P + t] : null;
+          mropePositions![(a * B + r) * T + t] = given ?? (t >= P && attentionMask[r][t] ? pos + delta : pos);
+        }
+    });
+  }
+  const deepRuns = runs.flatMap((run, r) => {
+    const d = items[run[0]].promptDeepstack;
+    return d ? [{ r, d }] : [];
+  });
   const anyEmbeds = items.some((it) => it.promptEmbeds);
   const anyTypes = items.some((it) => it.promptTokenTypeIds);
   const temperature = options.temperature ?? 1;
@@ -157,11 +190,24 @@ export function completionLogProbs(
         }),
       ) as tf.Tensor3D;
     }
+    const layers = Math.max(0, ...deepRuns.map(({ d }) => d.features.length));
+    const deepstack =
+      deepRuns.length > 0
+        ? {
+            rows: Int32Array.from(deepRuns.flatMap(({ r, d }) => Array.from(d.rows, (t) => r * T + t))),
+            features: Array.from(
+              { length: layers },
+              (_, j) => tf.concat(deepRuns.map(({ d }) => d.features[j])) as tf.Tensor2D,
+            ),
+          }
+        : undefined;
     const { hidden } = decoder.forward({
       ids,
       attentionMask,
       positionIds,
       segments,
+      ...(mropePositions ? { mropePositions } : {}),
+      ...(deepstack ? { deepstack } : {}),
       inputsEmbeds,
       tokenTypeIds: anyTypes ? tokenTypes : undefined,
       useLora: options.useLora,

@@ -1,7 +1,9 @@
-// What the two Hugging Face vision-language models share around the language model: token
-// embeddings with image features merged in (models/hf/image-merge.ts), one forward pass, and generate()-style greedy
-// or sampled decoding whose prefill carries the images. models/idefics3/model.ts and models/gemma3/model.ts supply
-// the image encoder and, for Gemma 3, the bidirectional image block (token_type_ids).
+// What the two SigLIP-based Hugging Face vision-language models (Idefics3 / SmolVLM, Gemma 3) share around the
+// language model: token embeddings with image features merged in (models/hf/image-merge.ts), one forward pass,
+// generate()-style greedy or sampled decoding whose prefill carries the images, and the ImageModel that HfPolicy
+// drives (models/hf/image-model.ts): square images of one size, a fixed number of image tokens each, the SigLIP tower
+// swappable for an engine's. models/idefics3/model.ts and models/gemma3/model.ts supply the image encoder and
+// processor and, for Gemma 3, the bidirectional image block (token_type_ids).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
@@ -9,11 +11,14 @@ import * as tf from '@tensorflow/tfjs';
 import type { HfModelConfig } from './config.ts';
 import type { ForwardInput, ForwardOutput, HfDecoder } from './decoder.ts';
 import { generate, type GenerateOptions, type GenerateResult } from './generate.ts';
+import type { EngineTower, ImageFeatures, ImageModel, ImagePrefill, ProcessedImages } from './image-model.ts';
 import { mergeImageFeatures, type TokenIds } from './image-merge.ts';
 import type { PixelValues } from './pixel-values.ts';
 import type { CheckpointTensors } from './weights.ts';
-import type { SiglipWeights, TensorLookup } from '../vision/siglip.ts';
-import type { VisionConfig } from './vision-config.ts';
+import { releaseSiglipProjections, type SiglipWeights, type TensorLookup } from '../vision/siglip.ts';
+import type { VisionConfig } from '../vision/vision-config.ts';
+import type { SessionOptions } from '../onnx/session.ts';
+import type { RawImage } from '../../core/image.ts';
 import { readJson } from '../../core/files.ts';
 import { z } from 'zod';
 
@@ -21,7 +26,7 @@ import { z } from 'zod';
 export interface ImageEncoder {
   readonly tokensPerImage: number;
   encode(pixels: PixelValues | tf.Tensor4D): tf.Tensor2D;
-  /** The SigLIP tower inside (an engine may run it elsewhere: models/onnx/siglip-session.ts). */
+  /** The SigLIP tower inside (an engine may run it elsewhere: models/onnx/hf/siglip-session.ts). */
   readonly tower: SiglipWeights;
   readonly towerConfig: VisionConfig;
   /** Runs the tower on pixels [n, C, S, S] → [n, L, D] for encode: tfjs's siglipForward unless an engine set another. */
@@ -36,6 +41,16 @@ export interface ImageEncoder {
  * reference; the tower costs far more than the language model on a 512 px image.
  */
 export type ImageInput = { pixelValues: PixelValues | tf.Tensor4D } | { imageFeatures: tf.Tensor2D };
+
+/** A SigLIP tower on another engine: pixels [n, C, S, S] → [n, L, D], as siglipForward gives them. */
+export interface SiglipEngineTower extends EngineTower {
+  forward(pixels: tf.Tensor4D): tf.Tensor3D;
+}
+
+/** What both processors offer (models/idefics3/processor.ts, models/gemma3/processor.ts): images → [n, 3, S, S]. */
+export interface SquareImageProcessor {
+  preprocess(images: readonly RawImage[]): PixelValues;
+}
 
 /** A forward pass whose prompt may hold images (absent: text only, as in decode steps). */
 export type VisionForwardInput = Omit<ForwardInput, 'inputsEmbeds'> & { images?: ImageInput };
@@ -52,13 +67,59 @@ export function tensorLookup(tensors: CheckpointTensors): TensorLookup {
   return (name) => (tensors.has(name) ? tensors.read(name) : undefined);
 }
 
-export class VisionLanguageModel {
+export abstract class VisionLanguageModel implements ImageModel {
+  private readonly tfjsTower: (pixels: tf.Tensor4D) => tf.Tensor3D;
+
   constructor(
     readonly config: HfModelConfig,
     readonly decoder: HfDecoder,
     readonly images: ImageEncoder,
     readonly imageTokenId: number,
-  ) {}
+  ) {
+    this.tfjsTower = images.runTower;
+  }
+
+  /** The folder's image processor (preprocessor_config.json, or defaults sized to the vision tower). */
+  abstract readonly processor: SquareImageProcessor;
+  /** [height, width] the processor gives every image. */
+  abstract readonly processedSize: readonly [number, number];
+  /** The SigLIP tower on ONNX Runtime (models/onnx/hf/siglip-session.ts). */
+  abstract ortTower(options: SessionOptions): SiglipEngineTower;
+
+  get imageSize(): number {
+    return this.processedSize[1];
+  }
+
+  /** Every image at the processor's size, tokensPerImage image tokens each. */
+  preprocess(images: readonly RawImage[]): ProcessedImages {
+    const pixels = this.processor.preprocess(images); // [n, 3, S, S]
+    const per = pixels.shape[1] * pixels.shape[2] * pixels.shape[3];
+    return {
+      pixels: images.map((_, i) => pixels.data.slice(i * per, (i + 1) * per)),
+      tokens: images.map(() => this.images.tokensPerImage),
+    };
+  }
+
+  encode(pixels: Float32Array): ImageFeatures {
+    const [height, width] = this.processedSize;
+    return { features: tf.tidy(() => this.images.encode({ data: pixels, shape: [1, 3, height, width] })) };
+  }
+
+  prefill(ids: TokenIds, features: ImageFeatures): ImagePrefill {
+    const tokenTypeIds = this.tokenTypeIds(ids);
+    return {
+      embeds: this.embedWithImages(ids, { imageFeatures: features.features }),
+      ...(tokenTypeIds ? { tokenTypeIds } : {}),
+    };
+  }
+
+  setTower(tower: EngineTower | null): void {
+    this.images.runTower = tower ? (pixels) => (tower as SiglipEngineTower).forward(pixels) : this.tfjsTower;
+  }
+
+  releaseTowerWeights(): void {
+    releaseSiglipProjections(this.images.tower);
+  }
 
   /** Token embeddings [B, T, H] (Gemma: after the sqrt(H) scaling) with image-token rows replaced by image features. */
   embedWithImages(ids: TokenIds, images: ImageInput): tf.Tensor3D {

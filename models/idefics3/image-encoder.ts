@@ -3,7 +3,7 @@
 // of the language model: models/idefics3/model.ts merges these rows into the token embeddings.
 import * as tf from '@tensorflow/tfjs';
 import type { PixelValues } from '../hf/pixel-values.ts';
-import { idefics3ImageSeqLen, type Idefics3VisionSetup } from '../hf/vision-config.ts';
+import { idefics3ImageSeqLen, type Idefics3VisionSetup } from './vision-config.ts';
 import {
   disposeSiglip,
   loadSiglipWeights,

@@ -5,7 +5,8 @@
 // checks of a real model's shape without its weights: write them with writeHfCheckpoint.
 import type { Rng } from '../../core/rng.ts';
 import type { HfModelConfig } from '../hf/config.ts';
-import { patchesPerSide, type Idefics3VisionSetup } from '../hf/vision-config.ts';
+import { patchesPerSide } from '../vision/vision-config.ts';
+import type { Idefics3VisionSetup } from './vision-config.ts';
 import { randomDecoderTensors, type HostTensor } from '../hf/write-checkpoint.ts';
 import { SIGLIP_PREFIX } from '../vision/siglip.ts';
 import { IDEFICS3_CONNECTOR_WEIGHT } from './connector.ts';

@@ -12,7 +12,35 @@
 //   model.layers.{i}.mlp.down_proj.weight              [H, I]
 //   model.norm.weight                                  [H]
 //   lm_head.weight                                     [V, H]      (absent when tied)
+import type { DecoderFamily } from '../hf/config.ts';
 import type { TextModelLayout } from '../hf/layout.ts';
+
+/** LlamaConfig's keys and its class defaults (transformers 4.57 configuration_llama.py). */
+export const LLAMA_DECODER: DecoderFamily = {
+  name: 'llama',
+  defaults: {
+    vocab_size: 32000,
+    hidden_size: 4096,
+    intermediate_size: 11008,
+    num_hidden_layers: 32,
+    num_attention_heads: 32,
+    hidden_act: 'silu',
+    rms_norm_eps: 1e-6,
+    rope_theta: 10000,
+    attention_bias: false,
+    mlp_bias: false,
+    tie_word_embeddings: false,
+    bos_token_id: 1,
+    eos_token_id: 2,
+    pad_token_id: null,
+    max_position_embeddings: 2048,
+  },
+  attentionBias: 'key',
+  mlpBias: true,
+  layerTypes: 'full',
+  qkNorm: false,
+  gemma: false,
+};
 
 export const LLAMA_LAYOUT: TextModelLayout = {
   weightPrefix: 'model.',

@@ -45,7 +45,7 @@ export class DiffGraph {
 
   /**
    * An existing value made differentiable: the start of a segment whose gradient is asked of it (a layer's input
-   * hidden state when the backward pass recomputes one layer at a time: hf-train-graph.ts).
+   * hidden state when the backward pass recomputes one layer at a time: hf/hf-train-graph.ts).
    */
   source(name: string, rank: number): Value {
     return { name, rank, diff: true };

@@ -1,7 +1,7 @@
 // A small builder for ONNX graphs: nodes, float32 / int64 initializers, inputs
 // and outputs with symbolic dimensions, serialised with onnx-proto (the ONNX protobuf schema's maintained JS bindings)
 // to the bytes of a ModelProto that ONNX Runtime opens from memory (models/onnx/session.ts). No file, no Python, no
-// conversion step: an architecture's graph (e.g. models/onnx/builtin-graph.ts) is written in TypeScript at load time
+// conversion step: an architecture's graph (e.g. models/onnx/builtin/builtin-graph.ts) is written in TypeScript at load time
 // from its config and its weights.
 //
 // Names: every node output gets a fresh name unless the caller gives one; `op` returns the output names so graphs read
@@ -9,7 +9,7 @@
 import onnxProto from 'onnx-proto';
 import type { onnx as Onnx } from 'onnx-proto';
 import { SHARE_MIN_BYTES, WEIGHT_FILE, type SharedWeightFile } from './weight-file.ts';
-import { sixteenBitBytes, type WeightDtype } from './weight-dtype.ts';
+import { sixteenBitBytes, type WeightDtype } from './weight-encoding.ts';
 
 const { onnx } = onnxProto;
 

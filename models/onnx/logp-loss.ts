@@ -1,7 +1,7 @@
 // The loss side of both ORT learners: a chunk's loss value and g = dLoss/dlogp,
 // computed in tfjs from the log-probs (and entropies) ORT's forward gave, with the caller's own loss function. The
 // loss depends on the adapters only through the log-probs, so ORT's gradient of Σ g · logp is dLoss/dθ
-// (models/onnx/ort-learner.ts, hf-ort-learner.ts). Entropies enter as constants: the losses use them as masks.
+// (models/onnx/builtin/builtin-learner.ts, hf/hf-learner.ts). Entropies enter as constants: the losses use them as masks.
 import * as tf from '@tensorflow/tfjs';
 import type { LogProbLoss } from '../learner.ts';
 import type { TokenLogProbs, TokenLogProbsOptions } from '../types.ts';

@@ -1,7 +1,7 @@
 // The part of an ONNX Runtime Sampler that is its policy's: the prompt format,
 // the tokenizer and the limits. An ORT sampler runs the forward passes in its graphs and asks the wrapped policy,
 // which stays the Learner, for everything else, so both engines encode, decode and score text identically. The two
-// ORT samplers (ort-sampler.ts for the built-in model, hf-ort-sampler.ts for Hugging Face checkpoints) extend this.
+// ORT samplers (builtin/builtin-sampler.ts for the built-in model, hf/hf-sampler.ts for Hugging Face checkpoints) extend this.
 import type { ChatMessage } from '../../core/chat.ts';
 import type { Episode } from '../../core/episode.ts';
 import type { Env } from '../../envs/env.ts';

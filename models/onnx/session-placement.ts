@@ -62,7 +62,7 @@ const ALLOWED_ON_CPU: { rule: string; allows: (node: Onnx.INodeProto, outputs: (
         outputs.length > 0 && outputs.every((t) => t === T.INT64 || t === T.INT32 || t === T.BOOL),
     },
     {
-      // The output head's row chunks (hf-train-head.ts): ORT's WebGPU provider has no Loop kernel. The body runs on the
+      // The output head's row chunks (hf/hf-train-head.ts): ORT's WebGPU provider has no Loop kernel. The body runs on the
       // device (the implicit inputs, rows and head weight, stay there); the host gets each iteration's scan outputs
       // (a chunk's [rows] log-probs and entropies, or its [rows, H] input gradient) and the Loop's result is uploaded
       // once: R or R·H floats a pass, the size of the head's input, never the [R, V] logits.

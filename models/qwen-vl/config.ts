@@ -9,7 +9,7 @@
 // `rope_parameters` (with rope_theta inside) instead of rope_scaling / rope_theta. All are read.
 import { z } from 'zod';
 import { parseOrFail, UserError } from '../../core/errors.ts';
-import type { MropeLayout, MropeSpec } from './mrope.ts';
+import type { MropeLayout, MropeSpec } from '../layers/mrope.ts';
 
 /** Activations a Qwen-VL vision MLP may name (transformers' ACT2FN keys) and what they compute. */
 const ACTIVATIONS = {

@@ -1,7 +1,7 @@
 // The host-side description of one call of a Qwen-VL vision tower: for the patch rows of the images given (image 0's
 // first, merge-block order within each, as the image processor writes them), the order the tower runs them in, which
 // rows attend to each other, their 2-D rotary angles, and how the merged output rows return to image order. Both
-// executors of a tower (tfjs: models/qwen-vl/tfjs-vision-ops.ts; ONNX Runtime: models/onnx/qwen-vl-vision-graph.ts)
+// executors of a tower (tfjs: models/qwen-vl/tfjs-vision-ops.ts; ONNX Runtime: models/onnx/hf/qwen-vl-vision-graph.ts)
 // read it; each architecture builds its own (models/qwen2_5_vl/vision-tower.ts, models/qwen3_vl/vision-tower.ts).
 //
 // 2-D rotary: a patch at full-resolution (row, column) gets, per head, angles [row · f, column · f] (f = the

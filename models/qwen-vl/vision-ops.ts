@@ -1,7 +1,7 @@
 // The operations a Qwen-VL vision tower is written over (Qwen2.5-VL's and Qwen3-VL's, models/qwen2_5_vl/vision-tower.ts
 // and models/qwen3_vl/vision-tower.ts), and the attention block both towers share. Each tower is defined once over
 // these ops and run by two executors: tfjs (models/qwen-vl/tfjs-vision-ops.ts) and ONNX Runtime
-// (models/onnx/qwen-vl-vision-graph.ts). Values are rows [N, n] (N patch rows of all images, in the tower's order, or
+// (models/onnx/hf/qwen-vl-vision-graph.ts). Values are rows [N, n] (N patch rows of all images, in the tower's order, or
 // N / merge² merged rows); what is per call (row order, segments, rotary angles, position taps) is the executor's,
 // from the call's VisionLayout (vision-layout.ts).
 import type * as tf from '@tensorflow/tfjs';

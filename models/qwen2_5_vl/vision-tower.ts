@@ -1,6 +1,6 @@
 // Qwen2.5-VL's vision tower (Qwen2_5_VisionTransformerPretrainedModel), written once over the Qwen-VL vision ops
 // (models/qwen-vl/vision-ops.ts) and run by tfjs (qwen25VisionForward here) and ONNX Runtime
-// (models/onnx/qwen-vl-vision-graph.ts):
+// (models/onnx/hf/qwen-vl-vision-graph.ts):
 //
 //   pixel rows [N, C·T·P·P] @ W_patch                       (Conv3d with kernel = stride = (T, P, P), no bias)
 //   rows regrouped window by window (window-index.ts), rotary angles with them

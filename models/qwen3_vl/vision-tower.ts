@@ -1,6 +1,6 @@
 // Qwen3-VL's vision tower (Qwen3VLVisionModel), written once over the Qwen-VL vision ops
 // (models/qwen-vl/vision-ops.ts) and run by tfjs (qwen3VisionForward here) and ONNX Runtime
-// (models/onnx/qwen-vl-vision-graph.ts):
+// (models/onnx/hf/qwen-vl-vision-graph.ts):
 //
 //   pixel rows [N, C·T·P·P] @ W_patch + b                   (Conv3d with kernel = stride = (T, P, P))
 //   + the learned position table interpolated to each image (position-interpolation.ts)

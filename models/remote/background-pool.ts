@@ -8,38 +8,8 @@
 import { Worker } from 'node:worker_threads';
 import { UserError } from '../../core/errors.ts';
 import type { Completion, SamplingOptions } from '../types.ts';
-import {
-  serverRoot,
-  type AdapterVersion,
-  type GroupOrigin,
-  type RolloutApi,
-  type RolloutPrompt,
-} from './rollout-pool.ts';
-
-/** A round as it crosses to the worker. */
-export interface RoundMessage {
-  id: number;
-  prompts: RolloutPrompt[];
-  group: number;
-  options: SamplingOptions;
-  seeds: number[];
-  adapter: AdapterVersion;
-}
-
-/** The worker's answer to a round: its groups, or the error that stopped it (a UserError is one line for the user). */
-export type RoundReply = { id: number; retries: number } & (
-  | { ok: true; groups: Completion[][]; origins: GroupOrigin[] }
-  | { ok: false; message: string; user: boolean }
-);
-
-/** What the worker is started with. */
-export interface PoolSettings {
-  urls: readonly string[];
-  api: RolloutApi;
-  timeoutMs: number;
-  /** Token ids the model has (the worker's pool checks the servers' answers against it). */
-  vocabSize: number;
-}
+import { serverRoot, type AdapterVersion, type GroupOrigin, type RolloutPrompt } from './rollout-pool.ts';
+import type { PoolSettings, RoundMessage, RoundReply } from './round-messages.ts';
 
 interface Waiting {
   resolve(value: { groups: Completion[][]; origins: GroupOrigin[] }): void;

@@ -4,7 +4,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { UserError } from '../../core/errors.ts';
 import { RolloutPool } from './rollout-pool.ts';
-import type { PoolSettings, RoundMessage, RoundReply } from './background-pool.ts';
+import type { PoolSettings, RoundMessage, RoundReply } from './round-messages.ts';
 
 const settings = workerData as PoolSettings;
 const pool = new RolloutPool(settings.urls, settings.api, settings.timeoutMs, settings.vocabSize);

@@ -2,7 +2,7 @@
 // (SiglipVisionModel, weights `vision_tower.vision_model.*` on disk) and Idefics3/SmolVLM's (Idefics3VisionTransformer,
 // `model.vision_model.*`), which differ only in how patches find their position embedding. Layer: models (shared
 // vision piece). The tower is written once, siglipTower over SiglipOps, and run by two executors: the tfjs one here
-// (every op differentiable, so gradients flow through it when a caller wants them) and models/onnx/siglip-graph.ts,
+// (every op differentiable, so gradients flow through it when a caller wants them) and models/onnx/hf/siglip-graph.ts,
 // which emits it as an ONNX graph for the ONNX Runtime engine.
 //
 //   pixels [N, C, H, W] -> patches [N·L, C·P·P] @ W_patch + b     (the Conv2d with stride = kernel = P, L = (H/P)(W/P))
@@ -14,7 +14,7 @@
 // x @ W (the fast path of the WASM backend).
 import * as tf from '@tensorflow/tfjs';
 import { UserError } from '../../core/errors.ts';
-import { patchesPerSide, type VisionConfig } from '../hf/vision-config.ts';
+import { patchesPerSide, type VisionConfig } from './vision-config.ts';
 
 /** A float32 tensor read from a checkpoint (what models/safetensors.ts and the sharded loader return). */
 export interface HostTensor {

@@ -107,7 +107,7 @@ describe('metrl train --engine ort', () => {
       const { kl, loss, gradNorm, entropy, ratioMean, trl, ...same } = tr;
       const { kl: okl, loss: oloss, gradNorm: ograd, entropy: oent, ratioMean: oratio, trl: otrl, ...osame } = or;
       expect(osame).toEqual(same);
-      // ORT computes the log-probs and the LoRA gradients (models/onnx/ort-learner.ts) with another float rounding than
+      // ORT computes the log-probs and the LoRA gradients (models/onnx/builtin/builtin-learner.ts) with another float rounding than
       // tfjs (about 1e-6 in a log-prob); Adam then moves the adapters a little differently, which grows over the steps
       // (measured: gradNorm 0.3112 against 0.3099 at step 4, KL 0.013702 against 0.013715: 1e-3 relative).
       expect(Math.abs(okl - kl)).toBeLessThan(5e-3 * kl + 1e-7);
@@ -284,7 +284,7 @@ describe('bad input', () => {
           '--out',
           run,
         ]),
-        /--engine ort: the ONNX Runtime engine has no graph for model type mistral \(it runs the built-in model and llama, qwen2, gemma3_text, gemma3, idefics3\); use --engine tfjs/,
+        /--engine ort: the ONNX Runtime engine has no graph for model type mistral \(it runs the built-in model and llama, qwen2, qwen3, gemma3_text, gemma3, idefics3, qwen2_5_vl, qwen3_vl\); use --engine tfjs/,
       );
       expect(existsSync(run)).toBe(false);
       expectUserError(

@@ -174,7 +174,8 @@ const CASES: Case[] = [
       });
       return {
         flags: ['--checkpoint', dir],
-        error: /unsupported architecture mistral \(supported: .*llama, qwen2, gemma3_text, gemma3, idefics3\)$/,
+        error:
+          /unsupported architecture mistral \(supported: .*llama, qwen2, qwen3, gemma3_text, gemma3, idefics3, qwen2_5_vl, qwen3_vl\)$/,
       };
     },
   },

@@ -1,6 +1,6 @@
 // Hugging Face checkpoints on `--engine ort` through the real binary: ONNX Runtime generates (rollouts, reference and
-// old-policy log-probs, evaluation, serve; the graph of models/onnx/hf-graph.ts), runs the vision tower and computes
-// the LoRA gradients (models/onnx/hf-ort-learner.ts); tfjs keeps the adapters' variables and AdamW. Checked against the tfjs engine on the tiny idefics3 fixture with chess image prompts and a
+// old-policy log-probs, evaluation, serve; the graph of models/onnx/hf/hf-graph.ts), runs the vision tower and computes
+// the LoRA gradients (models/onnx/hf/hf-learner.ts); tfjs keeps the adapters' variables and AdamW. Checked against the tfjs engine on the tiny idefics3 fixture with chess image prompts and a
 // reward with a spread (so the adapters move and the reference log-probs matter): the same completions, rewards and
 // evaluations, the loss statistics within float tolerance; `evaluate` and `serve` with --engine ort on the trained
 // adapter answer as tfjs does. A model type the ONNX builder has no graph for is one line, exit 2.
@@ -184,7 +184,7 @@ describe('bad input', () => {
         '--out',
         join(root, 'bad-run'),
       ]),
-      /^metrl: error: --engine ort: the ONNX Runtime engine has no graph for model type mistral \(it runs the built-in model and llama, qwen2, gemma3_text, gemma3, idefics3\); use --engine tfjs$/,
+      /^metrl: error: --engine ort: the ONNX Runtime engine has no graph for model type mistral \(it runs the built-in model and llama, qwen2, qwen3, gemma3_text, gemma3, idefics3, qwen2_5_vl, qwen3_vl\); use --engine tfjs$/,
     );
   });
 });

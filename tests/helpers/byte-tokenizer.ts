@@ -20,6 +20,13 @@ export interface ByteTokenizerOptions {
 export const IDEFICS3_SPECIALS = { '<image>': 250, '<fake_token_around_image>': 251, '<global-img>': 252 };
 /** The Gemma 3 fixture's image tokens (../shared/fixtures/hf/gemma3/config.json). */
 export const GEMMA3_SPECIALS = { '<start_of_image>': 253, '<end_of_image>': 254, '<image_soft_token>': 255 };
+/** The Qwen-VL fixtures' ids (README section 8); the template writes start, pad, end for an image. */
+export const QWEN_VL_SPECIALS = {
+  '<|vision_start|>': 250,
+  '<|vision_end|>': 251,
+  '<|image_pad|>': 252,
+  '<|video_pad|>': 253,
+};
 
 /** GPT-2's bytes_to_unicode: printable bytes stand for themselves, the others for code points from 256 on. */
 function byteToUnicode(): string[] {

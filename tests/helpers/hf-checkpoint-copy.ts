@@ -4,14 +4,20 @@
 // environments' long reference prompts fit. The reference files are left behind (they are read in place by the
 // model tests). `shardCheckpoint` rewrites a copy's model.safetensors as two shards and an index, as save_pretrained
 // does for large models.
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SHARED_DIR } from '../../core/paths.ts';
 import { readSafetensorsHeader } from '../../models/hf/weights.ts';
 import { decodeSafetensors } from '../../models/safetensors.ts';
 import { writeSafetensorsFile, type HostTensor } from '../../models/hf/write-checkpoint.ts';
-import { GEMMA3_SPECIALS, IDEFICS3_SPECIALS, writeByteTokenizer, type ByteTokenizerOptions } from './byte-tokenizer.ts';
+import {
+  GEMMA3_SPECIALS,
+  IDEFICS3_SPECIALS,
+  QWEN_VL_SPECIALS,
+  writeByteTokenizer,
+  type ByteTokenizerOptions,
+} from './byte-tokenizer.ts';
 
 export const HF_FIXTURES = join(SHARED_DIR, 'fixtures', 'hf');
 
@@ -34,6 +40,8 @@ export function removeHfCopies(): void {
 const TOKENIZERS: Record<string, ByteTokenizerOptions> = {
   idefics3: { specials: IDEFICS3_SPECIALS, imagePlaceholder: '<image>' },
   gemma3: { specials: GEMMA3_SPECIALS, imagePlaceholder: '<start_of_image>' },
+  qwen2_5_vl: { specials: QWEN_VL_SPECIALS, imagePlaceholder: '<|vision_start|><|image_pad|><|vision_end|>' },
+  qwen3_vl: { specials: QWEN_VL_SPECIALS, imagePlaceholder: '<|vision_start|><|image_pad|><|vision_end|>' },
 };
 
 export interface CopyOptions {
@@ -52,6 +60,9 @@ export function hfCheckpointCopy(name: string, options: CopyOptions = {}): strin
     recursive: true,
     filter: (src) => !/reference\.(json|safetensors)$|[/\\]preprocess$/.test(src),
   });
+  // The Qwen-VL fixtures keep their processor's settings beside its references.
+  const processor = join(HF_FIXTURES, name, 'preprocess', 'preprocessor_config.json');
+  if (name.startsWith('qwen') && existsSync(processor)) cpSync(processor, join(dir, 'preprocessor_config.json'));
   if (!name.endsWith('-lora')) {
     writeByteTokenizer(dir, options.tokenizer ?? TOKENIZERS[name] ?? {});
     if (options.context === null) return dir;

@@ -17,13 +17,12 @@ import {
   loadChatTemplate,
   type ChatTemplateMessage,
 } from '../../models/hf/chat-template.ts';
-import {
-  countImagePlaceholders,
-  expandImagePlaceholders,
-  imagePlaceholderLayout,
-} from '../../models/hf/image-placeholders.ts';
+import { countImagePlaceholders, expandImagePlaceholders } from '../../models/hf/image-placeholders.ts';
 import { chatToTemplatePrompt, envRenderer, toTemplatePrompt } from '../../models/hf/chat-messages.ts';
 import { encodeChatPrompt, loadChatPromptKit } from '../../models/hf/chat-prompt.ts';
+import { idefics3Placeholders } from '../../models/idefics3/placeholders.ts';
+import { gemma3Placeholders } from '../../models/gemma3/placeholders.ts';
+import { HF_ARCHITECTURES } from '../../models/registry.ts';
 import { shellEnv } from '../../envs/shell/index.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
 import { referenceChat } from '../../eval/query-to-chat.ts';
@@ -185,7 +184,7 @@ describe('finding and rendering a template', () => {
 
 describe('image placeholders', () => {
   it('SmolVLM-256M: <image> becomes <fake><global-img> + 64 <image> + <fake>, ids from the tokenizer', () => {
-    const layout = imagePlaceholderLayout(SMOLVLM_256M_CONFIG, 'config.json', smolTok)!;
+    const layout = idefics3Placeholders(SMOLVLM_256M_CONFIG, 'config.json', smolTok);
     expect(layout.tokensPerImage).toBe(64); // (512 / 16)^2 / 4^2
     expect(layout.imageTokenId).toBe(49190);
     const example = cases.chat_template_examples[0];
@@ -210,7 +209,7 @@ describe('image placeholders', () => {
     writeByteTokenizer(dir, { specials: IDEFICS3_SPECIALS });
     const tok = loadHfTokenizer(dir);
     const configFile = join(HF, 'idefics3', 'config.json');
-    const layout = imagePlaceholderLayout(readJson(configFile), configFile, tok)!;
+    const layout = idefics3Placeholders(readJson(configFile), configFile, tok);
     expect(layout.tokensPerImage).toBe(4); // (32 / 8)^2 / 2^2
     const reference = readJson(join(HF, 'idefics3', 'reference.json')) as Record<string, { input_ids: number[][] }>;
     // With the byte tokenizer, ids 1, 40, 17, 90… are the bytes \x01 ( \x11 Z…; the images sit where the template put <image>.
@@ -225,8 +224,8 @@ describe('image placeholders', () => {
     writeByteTokenizer(dir, { specials: GEMMA3_SPECIALS, imagePlaceholder: '<start_of_image>' });
     const tok = loadHfTokenizer(dir);
     const configFile = join(HF, 'gemma3', 'config.json');
-    const layout = imagePlaceholderLayout(readJson(configFile), configFile, tok)!;
-    expect(layout.expansion).toBe(
+    const layout = gemma3Placeholders(readJson(configFile), configFile, tok);
+    expect(layout.expand(layout.tokensPerImage!)).toBe(
       '\n\n<start_of_image><image_soft_token><image_soft_token><image_soft_token><image_soft_token><end_of_image>\n\n',
     );
     // reference prompt: [bos, 30, 31, 108, boi, img x4, eoi, 108, 60, 61, 62], 108 being "\n\n" in Gemma's own vocabulary.
@@ -238,8 +237,8 @@ describe('image placeholders', () => {
   });
 
   it('has no layout for text-only architectures, and refuses a template that wrote the wrong number of placeholders', () => {
-    expect(imagePlaceholderLayout({ model_type: 'llama' }, 'config.json', smolTok)).toBeNull();
-    const layout = imagePlaceholderLayout(SMOLVLM_256M_CONFIG, 'config.json', smolTok)!;
+    expect(HF_ARCHITECTURES.find('LlamaForCausalLM')?.vision).toBeUndefined();
+    const layout = idefics3Placeholders(SMOLVLM_256M_CONFIG, 'config.json', smolTok);
     expect(countImagePlaceholders('a<image>b<image>', layout)).toBe(2);
     const error = thrown(() => expandImagePlaceholders('a<image>b', layout, 2));
     expect(error).toBeInstanceOf(UserError);
@@ -248,7 +247,7 @@ describe('image placeholders', () => {
 
   it('names config.json when its image token is not in the tokenizer', () => {
     const error = thrown(() =>
-      imagePlaceholderLayout({ ...SMOLVLM_256M_CONFIG, image_token_id: 99999 }, '/ckpt/config.json', smolTok),
+      idefics3Placeholders({ ...SMOLVLM_256M_CONFIG, image_token_id: 99999 }, '/ckpt/config.json', smolTok),
     );
     expect(error).toBeInstanceOf(UserError);
     expect(error.message).toBe("/ckpt/config.json: image_token_id 99999 is not a token of the checkpoint's tokenizer");
@@ -341,7 +340,7 @@ describe('metrl prompts as template messages', () => {
     const prompt = smolTemplate.render(ours.messages, { addGenerationPrompt: true });
     expect(prompt.startsWith('<|im_start|>User: The shell game')).toBe(true);
     expect(prompt.endsWith('<end_of_utterance>\nAssistant:')).toBe(true);
-    const layout = imagePlaceholderLayout(SMOLVLM_256M_CONFIG, 'config.json', smolTok)!;
+    const layout = idefics3Placeholders(SMOLVLM_256M_CONFIG, 'config.json', smolTok);
     const ids = smolTok.encode(expandImagePlaceholders(prompt, layout, ours.images.length), {
       addSpecialTokens: false,
     });
@@ -407,7 +406,7 @@ describe('encodeChatPrompt: a metrl prompt to ids and images', () => {
     const dir = scratch();
     writeByteTokenizer(dir, { specials: IDEFICS3_SPECIALS });
     const configFile = join(HF, 'idefics3', 'config.json');
-    const kit = loadChatPromptKit(dir, readJson(configFile), configFile);
+    const kit = loadChatPromptKit(dir, (tok) => idefics3Placeholders(readJson(configFile), configFile, tok));
     const out = encodeChatPrompt(
       kit,
       shellEnv.prompt(imageEpisode, { style: 'zero-shot', shots: [] }),
@@ -427,8 +426,7 @@ describe('encodeChatPrompt: a metrl prompt to ids and images', () => {
   it('text-only architecture (llama fixture): string content, and a prompt with images is refused', () => {
     const dir = scratch();
     writeByteTokenizer(dir);
-    const configFile = join(HF, 'llama', 'config.json');
-    const kit = loadChatPromptKit(dir, readJson(configFile), configFile);
+    const kit = loadChatPromptKit(dir);
     expect(kit.layout).toBeNull();
     const out = encodeChatPrompt(
       kit,
@@ -447,8 +445,7 @@ describe('encodeChatPrompt: a metrl prompt to ids and images', () => {
     const dir = scratch();
     writeByteTokenizer(dir);
     writeFileSync(join(dir, 'chat_template.jinja'), '{% for m in messages %}{% endfor %}');
-    const configFile = join(HF, 'llama', 'config.json');
-    const kit = loadChatPromptKit(dir, readJson(configFile), configFile);
+    const kit = loadChatPromptKit(dir);
     const error = thrown(() =>
       encodeChatPrompt(kit, shellEnv.prompt(textEpisode, { style: 'zero-shot', shots: [] }), envRenderer(shellEnv)),
     );

@@ -96,6 +96,7 @@ describe('fixture folders through the CLI loader (loadPolicy)', () => {
     ['llama', ''],
     ['llama-bf16', ''],
     ['qwen2', ''],
+    ['qwen3', ''],
     ['gemma3', 'text.'],
   ] as const) {
     it(`${name}: the text references`, async () => {

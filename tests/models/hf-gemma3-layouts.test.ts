@@ -8,11 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
-import { loadHfDecoder } from '../../models/hf/load-decoder.ts';
+import { readHfLanguageModel } from '../../models/hf/load-decoder.ts';
 import { createLora, loadPeftAdapter, savePeftAdapter } from '../../models/hf/peft.ts';
 import { decodeSafetensors, encodeSafetensors, type NamedTensor } from '../../models/safetensors.ts';
 import { Rng } from '../../core/rng.ts';
 import { FIXTURES, TOL, logitsOf, maxDiff, readReference } from './hf-fixture.ts';
+import { HF_ARCHITECTURES } from '../../models/registry.ts';
 
 const GEMMA = join(FIXTURES, 'gemma3');
 let tmp: string;
@@ -38,7 +39,7 @@ function variant(name: string, config: unknown, rename: (k: string) => string | 
 }
 
 function textBatchDiff(dir: string): number {
-  const m = loadHfDecoder(dir);
+  const m = readHfLanguageModel(dir, HF_ARCHITECTURES);
   const ref = readReference('gemma3');
   const b = ref.json.text.batch;
   const d = maxDiff(
@@ -74,7 +75,7 @@ describe('Gemma 3 checkpoint layouts', () => {
 
 describe('PEFT adapters on Gemma 3', () => {
   it('use model.language_model.… keys, a language-model-only target_modules, and read older paths', () => {
-    const m = loadHfDecoder(GEMMA);
+    const m = readHfLanguageModel(GEMMA, HF_ARCHITECTURES);
     createLora(m.decoder, { r: 2, alpha: 4, targets: ['q', 'down'] }, new Rng(9));
     for (const v of m.decoder.loraVariables())
       if (v.shape[0] === 2) v.assign(tf.randomNormal(v.shape, 0, 0.3, 'float32', 11));
@@ -100,7 +101,7 @@ describe('PEFT adapters on Gemma 3', () => {
       ]),
     );
     writeFileSync(join(dir, 'adapter_model.safetensors'), encodeSafetensors(legacy, { format: 'pt' }));
-    const again = loadHfDecoder(GEMMA);
+    const again = readHfLanguageModel(GEMMA, HF_ARCHITECTURES);
     loadPeftAdapter(again.decoder, dir);
     expect(maxDiff(logitsOf(again.decoder, { ids }), expected, 256)).toBe(0);
     m.decoder.dispose();

@@ -7,12 +7,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
 import { HfPolicy } from '../../models/hf/policy.ts';
-import { HfOrtLearner } from '../../models/onnx/hf-ort-learner.ts';
-import { HfOrtSampler } from '../../models/onnx/hf-ort-sampler.ts';
+import { HfOrtLearner } from '../../models/onnx/hf/hf-learner.ts';
+import { HfOrtSampler } from '../../models/onnx/hf/hf-sampler.ts';
 import { Rng } from '../../core/rng.ts';
 import type { TokenLogProbs } from '../../models/types.ts';
 import { hfCheckpointCopy, removeHfCopies } from '../helpers/hf-checkpoint-copy.ts';
 import { relativeError } from '../helpers/relative-error.ts';
+import { loadHfPolicy } from '../../models/registry.ts';
 
 beforeAll(async () => {
   await initBackend('wasm', null);
@@ -32,8 +33,8 @@ describe.each(['llama', 'gemma3'])('host-held weights: %s', (name) => {
   let heap: HfPolicy;
   beforeAll(async () => {
     const dir = hfCheckpointCopy(name);
-    host = await HfPolicy.load(dir, { hostWeights: true });
-    heap = await HfPolicy.load(dir);
+    host = await loadHfPolicy(dir, { hostWeights: true });
+    heap = await loadHfPolicy(dir);
   });
   afterAll(() => {
     host.dispose();

@@ -6,16 +6,17 @@ import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
 import { createLora, detachLora } from '../../models/hf/peft.ts';
 import { Rng } from '../../core/rng.ts';
-import { loadHfDecoder, type LoadedHfModel } from '../../models/hf/load-decoder.ts';
+import { readHfLanguageModel, type LoadedHfModel } from '../../models/hf/load-decoder.ts';
 import { generate } from '../../models/hf/generate.ts';
 import { logitsOf, maxDiff } from './hf-fixture.ts';
 import { FIXTURES, TOL, readReference, textReferenceChecks } from './hf-fixture.ts';
+import { HF_ARCHITECTURES } from '../../models/registry.ts';
 
 let loaded: LoadedHfModel;
 
 beforeAll(async () => {
   await initBackend('wasm', null);
-  loaded = loadHfDecoder(join(FIXTURES, 'llama'));
+  loaded = readHfLanguageModel(join(FIXTURES, 'llama'), HF_ARCHITECTURES);
 });
 afterAll(() => loaded?.decoder.dispose());
 

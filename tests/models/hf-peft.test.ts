@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
-import { loadHfDecoder, type LoadedHfModel } from '../../models/hf/load-decoder.ts';
+import { readHfLanguageModel, type LoadedHfModel } from '../../models/hf/load-decoder.ts';
 import {
   createLora,
   detachLora,
@@ -21,6 +21,7 @@ import { decodeSafetensors, encodeSafetensors } from '../../models/safetensors.t
 import { UserError } from '../../core/errors.ts';
 import { Rng } from '../../core/rng.ts';
 import { FIXTURES, TOL, logitsOf, maxDiff, readReference, textReferenceChecks } from './hf-fixture.ts';
+import { HF_ARCHITECTURES } from '../../models/registry.ts';
 
 const LORA_DIR = join(FIXTURES, 'llama-lora');
 let base: LoadedHfModel;
@@ -28,7 +29,7 @@ let tmp: string;
 
 beforeAll(async () => {
   await initBackend('wasm', null);
-  base = loadHfDecoder(join(FIXTURES, 'llama'));
+  base = readHfLanguageModel(join(FIXTURES, 'llama'), HF_ARCHITECTURES);
   tmp = mkdtempSync(join(tmpdir(), 'metrl-peft-'));
 });
 afterAll(() => {

@@ -5,15 +5,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
-import { loadHfDecoder, type LoadedHfModel } from '../../models/hf/load-decoder.ts';
+import { readHfLanguageModel, type LoadedHfModel } from '../../models/hf/load-decoder.ts';
 import { loadPeftAdapter } from '../../models/hf/peft.ts';
 import { completionLogProbs } from '../../models/hf/score.ts';
 import { FIXTURES, TOL, readReference } from './hf-fixture.ts';
+import { HF_ARCHITECTURES } from '../../models/registry.ts';
 
 let m: LoadedHfModel;
 beforeAll(async () => {
   await initBackend('wasm', null);
-  m = loadHfDecoder(join(FIXTURES, 'llama'));
+  m = readHfLanguageModel(join(FIXTURES, 'llama'), HF_ARCHITECTURES);
   loadPeftAdapter(m.decoder, join(FIXTURES, 'llama-lora'));
 });
 afterAll(() => m?.decoder.dispose());

@@ -11,6 +11,7 @@ import { initBackend } from '../../models/backend.ts';
 import type { HfDecoder } from '../../models/hf/decoder.ts';
 import { HfPolicy } from '../../models/hf/policy.ts';
 import { completionLogProbs, type ScoreItem, type ScoreOptions } from '../../models/hf/score.ts';
+import type { VisionLanguageModel } from '../../models/hf/vision-language-model.ts';
 import { loadPolicy } from '../../models/load.ts';
 import type { EncodedPrompt, SequenceBatchItem } from '../../models/types.ts';
 import { chunksByCost, chunksWithin } from '../../trainer/chunks.ts';
@@ -290,10 +291,10 @@ describe('shared-prompt learner passes', () => {
 
   it('an image goes through the vision tower once, however many passes read it (the tower is frozen)', async () => {
     const policy = await policyOf('idefics3');
-    const images = (policy as unknown as { vlm: { images: { encode: (...a: unknown[]) => tf.Tensor2D } } }).vlm.images;
+    const images = (policy.image as VisionLanguageModel).images;
     const encode = images.encode.bind(images);
     let calls = 0;
-    images.encode = (...a: unknown[]) => (calls++, encode(...a));
+    images.encode = (...a: Parameters<typeof encode>) => (calls++, encode(...a));
     const prompts = imagePrompts('idefics3');
     const other = { tokens: prompts[0].tokens, images: [prompts[0].images[0].map((x) => -x)] };
     const rollout = policy.sampleGroups(

@@ -1,19 +1,21 @@
 // The other Hugging Face language models of ../shared/fixtures/hf, loaded through the CLI's loader and checked against
 // the fixtures' PyTorch references (logits/hidden states within 1e-4, greedy ids exact): llama-bf16 (bf16 weights
-// upcast), qwen2 (q/k/v biases, tied head), gemma3 (text references `text.*`, and the image prompt with the reference
-// image features merged after the embedding scale), idefics3's Llama text model with its reference image states.
+// upcast), qwen2 (q/k/v biases, tied head), qwen3 (q/k norms, head_dim apart from hidden / heads), gemma3 (text
+// references `text.*`, and the image prompt with the reference image features merged after the embedding scale),
+// idefics3's Llama text model with its reference image states.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
-import { loadHfDecoder, type LoadedHfModel } from '../../models/hf/load-decoder.ts';
+import { readHfLanguageModel, type LoadedHfModel } from '../../models/hf/load-decoder.ts';
 import { generate } from '../../models/hf/generate.ts';
 import type { HfDecoder } from '../../models/hf/decoder.ts';
 import { FIXTURES, TOL, concat, logitsOf, maxDiff, readReference, textReferenceChecks } from './hf-fixture.ts';
+import { HF_ARCHITECTURES } from '../../models/registry.ts';
 
 const open: LoadedHfModel[] = [];
 function load(folder: string): LoadedHfModel {
-  const m = loadHfDecoder(join(FIXTURES, folder));
+  const m = readHfLanguageModel(join(FIXTURES, folder), HF_ARCHITECTURES);
   open.push(m);
   return m;
 }
@@ -73,6 +75,21 @@ describe('Hugging Face qwen2', () => {
     expect(m.tensors.has('lm_head.weight')).toBe(false);
     const r = textReferenceChecks(m.decoder, readReference('qwen2'));
     console.log('qwen2', r);
+    expectStandard(r);
+  });
+});
+
+describe('Hugging Face qwen3', () => {
+  it('has q/k norms, its own head_dim, no biases and a tied head, and matches the references', () => {
+    const m = load('qwen3');
+    const c = m.config.text;
+    expect([c.family, c.qkNorm, c.normStyle, c.headDim, c.hiddenSize, c.qkvBias, c.oBias, c.tieWordEmbeddings]).toEqual(
+      ['qwen3', true, 'w', 16, 48, false, false, true],
+    );
+    expect(c.attnScale).toBeCloseTo(16 ** -0.5, 12);
+    expect(m.tensors.has('model.layers.0.self_attn.q_norm.weight')).toBe(true);
+    const r = textReferenceChecks(m.decoder, readReference('qwen3'));
+    console.log('qwen3', r);
     expectStandard(r);
   });
 });

@@ -12,14 +12,15 @@ import { Idefics3ImageProcessor } from '../../models/idefics3/processor.ts';
 import { decodePng } from '../../core/image.ts';
 import { maxAbsDiff, readFixtureTensors } from './hf-vision-fixtures.ts';
 import { FIXTURES, TOL, concat, maxDiff, readReference } from './hf-fixture.ts';
+import { HF_ARCHITECTURES } from '../../models/registry.ts';
 
 let idefics3: Idefics3Model;
 let gemma3: Gemma3Model;
 
 beforeAll(async () => {
   await initBackend('wasm', null);
-  idefics3 = Idefics3Model.load(join(FIXTURES, 'idefics3'));
-  gemma3 = Gemma3Model.load(join(FIXTURES, 'gemma3'));
+  idefics3 = Idefics3Model.load(join(FIXTURES, 'idefics3'), HF_ARCHITECTURES);
+  gemma3 = Gemma3Model.load(join(FIXTURES, 'gemma3'), HF_ARCHITECTURES);
 });
 afterAll(() => {
   idefics3?.dispose();

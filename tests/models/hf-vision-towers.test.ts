@@ -3,12 +3,9 @@ import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
 import { UserError } from '../../core/errors.ts';
-import {
-  idefics3ImageSeqLen,
-  parseGemma3VisionSetup,
-  parseIdefics3VisionSetup,
-  parseVisionConfig,
-} from '../../models/hf/vision-config.ts';
+import { parseVisionConfig } from '../../models/vision/vision-config.ts';
+import { idefics3ImageSeqLen, parseIdefics3VisionSetup } from '../../models/idefics3/vision-config.ts';
+import { parseGemma3VisionSetup } from '../../models/gemma3/vision-config.ts';
 import { idefics3PositionIds, loadSiglipWeights, SIGLIP_PREFIX, siglipForward } from '../../models/vision/siglip.ts';
 import { idefics3Connect, loadIdefics3Connector, pixelShuffle } from '../../models/idefics3/connector.ts';
 import { gemma3Project, loadGemma3Projector } from '../../models/gemma3/projector.ts';
@@ -22,7 +19,7 @@ beforeAll(async () => {
   await initBackend('wasm', null);
 });
 
-describe('vision config (models/hf/vision-config.ts)', () => {
+describe("vision config (models/vision/vision-config.ts and the architectures' readers)", () => {
   it('reads the fixtures and fills omitted fields with the sub-config class defaults', () => {
     const idefics3 = parseIdefics3VisionSetup(readJson('idefics3', 'config.json'));
     expect(idefics3).toMatchObject({ scaleFactor: 2, imageTokenId: 250 });

@@ -6,11 +6,12 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, write
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { initBackend } from '../../models/backend.ts';
-import { loadHfDecoder } from '../../models/hf/load-decoder.ts';
+import { readHfLanguageModel } from '../../models/hf/load-decoder.ts';
 import { CheckpointTensors } from '../../models/hf/weights.ts';
 import { decodeSafetensors, encodeSafetensors, type NamedTensor } from '../../models/safetensors.ts';
 import { UserError } from '../../core/errors.ts';
 import { FIXTURES, TOL, logitsOf, maxDiff, readReference } from './hf-fixture.ts';
+import { HF_ARCHITECTURES } from '../../models/registry.ts';
 
 let tmp: string;
 const LLAMA = join(FIXTURES, 'llama');
@@ -68,7 +69,7 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 describe('sharded checkpoints', () => {
   it("load through the index and give the single file's logits", () => {
     const dir = shardedLlama('sharded');
-    const m = loadHfDecoder(dir);
+    const m = readHfLanguageModel(dir, HF_ARCHITECTURES);
     const ref = readReference('llama');
     const b = ref.json.batch;
     const d = maxDiff(
@@ -84,8 +85,8 @@ describe('sharded checkpoints', () => {
   it('refuse a missing shard, naming the index and the file', () => {
     const dir = shardedLlama('missing');
     unlinkSync(join(dir, 'model-00002-of-00002.safetensors'));
-    expect(() => loadHfDecoder(dir)).toThrow(UserError);
-    expect(() => loadHfDecoder(dir)).toThrow(
+    expect(() => readHfLanguageModel(dir, HF_ARCHITECTURES)).toThrow(UserError);
+    expect(() => readHfLanguageModel(dir, HF_ARCHITECTURES)).toThrow(
       /model\.safetensors\.index\.json: names model-00002-of-00002\.safetensors \(tensor .+\), which is missing/,
     );
   });
@@ -95,7 +96,7 @@ describe('sharded checkpoints', () => {
     const index = JSON.parse(readFileSync(join(dir, 'model.safetensors.index.json'), 'utf8'));
     index.weight_map['lm_head.weight'] = 'model-00003-of-00003.safetensors';
     writeFileSync(join(dir, 'model.safetensors.index.json'), JSON.stringify(index));
-    expect(() => loadHfDecoder(dir)).toThrow(
+    expect(() => readHfLanguageModel(dir, HF_ARCHITECTURES)).toThrow(
       /names model-00003-of-00003\.safetensors \(tensor lm_head\.weight\), which is missing/,
     );
   });
@@ -109,7 +110,7 @@ describe('sharded checkpoints', () => {
       join(dir, 'model-00002-of-00002.safetensors'),
       encodeSafetensors(tensors as Map<string, NamedTensor>),
     );
-    expect(() => loadHfDecoder(dir)).toThrow(
+    expect(() => readHfLanguageModel(dir, HF_ARCHITECTURES)).toThrow(
       new RegExp(`model-00002-of-00002\\.safetensors: lacks tensor ${dropped.replace(/\./g, '\\.')}`),
     );
   });
@@ -120,7 +121,7 @@ describe('broken single-file checkpoints', () => {
     const dir = llamaCopy('shape');
     const cfg = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'));
     writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...cfg, intermediate_size: 96 }));
-    expect(() => loadHfDecoder(dir)).toThrow(
+    expect(() => readHfLanguageModel(dir, HF_ARCHITECTURES)).toThrow(
       /model\.safetensors: tensor model\.layers\.0\.mlp\.gate_proj\.weight has shape \[128, 64\], .*config\.json implies \[96, 64\]/,
     );
   });
@@ -130,11 +131,13 @@ describe('broken single-file checkpoints', () => {
     const { tensors } = decodeSafetensors(readFileSync(join(dir, 'model.safetensors')));
     tensors.delete('model.norm.weight');
     writeFileSync(join(dir, 'model.safetensors'), encodeSafetensors(tensors));
-    expect(() => loadHfDecoder(dir)).toThrow(/model\.safetensors: missing tensor model\.norm\.weight/);
+    expect(() => readHfLanguageModel(dir, HF_ARCHITECTURES)).toThrow(
+      /model\.safetensors: missing tensor model\.norm\.weight/,
+    );
     const cfg = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'));
     delete cfg.num_hidden_layers;
     writeFileSync(join(dir, 'config.json'), JSON.stringify(cfg));
-    expect(() => loadHfDecoder(dir)).toThrow(/config\.json: missing key 'num_hidden_layers'/);
+    expect(() => readHfLanguageModel(dir, HF_ARCHITECTURES)).toThrow(/config\.json: missing key 'num_hidden_layers'/);
   });
 
   it('refuse a header that is not JSON or not an object, and a folder with no weights', () => {
@@ -143,12 +146,14 @@ describe('broken single-file checkpoints', () => {
     bad.writeBigUInt64LE(4n, 0);
     bad.write('[1] ', 8);
     writeFileSync(join(dir, 'model.safetensors'), bad);
-    expect(() => loadHfDecoder(dir)).toThrow(/model\.safetensors: header is not a JSON object/);
+    expect(() => readHfLanguageModel(dir, HF_ARCHITECTURES)).toThrow(/model\.safetensors: header is not a JSON object/);
     bad.write('{{{{', 8);
     writeFileSync(join(dir, 'model.safetensors'), bad);
-    expect(() => loadHfDecoder(dir)).toThrow(/model\.safetensors: header is not valid JSON/);
+    expect(() => readHfLanguageModel(dir, HF_ARCHITECTURES)).toThrow(/model\.safetensors: header is not valid JSON/);
     unlinkSync(join(dir, 'model.safetensors'));
-    expect(() => loadHfDecoder(dir)).toThrow(/no model\.safetensors or model\.safetensors\.index\.json/);
+    expect(() => readHfLanguageModel(dir, HF_ARCHITECTURES)).toThrow(
+      /no model\.safetensors or model\.safetensors\.index\.json/,
+    );
   });
 });
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
-import { loadHfDecoder } from '../../models/hf/load-decoder.ts';
+import { readHfLanguageModel } from '../../models/hf/load-decoder.ts';
 import { generate } from '../../models/hf/generate.ts';
 import { createLora, loadPeftAdapter, savePeftAdapter } from '../../models/hf/peft.ts';
 import { decoderTensors, randomDecoderTensors, writeHfCheckpoint } from '../../models/hf/write-checkpoint.ts';
@@ -16,6 +16,7 @@ import { LLAMA_LAYOUT, llamaConfigJson } from '../../models/llama/language-model
 import { decodeSafetensors } from '../../models/safetensors.ts';
 import { Rng } from '../../core/rng.ts';
 import { FIXTURES, logitsOf } from './hf-fixture.ts';
+import { HF_ARCHITECTURES } from '../../models/registry.ts';
 
 let tmp: string;
 beforeAll(async () => {
@@ -27,7 +28,7 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 describe('decoderTensors', () => {
   for (const folder of ['llama', 'qwen2', 'gemma3']) {
     it(`gives back ${folder}'s language-model tensors bit for bit`, () => {
-      const m = loadHfDecoder(join(FIXTURES, folder));
+      const m = readHfLanguageModel(join(FIXTURES, folder), HF_ARCHITECTURES);
       const mine = decoderTensors(m.decoder);
       m.decoder.dispose();
       const { tensors } = decodeSafetensors(readFileSync(join(FIXTURES, folder, 'model.safetensors')));
@@ -56,9 +57,9 @@ describe('a random-weight Llama written by metrl', () => {
       intermediateSize: 48,
     });
     const dir = join(tmp, 'tiny-llama');
-    const config = parseHfConfig(json);
+    const config = parseHfConfig(json, HF_ARCHITECTURES);
     writeHfCheckpoint(dir, json, randomDecoderTensors(config.text, LLAMA_LAYOUT, new Rng(1, 'init'), 0.3));
-    const m = loadHfDecoder(dir);
+    const m = readHfLanguageModel(dir, HF_ARCHITECTURES);
     createLora(m.decoder, { r: 4, alpha: 8 }, new Rng(2));
     for (const v of m.decoder.loraVariables())
       if (v.shape[0] === 4) v.assign(tf.randomNormal(v.shape, 0, 0.2, 'float32', 5));
@@ -77,7 +78,7 @@ describe('a random-weight Llama written by metrl', () => {
     const adapter = join(tmp, 'tiny-adapter');
     savePeftAdapter(m.decoder, adapter, { baseModelNameOrPath: dir, r: 4, alpha: 8 });
     const before = logitsOf(m.decoder, { ids: [prompt] });
-    const again = loadHfDecoder(dir);
+    const again = readHfLanguageModel(dir, HF_ARCHITECTURES);
     loadPeftAdapter(again.decoder, adapter);
     const after = logitsOf(again.decoder, { ids: [prompt] });
     expect(Buffer.from(after.buffer).equals(Buffer.from(before.buffer))).toBe(true);
@@ -99,8 +100,12 @@ describe('training every base weight (supervised warm start)', () => {
         tieWordEmbeddings: tied,
       });
       const dir = join(tmp, `train-${tied}`);
-      writeHfCheckpoint(dir, json, randomDecoderTensors(parseHfConfig(json).text, LLAMA_LAYOUT, new Rng(4), 0.2));
-      const m = loadHfDecoder(dir);
+      writeHfCheckpoint(
+        dir,
+        json,
+        randomDecoderTensors(parseHfConfig(json, HF_ARCHITECTURES).text, LLAMA_LAYOUT, new Rng(4), 0.2),
+      );
+      const m = readHfLanguageModel(dir, HF_ARCHITECTURES);
       const vars = m.decoder.baseVariables();
       vars.forEach((v) => (v.trainable = true));
       const ids = [[1, 5, 9, 12, 3, 7]];

@@ -11,8 +11,8 @@ import { initBackend } from '../../models/backend.ts';
 import { BuiltinPolicy } from '../../models/builtin/policy.ts';
 import { loadBaseCheckpoint } from '../../models/builtin/base-checkpoint.ts';
 import { loraAdapters } from '../../models/builtin/lora.ts';
-import { OrtSampler } from '../../models/onnx/ort-sampler.ts';
-import type { ForwardRequest } from '../../models/onnx/builtin-session.ts';
+import { BuiltinOrtSampler } from '../../models/onnx/builtin/builtin-sampler.ts';
+import type { ForwardRequest } from '../../models/onnx/builtin/builtin-session.ts';
 import { CHECKPOINTS_DIR } from '../../core/paths.ts';
 import { getEnv } from '../../envs/registry.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
@@ -35,7 +35,7 @@ const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>): number => {
 };
 
 /** Logits at every position of one prompt, through the ORT session (one prefill: the full forward). */
-function ortLogits(sampler: OrtSampler, prompt: EncodedPrompt, useLora: boolean): Float32Array {
+function ortLogits(sampler: BuiltinOrtSampler, prompt: EncodedPrompt, useLora: boolean): Float32Array {
   // The padded prompt as the sampler lays it out, run through its model's forward (the sampler's own prefill wrapper
   // went with the lint's dead-code pass).
   const s = sampler as unknown as {
@@ -52,7 +52,7 @@ const tokensOf = (groups: Completion[][]) => groups.map((g) => g.map((c) => c.to
 
 describe('ONNX Runtime engine, tiny random model (grid positions, two images, LoRA)', () => {
   let policy: BuiltinPolicy;
-  let sampler: OrtSampler;
+  let sampler: BuiltinOrtSampler;
   let prompt: EncodedPrompt;
   let other: EncodedPrompt;
 
@@ -73,7 +73,7 @@ describe('ONNX Runtime engine, tiny random model (grid positions, two images, Lo
       { type: 'image', image: randomImage(3) },
       { type: 'text', text: '\nFINAL ANSWER: ' },
     ]);
-    sampler = new OrtSampler(policy, { threads: 1 });
+    sampler = new BuiltinOrtSampler(policy, { threads: 1 });
   });
 
   it('gives the tfjs logits at every position, with and without LoRA, and LoRA moves them as in tfjs', () => {
@@ -97,7 +97,7 @@ describe('ONNX Runtime engine, tiny random model (grid positions, two images, Lo
     });
     for (const [i, a] of loraAdapters(partial.lora!).entries())
       a.b.assign(tf.randomNormal(a.b.shape, 0, 0.3, 'float32', 20 + i));
-    const ort = new OrtSampler(partial, { threads: 1 });
+    const ort = new BuiltinOrtSampler(partial, { threads: 1 });
     try {
       expect(maxDiff(ortLogits(ort, prompt, true), partial.sequenceLogits(prompt, true).dataSync())).toBeLessThan(1e-4);
       expect(maxDiff(ortLogits(ort, prompt, false), partial.sequenceLogits(prompt, false).dataSync())).toBeLessThan(
@@ -160,7 +160,7 @@ describe('ONNX Runtime engine, tiny random model (grid positions, two images, Lo
     sampler.sampleGroups([prompt, other], 3, options, new Rng(21));
     const small = { temperature: 0.9, topP: 1, maxNewTokens: 20 };
     const reused = sampler.sampleGroups([other], 2, small, new Rng(22));
-    const fresh = new OrtSampler(policy, { threads: 1 });
+    const fresh = new BuiltinOrtSampler(policy, { threads: 1 });
     try {
       const first = fresh.sampleGroups([other], 2, small, new Rng(22));
       expect(tokensOf(reused)).toEqual(tokensOf(first));
@@ -204,7 +204,7 @@ describe.runIf(existsSync(join(shipped, 'model.safetensors')))(
   'ONNX Runtime engine, shipped base on a chess image prompt',
   () => {
     let policy: BuiltinPolicy;
-    let sampler: OrtSampler;
+    let sampler: BuiltinOrtSampler;
     let prompts: EncodedPrompt[];
 
     beforeAll(async () => {
@@ -217,7 +217,7 @@ describe.runIf(existsSync(join(shipped, 'model.safetensors')))(
       prompts = generateEpisodes(env, { n: 2, actions: 5, split: 'train', seed: 0, modality: 'image' }).map((e) =>
         policy.prompt(env, e),
       );
-      sampler = new OrtSampler(policy, { threads: 2 });
+      sampler = new BuiltinOrtSampler(policy, { threads: 2 });
     });
 
     it('gives the tfjs logits (1e-4) with and without LoRA', () => {

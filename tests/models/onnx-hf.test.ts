@@ -1,20 +1,21 @@
-// The Hugging Face decoders on ONNX Runtime (models/onnx/hf-graph.ts, generated from the block definition in
+// The Hugging Face decoders on ONNX Runtime (models/onnx/hf/hf-graph.ts, generated from the block definition in
 // models/hf/decoder-ops.ts) against the tfjs forward, which the fixtures' PyTorch references pin (tests/models/hf-*):
-// for every architecture (llama with the PEFT fixture adapter, qwen2, gemma3's and idefics3's language models with
-// random non-zero adapters), a left-padded batched prefill's logits within 1e-4, the base (LoRA off) too, and cached
+// for every architecture (llama with the PEFT fixture adapter, qwen2, qwen3, gemma3's and idefics3's language models
+// with random non-zero adapters), a left-padded batched prefill's logits within 1e-4, the base (LoRA off) too, and cached
 // greedy decoding of left-padded prompts in groups with identical ids and step logits within 1e-4; a graph whose
 // weights are kept in an external data file (what a model past protobuf's 2 GiB gets) gives the same logits.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
-import { loadHfDecoder, type LoadedHfModel } from '../../models/hf/load-decoder.ts';
+import { readHfLanguageModel, type LoadedHfModel } from '../../models/hf/load-decoder.ts';
 import { generate } from '../../models/hf/generate.ts';
 import { createLora, loadPeftAdapter } from '../../models/hf/peft.ts';
-import { HfOrtModel } from '../../models/onnx/hf-session.ts';
-import { embedIds, generateOrt } from '../../models/onnx/hf-generate.ts';
+import { HfOrtModel } from '../../models/onnx/hf/hf-session.ts';
+import { embedIds, generateOrt } from '../../models/onnx/hf/hf-generate.ts';
 import { Rng } from '../../core/rng.ts';
 import { FIXTURES, TOL, concat, logitsOf, maxDiff, readReference } from './hf-fixture.ts';
+import { HF_ARCHITECTURES } from '../../models/registry.ts';
 
 const open: { m: LoadedHfModel; ort: HfOrtModel }[] = [];
 
@@ -25,7 +26,7 @@ afterAll(() => open.forEach(({ m, ort }) => (ort.dispose(), m.decoder.dispose())
 
 /** A fixture's decoder with an adapter whose A and B are both non-zero, and its ORT model. */
 function setup(folder: string, adapter: 'peft' | 'random'): { m: LoadedHfModel; ort: HfOrtModel } {
-  const m = loadHfDecoder(join(FIXTURES, folder));
+  const m = readHfLanguageModel(join(FIXTURES, folder), HF_ARCHITECTURES);
   if (adapter === 'peft') loadPeftAdapter(m.decoder, join(FIXTURES, 'llama-lora'));
   else {
     createLora(m.decoder, { r: 4, alpha: 8 }, new Rng(7, 'lora'));
@@ -41,6 +42,7 @@ function setup(folder: string, adapter: 'peft' | 'random'): { m: LoadedHfModel; 
 const CASES = [
   { name: 'llama (PEFT fixture adapter)', folder: 'llama', adapter: 'peft', prefix: '' },
   { name: 'qwen2 (q/k/v biases, tied head)', folder: 'qwen2', adapter: 'random', prefix: '' },
+  { name: 'qwen3 (q/k norms, head_dim apart from hidden / heads)', folder: 'qwen3', adapter: 'random', prefix: '' },
   {
     name: 'gemma3 text (sliding layers, local RoPE, q/k and sandwich norms, embed scale)',
     folder: 'gemma3',

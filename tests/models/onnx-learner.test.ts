@@ -1,4 +1,4 @@
-// The ONNX Runtime learner (models/onnx/ort-learner.ts, its training graph builtin-train-graph.ts and the autodiff
+// The ONNX Runtime learner (models/onnx/builtin/builtin-learner.ts, its training graph builtin-train-graph.ts and the autodiff
 // under it, autodiff.ts) against tfjs autodiff through the BuiltinPolicy learner (tf.variableGrads over
 // tokenLogProbs), the reference: the loss value and every LoRA A and B gradient within 1e-4 relative (to the
 // variable's largest gradient), on a tiny random model with text and two images per prompt, completions of unequal
@@ -13,7 +13,7 @@ import { initBackend } from '../../models/backend.ts';
 import { BuiltinPolicy } from '../../models/builtin/policy.ts';
 import { loadBaseCheckpoint } from '../../models/builtin/base-checkpoint.ts';
 import { loraAdapters } from '../../models/builtin/lora.ts';
-import { OrtLearner } from '../../models/onnx/ort-learner.ts';
+import { BuiltinOrtLearner } from '../../models/onnx/builtin/builtin-learner.ts';
 import { lossGradients, type LogProbLoss } from '../../models/learner.ts';
 import { grpoLoss } from '../../trainer/loss/loss.ts';
 import { CHECKPOINTS_DIR } from '../../core/paths.ts';
@@ -47,7 +47,7 @@ function testLoss(seed: number): LogProbLoss {
 
 function compare(
   policy: BuiltinPolicy,
-  learner: OrtLearner,
+  learner: BuiltinOrtLearner,
   items: SequenceBatchItem[],
   loss: LogProbLoss,
   temperature: number,
@@ -61,7 +61,7 @@ function compare(
 
 describe('ONNX Runtime learner, tiny random model (grid positions, two images per prompt, LoRA)', () => {
   let policy: BuiltinPolicy;
-  let learner: OrtLearner;
+  let learner: BuiltinOrtLearner;
   let items: SequenceBatchItem[];
 
   beforeAll(async () => {
@@ -89,7 +89,7 @@ describe('ONNX Runtime learner, tiny random model (grid positions, two images pe
       ...[1, 12].map((n) => ({ prompt: other, completion: randomCompletion(rng, n, V) })),
       { prompt: text, completion: randomCompletion(rng, 6, V) },
     ];
-    learner = new OrtLearner(policy, { threads: 1 });
+    learner = new BuiltinOrtLearner(policy, { threads: 1 });
   });
 
   it('gives the loss value and the LoRA gradients of tfjs autodiff (every projection adapted, T = 0.7)', () => {
@@ -169,7 +169,7 @@ describe('ONNX Runtime learner, tiny random model (grid positions, two images pe
     });
     for (const [i, ad] of loraAdapters(partial.lora!).entries())
       ad.b.assign(tf.randomNormal(ad.b.shape, 0, 0.3, 'float32', 20 + i));
-    const other = new OrtLearner(partial, { threads: 1 });
+    const other = new BuiltinOrtLearner(partial, { threads: 1 });
     try {
       const r = compare(partial, other, items, testLoss(9), 0.5);
       expect(relativeError(r.got.grads, r.want.grads)).toBeLessThan(1e-4);
@@ -235,7 +235,7 @@ describe.skipIf(!existsSync(join(CHECKPOINTS_DIR, 'base', 'model.safetensors')))
           },
           { epsilon: 0.2, beta: 0.04, lossType: 'dapo', maxCompletionTokens: 60, totalSequences: 6, totalTokens: 300 },
         ).loss;
-      const learner = new OrtLearner(policy, { threads: 1 });
+      const learner = new BuiltinOrtLearner(policy, { threads: 1 });
       try {
         const { want, got } = compare(policy, learner, items, loss, 0.5);
         expect(Math.abs(got.value.dataSync()[0] - want.value.dataSync()[0])).toBeLessThan(

@@ -1,4 +1,4 @@
-// The ONNX Runtime engine on several cores (models/onnx/worker-pool.ts: sessions of one thread on the main thread and
+// The ONNX Runtime engine on several cores (models/onnx/builtin/worker-pool.ts: sessions of one thread on the main thread and
 // in worker threads) against one session on the main thread: rollouts split by prompt, each part drawing its own rows,
 // give the same completions (the same tokens, log-probs and texts) for a seed and leave the Rng in the same state
 // (two and three parts, sampled and greedy, rows finishing at different steps); scoring several batches at once gives
@@ -11,9 +11,9 @@ import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
 import { BuiltinPolicy } from '../../models/builtin/policy.ts';
 import { loraAdapters } from '../../models/builtin/lora.ts';
-import { OrtSampler } from '../../models/onnx/ort-sampler.ts';
-import { OrtLearner } from '../../models/onnx/ort-learner.ts';
-import { executorCount } from '../../models/onnx/worker-pool.ts';
+import { BuiltinOrtSampler } from '../../models/onnx/builtin/builtin-sampler.ts';
+import { BuiltinOrtLearner } from '../../models/onnx/builtin/builtin-learner.ts';
+import { executorCount } from '../../models/onnx/builtin/worker-pool.ts';
 import { summedLossGradients, type LogProbLoss } from '../../models/learner.ts';
 import { Rng } from '../../core/rng.ts';
 import type { RawImage } from '../../core/image.ts';
@@ -62,12 +62,12 @@ describe('the rule', () => {
   });
 });
 
-describe('OrtSampler on two cores', () => {
-  let single: OrtSampler;
-  let parallel: OrtSampler;
+describe('BuiltinOrtSampler on two cores', () => {
+  let single: BuiltinOrtSampler;
+  let parallel: BuiltinOrtSampler;
   beforeAll(() => {
-    single = new OrtSampler(policy, { threads: 1 });
-    parallel = new OrtSampler(policy, { threads: 2, parallel: 'always' });
+    single = new BuiltinOrtSampler(policy, { threads: 1 });
+    parallel = new BuiltinOrtSampler(policy, { threads: 2, parallel: 'always' });
   });
   afterAll(() => {
     single.dispose();
@@ -113,7 +113,7 @@ describe('OrtSampler on two cores', () => {
   });
 
   it('splits over three sessions (a middle part waits on both sides) and draws greedily the same way', () => {
-    const three = new OrtSampler(policy, { threads: 3, parallel: 'always' });
+    const three = new BuiltinOrtSampler(policy, { threads: 3, parallel: 'always' });
     try {
       expect(three.executors).toBe(3);
       for (const options of [
@@ -161,7 +161,7 @@ describe('OrtSampler on two cores', () => {
   });
 });
 
-describe('OrtLearner on two cores', () => {
+describe('BuiltinOrtLearner on two cores', () => {
   it("gives the single session's losses and summed gradients (1e-6) and tfjs autodiff's (1e-4), losses in chunk order", () => {
     const rng = new Rng(12, 'completions');
     const V = policy.arch.vocabSize;
@@ -192,8 +192,8 @@ describe('OrtLearner on two cores', () => {
         return tf.sum(tf.mul(lp.mask, tf.add(tf.mul(c, lp.logProbs), tf.mul(e, tf.exp(lp.logProbs))))) as tf.Scalar;
       };
     const requests = () => chunks.map((batch, k) => ({ batch, options, loss: lossOf(k) }));
-    const single = new OrtLearner(policy, { threads: 1 });
-    const parallel = new OrtLearner(policy, { threads: 2, parallel: 'always' });
+    const single = new BuiltinOrtLearner(policy, { threads: 1 });
+    const parallel = new BuiltinOrtLearner(policy, { threads: 2, parallel: 'always' });
     try {
       const many = parallel.lossGradientsSum(requests(), variables);
       expect(order).toEqual([0, 1, 2, 3]);

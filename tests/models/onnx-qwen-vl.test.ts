@@ -1,5 +1,5 @@
-// The Qwen2.5-VL and Qwen3-VL vision towers on ONNX Runtime (models/onnx/qwen-vl-vision-graph.ts, generated from the
-// definitions tfjs runs; models/onnx/qwen-vl-vision-session.ts) against the fixtures' PyTorch references (image and
+// The Qwen2.5-VL and Qwen3-VL vision towers on ONNX Runtime (models/onnx/hf/qwen-vl-vision-graph.ts, generated from the
+// definitions tfjs runs; models/onnx/hf/qwen-vl-vision-session.ts) against the fixtures' PyTorch references (image and
 // DeepStack features within 1e-4, one image and two images in one call) and against tfjs on three random images of
 // different sizes in one call; and which operators the graphs use (no com.microsoft, nothing WebGPU lacks).
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -15,8 +15,8 @@ import { loadQwen25VisionWeights } from '../../models/qwen2_5_vl/vision-weights.
 import { parseQwen3VlSetup } from '../../models/qwen3_vl/config.ts';
 import { qwen3VisionForward } from '../../models/qwen3_vl/vision-tower.ts';
 import { loadQwen3VisionWeights } from '../../models/qwen3_vl/vision-weights.ts';
-import { buildQwen25VisionGraph, buildQwen3VisionGraph } from '../../models/onnx/qwen-vl-vision-graph.ts';
-import { QwenVisionOrtTower } from '../../models/onnx/qwen-vl-vision-session.ts';
+import { buildQwen25VisionGraph, buildQwen3VisionGraph } from '../../models/onnx/hf/qwen-vl-vision-graph.ts';
+import { QwenVisionOrtTower } from '../../models/onnx/hf/qwen-vl-vision-session.ts';
 import { HF_FIXTURES, maxAbsDiff, modelWeights, readFixtureTensors, readJson, values } from './hf-vision-fixtures.ts';
 
 const TOL = 1e-4;

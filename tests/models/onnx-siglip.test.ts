@@ -1,17 +1,19 @@
-// The SigLIP vision tower on ONNX Runtime (models/onnx/siglip-graph.ts, generated from the definition tfjs runs) against
+// The SigLIP vision tower on ONNX Runtime (models/onnx/hf/siglip-graph.ts, generated from the definition tfjs runs) against
 // the fixtures' PyTorch references (Idefics3's and Gemma 3's tower output, 1e-4) and against tfjs's siglipForward on
 // several images at once; and the ONNX Runtime engine running a VLM's tower there (HfOrtSampler installs it).
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
-import { parseGemma3VisionSetup, parseIdefics3VisionSetup } from '../../models/hf/vision-config.ts';
+import { parseGemma3VisionSetup } from '../../models/gemma3/vision-config.ts';
+import { parseIdefics3VisionSetup } from '../../models/idefics3/vision-config.ts';
+import type { Idefics3Model } from '../../models/idefics3/model.ts';
 import { loadSiglipWeights, SIGLIP_PREFIX, siglipForward } from '../../models/vision/siglip.ts';
-import { SiglipOrtTower } from '../../models/onnx/siglip-session.ts';
-import { HfPolicy } from '../../models/hf/policy.ts';
-import { HfOrtSampler } from '../../models/onnx/hf-ort-sampler.ts';
+import { SiglipOrtTower } from '../../models/onnx/hf/siglip-session.ts';
+import { HfOrtSampler } from '../../models/onnx/hf/hf-sampler.ts';
 import { HF_FIXTURES, maxAbsDiff, modelWeights, readJson, readFixtureTensors } from './hf-vision-fixtures.ts';
 import { hfCheckpointCopy, removeHfCopies } from '../helpers/hf-checkpoint-copy.ts';
+import { loadHfPolicy } from '../../models/registry.ts';
 
 const TOL = 1e-4;
 
@@ -70,8 +72,8 @@ describe('SigLIP on ONNX Runtime', () => {
   });
 
   it("the ONNX Runtime engine runs a VLM's tower there while it lives, tfjs before and after", async () => {
-    const policy = await HfPolicy.load(hfCheckpointCopy('idefics3'));
-    const encoder = policy.imageEncoder!;
+    const policy = await loadHfPolicy(hfCheckpointCopy('idefics3'));
+    const encoder = (policy.image as Idefics3Model).images;
     const ref = readFixtureTensors(join(HF_FIXTURES, 'idefics3', 'reference.safetensors'));
     const pixels = tf.tensor4d(ref.get('one_image.pixel_values')!.data as Float32Array, [1, 3, 32, 32]);
     let towerRuns = 0;

@@ -12,15 +12,17 @@ import { join } from 'node:path';
 import { initBackend } from '../../models/backend.ts';
 import { HfPolicy } from '../../models/hf/policy.ts';
 import { halfToFloat } from '../../models/safetensors.ts';
-import { HfOrtModel } from '../../models/onnx/hf-session.ts';
-import { HfOrtLearner } from '../../models/onnx/hf-ort-learner.ts';
-import { deviceWeightDtype, floatToBfloat16, floatToHalf } from '../../models/onnx/weight-dtype.ts';
+import { HfOrtModel } from '../../models/onnx/hf/hf-session.ts';
+import { HfOrtLearner } from '../../models/onnx/hf/hf-learner.ts';
+import { deviceWeightDtype } from '../../models/onnx/weight-dtype.ts';
+import { floatToBfloat16, floatToHalf } from '../../models/onnx/weight-encoding.ts';
 import { weightFileOf, WEIGHT_FILE } from '../../models/onnx/weight-file.ts';
 import { Rng } from '../../core/rng.ts';
 import type { SequenceBatchItem } from '../../models/types.ts';
 import { HF_FIXTURES, hfCheckpointCopy, removeHfCopies } from '../helpers/hf-checkpoint-copy.ts';
 import { readSafetensorsHeader } from '../../models/hf/weights.ts';
 import { initializerBytes, placementsOf } from '../../models/onnx/session-placement.ts';
+import { loadHfPolicy } from '../../models/registry.ts';
 
 beforeAll(async () => {
   await initBackend('wasm', null);
@@ -65,7 +67,7 @@ describe('16-bit weights in the graphs', () => {
   const options = { useLora: true, temperature: 0.9 };
 
   async function adapted(name: string): Promise<HfPolicy> {
-    const policy = await HfPolicy.load(hfCheckpointCopy(name));
+    const policy = await loadHfPolicy(hfCheckpointCopy(name));
     policy.attachLora({ r: 4, alpha: 8 }, new Rng(7, 'lora'));
     // B non-zero, so that the adapters take part in the logits and gradients.
     for (const l of policy.decoder.linears().values())

@@ -7,12 +7,12 @@ import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { initBackend } from '../../models/backend.ts';
-import { HfPolicy } from '../../models/hf/policy.ts';
-import { HfOrtModel } from '../../models/onnx/hf-session.ts';
-import { HfOrtLearner } from '../../models/onnx/hf-ort-learner.ts';
+import { HfOrtModel } from '../../models/onnx/hf/hf-session.ts';
+import { HfOrtLearner } from '../../models/onnx/hf/hf-learner.ts';
 import { SharedWeightFile, weightFileOf, WEIGHT_FILE } from '../../models/onnx/weight-file.ts';
 import { Rng } from '../../core/rng.ts';
 import { hfCheckpointCopy, removeHfCopies } from '../helpers/hf-checkpoint-copy.ts';
+import { loadHfPolicy } from '../../models/registry.ts';
 
 beforeAll(async () => {
   await initBackend('wasm', null);
@@ -27,7 +27,7 @@ const mappings = (file: string) =>
 
 describe('shared weight file', () => {
   it("holds each weight of the sampler's and the learner's graphs once, and the sampler computes what a graph with its own weights does", async () => {
-    const policy = await HfPolicy.load(hfCheckpointCopy('llama'));
+    const policy = await loadHfPolicy(hfCheckpointCopy('llama'));
     policy.attachLora({ r: 4, alpha: 8 }, new Rng(3, 'lora'));
     const { decoder } = policy;
     const shared = new HfOrtModel(decoder, { threads: 1 });

@@ -25,7 +25,7 @@ import { type NormStyle, rmsNorm } from '../../models/layers/rms-norm.ts';
 import { applyRope } from '../../models/layers/rope.ts';
 import { mm } from '../../models/ops.ts';
 import type { GridThw } from '../../models/qwen-vl/grid.ts';
-import { type MropeSpec, mropeValues } from '../../models/qwen-vl/mrope.ts';
+import { type MropeSpec, mropeValues } from '../../models/layers/mrope.ts';
 import { decodePositions, ropeIndex } from '../../models/qwen-vl/rope-index.ts';
 import { parseQwen25VlSetup } from '../../models/qwen2_5_vl/config.ts';
 import { qwen25VisionForward } from '../../models/qwen2_5_vl/vision-tower.ts';
@@ -121,9 +121,12 @@ function decoderConfig(text: Record<string, any>, qwen3: boolean, tied: boolean)
     sandwichNorm: false,
     finalLogitSoftcap: null,
     attnLogitSoftcap: null,
+    mrope: null,
+    deepstackLayers: 0,
     bosTokenId: null,
     eosTokenIds: [],
     padTokenId: null,
+    contextLength: text.max_position_embeddings,
   };
 }
 

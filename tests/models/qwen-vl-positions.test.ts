@@ -1,11 +1,11 @@
 // The Qwen-VL multimodal RoPE positions (models/qwen-vl/rope-index.ts: get_rope_index, rope_deltas, decoding
 // positions) against both fixtures' 3-D position ids (one- and two-image prompts, a text-only prompt, the left-padded
-// mixed batch), and the layouts of the cos / sin tables (models/qwen-vl/mrope.ts). The tables' values are pinned
+// mixed batch), and the layouts of the cos / sin tables (models/layers/mrope.ts). The tables' values are pinned
 // through the language model's logits in qwen-vl-language-model.test.ts.
 import { describe, expect, it } from 'vitest';
 import { UserError } from '../../core/errors.ts';
 import { decodePositions, ropeIndex } from '../../models/qwen-vl/rope-index.ts';
-import { mropeSlotAxes, mropeValues, type MropeSpec } from '../../models/qwen-vl/mrope.ts';
+import { mropeSlotAxes, mropeValues, type MropeSpec } from '../../models/layers/mrope.ts';
 import { inverseFrequencies, ropeValues } from '../../models/layers/rope.ts';
 import type { GridThw } from '../../models/qwen-vl/grid.ts';
 import { maxAbsDiff, readJson } from './hf-vision-fixtures.ts';
@@ -82,7 +82,7 @@ for (const folder of ['qwen2_5_vl', 'qwen3_vl'] as const) {
   });
 }
 
-describe('multimodal RoPE tables (models/qwen-vl/mrope.ts)', () => {
+describe('multimodal RoPE tables (models/layers/mrope.ts)', () => {
   const spec = (section: [number, number, number], layout: MropeSpec['layout']): MropeSpec => ({
     section,
     layout,

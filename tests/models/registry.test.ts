@@ -48,7 +48,7 @@ describe('model registry', () => {
   });
 
   it('reads the model_type of the Hugging Face fixtures', () => {
-    for (const name of ['llama', 'qwen2', 'gemma3', 'idefics3'])
+    for (const name of ['llama', 'qwen2', 'qwen3', 'gemma3', 'idefics3', 'qwen2_5_vl', 'qwen3_vl'])
       expect(modelTypeOf(join(HF_FIXTURES, name))).toBe(name);
   });
 

@@ -5,15 +5,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../models/backend.ts';
 import { BuiltinPolicy } from '../../models/builtin/policy.ts';
-import { OrtSampler } from '../../models/onnx/ort-sampler.ts';
+import { BuiltinOrtSampler } from '../../models/onnx/builtin/builtin-sampler.ts';
 import { topLogProbs } from '../../models/token-sampling.ts';
 import { Rng } from '../../core/rng.ts';
 import type { EncodedPrompt } from '../../models/types.ts';
 
 let policy: BuiltinPolicy;
 let prompts: EncodedPrompt[];
-let single: OrtSampler;
-let parallel: OrtSampler;
+let single: BuiltinOrtSampler;
+let parallel: BuiltinOrtSampler;
 
 beforeAll(async () => {
   await initBackend('wasm', null);
@@ -24,8 +24,8 @@ beforeAll(async () => {
   prompts = ['shell\n1\nA: 1 swap 2\nFINAL ANSWER: ', 'boxes\nx\nFINAL ANSWER: '].map((text) =>
     policy.encode([{ type: 'text', text }]),
   );
-  single = new OrtSampler(policy, { threads: 1 });
-  parallel = new OrtSampler(policy, { threads: 2, parallel: 'always' });
+  single = new BuiltinOrtSampler(policy, { threads: 1 });
+  parallel = new BuiltinOrtSampler(policy, { threads: 2, parallel: 'always' });
 });
 
 afterAll(() => {

@@ -11,10 +11,10 @@ import { initBackend } from '../../models/backend.ts';
 import { loadBaseCheckpoint } from '../../models/builtin/base-checkpoint.ts';
 import { loraAdapters } from '../../models/builtin/lora.ts';
 import type { BuiltinPolicy } from '../../models/builtin/policy.ts';
-import type { ForwardRequest } from '../../models/onnx/builtin-session.ts';
+import type { ForwardRequest } from '../../models/onnx/builtin/builtin-session.ts';
 import type { Device } from '../../models/onnx/device.ts';
-import { OrtLearner } from '../../models/onnx/ort-learner.ts';
-import { OrtSampler } from '../../models/onnx/ort-sampler.ts';
+import { BuiltinOrtLearner } from '../../models/onnx/builtin/builtin-learner.ts';
+import { BuiltinOrtSampler } from '../../models/onnx/builtin/builtin-sampler.ts';
 import { CHECKPOINTS_DIR } from '../../core/paths.ts';
 import { getEnv } from '../../envs/registry.ts';
 import { generateEpisodes } from '../../envs/generate.ts';
@@ -57,7 +57,7 @@ describe.skipIf(WEBGPU_MISSING !== null)('the built-in model on WebGPU against t
     // The CPU's sampled completions are the sequences both devices score and differentiate.
     let items: { prompt: EncodedPrompt; completion: number[] }[] = [];
     for (const device of ['cpu', 'webgpu'] as const) {
-      const sampler = new OrtSampler(policy, { device, threads: 1 });
+      const sampler = new BuiltinOrtSampler(policy, { device, threads: 1 });
       const padded = (
         sampler as unknown as { padPrompts(p: EncodedPrompt[]): ForwardRequest & { count: number; length: number } }
       ).padPrompts([prompts[0]]);
@@ -78,7 +78,7 @@ describe.skipIf(WEBGPU_MISSING !== null)('the built-in model on WebGPU against t
         items = sampled.flatMap((g, k) => g.map((c) => ({ prompt: prompts[k], completion: c.tokens })));
       const lp = sampler.tokenLogProbs(items, { useLora: true, temperature: 1 });
       sampler.dispose();
-      const learner = new OrtLearner(policy, { device, threads: 1 });
+      const learner = new BuiltinOrtLearner(policy, { device, threads: 1 });
       const vars = policy.trainableVariables('lora');
       const loss = (x: TokenLogProbs) => tf.sum(tf.mul(x.mask, tf.exp(x.logProbs))) as tf.Scalar;
       const got = learner.lossGradients(items.slice(0, 2), { useLora: true, temperature: 0.5 }, loss, vars);

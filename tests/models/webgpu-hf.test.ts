@@ -11,16 +11,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
-import { HfPolicy } from '../../models/hf/policy.ts';
 import type { Device } from '../../models/onnx/device.ts';
-import { HfOrtLearner } from '../../models/onnx/hf-ort-learner.ts';
-import { HfOrtSampler } from '../../models/onnx/hf-ort-sampler.ts';
+import { HfOrtLearner } from '../../models/onnx/hf/hf-learner.ts';
+import { HfOrtSampler } from '../../models/onnx/hf/hf-sampler.ts';
 import { Rng } from '../../core/rng.ts';
 import type { RawImage } from '../../core/image.ts';
 import type { LogProbLoss } from '../../models/learner.ts';
 import type { EncodedPrompt, SequenceBatchItem, TokenLogProbs } from '../../models/types.ts';
 import { hfCheckpointCopy, removeHfCopies } from '../helpers/hf-checkpoint-copy.ts';
 import { WEBGPU_MISSING } from '../helpers/webgpu.ts';
+import { loadHfPolicy } from '../../models/registry.ts';
 
 const TOL = 1e-4;
 
@@ -54,7 +54,7 @@ interface DeviceRun {
   learner: { temperature: number; loss: number; grads: Float32Array[] }[];
 }
 
-describe.skipIf(WEBGPU_MISSING !== null).each(['llama', 'llama-bf16', 'qwen2', 'gemma3', 'idefics3'])(
+describe.skipIf(WEBGPU_MISSING !== null).each(['llama', 'llama-bf16', 'qwen2', 'qwen3', 'gemma3', 'idefics3'])(
   'WebGPU against the CPU: %s',
   (name) => {
     const runs: Partial<Record<Device, DeviceRun>> = {};
@@ -62,13 +62,13 @@ describe.skipIf(WEBGPU_MISSING !== null).each(['llama', 'llama-bf16', 'qwen2', '
     beforeAll(async () => {
       for (const device of ['cpu', 'webgpu'] as const) {
         // A fresh policy per device, the same seeds: the adapter update below changes the variables.
-        const policy = await HfPolicy.load(hfCheckpointCopy(name), { hostWeights: true });
+        const policy = await loadHfPolicy(hfCheckpointCopy(name), { hostWeights: true });
         policy.attachLora({ r: 4, alpha: 8 }, new Rng(5, 'lora'));
         let seed = 21;
         for (const v of policy.trainableVariables('lora'))
           v.assign(tf.add(v, tf.randomNormal(v.shape, 0, 0.05, 'float32', seed++)));
         const sampler = new HfOrtSampler(policy, { device, threads: 1 });
-        const vlm = policy.imageEncoder !== null;
+        const vlm = policy.image !== null;
         const prompts: EncodedPrompt[] = [
           policy.encode([
             { type: 'text', text: 'Which cup? ' },

@@ -28,8 +28,11 @@ const EXPECTED: Record<string, string[]> = {
   llama: ['llama decoder', 'device copy', 'device copy', 'llama training'],
   'llama-bf16': ['llama decoder', 'device copy', 'device copy', 'llama training'],
   qwen2: ['qwen2 decoder', 'device copy', 'device copy', 'qwen2 training'],
+  qwen3: ['qwen3 decoder', 'device copy', 'device copy', 'qwen3 training'],
   gemma3: ['gemma3 decoder', 'device copy', 'device copy', 'SigLIP vision tower', 'gemma3 training'],
   idefics3: ['llama decoder', 'device copy', 'device copy', 'SigLIP vision tower', 'llama training'],
+  qwen2_5_vl: ['qwen2_5_vl decoder', 'device copy', 'device copy', 'Qwen2.5-VL vision tower', 'qwen2_5_vl training'],
+  qwen3_vl: ['qwen3_vl decoder', 'device copy', 'device copy', 'Qwen3-VL vision tower', 'qwen3_vl training'],
   'gemma3-softcap': ['gemma3 decoder', 'device copy', 'device copy', 'gemma3 training'],
   builtin: [
     'built-in model (general)',

@@ -10,8 +10,7 @@ import type { Dataset, DatasetItem } from '../../envs/dataset-reader.ts';
 import type { Policy } from '../../models/policy.ts';
 import type { Sampler } from '../../models/sampler.ts';
 import type { Learner } from '../../models/learner.ts';
-import { ortLearner } from '../../models/onnx/ort-learner.ts';
-import { openEngine, type EngineSampler, type OrtRuntime } from '../../models/engine.ts';
+import { openEngine, openOrtLearner, type EngineSampler, type OrtRuntime } from '../../models/engine.ts';
 import { remoteEngine } from '../../models/remote/remote-engine.ts';
 import { preflightRolloutServers } from '../../models/remote/preflight.ts';
 import { UserError } from '../../core/errors.ts';
@@ -161,11 +160,11 @@ export async function prepareRun(setup: TrainingSetup, rewards: RewardFunction[]
       ...(config.rolloutAdapterDir !== undefined ? { adapterDir: config.rolloutAdapterDir } : {}),
     });
   // One engine for both sides. tfjs: the policy samples and learns. ort: an ONNX Runtime session samples (reading the
-  // policy's adapters after each update) and ONNX Runtime computes the LoRA gradients (models/onnx/ort-learner.ts);
+  // policy's adapters after each update) and ONNX Runtime computes the LoRA gradients (models/engine.ts openOrtLearner);
   // the tfjs variables stay what AdamW updates and what checkpoints save.
   const local = await openEngine(policy, config.engine, setup.ort);
   const learner: Learner = local.ortLearner
-    ? ortLearner(policy, { threads: setup.ort?.threads, device: setup.ort?.device })
+    ? await openOrtLearner(policy, { threads: setup.ort?.threads, device: setup.ort?.device })
     : policy;
   // With --rollout-server the rollouts go to vLLM / SGLang / metrl serve replicas (TRL's vllm_mode="server"); the
   // learner, the reference and old log-probs and the evaluation stay on the local engine.

@@ -22,7 +22,7 @@ export async function loadTrainingPolicy(
   const where = existsSync(join(checkpoint, 'adapter_config.json'))
     ? resolveCheckpoint(checkpoint)
     : { base: checkpoint, adapter: null };
-  // ONNX Runtime reads a Hugging Face checkpoint's weights from host arrays (models/registry.ts LoadOptions).
+  // ONNX Runtime reads a Hugging Face checkpoint's weights from host arrays (models/policy.ts LoadOptions).
   const policy = await loadBaseModel(where.base, { hostWeights: config.engine === 'ort' });
   if (where.adapter) {
     const loaded = policy.loadAdapter(where.adapter);

@@ -24,7 +24,7 @@ import { HfPolicy } from '../../../models/hf/policy.ts';
 import { decoderTensors, randomDecoderTensors, writeHfCheckpoint } from '../../../models/hf/write-checkpoint.ts';
 import { LLAMA_LAYOUT, llamaConfigJson } from '../../../models/llama/language-model.ts';
 import type { Policy } from '../../../models/policy.ts';
-import { loadBaseModel } from '../../../models/registry.ts';
+import { HF_ARCHITECTURES, loadBaseModel } from '../../../models/registry.ts';
 import { finalAnswerResponse } from '../../../rewards/final-answer.ts';
 import { AdamW } from '../../../trainer/adamw.ts';
 import { resolveConfig } from '../../../trainer/config.ts';
@@ -68,7 +68,7 @@ function writeFolder(dir: string, tensors: Parameters<typeof writeHfCheckpoint>[
 async function supervisedBase(root: string): Promise<string> {
   const random = writeFolder(
     join(root, 'random'),
-    randomDecoderTensors(parseHfConfig(JSON_CONFIG).text, LLAMA_LAYOUT, new Rng(1, 'init')),
+    randomDecoderTensors(parseHfConfig(JSON_CONFIG, HF_ARCHITECTURES).text, LLAMA_LAYOUT, new Rng(1, 'init')),
   );
   const policy = (await loadBaseModel(random)) as HfPolicy;
   const episodes = generateEpisodes(shellEnv, { n: 200, actions: 3, split: 'train', seed: 0, modality: 'text' });

@@ -1,4 +1,4 @@
-// `metrl train` with engine 'ort' (the built-in model's LoRA gradients by ONNX Runtime, models/onnx/ort-learner.ts)
+// `metrl train` with engine 'ort' (the built-in model's LoRA gradients by ONNX Runtime, models/onnx/builtin/builtin-learner.ts)
 // against the same run on the tfjs learner: a tiny base, μ = 2 (old-policy log-probs and a second pass), two local
 // batches per step; the rollouts are the tfjs policy's in both runs, so the runs draw the same completions, and the
 // loss, gradient norm, entropy and the trained adapters agree to float rounding.

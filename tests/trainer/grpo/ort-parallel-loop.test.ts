@@ -1,5 +1,5 @@
 // `metrl train` on the ONNX Runtime engine with two sessions (--threads 2: rollouts, reference and old-policy
-// log-probs and the learner spread over the main thread and a worker, models/onnx/worker-pool.ts) against one session
+// log-probs and the learner spread over the main thread and a worker, models/onnx/builtin/worker-pool.ts) against one session
 // (--threads 1): the same samples, the same metrics to float rounding and the same trained adapters. β > 0 and μ = 2,
 // so the reference pass, the old-policy pass and two learner passes all take the parallel path (METRL_ORT_SPLIT=always:
 // the tiny model is below the work that a split otherwise needs).
