@@ -1,4 +1,4 @@
-// Decoding speed of a Hugging Face language model on the two engines (issue 17): tfjs (WASM, one thread) against ONNX
+// Decoding speed of a Hugging Face language model on the two engines: tfjs (WASM, one thread) against ONNX
 // Runtime (the graph of models/onnx/hf/hf-graph.ts, 1 intra-op thread, then every core), on SmolVLM-256M-Instruct's text
 // model with random weights (SmolLM2-135M shape: 30 layers, hidden 576, 9 heads / 3 KV heads, vocabulary 49,280;
 // bench/hf.bench.ts writes the folder), with a LoRA r16 adapter on every projection (B non-zero). One prompt of

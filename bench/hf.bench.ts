@@ -1,4 +1,4 @@
-// Speed and memory of a Hugging Face VLM as a metrl Policy (issue 15): a random-weight model with SmolVLM-256M-Instruct's
+// Speed and memory of a Hugging Face VLM as a metrl Policy: a random-weight model with SmolVLM-256M-Instruct's
 // real configuration (text: SmolLM2-135M shape; vision: SigLIP base patch 16 at 512 px; pixel shuffle 4 → 64 tokens per
 // image) and its real tokenizer and chat template, written to a temp folder and loaded through models/registry.ts.
 // Measured through the Policy only: load time and memory; prompt encoding; the vision tower on one 512 px image; the

@@ -1,4 +1,4 @@
-// The ONNX Runtime learner (models/onnx/builtin/builtin-learner.ts) against the tfjs one (issue 17) on the default chess image
+// The ONNX Runtime learner (models/onnx/builtin/builtin-learner.ts) against the tfjs one on the default chess image
 // GRPO step's update phase: the shipped base (checkpoints/base) with LoRA r 16 / alpha 32 (B perturbed so the
 // adapters do something), the first step's 4 prompts in the trainer's data order, 8 completions each drawn at T = 0.5
 // and forced to 376 tokens (EOS never drawn, as ../shared/peers/torch-grpo-step.sh forces them), advantages of a
@@ -8,8 +8,8 @@
 // 3 + 3 + 2 sequences per group), and for ORT also one chunk per group (learnerTokens unbounded: the prompt computed
 // once per group). Medians of REPS (env METRL_BENCH_REPS, default 3; METRL_BENCH_TFJS_REPS for tfjs, default 1)
 // after one warm-up, wall and CPU seconds (all threads) with the load average, and before and after them a probe of
-// how fast this machine is right now: ORT's 512² matmul in GFLOP per CPU second on one thread (141 on this machine
-// when quiet, issue 17), by which other load divides every CPU-time figure here roughly alike.
+// how fast this machine is right now: ORT's 512² matmul in GFLOP per CPU second on one thread (the figure for this
+// machine when quiet is in docs/performance.md), by which other load divides every CPU-time figure here roughly alike.
 //   npm run bench -- onnx-learner
 import * as tf from '@tensorflow/tfjs';
 import type { BenchRow } from './table.ts';

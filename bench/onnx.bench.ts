@@ -1,4 +1,4 @@
-// The ONNX Runtime engine against the tfjs one (issue 17) on the default chess image GRPO step's rollout: the shipped
+// The ONNX Runtime engine against the tfjs one on the default chess image GRPO step's rollout: the shipped
 // base (checkpoints/base) with fresh LoRA adapters (r 16, alpha 32, B perturbed so they do something), the first
 // step's 4 prompts in the trainer's data order, 8 completions each at T = 0.5, forced to 376 tokens (EOS never drawn,
 // as the PyTorch peer ../shared/peers/torch-grpo-step.sh forces them, so every engine does equal work), and the

@@ -1,4 +1,4 @@
-// The built-in model written once (issue 17's "one definition per architecture, two executions"), over
+// The built-in model written once (one definition per architecture, two executions), over
 // a small set of operations that each engine executes: the tfjs forward (models/builtin/transformer.ts: training,
 // prefill, scoring, cached decoding) and its batched decoding step (models/builtin/decode.ts), the ONNX Runtime
 // inference graphs (models/onnx/builtin/builtin-graph.ts) and the ORT learner's differentiated graph

@@ -1,5 +1,5 @@
 // Gemma 3 images -> the rows that replace `<image_soft_token>` tokens: the SigLIP tower (models/vision/siglip.ts) then
-// the multi-modal projector (models/gemma3/projector.ts). Layer: models (architecture gemma3). Independent of the
+// the multi-modal projector (models/gemma3/projector.ts). Independent of the
 // language model: models/gemma3/model.ts merges these rows into the (already sqrt(H)-scaled) token embeddings.
 import * as tf from '@tensorflow/tfjs';
 import type { PixelValues } from '../hf/pixel-values.ts';

@@ -1,6 +1,6 @@
 // The Gemma 3 image processor, as transformers' PIL-based Gemma3ImageProcessor does it without pan-and-scan: resize to
 // `size` (height x width, aspect ratio not kept) with Pillow's filter (BILINEAR by default), rescale 1/255, normalise
-// with mean = std = 0.5 (so values land in [-1, 1]), channels first. Layer: models (architecture gemma3).
+// with mean = std = 0.5 (so values land in [-1, 1]), channels first.
 //
 // Default size: the class default is 224 x 224, but every Gemma 3 checkpoint's SigLIP tower takes 896 x 896 (its
 // position embedding has one row per patch of that size), so a config without `size` gets the tower's image_size

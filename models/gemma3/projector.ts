@@ -1,7 +1,7 @@
 // Gemma 3's multi-modal projector (Gemma3MultiModalProjector): average-pool the SigLIP patch grid down to
 // mm_tokens_per_image tokens (row-major), RMS-normalise them with Gemma's (1 + w) gain (eps = the vision config's
 // layer_norm_eps), and project to the text hidden size with x @ W, W stored [vision hidden, text hidden] (not
-// nn.Linear's [out, in]). Layer: models (architecture gemma3).
+// nn.Linear's [out, in]).
 import * as tf from '@tensorflow/tfjs';
 import { UserError } from '../../core/errors.ts';
 import type { TensorLookup } from '../vision/siglip.ts';

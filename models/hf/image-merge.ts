@@ -1,7 +1,7 @@
 // How image features enter a Hugging Face vision-language model's token sequence: the embedding rows at image-token
 // positions are replaced by the image features, in row-major order over (batch, position), image 0's tokens first
 // (transformers' masked_scatter). Also the Gemma 3 token_type_ids (1 on image tokens) and the image blocks they
-// define, which the decoder's bidirectional-image-attention option takes. Layer: models (shared by idefics3, gemma3).
+// define, which the decoder's bidirectional-image-attention option takes.
 import * as tf from '@tensorflow/tfjs';
 import { UserError } from '../../core/errors.ts';
 

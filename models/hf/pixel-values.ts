@@ -1,6 +1,6 @@
 // The last steps every Hugging Face image processor shares: 8-bit RGB -> rescale -> normalise -> channels first, with
 // the same float rounding as transformers' numpy code (rescale in float64 then cast to float32; normalise in float32).
-// Layer: models (Hugging Face image preprocessing). The resize before it is the processor's own (models/<arch>/processor.ts).
+// The resize before it is the processor's own (models/<arch>/processor.ts).
 import { z } from 'zod';
 import type { RawImage } from '../../core/image.ts';
 

@@ -1,6 +1,5 @@
 // Pillow's `Image.resize` for 8-bit RGB images, bit for bit (Pillow 9.4, libImaging/Resample.c), because the Hugging
 // Face image processors (Idefics3, Gemma 3, SigLIP) resize through Pillow and their pixel values are the model's input.
-// Layer: models (Hugging Face image preprocessing).
 //
 // The algorithm is a separable convolution: a horizontal pass (only over the rows the vertical pass will read), its
 // output rounded and clipped to 8 bits, then a vertical pass. For each output pixel, the filter (LANCZOS, BILINEAR,

@@ -1,6 +1,6 @@
 // The Idefics3 (SmolVLM) connector between the vision tower and the text model: a pixel shuffle that trades patches
 // for width (each s×s block of patches becomes one token s² times as wide), then `modality_projection`, a Linear
-// without bias to the text hidden size. Layer: models (architecture idefics3).
+// without bias to the text hidden size.
 //
 // Pixel shuffle mapping (what transformers' Idefics3Connector.pixel_shuffle computes): on an n×n patch grid, output
 // token (R, C) of the (n/s)×(n/s) grid is the concatenation of patches (R·s + i, C·s + j) for i = 0..s-1 (outer) and

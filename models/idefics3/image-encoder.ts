@@ -1,5 +1,5 @@
 // Idefics3 (SmolVLM) images -> the rows that replace `<image>` tokens: the vision transformer (models/vision/siglip.ts)
-// then the pixel-shuffle connector (models/idefics3/connector.ts). Layer: models (architecture idefics3). Independent
+// then the pixel-shuffle connector (models/idefics3/connector.ts). Independent
 // of the language model: models/idefics3/model.ts merges these rows into the token embeddings.
 import * as tf from '@tensorflow/tfjs';
 import type { PixelValues } from '../hf/pixel-values.ts';

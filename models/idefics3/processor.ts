@@ -1,7 +1,7 @@
 // The Idefics3 (SmolVLM) image processor without image splitting, as transformers' PIL-based Idefics3ImageProcessor
 // does it: resize so the longest edge is `size.longest_edge` (the short edge rounded up to even), resize that to the
 // square `max_image_size.longest_edge` (the vision encoder's input; the aspect ratio is not kept), both with Pillow's
-// filter (LANCZOS by default), then rescale and normalise. Layer: models (architecture idefics3).
+// filter (LANCZOS by default), then rescale and normalise.
 //
 // Splitting (a grid of tiles plus a global image) is not supported: every image becomes one square image, and the
 // prompt uses the no-splitting layout `<fake_token_around_image><global-img><image>×N<fake_token_around_image>`.

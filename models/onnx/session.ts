@@ -26,8 +26,8 @@ export interface SessionOptions {
   label?: string;
   /**
    * Let idle pool threads spin for work (ORT's own default; env METRL_ORT_SPIN=1). Off by default here: on a machine
-   * shared with other jobs spinning threads lose whole time slices (measured: 2 threads at load 13, rollout 25 s
-   * spinning against 7.4 s sleeping, 1 thread 13-16 s), as PyTorch's OpenMP threads do.
+   * shared with other jobs spinning threads lose whole time slices, as PyTorch's OpenMP threads do
+   * (docs/performance.md has the measurement).
    */
   spin?: boolean;
   /** Execution provider (default the CPU); check it first with checkDevice (models/onnx/device.ts). */

@@ -1,7 +1,7 @@
 // The SigLIP vision transformer that both Hugging Face vision-language models here use: Gemma 3's vision tower
 // (SiglipVisionModel, weights `vision_tower.vision_model.*` on disk) and Idefics3/SmolVLM's (Idefics3VisionTransformer,
-// `model.vision_model.*`), which differ only in how patches find their position embedding. Layer: models (shared
-// vision piece). The tower is written once, siglipTower over SiglipOps, and run by two executors: the tfjs one here
+// `model.vision_model.*`), which differ only in how patches find their position embedding.
+// The tower is written once, siglipTower over SiglipOps, and run by two executors: the tfjs one here
 // (every op differentiable, so gradients flow through it when a caller wants them) and models/onnx/hf/siglip-graph.ts,
 // which emits it as an ONNX graph for the ONNX Runtime engine.
 //

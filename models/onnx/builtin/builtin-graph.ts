@@ -30,8 +30,8 @@
 // Add on [B, S, 2d] with the tables [cos | cos], [sin | sin] (ropeValues, fed by the caller). `add` returns a pending
 // residual sum that the next `rmsNorm` fuses into one node (com.microsoft SkipSimplifiedLayerNormalization); ORT
 // fuses the sigmoid GELU into QuickGelu.
-// The base weights are initializers, which ORT prepacks for its GEMM (fed as inputs instead, the same products ran 2×
-// slower: measured, see README). LoRA: A [in, r] and B [r, out] of every adapted projection are graph inputs
+// The base weights are initializers, which ORT prepacks for its GEMM (fed as inputs instead, the same products ran
+// slower: docs/engines.md). LoRA: A [in, r] and B [r, out] of every adapted projection are graph inputs
 // (`lora.<layer>.<proj>.a/b`; for q, k, v one pair, A' = scale·[Aq | Ak | Av] [d, 3r] and B' [3r, 5d] laid out as the
 // joined weight: rows of Aq → [Bq·s | 0 | Bq R·s | 0 | 0], of Ak → [0 | Bk | 0 | Bk R | 0], of Av → [0 | 0 | 0 | 0 | Bv]),
 // so an update never rebuilds a session: the caller feeds the learner's current values (A pre-multiplied by alpha / r).

@@ -1,4 +1,4 @@
-// The built-in model's Learner on ONNX Runtime (issue 17's learner): the three steps of models/onnx/lora-learner.ts
+// The built-in model's Learner on ONNX Runtime: the three steps of models/onnx/lora-learner.ts
 // over the built-in model's graphs, step 1 the scoring graph (builtin-train-graph.ts without gradients: its log_probs
 // [N, V]) and step 3 the training graph (forward + backward of Σ target_weights · log_probs, g placed at each
 // completion token's (row, id)). A job is a prompt group (a prompt, a temperature and its completions over every

@@ -1,6 +1,6 @@
 // ONNX Runtime worker threads, called synchronously: how the built-in model's
 // sampler and learner use more than one core. onnxruntime-node runs a session on the calling JS thread, and ORT's
-// intra-op threads barely help on this model's small matrices (issue 17: 1.16-1.49× on two cores), so with
+// intra-op threads barely help on this model's small matrices ([engines](../../../docs/engines.md#threads---threads-n)), so with
 // `--threads N` (N ≥ 2, CPU) the work is split into independent pieces (prompt groups, learner chunks) run on N
 // sessions of one intra-op thread each: one on the main thread, N − 1 in workers (worker.mjs → worker-main.ts).
 // The Sampler and Learner contracts are synchronous, so the main thread posts a worker its piece, does its own, then

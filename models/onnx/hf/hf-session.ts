@@ -140,9 +140,8 @@ export class HfOrtModel {
         { label, ...session },
       );
     // The decoder's shared weight file, mapped by the learner's session too. Prepacking makes a packed copy of every
-    // weight for ORT's GEMMs: worth it for a small model (SmolLM2-135M's rollout took 10.5 s with it and 14.5 s
-    // without, one thread; bench/peers/hf-step.mts, 2026-11-28, load 1.1-1.3), not for one whose weights are what
-    // stops it fitting (PREPACK_MAX_BYTES).
+    // weight for ORT's GEMMs: worth it for a small model (docs/hugging-face.md has the timing), not for one whose
+    // weights are what stops it fitting (PREPACK_MAX_BYTES).
     const shared = weightFileOf(this.decoder, label);
     const graph = buildHfDecoderGraph(this.config, this.decoder.weights, this.spec, {
       shared,
