@@ -2,7 +2,7 @@
 // binding in onnxruntime-node. A session opened with `outputLocations` (session.ts) returns those outputs as
 // 'gpu-buffer' tensors, which the next run takes as inputs without a copy through the host. A decode step then moves
 // only its new token's embedding, masks and RoPE rows up and its logits down, instead of every layer's KV cache both
-// ways (what made WebGPU 4-5× slower than the CPU on an H200: docs/performance.md).
+// ways (what made WebGPU slower than the CPU on an H200: docs/performance.md#on-a-gpu).
 // Node's binding offers no call that copies host data into a GPU buffer or a GPU buffer back to the host (a bound
 // tensor's download() throws there), so the two things a caller needs besides the decoder's own outputs are small
 // graphs of their own, run on the same

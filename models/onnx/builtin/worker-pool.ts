@@ -28,9 +28,9 @@ export function executorCount(threads: number | undefined, device: Device | unde
 /**
  * How much work makes a split worth it, in token positions × model parameters (a product's multiply-adds, roughly):
  * a decode step's part below MIN_STEP_WORK, or a call's jobs together below MIN_JOBS_WORK, run on the main thread
- * alone, and a process whose calls never reach them starts no worker. Why: a worker costs a start (2.6 s at load 15
- * on this machine) and a round trip per step or job, which a tiny model never earns back (the CLI's killed-run test
- * on a 20 k-parameter model took 48 s instead of 28 with every call split, load 10). The built-in base (0.9 M
+ * alone, and a process whose calls never reach them starts no worker. Why: a worker costs a start of seconds and a round
+ * trip per step or job, which a tiny model never earns back (the CLI's killed-run test on a 20 k-parameter model took
+ * much longer with every call split). The built-in base (0.9 M
  * parameters) passes both with one prompt group: 8 rows make 7 M a step, a chess chunk about 10⁹.
  */
 export const MIN_STEP_WORK = 2e6;
