@@ -32,19 +32,22 @@ export interface QwenImageSide {
   visionStartTokenId: number;
 }
 
-/** The ORT tower, built when first used (or opened before the tfjs weights are released). */
+/**
+ * An engine's handle on the image model's ORT tower, which is built when first used (or opened before the tfjs
+ * weights are released) and shared by every handle: once the tfjs weights are gone no later engine could build its
+ * own (serve opens a new engine for an adapter of another shape), so the model owns the session and frees it.
+ */
 class LazyOrtTower implements EngineTower {
   private inner: { forward: QwenTower; dispose(): void } | null = null;
-  constructor(private readonly make: () => { forward: QwenTower; dispose(): void }) {}
+  constructor(private readonly shared: () => { forward: QwenTower; dispose(): void }) {}
   open(): void {
-    this.inner ??= this.make();
+    this.inner ??= this.shared();
   }
   forward(pixels: Float32Array, grids: readonly GridThw[]) {
     this.open();
     return this.inner!.forward(pixels, grids);
   }
   dispose(): void {
-    this.inner?.dispose();
     this.inner = null;
   }
 }
@@ -52,6 +55,8 @@ class LazyOrtTower implements EngineTower {
 export class QwenVlImageModel implements ImageModel {
   readonly imageTokenId: number;
   private active: LazyOrtTower | null = null;
+  /** The ORT tower every engine's handle shares (opened with the first engine's session options). */
+  private opened: { forward: QwenTower; dispose(): void } | null = null;
   private tfjsReleased = false;
   /** Each processed image's grid, by its pixel rows (what EncodedPrompt.images holds). */
   private readonly grids = new WeakMap<Float32Array, GridThw>();
@@ -112,7 +117,7 @@ export class QwenVlImageModel implements ImageModel {
   }
 
   ortTower(options: SessionOptions): EngineTower {
-    return new LazyOrtTower(() => this.side.ortTower(options));
+    return new LazyOrtTower(() => (this.opened ??= this.side.ortTower(options)));
   }
 
   setTower(tower: EngineTower | null): void {
@@ -128,6 +133,8 @@ export class QwenVlImageModel implements ImageModel {
 
   dispose(): void {
     this.releaseTowerWeights();
+    this.opened?.dispose();
+    this.opened = null;
     this.side.decoder.dispose();
   }
 }

@@ -2,7 +2,7 @@
 // is saved as a PEFT folder with a regex target_modules limited to the language model, and the same step on
 // --engine ort (rollouts, log-probs, the tower and the LoRA gradients on ONNX Runtime); `evaluate` on chess image
 // episodes with the trained adapter; `serve` with it on both engines answering a two-image chat request (data: URLs)
-// alike; and a config.json whose
+// alike; `train --rollout-server` against a `metrl serve` replica of the checkpoint; and a config.json whose
 // model_type the table lacks (a made-up video-only variant) is refused in one line as well.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -83,6 +83,40 @@ describe.each(['qwen2_5_vl', 'qwen3_vl'])('metrl train --checkpoint <%s fixture>
       expect(r.code).toBe(0);
       const run = JSON.parse(readFileSync(join(out, 'config.json'), 'utf8'));
       expect(run.config.engine).toBe('ort');
+      expect(existsSync(join(out, 'checkpoints', 'step-1', 'adapter_model.safetensors'))).toBe(true);
+    },
+    SLOW,
+  );
+});
+
+describe('metrl train --rollout-server on the qwen3_vl fixture', () => {
+  it(
+    'sends the chess image prompts to a metrl serve replica of the checkpoint as chat messages (data: URLs) and trains on its samples',
+    async () => {
+      const checkpoint = hfCheckpointCopy('qwen3_vl');
+      const served = await startServe([
+        '--checkpoint',
+        checkpoint,
+        '--enable-lora',
+        '--logprobs-mode',
+        'processed_logprobs',
+        '--port',
+        '0',
+      ]);
+      servers.push(served);
+      const out = join(root, 'qwen3_vl-rollout');
+      const r = await metrl([...train(checkpoint, out, 'ort'), '--rollout-server', served.url]);
+      expect(r.code, r.stderr).toBe(0);
+      const rows = readFileSync(join(out, 'metrics.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l))
+        .filter((row) => row.type === 'train');
+      expect(rows.map((row) => row.step)).toEqual([1]);
+      // The group was sampled on the replica by the step's adapter version (the trainer refuses a prompt the server
+      // tokenised otherwise, so this also says the server's image tokens were the trainer's).
+      expect(rows[0].rollout.servers).toEqual([served.url.replace(/\/v1$/, '')]);
+      expect(rows[0].rollout.adapterVersions).toEqual([0]);
       expect(existsSync(join(out, 'checkpoints', 'step-1', 'adapter_model.safetensors'))).toBe(true);
     },
     SLOW,
