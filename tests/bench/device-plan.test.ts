@@ -2,7 +2,7 @@
 // tree (and untracked files git does not ignore) plus its carry, 64 MiB in all, runs at most 600 s, and the whole check
 // must stay under about 12 minutes of device time with the machine's start. So: the WebGPU call's bundle is built here
 // (bench/device-bundle.sh, into a temporary folder) and measured with the tree; the CUDA build's parts are at most
-// 38 MiB each (bench/device-cuda-parts.sh splits at that size), and their number comes from the parts in .devcuda/
+// 35 MiB each (bench/device-cuda-parts.sh splits at that size), and their number comes from the parts in .devcuda/
 // where they were built, else from the compressed build's size measured when the split was set; each call's time is
 // the sum of its steps' limits as device-run.sh declares them (`step SECONDS NAME …`). Needs Debian's packages for
 // the bundle's Vulkan loader (CI has them).
@@ -25,7 +25,7 @@ const CHECK_SECONDS = 12 * 60;
 const START_SECONDS = 120;
 const TRANSFER_SECONDS_PER_CALL = 10;
 /** split -b of bench/device-cuda-parts.sh. */
-const PART_BYTES = 38 * MiB;
+const PART_BYTES = 35 * MiB;
 /**
  * The CUDA build (ORT 1.29.0's binding, library and CUDA 13 provider, `metrl install-cuda`'s four files) as xz -9e
  * makes it: 176,447,440 bytes, five parts (bench/device-cuda-parts.sh, 2026-12-01, on the 2-core development machine).
