@@ -12,7 +12,7 @@ import * as tf from '@tensorflow/tfjs';
 import { customGrad, mm } from '../ops.ts';
 
 /** Large negative added to masked scores: exp underflows to 0 and a fully masked row stays finite (pad queries). */
-const MASKED = -1e9;
+export const MASKED = -1e9;
 
 /** Query rows per KV head from which attention switches from one batched product to per-block 2-D products. */
 const PER_BLOCK_ROWS = 16;

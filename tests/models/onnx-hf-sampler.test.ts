@@ -5,8 +5,9 @@
 // references; Qwen-VL's multimodal positions and DeepStack go through the ORT decoder), with a non-zero LoRA adapter,
 // sampled rollouts of several prompts in groups draw the same tokens from the same Rng (log-probs of the draws within 1e-4), and the no-grad
 // completion log-probs and entropies (policy and reference, a temperature) agree within 1e-4; after the adapter
-// changes, syncLora makes the session follow. With caches and adapters kept on the device (WebGPU's IO binding path,
-// run here with CPU locations) the numbers are the same to the bit.
+// changes, syncLora makes the session follow. With caches and adapters kept on the device (WebGPU's IO binding path, run here with CPU
+// locations) the draws are the host's and the log-probs within 1e-4 of them (the two graphs differ in attention's
+// cache: concatenated on the device, read in place on the host).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../models/backend.ts';
@@ -124,16 +125,15 @@ describe.each(['qwen2', 'qwen3', 'idefics3', 'gemma3', 'qwen2_5_vl', 'qwen3_vl']
       expect(maxAbs(synced, before)).toBeGreaterThan(1e-3);
     });
 
-    it('gives the same numbers with caches and adapters kept on the device (IO binding; CPU locations here)', () => {
+    it('gives the same draws and scores with caches and adapters kept on the device (IO binding; CPU locations here)', () => {
       const kept = new HfOrtSampler(policy, { threads: 1, keepOnDevice: true });
       try {
         const options = { maxNewTokens: 6, temperature: 1, topP: 1 };
         const draw = (s: HfOrtSampler) => s.sampleGroups(prompts, 3, options, new Rng(12, 'sample')).flat();
         const expected = draw(sampler);
         const got = draw(kept);
-        expect(got.map((c) => [c.tokens, Array.from(c.logProbs)])).toEqual(
-          expected.map((c) => [c.tokens, Array.from(c.logProbs)]),
-        );
+        expect(got.map((c) => c.tokens)).toEqual(expected.map((c) => c.tokens));
+        expect(Math.max(...got.map((c, i) => maxAbs(c.logProbs, expected[i].logProbs)))).toBeLessThan(TOL);
         const items: SequenceBatchItem[] = expected.map((c, i) => ({
           prompt: prompts[Math.floor(i / 3)],
           completion: c.tokens,
@@ -145,8 +145,13 @@ describe.each(['qwen2', 'qwen3', 'idefics3', 'gemma3', 'qwen2_5_vl', 'qwen3_vl']
         for (const useLora of [true, false]) {
           const e = sampler.tokenLogProbs(items, { useLora, withEntropy: true });
           const g = kept.tokenLogProbs(items, { useLora, withEntropy: true });
-          expect(g.logProbs.dataSync()).toEqual(e.logProbs.dataSync());
-          expect(g.entropy!.dataSync()).toEqual(e.entropy!.dataSync());
+          expect(maxAbs(g.logProbs.dataSync() as Float32Array, e.logProbs.dataSync() as Float32Array)).toBeLessThan(
+            TOL,
+          );
+          expect(maxAbs(g.entropy!.dataSync() as Float32Array, e.entropy!.dataSync() as Float32Array)).toBeLessThan(
+            TOL,
+          );
+          expect(g.mask.dataSync()).toEqual(e.mask.dataSync());
           tf.dispose([e.logProbs, e.mask, e.entropy!, g.logProbs, g.mask, g.entropy!]);
         }
       } finally {

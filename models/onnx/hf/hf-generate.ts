@@ -2,13 +2,14 @@
 // tfjs: one prefill over the left-padded prompts (only the last position's logits leave the graph), the prompt cache
 // repeated for a group's G rows, then one token per step; each step appends a 1 to the attention mask and takes
 // position ids from it. Rows that emitted a stop id keep being fed it. The token embeddings of each step are looked up
-// in tfjs (HfDecoder.embed), as the graph starts at inputs_embeds. On the host a step fetches only its new keys and
-// values and appends them into a ring of two cache buffers (host-cache-ring.ts); on WebGPU the caches stay on the GPU
-// (hf-session.ts), each released once the next one exists.
+// in tfjs (HfDecoder.embed), as the graph starts at inputs_embeds. On the host the caches are buffers of the loop's
+// whole length, which each step reads in place and writes its new keys and values into (host-cache.ts); on WebGPU
+// they stay on the GPU (hf-session.ts), each released once the next one exists.
 import * as tf from '@tensorflow/tfjs';
 import type { HfDecoder } from '../../hf/decoder.ts';
 import { chooseNext, decodeSetup, type GenerateOptions, type GenerateResult } from '../../hf/generate.ts';
-import type { HfOrtModel, HfOrtCache } from './hf-session.ts';
+import type { HfOrtModel, HfOrtCache, HfRunRequest } from './hf-session.ts';
+import { HostCache } from './host-cache.ts';
 
 export interface OrtGenerateInput {
   /** Prompts [B][T], left-padded to one length. */
@@ -31,6 +32,9 @@ export function embedIds(decoder: HfDecoder, ids: ArrayLike<number>[]): Float32A
   return tf.tidy(() => decoder.embed(ids).dataSync() as Float32Array).slice();
 }
 
+/** One decode step of every row: its logits [B, 1, V]. */
+type Step = (req: Omit<HfRunRequest, 'cache' | 'useLora' | 'keepCache'>) => Float32Array;
+
 export function generateOrt(model: HfOrtModel, input: OrtGenerateInput, options: GenerateOptions): GenerateResult {
   const { G, B, T, choose, stop, promptMask, mask, tokens, logitsKept, finished } = decodeSetup(input, options);
   const U = input.ids.length;
@@ -49,15 +53,30 @@ export function generateOrt(model: HfOrtModel, input: OrtGenerateInput, options:
     logitRows: [T - 1],
     useLora,
   });
-  let cache: HfOrtCache = prefill.cache;
-  if (G > 1) {
-    cache = model.repeatCache(prefill.cache, G);
-    model.releaseCache(prefill.cache);
-  }
   let values = prefill.logits; // [U, 1, V]
   let rowOf = (b: number) => Math.floor(b / G);
-  // Host caches: each step appends its new keys and values to the past in a ring of two buffers (host-cache-ring.ts).
-  const ring = model.hostCacheRing() ?? undefined;
+  let decode: Step;
+  let end: () => void;
+  if (model.hostCaches) {
+    // Room for the prompt and the maxNewTokens - 1 tokens fed back (the last draw needs no run); rows b·G … b·G + G - 1
+    // start from prompt b's cache.
+    const cache = new HostCache(prefill.cache, rowOf, B, T + options.maxNewTokens - 1);
+    decode = (req) => model.decodeStep({ ...req, useLora }, cache);
+    end = () => {};
+  } else {
+    let cache: HfOrtCache = prefill.cache;
+    if (G > 1) {
+      cache = model.repeatCache(prefill.cache, G);
+      model.releaseCache(prefill.cache);
+    }
+    decode = (req) => {
+      const out = model.run({ ...req, cache, useLora });
+      model.releaseCache(cache);
+      cache = out.cache;
+      return out.logits;
+    };
+    end = () => model.releaseCache(cache);
+  }
   try {
     for (let step = 0; step < options.maxNewTokens; step++) {
       const next = chooseNext(
@@ -74,7 +93,7 @@ export function generateOrt(model: HfOrtModel, input: OrtGenerateInput, options:
       const deltas = input.ropeDeltas;
       // The fed token sits at cache position T + step (pads counted), + the prompt's rope delta.
       const at = deltas ? Array.from({ length: B }, (_, b) => T + step + deltas[Math.floor(b / G)]) : null;
-      const out = model.run({
+      values = decode({
         ...(at ? { mropePositions: [...at, ...at, ...at] } : {}),
         embeds: embedIds(
           model.decoder,
@@ -83,18 +102,12 @@ export function generateOrt(model: HfOrtModel, input: OrtGenerateInput, options:
         rows: B,
         seq: 1,
         attentionMask: mask,
-        cache,
         logitRows: [0],
-        useLora,
-        appendInto: ring,
-      });
-      model.releaseCache(cache);
-      cache = out.cache;
-      values = out.logits; // [B, 1, V]
+      }); // [B, 1, V]
       rowOf = (b: number) => b;
     }
   } finally {
-    model.releaseCache(cache);
+    end();
   }
   return { tokens, finished, ...(options.keepLogits ? { logits: logitsKept } : {}) };
 }

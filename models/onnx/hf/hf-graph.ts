@@ -17,9 +17,14 @@
 //   logit_rows [R] int64           the positions along S whose logits are wanted (prefill: the last; scoring: several)
 //   lora.<module>.a [in, r], lora.<module>.b [r, out]  every adapted linear's A (pre-multiplied by alpha / r) and B:
 //                                  an update feeds new values and never rebuilds the session; B = 0 gives the base
-// Outputs: logits [B, R, V], present_key.<i>, present_value.<i> [B, nkv, K, d] (RoPE applied to keys), and with
-// newPositionOutputs new_key.<i>, new_value.<i> [B, nkv, S, d], the S new positions' part of them: a host decode step
-// fetches only those and appends them itself (host-cache-ring.ts), so no whole cache is copied out of ORT per step.
+// Outputs: logits [B, R, V] and, per layer, the caches. Two variants:
+//   caches kept on the device (WebGPU): present_key.<i>, present_value.<i> [B, nkv, K, d], past ++ new (RoPE applied
+//     to keys), fed back as the next run's past;
+//   caches on the host (option hostCaches; host-cache.ts): past_key.<i>, past_value.<i> are [B, nkv, C, d], a
+//     prompt cache or a decoding loop's buffers of a fixed capacity C filled up to some position and blocked beyond it
+//     by the mask (then [B, 1, S, C + S]); attention reads them in place, the past's scores and the new positions'
+//     side by side, and the graph outputs only new_key.<i>, new_value.<i> [B, nkv, S, d], which the caller writes into
+//     its buffers. No cache is concatenated, transposed or copied out of ORT per step.
 // Base weights are initializers: in the decoder's shared weight file when given (weight-file.ts: the learner's graph
 // maps the same file), else inline, or in an external data file when the model is too large for one protobuf
 // (graph-builder.ts toModel).
@@ -36,7 +41,7 @@ import type { DecoderWeights } from '../../hf/decoder-weights.ts';
 import type { LinearWeights } from '../../layers/linear.ts';
 import type { MlpActivation } from '../../layers/mlp.ts';
 import type { NormStyle } from '../../layers/rms-norm.ts';
-import { GraphBuilder, MAX_INLINE_BYTES, type SerializedModel } from '../graph-builder.ts';
+import { GraphBuilder, MAX_INLINE_BYTES, MS_DOMAIN, type SerializedModel } from '../graph-builder.ts';
 import type { SharedWeightFile } from '../weight-file.ts';
 import type { WeightDtype } from '../weight-encoding.ts';
 
@@ -62,7 +67,7 @@ class OnnxDecoderOps implements DecoderOps<string> {
       maskSliding: string | null;
     },
     private readonly stored: WeightDtype,
-    private readonly newPositionOutputs = false,
+    private readonly hostCaches = false,
   ) {}
 
   linear(x: string, l: LinearWeights): string {
@@ -107,29 +112,53 @@ class OnnxDecoderOps implements DecoderOps<string> {
     const b = this.b;
     const { layer: i, heads: nh, kvHeads: nkv, headDim: d } = spec;
     const rep = nh / nkv;
-    const pastK = b.input(`past_key.${i}`, 'float32', ['batch', nkv, 'past', d]);
-    const pastV = b.input(`past_value.${i}`, 'float32', ['batch', nkv, 'past', d]);
+    const pastLength = this.hostCaches ? 'capacity' : 'past';
+    const pastK = b.input(`past_key.${i}`, 'float32', ['batch', nkv, pastLength, d]);
+    const pastV = b.input(`past_value.${i}`, 'float32', ['batch', nkv, pastLength, d]);
     const toCache = (t: string) => b.op1('Transpose', [t], { perm: [0, 2, 1, 3] }); // [B, S, nkv, d] → [B, nkv, S, d]
     const newK = toCache(k);
     const newV = toCache(v);
-    const keys = b.op1('Concat', [pastK, newK], { axis: 2 }, `present_key.${i}`); // [B, nkv, K, d]
-    const vals = b.op1('Concat', [pastV, newV], { axis: 2 }, `present_value.${i}`);
-    b.output(keys, 'float32', ['batch', nkv, 'keys', d]);
-    b.output(vals, 'float32', ['batch', nkv, 'keys', d]);
-    if (this.newPositionOutputs) {
-      b.output(b.op1('Identity', [newK], {}, `new_key.${i}`), 'float32', ['batch', nkv, 'seq', d]);
-      b.output(b.op1('Identity', [newV], {}, `new_value.${i}`), 'float32', ['batch', nkv, 'seq', d]);
-    }
     // GQA: query head h = kv·rep + j reads KV head kv (repeat_interleave). q [B, nh, S, d] is [B, nkv, rep, S, d] in
     // memory; keys and values get a broadcast axis, so they are never copied per query head.
     const q5 = b.op1('Reshape', [b.op1('Transpose', [q], { perm: [0, 2, 1, 3] }), b.ints([0, nkv, rep, -1, d])]);
-    const kT = b.op1('Unsqueeze', [b.op1('Transpose', [keys], { perm: [0, 1, 3, 2] }), b.ints([2])]); // [B, nkv, 1, d, K]
-    let scores = b.op1('Mul', [b.op1('MatMul', [q5, kT]), b.scalar(spec.scale)]); // [B, nkv, rep, S, K]
-    if (spec.softcap !== null) scores = this.softcap(scores, spec.softcap);
     const mask = b.op1('Unsqueeze', [
       spec.sliding && this.inputs.maskSliding ? this.inputs.maskSliding : this.inputs.mask,
       b.ints([1]),
     ]); // [B, 1, 1, S, K]
+    if (this.hostCaches) {
+      b.output(b.op1('Identity', [newK], {}, `new_key.${i}`), 'float32', ['batch', nkv, 'seq', d]);
+      b.output(b.op1('Identity', [newV], {}, `new_value.${i}`), 'float32', ['batch', nkv, 'seq', d]);
+      // q·kᵀ against the buffer ([B, nkv, rep, S, C]) and against the new keys ([…, S, S]), read in place (transB).
+      const against = (keys: string) =>
+        b.op1(
+          'FusedMatMul',
+          [q5, b.op1('Unsqueeze', [keys, b.ints([2])])],
+          { transB: 1, alpha: { float: spec.scale } },
+          undefined,
+          MS_DOMAIN,
+        );
+      let scores = b.op1('Concat', [against(pastK), against(newK)], { axis: -1 }); // [B, nkv, rep, S, C + S]
+      if (spec.softcap !== null) scores = this.softcap(scores, spec.softcap);
+      const probs = b.op1('Softmax', [b.op1('Add', [scores, mask])], { axis: -1 });
+      const capacity = b.op1('Shape', [pastK], { start: 2, end: 3 }); // [1]: C
+      const big = b.ints([2 ** 62]);
+      const last = b.ints([-1]);
+      const probsPast = b.op1('Slice', [probs, b.ints([0]), capacity, last]);
+      const probsNew = b.op1('Slice', [probs, capacity, big, last]);
+      const o = b.op1('Add', [
+        b.op1('MatMul', [probsPast, b.op1('Unsqueeze', [pastV, b.ints([2])])]),
+        b.op1('MatMul', [probsNew, b.op1('Unsqueeze', [newV, b.ints([2])])]),
+      ]); // [B, nkv, rep, S, d]
+      const perHead = b.op1('Transpose', [b.op1('Reshape', [o, b.ints([0, nh, -1, d])])], { perm: [0, 2, 1, 3] });
+      return b.op1('Reshape', [perHead, b.ints([0, 0, nh * d])]); // [B, S, nh·d]
+    }
+    const keys = b.op1('Concat', [pastK, newK], { axis: 2 }, `present_key.${i}`); // [B, nkv, K, d]
+    const vals = b.op1('Concat', [pastV, newV], { axis: 2 }, `present_value.${i}`);
+    b.output(keys, 'float32', ['batch', nkv, 'keys', d]);
+    b.output(vals, 'float32', ['batch', nkv, 'keys', d]);
+    const kT = b.op1('Unsqueeze', [b.op1('Transpose', [keys], { perm: [0, 1, 3, 2] }), b.ints([2])]); // [B, nkv, 1, d, K]
+    let scores = b.op1('Mul', [b.op1('MatMul', [q5, kT]), b.scalar(spec.scale)]); // [B, nkv, rep, S, K]
+    if (spec.softcap !== null) scores = this.softcap(scores, spec.softcap);
     const probs = b.op1('Softmax', [b.op1('Add', [scores, mask])], { axis: -1 });
     const o = b.op1('MatMul', [probs, b.op1('Unsqueeze', [vals, b.ints([2])])]); // [B, nkv, rep, S, d]
     const perHead = b.op1('Transpose', [b.op1('Reshape', [o, b.ints([0, nh, -1, d])])], { perm: [0, 2, 1, 3] }); // [B, S, nh, d]
@@ -177,8 +206,8 @@ export interface GraphWeightOptions {
   stored?: WeightDtype;
   /** Training graph, tests: logits one chunk of the output head holds (hf-train-head.ts CHUNK_LOGITS). */
   headChunkLogits?: number;
-  /** Decoder graph: also output new_key / new_value (for caches kept on the host; see the header). */
-  newPositionOutputs?: boolean;
+  /** Decoder graph for caches on the host: read in place, only the new keys and values out (see the header). */
+  hostCaches?: boolean;
 }
 
 /**
@@ -205,7 +234,7 @@ export function buildHfDecoderGraph(
     maskSliding: sliding ? b.input('mask_sliding', 'float32', ['batch', 1, 'seq', 'keys']) : null,
   };
   const rows = b.input('logit_rows', 'int64', ['rows']);
-  const ops = new OnnxDecoderOps(b, lora, inputs, options.stored ?? 'float32', options.newPositionOutputs);
+  const ops = new OnnxDecoderOps(b, lora, inputs, options.stored ?? 'float32', options.hostCaches);
   const deepstack = Array.from({ length: c.deepstackLayers }, (_, j) =>
     b.input(`deepstack.${j}`, 'float32', ['batch', 'seq', c.hiddenSize]),
   );

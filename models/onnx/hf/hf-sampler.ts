@@ -163,6 +163,7 @@ export class HfOrtSampler extends PolicyFront<HfPolicy> implements Sampler {
             attentionMask: rows.map(() => new Array<number>(P + C).fill(1)),
             cache,
             useLora,
+            keepCache: false,
           });
           this.model.releaseCache(cache);
           this.model.releaseCache(out.cache);

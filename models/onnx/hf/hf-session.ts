@@ -6,6 +6,8 @@
 // On WebGPU the KV caches and the adapters stay on the GPU between runs (device-tensors.ts): the caches are the graph's
 // present_* outputs bound to GPU buffers and fed back as past_*, a prompt cache is repeated for its G rows there, and
 // the adapters are uploaded once per update; a cache is freed with releaseCache() when its holder is done with it.
+// On the host the graph is hf-graph.ts's host variant: a run returns the new positions' keys and values, and a
+// decoding loop writes them into a HostCache (host-cache.ts) that the next step reads in place (decodeStep).
 // Generation and scoring on top of it live in models/onnx/hf/hf-sampler.ts.
 import type { Tensor } from 'onnxruntime-common';
 import type { DecoderConfig } from '../../hf/config.ts';
@@ -15,8 +17,8 @@ import { mropeValues } from '../../layers/mrope.ts';
 import { inverseFrequencies, ropeValues } from '../../layers/rope.ts';
 import { DeviceTensors, keepsTensorsOnDevice, keptLocation, zeros } from '../device-tensors.ts';
 import { buildHfDecoderGraph, loraInput, type HfLoraSpec } from './hf-graph.ts';
-import { HostCacheRing } from './host-cache-ring.ts';
-import { OrtSession, floatTensor, int64Tensor, type SessionOptions } from '../session.ts';
+import type { HostCache } from './host-cache.ts';
+import { OrtSession, floatTensor, int64Tensor, type Feeds, type SessionOptions } from '../session.ts';
 import { weightFileOf } from '../weight-file.ts';
 import type { WeightDtype } from '../weight-encoding.ts';
 
@@ -47,11 +49,8 @@ export interface HfRunRequest {
   /** Positions along seq whose logits are wanted (default: all). */
   logitRows?: number[];
   useLora: boolean;
-  /**
-   * A decoding loop's ring (host caches only, see hostCacheRing): the run fetches the new positions' keys and values
-   * alone and the returned cache is the ring's append of them to `cache`.
-   */
-  appendInto?: HostCacheRing;
+  /** Host caches: false when the run's cache is not wanted (scoring): its keys and values are not fetched. */
+  keepCache?: boolean;
 }
 
 export interface HfRunResult {
@@ -59,6 +58,20 @@ export interface HfRunResult {
   logits: Float32Array;
   /** The cache extended by this pass. */
   cache: HfOrtCache;
+}
+
+/** [B, nkv, P, d] ++ [B, nkv, S, d] along positions: each (row, head) block is P·d old values then S·d new. */
+function appendPositions(old: Tensor, added: Tensor): Tensor {
+  const [B, nkv, P, d] = old.dims as number[];
+  const S = added.dims[2] as number;
+  const from = old.data as Float32Array;
+  const add = added.data as Float32Array;
+  const out = new Float32Array(B * nkv * (P + S) * d);
+  for (let bh = 0; bh < B * nkv; bh++) {
+    out.set(from.subarray(bh * P * d, (bh + 1) * P * d), bh * (P + S) * d);
+    out.set(add.subarray(bh * S * d, (bh + 1) * S * d), (bh * (P + S) + P) * d);
+  }
+  return floatTensor(out, [B, nkv, P + S, d]);
 }
 
 /** Shared weights up to this size are also prepacked by the sampler's session (a second, packed copy): 1 GiB. */
@@ -104,9 +117,9 @@ export class HfOrtModel {
     return this.decoder.config;
   }
 
-  /** A ring for a decoding loop's caches when they live on the host; null when they stay on the device. */
-  hostCacheRing(): HostCacheRing | null {
-    return this.kept ? null : new HostCacheRing();
+  /** Whether KV caches live on the host (then decoding loops keep them in a HostCache: decodeStep). */
+  get hostCaches(): boolean {
+    return this.kept === null;
   }
 
   /** Whether the graph has LoRA inputs (adapters were attached when it was built). */
@@ -130,24 +143,17 @@ export class HfOrtModel {
       sixteenBit,
       ...(location ? { outputLocations: this.cacheLocations(location) } : {}),
     };
+    const hostCaches = !this.kept;
     if (maxInlineBytes !== undefined)
       return new OrtSession(
-        buildHfDecoderGraph(this.config, this.decoder.weights, this.spec, {
-          maxInlineBytes,
-          stored,
-          newPositionOutputs: !this.kept,
-        }),
+        buildHfDecoderGraph(this.config, this.decoder.weights, this.spec, { maxInlineBytes, stored, hostCaches }),
         { label, ...session },
       );
     // The decoder's shared weight file, mapped by the learner's session too. Prepacking makes a packed copy of every
     // weight for ORT's GEMMs: worth it for a small model (docs/hugging-face.md has the timing), not for one whose
     // weights are what stops it fitting (PREPACK_MAX_BYTES).
     const shared = weightFileOf(this.decoder, label);
-    const graph = buildHfDecoderGraph(this.config, this.decoder.weights, this.spec, {
-      shared,
-      stored,
-      newPositionOutputs: !this.kept,
-    });
+    const graph = buildHfDecoderGraph(this.config, this.decoder.weights, this.spec, { shared, stored, hostCaches });
     return new OrtSession(graph, { label, prepack: shared.bytes <= PREPACK_MAX_BYTES, ...session });
   }
 
@@ -218,11 +224,85 @@ export class HfOrtModel {
 
   run(req: HfRunRequest): HfRunResult {
     const c = this.config;
+    const cache = req.cache ?? this.emptyCache(req.rows);
+    if (cache.rows !== req.rows) throw new Error(`HfOrtModel.run: cache of ${cache.rows} rows for ${req.rows} rows`);
+    const { rows, shared } = this.rowFeeds(req, cache.length);
+    const feeds: Record<string, Tensor> = { ...rows, ...shared, ...(req.useLora ? this.loraFeeds : this.baseFeeds) };
+    for (let i = 0; i < c.numLayers; i++) {
+      feeds[`past_key.${i}`] = cache.k[i];
+      feeds[`past_value.${i}`] = cache.v[i];
+    }
+    if (!this.kept) {
+      // The host graph returns the new positions alone; the cache out is the past with them appended (a copy, which
+      // a prefill's empty past makes free; decoding loops use decodeStep instead).
+      const out = this.session.run(feeds, this.hostOutputs(req.keepCache ?? true));
+      const logits = out.logits.data as Float32Array;
+      if (req.keepCache === false) return { logits, cache: this.emptyCache(0) };
+      const added = (kind: 'key' | 'value') => Array.from({ length: c.numLayers }, (_, i) => out[`new_${kind}.${i}`]);
+      const [newK, newV] = [added('key'), added('value')];
+      if (cache.length === 0) return { logits, cache: { rows: req.rows, length: req.seq, k: newK, v: newV } };
+      return {
+        logits,
+        cache: {
+          rows: req.rows,
+          length: cache.length + req.seq,
+          k: cache.k.map((t, i) => appendPositions(t, newK[i])),
+          v: cache.v.map((t, i) => appendPositions(t, newV[i])),
+        },
+      };
+    }
+    const out = this.session.run(feeds);
+    return {
+      logits: out.logits.data as Float32Array,
+      cache: {
+        rows: req.rows,
+        length: cache.length + req.seq,
+        k: Array.from({ length: c.numLayers }, (_, i) => out[`present_key.${i}`]),
+        v: Array.from({ length: c.numLayers }, (_, i) => out[`present_value.${i}`]),
+      },
+    };
+  }
+
+  /** What a host run fetches: the logits, and the new keys and values unless the cache is not wanted. */
+  private hostOutputs(withCache: boolean): string[] {
+    const names = ['logits'];
+    if (withCache) for (let i = 0; i < this.config.numLayers; i++) names.push(`new_key.${i}`, `new_value.${i}`);
+    return names;
+  }
+
+  /**
+   * One decoding step on the host: the request's rows are the cache's, its mask covers the cache's filled positions
+   * and the new ones; the new keys and values are written into `cache`. Returns the logits [rows, logitRows, V].
+   */
+  decodeStep(req: Omit<HfRunRequest, 'cache' | 'keepCache'>, cache: HostCache): Float32Array {
+    if (this.kept) throw new Error('internal: HfOrtModel.decodeStep with caches on the device');
+    if (cache.rows !== req.rows) throw new Error(`HfOrtModel.decodeStep: cache of ${cache.rows} rows for ${req.rows}`);
+    const { rows, shared } = this.rowFeeds(req, cache.length);
+    const feeds: Feeds = { ...rows, ...shared, ...(req.useLora ? this.loraFeeds : this.baseFeeds) };
+    feeds.mask = cache.layOut(rows.mask);
+    if (rows.mask_sliding) feeds.mask_sliding = cache.layOut(rows.mask_sliding);
+    const L = this.config.numLayers;
+    for (let i = 0; i < L; i++) {
+      const past = cache.past(i);
+      feeds[`past_key.${i}`] = past.k;
+      feeds[`past_value.${i}`] = past.v;
+    }
+    const out = this.session.run(feeds, this.hostOutputs(true));
+    cache.write(
+      Array.from({ length: L }, (_, i) => out[`new_key.${i}`]),
+      Array.from({ length: L }, (_, i) => out[`new_value.${i}`]),
+    );
+    return out.logits.data as Float32Array;
+  }
+
+  /**
+   * A run's inputs but the caches and adapters, after `past` cached positions: `rows`, whose first dimension is the
+   * request's rows (embeddings, masks, RoPE values, DeepStack), and `shared` (logit_rows).
+   */
+  private rowFeeds(req: Omit<HfRunRequest, 'cache' | 'useLora'>, past: number): { rows: Feeds; shared: Feeds } {
+    const c = this.config;
     const { rows: B, seq: S } = req;
-    const cache = req.cache ?? this.emptyCache(B);
-    const past = cache.length;
     const K = past + S;
-    if (cache.rows !== B) throw new Error(`HfOrtModel.run: cache of ${cache.rows} rows for ${B} rows`);
     if (req.attentionMask.length !== B || req.attentionMask.some((r) => r.length !== K))
       throw new Error(`HfOrtModel.run: attention mask must be [${B}, ${K}]`);
     const maskRows = req.attentionMask.map((r) => Array.from(r));
@@ -240,8 +320,6 @@ export class HfOrtModel {
         maskValues({ batch: B, queries: S, past, attentionMask: maskRows, window: null, tokenTypeIds }),
         [B, 1, S, K],
       ),
-      logit_rows: int64Tensor(logitRows, [logitRows.length]),
-      ...(req.useLora ? this.loraFeeds : this.baseFeeds),
     };
     if (req.mropePositions && req.mropePositions.length !== 3 * B * S)
       throw new Error(`HfOrtModel.run: mropePositions must be [3, ${B * S}]`);
@@ -270,34 +348,7 @@ export class HfOrtModel {
       if (features) req.deepstack!.rows.forEach((row, k) => dense.set(features.subarray(k * H, (k + 1) * H), row * H));
       feeds[`deepstack.${j}`] = floatTensor(dense, [B, S, H]);
     }
-    for (let i = 0; i < c.numLayers; i++) {
-      feeds[`past_key.${i}`] = cache.k[i];
-      feeds[`past_value.${i}`] = cache.v[i];
-    }
-    const ring = this.kept ? undefined : req.appendInto;
-    if (ring) {
-      const layers = Array.from({ length: c.numLayers }, (_, i) => i);
-      const names = ['logits', ...layers.flatMap((i) => [`new_key.${i}`, `new_value.${i}`])];
-      const out = this.session.run(feeds, names);
-      return {
-        logits: out.logits.data as Float32Array,
-        cache: ring.append(
-          cache,
-          layers.map((i) => out[`new_key.${i}`]),
-          layers.map((i) => out[`new_value.${i}`]),
-        ),
-      };
-    }
-    const out = this.session.run(feeds);
-    return {
-      logits: out.logits.data as Float32Array,
-      cache: {
-        rows: B,
-        length: K,
-        k: Array.from({ length: c.numLayers }, (_, i) => out[`present_key.${i}`]),
-        v: Array.from({ length: c.numLayers }, (_, i) => out[`present_value.${i}`]),
-      },
-    };
+    return { rows: feeds, shared: { logit_rows: int64Tensor(logitRows, [logitRows.length]) } };
   }
 
   /** Rows of a cache repeated: row b becomes rows b·G … b·G + G - 1 (generate()'s repeatCache), where the cache is. */
