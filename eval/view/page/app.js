@@ -235,9 +235,13 @@ function fillSelect(select, values, label) {
   select.value = values.includes(chosen) ? chosen : '';
 }
 
+/** Requests of the samples table so far: a response that is not the newest one's is dropped (filters changed fast). */
+let samplesAsked = 0;
+
 async function drawSamples(append = false) {
   const folder = $('f-folder').value;
   if (folder === '') return;
+  const asked = ++samplesAsked;
   const offset = append ? state.shown : 0;
   const limit = append ? PAGE : Math.max(PAGE, state.shown);
   const params = new URLSearchParams({
@@ -251,11 +255,13 @@ async function drawSamples(append = false) {
   try {
     page = await getJson(`/api/folders/${folder}/samples?${params}`);
   } catch (error) {
+    if (asked !== samplesAsked) return;
     $('samples-info').textContent = `samples: ${error.message}`;
     $('samples').tBodies[0].replaceChildren();
     $('more').hidden = true;
     return;
   }
+  if (asked !== samplesAsked) return;
   $('f-group-label').textContent = page.groupKind;
   $('samples').tHead.rows[0].cells[0].textContent = page.groupKind;
   fillSelect($('f-group'), page.groups, (g) => (page.groupKind === 'step' ? `step ${g}` : g));
