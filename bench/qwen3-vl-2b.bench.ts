@@ -3,8 +3,9 @@
 // hidden 2048, 28 layers, 16 heads / 8 KV heads of 128, intermediate 6144, vocabulary 151,936 tied, interleaved
 // multimodal RoPE [24, 20, 20]; vision: 24 blocks of 1024, patch 16, DeepStack after blocks 5, 11 and 17), the real
 // Qwen3 tokenizer (../shared/fixtures/hf/tokenizer-qwen3) with a Qwen-VL chat template and the Hub's processor
-// settings, then runs one GRPO step of one chess prompt with 5 image actions and G = 8 completions through the real
-// `metrl train --engine ort` in a child process, and reports the step's phases and the child's peak memory.
+// settings, then runs one GRPO step of one chess prompt with 5 image actions and G = 8 completions of at most 64 tokens
+// through the real `metrl train --engine ort` in a child process, and reports the step's phases and the child's peak
+// memory.
 // The checkpoint goes to METRL_QWEN3VL_DIR when set (kept and reused), else to a temporary folder removed afterwards.
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -193,6 +194,10 @@ export async function run(): Promise<BenchRow[]> {
       '1',
       '--group-size',
       '8',
+      // A random model writes every completion to the cap, and the step's cost grows with it: 64 tokens, room for a
+      // chess answer's FEN, not the task's fitted default (1.25 × a 5-move trace).
+      '--max-completion-tokens',
+      '64',
       '--steps',
       '1',
       '--test-size',
