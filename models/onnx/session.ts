@@ -1,8 +1,9 @@
 // An ONNX Runtime session opened from the bytes of a ModelProto, run
 // synchronously. The Sampler contract (models/sampler.ts) is synchronous and a decode is hundreds of small runs, so
 // this goes under onnxruntime-node's promise wrapper (whose run only defers the same native, synchronous call with
-// setImmediate) to the binding it wraps. Threads: ORT's intra-op pool, `threads` of them (the machine's cores by
-// default; 1 for a single-core comparison). A model ORT refuses (an unknown operator, bad weights) is a UserError
+// setImmediate) to the binding it wraps. Threads: ORT's intra-op pool, `threads` of them (by default the cores Node
+// reports, given to ORT explicitly: ORT's own default counts physical cores its own way, and on some virtual machines
+// it counts fewer than there are; 1 for a single-core comparison). A model ORT refuses (an unknown operator, bad weights) is a UserError
 // naming what failed. A model whose weights live in a shared weight file (weight-file.ts) is opened from that file's
 // folder. A model too large for one protobuf comes with external weights (graph-builder.ts toModel): both
 // are written to a temporary folder, opened from there, and the folder removed once ORT has read them.
@@ -10,7 +11,7 @@
 // (which provider each node was placed on) to stderr after a line naming it, and writes the graph ORT optimized to
 // DIR/<pid>-<thread>-<n>.onnx.
 import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { threadId } from 'node:worker_threads';
 import { Tensor } from 'onnxruntime-common';
@@ -20,7 +21,7 @@ import { EXTERNAL_FILE, type SerializedModel } from './graph-builder.ts';
 import { nativeBinding, type NativeSession } from './ort-binding.ts';
 
 export interface SessionOptions {
-  /** ORT intra-op threads (default: all cores ORT sees). */
+  /** ORT intra-op threads (default: every core this process may use, os.availableParallelism()). */
   threads?: number;
   /** What the model is, for error messages. */
   label?: string;
@@ -92,7 +93,7 @@ export class OrtSession {
       ...(optimized ? { logVerbosityLevel: 0, optimizedModelFilePath: optimized } : {}),
       ...(options.arena === false ? { enableCpuMemArena: false, enableMemPattern: false } : {}),
       interOpNumThreads: 1,
-      ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
+      intraOpNumThreads: options.threads ?? availableParallelism(),
       ...(options.device && options.device !== 'cpu' ? { executionProviders: executionProviders(options.device) } : {}),
       ...(options.outputLocations ? { preferredOutputLocation: options.outputLocations } : {}),
       ...(process.env.METRL_ORT_PROFILE
