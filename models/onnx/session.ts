@@ -34,11 +34,6 @@ export interface SessionOptions {
   /** Execution provider (default the CPU); check it first with checkDevice (models/onnx/device.ts). */
   device?: Device;
   /**
-   * ORT's CPU memory arena and memory patterns (default on). Off, a run's buffers are freed when it ends instead of
-   * kept for the next one: the HF learner's forward + backward buffers are large and its runs vary in size.
-   */
-  arena?: boolean;
-  /**
    * Prepacking constant weights into each product's own layout (default on). Off, every product reads the one copy of
    * a weight: the HF learner's weights are read by a forward MatMul and a backward Gemm, each of which would keep a
    * packed copy; its products have hundreds of rows, where unpacked weights cost little.
@@ -91,7 +86,6 @@ export class OrtSession {
       // rename, say), not something the user can act on, and stderr is kept for metrl's one error line.
       logSeverityLevel: optimized ? 0 : 3,
       ...(optimized ? { logVerbosityLevel: 0, optimizedModelFilePath: optimized } : {}),
-      ...(options.arena === false ? { enableCpuMemArena: false, enableMemPattern: false } : {}),
       interOpNumThreads: 1,
       intraOpNumThreads: options.threads ?? availableParallelism(),
       ...(options.device && options.device !== 'cpu' ? { executionProviders: executionProviders(options.device) } : {}),

@@ -6,10 +6,11 @@
 //      returning the gradient of Σ g · logp with respect to every LoRA A and B. The same work as a forward then a
 //      forward + backward, with one layer's activations alive at a time (measured: docs/performance.md, "One GRPO step
 //      against PyTorch eager").
-// One session serves both passes (its graph's If node picks the branch), without ORT's memory arena and weight
-// prepacking: it holds no weights of its own (it maps the decoder's shared weight file, weight-file.ts, as the
-// sampler's session does), and frees a pass's buffers when the pass ends. On SmolLM2-135M's shape two sessions with
-// arena and prepacking held about twice the memory at the same speed.
+// One session serves both passes (its graph's If node picks the branch), without weight prepacking: it holds no weights
+// of its own (it maps the decoder's shared weight file, weight-file.ts, as the sampler's session does). ORT's memory
+// arena stays on: without it every buffer of a run is fresh memory from the system, and first-touch page faults on a
+// long prompt's [kv heads, rep·P, P] scores made each elementwise pass over them several times slower
+// (docs/hugging-face.md has the measurement).
 // Jobs: a prompt group whose completions fall in several chunks runs its prompt once; a group is cut into parts only
 // where its [predicted tokens, vocabulary] logits would pass LOGIT_BUDGET (each part runs the prompt again).
 import * as tf from '@tensorflow/tfjs';
@@ -127,7 +128,6 @@ export class HfOrtLearner extends OrtLoraLearner<HfPolicy, Part> {
         threads: this.options.threads,
         spin: this.options.spin,
         device: this.options.device,
-        arena: false,
         prepack: false,
         sixteenBit: stored !== 'float32',
       };
