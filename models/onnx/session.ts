@@ -3,8 +3,8 @@
 // this goes under onnxruntime-node's promise wrapper (whose run only defers the same native, synchronous call with
 // setImmediate) to the binding it wraps. Threads: ORT's intra-op pool, `threads` of them (by default the cores Node
 // reports, given to ORT explicitly: ORT's own default counts physical cores its own way, and on some virtual machines
-// it counts fewer than there are; 1 for a single-core comparison). A model ORT refuses (an unknown operator, bad weights) is a UserError
-// naming what failed. A model whose weights live in a shared weight file (weight-file.ts) is opened from that file's
+// it counts fewer than there are; 1 for a single-core comparison). A model ORT refuses (an unknown operator, bad
+// weights) is a UserError naming what failed. A model whose weights live in a shared weight file (weight-file.ts) is opened from that file's
 // folder. A model too large for one protobuf comes with external weights (graph-builder.ts toModel): both
 // are written to a temporary folder, opened from there, and the folder removed once ORT has read them.
 // METRL_ORT_PLACEMENT=DIR (a diagnostic, session-placement.ts reads it): every session logs ORT's verbose session log

@@ -1,8 +1,8 @@
 // How many threads an OrtSession (models/onnx/session.ts) starts: left unset, its intra-op pool spans every core this
 // process may use (os.availableParallelism), as --threads' help says. Counted from the process's threads in /proc:
 // a pool of N threads is the calling thread and N - 1 it starts (the process's first session starts one more, so it is
-// opened first). ORT's own default counted one core of this
-// project's two-core machines, which made every run without --threads a one-thread run.
+// opened first). ORT's own default counted one core of this project's two-core machines, which made every run without
+// --threads a one-thread run.
 import { describe, expect, it } from 'vitest';
 import { existsSync, readdirSync } from 'node:fs';
 import { availableParallelism } from 'node:os';

@@ -10,7 +10,7 @@
 // of its own (it maps the decoder's shared weight file, weight-file.ts, as the sampler's session does). ORT's memory
 // arena stays on: without it every buffer of a run is fresh memory from the system, and first-touch page faults on a
 // long prompt's [kv heads, rep·P, P] scores made each elementwise pass over them several times slower
-// (docs/hugging-face.md has the measurement).
+// (docs/engines.md, "One session", has the measurement).
 // Jobs: a prompt group whose completions fall in several chunks runs its prompt once; a group is cut into parts only
 // where its [predicted tokens, vocabulary] logits would pass LOGIT_BUDGET (each part runs the prompt again).
 import * as tf from '@tensorflow/tfjs';
